@@ -1,0 +1,9 @@
+//! lackpy's pure core. See README.md.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod lang;
+pub mod wire;
+
+pub use lang::{validate, Grade, Namespace, Program, ToolEntry};
+pub use wire::{Data, ErrorInfo, ErrorKind, Limits};

@@ -1,0 +1,74 @@
+//! `lackpy`: the one binary. Parses the command line and dispatches; every
+//! subcommand lives in `cmd/`. Hidden worker roles re-enter here too.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// A secure runtime for tool-composing programs written in a strict subset of Python.
+///
+/// Programs are validated against a whitelist, graded, and run in a single-use
+/// jailed worker; every tool call is authorized by the supervisor and traced.
+#[derive(Parser)]
+#[command(name = "lackpy", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate and run a program in a jailed worker.
+    Run(cmd::run::Args),
+    /// Validate a program and show its grade and tool calls, without running it.
+    Validate(cmd::validate::Args),
+    /// List the tools of the toolbox (builtins plus config-defined).
+    Tools(cmd::tools::Args),
+    /// List, inspect and create profiles.
+    Profile(cmd::profile::Args),
+    /// Read the run traces of a workspace.
+    Trace(cmd::trace::Args),
+    /// Show which jail layers this kernel supports.
+    Doctor(cmd::doctor::Args),
+    /// Internal: a jailed worker role. Not for direct use.
+    #[command(name = "__worker", hide = true)]
+    Worker(cmd::worker::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 3 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    if !matches!(cli.command, Command::Worker(_)) {
+        init_logging();
+    }
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::main(a),
+        Command::Validate(a) => cmd::validate::main(a),
+        Command::Tools(a) => cmd::tools::main(a),
+        Command::Profile(a) => cmd::profile::main(a),
+        Command::Trace(a) => cmd::trace::main(a),
+        Command::Doctor(a) => cmd::doctor::main(a),
+        Command::Worker(a) => cmd::worker::main(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(4)),
+        Err(e) => {
+            eprintln!("lackpy: error: {e:#}");
+            ExitCode::from(4)
+        }
+    }
+}
+
+/// Logs go to stderr only: stdout belongs to results and the MCP protocol.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LACKPY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -1,0 +1,5 @@
+//! lackpy's executor worker: the interpreter (`interp`), and the child side
+//! of the jail and IPC. See README.md.
+#![warn(missing_docs)]
+
+pub mod interp;
