@@ -3,6 +3,7 @@
 //! 0 ok, 1 runtime/tool/limit error, 2 validation error,
 //! 3 usage or configuration error, 4 internal error.
 
+pub mod common;
 pub mod doctor;
 pub mod profile;
 pub mod run;
