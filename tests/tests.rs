@@ -1,1 +1,4 @@
+//! The one integration test binary (ripgrep's layout: one link instead of
+//! many). Each module drives the real `lackpy` binary.
 
+mod util;

@@ -1,0 +1,59 @@
+//! Helpers shared by the integration tests: the real binary, fresh
+//! workspaces, and running a program.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Path of the `lackpy` binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lackpy"))
+}
+
+/// A `lackpy` command with a clean environment (no user config leaks in).
+pub fn lackpy() -> Command {
+    let mut c = Command::new(bin());
+    c.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
+    c.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
+    c
+}
+
+/// Run `lackpy` with `args`, feeding `stdin`.
+pub fn run_with_stdin(args: &[&str], stdin: &str, cwd: Option<&Path>) -> Output {
+    let mut c = lackpy();
+    c.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    let mut child = c.spawn().expect("spawn lackpy");
+    if let Some(mut s) = child.stdin.take() {
+        let _ = s.write_all(stdin.as_bytes());
+    }
+    child.wait_with_output().expect("wait lackpy")
+}
+
+/// Parse stdout as one JSON object.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A fresh temporary workspace holding `files` (path, content).
+pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (p, content) in files {
+        let path = dir.path().join(p);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, content).expect("write");
+    }
+    dir
+}
