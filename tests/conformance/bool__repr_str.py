@@ -1,0 +1,1 @@
+[True, False, str(True), repr(False), f'{True}', f'{False!r}', bool('False')]

@@ -1,0 +1,1 @@
+[isinstance(1, int), isinstance(1.0, int), isinstance('a', str), isinstance([], list), isinstance((), tuple), isinstance({}, dict), isinstance(set(), set), isinstance(None, int), isinstance(1, (str, float)), isinstance(1, (str, int)), isinstance(True, float), isinstance(2.0, float), isinstance(False, (bool,))]

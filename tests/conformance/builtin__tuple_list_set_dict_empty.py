@@ -1,0 +1,1 @@
+[tuple(), list(), set(), dict(), str(), int(), float()]

@@ -1,0 +1,1 @@
+[(i, j) for i in range(4) for j in range(i) if (i + j) % 2]

@@ -1,0 +1,3 @@
+x = 'outer'
+ys = [x for x in range(3)]
+[x, ys]

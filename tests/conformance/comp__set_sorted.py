@@ -1,0 +1,1 @@
+sorted({w[0] for w in ['apple', 'avocado', 'banana', 'cherry', 'blue']})

@@ -1,0 +1,6 @@
+out = []
+for x in []:
+    out.append(x)
+else:
+    out.append('else ran')
+out

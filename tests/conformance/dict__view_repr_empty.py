@@ -1,0 +1,2 @@
+d = {}
+[d.keys(), d.values(), d.items()]

@@ -1,0 +1,1 @@
+[max((x for x in [] if x), default=-1), min((len(w) for w in ['ab', 'c']), default=0)]

@@ -1,0 +1,2 @@
+xs = [0]
+[len(xs), len([]), bool(xs), len([[], []])]

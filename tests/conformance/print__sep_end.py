@@ -1,0 +1,6 @@
+print('a', 'b', sep='-')
+print('x', end='')
+print('y', end='!\n')
+print(1, 2, sep='', end='|')
+print(sep=',')
+print('z', sep=None, end=None)

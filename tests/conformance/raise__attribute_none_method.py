@@ -1,0 +1,2 @@
+x = [None][0]
+x.split()

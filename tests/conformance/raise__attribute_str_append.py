@@ -1,0 +1,2 @@
+s = 'abc' if len('x') else []
+s.append('d')

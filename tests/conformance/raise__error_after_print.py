@@ -1,0 +1,4 @@
+print('before')
+xs = []
+print(len(xs))
+xs[0]

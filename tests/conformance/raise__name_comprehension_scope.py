@@ -1,0 +1,2 @@
+xs = [i for i in range(3)]
+i

@@ -1,0 +1,2 @@
+print('start')
+total = total + 1

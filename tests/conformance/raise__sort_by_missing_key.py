@@ -1,0 +1,2 @@
+rows = [{'a': 1}, {'b': 2}]
+sort_by(rows, 'a')

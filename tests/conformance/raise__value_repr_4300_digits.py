@@ -1,0 +1,4 @@
+x = 1
+for i in range(1500):
+    x *= 1000
+x

@@ -1,0 +1,1 @@
+[str('a'), str(['a']), repr(['a']), str("'"), repr("'"), repr('"\'')]

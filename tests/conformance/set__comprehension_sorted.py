@@ -1,0 +1,1 @@
+sorted({x % 5 for x in range(20)})

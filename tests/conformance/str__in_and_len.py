@@ -1,0 +1,1 @@
+['' in '', 'a' in '', len(''), len('😀'), len('é'), len('e\u0301'), 'b' in 'abc']

@@ -1,0 +1,4 @@
+out = []
+for ch in 'aé😀':
+    out.append(ch)
+out

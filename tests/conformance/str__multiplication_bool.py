@@ -1,0 +1,1 @@
+['ab' * True, 'ab' * False]

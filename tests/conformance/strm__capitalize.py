@@ -1,0 +1,1 @@
+['hello world'.capitalize(), 'HELLO'.capitalize(), ''.capitalize(), '1abc'.capitalize(), 'éCOLE'.capitalize(), 'ßa'.capitalize()]

@@ -1,0 +1,1 @@
+['Hello'.casefold(), 'STRASSE'.casefold(), 'Straße'.casefold(), ''.casefold(), 'ΣΑΣ'.casefold()]

@@ -1,0 +1,1 @@
+['abc'.isascii(), ''.isascii(), 'é'.isascii(), '\x7f'.isascii(), '\x80'.isascii()]

@@ -1,0 +1,1 @@
+['a=b=c'.partition('='), 'abc'.partition('='), 'a=b=c'.rpartition('='), 'abc'.rpartition('='), '=x'.partition('='), ''.partition('a')]

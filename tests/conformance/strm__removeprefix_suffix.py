@@ -1,0 +1,1 @@
+['prefix_body'.removeprefix('prefix_'), 'body'.removeprefix('x'), 'file.txt'.removesuffix('.txt'), 'file.txt'.removesuffix('.md'), 'aaa'.removeprefix('a'), 'abc'.removeprefix(''), 'abc'.removesuffix('')]

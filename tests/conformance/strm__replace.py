@@ -1,0 +1,1 @@
+['aaaa'.replace('a', 'b'), 'aaaa'.replace('a', 'b', 2), 'aaaa'.replace('aa', 'x'), 'abc'.replace('', '-'), 'abc'.replace('', '-', 2), 'abc'.replace('x', 'y'), ''.replace('', 'z'), 'aaa'.replace('a', 'b', 0), 'aaa'.replace('a', 'b', -1)]

@@ -1,0 +1,1 @@
+['Hello World'.swapcase(), ''.swapcase(), 'ß'.swapcase(), 'aBc123'.swapcase()]

@@ -1,0 +1,2 @@
+r = edit_file('b.md', 'zzz', 'y')
+[r, read_file('b.md')]

@@ -1,0 +1,3 @@
+# Raise=PathOutsideWorkspace
+# message: any
+read_file('/etc/passwd')

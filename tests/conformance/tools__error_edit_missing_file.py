@@ -1,0 +1,3 @@
+# Raise=FileNotFound
+# message: any
+edit_file('missing.txt', 'a', 'b')

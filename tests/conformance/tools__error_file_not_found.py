@@ -1,0 +1,3 @@
+# Raise=FileNotFound
+# message: any
+read_file('nope.txt')

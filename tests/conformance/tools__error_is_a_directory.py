@@ -1,0 +1,3 @@
+# Raise=IsADirectory
+# message: any
+read_file('sub')

@@ -1,0 +1,2 @@
+text = read_file('a.txt')
+[text, text.splitlines(), len(text)]

@@ -1,0 +1,1 @@
+[read_file('sub/note.txt'), read_file(path='sub/deep/cfg.txt'), read_file('./b.md')]

@@ -1,0 +1,1 @@
+read_file('.hidden').strip().split('=')

@@ -1,0 +1,2 @@
+write_file('a.txt', 'replaced')
+read_file('a.txt')
