@@ -1,0 +1,694 @@
+//! Pass 2: the whitelist check. Recursive, which is safe because pass 1
+//! bounded the tree's depth. Every violation is recorded (with its byte
+//! offset for sorting) and the walk continues, so authors see them all.
+
+use super::tables::{self, forbidden_hint, is_builtin, method_allowed, method_allowed_any};
+use super::{error_at, Namespace};
+use crate::wire::ErrorInfo;
+use rustpython_parser::ast::{self, Constant, Expr, ExprContext, Operator, Ranged, Stmt, UnaryOp};
+use std::collections::HashSet;
+
+/// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
+const MAX_STR_DIGITS: usize = 4300;
+
+pub(crate) struct Checker<'a> {
+    src: &'a str,
+    starts: &'a [u32],
+    ns: &'a Namespace,
+    assigned: &'a HashSet<String>,
+    errors: Vec<(usize, ErrorInfo)>,
+    calls: Vec<String>,
+    loop_depth: usize,
+}
+
+fn off<T: Ranged>(node: &T) -> usize {
+    u32::from(node.range().start()) as usize
+}
+
+/// The construct name and hint of a forbidden operator, if it is one.
+fn operator_violation(op: Operator) -> Option<(&'static str, &'static str)> {
+    const BIT_HINT: &str = "bit operators are not available; for sets use union(), intersection(), difference() or symmetric_difference()";
+    match op {
+        Operator::Pow => Some(("the power operator `**`", "multiply explicitly (x * x)")),
+        Operator::MatMult => Some(("the matrix multiplication operator `@`", "multiply explicitly")),
+        Operator::BitOr => Some(("the bitwise operator `|`", BIT_HINT)),
+        Operator::BitXor => Some(("the bitwise operator `^`", BIT_HINT)),
+        Operator::BitAnd => Some(("the bitwise operator `&`", BIT_HINT)),
+        Operator::LShift => Some(("the shift operator `<<`", "multiply explicitly")),
+        Operator::RShift => Some(("the shift operator `>>`", "use // to divide")),
+        _ => None,
+    }
+}
+
+/// Statically known type of a receiver expression, if any.
+fn static_type(e: &Expr) -> Option<&'static str> {
+    match e {
+        Expr::Constant(c) => Some(match c.value {
+            Constant::Str(_) => "str",
+            Constant::Int(_) => "int",
+            Constant::Bool(_) => "bool",
+            Constant::Float(_) => "float",
+            Constant::None => "NoneType",
+            Constant::Tuple(_) => "tuple",
+            Constant::Bytes(_) => "bytes",
+            Constant::Complex { .. } => "complex",
+            Constant::Ellipsis => "ellipsis",
+        }),
+        Expr::JoinedStr(_) => Some("str"),
+        Expr::List(_) | Expr::ListComp(_) => Some("list"),
+        Expr::Dict(_) | Expr::DictComp(_) => Some("dict"),
+        Expr::Set(_) | Expr::SetComp(_) => Some("set"),
+        Expr::Tuple(_) => Some("tuple"),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance, for "did you mean" hints (short strings only).
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Up to three close matches for `name` among `candidates`, best first.
+fn close_matches<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Vec<&'c str> {
+    if name.chars().count() > 64 {
+        return Vec::new();
+    }
+    let lname = name.to_lowercase();
+    let mut scored: Vec<(usize, &str)> = candidates
+        .filter(|c| *c != name)
+        .filter_map(|c| {
+            let lc = c.to_lowercase();
+            let d = distance(&lname, &lc);
+            let limit = (name.chars().count() / 3).max(1);
+            if d <= limit {
+                Some((d, c))
+            } else if lname.len() >= 3 && (lc.contains(&lname) || lname.contains(&lc)) {
+                Some((limit + 1, c))
+            } else {
+                None
+            }
+        })
+        .collect();
+    scored.sort();
+    scored.dedup();
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// Hints for methods authors often reach for that are not on the list.
+fn method_hint(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "format" | "format_map" => "use an f-string: f\"{name}: {value}\"",
+        "encode" | "decode" => "bytes are not available; work with str values",
+        "translate" | "maketrans" => "use replace() for each character",
+        "contains" | "has_key" | "includes" => "use the `in` operator: `x in items`",
+        "len" | "length" | "size" | "count_items" => "use len(x)",
+        "push" | "add_item" => "use append() for lists, add() for sets",
+        "trim" => "use strip()",
+        "to_upper" | "toupper" | "touppercase" => "use upper()",
+        "to_lower" | "tolower" | "tolowercase" => "use lower()",
+        "sort_by" | "sorted" => "use sort_by(items, \"field\") or sorted(items, key=...)",
+        "read" | "readlines" | "write" => "use the read_file / write_file tools",
+        _ => return None,
+    })
+}
+
+impl<'a> Checker<'a> {
+    pub(crate) fn new(
+        src: &'a str,
+        starts: &'a [u32],
+        ns: &'a Namespace,
+        assigned: &'a HashSet<String>,
+    ) -> Self {
+        Checker { src, starts, ns, assigned, errors: Vec::new(), calls: Vec::new(), loop_depth: 0 }
+    }
+
+    pub(crate) fn finish(self) -> (Vec<(usize, ErrorInfo)>, Vec<String>) {
+        (self.errors, self.calls)
+    }
+
+    fn err(&mut self, at: usize, ty: &str, message: String, hint: Option<String>) {
+        let e = error_at(self.src, self.starts, at, ty, message, hint);
+        self.errors.push((at, e));
+    }
+
+    fn forbid(&mut self, at: usize, construct: &str, hint: &str) {
+        self.err(at, "ForbiddenSyntax", format!("{construct} is not allowed"), Some(hint.to_string()));
+    }
+
+    fn is_tool(&self, name: &str) -> bool {
+        self.ns.get(name).is_some()
+    }
+
+    fn tool_list(&self) -> String {
+        if self.ns.tools.is_empty() {
+            return "available tools: (none)".to_string();
+        }
+        let names: Vec<&str> = self.ns.tools.iter().take(30).map(|t| t.name.as_str()).collect();
+        format!("available tools: {}", names.join(", "))
+    }
+
+    pub(crate) fn body(&mut self, body: &[Stmt]) {
+        for s in body {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let at = off(s);
+        match s {
+            Stmt::Expr(e) => self.expr(&e.value),
+            Stmt::Assign(a) => {
+                for t in &a.targets {
+                    self.expr(t);
+                }
+                self.expr(&a.value);
+            }
+            Stmt::AugAssign(a) => {
+                if let Some((what, hint)) = operator_violation(a.op) {
+                    self.forbid(at, &format!("augmented assignment with {what}"), hint);
+                }
+                self.expr(&a.target);
+                self.expr(&a.value);
+            }
+            Stmt::For(f) => {
+                self.expr(&f.target);
+                self.expr(&f.iter);
+                self.loop_depth += 1;
+                self.body(&f.body);
+                self.loop_depth -= 1;
+                self.body(&f.orelse);
+            }
+            Stmt::If(i) => {
+                self.expr(&i.test);
+                self.body(&i.body);
+                self.body(&i.orelse);
+            }
+            Stmt::Pass(_) => {}
+            Stmt::Break(_) => {
+                if self.loop_depth == 0 {
+                    self.err(at, "SyntaxError", "'break' outside loop".to_string(), None);
+                }
+            }
+            Stmt::Continue(_) => {
+                if self.loop_depth == 0 {
+                    self.err(at, "SyntaxError", "'continue' not properly in loop".to_string(), None);
+                }
+            }
+            Stmt::Import(_) | Stmt::ImportFrom(_) => self.forbid(
+                at,
+                "`import`",
+                "tools and builtins are already loaded; call them directly",
+            ),
+            Stmt::FunctionDef(f) => {
+                for d in &f.decorator_list {
+                    self.forbid(off(d), "a decorator", "write the steps inline; functions cannot be defined");
+                }
+                self.forbid(at, "`def` (function definition)", "write the steps inline; functions cannot be defined");
+            }
+            Stmt::AsyncFunctionDef(f) => {
+                for d in &f.decorator_list {
+                    self.forbid(off(d), "a decorator", "write the steps inline; functions cannot be defined");
+                }
+                self.forbid(at, "`async def`", "write the steps inline; functions cannot be defined");
+            }
+            Stmt::ClassDef(c) => {
+                for d in &c.decorator_list {
+                    self.forbid(off(d), "a decorator", "write the steps inline; classes cannot be defined");
+                }
+                self.forbid(at, "`class`", "use dicts and lists for structured data; classes cannot be defined");
+            }
+            Stmt::Return(_) => self.forbid(
+                at,
+                "`return`",
+                "the value of the last expression statement is the program's result",
+            ),
+            Stmt::Delete(_) => self.forbid(at, "`del`", "reassign the variable or build a new collection instead"),
+            Stmt::TypeAlias(_) => self.forbid(at, "a `type` alias", "assign values to variables directly"),
+            Stmt::AnnAssign(_) => self.forbid(at, "an annotated assignment", "drop the annotation: x = value"),
+            Stmt::AsyncFor(_) => self.forbid(at, "`async for`", "use a plain for loop"),
+            Stmt::While(_) => self.forbid(
+                at,
+                "a `while` loop",
+                "iterate over a finite collection with for (for item in items: / for i in range(n):)",
+            ),
+            Stmt::With(_) | Stmt::AsyncWith(_) => self.forbid(
+                at,
+                "`with`",
+                "call the tools directly: read_file(path) returns a file's text",
+            ),
+            Stmt::Match(_) => self.forbid(at, "`match`", "use if/elif/else"),
+            Stmt::Raise(_) => self.forbid(
+                at,
+                "`raise`",
+                "errors cannot be raised; make a value describing the problem the last expression",
+            ),
+            Stmt::Try(_) | Stmt::TryStar(_) => {
+                self.forbid(at, "`try`", "errors propagate; check values with if instead")
+            }
+            Stmt::Assert(_) => self.forbid(
+                at,
+                "`assert`",
+                "check the condition with if and make the result the last expression",
+            ),
+            Stmt::Global(_) => self.forbid(at, "`global`", "there is one scope; assign variables directly"),
+            Stmt::Nonlocal(_) => self.forbid(at, "`nonlocal`", "there is one scope; assign variables directly"),
+        }
+    }
+
+    /// Check an identifier used as a name (any context) for `_` and the forbidden list.
+    /// Returns false when an error was recorded.
+    fn name_ok(&mut self, at: usize, id: &str) -> bool {
+        if id.starts_with('_') {
+            self.err(
+                at,
+                "UnderscoreName",
+                format!("name '{id}' starts with an underscore; such names are not allowed"),
+                Some("use names that do not start with '_'; use dict keys (d[\"key\"]) for data".to_string()),
+            );
+            return false;
+        }
+        if let Some(hint) = forbidden_hint(id) {
+            self.err(at, "ForbiddenName", format!("'{id}' is not available"), Some(hint.to_string()));
+            return false;
+        }
+        true
+    }
+
+    fn unknown_name_hint(&self, id: &str) -> String {
+        let fixed = tables::UNKNOWN_NAME_HINTS.iter().find(|(n, _)| *n == id).map(|(_, h)| *h);
+        let candidates = self
+            .ns
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .chain(tables::BUILTINS.iter().copied())
+            .chain(self.assigned.iter().map(String::as_str));
+        let close = close_matches(id, candidates);
+        let mut parts = Vec::new();
+        if let Some(h) = fixed {
+            parts.push(h.to_string());
+        }
+        if !close.is_empty() {
+            parts.push(format!("did you mean {}?", close.join(", ")));
+        }
+        parts.push(self.tool_list());
+        parts.join("; ")
+    }
+
+    /// A name read as a value (not a callee).
+    fn name_load(&mut self, at: usize, id: &str) {
+        if !self.name_ok(at, id) {
+            return;
+        }
+        if self.is_tool(id) || is_builtin(id) {
+            let what = if self.is_tool(id) { "tool" } else { "builtin" };
+            self.err(
+                at,
+                "BuiltinAsValue",
+                format!("{what} '{id}' can only be called, not used as a value"),
+                Some(format!("call it: {id}(...)")),
+            );
+            return;
+        }
+        if !self.assigned.contains(id) {
+            let hint = self.unknown_name_hint(id);
+            self.err(
+                at,
+                "UnknownName",
+                format!(
+                    "name '{id}' is not defined: not a tool of the active profile, an allowed builtin, or a variable assigned in the program"
+                ),
+                Some(hint),
+            );
+        }
+    }
+
+    fn name_store(&mut self, at: usize, id: &str) {
+        if !self.name_ok(at, id) {
+            return;
+        }
+        if self.is_tool(id) || is_builtin(id) {
+            let what = if self.is_tool(id) { "tool" } else { "builtin" };
+            self.err(
+                at,
+                "AssignToBuiltin",
+                format!("cannot assign to {what} '{id}'"),
+                Some("choose another variable name".to_string()),
+            );
+        }
+    }
+
+    fn attr_ok(&mut self, at: usize, attr: &str) -> bool {
+        if attr.starts_with('_') {
+            self.err(
+                at,
+                "UnderscoreName",
+                format!("attribute '{attr}' starts with an underscore; such attributes are not allowed"),
+                Some("use dict keys (d[\"key\"]) for data; only allowlisted methods can be called".to_string()),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        let at = off(e);
+        match e {
+            Expr::BoolOp(b) => b.values.iter().for_each(|v| self.expr(v)),
+            Expr::NamedExpr(n) => {
+                self.forbid(at, "the walrus operator `:=`", "assign on its own line first: x = value");
+                self.expr(&n.value);
+            }
+            Expr::BinOp(b) => {
+                if let Some((what, hint)) = operator_violation(b.op) {
+                    self.forbid(at, what, hint);
+                } else if b.op == Operator::Mod
+                    && matches!(
+                        &*b.left,
+                        Expr::JoinedStr(_) | Expr::Constant(ast::ExprConstant { value: Constant::Str(_), .. })
+                    )
+                {
+                    self.forbid(at, "`%`-formatting of a string", "use an f-string: f\"{name}: {value}\"");
+                }
+                self.expr(&b.left);
+                self.expr(&b.right);
+            }
+            Expr::UnaryOp(u) => {
+                if u.op == UnaryOp::Invert {
+                    self.forbid(
+                        at,
+                        "the bitwise operator `~`",
+                        "bit operators are not available; use - or not",
+                    );
+                }
+                self.expr(&u.operand);
+            }
+            Expr::Lambda(_) => self.forbid(
+                at,
+                "`lambda` outside a key= argument",
+                "use sort_by(items, \"field\") or pass the lambda as key=",
+            ),
+            Expr::IfExp(i) => {
+                self.expr(&i.test);
+                self.expr(&i.body);
+                self.expr(&i.orelse);
+            }
+            Expr::Dict(d) => {
+                for k in d.keys.iter().flatten() {
+                    self.expr(k);
+                }
+                d.values.iter().for_each(|v| self.expr(v));
+            }
+            Expr::Set(s) => s.elts.iter().for_each(|v| self.expr(v)),
+            Expr::ListComp(c) => {
+                self.comprehension(&c.generators);
+                self.expr(&c.elt);
+            }
+            Expr::SetComp(c) => {
+                self.comprehension(&c.generators);
+                self.expr(&c.elt);
+            }
+            Expr::GeneratorExp(c) => {
+                self.comprehension(&c.generators);
+                self.expr(&c.elt);
+            }
+            Expr::DictComp(c) => {
+                self.comprehension(&c.generators);
+                self.expr(&c.key);
+                self.expr(&c.value);
+            }
+            Expr::Await(_) => self.forbid(at, "`await`", "call tools directly; they return their results"),
+            Expr::Yield(_) | Expr::YieldFrom(_) => {
+                self.forbid(at, "`yield`", "build a list and make it the last expression")
+            }
+            Expr::Compare(c) => {
+                self.expr(&c.left);
+                c.comparators.iter().for_each(|v| self.expr(v));
+            }
+            Expr::Call(c) => self.call(c),
+            Expr::FormattedValue(f) => {
+                self.expr(&f.value);
+                if let Some(spec) = &f.format_spec {
+                    self.expr(spec);
+                }
+            }
+            Expr::JoinedStr(j) => j.values.iter().for_each(|v| self.expr(v)),
+            Expr::Constant(c) => self.constant(at, e, &c.value),
+            Expr::Attribute(a) => {
+                if !self.attr_ok(at, a.attr.as_str()) {
+                    self.expr(&a.value);
+                    return;
+                }
+                match a.ctx {
+                    ExprContext::Load => {
+                        let attr = a.attr.as_str();
+                        if let Some(t) = static_type(&a.value) {
+                            self.err(
+                                at,
+                                "AttributeNotAllowed",
+                                format!("attribute '{attr}' of a {t} cannot be read; only allowlisted methods can be called"),
+                                Some("call a method, e.g. x.upper(); use dict keys (d[\"key\"]) for data".to_string()),
+                            );
+                        } else if method_allowed_any(attr) {
+                            self.err(
+                                at,
+                                "AttributeNotAllowed",
+                                format!("method '{attr}' can only be called, not used as a value"),
+                                Some(format!("call it: x.{attr}(...)")),
+                            );
+                        }
+                    }
+                    _ => self.forbid(at, "assignment to an attribute", "store values in a dict: d[\"key\"] = value"),
+                }
+                self.expr(&a.value);
+            }
+            Expr::Subscript(s) => {
+                self.expr(&s.value);
+                self.expr(&s.slice);
+            }
+            Expr::Starred(s) => self.expr(&s.value),
+            Expr::Name(n) => match n.ctx {
+                ExprContext::Load => self.name_load(at, n.id.as_str()),
+                _ => self.name_store(at, n.id.as_str()),
+            },
+            Expr::List(l) => l.elts.iter().for_each(|v| self.expr(v)),
+            Expr::Tuple(t) => t.elts.iter().for_each(|v| self.expr(v)),
+            Expr::Slice(s) => {
+                for p in [&s.lower, &s.upper, &s.step].into_iter().flatten() {
+                    self.expr(p);
+                }
+            }
+        }
+    }
+
+    fn constant(&mut self, at: usize, e: &Expr, c: &Constant) {
+        match c {
+            Constant::Bytes(_) => self.forbid(at, "a bytes literal", "bytes are not available; work with str values"),
+            Constant::Complex { .. } => {
+                self.forbid(at, "a complex number literal", "use int and float values")
+            }
+            Constant::Ellipsis => self.forbid(at, "`...` (Ellipsis)", "use pass for an empty block"),
+            Constant::Int(_) => {
+                let r = e.range();
+                let text = self
+                    .src
+                    .get(u32::from(r.start()) as usize..u32::from(r.end()) as usize)
+                    .unwrap_or("");
+                let lower = text.to_ascii_lowercase();
+                let radix = lower.starts_with("0x") || lower.starts_with("0o") || lower.starts_with("0b");
+                if !radix {
+                    let digits = text.bytes().filter(u8::is_ascii_digit).count();
+                    if digits > MAX_STR_DIGITS {
+                        self.err(
+                            at,
+                            "SyntaxError",
+                            format!(
+                                "Exceeds the limit ({MAX_STR_DIGITS} digits) for integer string conversion: value has {digits} digits; use sys.set_int_max_str_digits() to increase the limit - Consider hexadecimal for big integer literals to avoid decimal conversion limits."
+                            ),
+                            None,
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn comprehension(&mut self, gens: &[ast::Comprehension]) {
+        for g in gens {
+            if g.is_async {
+                self.forbid(off(&g.target), "an async comprehension", "use a plain for clause");
+            }
+            self.expr(&g.iter);
+            self.expr(&g.target);
+            g.ifs.iter().for_each(|v| self.expr(v));
+        }
+    }
+
+    fn call(&mut self, c: &ast::ExprCall) {
+        let fat = off(&*c.func);
+        let mut isinstance = false;
+        match &*c.func {
+            Expr::Name(n) => {
+                let id = n.id.as_str();
+                if self.name_ok(fat, id) {
+                    if self.is_tool(id) {
+                        if !self.calls.iter().any(|x| x == id) {
+                            self.calls.push(id.to_string());
+                        }
+                    } else if is_builtin(id) {
+                        isinstance = id == "isinstance";
+                    } else if self.assigned.contains(id) {
+                        self.err(
+                            fat,
+                            "UnknownName",
+                            format!("'{id}' is a variable, not a tool or builtin; only tools, builtins and methods can be called"),
+                            Some(self.tool_list()),
+                        );
+                    } else {
+                        let hint = self.unknown_name_hint(id);
+                        self.err(
+                            fat,
+                            "UnknownName",
+                            format!("'{id}' is not a tool of the active profile or an allowed builtin"),
+                            Some(hint),
+                        );
+                    }
+                }
+            }
+            Expr::Attribute(a) => {
+                let m = a.attr.as_str();
+                if self.attr_ok(fat, m) {
+                    let ok = match static_type(&a.value) {
+                        Some(t) => method_allowed(t, m),
+                        None => method_allowed_any(m),
+                    };
+                    if !ok {
+                        let on = static_type(&a.value).map(|t| format!("{t} ")).unwrap_or_default();
+                        let hint = method_hint(m).map(str::to_string).unwrap_or_else(|| {
+                            let cands: Vec<&str> = match static_type(&a.value) {
+                                Some(t) => tables::METHODS
+                                    .iter()
+                                    .filter(|(ty, _)| *ty == t || (t == "bool" && *ty == "int"))
+                                    .flat_map(|(_, ms)| ms.iter().copied())
+                                    .collect(),
+                                None => tables::METHODS.iter().flat_map(|(_, ms)| ms.iter().copied()).collect(),
+                            };
+                            let close = close_matches(m, cands.into_iter());
+                            if close.is_empty() {
+                                "only allowlisted methods of str, list, dict, set, tuple, int and float can be called".to_string()
+                            } else {
+                                format!("did you mean {}?", close.join(", "))
+                            }
+                        });
+                        self.err(fat, "MethodNotAllowed", format!("{on}method '{m}' is not allowed"), Some(hint));
+                    }
+                }
+                self.expr(&a.value);
+            }
+            other => {
+                self.forbid(fat, "calling a computed value", "only tools, builtins and methods can be called");
+                self.expr(other);
+            }
+        }
+        for (i, a) in c.args.iter().enumerate() {
+            if isinstance && i == 1 && self.type_spec(a) {
+                continue;
+            }
+            self.expr(a);
+        }
+        for k in &c.keywords {
+            match &k.arg {
+                Some(name) => {
+                    let name = name.as_str();
+                    if name.starts_with('_') {
+                        self.err(
+                            off(&k.value),
+                            "UnderscoreName",
+                            format!("keyword argument '{name}' starts with an underscore"),
+                            Some("use names that do not start with '_'".to_string()),
+                        );
+                    }
+                    if name == "key" {
+                        self.key_value(&k.value);
+                    } else {
+                        self.expr(&k.value);
+                    }
+                }
+                None => self.expr(&k.value),
+            }
+        }
+    }
+
+    /// `isinstance`'s second argument: a type name or a tuple of them.
+    fn type_spec(&self, e: &Expr) -> bool {
+        let is_type = |e: &Expr| matches!(e, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()));
+        match e {
+            Expr::Tuple(t) => !t.elts.is_empty() && t.elts.iter().all(is_type),
+            other => is_type(other),
+        }
+    }
+
+    /// The value of a `key=` keyword: a one-parameter lambda, a builtin name,
+    /// a bound allowlisted method, or any ordinary expression.
+    fn key_value(&mut self, v: &Expr) {
+        let at = off(v);
+        match v {
+            Expr::Lambda(l) => {
+                let a = &l.args;
+                let simple = a.posonlyargs.is_empty()
+                    && a.args.len() == 1
+                    && a.vararg.is_none()
+                    && a.kwonlyargs.is_empty()
+                    && a.kwarg.is_none()
+                    && a.args.iter().all(|p| p.default.is_none());
+                if !simple {
+                    self.forbid(
+                        at,
+                        "a key= lambda that does not take exactly one plain parameter",
+                        "write key=lambda item: item[\"field\"] (one parameter, no defaults)",
+                    );
+                    // Still check defaults: they may smuggle forbidden names.
+                    for p in a.posonlyargs.iter().chain(a.args.iter()).chain(a.kwonlyargs.iter()) {
+                        if let Some(d) = &p.default {
+                            self.expr(d);
+                        }
+                    }
+                }
+                for p in a.posonlyargs.iter().chain(a.args.iter()).chain(a.kwonlyargs.iter()) {
+                    self.name_store(off(&p.def), p.def.arg.as_str());
+                }
+                self.expr(&l.body);
+            }
+            Expr::Name(n) if is_builtin(n.id.as_str()) && n.ctx == ExprContext::Load => {}
+            Expr::Attribute(a) if a.ctx == ExprContext::Load && method_allowed_any(a.attr.as_str()) => {
+                if self.attr_ok(at, a.attr.as_str()) {
+                    if let Some(t) = static_type(&a.value) {
+                        if !method_allowed(t, a.attr.as_str()) {
+                            self.err(
+                                at,
+                                "MethodNotAllowed",
+                                format!("{t} method '{}' is not allowed", a.attr.as_str()),
+                                None,
+                            );
+                        }
+                    }
+                }
+                self.expr(&a.value);
+            }
+            other => self.expr(other),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The lackpy language: parse → validate → grade.
+//!
+//! [`validate`] is the only way to obtain a [`Program`]. It runs, in order:
+//! 1. the size cap (`limits.source_bytes`, `SourceTooLarge`);
+//! 2. a linear pre-scan bounding nesting (`limits.max_depth`,
+//!    `NestingTooDeep`; see [`prescan`]) so neither the parser nor any tree
+//!    walk can exhaust the stack;
+//! 3. the parser (`SyntaxError`);
+//! 4. an iterative first pass: NFKC-normalises every identifier in place (as
+//!    CPython does, so `ｏｐｅｎ` *is* `open`), collects the assigned names
+//!    and re-checks the tree's depth;
+//! 5. the whitelist check (see `check.rs`), which reports *every*
+//!    violation, sorted by position, each with a deterministic hint;
+//! 6. the grade: the join of the grades of the tools the program calls.
+//!
+//! The name tables (builtins, method allowlist, forbidden names) live in
+//! [`tables`] and are re-exported here.
+
+mod check;
+pub mod prescan;
+pub mod tables;
+mod walk;
+
+pub use tables::{
+    forbidden_hint, is_builtin, method_allowed, method_allowed_any, BUILTINS, FORBIDDEN_NAMES,
+    METHODS, TYPE_NAMES,
+};
+
+use crate::wire::{ErrorInfo, ErrorKind, Limits};
+use rustpython_parser::{ast, text_size::TextSize, Mode};
+use serde::Serialize;
+use std::collections::HashSet;
+use unicode_normalization::UnicodeNormalization;
+use walk::NodeMut;
+
+/// Grade of a program or tool: world coupling `w` and effects `d`, each 0–3.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Grade {
+    /// World coupling.
+    pub w: u8,
+    /// Effects.
+    pub d: u8,
+}
+
+impl Grade {
+    /// Element-wise maximum (the lattice join).
+    pub fn join(self, other: Grade) -> Grade {
+        Grade { w: self.w.max(other.w), d: self.d.max(other.d) }
+    }
+}
+
+/// One tool visible to a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEntry {
+    /// Name the program uses (alias).
+    pub name: String,
+    /// Name of the real tool in the toolbox.
+    pub target: String,
+    /// Declared argument names.
+    pub args: Vec<String>,
+    /// The tool's grade.
+    pub grade: Grade,
+}
+
+/// The names a program may call besides builtins: the active profile's tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespace {
+    /// Tools, by program-visible name.
+    pub tools: Vec<ToolEntry>,
+}
+
+impl Namespace {
+    /// Look a tool up by the name the program uses.
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// A validated program, ready to interpret. Identifiers in `body` are
+/// already NFKC-normalised.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// The source text.
+    pub source: String,
+    /// Top-level statements.
+    pub body: Vec<ast::Stmt>,
+    /// Join of the grades of the tools it names.
+    pub grade: Grade,
+    /// Tools it calls, in first-appearance order, deduplicated.
+    pub calls: Vec<String>,
+    line_starts: Vec<u32>,
+}
+
+impl Program {
+    /// 1-based (line, column) of a byte offset into the source; the column counts characters.
+    pub fn locate(&self, offset: TextSize) -> (u32, u32) {
+        locate(&self.source, &self.line_starts, u32::from(offset))
+    }
+}
+
+fn line_starts(source: &str) -> Vec<u32> {
+    let mut v = vec![0u32];
+    for (i, b) in source.bytes().enumerate() {
+        if b == b'\n' {
+            v.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
+        }
+    }
+    v
+}
+
+fn locate(source: &str, starts: &[u32], off: u32) -> (u32, u32) {
+    let line_idx = match starts.binary_search(&off) {
+        Ok(i) => i,
+        Err(i) => i.saturating_sub(1),
+    };
+    let start = starts.get(line_idx).copied().unwrap_or(0) as usize;
+    let end = (off as usize).min(source.len());
+    let col = source.get(start..end).map_or_else(
+        || String::from_utf8_lossy(&source.as_bytes()[start.min(end)..end]).chars().count(),
+        |s| s.chars().count(),
+    );
+    (
+        u32::try_from(line_idx + 1).unwrap_or(u32::MAX),
+        u32::try_from(col + 1).unwrap_or(u32::MAX),
+    )
+}
+
+/// A validation error at a byte offset of `source`.
+fn error_at(
+    source: &str,
+    starts: &[u32],
+    off: usize,
+    type_name: &str,
+    message: String,
+    hint: Option<String>,
+) -> ErrorInfo {
+    let (line, col) = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX));
+    ErrorInfo {
+        kind: ErrorKind::Validation,
+        type_name: type_name.to_string(),
+        message,
+        line: Some(line),
+        col: Some(col),
+        hint,
+    }
+}
+
+/// Validate raw program bytes: non-UTF-8 input is an `EncodingError`.
+///
+/// # Errors
+/// As [`validate`], plus `EncodingError` (positioned at the first bad byte).
+pub fn validate_bytes(src: &[u8], ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
+    if let Some(e) = too_large(src.len(), limits) {
+        return Err(vec![e]);
+    }
+    match std::str::from_utf8(src) {
+        Ok(s) => validate(s, ns, limits),
+        Err(e) => {
+            let good = e.valid_up_to();
+            let prefix = std::str::from_utf8(&src[..good]).unwrap_or_default();
+            let starts = line_starts(prefix);
+            let bad = src.get(good).copied().unwrap_or(0);
+            Err(vec![error_at(
+                prefix,
+                &starts,
+                good,
+                "EncodingError",
+                format!("program is not valid UTF-8: invalid byte 0x{bad:02x} at byte offset {good}"),
+                Some("save the program as UTF-8 text".to_string()),
+            )])
+        }
+    }
+}
+
+fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
+    if (len as u64) <= limits.source_bytes {
+        return None;
+    }
+    let mut e = ErrorInfo::new(
+        ErrorKind::Validation,
+        "SourceTooLarge",
+        format!(
+            "program is {len} bytes; the limit (source_bytes) is {} bytes",
+            limits.source_bytes
+        ),
+    );
+    e.line = Some(1);
+    e.col = Some(1);
+    e.hint = Some("split the work into smaller programs".to_string());
+    Some(e)
+}
+
+/// Parse, validate and grade `source` against `ns` under `limits`
+/// (`source_bytes`, `max_depth`).
+///
+/// # Errors
+/// Every violation found, each an [`ErrorInfo`] of kind `validation`,
+/// sorted by position.
+pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
+    if let Some(e) = too_large(source.len(), limits) {
+        return Err(vec![e]);
+    }
+    // CPython accepts (and ignores) a UTF-8 byte-order mark.
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
+    let starts = line_starts(source);
+    if let Some(pos) = source.find('\0') {
+        return Err(vec![error_at(
+            source,
+            &starts,
+            pos,
+            "SyntaxError",
+            "source code cannot contain null bytes".to_string(),
+            None,
+        )]);
+    }
+    let max_depth = limits.max_depth as usize;
+    if let Err(t) = prescan::scan(source, max_depth) {
+        return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]);
+    }
+    let module = match rustpython_parser::parse(source, Mode::Module, "<program>") {
+        Ok(m) => m,
+        Err(e) => {
+            let off = u32::from(e.offset) as usize;
+            return Err(vec![error_at(
+                source,
+                &starts,
+                off,
+                "SyntaxError",
+                syntax_message(&e.error),
+                Some("the program must be valid Python 3.11 syntax".to_string()),
+            )]);
+        }
+    };
+    let mut body = match module {
+        ast::Mod::Module(m) => m.body,
+        _ => Vec::new(),
+    };
+    // Pass 1 (iterative): normalise identifiers, collect assigned names,
+    // bound the depth. The AST bound has a little slack over the pre-scan's
+    // (which is the primary check) because the two count slightly differently.
+    let ast_limit = max_depth + 8;
+    let (assigned, deep_at) = first_pass(&mut body, ast_limit);
+    if let Some(off) = deep_at {
+        walk::dismantle(body);
+        return Err(vec![too_deep(source, &starts, off, "expressions", max_depth)]);
+    }
+    let mut checker = check::Checker::new(source, &starts, ns, &assigned);
+    checker.body(&body);
+    let (mut errors, calls) = checker.finish();
+    if !errors.is_empty() {
+        errors.sort_by_key(|(off, _)| *off);
+        return Err(errors.into_iter().map(|(_, e)| e).collect());
+    }
+    let grade = calls
+        .iter()
+        .filter_map(|c| ns.get(c))
+        .fold(Grade::default(), |g, t| g.join(t.grade));
+    Ok(Program { source: source.to_string(), body, grade, calls, line_starts: starts })
+}
+
+fn too_deep(source: &str, starts: &[u32], off: usize, what: &str, max: usize) -> ErrorInfo {
+    error_at(
+        source,
+        starts,
+        off,
+        "NestingTooDeep",
+        format!("program nests deeper than the limit (max_depth) of {max} levels ({what})"),
+        Some("assign intermediate results to variables instead of nesting expressions".to_string()),
+    )
+}
+
+fn syntax_message(e: &rustpython_parser::ParseErrorType) -> String {
+    let s = e.to_string();
+    if s.is_empty() {
+        "invalid syntax".to_string()
+    } else {
+        s
+    }
+}
+
+/// NFKC-normalise an identifier in place (ASCII is already normal).
+fn normalize(id: &mut ast::Identifier) {
+    if !id.as_str().is_ascii() {
+        let n: String = id.as_str().nfkc().collect();
+        *id = ast::Identifier::new(n);
+    }
+}
+
+fn normalize_args(a: &mut ast::Arguments, assigned: &mut HashSet<String>) {
+    let ast::Arguments { posonlyargs, args, vararg, kwonlyargs, kwarg, .. } = a;
+    for awd in posonlyargs.iter_mut().chain(args.iter_mut()).chain(kwonlyargs.iter_mut()) {
+        normalize(&mut awd.def.arg);
+        assigned.insert(awd.def.arg.as_str().to_string());
+    }
+    for arg in vararg.iter_mut().chain(kwarg.iter_mut()) {
+        normalize(&mut arg.arg);
+        assigned.insert(arg.arg.as_str().to_string());
+    }
+}
+
+/// Pass 1. Returns the assigned names and, if the tree is deeper than
+/// `limit`, the offset of the first node past it.
+fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (HashSet<String>, Option<usize>) {
+    use rustpython_parser::ast::Ranged;
+    let mut assigned = HashSet::new();
+    let mut stack: Vec<(NodeMut<'_>, usize)> =
+        body.iter_mut().rev().map(|s| (NodeMut::Stmt(s), 1)).collect();
+    let mut kids = Vec::new();
+    while let Some((node, depth)) = stack.pop() {
+        let start = match &node {
+            NodeMut::Stmt(s) => u32::from(s.range().start()) as usize,
+            NodeMut::Expr(e) => u32::from(e.range().start()) as usize,
+        };
+        if depth > limit {
+            return (assigned, Some(start));
+        }
+        match node {
+            NodeMut::Expr(e) => {
+                match &mut *e {
+                    ast::Expr::Name(n) => {
+                        normalize(&mut n.id);
+                        if !matches!(n.ctx, ast::ExprContext::Load) {
+                            assigned.insert(n.id.as_str().to_string());
+                        }
+                    }
+                    ast::Expr::Attribute(a) => normalize(&mut a.attr),
+                    ast::Expr::Call(c) => {
+                        for k in &mut c.keywords {
+                            if let Some(id) = k.arg.as_mut() {
+                                normalize(id);
+                            }
+                        }
+                    }
+                    ast::Expr::Lambda(l) => normalize_args(&mut l.args, &mut assigned),
+                    _ => {}
+                }
+                walk::children(NodeMut::Expr(e), &mut kids);
+            }
+            NodeMut::Stmt(s) => {
+                match &mut *s {
+                    ast::Stmt::FunctionDef(f) => normalize_args(&mut f.args, &mut assigned),
+                    ast::Stmt::AsyncFunctionDef(f) => normalize_args(&mut f.args, &mut assigned),
+                    _ => {}
+                }
+                walk::children(NodeMut::Stmt(s), &mut kids);
+            }
+        }
+        stack.extend(kids.drain(..).rev().map(|k| (k, depth + 1)));
+    }
+    (assigned, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_counts_characters() {
+        let src = "x = 1\nyé = ab\n";
+        let s = line_starts(src);
+        assert_eq!(locate(src, &s, 0), (1, 1));
+        assert_eq!(locate(src, &s, 6), (2, 1));
+        // 'ab' starts after "yé = " (é is 2 bytes).
+        assert_eq!(locate(src, &s, 12), (2, 6));
+    }
+}

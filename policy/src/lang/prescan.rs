@@ -1,0 +1,417 @@
+//! A cheap, linear pre-scan that bounds nesting before the parser runs.
+//!
+//! Why: the parser and every later tree walk must never see a tree deep
+//! enough to exhaust the stack (5,000 nested parentheses, `not not not ...`,
+//! `-----x`, `x+x+x+...` chains, deep `a if b else ...` chains, deep
+//! indentation). The scan tokenises just enough of Python (strings, comments,
+//! brackets, operators, line structure) to compute a conservative *upper
+//! bound* on the syntax tree's depth, and stops at the first point where the
+//! bound exceeds the limit.
+//!
+//! The bound, per logical line: indentation level, plus for every open
+//! bracket one level plus the "chain" tokens of the bracket's current
+//! comma-separated segment (binary and unary operators, `.`, postfix calls
+//! and subscripts, `if`, `not`, `lambda`), plus the deepest bracket closed in
+//! that segment. Operators after a nested bracket count too (left-deep
+//! chains put the first operand deepest), which the running maximum covers
+//! because every quantity only grows within a segment. `lambda` counts are
+//! never reset by commas (`lambda a, b=lambda c, d=...` nests across
+//! commas). `and`/`or`/comparisons are flat in the tree and are not counted.
+
+/// Where and why the scan stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooDeep {
+    /// Byte offset of the token that crossed the limit.
+    pub offset: usize,
+    /// What nests: `"brackets/operators"` or `"indentation"`.
+    pub what: &'static str,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Frame {
+    /// Chain tokens in the current segment.
+    count: usize,
+    /// `lambda`s anywhere in this bracket.
+    lambdas: usize,
+    /// Deepest bracket closed in the current segment (relative depth).
+    inner: usize,
+    /// Best (largest) finished segment value.
+    best: usize,
+}
+
+impl Frame {
+    fn seg(&self) -> usize {
+        self.count + self.lambdas + self.inner
+    }
+}
+
+struct Scanner<'a> {
+    src: &'a [u8],
+    limit: usize,
+    frames: Vec<Frame>,
+    /// Sum over open frames below the top of (their segment value + 1).
+    below: usize,
+    indent_stack: Vec<usize>,
+    /// Was the previous significant token an operand end (name, number,
+    /// string, closing bracket)? Then `(`/`[` is a postfix call/subscript.
+    after_operand: bool,
+}
+
+/// Scan `src`; `Err` at the first point where the nesting bound exceeds `limit`.
+pub fn scan(src: &str, limit: usize) -> Result<(), TooDeep> {
+    let mut s = Scanner {
+        src: src.as_bytes(),
+        limit,
+        frames: vec![Frame::default()],
+        below: 0,
+        indent_stack: Vec::new(),
+        after_operand: false,
+    };
+    s.run()
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
+}
+
+fn is_ident_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+impl Scanner<'_> {
+    fn depth(&self) -> usize {
+        let top = self.frames.last().map_or(0, |f| f.seg() + 1);
+        self.indent_stack.len() + self.below + top
+    }
+
+    fn check(&self, offset: usize) -> Result<(), TooDeep> {
+        if self.depth() > self.limit {
+            return Err(TooDeep { offset, what: "brackets/operators" });
+        }
+        Ok(())
+    }
+
+    fn top(&mut self) -> &mut Frame {
+        if self.frames.is_empty() {
+            self.frames.push(Frame::default());
+        }
+        let last = self.frames.len() - 1;
+        &mut self.frames[last]
+    }
+
+    fn chain(&mut self, offset: usize) -> Result<(), TooDeep> {
+        self.top().count += 1;
+        self.check(offset)
+    }
+
+    fn end_segment(&mut self) {
+        let f = self.top();
+        f.best = f.best.max(f.seg());
+        f.count = 0;
+        f.inner = 0;
+    }
+
+    fn open(&mut self, offset: usize) -> Result<(), TooDeep> {
+        if self.after_operand {
+            self.top().count += 1;
+        }
+        let parent = self.frames.last().map_or(0, |f| f.seg() + 1);
+        self.below += parent;
+        self.frames.push(Frame::default());
+        self.after_operand = false;
+        self.check(offset)
+    }
+
+    fn close(&mut self) {
+        if self.frames.len() <= 1 {
+            // Unbalanced: the parser will report it.
+            self.after_operand = true;
+            return;
+        }
+        let Some(done) = self.frames.pop() else { return };
+        let rel = done.best.max(done.seg()) + 1;
+        let parent_val = self.frames.last().map_or(0, |f| f.seg() + 1);
+        self.below = self.below.saturating_sub(parent_val);
+        let f = self.top();
+        f.inner = f.inner.max(rel);
+        self.after_operand = true;
+    }
+
+    /// Start of a logical line at byte `i`: measure indentation, return the
+    /// index of the first significant byte (or of the line end for blank lines).
+    fn line_start(&mut self, mut i: usize) -> Result<usize, TooDeep> {
+        let start = i;
+        let mut width = 0usize;
+        while i < self.src.len() {
+            match self.src[i] {
+                b' ' => width += 1,
+                b'\t' => width = (width / 8 + 1) * 8,
+                b'\x0c' => width = 0,
+                _ => break,
+            }
+            i += 1;
+        }
+        // Blank and comment-only lines do not change indentation.
+        if i >= self.src.len() || matches!(self.src[i], b'\n' | b'\r' | b'#') {
+            return Ok(i);
+        }
+        while self.indent_stack.last().is_some_and(|&w| w > width) {
+            self.indent_stack.pop();
+        }
+        let current = self.indent_stack.last().copied().unwrap_or(0);
+        if width > current {
+            self.indent_stack.push(width);
+            if self.indent_stack.len() > self.limit {
+                return Err(TooDeep { offset: start, what: "indentation" });
+            }
+        }
+        Ok(i)
+    }
+
+    fn run(&mut self) -> Result<(), TooDeep> {
+        let src = self.src;
+        let n = src.len();
+        let mut i = self.line_start(0)?;
+        while i < n {
+            let b = src[i];
+            match b {
+                b'\n' | b'\r' => {
+                    i += 1;
+                    if self.frames.len() <= 1 {
+                        // End of a logical line.
+                        self.frames.clear();
+                        self.frames.push(Frame::default());
+                        self.below = 0;
+                        self.after_operand = false;
+                        if b == b'\r' && i < n && src[i] == b'\n' {
+                            i += 1;
+                        }
+                        i = self.line_start(i)?;
+                    }
+                }
+                b'#' => {
+                    while i < n && src[i] != b'\n' && src[i] != b'\r' {
+                        i += 1;
+                    }
+                }
+                b'\\' => {
+                    // Line continuation (or a stray backslash): skip it and the newline.
+                    i += 1;
+                    if i < n && src[i] == b'\r' {
+                        i += 1;
+                    }
+                    if i < n && src[i] == b'\n' {
+                        i += 1;
+                    }
+                }
+                b'"' | b'\'' => {
+                    i = self.string(i, false)?;
+                    self.after_operand = true;
+                }
+                b'(' | b'[' | b'{' => {
+                    self.open(i)?;
+                    i += 1;
+                }
+                b')' | b']' | b'}' => {
+                    self.close();
+                    i += 1;
+                }
+                b',' => {
+                    self.end_segment();
+                    self.after_operand = false;
+                    i += 1;
+                }
+                b'0'..=b'9' => {
+                    while i < n && (is_ident_char(src[i]) || src[i] == b'.') {
+                        i += 1;
+                    }
+                    self.after_operand = true;
+                }
+                b'.' => {
+                    if i + 1 < n && src[i + 1].is_ascii_digit() {
+                        while i < n && (is_ident_char(src[i]) || src[i] == b'.') {
+                            i += 1;
+                        }
+                        self.after_operand = true;
+                    } else {
+                        self.chain(i)?;
+                        self.after_operand = false;
+                        i += 1;
+                    }
+                }
+                _ if is_ident_start(b) => {
+                    let start = i;
+                    while i < n && is_ident_char(src[i]) {
+                        i += 1;
+                    }
+                    let word = &src[start..i];
+                    if i < n && (src[i] == b'"' || src[i] == b'\'') && is_string_prefix(word) {
+                        let fstring = word.iter().any(|c| *c == b'f' || *c == b'F');
+                        i = self.string(i, fstring)?;
+                        self.after_operand = true;
+                        continue;
+                    }
+                    match word {
+                        b"lambda" => {
+                            self.top().lambdas += 1;
+                            self.check(start)?;
+                            self.after_operand = false;
+                        }
+                        b"not" | b"if" | b"await" => {
+                            self.chain(start)?;
+                            self.after_operand = false;
+                        }
+                        b"and" | b"or" | b"in" | b"is" | b"else" | b"for" | b"yield" => {
+                            self.after_operand = false;
+                        }
+                        _ => self.after_operand = true,
+                    }
+                }
+                b'+' | b'-' | b'*' | b'/' | b'%' | b'@' | b'&' | b'|' | b'^' | b'~' | b'<'
+                | b'>' => {
+                    // Comparisons are flat in the tree but counting them
+                    // only over-estimates; shifts are operators.
+                    let cmp = matches!(b, b'<' | b'>')
+                        && !(i + 1 < n && src[i + 1] == b);
+                    i += 1;
+                    // `**`, `//`, `<<`, `>>` are one operator.
+                    if i < n && src[i] == b && matches!(b, b'*' | b'/' | b'<' | b'>') {
+                        i += 1;
+                    }
+                    if !cmp {
+                        self.chain(i - 1)?;
+                    }
+                    self.after_operand = false;
+                }
+                _ => {
+                    // `=`, `:`, `;`, `!`, whitespace and anything else.
+                    if b == b';' && self.frames.len() <= 1 {
+                        self.end_segment();
+                        self.frames.clear();
+                        self.frames.push(Frame::default());
+                        self.below = 0;
+                    }
+                    if !matches!(b, b' ' | b'\t' | b'\x0c') {
+                        self.after_operand = false;
+                    }
+                    i += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Skip a string literal whose opening quote is at `i`; return the index
+    /// after it. For f-strings, bound the nesting inside replacement fields.
+    fn string(&mut self, mut i: usize, fstring: bool) -> Result<usize, TooDeep> {
+        let src = self.src;
+        let n = src.len();
+        let q = src[i];
+        let triple = i + 2 < n && src[i + 1] == q && src[i + 2] == q;
+        let start = i;
+        i += if triple { 3 } else { 1 };
+        // f-string replacement-field accounting.
+        let mut braces = 0usize;
+        let mut local = 0usize;
+        let mut local_max = 0usize;
+        while i < n {
+            let c = src[i];
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == q {
+                if !triple {
+                    i += 1;
+                    break;
+                }
+                if i + 2 < n && src[i + 1] == q && src[i + 2] == q {
+                    i += 3;
+                    break;
+                }
+            }
+            if !triple && (c == b'\n' || c == b'\r') {
+                // Unterminated: the parser reports it.
+                break;
+            }
+            if fstring {
+                match c {
+                    b'{' => {
+                        if braces == 0 && i + 1 < n && src[i + 1] == b'{' {
+                            i += 2;
+                            continue;
+                        }
+                        braces += 1;
+                        local += 1;
+                    }
+                    b'}' if braces > 0 => {
+                        braces -= 1;
+                        local = local.saturating_sub(1);
+                    }
+                    b'(' | b'[' if braces > 0 => local += 1,
+                    b')' | b']' if braces > 0 => local = local.saturating_sub(1),
+                    b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'.' if braces > 0 => local_max += 1,
+                    _ => {}
+                }
+                if braces > 0 && (c.is_ascii_alphabetic()) {
+                    // `not`, `if`, `lambda` inside a field: count keyword starts cheaply.
+                    let rest = &src[i..];
+                    let boundary = i == 0 || !is_ident_char(src[i - 1]);
+                    if boundary
+                        && (rest.starts_with(b"not ") || rest.starts_with(b"if ") || rest.starts_with(b"lambda"))
+                    {
+                        local_max += 1;
+                    }
+                }
+                local_max = local_max.max(local);
+                if self.depth() + local_max > self.limit {
+                    return Err(TooDeep { offset: start, what: "brackets/operators" });
+                }
+            }
+            i += 1;
+        }
+        Ok(i.min(n))
+    }
+}
+
+fn is_string_prefix(word: &[u8]) -> bool {
+    if word.len() > 2 {
+        return false;
+    }
+    let lower: Vec<u8> = word.iter().map(|c| c.to_ascii_lowercase()).collect();
+    matches!(
+        lower.as_slice(),
+        b"r" | b"u" | b"b" | b"f" | b"br" | b"rb" | b"fr" | b"rf"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_programs_pass() {
+        let p = "files = find_files('**/*.py')\nfor f in files:\n    if f.endswith('.py'):\n        print(f\"{f}: {len(read_file(f).splitlines())}\")\n";
+        assert_eq!(scan(p, 100), Ok(()));
+        let wide = format!("x = [{}]\n", (0..5000).map(|i| format!("{i} + 1")).collect::<Vec<_>>().join(", "));
+        assert_eq!(scan(&wide, 100), Ok(()));
+    }
+
+    #[test]
+    fn bombs_are_caught() {
+        let parens = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(scan(&parens, 100).is_err());
+        assert!(scan(&format!("x = {}1", "-".repeat(5000)), 100).is_err());
+        assert!(scan(&format!("x = {}1", "not ".repeat(500)), 100).is_err());
+        assert!(scan(&format!("x = 1{}", " + 1".repeat(500)), 100).is_err());
+        assert!(scan(&format!("x = 1{}", " if a else 1".repeat(500)), 100).is_err());
+        assert!(scan(&format!("x = {}1", "lambda: ".repeat(500)), 100).is_err());
+        assert!(scan(&format!("x = f\"{{{}1{}}}\"", "(".repeat(500), ")".repeat(500)), 100).is_err());
+        let mut deep = String::new();
+        for d in 0..200 {
+            deep.push_str(&" ".repeat(d));
+            deep.push_str("if x:\n");
+        }
+        assert!(matches!(scan(&deep, 100), Err(TooDeep { what: "indentation", .. })));
+    }
+}

@@ -1,0 +1,299 @@
+//! Iterative (non-recursive) traversal of the syntax tree: used for the
+//! first pass (identifier normalisation, assigned names, depth measurement)
+//! and for dismantling a tree too deep to drop recursively.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+/// A mutable reference to a statement or an expression.
+pub(crate) enum NodeMut<'a> {
+    /// A statement.
+    Stmt(&'a mut Stmt),
+    /// An expression.
+    Expr(&'a mut Expr),
+}
+
+fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
+    let ast::Arguments { posonlyargs, args, vararg, kwonlyargs, kwarg, .. } = a;
+    for awd in posonlyargs.iter_mut().chain(args.iter_mut()).chain(kwonlyargs.iter_mut()) {
+        if let Some(d) = awd.default.as_deref_mut() {
+            out.push(NodeMut::Expr(d));
+        }
+        if let Some(an) = awd.def.annotation.as_deref_mut() {
+            out.push(NodeMut::Expr(an));
+        }
+    }
+    for arg in vararg.iter_mut().chain(kwarg.iter_mut()) {
+        if let Some(an) = arg.annotation.as_deref_mut() {
+            out.push(NodeMut::Expr(an));
+        }
+    }
+}
+
+fn stmts<'a>(v: &'a mut [Stmt], out: &mut Vec<NodeMut<'a>>) {
+    out.extend(v.iter_mut().map(NodeMut::Stmt));
+}
+
+fn exprs<'a>(v: &'a mut [Expr], out: &mut Vec<NodeMut<'a>>) {
+    out.extend(v.iter_mut().map(NodeMut::Expr));
+}
+
+fn opt<'a>(e: &'a mut Option<Box<Expr>>, out: &mut Vec<NodeMut<'a>>) {
+    if let Some(e) = e.as_deref_mut() {
+        out.push(NodeMut::Expr(e));
+    }
+}
+
+fn comps<'a>(gens: &'a mut [ast::Comprehension], out: &mut Vec<NodeMut<'a>>) {
+    for g in gens {
+        out.push(NodeMut::Expr(&mut g.target));
+        out.push(NodeMut::Expr(&mut g.iter));
+        exprs(&mut g.ifs, out);
+    }
+}
+
+/// Push the direct children of `node` (statements and expressions; match
+/// patterns and type parameters are skipped: the pre-scan bounds them).
+pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
+    match node {
+        NodeMut::Stmt(s) => match s {
+            Stmt::FunctionDef(f) => {
+                args_children(&mut f.args, out);
+                stmts(&mut f.body, out);
+                exprs(&mut f.decorator_list, out);
+                opt(&mut f.returns, out);
+            }
+            Stmt::AsyncFunctionDef(f) => {
+                args_children(&mut f.args, out);
+                stmts(&mut f.body, out);
+                exprs(&mut f.decorator_list, out);
+                opt(&mut f.returns, out);
+            }
+            Stmt::ClassDef(c) => {
+                exprs(&mut c.bases, out);
+                for k in &mut c.keywords {
+                    out.push(NodeMut::Expr(&mut k.value));
+                }
+                stmts(&mut c.body, out);
+                exprs(&mut c.decorator_list, out);
+            }
+            Stmt::Return(r) => opt(&mut r.value, out),
+            Stmt::Delete(d) => exprs(&mut d.targets, out),
+            Stmt::Assign(a) => {
+                exprs(&mut a.targets, out);
+                out.push(NodeMut::Expr(&mut a.value));
+            }
+            Stmt::TypeAlias(t) => {
+                out.push(NodeMut::Expr(&mut t.name));
+                out.push(NodeMut::Expr(&mut t.value));
+            }
+            Stmt::AugAssign(a) => {
+                out.push(NodeMut::Expr(&mut a.target));
+                out.push(NodeMut::Expr(&mut a.value));
+            }
+            Stmt::AnnAssign(a) => {
+                out.push(NodeMut::Expr(&mut a.target));
+                out.push(NodeMut::Expr(&mut a.annotation));
+                opt(&mut a.value, out);
+            }
+            Stmt::For(f) => {
+                out.push(NodeMut::Expr(&mut f.target));
+                out.push(NodeMut::Expr(&mut f.iter));
+                stmts(&mut f.body, out);
+                stmts(&mut f.orelse, out);
+            }
+            Stmt::AsyncFor(f) => {
+                out.push(NodeMut::Expr(&mut f.target));
+                out.push(NodeMut::Expr(&mut f.iter));
+                stmts(&mut f.body, out);
+                stmts(&mut f.orelse, out);
+            }
+            Stmt::While(w) => {
+                out.push(NodeMut::Expr(&mut w.test));
+                stmts(&mut w.body, out);
+                stmts(&mut w.orelse, out);
+            }
+            Stmt::If(i) => {
+                out.push(NodeMut::Expr(&mut i.test));
+                stmts(&mut i.body, out);
+                stmts(&mut i.orelse, out);
+            }
+            Stmt::With(w) => {
+                for it in &mut w.items {
+                    out.push(NodeMut::Expr(&mut it.context_expr));
+                    opt(&mut it.optional_vars, out);
+                }
+                stmts(&mut w.body, out);
+            }
+            Stmt::AsyncWith(w) => {
+                for it in &mut w.items {
+                    out.push(NodeMut::Expr(&mut it.context_expr));
+                    opt(&mut it.optional_vars, out);
+                }
+                stmts(&mut w.body, out);
+            }
+            Stmt::Match(m) => {
+                out.push(NodeMut::Expr(&mut m.subject));
+                for c in &mut m.cases {
+                    opt(&mut c.guard, out);
+                    stmts(&mut c.body, out);
+                }
+            }
+            Stmt::Raise(r) => {
+                opt(&mut r.exc, out);
+                opt(&mut r.cause, out);
+            }
+            Stmt::Try(t) => {
+                stmts(&mut t.body, out);
+                for h in &mut t.handlers {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    opt(&mut h.type_, out);
+                    stmts(&mut h.body, out);
+                }
+                stmts(&mut t.orelse, out);
+                stmts(&mut t.finalbody, out);
+            }
+            Stmt::TryStar(t) => {
+                stmts(&mut t.body, out);
+                for h in &mut t.handlers {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    opt(&mut h.type_, out);
+                    stmts(&mut h.body, out);
+                }
+                stmts(&mut t.orelse, out);
+                stmts(&mut t.finalbody, out);
+            }
+            Stmt::Assert(a) => {
+                out.push(NodeMut::Expr(&mut a.test));
+                opt(&mut a.msg, out);
+            }
+            Stmt::Expr(e) => out.push(NodeMut::Expr(&mut e.value)),
+            Stmt::Import(_)
+            | Stmt::ImportFrom(_)
+            | Stmt::Global(_)
+            | Stmt::Nonlocal(_)
+            | Stmt::Pass(_)
+            | Stmt::Break(_)
+            | Stmt::Continue(_) => {}
+        },
+        NodeMut::Expr(e) => match e {
+            Expr::BoolOp(b) => exprs(&mut b.values, out),
+            Expr::NamedExpr(n) => {
+                out.push(NodeMut::Expr(&mut n.target));
+                out.push(NodeMut::Expr(&mut n.value));
+            }
+            Expr::BinOp(b) => {
+                out.push(NodeMut::Expr(&mut b.left));
+                out.push(NodeMut::Expr(&mut b.right));
+            }
+            Expr::UnaryOp(u) => out.push(NodeMut::Expr(&mut u.operand)),
+            Expr::Lambda(l) => {
+                args_children(&mut l.args, out);
+                out.push(NodeMut::Expr(&mut l.body));
+            }
+            Expr::IfExp(i) => {
+                out.push(NodeMut::Expr(&mut i.test));
+                out.push(NodeMut::Expr(&mut i.body));
+                out.push(NodeMut::Expr(&mut i.orelse));
+            }
+            Expr::Dict(d) => {
+                for k in d.keys.iter_mut().flatten() {
+                    out.push(NodeMut::Expr(k));
+                }
+                exprs(&mut d.values, out);
+            }
+            Expr::Set(s) => exprs(&mut s.elts, out),
+            Expr::ListComp(c) => {
+                out.push(NodeMut::Expr(&mut c.elt));
+                comps(&mut c.generators, out);
+            }
+            Expr::SetComp(c) => {
+                out.push(NodeMut::Expr(&mut c.elt));
+                comps(&mut c.generators, out);
+            }
+            Expr::DictComp(c) => {
+                out.push(NodeMut::Expr(&mut c.key));
+                out.push(NodeMut::Expr(&mut c.value));
+                comps(&mut c.generators, out);
+            }
+            Expr::GeneratorExp(c) => {
+                out.push(NodeMut::Expr(&mut c.elt));
+                comps(&mut c.generators, out);
+            }
+            Expr::Await(a) => out.push(NodeMut::Expr(&mut a.value)),
+            Expr::Yield(y) => opt(&mut y.value, out),
+            Expr::YieldFrom(y) => out.push(NodeMut::Expr(&mut y.value)),
+            Expr::Compare(c) => {
+                out.push(NodeMut::Expr(&mut c.left));
+                exprs(&mut c.comparators, out);
+            }
+            Expr::Call(c) => {
+                out.push(NodeMut::Expr(&mut c.func));
+                exprs(&mut c.args, out);
+                for k in &mut c.keywords {
+                    out.push(NodeMut::Expr(&mut k.value));
+                }
+            }
+            Expr::FormattedValue(f) => {
+                out.push(NodeMut::Expr(&mut f.value));
+                opt(&mut f.format_spec, out);
+            }
+            Expr::JoinedStr(j) => exprs(&mut j.values, out),
+            Expr::Constant(_) | Expr::Name(_) => {}
+            Expr::Attribute(a) => out.push(NodeMut::Expr(&mut a.value)),
+            Expr::Subscript(s) => {
+                out.push(NodeMut::Expr(&mut s.value));
+                out.push(NodeMut::Expr(&mut s.slice));
+            }
+            Expr::Starred(s) => out.push(NodeMut::Expr(&mut s.value)),
+            Expr::List(l) => exprs(&mut l.elts, out),
+            Expr::Tuple(t) => exprs(&mut t.elts, out),
+            Expr::Slice(s) => {
+                opt(&mut s.lower, out);
+                opt(&mut s.upper, out);
+                opt(&mut s.step, out);
+            }
+        },
+    }
+}
+
+fn placeholder_expr() -> Expr {
+    Expr::Constant(ast::ExprConstant {
+        range: Default::default(),
+        value: ast::Constant::None,
+        kind: None,
+    })
+}
+
+fn placeholder_stmt() -> Stmt {
+    Stmt::Pass(ast::StmtPass { range: Default::default() })
+}
+
+enum Owned {
+    Stmt(Stmt),
+    Expr(Expr),
+}
+
+/// Drop a statement list without recursion, however deep the tree.
+///
+/// Why: the derived `Drop` of a 30,000-deep `-----x` chain recurses once per
+/// level and would overflow a thread stack.
+pub(crate) fn dismantle(body: Vec<Stmt>) {
+    let mut work: Vec<Owned> = body.into_iter().map(Owned::Stmt).collect();
+    while let Some(mut node) = work.pop() {
+        let mut kids = Vec::new();
+        {
+            let r = match &mut node {
+                Owned::Stmt(s) => NodeMut::Stmt(s),
+                Owned::Expr(e) => NodeMut::Expr(e),
+            };
+            children(r, &mut kids);
+            for k in kids {
+                match k {
+                    NodeMut::Stmt(s) => work.push(Owned::Stmt(std::mem::replace(s, placeholder_stmt()))),
+                    NodeMut::Expr(e) => work.push(Owned::Expr(std::mem::replace(e, placeholder_expr()))),
+                }
+            }
+        }
+        drop(node);
+    }
+}
