@@ -1,0 +1,922 @@
+//! Differential conformance suite: every program in `tests/conformance/`
+//! runs under CPython 3.11 (through `tests/conformance/run_cpython.py`, with
+//! shim tools that follow DESIGN.md) and under lackpy's interpreter, and the
+//! two must agree on the repr of the value, the captured stdout and the
+//! exception type (and message, unless the program says `# message: any`).
+//!
+//! Expected outputs are never written down: python3 is asked at test time.
+//!
+//! Program annotations (comment lines anywhere in the file):
+//! - `# Raise=TypeError` — the program must raise (under CPython: that type).
+//!   Programs named `raise__*` must raise too.
+//! - `# message: any` — compare only the exception type, not its message.
+//! - `# expect-difference: <reason>` — a deliberate difference listed in
+//!   `tests/conformance/DIFFERENCES.md`; not compared with CPython, unless the
+//!   program also has `# lackpy-repr: <repr>`, in which case lackpy's repr
+//!   must equal that text (and stdout must still equal CPython's).
+//!
+//! `CONFORMANCE_FILTER=substr` restricts every test here to programs whose
+//! name contains `substr`.
+//!
+//! Tool-using programs get a fresh copy of `tests/conformance/fixture_ws/`
+//! per program and per runner, so writes never dirty the fixture.
+
+use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
+use lackpy_policy::{validate, Grade, Namespace, ToolEntry};
+use lackpy_worker::interp::{run, Output, ToolHost};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The tools every corpus program may call (besides the builtins).
+const TOOLS: [&str; 4] = ["read_file", "find_files", "write_file", "edit_file"];
+
+/// Minimum corpus sizes the issue asks for.
+const MIN_SUCCESS: usize = 320;
+const MIN_RAISE: usize = 70;
+
+/// How long one program may run under the interpreter before it is reported
+/// as hung. Generous: the default wall-clock limit is 10 s.
+const PER_PROGRAM_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance")
+}
+
+/// One corpus program and its annotations.
+#[derive(Debug, Clone)]
+struct Case {
+    name: String,
+    source: String,
+    /// Must raise: a `raise__` name or a `# Raise=` line.
+    must_raise: bool,
+    /// The type named by `# Raise=`, if any.
+    raise_type: Option<String>,
+    message_any: bool,
+    expect_difference: Option<String>,
+    lackpy_repr: Option<String>,
+    uses_tools: bool,
+}
+
+fn annotation<'a>(source: &'a str, prefix: &str) -> Option<&'a str> {
+    source
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .map(str::trim)
+}
+
+fn load_corpus() -> Vec<Case> {
+    let filter = std::env::var("CONFORMANCE_FILTER").unwrap_or_default();
+    let dir = corpus_dir();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "py")
+                && p.file_stem()
+                    .is_some_and(|s| s.to_string_lossy().contains("__"))
+        })
+        .collect();
+    names.sort();
+    let mut cases = Vec::new();
+    for path in names {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !name.contains(&filter) {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let raise_type = annotation(&source, "# Raise=").map(str::to_string);
+        cases.push(Case {
+            must_raise: name.starts_with("raise__") || raise_type.is_some(),
+            raise_type,
+            message_any: annotation(&source, "# message:").is_some_and(|m| m == "any"),
+            expect_difference: annotation(&source, "# expect-difference:").map(str::to_string),
+            lackpy_repr: annotation(&source, "# lackpy-repr:").map(str::to_string),
+            uses_tools: TOOLS.iter().any(|t| source.contains(&format!("{t}("))),
+            name,
+            source,
+        });
+    }
+    cases
+}
+
+// --- scratch workspaces -------------------------------------------------------
+
+static SCRATCH_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A throwaway copy of the fixture workspace, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let n = SCRATCH_SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("lackpy-conformance-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_dir(&corpus_dir().join("fixture_ws"), &dir)
+            .unwrap_or_else(|e| panic!("cannot copy the fixture to {}: {e}", dir.display()));
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+// --- the CPython side ----------------------------------------------------------
+
+/// What CPython did with one program.
+#[derive(Debug, Clone, Default)]
+struct PyResult {
+    ok: bool,
+    repr: Option<String>,
+    stdout: String,
+    exc_type: Option<String>,
+    exc_msg: Option<String>,
+    lint: Vec<String>,
+}
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Run `programs` (name, source, workspace) through `run_cpython.py` in one
+/// python3 process.
+fn run_python(programs: &[(String, String, Option<PathBuf>)]) -> Vec<PyResult> {
+    let input: Vec<Value> = programs
+        .iter()
+        .map(|(name, source, ws)| {
+            serde_json::json!({
+                "name": name,
+                "source": source,
+                "workspace": ws.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            })
+        })
+        .collect();
+    let input = serde_json::to_vec(&input).expect("corpus serializes to JSON");
+    let mut child = Command::new("python3")
+        .arg(corpus_dir().join("run_cpython.py"))
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONIOENCODING", "utf-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 is required for the conformance tests (scripts/test checks for it)");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("python3 runs");
+    writer
+        .join()
+        .expect("stdin writer thread")
+        .expect("write the corpus to python3");
+    assert!(
+        out.status.success(),
+        "run_cpython.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> =
+        serde_json::from_slice(&out.stdout).expect("run_cpython.py prints a JSON list");
+    assert_eq!(results.len(), programs.len(), "one result per program");
+    results
+        .iter()
+        .map(|r| PyResult {
+            ok: r.get("ok").and_then(Value::as_bool).unwrap_or(false),
+            repr: str_field(r, "repr"),
+            stdout: str_field(r, "stdout").unwrap_or_default(),
+            exc_type: str_field(r, "exc_type"),
+            exc_msg: str_field(r, "exc_msg"),
+            lint: r
+                .get("lint")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Run every case under CPython, each tool-using one in its own scratch copy.
+fn python_results(cases: &[Case]) -> Vec<PyResult> {
+    let scratches: Vec<Option<Scratch>> = cases
+        .iter()
+        .map(|c| c.uses_tools.then(Scratch::new))
+        .collect();
+    let programs: Vec<(String, String, Option<PathBuf>)> = cases
+        .iter()
+        .zip(&scratches)
+        .map(|(c, s)| {
+            (
+                c.name.clone(),
+                c.source.clone(),
+                s.as_ref().map(|s| s.0.clone()),
+            )
+        })
+        .collect();
+    run_python(&programs)
+}
+
+// --- the fake tool host -----------------------------------------------------------
+
+/// The four file tools over a scratch workspace, with DESIGN.md's semantics
+/// (the same as the Python shims in `run_cpython.py`).
+struct FsHost {
+    root: PathBuf,
+}
+
+fn fail(type_name: &str, message: impl Into<String>) -> ToolFailure {
+    ToolFailure {
+        type_name: type_name.to_string(),
+        message: message.into(),
+    }
+}
+
+impl FsHost {
+    /// Resolve `path` beneath the root, lexically (the fixture has no symlinks).
+    fn resolve(&self, path: &str) -> Result<PathBuf, ToolFailure> {
+        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        for comp in Path::new(path).components() {
+            match comp {
+                Component::Normal(p) => parts.push(p),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if parts.pop().is_none() {
+                        return Err(fail(
+                            "PathOutsideWorkspace",
+                            format!("path {path:?} is outside the workspace"),
+                        ));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(fail(
+                        "PathOutsideWorkspace",
+                        format!("path {path:?} is outside the workspace"),
+                    ))
+                }
+            }
+        }
+        Ok(parts.iter().fold(self.root.clone(), |acc, p| acc.join(p)))
+    }
+
+    fn read(&self, path: &str) -> Result<String, ToolFailure> {
+        let full = self.resolve(path)?;
+        if full.is_dir() {
+            return Err(fail("IsADirectory", format!("{path} is a directory")));
+        }
+        let bytes =
+            std::fs::read(&full).map_err(|_| fail("FileNotFound", format!("{path} not found")))?;
+        String::from_utf8(bytes).map_err(|_| fail("NotUtf8", format!("{path} is not UTF-8")))
+    }
+
+    fn write(&self, path: &str, content: &str) -> Result<(), ToolFailure> {
+        let full = self.resolve(path)?;
+        if full.is_dir() {
+            return Err(fail("IsADirectory", format!("{path} is a directory")));
+        }
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail("ToolFailed", e.to_string()))?;
+        }
+        std::fs::write(&full, content).map_err(|e| fail("ToolFailed", e.to_string()))
+    }
+
+    /// `pathlib.Path('.').glob(pattern)` of Python 3.11, sorted.
+    fn find(&self, pattern: &str) -> Vec<String> {
+        let parts: Vec<&str> = pattern
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        // Current matches, as relative component lists ([] is the root itself).
+        let mut current: Vec<Vec<String>> = vec![Vec::new()];
+        for (i, part) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            let mut next = Vec::new();
+            for base in &current {
+                let dir = base.iter().fold(self.root.clone(), |acc, p| acc.join(p));
+                if *part == "**" {
+                    let mut stack = vec![base.clone()];
+                    while let Some(d) = stack.pop() {
+                        let full = d.iter().fold(self.root.clone(), |acc, p| acc.join(p));
+                        for (name, is_dir) in list_dir(&full) {
+                            if is_dir {
+                                let mut child = d.clone();
+                                child.push(name);
+                                stack.push(child);
+                            }
+                        }
+                        next.push(d);
+                    }
+                } else {
+                    for (name, is_dir) in list_dir(&dir) {
+                        if (last || is_dir) && fnmatch(part, &name) {
+                            let mut child = base.clone();
+                            child.push(name);
+                            next.push(child);
+                        }
+                    }
+                }
+            }
+            current = next;
+        }
+        let found: BTreeSet<String> = current
+            .into_iter()
+            .map(|p| {
+                if p.is_empty() {
+                    ".".to_string()
+                } else {
+                    p.join("/")
+                }
+            })
+            .collect();
+        found.into_iter().collect()
+    }
+}
+
+/// Entries of a directory as (name, is_dir); empty when it is not a directory.
+fn list_dir(dir: &Path) -> Vec<(String, bool)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            (e.file_name().to_string_lossy().into_owned(), is_dir)
+        })
+        .collect()
+}
+
+/// `fnmatch.fnmatchcase`: `*`, `?`, `[seq]`, `[!seq]`; an unclosed `[` is literal.
+fn fnmatch(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fn class_end(p: &[char], start: usize) -> Option<usize> {
+        let mut j = start + 1;
+        if p.get(j) == Some(&'!') {
+            j += 1;
+        }
+        if p.get(j) == Some(&']') {
+            j += 1;
+        }
+        while j < p.len() && p[j] != ']' {
+            j += 1;
+        }
+        (j < p.len()).then_some(j)
+    }
+    fn class_matches(class: &[char], c: char) -> bool {
+        let (negate, body) = match class.first() {
+            Some('!') => (true, &class[1..]),
+            _ => (false, class),
+        };
+        let mut hit = false;
+        let mut k = 0;
+        while k < body.len() {
+            if k + 2 < body.len() && body[k + 1] == '-' {
+                hit |= body[k] <= c && c <= body[k + 2];
+                k += 3;
+            } else {
+                hit |= body[k] == c;
+                k += 1;
+            }
+        }
+        hit != negate
+    }
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|k| go(&p[1..], &n[k..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => match class_end(p, 0) {
+                Some(end) => {
+                    !n.is_empty() && class_matches(&p[1..end], n[0]) && go(&p[end + 1..], &n[1..])
+                }
+                None => n.first() == Some(&'[') && go(&p[1..], &n[1..]),
+            },
+            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+        }
+    }
+    go(&p, &n)
+}
+
+/// Bind positional and keyword arguments to the tool's parameter names.
+fn bind(
+    name: &str,
+    params: &[&str],
+    args: Vec<Data>,
+    kwargs: Vec<(String, Data)>,
+) -> Result<Vec<String>, ToolFailure> {
+    if args.len() > params.len() {
+        return Err(fail(
+            "BadArgument",
+            format!("{name}() takes {} arguments", params.len()),
+        ));
+    }
+    let mut slots: Vec<Option<Data>> = args.into_iter().map(Some).collect();
+    slots.resize(params.len(), None);
+    for (k, v) in kwargs {
+        let Some(i) = params.iter().position(|p| *p == k) else {
+            return Err(fail(
+                "BadArgument",
+                format!("{name}() got an unexpected keyword argument {k:?}"),
+            ));
+        };
+        if slots[i].is_some() {
+            return Err(fail(
+                "BadArgument",
+                format!("{name}() got multiple values for {k:?}"),
+            ));
+        }
+        slots[i] = Some(v);
+    }
+    slots
+        .into_iter()
+        .zip(params)
+        .map(|(v, p)| match v {
+            Some(Data::Str(s)) => Ok(s),
+            Some(_) => Err(fail("BadArgument", format!("{name}(): {p} must be a str"))),
+            None => Err(fail(
+                "BadArgument",
+                format!("{name}() missing argument {p}"),
+            )),
+        })
+        .collect()
+}
+
+impl ToolHost for FsHost {
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Data>,
+        kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
+        match name {
+            "read_file" => {
+                let a = bind(name, &["path"], args, kwargs)?;
+                self.read(&a[0]).map(Data::Str)
+            }
+            "find_files" => {
+                let a = bind(name, &["pattern"], args, kwargs)?;
+                Ok(Data::List(
+                    self.find(&a[0]).into_iter().map(Data::Str).collect(),
+                ))
+            }
+            "write_file" => {
+                let a = bind(name, &["path", "content"], args, kwargs)?;
+                self.write(&a[0], &a[1]).map(|()| Data::Bool(true))
+            }
+            "edit_file" => {
+                let a = bind(name, &["path", "old_str", "new_str"], args, kwargs)?;
+                let text = self.read(&a[0])?;
+                if !text.contains(a[1].as_str()) {
+                    return Ok(Data::Bool(false));
+                }
+                self.write(&a[0], &text.replacen(a[1].as_str(), &a[2], 1))?;
+                Ok(Data::Bool(true))
+            }
+            _ => Err(fail("ToolFailed", format!("unknown tool {name}"))),
+        }
+    }
+}
+
+/// A tool host for programs that use no tools.
+struct NoTools;
+
+impl ToolHost for NoTools {
+    fn call(
+        &mut self,
+        name: &str,
+        _args: Vec<Data>,
+        _kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
+        Err(fail("ToolFailed", format!("no workspace for {name}")))
+    }
+}
+
+// --- the lackpy side ----------------------------------------------------------------
+
+fn namespace() -> Namespace {
+    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
+        name: name.to_string(),
+        target: name.to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        grade: Grade { w, d },
+    };
+    Namespace {
+        tools: vec![
+            tool("read_file", &["path"], 1, 0),
+            tool("find_files", &["pattern"], 1, 0),
+            tool("write_file", &["path", "content"], 3, 3),
+            tool("edit_file", &["path", "old_str", "new_str"], 3, 3),
+        ],
+    }
+}
+
+/// What lackpy did with one program.
+#[derive(Debug, Clone)]
+enum LackpyOutcome {
+    /// The validator rejected it.
+    Rejected(String),
+    /// It ran: repr (None when it ended in a statement), stdout, error (kind, type, message).
+    Ran {
+        repr: Option<String>,
+        stdout: String,
+        error: Option<(ErrorKind, String, String)>,
+    },
+    /// The interpreter panicked.
+    Panicked(String),
+    /// The interpreter did not return in time.
+    Hung,
+}
+
+fn run_lackpy(case: &Case) -> LackpyOutcome {
+    let source = case.source.clone();
+    let uses_tools = case.uses_tools;
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(case.name.clone())
+        .stack_size(64 * 1024 * 1024)
+        .spawn(move || {
+            let outcome = std::panic::catch_unwind(move || {
+                let limits = Limits::default();
+                let program = match validate(&source, &namespace(), &limits) {
+                    Ok(p) => p,
+                    Err(errs) => {
+                        let text = errs
+                            .iter()
+                            .map(|e| {
+                                format!(
+                                    "{} at {:?}:{:?}: {}",
+                                    e.type_name, e.line, e.col, e.message
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; ");
+                        return LackpyOutcome::Rejected(text);
+                    }
+                };
+                let scratch = uses_tools.then(Scratch::new);
+                let mut fs_host;
+                let mut no_tools = NoTools;
+                let host: &mut dyn ToolHost = match &scratch {
+                    Some(s) => {
+                        fs_host = FsHost { root: s.0.clone() };
+                        &mut fs_host
+                    }
+                    None => &mut no_tools,
+                };
+                let mut stdout = String::new();
+                let result = run(&program, host, &mut stdout as &mut dyn Output, &limits);
+                LackpyOutcome::Ran {
+                    repr: result.repr,
+                    stdout,
+                    error: result.error.map(|e| (e.kind, e.type_name, e.message)),
+                }
+            });
+            let outcome = outcome.unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "non-string panic".to_string());
+                LackpyOutcome::Panicked(msg)
+            });
+            let _ = tx.send(outcome);
+        });
+    if spawned.is_err() {
+        return LackpyOutcome::Panicked("could not spawn the runner thread".to_string());
+    }
+    rx.recv_timeout(PER_PROGRAM_TIMEOUT)
+        .unwrap_or(LackpyOutcome::Hung)
+}
+
+fn shorten(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(MAX).collect::<String>())
+    }
+}
+
+/// Compare lackpy's outcome with CPython's; `Err` describes the mismatch.
+fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String> {
+    let (repr, stdout, error) = match lp {
+        LackpyOutcome::Rejected(e) => return Err(format!("rejected by the validator: {e}")),
+        LackpyOutcome::Panicked(m) => return Err(format!("interpreter panicked: {m}")),
+        LackpyOutcome::Hung => return Err(format!("no result within {PER_PROGRAM_TIMEOUT:?}")),
+        LackpyOutcome::Ran {
+            repr,
+            stdout,
+            error,
+        } => (repr, stdout, error),
+    };
+    let mut problems = Vec::new();
+    if stdout != &py.stdout {
+        problems.push(format!(
+            "stdout: expected {:?}, got {:?}",
+            shorten(&py.stdout),
+            shorten(stdout)
+        ));
+    }
+    if py.ok {
+        let expected_repr = case.lackpy_repr.clone().or_else(|| py.repr.clone());
+        match error {
+            Some((kind, ty, msg)) => problems.push(format!(
+                "expected value {:?}, got {kind:?} error {ty}: {}",
+                expected_repr.as_deref().map(shorten),
+                shorten(msg)
+            )),
+            None if repr != &expected_repr => problems.push(format!(
+                "repr: expected {:?}, got {:?}",
+                expected_repr.as_deref().map(shorten),
+                repr.as_deref().map(shorten)
+            )),
+            None => {}
+        }
+    } else {
+        let want_ty = py.exc_type.clone().unwrap_or_default();
+        let want_msg = py.exc_msg.clone().unwrap_or_default();
+        match error {
+            None => problems.push(format!(
+                "expected {want_ty}: {}, got value {:?}",
+                shorten(&want_msg),
+                repr.as_deref().map(shorten)
+            )),
+            Some((kind, ty, msg)) => {
+                if !matches!(kind, ErrorKind::Runtime | ErrorKind::Tool) {
+                    problems.push(format!("expected a runtime/tool error, got kind {kind:?}"));
+                }
+                if ty != &want_ty {
+                    problems.push(format!(
+                        "exception type: expected {want_ty}, got {ty} ({})",
+                        shorten(msg)
+                    ));
+                } else if !case.message_any && msg != &want_msg {
+                    problems.push(format!(
+                        "message: expected {:?}, got {:?}",
+                        shorten(&want_msg),
+                        shorten(msg)
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n    "))
+    }
+}
+
+// --- tests ------------------------------------------------------------------------------
+
+/// The corpus is honest: under CPython every program behaves as labelled
+/// (success programs succeed, raise programs raise the labelled type), uses
+/// only the lackpy subset (a conservative AST lint in `run_cpython.py`), and
+/// the corpus is as large as the issue asks. Needs only python3.
+#[test]
+fn corpus_behaves_as_labelled_under_cpython() {
+    let cases = load_corpus();
+    assert!(!cases.is_empty(), "no programs matched");
+    let results = python_results(&cases);
+    let mut bad = Vec::new();
+    for (case, py) in cases.iter().zip(&results) {
+        if case.must_raise && py.ok {
+            bad.push(format!(
+                "{}: labelled as raising, but CPython returned {:?}",
+                case.name, py.repr
+            ));
+        }
+        if !case.must_raise && !py.ok {
+            bad.push(format!(
+                "{}: labelled as succeeding, but CPython raised {}: {}",
+                case.name,
+                py.exc_type.as_deref().unwrap_or("?"),
+                py.exc_msg.as_deref().unwrap_or("")
+            ));
+        }
+        if let (Some(want), Some(got)) = (&case.raise_type, &py.exc_type) {
+            if want != got {
+                bad.push(format!(
+                    "{}: # Raise={want}, but CPython raised {got}",
+                    case.name
+                ));
+            }
+        }
+        if !py.lint.is_empty() {
+            bad.push(format!(
+                "{}: outside the lackpy subset: {}",
+                case.name,
+                py.lint.join("; ")
+            ));
+        }
+        if case.lackpy_repr.is_some() && case.expect_difference.is_none() {
+            bad.push(format!(
+                "{}: # lackpy-repr without # expect-difference",
+                case.name
+            ));
+        }
+    }
+    if std::env::var("CONFORMANCE_FILTER")
+        .unwrap_or_default()
+        .is_empty()
+    {
+        let raising = cases.iter().filter(|c| c.must_raise).count();
+        let succeeding = cases.len() - raising;
+        if succeeding < MIN_SUCCESS {
+            bad.push(format!(
+                "only {succeeding} success programs (want >= {MIN_SUCCESS})"
+            ));
+        }
+        if raising < MIN_RAISE {
+            bad.push(format!(
+                "only {raising} raising programs (want >= {MIN_RAISE})"
+            ));
+        }
+        let differences =
+            std::fs::read_to_string(corpus_dir().join("DIFFERENCES.md")).unwrap_or_default();
+        for case in cases.iter().filter(|c| c.expect_difference.is_some()) {
+            if !differences.contains(&case.name) {
+                bad.push(format!(
+                    "{}: # expect-difference but not listed in DIFFERENCES.md",
+                    case.name
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} corpus problem(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    eprintln!("{} programs behave as labelled under CPython", cases.len());
+}
+
+/// Every corpus program passes lackpy's validator with the four file tools.
+#[test]
+fn corpus_passes_the_validator() {
+    let cases = load_corpus();
+    let ns = namespace();
+    let limits = Limits::default();
+    let rejected: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            validate(&c.source, &ns, &limits).err().map(|errs| {
+                let why: Vec<String> = errs
+                    .iter()
+                    .map(|e| format!("{} at {:?}:{:?}: {}", e.type_name, e.line, e.col, e.message))
+                    .collect();
+                format!("{}: {}", c.name, why.join("; "))
+            })
+        })
+        .collect();
+    assert!(
+        rejected.is_empty(),
+        "{} program(s) rejected by the validator:\n{}",
+        rejected.len(),
+        rejected.join("\n")
+    );
+}
+
+/// The Rust fake tools used by the differential test agree with the Python
+/// shims on `find_files` patterns and on path handling.
+#[test]
+fn fake_tools_match_the_python_shims() {
+    let patterns = [
+        "*",
+        "*.txt",
+        "**",
+        "**/*",
+        "**/*.txt",
+        "sub/*",
+        "sub/**",
+        "sub/**/*.txt",
+        "*/*",
+        ".*",
+        "?.md",
+        "[ab].*",
+        "[!a]*",
+        "missing/*",
+        "sub/deep",
+        "a.txt",
+        "nothing",
+        "**/deep/*",
+        "*.[ct]*",
+    ];
+    let scratch = Scratch::new();
+    let programs: Vec<(String, String, Option<PathBuf>)> = patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                format!("glob{i}"),
+                format!("find_files({p:?})\n"),
+                Some(scratch.0.clone()),
+            )
+        })
+        .collect();
+    let py = run_python(&programs);
+    let mut host = FsHost {
+        root: scratch.0.clone(),
+    };
+    let mut bad = Vec::new();
+    for (pattern, py) in patterns.iter().zip(&py) {
+        let got = match host.call(
+            "find_files",
+            vec![Data::Str(pattern.to_string())],
+            Vec::new(),
+        ) {
+            Ok(Data::List(items)) => items
+                .iter()
+                .map(|d| match d {
+                    Data::Str(s) => format!("'{s}'"),
+                    other => format!("{other:?}"),
+                })
+                .collect::<Vec<_>>(),
+            other => vec![format!("{other:?}")],
+        };
+        let got = format!("[{}]", got.join(", "));
+        if py.repr.as_deref() != Some(got.as_str()) {
+            bad.push(format!(
+                "find_files({pattern:?}): python {:?}, fake {got:?}",
+                py.repr
+            ));
+        }
+    }
+    let read = |p: &str| host.read(p).map_err(|e| e.type_name);
+    let expectations: [(&str, Result<&str, &str>); 6] = [
+        ("a.txt", Ok("alpha\nbeta\ngamma\n")),
+        ("sub/../a.txt", Ok("alpha\nbeta\ngamma\n")),
+        ("../a.txt", Err("PathOutsideWorkspace")),
+        ("/etc/hostname", Err("PathOutsideWorkspace")),
+        ("sub", Err("IsADirectory")),
+        ("nope", Err("FileNotFound")),
+    ];
+    for (path, want) in expectations {
+        let got = read(path);
+        if got.as_deref().map_err(String::as_str) != want {
+            bad.push(format!("read_file({path:?}): want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The differential comparison itself: CPython vs lackpy's interpreter.
+#[test]
+#[ignore = "interpreter not implemented yet"]
+fn corpus_matches_cpython() {
+    let cases = load_corpus();
+    let py_results = python_results(&cases);
+    let (mut passed, mut skipped) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    for (case, py) in cases.iter().zip(&py_results) {
+        if case.expect_difference.is_some() && case.lackpy_repr.is_none() {
+            skipped += 1;
+            continue;
+        }
+        let lp = run_lackpy(case);
+        match compare(case, py, &lp) {
+            Ok(()) => passed += 1,
+            Err(why) => failures.push(format!("{}:\n    {why}", case.name)),
+        }
+    }
+    let summary = format!(
+        "{passed} passed, {} failed, {skipped} skipped (deliberate differences)",
+        failures.len()
+    );
+    if !failures.is_empty() {
+        panic!(
+            "{} mismatch(es) against CPython:\n{}\n{summary}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+    eprintln!("{summary}");
+}
