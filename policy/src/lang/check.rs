@@ -30,7 +30,10 @@ fn operator_violation(op: Operator) -> Option<(&'static str, &'static str)> {
     const BIT_HINT: &str = "bit operators are not available; for sets use union(), intersection(), difference() or symmetric_difference()";
     match op {
         Operator::Pow => Some(("the power operator `**`", "multiply explicitly (x * x)")),
-        Operator::MatMult => Some(("the matrix multiplication operator `@`", "multiply explicitly")),
+        Operator::MatMult => Some((
+            "the matrix multiplication operator `@`",
+            "multiply explicitly",
+        )),
         Operator::BitOr => Some(("the bitwise operator `|`", BIT_HINT)),
         Operator::BitXor => Some(("the bitwise operator `^`", BIT_HINT)),
         Operator::BitAnd => Some(("the bitwise operator `&`", BIT_HINT)),
@@ -131,7 +134,15 @@ impl<'a> Checker<'a> {
         ns: &'a Namespace,
         assigned: &'a HashSet<String>,
     ) -> Self {
-        Checker { src, starts, ns, assigned, errors: Vec::new(), calls: Vec::new(), loop_depth: 0 }
+        Checker {
+            src,
+            starts,
+            ns,
+            assigned,
+            errors: Vec::new(),
+            calls: Vec::new(),
+            loop_depth: 0,
+        }
     }
 
     pub(crate) fn finish(self) -> (Vec<(usize, ErrorInfo)>, Vec<String>) {
@@ -144,7 +155,12 @@ impl<'a> Checker<'a> {
     }
 
     fn forbid(&mut self, at: usize, construct: &str, hint: &str) {
-        self.err(at, "ForbiddenSyntax", format!("{construct} is not allowed"), Some(hint.to_string()));
+        self.err(
+            at,
+            "ForbiddenSyntax",
+            format!("{construct} is not allowed"),
+            Some(hint.to_string()),
+        );
     }
 
     fn is_tool(&self, name: &str) -> bool {
@@ -155,7 +171,13 @@ impl<'a> Checker<'a> {
         if self.ns.tools.is_empty() {
             return "available tools: (none)".to_string();
         }
-        let names: Vec<&str> = self.ns.tools.iter().take(30).map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .ns
+            .tools
+            .iter()
+            .take(30)
+            .map(|t| t.name.as_str())
+            .collect();
         format!("available tools: {}", names.join(", "))
     }
 
@@ -270,24 +292,35 @@ impl<'a> Checker<'a> {
     /// Check an identifier used as a name (any context) for `_` and the forbidden list.
     /// Returns false when an error was recorded.
     fn name_ok(&mut self, at: usize, id: &str) -> bool {
+        if let Some(hint) = forbidden_hint(id) {
+            self.err(
+                at,
+                "ForbiddenName",
+                format!("'{id}' is not available"),
+                Some(hint.to_string()),
+            );
+            return false;
+        }
         if id.starts_with('_') {
             self.err(
                 at,
                 "UnderscoreName",
                 format!("name '{id}' starts with an underscore; such names are not allowed"),
-                Some("use names that do not start with '_'; use dict keys (d[\"key\"]) for data".to_string()),
+                Some(
+                    "use names that do not start with '_'; use dict keys (d[\"key\"]) for data"
+                        .to_string(),
+                ),
             );
-            return false;
-        }
-        if let Some(hint) = forbidden_hint(id) {
-            self.err(at, "ForbiddenName", format!("'{id}' is not available"), Some(hint.to_string()));
             return false;
         }
         true
     }
 
     fn unknown_name_hint(&self, id: &str) -> String {
-        let fixed = tables::UNKNOWN_NAME_HINTS.iter().find(|(n, _)| *n == id).map(|(_, h)| *h);
+        let fixed = tables::UNKNOWN_NAME_HINTS
+            .iter()
+            .find(|(n, _)| *n == id)
+            .map(|(_, h)| *h);
         let candidates = self
             .ns
             .tools
@@ -355,8 +388,13 @@ impl<'a> Checker<'a> {
             self.err(
                 at,
                 "UnderscoreName",
-                format!("attribute '{attr}' starts with an underscore; such attributes are not allowed"),
-                Some("use dict keys (d[\"key\"]) for data; only allowlisted methods can be called".to_string()),
+                format!(
+                    "attribute '{attr}' starts with an underscore; such attributes are not allowed"
+                ),
+                Some(
+                    "use dict keys (d[\"key\"]) for data; only allowlisted methods can be called"
+                        .to_string(),
+                ),
             );
             return false;
         }
@@ -368,7 +406,11 @@ impl<'a> Checker<'a> {
         match e {
             Expr::BoolOp(b) => b.values.iter().for_each(|v| self.expr(v)),
             Expr::NamedExpr(n) => {
-                self.forbid(at, "the walrus operator `:=`", "assign on its own line first: x = value");
+                self.forbid(
+                    at,
+                    "the walrus operator `:=`",
+                    "assign on its own line first: x = value",
+                );
                 self.expr(&n.value);
             }
             Expr::BinOp(b) => {
@@ -377,10 +419,18 @@ impl<'a> Checker<'a> {
                 } else if b.op == Operator::Mod
                     && matches!(
                         &*b.left,
-                        Expr::JoinedStr(_) | Expr::Constant(ast::ExprConstant { value: Constant::Str(_), .. })
+                        Expr::JoinedStr(_)
+                            | Expr::Constant(ast::ExprConstant {
+                                value: Constant::Str(_),
+                                ..
+                            })
                     )
                 {
-                    self.forbid(at, "`%`-formatting of a string", "use an f-string: f\"{name}: {value}\"");
+                    self.forbid(
+                        at,
+                        "`%`-formatting of a string",
+                        "use an f-string: f\"{name}: {value}\"",
+                    );
                 }
                 self.expr(&b.left);
                 self.expr(&b.right);
@@ -429,10 +479,16 @@ impl<'a> Checker<'a> {
                 self.expr(&c.key);
                 self.expr(&c.value);
             }
-            Expr::Await(_) => self.forbid(at, "`await`", "call tools directly; they return their results"),
-            Expr::Yield(_) | Expr::YieldFrom(_) => {
-                self.forbid(at, "`yield`", "build a list and make it the last expression")
-            }
+            Expr::Await(_) => self.forbid(
+                at,
+                "`await`",
+                "call tools directly; they return their results",
+            ),
+            Expr::Yield(_) | Expr::YieldFrom(_) => self.forbid(
+                at,
+                "`yield`",
+                "build a list and make it the last expression",
+            ),
             Expr::Compare(c) => {
                 self.expr(&c.left);
                 c.comparators.iter().for_each(|v| self.expr(v));
@@ -470,7 +526,11 @@ impl<'a> Checker<'a> {
                             );
                         }
                     }
-                    _ => self.forbid(at, "assignment to an attribute", "store values in a dict: d[\"key\"] = value"),
+                    _ => self.forbid(
+                        at,
+                        "assignment to an attribute",
+                        "store values in a dict: d[\"key\"] = value",
+                    ),
                 }
                 self.expr(&a.value);
             }
@@ -495,11 +555,17 @@ impl<'a> Checker<'a> {
 
     fn constant(&mut self, at: usize, e: &Expr, c: &Constant) {
         match c {
-            Constant::Bytes(_) => self.forbid(at, "a bytes literal", "bytes are not available; work with str values"),
+            Constant::Bytes(_) => self.forbid(
+                at,
+                "a bytes literal",
+                "bytes are not available; work with str values",
+            ),
             Constant::Complex { .. } => {
                 self.forbid(at, "a complex number literal", "use int and float values")
             }
-            Constant::Ellipsis => self.forbid(at, "`...` (Ellipsis)", "use pass for an empty block"),
+            Constant::Ellipsis => {
+                self.forbid(at, "`...` (Ellipsis)", "use pass for an empty block")
+            }
             Constant::Int(_) => {
                 let r = e.range();
                 let text = self
@@ -507,7 +573,8 @@ impl<'a> Checker<'a> {
                     .get(u32::from(r.start()) as usize..u32::from(r.end()) as usize)
                     .unwrap_or("");
                 let lower = text.to_ascii_lowercase();
-                let radix = lower.starts_with("0x") || lower.starts_with("0o") || lower.starts_with("0b");
+                let radix =
+                    lower.starts_with("0x") || lower.starts_with("0o") || lower.starts_with("0b");
                 if !radix {
                     let digits = text.bytes().filter(u8::is_ascii_digit).count();
                     if digits > MAX_STR_DIGITS {
@@ -529,7 +596,11 @@ impl<'a> Checker<'a> {
     fn comprehension(&mut self, gens: &[ast::Comprehension]) {
         for g in gens {
             if g.is_async {
-                self.forbid(off(&g.target), "an async comprehension", "use a plain for clause");
+                self.forbid(
+                    off(&g.target),
+                    "an async comprehension",
+                    "use a plain for clause",
+                );
             }
             self.expr(&g.iter);
             self.expr(&g.target);
@@ -562,7 +633,9 @@ impl<'a> Checker<'a> {
                         self.err(
                             fat,
                             "UnknownName",
-                            format!("'{id}' is not a tool of the active profile or an allowed builtin"),
+                            format!(
+                                "'{id}' is not a tool of the active profile or an allowed builtin"
+                            ),
                             Some(hint),
                         );
                     }
@@ -570,13 +643,17 @@ impl<'a> Checker<'a> {
             }
             Expr::Attribute(a) => {
                 let m = a.attr.as_str();
+                // Receiver first: its errors sort before the method's at the same offset.
+                self.expr(&a.value);
                 if self.attr_ok(fat, m) {
                     let ok = match static_type(&a.value) {
                         Some(t) => method_allowed(t, m),
                         None => method_allowed_any(m),
                     };
                     if !ok {
-                        let on = static_type(&a.value).map(|t| format!("{t} ")).unwrap_or_default();
+                        let on = static_type(&a.value)
+                            .map(|t| format!("{t} "))
+                            .unwrap_or_default();
                         let hint = method_hint(m).map(str::to_string).unwrap_or_else(|| {
                             let cands: Vec<&str> = match static_type(&a.value) {
                                 Some(t) => tables::METHODS
@@ -593,13 +670,21 @@ impl<'a> Checker<'a> {
                                 format!("did you mean {}?", close.join(", "))
                             }
                         });
-                        self.err(fat, "MethodNotAllowed", format!("{on}method '{m}' is not allowed"), Some(hint));
+                        self.err(
+                            fat,
+                            "MethodNotAllowed",
+                            format!("{on}method '{m}' is not allowed"),
+                            Some(hint),
+                        );
                     }
                 }
-                self.expr(&a.value);
             }
             other => {
-                self.forbid(fat, "calling a computed value", "only tools, builtins and methods can be called");
+                self.forbid(
+                    fat,
+                    "calling a computed value",
+                    "only tools, builtins and methods can be called",
+                );
                 self.expr(other);
             }
         }
@@ -634,7 +719,8 @@ impl<'a> Checker<'a> {
 
     /// `isinstance`'s second argument: a type name or a tuple of them.
     fn type_spec(&self, e: &Expr) -> bool {
-        let is_type = |e: &Expr| matches!(e, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()));
+        let is_type =
+            |e: &Expr| matches!(e, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()));
         match e {
             Expr::Tuple(t) => !t.elts.is_empty() && t.elts.iter().all(is_type),
             other => is_type(other),
@@ -661,19 +747,31 @@ impl<'a> Checker<'a> {
                         "write key=lambda item: item[\"field\"] (one parameter, no defaults)",
                     );
                     // Still check defaults: they may smuggle forbidden names.
-                    for p in a.posonlyargs.iter().chain(a.args.iter()).chain(a.kwonlyargs.iter()) {
+                    for p in a
+                        .posonlyargs
+                        .iter()
+                        .chain(a.args.iter())
+                        .chain(a.kwonlyargs.iter())
+                    {
                         if let Some(d) = &p.default {
                             self.expr(d);
                         }
                     }
                 }
-                for p in a.posonlyargs.iter().chain(a.args.iter()).chain(a.kwonlyargs.iter()) {
+                for p in a
+                    .posonlyargs
+                    .iter()
+                    .chain(a.args.iter())
+                    .chain(a.kwonlyargs.iter())
+                {
                     self.name_store(off(&p.def), p.def.arg.as_str());
                 }
                 self.expr(&l.body);
             }
             Expr::Name(n) if is_builtin(n.id.as_str()) && n.ctx == ExprContext::Load => {}
-            Expr::Attribute(a) if a.ctx == ExprContext::Load && method_allowed_any(a.attr.as_str()) => {
+            Expr::Attribute(a)
+                if a.ctx == ExprContext::Load && method_allowed_any(a.attr.as_str()) =>
+            {
                 if self.attr_ok(at, a.attr.as_str()) {
                     if let Some(t) = static_type(&a.value) {
                         if !method_allowed(t, a.attr.as_str()) {

@@ -45,7 +45,10 @@ pub struct Grade {
 impl Grade {
     /// Element-wise maximum (the lattice join).
     pub fn join(self, other: Grade) -> Grade {
-        Grade { w: self.w.max(other.w), d: self.d.max(other.d) }
+        Grade {
+            w: self.w.max(other.w),
+            d: self.d.max(other.d),
+        }
     }
 }
 
@@ -116,7 +119,11 @@ fn locate(source: &str, starts: &[u32], off: u32) -> (u32, u32) {
     let start = starts.get(line_idx).copied().unwrap_or(0) as usize;
     let end = (off as usize).min(source.len());
     let col = source.get(start..end).map_or_else(
-        || String::from_utf8_lossy(&source.as_bytes()[start.min(end)..end]).chars().count(),
+        || {
+            String::from_utf8_lossy(&source.as_bytes()[start.min(end)..end])
+                .chars()
+                .count()
+        },
         |s| s.chars().count(),
     );
     (
@@ -149,7 +156,11 @@ fn error_at(
 ///
 /// # Errors
 /// As [`validate`], plus `EncodingError` (positioned at the first bad byte).
-pub fn validate_bytes(src: &[u8], ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
+pub fn validate_bytes(
+    src: &[u8],
+    ns: &Namespace,
+    limits: &Limits,
+) -> Result<Program, Vec<ErrorInfo>> {
     if let Some(e) = too_large(src.len(), limits) {
         return Err(vec![e]);
     }
@@ -165,7 +176,9 @@ pub fn validate_bytes(src: &[u8], ns: &Namespace, limits: &Limits) -> Result<Pro
                 &starts,
                 good,
                 "EncodingError",
-                format!("program is not valid UTF-8: invalid byte 0x{bad:02x} at byte offset {good}"),
+                format!(
+                    "program is not valid UTF-8: invalid byte 0x{bad:02x} at byte offset {good}"
+                ),
                 Some("save the program as UTF-8 text".to_string()),
             )])
         }
@@ -242,7 +255,13 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
     let (assigned, deep_at) = first_pass(&mut body, ast_limit);
     if let Some(off) = deep_at {
         walk::dismantle(body);
-        return Err(vec![too_deep(source, &starts, off, "expressions", max_depth)]);
+        return Err(vec![too_deep(
+            source,
+            &starts,
+            off,
+            "expressions",
+            max_depth,
+        )]);
     }
     let mut checker = check::Checker::new(source, &starts, ns, &assigned);
     checker.body(&body);
@@ -255,7 +274,13 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
         .iter()
         .filter_map(|c| ns.get(c))
         .fold(Grade::default(), |g, t| g.join(t.grade));
-    Ok(Program { source: source.to_string(), body, grade, calls, line_starts: starts })
+    Ok(Program {
+        source: source.to_string(),
+        body,
+        grade,
+        calls,
+        line_starts: starts,
+    })
 }
 
 fn too_deep(source: &str, starts: &[u32], off: usize, what: &str, max: usize) -> ErrorInfo {
@@ -287,8 +312,19 @@ fn normalize(id: &mut ast::Identifier) {
 }
 
 fn normalize_args(a: &mut ast::Arguments, assigned: &mut HashSet<String>) {
-    let ast::Arguments { posonlyargs, args, vararg, kwonlyargs, kwarg, .. } = a;
-    for awd in posonlyargs.iter_mut().chain(args.iter_mut()).chain(kwonlyargs.iter_mut()) {
+    let ast::Arguments {
+        posonlyargs,
+        args,
+        vararg,
+        kwonlyargs,
+        kwarg,
+        ..
+    } = a;
+    for awd in posonlyargs
+        .iter_mut()
+        .chain(args.iter_mut())
+        .chain(kwonlyargs.iter_mut())
+    {
         normalize(&mut awd.def.arg);
         assigned.insert(awd.def.arg.as_str().to_string());
     }
@@ -303,8 +339,11 @@ fn normalize_args(a: &mut ast::Arguments, assigned: &mut HashSet<String>) {
 fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (HashSet<String>, Option<usize>) {
     use rustpython_parser::ast::Ranged;
     let mut assigned = HashSet::new();
-    let mut stack: Vec<(NodeMut<'_>, usize)> =
-        body.iter_mut().rev().map(|s| (NodeMut::Stmt(s), 1)).collect();
+    let mut stack: Vec<(NodeMut<'_>, usize)> = body
+        .iter_mut()
+        .rev()
+        .map(|s| (NodeMut::Stmt(s), 1))
+        .collect();
     let mut kids = Vec::new();
     while let Some((node, depth)) = stack.pop() {
         let start = match &node {

@@ -86,7 +86,10 @@ impl Scanner<'_> {
 
     fn check(&self, offset: usize) -> Result<(), TooDeep> {
         if self.depth() > self.limit {
-            return Err(TooDeep { offset, what: "brackets/operators" });
+            return Err(TooDeep {
+                offset,
+                what: "brackets/operators",
+            });
         }
         Ok(())
     }
@@ -128,7 +131,9 @@ impl Scanner<'_> {
             self.after_operand = true;
             return;
         }
-        let Some(done) = self.frames.pop() else { return };
+        let Some(done) = self.frames.pop() else {
+            return;
+        };
         let rel = done.best.max(done.seg()) + 1;
         let parent_val = self.frames.last().map_or(0, |f| f.seg() + 1);
         self.below = self.below.saturating_sub(parent_val);
@@ -162,7 +167,10 @@ impl Scanner<'_> {
         if width > current {
             self.indent_stack.push(width);
             if self.indent_stack.len() > self.limit {
-                return Err(TooDeep { offset: start, what: "indentation" });
+                return Err(TooDeep {
+                    offset: start,
+                    what: "indentation",
+                });
             }
         }
         Ok(i)
@@ -271,8 +279,7 @@ impl Scanner<'_> {
                 | b'>' => {
                     // Comparisons are flat in the tree but counting them
                     // only over-estimates; shifts are operators.
-                    let cmp = matches!(b, b'<' | b'>')
-                        && !(i + 1 < n && src[i + 1] == b);
+                    let cmp = matches!(b, b'<' | b'>') && !(i + 1 < n && src[i + 1] == b);
                     i += 1;
                     // `**`, `//`, `<<`, `>>` are one operator.
                     if i < n && src[i] == b && matches!(b, b'*' | b'/' | b'<' | b'>') {
@@ -358,14 +365,19 @@ impl Scanner<'_> {
                     let rest = &src[i..];
                     let boundary = i == 0 || !is_ident_char(src[i - 1]);
                     if boundary
-                        && (rest.starts_with(b"not ") || rest.starts_with(b"if ") || rest.starts_with(b"lambda"))
+                        && (rest.starts_with(b"not ")
+                            || rest.starts_with(b"if ")
+                            || rest.starts_with(b"lambda"))
                     {
                         local_max += 1;
                     }
                 }
                 local_max = local_max.max(local);
                 if self.depth() + local_max > self.limit {
-                    return Err(TooDeep { offset: start, what: "brackets/operators" });
+                    return Err(TooDeep {
+                        offset: start,
+                        what: "brackets/operators",
+                    });
                 }
             }
             i += 1;
@@ -393,7 +405,13 @@ mod tests {
     fn ordinary_programs_pass() {
         let p = "files = find_files('**/*.py')\nfor f in files:\n    if f.endswith('.py'):\n        print(f\"{f}: {len(read_file(f).splitlines())}\")\n";
         assert_eq!(scan(p, 100), Ok(()));
-        let wide = format!("x = [{}]\n", (0..5000).map(|i| format!("{i} + 1")).collect::<Vec<_>>().join(", "));
+        let wide = format!(
+            "x = [{}]\n",
+            (0..5000)
+                .map(|i| format!("{i} + 1"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         assert_eq!(scan(&wide, 100), Ok(()));
     }
 
@@ -406,12 +424,22 @@ mod tests {
         assert!(scan(&format!("x = 1{}", " + 1".repeat(500)), 100).is_err());
         assert!(scan(&format!("x = 1{}", " if a else 1".repeat(500)), 100).is_err());
         assert!(scan(&format!("x = {}1", "lambda: ".repeat(500)), 100).is_err());
-        assert!(scan(&format!("x = f\"{{{}1{}}}\"", "(".repeat(500), ")".repeat(500)), 100).is_err());
+        assert!(scan(
+            &format!("x = f\"{{{}1{}}}\"", "(".repeat(500), ")".repeat(500)),
+            100
+        )
+        .is_err());
         let mut deep = String::new();
         for d in 0..200 {
             deep.push_str(&" ".repeat(d));
             deep.push_str("if x:\n");
         }
-        assert!(matches!(scan(&deep, 100), Err(TooDeep { what: "indentation", .. })));
+        assert!(matches!(
+            scan(&deep, 100),
+            Err(TooDeep {
+                what: "indentation",
+                ..
+            })
+        ));
     }
 }

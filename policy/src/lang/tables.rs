@@ -7,14 +7,38 @@
 /// Python would call a builtin is not available: the forbidden ones are in
 /// [`FORBIDDEN_NAMES`]; the rest are reported as unknown names.
 pub const BUILTINS: &[&str] = &[
-    "len", "range", "enumerate", "zip", "sorted", "reversed", "min", "max", "sum", "any", "all",
-    "abs", "round", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "isinstance",
-    "print", "sort_by", "repr",
+    "len",
+    "range",
+    "enumerate",
+    "zip",
+    "sorted",
+    "reversed",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "abs",
+    "round",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "isinstance",
+    "print",
+    "sort_by",
+    "repr",
 ];
 
 /// Type names that may appear as a value only as `isinstance`'s second
 /// argument (alone or in a tuple).
-pub const TYPE_NAMES: &[&str] = &["str", "int", "float", "bool", "list", "dict", "set", "tuple"];
+pub const TYPE_NAMES: &[&str] = &[
+    "str", "int", "float", "bool", "list", "dict", "set", "tuple",
+];
 
 /// Per-type method allowlist (DESIGN.md "Language details"): methods may
 /// only be *called*, and only these. The receiver's type is usually unknown
@@ -28,28 +52,90 @@ pub const METHODS: &[(&str, &[&str])] = &[
     (
         "str",
         &[
-            "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find",
-            "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier",
-            "islower", "isnumeric", "isspace", "istitle", "isupper", "join", "ljust", "lower",
-            "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex",
-            "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith",
-            "strip", "swapcase", "title", "upper", "zfill",
+            "capitalize",
+            "casefold",
+            "center",
+            "count",
+            "endswith",
+            "expandtabs",
+            "find",
+            "index",
+            "isalnum",
+            "isalpha",
+            "isascii",
+            "isdecimal",
+            "isdigit",
+            "isidentifier",
+            "islower",
+            "isnumeric",
+            "isspace",
+            "istitle",
+            "isupper",
+            "join",
+            "ljust",
+            "lower",
+            "lstrip",
+            "partition",
+            "removeprefix",
+            "removesuffix",
+            "replace",
+            "rfind",
+            "rindex",
+            "rjust",
+            "rpartition",
+            "rsplit",
+            "rstrip",
+            "split",
+            "splitlines",
+            "startswith",
+            "strip",
+            "swapcase",
+            "title",
+            "upper",
+            "zfill",
         ],
     ),
     (
         "list",
-        &["append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse", "sort"],
+        &[
+            "append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove",
+            "reverse", "sort",
+        ],
     ),
     (
         "dict",
-        &["clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault", "update", "values"],
+        &[
+            "clear",
+            "copy",
+            "get",
+            "items",
+            "keys",
+            "pop",
+            "popitem",
+            "setdefault",
+            "update",
+            "values",
+        ],
     ),
     (
         "set",
         &[
-            "add", "clear", "copy", "difference", "difference_update", "discard", "intersection",
-            "intersection_update", "isdisjoint", "issubset", "issuperset", "pop", "remove",
-            "symmetric_difference", "union", "update",
+            "add",
+            "clear",
+            "copy",
+            "difference",
+            "difference_update",
+            "discard",
+            "intersection",
+            "intersection_update",
+            "isdisjoint",
+            "issubset",
+            "issuperset",
+            "pop",
+            "remove",
+            "symmetric_difference",
+            "union",
+            "update",
         ],
     ),
     ("tuple", &["count", "index"]),
@@ -60,8 +146,14 @@ pub const METHODS: &[(&str, &[&str])] = &[
 /// Is `method` on `type_name`'s allowlist? (`type_name` is a Python type
 /// name: `str list dict set tuple int float`; `bool` uses `int`'s list.)
 pub fn method_allowed(type_name: &str, method: &str) -> bool {
-    let type_name = if type_name == "bool" { "int" } else { type_name };
-    METHODS.iter().any(|(t, ms)| *t == type_name && ms.contains(&method))
+    let type_name = if type_name == "bool" {
+        "int"
+    } else {
+        type_name
+    };
+    METHODS
+        .iter()
+        .any(|(t, ms)| *t == type_name && ms.contains(&method))
 }
 
 /// Is `method` on any type's allowlist?
@@ -84,8 +176,14 @@ pub const FORBIDDEN_NAMES: &[(&str, &str)] = &[
     ("eval", HINT_CODEGEN),
     ("exec", HINT_CODEGEN),
     ("compile", HINT_CODEGEN),
-    ("__import__", "tools and builtins are already loaded; call them directly"),
-    ("open", "use read_file(path) to read a file (and write_file(path, content) to write one)"),
+    (
+        "__import__",
+        "tools and builtins are already loaded; call them directly",
+    ),
+    (
+        "open",
+        "use read_file(path) to read a file (and write_file(path, content) to write one)",
+    ),
     ("getattr", HINT_INTROSPECTION),
     ("setattr", HINT_INTROSPECTION),
     ("delattr", HINT_INTROSPECTION),
@@ -100,43 +198,94 @@ pub const FORBIDDEN_NAMES: &[(&str, &str)] = &[
     ("super", HINT_INTROSPECTION),
     ("callable", HINT_INTROSPECTION),
     ("issubclass", "use isinstance(x, T) to check a value's type"),
-    ("classmethod", "write the steps inline; functions and classes cannot be defined"),
-    ("staticmethod", "write the steps inline; functions and classes cannot be defined"),
-    ("property", "write the steps inline; functions and classes cannot be defined"),
-    ("memoryview", "bytes are not available; work with str values"),
-    ("input", "programs cannot read input; get data from the listed tools"),
-    ("breakpoint", "debugging hooks are not available; use print(...) to show values"),
-    ("help", "the available tools and builtins are listed in the prompt; call them directly"),
-    ("exit", "the program ends after its last statement; its last expression is the result"),
-    ("quit", "the program ends after its last statement; its last expression is the result"),
+    (
+        "classmethod",
+        "write the steps inline; functions and classes cannot be defined",
+    ),
+    (
+        "staticmethod",
+        "write the steps inline; functions and classes cannot be defined",
+    ),
+    (
+        "property",
+        "write the steps inline; functions and classes cannot be defined",
+    ),
+    (
+        "memoryview",
+        "bytes are not available; work with str values",
+    ),
+    (
+        "input",
+        "programs cannot read input; get data from the listed tools",
+    ),
+    (
+        "breakpoint",
+        "debugging hooks are not available; use print(...) to show values",
+    ),
+    (
+        "help",
+        "the available tools and builtins are listed in the prompt; call them directly",
+    ),
+    (
+        "exit",
+        "the program ends after its last statement; its last expression is the result",
+    ),
+    (
+        "quit",
+        "the program ends after its last statement; its last expression is the result",
+    ),
     ("iter", "iterate over a collection with a for loop"),
-    ("next", "iterate over a collection with a for loop, or index it (items[0])"),
+    (
+        "next",
+        "iterate over a collection with a for loop, or index it (items[0])",
+    ),
     ("hash", HINT_INTROSPECTION),
     ("format", "use an f-string"),
 ];
 
 /// The hint for a forbidden name, or `None` if the name is not forbidden.
 pub fn forbidden_hint(name: &str) -> Option<&'static str> {
-    FORBIDDEN_NAMES.iter().find(|(n, _)| *n == name).map(|(_, h)| *h)
+    FORBIDDEN_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, h)| *h)
 }
 
 /// Hints for names that are neither allowed nor forbidden but that authors
 /// (small models especially) commonly reach for.
 pub const UNKNOWN_NAME_HINTS: &[(&str, &str)] = &[
     ("map", "use a list comprehension: [f(x) for x in items]"),
-    ("filter", "use a list comprehension: [x for x in items if cond]"),
+    (
+        "filter",
+        "use a list comprehension: [x for x in items if cond]",
+    ),
     ("pow", "multiply explicitly"),
     ("divmod", "use // and %"),
     ("frozenset", "use set(...)"),
     ("bytes", "bytes are not available; work with str values"),
     ("bytearray", "bytes are not available; work with str values"),
-    ("chr", "character codes are not available; use string literals"),
-    ("ord", "character codes are not available; use string literals"),
+    (
+        "chr",
+        "character codes are not available; use string literals",
+    ),
+    (
+        "ord",
+        "character codes are not available; use string literals",
+    ),
     ("os", "modules are not available; use the listed tools"),
     ("sys", "modules are not available; use the listed tools"),
-    ("re", "modules are not available; use str methods such as split, find and replace"),
-    ("json", "modules are not available; tool results are already plain data"),
-    ("pathlib", "modules are not available; use read_file and find_files"),
+    (
+        "re",
+        "modules are not available; use str methods such as split, find and replace",
+    ),
+    (
+        "json",
+        "modules are not available; tool results are already plain data",
+    ),
+    (
+        "pathlib",
+        "modules are not available; use read_file and find_files",
+    ),
     ("glob", "use find_files(pattern) to find files"),
     ("true", "Python spells it True"),
     ("false", "Python spells it False"),

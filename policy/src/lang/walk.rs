@@ -13,8 +13,19 @@ pub(crate) enum NodeMut<'a> {
 }
 
 fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
-    let ast::Arguments { posonlyargs, args, vararg, kwonlyargs, kwarg, .. } = a;
-    for awd in posonlyargs.iter_mut().chain(args.iter_mut()).chain(kwonlyargs.iter_mut()) {
+    let ast::Arguments {
+        posonlyargs,
+        args,
+        vararg,
+        kwonlyargs,
+        kwarg,
+        ..
+    } = a;
+    for awd in posonlyargs
+        .iter_mut()
+        .chain(args.iter_mut())
+        .chain(kwonlyargs.iter_mut())
+    {
         if let Some(d) = awd.default.as_deref_mut() {
             out.push(NodeMut::Expr(d));
         }
@@ -265,7 +276,9 @@ fn placeholder_expr() -> Expr {
 }
 
 fn placeholder_stmt() -> Stmt {
-    Stmt::Pass(ast::StmtPass { range: Default::default() })
+    Stmt::Pass(ast::StmtPass {
+        range: Default::default(),
+    })
 }
 
 enum Owned {
@@ -289,8 +302,12 @@ pub(crate) fn dismantle(body: Vec<Stmt>) {
             children(r, &mut kids);
             for k in kids {
                 match k {
-                    NodeMut::Stmt(s) => work.push(Owned::Stmt(std::mem::replace(s, placeholder_stmt()))),
-                    NodeMut::Expr(e) => work.push(Owned::Expr(std::mem::replace(e, placeholder_expr()))),
+                    NodeMut::Stmt(s) => {
+                        work.push(Owned::Stmt(std::mem::replace(s, placeholder_stmt())))
+                    }
+                    NodeMut::Expr(e) => {
+                        work.push(Owned::Expr(std::mem::replace(e, placeholder_expr())))
+                    }
                 }
             }
         }

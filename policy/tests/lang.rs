@@ -1,0 +1,885 @@
+//! Table-driven tests of the validator: rejections (type, position, hint),
+//! acceptance of every allowed construct, grades, and parser bombs.
+
+use lackpy_policy::lang::{validate, validate_bytes, Grade, Namespace, ToolEntry};
+use lackpy_policy::wire::{ErrorInfo, Limits};
+
+fn ns() -> Namespace {
+    let t = |name: &str, w, d| ToolEntry {
+        name: name.into(),
+        target: name.into(),
+        args: vec![],
+        grade: Grade { w, d },
+    };
+    Namespace {
+        tools: vec![
+            t("read_file", 1, 1),
+            t("find_files", 1, 1),
+            t("write_file", 3, 3),
+            t("edit_file", 3, 3),
+            t("search", 0, 0),
+        ],
+    }
+}
+
+fn errors(src: &str) -> Vec<ErrorInfo> {
+    match validate(src, &ns(), &Limits::default()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e,
+    }
+}
+
+/// (program, error type, line, col, hint substring) — the FIRST error.
+const REJECT: &[(&str, &str, u32, u32, &str)] = &[
+    // --- forbidden statements ---
+    ("import os", "ForbiddenSyntax", 1, 1, "already loaded"),
+    (
+        "from os import path",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "already loaded",
+    ),
+    (
+        "import os.path as p",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "already loaded",
+    ),
+    (
+        "x = 1\nimport sys",
+        "ForbiddenSyntax",
+        2,
+        1,
+        "already loaded",
+    ),
+    (
+        "def f():\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "functions cannot be defined",
+    ),
+    (
+        "async def f():\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "functions cannot be defined",
+    ),
+    (
+        "@dec\ndef f():\n    pass",
+        "ForbiddenSyntax",
+        1,
+        2,
+        "functions cannot be defined",
+    ),
+    (
+        "class A:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "classes cannot be defined",
+    ),
+    (
+        "class A(object):\n    x = 1",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "classes",
+    ),
+    (
+        "while True:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "iterate over a finite collection",
+    ),
+    ("x = 1\nwhile x:\n    x = 0", "ForbiddenSyntax", 2, 1, "for"),
+    (
+        "try:\n    x = 1\nexcept Exception:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "errors propagate",
+    ),
+    (
+        "try:\n    x = 1\nfinally:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "check values with if",
+    ),
+    (
+        "raise ValueError('x')",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "cannot be raised",
+    ),
+    ("raise", "ForbiddenSyntax", 1, 1, "cannot be raised"),
+    (
+        "with x as y:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "read_file",
+    ),
+    ("global x", "ForbiddenSyntax", 1, 1, "one scope"),
+    ("nonlocal x", "ForbiddenSyntax", 1, 1, "one scope"),
+    ("assert 1 == 1", "ForbiddenSyntax", 1, 1, "with if"),
+    ("x = 1\ndel x", "ForbiddenSyntax", 2, 1, "reassign"),
+    (
+        "match x:\n    case 1:\n        pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "if/elif/else",
+    ),
+    ("return 1", "ForbiddenSyntax", 1, 1, "last expression"),
+    ("x: int = 1", "ForbiddenSyntax", 1, 1, "drop the annotation"),
+    (
+        "async for x in y:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "plain for",
+    ),
+    (
+        "async with x:\n    pass",
+        "ForbiddenSyntax",
+        1,
+        1,
+        "read_file",
+    ),
+    (
+        "for x in range(3):\n    while x:\n        pass",
+        "ForbiddenSyntax",
+        2,
+        5,
+        "for",
+    ),
+    (
+        "if True:\n    import json",
+        "ForbiddenSyntax",
+        2,
+        5,
+        "already loaded",
+    ),
+    // --- forbidden expressions ---
+    ("x = (y := 1)", "ForbiddenSyntax", 1, 6, "own line"),
+    ("x = 2 ** 8", "ForbiddenSyntax", 1, 5, "multiply explicitly"),
+    (
+        "x = 2\nx **= 2",
+        "ForbiddenSyntax",
+        2,
+        1,
+        "multiply explicitly",
+    ),
+    ("x = 1 | 2", "ForbiddenSyntax", 1, 5, "union"),
+    ("x = 1 & 2", "ForbiddenSyntax", 1, 5, "intersection"),
+    ("x = 1 ^ 2", "ForbiddenSyntax", 1, 5, "bit operators"),
+    ("x = 1 << 2", "ForbiddenSyntax", 1, 5, "multiply"),
+    ("x = 8 >> 2", "ForbiddenSyntax", 1, 5, "//"),
+    ("x = ~1", "ForbiddenSyntax", 1, 5, "bit operators"),
+    ("x = 1\nx |= 2", "ForbiddenSyntax", 2, 1, "bit operators"),
+    ("a = [1]\nx = a @ a", "ForbiddenSyntax", 2, 5, "multiply"),
+    ("f = lambda x: x", "ForbiddenSyntax", 1, 5, "sort_by"),
+    (
+        "x = sorted([1], cmp=lambda a: a)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "key=",
+    ),
+    ("x = [lambda: 1]", "ForbiddenSyntax", 1, 6, "sort_by"),
+    (
+        "x = sorted([1], key=lambda v, f=open: f(v))",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda a, b: a)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda: 1)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda *a: a)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda **k: 1)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda a=1: a)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    (
+        "x = sorted([1], key=lambda a, *, b: a)",
+        "ForbiddenSyntax",
+        1,
+        21,
+        "one parameter",
+    ),
+    ("x = 'a %s' % 1", "ForbiddenSyntax", 1, 5, "f-string"),
+    ("x = 1\ny = f'{x}' % 2", "ForbiddenSyntax", 2, 5, "f-string"),
+    ("x = b'abc'", "ForbiddenSyntax", 1, 5, "str"),
+    ("x = 1j", "ForbiddenSyntax", 1, 5, "int and float"),
+    ("x = ...", "ForbiddenSyntax", 1, 5, "pass"),
+    ("x = [1]\nx[0]()", "ForbiddenSyntax", 2, 1, "only tools"),
+    ("len(1)()", "ForbiddenSyntax", 1, 1, "only tools"),
+    ("x = {}\nx.a = 1", "ForbiddenSyntax", 2, 1, "dict"),
+    (
+        "x = [i async for i in y]",
+        "ForbiddenSyntax",
+        1,
+        18,
+        "plain for",
+    ),
+    ("x = await y", "ForbiddenSyntax", 1, 5, "directly"),
+    ("x = (yield 1)", "ForbiddenSyntax", 1, 6, "build a list"),
+    // --- forbidden names ---
+    ("eval('1')", "ForbiddenName", 1, 1, "cannot be generated"),
+    ("exec('x=1')", "ForbiddenName", 1, 1, "cannot be generated"),
+    (
+        "compile('1', 'f', 'eval')",
+        "ForbiddenName",
+        1,
+        1,
+        "cannot be generated",
+    ),
+    ("open('x')", "ForbiddenName", 1, 1, "read_file(path)"),
+    ("x = open", "ForbiddenName", 1, 5, "read_file(path)"),
+    ("open = 1", "ForbiddenName", 1, 1, "read_file(path)"),
+    ("getattr(1, 'real')", "ForbiddenName", 1, 1, "introspection"),
+    ("setattr(1, 'a', 2)", "ForbiddenName", 1, 1, "introspection"),
+    ("delattr(1, 'a')", "ForbiddenName", 1, 1, "introspection"),
+    ("hasattr(1, 'a')", "ForbiddenName", 1, 1, "introspection"),
+    ("globals()", "ForbiddenName", 1, 1, "introspection"),
+    ("locals()", "ForbiddenName", 1, 1, "introspection"),
+    ("vars()", "ForbiddenName", 1, 1, "introspection"),
+    ("dir()", "ForbiddenName", 1, 1, "introspection"),
+    ("type(1)", "ForbiddenName", 1, 1, "isinstance"),
+    ("id(1)", "ForbiddenName", 1, 1, "introspection"),
+    ("input()", "ForbiddenName", 1, 1, "cannot read input"),
+    ("breakpoint()", "ForbiddenName", 1, 1, "print"),
+    ("memoryview(1)", "ForbiddenName", 1, 1, "str"),
+    ("object()", "ForbiddenName", 1, 1, "introspection"),
+    ("super()", "ForbiddenName", 1, 1, "introspection"),
+    ("help()", "ForbiddenName", 1, 1, "listed"),
+    ("exit()", "ForbiddenName", 1, 1, "last statement"),
+    ("quit()", "ForbiddenName", 1, 1, "last statement"),
+    ("callable(len)", "ForbiddenName", 1, 1, "introspection"),
+    ("issubclass(int, int)", "ForbiddenName", 1, 1, "isinstance"),
+    ("classmethod(1)", "ForbiddenName", 1, 1, "cannot be defined"),
+    (
+        "staticmethod(1)",
+        "ForbiddenName",
+        1,
+        1,
+        "cannot be defined",
+    ),
+    ("property(1)", "ForbiddenName", 1, 1, "cannot be defined"),
+    ("iter([1])", "ForbiddenName", 1, 1, "for loop"),
+    ("next(x)", "ForbiddenName", 1, 1, "for loop"),
+    ("hash(1)", "ForbiddenName", 1, 1, "introspection"),
+    ("format(1, 'x')", "ForbiddenName", 1, 1, "f-string"),
+    ("x = [eval]", "ForbiddenName", 1, 6, "cannot be generated"),
+    (
+        "for open in [1]:\n    pass",
+        "ForbiddenName",
+        1,
+        5,
+        "read_file",
+    ),
+    (
+        "x = sorted([1], key=getattr)",
+        "ForbiddenName",
+        1,
+        21,
+        "introspection",
+    ),
+    // --- unicode look-alikes (NFKC) ---
+    ("ｏｐｅｎ('x')", "ForbiddenName", 1, 1, "read_file(path)"),
+    (
+        "ｅｖａｌ('1')",
+        "ForbiddenName",
+        1,
+        1,
+        "cannot be generated",
+    ),
+    ("x = 𝐨𝐩𝐞𝐧", "ForbiddenName", 1, 5, "read_file"),
+    (
+        "ｘ = 1\nx.ｆｏｒｍａｔ()",
+        "MethodNotAllowed",
+        2,
+        1,
+        "f-string",
+    ),
+    // --- underscore names / attributes ---
+    ("__import__('os')", "ForbiddenName", 1, 1, "already loaded"),
+    ("_x = 1", "UnderscoreName", 1, 1, "'_'"),
+    ("x = _", "UnderscoreName", 1, 5, "'_'"),
+    ("x = __builtins__", "UnderscoreName", 1, 5, "'_'"),
+    ("x = ''.__class__", "UnderscoreName", 1, 5, "dict keys"),
+    (
+        "x = ''.__class__.__mro__[1].__subclasses__()",
+        "UnderscoreName",
+        1,
+        5,
+        "dict keys",
+    ),
+    ("x = [].__len__()", "UnderscoreName", 1, 5, "dict keys"),
+    ("x = 1\ny = x._secret", "UnderscoreName", 2, 5, "dict keys"),
+    (
+        "for _ in range(3):\n    pass",
+        "UnderscoreName",
+        1,
+        5,
+        "'_'",
+    ),
+    ("x = [_ for _ in range(3)]", "UnderscoreName", 1, 6, "'_'"),
+    ("print(1, _end='')", "UnderscoreName", 1, 15, "'_'"),
+    (
+        "x = sorted([1], key=lambda _v: _v)",
+        "UnderscoreName",
+        1,
+        28,
+        "'_'",
+    ),
+    (
+        "ｘ = 1\nx.__ｃｌａｓｓ__",
+        "UnderscoreName",
+        2,
+        1,
+        "dict keys",
+    ),
+    ("x = f'{().__class__}'", "UnderscoreName", 1, 8, "dict keys"),
+    // --- unknown names ---
+    ("read('a.txt')", "UnknownName", 1, 1, "read_file"),
+    (
+        "x = read_files('a')",
+        "UnknownName",
+        1,
+        5,
+        "did you mean read_file",
+    ),
+    ("x = y + 1", "UnknownName", 1, 5, "available tools"),
+    (
+        "print(undefined_var)",
+        "UnknownName",
+        1,
+        7,
+        "available tools",
+    ),
+    (
+        "x = map(str, [1])",
+        "UnknownName",
+        1,
+        5,
+        "list comprehension",
+    ),
+    (
+        "x = filter(None, [1])",
+        "UnknownName",
+        1,
+        5,
+        "list comprehension",
+    ),
+    ("x = pow(2, 3)", "UnknownName", 1, 5, "multiply"),
+    ("glob('*.py')", "UnknownName", 1, 1, "find_files"),
+    ("x = chr(65)", "UnknownName", 1, 5, "string literals"),
+    ("x = true", "UnknownName", 1, 5, "True"),
+    ("x = os.path", "UnknownName", 1, 5, "modules"),
+    ("x = json.loads('1')", "UnknownName", 1, 5, "modules"),
+    ("x = 1\nx()", "UnknownName", 2, 1, "available tools"),
+    ("x = lenn([1])", "UnknownName", 1, 5, "did you mean len"),
+    // --- methods and attributes ---
+    ("x = 'a{}'.format(1)", "MethodNotAllowed", 1, 5, "f-string"),
+    (
+        "x = 'a'\ny = x.format(1)",
+        "MethodNotAllowed",
+        2,
+        5,
+        "f-string",
+    ),
+    (
+        "x = 'a'\ny = x.format_map({})",
+        "MethodNotAllowed",
+        2,
+        5,
+        "f-string",
+    ),
+    ("x = 'a'\ny = x.encode()", "MethodNotAllowed", 2, 5, "bytes"),
+    (
+        "x = 'a'\ny = x.translate({})",
+        "MethodNotAllowed",
+        2,
+        5,
+        "replace",
+    ),
+    (
+        "x = 'a'\ny = x.maketrans('a', 'b')",
+        "MethodNotAllowed",
+        2,
+        5,
+        "replace",
+    ),
+    ("x = [1].upper()", "MethodNotAllowed", 1, 5, "allowlisted"),
+    ("x = 'abc'.append(1)", "MethodNotAllowed", 1, 5, ""),
+    (
+        "x = 'a'\ny = x.startsWith('a')",
+        "MethodNotAllowed",
+        2,
+        5,
+        "startswith",
+    ),
+    ("x = [1]\nx.push(2)", "MethodNotAllowed", 2, 1, "append"),
+    (
+        "x = 'a'\ny = x.contains('a')",
+        "MethodNotAllowed",
+        2,
+        5,
+        "in",
+    ),
+    ("x = {}\ny = x.has_key('a')", "MethodNotAllowed", 2, 5, "in"),
+    ("x = 1\ny = x.conjugate()", "MethodNotAllowed", 2, 5, ""),
+    ("x = (1).real", "AttributeNotAllowed", 1, 5, "call a method"),
+    (
+        "x = 'a'.upper",
+        "AttributeNotAllowed",
+        1,
+        5,
+        "call a method",
+    ),
+    (
+        "x = [1]\ny = x.append",
+        "AttributeNotAllowed",
+        2,
+        5,
+        "call it",
+    ),
+    ("x = {}.keys", "AttributeNotAllowed", 1, 5, "call a method"),
+    // --- builtins and tools as values / assignment targets ---
+    ("print(read_file)", "BuiltinAsValue", 1, 7, "read_file(...)"),
+    ("f = len", "BuiltinAsValue", 1, 5, "len(...)"),
+    ("x = [print]", "BuiltinAsValue", 1, 6, "print(...)"),
+    (
+        "x = isinstance(1, len)",
+        "BuiltinAsValue",
+        1,
+        19,
+        "len(...)",
+    ),
+    (
+        "x = sorted([1], key=read_file)",
+        "BuiltinAsValue",
+        1,
+        21,
+        "read_file(...)",
+    ),
+    ("x = str", "BuiltinAsValue", 1, 5, "str(...)"),
+    ("x = str.lower('A')", "BuiltinAsValue", 1, 5, "str(...)"),
+    ("len = 3", "AssignToBuiltin", 1, 1, "another variable name"),
+    (
+        "read_file = 3",
+        "AssignToBuiltin",
+        1,
+        1,
+        "another variable name",
+    ),
+    (
+        "for print in [1]:\n    pass",
+        "AssignToBuiltin",
+        1,
+        5,
+        "another variable name",
+    ),
+    (
+        "x, list = 1, 2",
+        "AssignToBuiltin",
+        1,
+        4,
+        "another variable name",
+    ),
+    (
+        "x = [sum for sum in [1]]",
+        "BuiltinAsValue",
+        1,
+        6,
+        "sum(...)",
+    ),
+    (
+        "for x in [1]:\n    sum = x",
+        "AssignToBuiltin",
+        2,
+        5,
+        "another",
+    ),
+    (
+        "x = sorted([1], key=lambda len: len)",
+        "AssignToBuiltin",
+        1,
+        28,
+        "another",
+    ),
+    // --- syntax, loops, literals ---
+    ("x = (", "SyntaxError", 1, 6, "Python 3.11"),
+    ("x = = 1", "SyntaxError", 1, 5, "Python 3.11"),
+    ("if x\n    pass", "SyntaxError", 1, 5, "Python 3.11"),
+    ("break", "SyntaxError", 1, 1, ""),
+    ("continue", "SyntaxError", 1, 1, ""),
+    (
+        "for x in [1]:\n    pass\nelse:\n    break",
+        "SyntaxError",
+        4,
+        5,
+        "",
+    ),
+    ("x = 1\0", "SyntaxError", 1, 6, ""),
+];
+
+#[test]
+fn rejection_table() {
+    assert!(REJECT.len() >= 120, "only {} rejection cases", REJECT.len());
+    let mut failures = Vec::new();
+    for (src, ty, line, col, hint) in REJECT {
+        let errs = errors(src);
+        let Some(e) = errs.first() else {
+            failures.push(format!("{src:?}: accepted, expected {ty}"));
+            continue;
+        };
+        let got_hint = e.hint.clone().unwrap_or_default();
+        if e.type_name != *ty
+            || e.line != Some(*line)
+            || e.col != Some(*col)
+            || !got_hint.contains(hint)
+            || e.kind != lackpy_policy::wire::ErrorKind::Validation
+        {
+            failures.push(format!(
+                "{src:?}: expected {ty} {line}:{col} hint~{hint:?}; got {} {:?}:{:?} {:?} hint {:?}",
+                e.type_name, e.line, e.col, e.message, e.hint
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+const ACCEPT: &[&str] = &[
+    "x = 1",
+    "x = 1\nx",
+    "x = -1.5e3 + +2 - 3 * 4 / 5 // 6 % 7",
+    "x = 'a' 'b' \"c\" '''d'''",
+    "x = r'\\d' + u'x'",
+    "x = None\ny = True and False or not x",
+    "x = [1, 2, *[3]]\ny = (1,)\nz = {1: 2, **{3: 4}}\nw = {1, 2}\nv = ()",
+    "a, b = 1, 2\n[c, d] = [3, 4]\n(e, *f) = [1, 2, 3]",
+    "x = y = 3",
+    "x = [1, 2]\nx[0] = 5\nx[1:] = [3]",
+    "d = {}\nd['k'] = 1\nd['k'] += 1",
+    "x = 1\nx += 1\nx -= 1\nx *= 2\nx /= 2\nx //= 1\nx %= 3",
+    "for i in range(3):\n    if i == 1:\n        continue\n    elif i == 2:\n        break\n    else:\n        pass\nelse:\n    pass",
+    "for i, v in enumerate([1]):\n    print(i, v)",
+    "for k, v in {1: 2}.items():\n    print(k, v)",
+    "x = 1 < 2 <= 3 != 4 == 4 > 0 >= 0",
+    "x = 1 in [1] and 2 not in [1] and None is None and 1 is not None",
+    "x = [i * 2 for i in range(10) if i % 2 for j in range(2)]",
+    "x = {i: i for i in range(3)}\ny = {i for i in range(3)}\nz = sum(i for i in range(3))",
+    "x = 1 if True else 2",
+    "x = [1, 2, 3]\ny = x[0] + x[-1] + len(x[1:2]) + len(x[::2]) + len(x[:])",
+    "n = 3.14159\nx = f'{n:.2f} {n!r} {n!s} {n!a} {n=} {n:>{10}} {{literal}}'",
+    "x = f'{\"nested\"}' + f\"{'a' + f'{1}'}\"",
+    "print('a', 'b', sep=', ', end='')",
+    "x = sorted([3, 1], key=lambda v: -v, reverse=True)",
+    "x = sorted(['a'], key=len)",
+    "counts = {'a': 1}\nx = sorted(counts, key=counts.get)",
+    "x = max([1], key=lambda v: v)\ny = min([1], key=abs)",
+    "x = [[1, 2]]\nx.sort(key=lambda r: r[1])",
+    "x = sort_by([{'a': 1}], 'a')\ny = sort_by([[1]], 0, reverse=True)",
+    "x = isinstance(1, int)\ny = isinstance(1, (int, float, str, bool, list, dict, set, tuple))",
+    "x = len([1]) + abs(-1) + round(1.5) + sum([1]) + int('1') + float('1') + bool(1)",
+    "x = str(1) + repr(1)\ny = list(range(3)) + list(reversed([1])) + list(zip([1], [2]))",
+    "x = dict(a=1)\ny = set([1])\nz = tuple([1])\nw = any([1]) or all([1])",
+    "x = 'a,b'.split(',')\ny = ' '.join(x).upper().strip()",
+    "x = 'abc'\ny = x.replace('a', 'b').startswith('b') and x.endswith('c')",
+    "x = [1]\nx.append(2)\nx.extend([3])\nx.insert(0, 0)\nx.pop()\nx.remove(0)\nx.reverse()\nx.sort()\nx.clear()",
+    "d = {}\nd.get('a')\nd.setdefault('a', 1)\nd.update({'b': 2})\nlist(d.keys())\nd.pop('a')\nd.popitem()\nd.values()",
+    "s = set()\ns.add(1)\ns.discard(1)\ns.union({1}).intersection({1}).difference({2})",
+    "x = (1, 2).count(1) + (1,).index(1) + (5).bit_length()\ny = (1.0).is_integer()",
+    "x = read_file('a.txt')\nfiles = find_files('*.py')\nlen(files)",
+    "for f in find_files('**/*.py'):\n    content = read_file(f)\n    if 'TODO' in content:\n        print(f\"TODO in {f}\")",
+    "x = {**{'a': 1}, 'b': 2}\nprint(*[1, 2], **{'sep': '-'})",
+    "x = 10\nif x > 5: y = 1\nelse: y = 2",
+    "x = '__class__'\ny = {'__init__': 1}['__init__']",
+    "x = [1][0]\ny = -x\nz = +x\nw = not x",
+    "x = 1; y = 2; z = x + y",
+    "# comment only\nx = 1  # trailing\n",
+    "x = (\n    1 +\n    2\n)",
+    "x = 1 + \\\n    2",
+    "pass",
+    "",
+    "x = [n for n in [1, 2] if n > 1]\nn = 0",
+    "ｘ = 1\nprint(x)",
+    "x = 0x1F + 0o7 + 0b1 + 1_000",
+    "x = sorted({'b': 1, 'a': 2}.items(), key=lambda kv: kv[1])",
+    "x = 'a' * 3 + 'b'\ny = [0] * 3",
+    "x = 5 % 3\ny = 'abc'[1]",
+    "tools = search('x')\ntools",
+];
+
+#[test]
+fn acceptance_table() {
+    let mut failures = Vec::new();
+    for src in ACCEPT {
+        let errs = errors(src);
+        if !errs.is_empty() {
+            failures.push(format!("{src:?}: {errs:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn reports_all_violations_in_order() {
+    let errs = errors("import os\nx = open('a')\nwhile True:\n    pass\ny = 2 ** 3\n");
+    let got: Vec<(&str, Option<u32>)> = errs
+        .iter()
+        .map(|e| (e.type_name.as_str(), e.line))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("ForbiddenSyntax", Some(1)),
+            ("ForbiddenName", Some(2)),
+            ("ForbiddenSyntax", Some(3)),
+            ("ForbiddenSyntax", Some(5)),
+        ]
+    );
+    // Deterministic: same input, same output.
+    assert_eq!(
+        errs,
+        errors("import os\nx = open('a')\nwhile True:\n    pass\ny = 2 ** 3\n")
+    );
+}
+
+#[test]
+fn grades_and_calls() {
+    let g = |src: &str| {
+        let p = validate(src, &ns(), &Limits::default()).expect("valid");
+        (p.grade, p.calls)
+    };
+    assert_eq!(g("x = 1"), (Grade { w: 0, d: 0 }, vec![]));
+    assert_eq!(
+        g("search('a')"),
+        (Grade { w: 0, d: 0 }, vec!["search".to_string()])
+    );
+    assert_eq!(
+        g("read_file('a')"),
+        (Grade { w: 1, d: 1 }, vec!["read_file".to_string()])
+    );
+    assert_eq!(
+        g("x = read_file('a')\nwrite_file('b', x)\nread_file('c')\nfind_files('*')"),
+        (
+            Grade { w: 3, d: 3 },
+            vec![
+                "read_file".to_string(),
+                "write_file".to_string(),
+                "find_files".to_string()
+            ]
+        )
+    );
+    // A tool only named inside a branch that never runs still counts.
+    assert_eq!(
+        g("if False:\n    edit_file('a', 'b', 'c')").0,
+        Grade { w: 3, d: 3 }
+    );
+    // Calls inside comprehensions, f-strings and key= lambdas count.
+    assert_eq!(
+        g("x = [read_file(f) for f in ['a']]").1,
+        vec!["read_file".to_string()]
+    );
+    assert_eq!(
+        g("x = f'{read_file(\"a\")}'").1,
+        vec!["read_file".to_string()]
+    );
+    assert_eq!(
+        g("x = sorted(['a'], key=lambda p: len(read_file(p)))").1,
+        vec!["read_file".to_string()]
+    );
+}
+
+#[test]
+fn aliases_grade_by_alias_entry() {
+    let ns = Namespace {
+        tools: vec![ToolEntry {
+            name: "r".into(),
+            target: "read_file".into(),
+            args: vec!["path".into()],
+            grade: Grade { w: 1, d: 0 },
+        }],
+    };
+    let p = validate("r('a')", &ns, &Limits::default()).expect("valid");
+    assert_eq!(p.calls, vec!["r".to_string()]);
+    assert_eq!(p.grade, Grade { w: 1, d: 0 });
+    let e = validate("read_file('a')", &ns, &Limits::default()).expect_err("not in profile");
+    assert_eq!(e[0].type_name, "UnknownName");
+    assert!(e[0]
+        .hint
+        .as_deref()
+        .unwrap_or("")
+        .contains("available tools: r"));
+}
+
+#[test]
+fn identifiers_are_nfkc_normalised_in_the_tree() {
+    let p = validate("ｘ = 1\nｘ", &ns(), &Limits::default()).expect("valid");
+    let dbg = format!("{:?}", p.body);
+    assert!(dbg.contains("Identifier(\"x\")"), "{dbg}");
+    assert!(!dbg.contains('ｘ'));
+}
+
+#[test]
+fn size_and_encoding() {
+    let limits = Limits {
+        source_bytes: 10,
+        ..Limits::default()
+    };
+    let e = validate("x = 1234567890", &ns(), &limits).expect_err("too large");
+    assert_eq!(e[0].type_name, "SourceTooLarge");
+    assert!(e[0].message.contains("10"));
+    let e = validate_bytes(b"x = 1\ny = '\xff'", &ns(), &Limits::default()).expect_err("bad utf-8");
+    assert_eq!(e[0].type_name, "EncodingError");
+    assert_eq!((e[0].line, e[0].col), (Some(2), Some(6)));
+    let big = vec![b'x'; 5 * 1024 * 1024];
+    let e = validate_bytes(&big, &ns(), &Limits::default()).expect_err("too large");
+    assert_eq!(e[0].type_name, "SourceTooLarge");
+    assert!(validate_bytes("x = 'é'".as_bytes(), &ns(), &Limits::default()).is_ok());
+    assert!(validate("\u{feff}x = 1", &ns(), &Limits::default()).is_ok());
+}
+
+#[test]
+fn int_literal_digit_limit() {
+    let ok = format!("x = {}", "7".repeat(4300));
+    assert!(validate(&ok, &ns(), &Limits::default()).is_ok());
+    let bad = format!("x = {}", "7".repeat(4301));
+    let e = validate(&bad, &ns(), &Limits::default()).expect_err("too many digits");
+    assert_eq!(e[0].type_name, "SyntaxError");
+    assert!(e[0].message.contains("4300"));
+}
+
+/// Run `f` on a thread with a small stack: proves no deep recursion.
+fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(f)
+        .expect("spawn")
+        .join()
+        .expect("no stack overflow")
+}
+
+fn bomb(src: String) -> Vec<ErrorInfo> {
+    small_stack(move || {
+        let t = std::time::Instant::now();
+        let r = validate(&src, &ns(), &Limits::default());
+        assert!(t.elapsed().as_secs() < 2, "slow: {:?}", t.elapsed());
+        r.err().unwrap_or_default()
+    })
+}
+
+#[test]
+fn parser_bombs_are_clear_errors() {
+    let cases: Vec<String> = vec![
+        format!("x = {}1{}", "(".repeat(5000), ")".repeat(5000)),
+        format!("x = {}1{}", "[".repeat(5000), "]".repeat(5000)),
+        format!("x = {}", "{".repeat(5000)),
+        format!("x = {}1", "not ".repeat(5000)),
+        format!("x = {}1", "-".repeat(30000)),
+        format!("x = 1{}", "+x".repeat(20000)),
+        format!("x = 1{}", " if a else 1".repeat(3000)),
+        format!("x = {}1", "lambda: ".repeat(3000)),
+        format!("x = a{}", ".b".repeat(20000)),
+        format!("x = f{}", "()".repeat(20000)),
+        format!("x = a{}", "[0]".repeat(15000)),
+        format!("x = f'{{{}1{}}}'", "(".repeat(3000), ")".repeat(3000)),
+        (0..150)
+            .map(|d| format!("{}if x:\n", " ".repeat(d)))
+            .collect::<String>()
+            + &" ".repeat(150)
+            + "pass\n",
+    ];
+    for src in cases {
+        let head: String = src.chars().take(30).collect();
+        let errs = bomb(src);
+        assert_eq!(errs.len(), 1, "{head:?}: {errs:?}");
+        assert_eq!(errs[0].type_name, "NestingTooDeep", "{head:?}: {errs:?}");
+        assert!(errs[0]
+            .hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("intermediate"));
+    }
+}
+
+#[test]
+fn big_flat_programs_are_fine() {
+    // 64 KiB of ordinary statements validates quickly.
+    let mut src = String::new();
+    let mut i = 0;
+    while src.len() < 60 * 1024 {
+        src.push_str(&format!("v{i} = [x * 2 for x in range({i}) if x % 3]\n"));
+        i += 1;
+    }
+    let errs = bomb(src);
+    assert!(errs.is_empty(), "{errs:?}");
+    // A long string literal and a long flat list.
+    let s = format!("x = '{}'", "a\\n".repeat(20000));
+    assert!(bomb(s).is_empty());
+    let l = format!(
+        "x = [{}]",
+        (0..8000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(bomb(l).is_empty());
+}
+
+#[test]
+fn moderate_nesting_is_fine() {
+    let src = format!("x = {}1{}", "(".repeat(50), ")".repeat(50));
+    assert!(errors(&src).is_empty());
+    let src = format!("x = {}1{}", "[".repeat(40), "]".repeat(40));
+    assert!(errors(&src).is_empty());
+}
