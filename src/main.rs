@@ -2,6 +2,7 @@
 //! subcommand lives in `cmd/`. Hidden worker roles re-enter here too.
 
 mod cmd;
+mod mcp;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Show which jail layers this kernel supports.
     Doctor(cmd::doctor::Args),
+    /// Serve lackpy's tools over MCP on stdin/stdout.
+    Mcp(cmd::mcp::Args),
     /// Internal: a jailed worker role. Not for direct use.
     #[command(name = "__worker", hide = true)]
     Worker(cmd::worker::Args),
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Profile(a) => cmd::profile::main(a),
         Command::Trace(a) => cmd::trace::main(a),
         Command::Doctor(a) => cmd::doctor::main(a),
+        Command::Mcp(a) => cmd::mcp::main(a),
         Command::Worker(a) => cmd::worker::main(a),
     };
     match result {

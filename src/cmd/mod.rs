@@ -5,6 +5,7 @@
 
 pub mod common;
 pub mod doctor;
+pub mod mcp;
 pub mod profile;
 pub mod run;
 pub mod tools;

@@ -1,0 +1,55 @@
+//! `lackpy mcp`: serve lackpy's tools over MCP on stdin/stdout.
+
+use crate::mcp;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `lackpy mcp`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Workspace directory the file tools act in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Profile used by calls that name neither a profile nor a tool list.
+    #[arg(long)]
+    pub profile: Option<String>,
+}
+
+/// Run the server until stdin closes.
+///
+/// # Errors
+/// The runtime or the stdio transport could not be set up.
+pub fn main(args: Args) -> anyhow::Result<i32> {
+    let workspace = match args.workspace {
+        Some(w) => w,
+        None => std::env::current_dir()?,
+    };
+    if !workspace.is_dir() {
+        eprintln!(
+            "lackpy mcp: workspace {} is not a directory",
+            workspace.display()
+        );
+        return Ok(3);
+    }
+    let backend: Arc<dyn mcp::backend::Backend> = Arc::new(mcp::real::RealBackend {
+        workspace,
+        default_profile: args.profile,
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(mcp::serve_stdio(backend));
+    // Blocking tasks still waiting on a worker must not hold the exit: the
+    // backend was told to kill them, and the process is about to end anyway.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("lackpy mcp: {e:#}");
+            Ok(4)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `lackpy mcp`: lackpy as an MCP stdio server (the `rmcp` crate).
+//!
+//! - [`backend`]: the one trait the protocol layer talks to;
+//! - [`server`]: `tools/list` and `tools/call` over a backend;
+//! - [`tools`]: tool names, schemas, descriptions and annotations;
+//! - [`render`]: the bounded text rendering of results;
+//! - [`session`]: notebook-style variables carried between cells;
+//! - [`real`]: the backend over config, validator and supervisor.
+//!
+//! Stdout carries protocol frames and nothing else: before serving, the
+//! protocol streams are moved to private descriptors and fds 0/1 become
+//! `/dev/null` and stderr, so a stray print (or a child that inherits fd 1)
+//! can never corrupt the stream. EOF on stdin cancels every in-flight run and
+//! ends the server.
+
+pub mod backend;
+pub mod real;
+pub mod render;
+pub mod server;
+pub mod session;
+pub mod tools;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+use anyhow::Context as _;
+use rmcp::ServiceExt;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
+
+/// Serve one MCP session on `(read, write)` until the peer closes it.
+///
+/// EOF (or a read error) on `read` flips the shutdown signal at once, so
+/// in-flight runs are cancelled and their workers killed before the
+/// transport drains.
+///
+/// # Errors
+/// The MCP handshake failed or the service task panicked.
+pub async fn serve<R, W>(
+    backend: Arc<dyn backend::Backend>,
+    read: R,
+    write: W,
+) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = watch::channel(false);
+    let read = EofSignal {
+        inner: read,
+        tx: Some(tx),
+    };
+    let server = server::LackpyServer::new(backend.clone(), rx.clone());
+    let mut eof = rx;
+    let killer = tokio::spawn(async move {
+        if eof.wait_for(|s| *s).await.is_ok() {
+            tracing::debug!("transport closed: cancelling in-flight runs");
+            let _ = tokio::task::spawn_blocking(move || backend.shutdown()).await;
+        }
+    });
+    let running = server
+        .serve((read, write))
+        .await
+        .context("MCP initialization failed")?;
+    let reason = running.waiting().await.context("MCP service task failed")?;
+    tracing::debug!(?reason, "MCP session ended");
+    killer.abort();
+    Ok(())
+}
+
+/// Serve on the process's stdin/stdout; see the module docs for how stdout
+/// is kept clean.
+///
+/// # Errors
+/// The standard streams could not be set up, or [`serve`] failed.
+pub async fn serve_stdio(backend: Arc<dyn backend::Backend>) -> anyhow::Result<()> {
+    let (read, write) = private_stdio().context("setting up the stdio transport")?;
+    serve(backend, read, write).await
+}
+
+/// Reader half of the private stdio transport.
+enum Reader {
+    Pipe(tokio::net::unix::pipe::Receiver),
+    File(tokio::fs::File),
+}
+
+/// Writer half of the private stdio transport.
+enum Writer {
+    Pipe(tokio::net::unix::pipe::Sender),
+    File(tokio::fs::File),
+}
+
+/// Move the protocol streams off fds 0 and 1: duplicate them (close-on-exec),
+/// then point fd 0 at `/dev/null` and fd 1 at stderr. FIFOs (how MCP clients
+/// launch servers) are reopened non-blocking for the reactor; anything else
+/// goes through the blocking pool.
+fn private_stdio() -> io::Result<(Reader, Writer)> {
+    let input: OwnedFd = io::stdin().as_fd().try_clone_to_owned()?;
+    let output: OwnedFd = io::stdout().as_fd().try_clone_to_owned()?;
+    let devnull = std::fs::File::open("/dev/null")?;
+    nix::unistd::dup2_stdin(&devnull).map_err(io::Error::from)?;
+    nix::unistd::dup2_stdout(io::stderr()).map_err(io::Error::from)?;
+    let reader = match reopen_fifo(&input, false) {
+        Some(fd) => Reader::Pipe(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
+        None => Reader::File(tokio::fs::File::from_std(std::fs::File::from(input))),
+    };
+    let writer = match reopen_fifo(&output, true) {
+        Some(fd) => Writer::Pipe(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?),
+        None => Writer::File(tokio::fs::File::from_std(std::fs::File::from(output))),
+    };
+    Ok((reader, writer))
+}
+
+/// If `fd` is a FIFO, open it again through `/proc/self/fd` with
+/// `O_NONBLOCK` (its own open file description, so the flag stays private).
+fn reopen_fifo(fd: &OwnedFd, write: bool) -> Option<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let meta = std::fs::File::from(fd.try_clone().ok()?).metadata().ok()?;
+    if !meta.file_type().is_fifo() {
+        return None;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK);
+    opts.open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
+        .map(OwnedFd::from)
+}
+
+impl AsyncRead for Reader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Reader::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+            Reader::File(f) => Pin::new(f).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Writer {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Writer::Pipe(p) => Pin::new(p).poll_write(cx, data),
+            Writer::File(f) => Pin::new(f).poll_write(cx, data),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Writer::Pipe(p) => Pin::new(p).poll_flush(cx),
+            Writer::File(f) => Pin::new(f).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Writer::Pipe(p) => Pin::new(p).poll_shutdown(cx),
+            Writer::File(f) => Pin::new(f).poll_shutdown(cx),
+        }
+    }
+}
+
+/// A reader that flips a watch to `true` at EOF or on a read error.
+struct EofSignal<R> {
+    inner: R,
+    tx: Option<watch::Sender<bool>>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EofSignal<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let room = buf.remaining() > 0;
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(res) = &r {
+            let at_eof = res.is_err() || (room && buf.filled().len() == before);
+            if at_eof {
+                if let Some(tx) = this.tx.take() {
+                    tx.send_replace(true);
+                }
+            }
+        }
+        r
+    }
+}
