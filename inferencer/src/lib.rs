@@ -1,1 +1,30 @@
-//! stub
+//! lackpy's inferencer: intent → program text, with zero world coupling.
+//!
+//! - [`pipeline`]: the provider cascade (templates → rules → models), one
+//!   correction retry per model, attempts recorded for `delegate --json`.
+//! - [`http`]: [`http::generate`], the pure model call (Ollama generate/chat,
+//!   OpenAI-compatible, Anthropic; streaming; bounded time, size, retries).
+//!   It is what the jailed inferencer worker runs.
+//! - [`prompt`], [`corpus`], [`clean`], [`hints`]: Jupyter-cell prompts,
+//!   keyword+synonym example retrieval, answer cleaning, correction hints.
+//! - [`templates`]: templates, rules and the ratchet (`.lackpy/templates.toml`).
+//! - [`config`]: the `[inference]` section.
+//!
+//! This crate never reads workspace files other than `.lackpy/templates.toml`
+//! and `.lackpy/ratchet.json`, never sees tool results, and never logs API keys.
+#![warn(missing_docs)]
+
+pub mod clean;
+pub mod config;
+pub mod corpus;
+pub mod hints;
+pub mod http;
+pub mod pipeline;
+pub mod prompt;
+pub mod templates;
+
+pub use config::{InferenceConfig, Plugin, ProviderConfig};
+pub use http::{generate, Endpoint, Generation, InferError, Request};
+pub use pipeline::{Attempt, Delegation, Delegator, InProcess, ModelCaller};
+pub use prompt::ToolDoc;
+pub use templates::{record_success, Ratchet, TemplateSet};

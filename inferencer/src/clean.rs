@@ -1,0 +1,174 @@
+//! Answer cleaning: turn a model's reply into the program text.
+//!
+//! Small models wrap code in markdown fences, prefix it with "Here is the
+//! code:", append explanations, or emit chat-template debris. The cleaner
+//! takes the first fenced block when there is one; otherwise it keeps the
+//! largest run of lines that parses as Python, preferring to drop prose at
+//! the edges. It never invents code: if nothing parses, the trimmed text is
+//! returned as is and the validator reports the syntax error.
+
+use rustpython_parser::{parse, Mode};
+
+/// Longest answer the cleaner will search for a parseable region, in lines.
+/// Why: the edge search tries O(k²) regions; beyond this the text is
+/// returned whole and the validator judges it.
+const SEARCH_LINES: usize = 40;
+
+fn parses(src: &str) -> bool {
+    !src.trim().is_empty() && parse(src, Mode::Module, "<answer>").is_ok()
+}
+
+/// Extract the program from a raw model answer.
+pub fn clean_answer(raw: &str) -> String {
+    let mut text = raw.replace("\r\n", "\n");
+    // Reasoning models: drop <think>…</think>.
+    while let (Some(a), Some(b)) = (text.find("<think>"), text.find("</think>")) {
+        if b < a {
+            break;
+        }
+        text.replace_range(a..b + "</think>".len(), "");
+    }
+    for junk in [
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<|im_start|>assistant",
+        "<|file_sep|>",
+    ] {
+        text = text.replace(junk, "");
+    }
+    if let Some(block) = first_fenced_block(&text) {
+        return dedent(block.trim_matches('\n')).trim_end().to_string();
+    }
+    // An unterminated fence: keep what follows it.
+    if let Some(pos) = text.find("```") {
+        let after = &text[pos + 3..];
+        let after = after.split_once('\n').map_or("", |(_, rest)| rest);
+        text = after.to_string();
+    }
+    let text = dedent(text.trim_matches('\n'));
+    let trimmed = text.trim_end();
+    if parses(trimmed) {
+        return trimmed.to_string();
+    }
+    let lines: Vec<&str> = trimmed.lines().collect();
+    if lines.len() <= SEARCH_LINES {
+        // Fewest dropped lines first; among equals, drop leading prose first.
+        for dropped in 1..lines.len() {
+            for lead in 0..=dropped {
+                let trail = dropped - lead;
+                let Some(region) = lines.get(lead..lines.len() - trail) else {
+                    continue;
+                };
+                let candidate = region.join("\n");
+                if looks_like_code(region) && parses(&candidate) {
+                    return candidate.trim_end().to_string();
+                }
+            }
+        }
+    }
+    trimmed.trim().to_string()
+}
+
+/// A region must start with something code-like (not a prose sentence that
+/// happens to parse, like a bare name).
+fn looks_like_code(region: &[&str]) -> bool {
+    let Some(first) = region.iter().find(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    let t = first.trim();
+    t.contains('(')
+        || t.contains('=')
+        || t.contains('[')
+        || t.starts_with("for ")
+        || t.starts_with("if ")
+        || t.starts_with('#')
+        || region.len() == 1
+}
+
+/// Contents of the first ``` fenced block whose info string is empty or
+/// names Python.
+fn first_fenced_block(text: &str) -> Option<&str> {
+    let mut rest = text;
+    let mut offset = 0;
+    loop {
+        let start = rest.find("```")?;
+        let after = &rest[start + 3..];
+        let (info, body) = after.split_once('\n')?;
+        let end = body.find("```")?;
+        let block = &body[..end];
+        let lang = info.trim().to_lowercase();
+        if lang.is_empty()
+            || lang == "python"
+            || lang == "py"
+            || lang == "python3"
+            || lang == "lackpy"
+        {
+            return Some(block);
+        }
+        let consumed = (rest.len() - body.len()) + end + 3;
+        offset += consumed;
+        rest = text.get(offset..)?;
+    }
+}
+
+/// Remove the common leading indentation.
+fn dedent(text: &str) -> String {
+    let indent = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
+        .min()
+        .unwrap_or(0);
+    if indent == 0 {
+        return text.to_string();
+    }
+    text.lines()
+        .map(|l| l.get(indent..).unwrap_or("").to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences() {
+        assert_eq!(clean_answer("```python\nx = 1\nx\n```"), "x = 1\nx");
+        assert_eq!(
+            clean_answer("Here you go:\n```\nlen(find_files('*'))\n```\nThis counts files."),
+            "len(find_files('*'))"
+        );
+        assert_eq!(
+            clean_answer("```bash\nls\n```\n```py\nread_file('a')\n```"),
+            "read_file('a')"
+        );
+        assert_eq!(
+            clean_answer("```python\nread_file('a')\n"),
+            "read_file('a')"
+        );
+    }
+
+    #[test]
+    fn prose_edges() {
+        assert_eq!(
+            clean_answer("Sure! Here is the cell:\ncontent = read_file('a.txt')\ncontent\nThis reads the file."),
+            "content = read_file('a.txt')\ncontent"
+        );
+        assert_eq!(clean_answer("  x = 1\n  x\n"), "x = 1\nx");
+        assert_eq!(
+            clean_answer("<think>hmm</think>read_file('a')<|im_end|>"),
+            "read_file('a')"
+        );
+    }
+
+    #[test]
+    fn garbage_stays_garbage() {
+        let g = "I cannot help with that request because reasons";
+        assert_eq!(clean_answer(g), g);
+        assert_eq!(clean_answer(""), "");
+        // Huge answers are not searched.
+        let big = "prose line\n".repeat(1000);
+        assert_eq!(clean_answer(&big).lines().count(), 1000);
+    }
+}

@@ -1,0 +1,634 @@
+//! The `[inference]` section of `.lackpy/config.toml`: provider order and
+//! `[inference.providers.NAME]` tables, compatible with the original lackpy.
+//!
+//! ```toml
+//! [inference]
+//! order = ["templates", "rules", "local", "big"]
+//! promote_after = 3
+//!
+//! [inference.providers.local]
+//! plugin = "ollama"            # ollama | openai | anthropic | woollama
+//! host = "http://localhost:11434"
+//! model = "qwen2.5-coder:3b"
+//!
+//! [inference.providers.big]
+//! plugin = "woollama"
+//! model = "ollama/qwen2.5-coder:7b"
+//! ```
+//!
+//! Pure: the caller reads the file; API keys are looked up through a
+//! caller-supplied environment function so tests never touch the real one.
+
+use crate::http::{Endpoint, Secret, Wire};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Default Ollama endpoint.
+pub const DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
+/// Default Ollama model.
+pub const DEFAULT_OLLAMA_MODEL: &str = "qwen2.5-coder:3b";
+/// Default OpenAI-compatible endpoint.
+pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com";
+/// Default Anthropic endpoint.
+pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";
+
+/// A configuration problem in `[inference]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A key has the wrong type or an unusable value.
+    #[error("[inference{table}] {key}: {message}")]
+    Bad {
+        /// `""` for `[inference]`, `.providers.NAME` for a provider table.
+        table: String,
+        /// The offending key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn bad(table: &str, key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Bad {
+        table: table.to_string(),
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Which implementation a provider uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plugin {
+    /// Intent patterns with slots (shipped plus `.lackpy/templates.toml`).
+    Templates,
+    /// Keyword rules.
+    Rules,
+    /// Ollama's native API.
+    Ollama,
+    /// An OpenAI-compatible `/v1/chat/completions` endpoint.
+    OpenAi,
+    /// Anthropic's `/v1/messages`.
+    Anthropic,
+    /// `"provider/model"` strings routed to the matching wire format.
+    Woollama,
+}
+
+impl Plugin {
+    /// Parse a `plugin = "..."` value.
+    pub fn parse(s: &str) -> Option<Plugin> {
+        Some(match s {
+            "templates" | "template" => Plugin::Templates,
+            "rules" => Plugin::Rules,
+            "ollama" => Plugin::Ollama,
+            "openai" | "openai-compatible" => Plugin::OpenAi,
+            "anthropic" => Plugin::Anthropic,
+            "woollama" => Plugin::Woollama,
+            _ => return None,
+        })
+    }
+
+    /// True for providers that call a model over HTTP.
+    pub fn is_model(self) -> bool {
+        !matches!(self, Plugin::Templates | Plugin::Rules)
+    }
+}
+
+/// One `[inference.providers.NAME]` table (or a built-in default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderConfig {
+    /// The name used in `order` and reported in `attempts`.
+    pub name: String,
+    /// Implementation.
+    pub plugin: Plugin,
+    /// Model name (for woollama, `"provider/model"`).
+    pub model: Option<String>,
+    /// Base URL (`base_url` or `host`).
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Ollama API: `"generate"` or `"chat"` (default `generate`; woollama uses chat).
+    pub api: Option<String>,
+    /// Ask for a streamed answer (NDJSON for Ollama, SSE otherwise).
+    pub stream: bool,
+    /// Sampling temperature of the first attempt. Default 0.2.
+    pub temperature: f64,
+    /// Temperature of the correction retry. Default 0.6.
+    pub retry_temperature: f64,
+    /// Maximum tokens to generate. Default 1024.
+    pub max_tokens: u32,
+    /// TCP connect timeout. Default 3 s.
+    pub connect_timeout: Duration,
+    /// Whole-request timeout (connect + answer). Default 120 s.
+    pub timeout: Duration,
+    /// Retries after a 5xx, 429, timeout or connection failure. Default 2.
+    pub retries: u32,
+    /// Largest response body accepted, in bytes. Default 1 MiB.
+    pub max_response_bytes: u64,
+}
+
+impl ProviderConfig {
+    /// A provider with every setting at its default.
+    pub fn new(name: impl Into<String>, plugin: Plugin) -> Self {
+        ProviderConfig {
+            name: name.into(),
+            plugin,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            api: None,
+            stream: false,
+            temperature: 0.2,
+            retry_temperature: 0.6,
+            max_tokens: 1024,
+            connect_timeout: Duration::from_secs(3),
+            timeout: Duration::from_secs(120),
+            retries: 2,
+            max_response_bytes: 1024 * 1024,
+        }
+    }
+
+    /// Resolve into a concrete HTTP endpoint (`None` for templates/rules).
+    ///
+    /// `env` looks up environment variables (the API key).
+    ///
+    /// # Errors
+    /// A woollama model string with an unknown provider prefix, or a missing
+    /// API key for a provider that needs one.
+    pub fn endpoint(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Endpoint>, ConfigError> {
+        let table = format!(".providers.{}", self.name);
+        let (plugin, model) = match self.plugin {
+            Plugin::Templates | Plugin::Rules => return Ok(None),
+            Plugin::Woollama => {
+                let full = self
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| format!("ollama/{DEFAULT_OLLAMA_MODEL}"));
+                let Some((prefix, rest)) = full.split_once('/') else {
+                    return Err(bad(
+                        &table,
+                        "model",
+                        format!(
+                            "woollama model {full:?} must look like \"ollama/qwen2.5-coder:3b\""
+                        ),
+                    ));
+                };
+                let plugin = match prefix {
+                    "ollama" => Plugin::Ollama,
+                    "openai" => Plugin::OpenAi,
+                    "anthropic" => Plugin::Anthropic,
+                    other => {
+                        return Err(bad(&table, "model", format!("unknown woollama provider {other:?} (known: ollama, openai, anthropic)")))
+                    }
+                };
+                if rest.is_empty() {
+                    return Err(bad(
+                        &table,
+                        "model",
+                        "empty model name after the provider prefix",
+                    ));
+                }
+                (plugin, rest.to_string())
+            }
+            p => (p, self.model.clone().unwrap_or_default()),
+        };
+        let (wire, default_url, default_key_env) = match plugin {
+            Plugin::Ollama => {
+                let chat = match self.api.as_deref() {
+                    Some("chat") => true,
+                    Some("generate") => false,
+                    None => self.plugin == Plugin::Woollama,
+                    Some(other) => {
+                        return Err(bad(
+                            &table,
+                            "api",
+                            format!("{other:?} is not \"generate\" or \"chat\""),
+                        ))
+                    }
+                };
+                (
+                    if chat {
+                        Wire::OllamaChat
+                    } else {
+                        Wire::OllamaGenerate
+                    },
+                    DEFAULT_OLLAMA_URL,
+                    None,
+                )
+            }
+            Plugin::OpenAi => (Wire::OpenAi, DEFAULT_OPENAI_URL, Some("OPENAI_API_KEY")),
+            _ => (
+                Wire::Anthropic,
+                DEFAULT_ANTHROPIC_URL,
+                Some("ANTHROPIC_API_KEY"),
+            ),
+        };
+        let model = if model.is_empty() {
+            match plugin {
+                Plugin::Ollama => DEFAULT_OLLAMA_MODEL.to_string(),
+                _ => {
+                    return Err(bad(
+                        &table,
+                        "model",
+                        "a model name is required for this provider",
+                    ))
+                }
+            }
+        } else {
+            model
+        };
+        let base = self
+            .base_url
+            .clone()
+            .unwrap_or_else(|| default_url.to_string());
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(bad(
+                &table,
+                "base_url",
+                format!("{base:?} is not an http:// or https:// URL"),
+            ));
+        }
+        let key_env = self.api_key_env.as_deref().or(default_key_env);
+        let api_key = key_env
+            .and_then(env)
+            .filter(|k| !k.is_empty())
+            .map(Secret::new);
+        if api_key.is_none() && matches!(plugin, Plugin::Anthropic) {
+            return Err(bad(
+                &table,
+                "api_key_env",
+                format!(
+                    "the API key variable {} is not set",
+                    key_env.unwrap_or("ANTHROPIC_API_KEY")
+                ),
+            ));
+        }
+        Ok(Some(Endpoint {
+            wire,
+            url: wire.url(&base),
+            model,
+            api_key,
+            stream: self.stream,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            connect_timeout_ms: duration_ms(self.connect_timeout),
+            timeout_ms: duration_ms(self.timeout),
+            retries: self.retries,
+            max_response_bytes: self.max_response_bytes,
+            pinned_addr: None,
+        }))
+    }
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The whole `[inference]` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferenceConfig {
+    /// Providers in the order they are tried.
+    pub order: Vec<ProviderConfig>,
+    /// Successes of the same normalised intent before it becomes a template. Default 3.
+    pub promote_after: u32,
+    /// Examples retrieved into a prompt. Default 6.
+    pub examples: usize,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        InferenceConfig {
+            order: vec![
+                ProviderConfig::new("templates", Plugin::Templates),
+                ProviderConfig::new("rules", Plugin::Rules),
+                ProviderConfig::new("ollama", Plugin::Ollama),
+            ],
+            promote_after: 3,
+            examples: 6,
+        }
+    }
+}
+
+impl InferenceConfig {
+    /// Read `[inference]` from a parsed config file (the whole document).
+    /// A document without the section gives the defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the table and key.
+    pub fn from_toml(doc: &toml::Value) -> Result<Self, ConfigError> {
+        let mut cfg = InferenceConfig::default();
+        let Some(inf) = doc.get("inference") else {
+            return Ok(cfg);
+        };
+        let Some(inf) = inf.as_table() else {
+            return Err(bad("", "inference", "must be a table"));
+        };
+        let mut providers: BTreeMap<String, ProviderConfig> = BTreeMap::new();
+        if let Some(p) = inf.get("providers") {
+            let Some(p) = p.as_table() else {
+                return Err(bad("", "providers", "must be a table"));
+            };
+            for (name, t) in p {
+                providers.insert(name.clone(), parse_provider(name, t)?);
+            }
+        }
+        if let Some(v) = inf.get("promote_after") {
+            cfg.promote_after = int(v)
+                .and_then(|i| u32::try_from(i).ok())
+                .ok_or_else(|| bad("", "promote_after", "must be a non-negative integer"))?;
+        }
+        if let Some(v) = inf.get("examples") {
+            cfg.examples = int(v)
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|n| *n <= 50)
+                .ok_or_else(|| bad("", "examples", "must be an integer 0..=50"))?;
+        }
+        let order: Vec<String> = match inf.get("order") {
+            Some(v) => {
+                let Some(a) = v.as_array() else {
+                    return Err(bad("", "order", "must be an array of provider names"));
+                };
+                a.iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| bad("", "order", "must be an array of strings"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            None if providers.is_empty() => return Ok(cfg),
+            None => {
+                let mut o = vec!["templates".to_string(), "rules".to_string()];
+                o.extend(
+                    providers
+                        .keys()
+                        .filter(|k| *k != "templates" && *k != "rules")
+                        .cloned(),
+                );
+                o
+            }
+        };
+        cfg.order = order
+            .iter()
+            .map(|name| match providers.get(name) {
+                Some(p) => Ok(p.clone()),
+                None => match Plugin::parse(name) {
+                    Some(plugin) => Ok(ProviderConfig::new(name.clone(), plugin)),
+                    None => Err(bad("", "order", format!("{name:?} is neither a built-in provider nor an [inference.providers.{name}] table"))),
+                },
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(cfg)
+    }
+
+    /// Apply the `--model` / `--ollama-url` flags.
+    ///
+    /// `--model M` replaces every model provider with one built from `M`
+    /// (`"ollama/x"`, `"openai/x"`, `"anthropic/x"` route by prefix; a bare
+    /// name is an Ollama model); templates and rules stay. `--ollama-url U`
+    /// sets the base URL of every Ollama-wire provider.
+    pub fn apply_flags(&mut self, model: Option<&str>, ollama_url: Option<&str>) {
+        if let Some(m) = model {
+            let mut p = if m.contains('/') {
+                ProviderConfig::new(m, Plugin::Woollama)
+            } else {
+                ProviderConfig::new(format!("ollama/{m}"), Plugin::Ollama)
+            };
+            p.model = Some(m.to_string());
+            // Keep the first model provider's settings (timeouts, stream, url).
+            if let Some(first) = self.order.iter().find(|p| p.plugin.is_model()) {
+                p.stream = first.stream;
+                p.timeout = first.timeout;
+                p.connect_timeout = first.connect_timeout;
+                p.retries = first.retries;
+                if first.plugin == Plugin::Ollama && p.plugin == Plugin::Ollama {
+                    p.base_url = first.base_url.clone();
+                    p.api = first.api.clone();
+                }
+            }
+            self.order.retain(|p| !p.plugin.is_model());
+            self.order.push(p);
+        }
+        if let Some(u) = ollama_url {
+            for p in &mut self.order {
+                let ollama_wire = p.plugin == Plugin::Ollama
+                    || (p.plugin == Plugin::Woollama
+                        && p.model.as_deref().is_none_or(|m| m.starts_with("ollama/")));
+                if ollama_wire {
+                    p.base_url = Some(u.to_string());
+                }
+            }
+        }
+    }
+}
+
+fn int(v: &toml::Value) -> Option<i64> {
+    v.as_integer()
+}
+
+fn secs(table: &str, key: &str, v: &toml::Value) -> Result<Duration, ConfigError> {
+    let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+    match f {
+        Some(f) if f.is_finite() && f > 0.0 && f <= 3600.0 => Ok(Duration::from_secs_f64(f)),
+        _ => Err(bad(table, key, "must be a number of seconds in (0, 3600]")),
+    }
+}
+
+fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigError> {
+    let table = format!(".providers.{name}");
+    let Some(t) = v.as_table() else {
+        return Err(bad("", &format!("providers.{name}"), "must be a table"));
+    };
+    let plugin_name = match t.get("plugin") {
+        Some(p) => p
+            .as_str()
+            .ok_or_else(|| bad(&table, "plugin", "must be a string"))?
+            .to_string(),
+        None => name.to_string(),
+    };
+    let plugin = Plugin::parse(&plugin_name).ok_or_else(|| {
+        bad(&table, "plugin", format!("unknown plugin {plugin_name:?} (known: templates, rules, ollama, openai, anthropic, woollama)"))
+    })?;
+    let mut p = ProviderConfig::new(name, plugin);
+    let s = |key: &str| -> Result<Option<String>, ConfigError> {
+        match t.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(|x| Some(x.to_string()))
+                .ok_or_else(|| bad(&table, key, "must be a string")),
+        }
+    };
+    p.model = s("model")?;
+    p.base_url = s("base_url")?
+        .or(s("host")?)
+        .map(|u| u.trim_end_matches('/').to_string());
+    p.api_key_env = s("api_key_env")?;
+    p.api = s("api")?;
+    if let Some(v) = t.get("stream") {
+        p.stream = v
+            .as_bool()
+            .ok_or_else(|| bad(&table, "stream", "must be true or false"))?;
+    }
+    for (key, slot) in [
+        ("temperature", &mut p.temperature),
+        ("retry_temperature", &mut p.retry_temperature),
+    ] {
+        if let Some(v) = t.get(key) {
+            let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+            *slot = f
+                .filter(|f| (0.0..=2.0).contains(f))
+                .ok_or_else(|| bad(&table, key, "must be a number in [0, 2]"))?;
+        }
+    }
+    if let Some(v) = t.get("max_tokens") {
+        p.max_tokens = int(v)
+            .and_then(|i| u32::try_from(i).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad(&table, "max_tokens", "must be a positive integer"))?;
+    }
+    if let Some(v) = t.get("timeout_seconds").or(t.get("timeout")) {
+        p.timeout = secs(&table, "timeout_seconds", v)?;
+    }
+    if let Some(v) = t.get("connect_timeout_seconds") {
+        p.connect_timeout = secs(&table, "connect_timeout_seconds", v)?;
+    }
+    if let Some(v) = t.get("retries") {
+        p.retries = int(v)
+            .and_then(|i| u32::try_from(i).ok())
+            .filter(|n| *n <= 10)
+            .ok_or_else(|| bad(&table, "retries", "must be an integer 0..=10"))?;
+    }
+    if let Some(v) = t.get("max_response_bytes") {
+        p.max_response_bytes = int(v)
+            .and_then(|i| u64::try_from(i).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad(&table, "max_response_bytes", "must be a positive integer"))?;
+    }
+    if t.contains_key("api_key") {
+        return Err(bad(
+            &table,
+            "api_key",
+            "put the key in an environment variable and name it with api_key_env",
+        ));
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<InferenceConfig, ConfigError> {
+        InferenceConfig::from_toml(
+            &toml::from_str::<toml::Value>(s).map_err(|e| bad("", "toml", e.to_string()))?,
+        )
+    }
+
+    #[test]
+    fn defaults_without_section() {
+        let c = parse("").unwrap_or_default();
+        assert_eq!(
+            c.order.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["templates", "rules", "ollama"]
+        );
+        let ep = c.order[2].endpoint(&|_| None).ok().flatten();
+        let ep = ep.map(|e| (e.url, e.model));
+        assert_eq!(
+            ep,
+            Some((
+                "http://localhost:11434/api/generate".to_string(),
+                "qwen2.5-coder:3b".to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn providers_and_order() {
+        let c = parse(
+            r#"
+[inference]
+order = ["templates", "small", "big", "api"]
+[inference.providers.small]
+plugin = "ollama"
+host = "http://127.0.0.1:9/"
+model = "qwen2.5-coder:3b"
+api = "chat"
+stream = true
+timeout_seconds = 0.5
+[inference.providers.big]
+plugin = "woollama"
+model = "openai/gpt-x"
+base_url = "http://127.0.0.1:8/v1"
+[inference.providers.api]
+plugin = "anthropic"
+model = "claude-haiku"
+api_key_env = "MY_KEY"
+"#,
+        );
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(c.order.len(), 4);
+        let env = |k: &str| (k == "MY_KEY").then(|| "sekrit".to_string());
+        let small = c.order[1].endpoint(&env).ok().flatten();
+        assert!(
+            matches!(&small, Some(e) if e.wire == Wire::OllamaChat && e.url == "http://127.0.0.1:9/api/chat" && e.stream && e.timeout_ms == 500)
+        );
+        let big = c.order[2].endpoint(&env).ok().flatten();
+        assert!(
+            matches!(&big, Some(e) if e.wire == Wire::OpenAi && e.url == "http://127.0.0.1:8/v1/chat/completions" && e.model == "gpt-x")
+        );
+        let api = c.order[3].endpoint(&env).ok().flatten();
+        assert!(
+            matches!(&api, Some(e) if e.wire == Wire::Anthropic && e.api_key.as_ref().map(|k| k.expose()) == Some("sekrit"))
+        );
+        // Debug never shows the key.
+        assert!(!format!("{api:?}").contains("sekrit"));
+        assert!(c.order[3].endpoint(&|_| None).is_err());
+    }
+
+    #[test]
+    fn bad_config_names_key() {
+        let e = parse("[inference]\norder = [\"nope\"]")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("order") && e.contains("nope"), "{e}");
+        let e = parse("[inference.providers.x]\nplugin = \"ollama\"\ntimeout_seconds = -1")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("timeout_seconds"), "{e}");
+        let e = parse("[inference.providers.x]\nplugin = \"woollama\"\nmodel = \"zzz/m\"")
+            .ok()
+            .and_then(|c| c.order.last().map(|p| p.endpoint(&|_| None)));
+        assert!(matches!(e, Some(Err(_))));
+        assert!(parse("[inference.providers.x]\nplugin = \"openai\"\napi_key = \"k\"").is_err());
+    }
+
+    #[test]
+    fn flags_override() {
+        let mut c = InferenceConfig::default();
+        c.apply_flags(Some("anthropic/claude-x"), Some("http://127.0.0.1:1"));
+        assert_eq!(c.order.len(), 3);
+        assert_eq!(c.order[2].plugin, Plugin::Woollama);
+        let mut c = InferenceConfig::default();
+        c.apply_flags(Some("qwen2.5-coder:7b"), Some("http://127.0.0.1:1"));
+        let ep = c.order[2]
+            .endpoint(&|_| None)
+            .ok()
+            .flatten()
+            .map(|e| (e.url, e.model));
+        assert_eq!(
+            ep,
+            Some((
+                "http://127.0.0.1:1/api/generate".into(),
+                "qwen2.5-coder:7b".into()
+            ))
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! The example corpus and keyword+synonym retrieval.
+//!
+//! As `retrieval-small-models.md` measured, a small coder model does far
+//! better with a handful of *relevant* examples than with many: the intent is
+//! tokenised, expanded through a hand-curated synonym table, and each example
+//! scored by overlap with its tags (weight 2) and its own intent words
+//! (weight 1). Only examples whose tools the profile grants are eligible.
+//! No learning, no embeddings: deterministic and cheap.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One example: an intent and the cell that does it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Example {
+    /// What was asked.
+    pub intent: String,
+    /// Keywords describing what it teaches.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The lackpy cell.
+    pub program: String,
+}
+
+#[derive(Deserialize)]
+struct ExamplesFile {
+    examples: Vec<Example>,
+}
+
+#[derive(Deserialize)]
+struct SynonymsFile {
+    groups: Vec<Vec<String>>,
+}
+
+/// Why a corpus could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad corpus file: {0}")]
+pub struct CorpusError(pub String);
+
+/// The shipped examples (TOML text).
+pub const SHIPPED_EXAMPLES: &str = include_str!("../corpus/examples.toml");
+/// The shipped synonym table (TOML text).
+pub const SHIPPED_SYNONYMS: &str = include_str!("../corpus/synonyms.toml");
+
+/// Examples plus the synonym table.
+#[derive(Debug, Clone)]
+pub struct Corpus {
+    /// The examples, in file order.
+    pub examples: Vec<Example>,
+    /// stemmed word → the stemmed words of every group it belongs to.
+    synonyms: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Words that carry no retrieval signal.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "in", "on", "to", "for", "and", "or", "with", "from", "by", "at", "is",
+    "are", "be", "it", "its", "that", "this", "these", "those", "me", "my", "i", "we", "our",
+    "you", "your", "please", "can", "could", "would", "should", "do", "does", "what", "into", "as",
+    "there", "then", "them", "they", "their", "each",
+];
+
+/// Lowercase, split on anything but letters, digits and `_`, drop
+/// stopwords, and stem lightly. File names contribute their parts
+/// (`notes/todo.txt` → `note`, `todo`, `txt`).
+pub fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(w))
+        .map(stem)
+        .collect()
+}
+
+/// Light stemming: drop a plural `s`/`es` and a trailing `ing`/`ed` when
+/// at least four letters remain (`files`→`file`, `matches`→`match`,
+/// `reading`→`read`, `string` stays).
+pub fn stem(w: &str) -> String {
+    for suf in ["ing", "ed"] {
+        if let Some(base) = w.strip_suffix(suf) {
+            if base.chars().count() >= 4 {
+                return base.to_string();
+            }
+        }
+    }
+    if let Some(base) = w.strip_suffix("es") {
+        if ["s", "x", "ch", "sh"].iter().any(|e| base.ends_with(e)) && base.chars().count() >= 3 {
+            return base.to_string();
+        }
+    }
+    if let Some(base) = w.strip_suffix('s') {
+        if !base.ends_with('s') && base.chars().count() >= 3 {
+            return base.to_string();
+        }
+    }
+    w.to_string()
+}
+
+impl Corpus {
+    /// Load from TOML texts.
+    ///
+    /// # Errors
+    /// [`CorpusError`] when either text is not the expected TOML shape.
+    pub fn load(examples: &str, synonyms: &str) -> Result<Self, CorpusError> {
+        let ex: ExamplesFile = toml::from_str(examples).map_err(|e| CorpusError(e.to_string()))?;
+        let syn: SynonymsFile = toml::from_str(synonyms).map_err(|e| CorpusError(e.to_string()))?;
+        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for g in syn.groups {
+            let stems: BTreeSet<String> = g.iter().map(|w| stem(&w.to_lowercase())).collect();
+            for w in &stems {
+                map.entry(w.clone())
+                    .or_default()
+                    .extend(stems.iter().cloned());
+            }
+        }
+        Ok(Corpus {
+            examples: ex.examples,
+            synonyms: map,
+        })
+    }
+
+    /// The shipped corpus.
+    ///
+    /// # Errors
+    /// Only if the shipped files are broken (a unit test pins that they are not).
+    pub fn shipped() -> Result<Self, CorpusError> {
+        Corpus::load(SHIPPED_EXAMPLES, SHIPPED_SYNONYMS)
+    }
+
+    /// The intent's words plus their synonyms.
+    pub fn expand(&self, intent: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for t in tokens(intent) {
+            if let Some(group) = self.synonyms.get(&t) {
+                out.extend(group.iter().cloned());
+            }
+            out.insert(t);
+        }
+        out
+    }
+
+    /// Up to `n` examples most relevant to `intent`, among those whose
+    /// calls are all `allowed` (tool names) or builtins. Ordered from the
+    /// least to the most relevant: a small coder model weighs the last
+    /// example most, so the best one goes last.
+    pub fn retrieve(
+        &self,
+        intent: &str,
+        n: usize,
+        allowed: &dyn Fn(&str) -> bool,
+    ) -> Vec<&Example> {
+        let query = self.expand(intent);
+        let mut scored: Vec<(usize, usize, &Example)> = self
+            .examples
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                called_names(&e.program)
+                    .iter()
+                    .all(|c| is_builtin(c) || allowed(c))
+            })
+            .map(|(i, e)| {
+                let tags: BTreeSet<String> =
+                    e.tags.iter().map(|t| stem(&t.to_lowercase())).collect();
+                let words: BTreeSet<String> = tokens(&e.intent).into_iter().collect();
+                let score =
+                    2 * tags.intersection(&query).count() + words.intersection(&query).count();
+                (score, i, e)
+            })
+            .filter(|(s, _, _)| *s > 0)
+            .collect();
+        // Highest score first, then file order; keep n; then reverse.
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.truncate(n);
+        scored.reverse();
+        scored.into_iter().map(|(_, _, e)| e).collect()
+    }
+}
+
+/// The builtins of the language (DESIGN.md "Builtins").
+pub const BUILTINS: &[&str] = &[
+    "len",
+    "range",
+    "enumerate",
+    "zip",
+    "sorted",
+    "reversed",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "abs",
+    "round",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "isinstance",
+    "print",
+    "sort_by",
+    "repr",
+];
+
+/// True for a builtin name.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+/// Names called as `name(` (not `.method(`) in a program text, outside
+/// string literals. A lexical approximation, good enough for corpus
+/// filtering and hints; the validator is the authority.
+pub fn called_names(program: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let chars: Vec<char> = strip_strings(program).chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut j = i;
+            while j < chars.len() && chars[j] == ' ' {
+                j += 1;
+            }
+            let after_dot = start > 0 && chars[start - 1] == '.';
+            if j < chars.len() && chars[j] == '(' && !after_dot && !is_keyword(&word) {
+                out.insert(word);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_keyword(w: &str) -> bool {
+    matches!(
+        w,
+        "if" | "elif"
+            | "for"
+            | "in"
+            | "while"
+            | "and"
+            | "or"
+            | "not"
+            | "return"
+            | "lambda"
+            | "print_"
+            | "else"
+            | "is"
+    )
+}
+
+/// The text with the contents of string literals blanked (quotes kept), so
+/// lexical scans do not see words inside strings. Handles `'`, `"` and
+/// triple quotes, with backslash escapes; f-string replacement fields are
+/// blanked too (an approximation).
+pub fn strip_strings(src: &str) -> String {
+    let b: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == '#' {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            let triple = i + 2 < b.len() && b[i + 1] == c && b[i + 2] == c;
+            let q = if triple { 3 } else { 1 };
+            for _ in 0..q {
+                out.push(c);
+            }
+            i += q;
+            while i < b.len() {
+                if b[i] == '\\' {
+                    i += 2;
+                    out.push(' ');
+                    continue;
+                }
+                if b[i] == c && (!triple || (i + 2 < b.len() && b[i + 1] == c && b[i + 2] == c)) {
+                    for _ in 0..q {
+                        out.push(c);
+                    }
+                    i += q;
+                    break;
+                }
+                if !triple && b[i] == '\n' {
+                    break;
+                }
+                out.push(if b[i] == '\n' { '\n' } else { ' ' });
+                i += 1;
+            }
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corpus() -> Corpus {
+        match Corpus::shipped() {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn shipped_corpus_is_big_enough() {
+        let c = corpus();
+        assert!(c.examples.len() >= 40, "{}", c.examples.len());
+        for e in &c.examples {
+            assert!(!e.tags.is_empty(), "{}", e.intent);
+            assert!(!e.program.trim().is_empty());
+        }
+    }
+
+    #[test]
+    fn shipped_corpus_parses() {
+        let ns = lackpy_policy::Namespace::default();
+        let limits = lackpy_policy::Limits::default();
+        for e in &corpus().examples {
+            // Parse-level check (the stub validator parses; the full validator
+            // would also need the tools in the namespace).
+            let r = lackpy_policy::validate(&e.program, &ns, &limits);
+            if let Err(errs) = r {
+                let syntax = errs.iter().any(|x| x.type_name == "SyntaxError");
+                assert!(!syntax, "{}: {errs:?}", e.intent);
+            }
+        }
+    }
+
+    #[test]
+    fn tokenise_and_stem() {
+        assert_eq!(
+            tokens("Count the lines in notes/todo.txt"),
+            ["count", "line", "note", "todo", "txt"]
+        );
+        assert_eq!(stem("files"), "file");
+        assert_eq!(stem("class"), "class");
+        assert_eq!(stem("classes"), "class");
+        assert_eq!(stem("lines"), "line");
+        assert_eq!(stem("reading"), "read");
+        assert_eq!(stem("string"), "string");
+    }
+
+    #[test]
+    fn retrieval_picks_relevant_examples_best_last() {
+        let c = corpus();
+        let all = |_: &str| true;
+        let got = c.retrieve("how many lines does notes.txt have", 6, &all);
+        assert_eq!(got.len(), 6);
+        let best = got.last().map(|e| e.intent.as_str()).unwrap_or("");
+        assert!(best.contains("line"), "{best}");
+        // Synonyms: "biggest" reaches "largest".
+        let got = c.retrieve("the biggest markdown document", 3, &all);
+        assert!(
+            got.iter()
+                .any(|e| e.intent.contains("largest") || e.intent.contains("size")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn retrieval_respects_profile_tools() {
+        let c = corpus();
+        let read_only = |n: &str| n == "read_file" || n == "find_files";
+        for e in c.retrieve(
+            "write a summary file of all notes and replace text",
+            10,
+            &read_only,
+        ) {
+            assert!(
+                !e.program.contains("write_file") && !e.program.contains("edit_file"),
+                "{}",
+                e.intent
+            );
+        }
+    }
+
+    #[test]
+    fn called_names_skips_methods_and_strings() {
+        let names = called_names(
+            "x = read_file(\"open(a)\")\ny = x.split(\",\")\nlen(y) # foo(z)\nf\"{g(1)}\"",
+        );
+        assert_eq!(names.into_iter().collect::<Vec<_>>(), ["len", "read_file"]);
+    }
+}

@@ -1,0 +1,340 @@
+//! Deterministic correction hints for the one retry after a validation
+//! failure (no model in the correction loop).
+//!
+//! Each hint names a failure mode (the kibitzer modes of
+//! `profiles-and-toolbox.md`, plus the construct hints of the gambit seed)
+//! and says what to do instead, in terms of the active namespace.
+
+use crate::corpus::{called_names, is_builtin, strip_strings};
+use lackpy_policy::ErrorInfo;
+
+/// Why a generation failed, as a kibitzer-style failure mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Reached for the standard library (`open`, `os`, `pathlib`, `import`).
+    StdlibLeak,
+    /// Wrote the algorithm (def, class, while, try) instead of calling tools.
+    ImplementNotOrchestrate,
+    /// Called a name that is not in the namespace, or assumed a result shape.
+    KeyHallucination,
+    /// Used absolute or prefixed paths instead of workspace-relative ones.
+    PathPrefix,
+    /// The cell does not end in the value asked for.
+    WrongOutput,
+    /// A lambda outside `key=`.
+    Lambda,
+}
+
+impl FailureMode {
+    /// The mode's name as kibitzer spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureMode::StdlibLeak => "stdlib_leak",
+            FailureMode::ImplementNotOrchestrate => "implement_not_orchestrate",
+            FailureMode::KeyHallucination => "key_hallucination",
+            FailureMode::PathPrefix => "path_prefix",
+            FailureMode::WrongOutput => "wrong_output",
+            FailureMode::Lambda => "lambda",
+        }
+    }
+}
+
+/// One hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    /// The failure mode it addresses.
+    pub mode: FailureMode,
+    /// What to tell the model.
+    pub text: String,
+}
+
+fn has_word(code: &str, word: &str) -> bool {
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|w| w == word)
+}
+
+/// Hints for a failed `program`, given the validator's `errors` and the
+/// tool names of the namespace. Deduplicated, in a fixed order.
+pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<Hint> {
+    let code = strip_strings(program);
+    let has_tool = |t: &str| tools.iter().any(|x| x == t);
+    let mut out: Vec<Hint> = Vec::new();
+    let mut push = |mode, text: String| {
+        if !out.iter().any(|h: &Hint| h.text == text) {
+            out.push(Hint { mode, text });
+        }
+    };
+    let calls = called_names(program);
+    let reads = if has_tool("read_file") {
+        "read_file(path)"
+    } else {
+        "the kernel tools"
+    };
+    if calls.contains("open") || code.contains("with open") {
+        push(
+            FailureMode::StdlibLeak,
+            format!("Use {reads} instead of open(): it returns the whole file content as a str."),
+        );
+    }
+    if code.lines().any(|l| {
+        let t = l.trim_start();
+        t.starts_with("import ") || t.starts_with("from ") && t.contains(" import ")
+    }) {
+        push(FailureMode::StdlibLeak, "The kernel namespace is already loaded: call the tools directly, with no import lines.".into());
+    }
+    for m in [
+        "os",
+        "pathlib",
+        "glob",
+        "subprocess",
+        "sys",
+        "shutil",
+        "json",
+        "re",
+        "io",
+    ] {
+        if code.contains(&format!("{m}.")) && has_word(&code, m) {
+            let instead = if has_tool("find_files") {
+                "find_files(pattern) to list files and "
+            } else {
+                ""
+            };
+            push(
+                FailureMode::StdlibLeak,
+                format!("`{m}` is not in the kernel namespace; use {instead}{reads} to read them."),
+            );
+        }
+    }
+    if has_word(&code, "def") || has_word(&code, "class") {
+        push(FailureMode::ImplementNotOrchestrate, "Write the steps inline in the cell, calling the tools directly; the cell cannot define functions or classes.".into());
+    }
+    if has_word(&code, "while") {
+        push(
+            FailureMode::ImplementNotOrchestrate,
+            "Use a for loop over a list or over range(n) instead of while.".into(),
+        );
+    }
+    if has_word(&code, "try") || has_word(&code, "except") || has_word(&code, "raise") {
+        push(FailureMode::ImplementNotOrchestrate, "Call the tools directly without try/except: a failing tool call ends the cell and reports its error.".into());
+    }
+    if has_word(&code, "lambda") && errors.iter().any(|e| mentions(e, "lambda")) {
+        push(FailureMode::Lambda, "Use sort_by(items, \"field\") to sort dicts by a field, or sorted(items, key=len); a lambda is only allowed as key=.".into());
+    }
+    // Names the validator did not know: hallucinated tools or variables.
+    for e in errors {
+        if let Some(name) = unknown_name(e) {
+            if calls.contains(&name) && !is_builtin(&name) {
+                let close = tools
+                    .iter()
+                    .filter(|t| similar(t, &name))
+                    .cloned()
+                    .collect::<Vec<_>>();
+                let text = if let Some(t) = close.first() {
+                    format!("`{name}` is not in the kernel namespace; did you mean {t}()?")
+                } else {
+                    format!(
+                        "`{name}` is not in the kernel namespace; the tools are: {}.",
+                        tools.join(", ")
+                    )
+                };
+                push(FailureMode::KeyHallucination, text);
+            } else if name != "open" {
+                push(FailureMode::KeyHallucination, format!("`{name}` is used but never assigned; assign it before using it, or use a tool result."));
+            }
+        }
+    }
+    if has_tool("find_files")
+        && (program.contains("[\"path\"]")
+            || program.contains("['path']")
+            || program.contains("[\"name\"]")
+            || program.contains("['file']")
+            || program.contains("[\"file\"]"))
+    {
+        push(FailureMode::KeyHallucination, "find_files(pattern) returns a list of path strings (list[str]); use each string as the path.".into());
+    }
+    if program.contains("\"/")
+        || program.contains("'/")
+        || program.contains("\"~")
+        || program.contains("'~")
+        || program.contains("\"./")
+        || program.contains("'./")
+    {
+        push(FailureMode::PathPrefix, "Paths are relative to the workspace root: write \"notes/todo.txt\", not \"/notes/todo.txt\" or \"./notes/todo.txt\".".into());
+    }
+    if let Some(last) = code
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    {
+        let t = last.trim_start();
+        let indented = last.len() != t.len();
+        if indented || t.starts_with("print(") || (t.contains(" = ") && !t.contains("==")) {
+            push(FailureMode::WrongOutput, "End the cell with a line holding just the expression whose value is the answer (for example `result`).".into());
+        }
+    }
+    for e in errors {
+        if let Some(h) = &e.hint {
+            push(FailureMode::KeyHallucination, h.clone());
+        }
+    }
+    out
+}
+
+fn mentions(e: &ErrorInfo, word: &str) -> bool {
+    e.message.to_lowercase().contains(word) || e.type_name.to_lowercase().contains(word)
+}
+
+/// The name an "unknown name" validation error is about, if it is one.
+fn unknown_name(e: &ErrorInfo) -> Option<String> {
+    let m = &e.message;
+    let lower = m.to_lowercase();
+    if !(lower.contains("unknown")
+        || lower.contains("not defined")
+        || lower.contains("not available")
+        || lower.contains("forbidden")
+        || lower.contains("never assigned")
+        || lower.contains("not allowed"))
+    {
+        return None;
+    }
+    // The first quoted identifier in the message.
+    for q in ['\'', '`', '"'] {
+        let mut parts = m.split(q);
+        parts.next();
+        if let Some(inner) = parts.next() {
+            let inner = inner.trim_end_matches("()");
+            if !inner.is_empty() && inner.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return Some(inner.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Loose similarity: shared prefix of 4, or one contains the other, or a
+/// small edit distance.
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_lowercase(), b.to_lowercase());
+    if a.len() >= 4 && b.len() >= 4 && a[..4] == b[..4] {
+        return true;
+    }
+    if a.contains(&b) || b.contains(&a) {
+        return true;
+    }
+    let key = |s: &str| s.replace(['_', 's'], "");
+    key(&a) == key(&b) || edit_distance(&a, &b) <= 2
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().take(64).collect();
+    let b: Vec<char> = b.chars().take(64).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Render validation errors for the retry prompt: one line each, with the
+/// line number when known.
+pub fn render_errors(errors: &[ErrorInfo]) -> String {
+    errors
+        .iter()
+        .take(5)
+        .map(|e| match e.line {
+            Some(l) => format!("- line {l}: {}: {}", e.type_name, e.message),
+            None => format!("- {}: {}", e.type_name, e.message),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lackpy_policy::ErrorKind;
+
+    fn err(msg: &str) -> ErrorInfo {
+        ErrorInfo::new(ErrorKind::Validation, "ValidationError", msg)
+    }
+
+    fn tools() -> Vec<String> {
+        vec!["read_file".into(), "find_files".into()]
+    }
+
+    fn modes(p: &str, e: &[ErrorInfo]) -> Vec<&'static str> {
+        hints_for(p, e, &tools())
+            .into_iter()
+            .map(|h| h.mode.name())
+            .collect()
+    }
+
+    #[test]
+    fn stdlib_leak() {
+        let h = hints_for(
+            "import os\nwith open('a.txt') as f:\n    f.read()",
+            &[],
+            &tools(),
+        );
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("read_file(path) instead of open()")),
+            "{h:?}"
+        );
+        assert!(h.iter().any(|h| h.text.contains("no import")), "{h:?}");
+        assert!(modes("os.listdir('.')", &[]).contains(&"stdlib_leak"));
+        // Words inside strings do not count.
+        assert!(modes("read_file('import os')", &[]).is_empty());
+    }
+
+    #[test]
+    fn implement_not_orchestrate() {
+        assert!(modes("def f(x):\n    return x\nf(1)", &[]).contains(&"implement_not_orchestrate"));
+        assert!(
+            modes("i = 0\nwhile i < 3:\n    i += 1\ni", &[]).contains(&"implement_not_orchestrate")
+        );
+        assert!(modes("try:\n    x = 1\nexcept E:\n    pass\nx", &[])
+            .contains(&"implement_not_orchestrate"));
+    }
+
+    #[test]
+    fn hallucinated_tool_gets_nearest() {
+        let h = hints_for("read('a.txt')", &[err("unknown name 'read'")], &tools());
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("did you mean read_file()")),
+            "{h:?}"
+        );
+        let h = hints_for("glob_files('*')", &[err("unknown name 'zzz'")], &tools());
+        assert!(
+            !h.iter()
+                .any(|h| h.text.contains("zzz") && h.text.contains("did you mean")),
+            "{h:?}"
+        );
+    }
+
+    #[test]
+    fn path_prefix_and_output_and_keys() {
+        assert!(modes("read_file('/etc/passwd')", &[]).contains(&"path_prefix"));
+        assert!(modes("x = read_file('a')", &[]).contains(&"wrong_output"));
+        assert!(modes("print(read_file('a'))", &[]).contains(&"wrong_output"));
+        assert!(modes("[f['path'] for f in find_files('*')]", &[]).contains(&"key_hallucination"));
+        assert!(modes(
+            "sorted(x, key=lambda a: a)",
+            &[err("lambda is only allowed as key=")]
+        )
+        .contains(&"lambda"));
+    }
+
+    #[test]
+    fn render() {
+        let mut e = err("bad");
+        e.line = Some(3);
+        assert_eq!(render_errors(&[e]), "- line 3: ValidationError: bad");
+    }
+}

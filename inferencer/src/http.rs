@@ -1,0 +1,769 @@
+//! Model HTTP: one request to one endpoint, in one of four wire formats,
+//! with bounded time, size and retries.
+//!
+//! [`generate`] is a pure function of its [`Request`] (plus the network): it
+//! is what the jailed inferencer worker runs, and what runs in-process when
+//! no worker is used. It never sees files, tools or results.
+//!
+//! Bounds: a connect timeout and a whole-request timeout per try; at most
+//! `retries` further tries, only after a 5xx, 429, timeout or connection
+//! failure, with exponential backoff capped at [`MAX_BACKOFF`]; the body is
+//! read in chunks and abandoned past `max_response_bytes`. API keys live in
+//! [`Secret`], whose `Debug` is redacted, and travel only in headers; error
+//! messages name the URL without its query or user info.
+
+use bincode::{Decode, Encode};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// Longest pause between two tries. Why: retries exist for a model server
+/// that is briefly busy; a longer wait only delays the next provider.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// A secret string (an API key) whose `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Encode, Decode)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret.
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The secret itself, for the request header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// The wire format of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub enum Wire {
+    /// Ollama `POST /api/generate` (`prompt` + `system`).
+    OllamaGenerate,
+    /// Ollama `POST /api/chat` (`messages`).
+    OllamaChat,
+    /// OpenAI-compatible `POST /v1/chat/completions`.
+    OpenAi,
+    /// Anthropic `POST /v1/messages`.
+    Anthropic,
+}
+
+impl Wire {
+    /// The full endpoint URL for a base URL.
+    pub fn url(self, base: &str) -> String {
+        let base = base.trim_end_matches('/');
+        match self {
+            Wire::OllamaGenerate => format!("{base}/api/generate"),
+            Wire::OllamaChat => format!("{base}/api/chat"),
+            Wire::OpenAi if base.ends_with("/v1") => format!("{base}/chat/completions"),
+            Wire::OpenAi => format!("{base}/v1/chat/completions"),
+            Wire::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            Wire::Anthropic => format!("{base}/v1/messages"),
+        }
+    }
+}
+
+/// A resolved model endpoint: everything one HTTP call needs.
+#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+pub struct Endpoint {
+    /// Wire format.
+    pub wire: Wire,
+    /// Full URL of the endpoint.
+    pub url: String,
+    /// Model name as the endpoint knows it.
+    pub model: String,
+    /// API key, if any.
+    pub api_key: Option<Secret>,
+    /// Ask for a streamed answer.
+    pub stream: bool,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Maximum tokens to generate.
+    pub max_tokens: u32,
+    /// TCP connect timeout, ms.
+    pub connect_timeout_ms: u64,
+    /// Whole-request timeout per try, ms.
+    pub timeout_ms: u64,
+    /// Further tries after a retryable failure.
+    pub retries: u32,
+    /// Largest body accepted, bytes.
+    pub max_response_bytes: u64,
+    /// When set, the host of `url` resolves to this address without DNS
+    /// (the jailed worker cannot read `/etc/resolv.conf`).
+    pub pinned_addr: Option<SocketAddr>,
+}
+
+/// Who says a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub enum Role {
+    /// The system prompt.
+    System,
+    /// The user (the intent, the correction request).
+    User,
+    /// The model's earlier answer.
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct Message {
+    /// Speaker.
+    pub role: Role,
+    /// Text.
+    pub content: String,
+}
+
+impl Message {
+    /// Shorthand constructor.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// What the inferencer worker receives: a conversation and where to send it.
+#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+pub struct Request {
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// The conversation (system first).
+    pub messages: Vec<Message>,
+    /// Overrides the endpoint's temperature (the correction retry runs warmer).
+    pub temperature: Option<f64>,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct Generation {
+    /// The raw answer text (before cleaning).
+    pub text: String,
+    /// Time from the first try to the answer, ms.
+    pub elapsed_ms: u64,
+    /// Tries used (1 = no retry).
+    pub tries: u32,
+}
+
+/// Why a model call produced no text. Messages name the URL (without query
+/// or credentials), never the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Encode, Decode)]
+#[non_exhaustive]
+pub enum InferError {
+    /// The request could not be built (bad URL, bad settings).
+    #[error("bad model request for {url}: {detail}")]
+    BadRequest {
+        /// Endpoint.
+        url: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// No connection could be made.
+    #[error("cannot reach the model at {url}: {detail}")]
+    Unreachable {
+        /// Endpoint.
+        url: String,
+        /// The transport's reason.
+        detail: String,
+    },
+    /// The endpoint did not answer in time.
+    #[error("the model at {url} did not answer within {timeout_ms} ms")]
+    Timeout {
+        /// Endpoint.
+        url: String,
+        /// The per-try timeout.
+        timeout_ms: u64,
+    },
+    /// A non-success HTTP status.
+    #[error("the model at {url} answered HTTP {status}: {body}")]
+    Status {
+        /// Endpoint.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// The start of the body (bounded).
+        body: String,
+    },
+    /// The body exceeded the size cap.
+    #[error("the answer from {url} exceeded {limit} bytes")]
+    TooLarge {
+        /// Endpoint.
+        url: String,
+        /// The cap.
+        limit: u64,
+    },
+    /// The body was not what the wire format promises.
+    #[error("unusable answer from {url}: {detail}")]
+    Garbage {
+        /// Endpoint.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The endpoint reported an error inside a 200 answer.
+    #[error("the model at {url} reported an error: {detail}")]
+    Remote {
+        /// Endpoint.
+        url: String,
+        /// Its message (bounded).
+        detail: String,
+    },
+    /// The worker that should have called the model failed.
+    #[error("inferencer worker failed: {0}")]
+    Worker(String),
+}
+
+impl InferError {
+    fn retryable(&self) -> bool {
+        match self {
+            InferError::Unreachable { .. } | InferError::Timeout { .. } => true,
+            InferError::Status { status, .. } => *status >= 500 || *status == 429,
+            _ => false,
+        }
+    }
+}
+
+/// The URL without query, fragment or user info, for messages.
+pub fn display_url(url: &str) -> String {
+    let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
+    match cut.split_once("://") {
+        Some((scheme, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            format!("{scheme}://{rest}")
+        }
+        None => cut.to_string(),
+    }
+}
+
+fn bounded(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if s.chars().nth(n).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Send the conversation to the endpoint and return the model's text.
+///
+/// # Errors
+/// [`InferError`] after the last try; never hangs past
+/// `(retries + 1) * timeout + retries * MAX_BACKOFF`.
+pub fn generate(req: &Request) -> Result<Generation, InferError> {
+    let ep = &req.endpoint;
+    let url = display_url(&ep.url);
+    let start = Instant::now();
+    let client = build_client(ep, &url)?;
+    let body = request_body(req);
+    let mut tries = 0u32;
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        tries += 1;
+        match try_once(&client, ep, &url, &body) {
+            Ok(text) => {
+                return Ok(Generation {
+                    text,
+                    elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    tries,
+                })
+            }
+            Err(e) if e.retryable() && tries <= ep.retries => {
+                tracing::debug!(url = %url, try_ = tries, error = %e, "model call failed; retrying");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn build_client(ep: &Endpoint, url: &str) -> Result<reqwest::blocking::Client, InferError> {
+    let mut b = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_millis(ep.connect_timeout_ms.max(1)))
+        .timeout(Duration::from_millis(ep.timeout_ms.max(1)))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .user_agent(concat!("lackpy/", env!("CARGO_PKG_VERSION")));
+    if let Some(addr) = ep.pinned_addr {
+        let host = reqwest::Url::parse(&ep.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .ok_or_else(|| InferError::BadRequest {
+                url: url.to_string(),
+                detail: "URL has no host".into(),
+            })?;
+        b = b.resolve(&host, addr);
+    }
+    b.build().map_err(|e| InferError::BadRequest {
+        url: url.to_string(),
+        detail: e.to_string(),
+    })
+}
+
+fn request_body(req: &Request) -> Value {
+    let ep = &req.endpoint;
+    let temperature = req.temperature.unwrap_or(ep.temperature);
+    let msgs = |filter_system: bool| -> Vec<Value> {
+        req.messages
+            .iter()
+            .filter(|m| !(filter_system && m.role == Role::System))
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect()
+    };
+    let system: String = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    match ep.wire {
+        Wire::OllamaGenerate => json!({
+            "model": ep.model,
+            "system": system,
+            "prompt": flatten_conversation(&req.messages),
+            "stream": ep.stream,
+            "options": {"temperature": temperature, "num_predict": ep.max_tokens},
+        }),
+        Wire::OllamaChat => json!({
+            "model": ep.model,
+            "messages": msgs(false),
+            "stream": ep.stream,
+            "options": {"temperature": temperature, "num_predict": ep.max_tokens},
+        }),
+        Wire::OpenAi => json!({
+            "model": ep.model,
+            "messages": msgs(false),
+            "stream": ep.stream,
+            "temperature": temperature,
+            "max_tokens": ep.max_tokens,
+        }),
+        Wire::Anthropic => json!({
+            "model": ep.model,
+            "system": system,
+            "messages": msgs(true),
+            "stream": ep.stream,
+            "temperature": temperature.min(1.0),
+            "max_tokens": ep.max_tokens,
+        }),
+    }
+}
+
+/// `/api/generate` takes one prompt: the non-system turns, labelled when
+/// there is more than one (the correction retry).
+fn flatten_conversation(messages: &[Message]) -> String {
+    let turns: Vec<&Message> = messages.iter().filter(|m| m.role != Role::System).collect();
+    if let [only] = turns.as_slice() {
+        return only.content.clone();
+    }
+    let mut out = String::new();
+    for m in turns {
+        let label = if m.role == Role::Assistant {
+            "Your previous cell"
+        } else {
+            "Request"
+        };
+        out.push_str(&format!("### {label}:\n{}\n\n", m.content));
+    }
+    out
+}
+
+fn transport_error(e: &reqwest::Error, url: &str, ep: &Endpoint) -> InferError {
+    if e.is_timeout() {
+        InferError::Timeout {
+            url: url.to_string(),
+            timeout_ms: ep.timeout_ms,
+        }
+    } else if e.is_connect() {
+        let mut detail = e.to_string();
+        let mut src = std::error::Error::source(e);
+        while let Some(s) = src {
+            detail = s.to_string();
+            src = s.source();
+        }
+        InferError::Unreachable {
+            url: url.to_string(),
+            detail,
+        }
+    } else {
+        InferError::Unreachable {
+            url: url.to_string(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+fn try_once(
+    client: &reqwest::blocking::Client,
+    ep: &Endpoint,
+    url: &str,
+    body: &Value,
+) -> Result<String, InferError> {
+    let mut rb = client
+        .post(&ep.url)
+        .header("content-type", "application/json");
+    if let Some(k) = &ep.api_key {
+        rb = match ep.wire {
+            Wire::Anthropic => rb
+                .header("x-api-key", k.expose())
+                .header("anthropic-version", "2023-06-01"),
+            _ => rb.bearer_auth(k.expose()),
+        };
+    } else if ep.wire == Wire::Anthropic {
+        rb = rb.header("anthropic-version", "2023-06-01");
+    }
+    let resp = rb
+        .body(body.to_string())
+        .send()
+        .map_err(|e| transport_error(&e, url, ep))?;
+    let status = resp.status();
+    let mut reader = BodyReader {
+        resp,
+        url,
+        ep,
+        total: 0,
+    };
+    if !status.is_success() {
+        let mut buf = Vec::new();
+        // Read at most 4 KiB of an error body.
+        let _ = reader.read_limited(&mut buf, 4096);
+        let text = String::from_utf8_lossy(&buf);
+        return Err(InferError::Status {
+            url: url.to_string(),
+            status: status.as_u16(),
+            body: bounded(text.trim(), 300),
+        });
+    }
+    let streaming = ep.stream;
+    if !streaming {
+        let mut buf = Vec::new();
+        reader.read_all(&mut buf)?;
+        let v: Value = serde_json::from_slice(&buf).map_err(|e| InferError::Garbage {
+            url: url.to_string(),
+            detail: format!(
+                "not JSON ({e}): {}",
+                bounded(&String::from_utf8_lossy(&buf), 120)
+            ),
+        })?;
+        return extract_whole(ep.wire, &v, url);
+    }
+    // Streaming: NDJSON (Ollama) or SSE (OpenAI, Anthropic), line by line.
+    let mut text = String::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 8192];
+    let mut done = false;
+    loop {
+        let n = reader.read_chunk(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        pending.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line);
+            if stream_line(ep.wire, line.trim(), &mut text, url)? {
+                done = true;
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    if !done && !pending.is_empty() {
+        let line = String::from_utf8_lossy(&pending).to_string();
+        done = stream_line(ep.wire, line.trim(), &mut text, url)?;
+    }
+    if !done && text.is_empty() {
+        return Err(InferError::Garbage {
+            url: url.to_string(),
+            detail: "the stream ended without an answer".into(),
+        });
+    }
+    Ok(text)
+}
+
+struct BodyReader<'a> {
+    resp: reqwest::blocking::Response,
+    url: &'a str,
+    ep: &'a Endpoint,
+    total: u64,
+}
+
+impl BodyReader<'_> {
+    fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, InferError> {
+        let n = self.resp.read(buf).map_err(|e| self.io_error(&e))?;
+        self.total += n as u64;
+        if self.total > self.ep.max_response_bytes {
+            return Err(InferError::TooLarge {
+                url: self.url.to_string(),
+                limit: self.ep.max_response_bytes,
+            });
+        }
+        Ok(n)
+    }
+
+    fn read_all(&mut self, out: &mut Vec<u8>) -> Result<(), InferError> {
+        let mut chunk = vec![0u8; 8192];
+        loop {
+            let n = self.read_chunk(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        }
+    }
+
+    fn read_limited(&mut self, out: &mut Vec<u8>, cap: usize) -> Result<(), InferError> {
+        let mut chunk = vec![0u8; 1024];
+        while out.len() < cap {
+            let n = self.resp.read(&mut chunk).map_err(|e| self.io_error(&e))?;
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        }
+        Ok(())
+    }
+
+    fn io_error(&self, e: &std::io::Error) -> InferError {
+        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+            || e.get_ref()
+                .and_then(|i| i.downcast_ref::<reqwest::Error>())
+                .is_some_and(|r| r.is_timeout())
+            || e.to_string().contains("timed out");
+        if timed_out {
+            InferError::Timeout {
+                url: self.url.to_string(),
+                timeout_ms: self.ep.timeout_ms,
+            }
+        } else {
+            InferError::Garbage {
+                url: self.url.to_string(),
+                detail: format!("reading the answer failed: {e}"),
+            }
+        }
+    }
+}
+
+fn remote_error(v: &Value) -> Option<String> {
+    let e = v.get("error")?;
+    let msg = e
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| e.get("message").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| e.to_string());
+    Some(bounded(&msg, 300))
+}
+
+fn extract_whole(wire: Wire, v: &Value, url: &str) -> Result<String, InferError> {
+    if let Some(msg) = remote_error(v) {
+        return Err(InferError::Remote {
+            url: url.to_string(),
+            detail: msg,
+        });
+    }
+    let text = match wire {
+        Wire::OllamaGenerate => v
+            .get("response")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Wire::OllamaChat => v
+            .pointer("/message/content")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Wire::OpenAi => v
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Wire::Anthropic => v.get("content").and_then(Value::as_array).map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<String>()
+        }),
+    };
+    text.ok_or_else(|| InferError::Garbage {
+        url: url.to_string(),
+        detail: format!("no answer text in {}", bounded(&v.to_string(), 120)),
+    })
+}
+
+/// Fold one stream line into `text`; true when the stream says it is done.
+fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<bool, InferError> {
+    if line.is_empty() {
+        return Ok(false);
+    }
+    let garbage = |detail: String| InferError::Garbage {
+        url: url.to_string(),
+        detail,
+    };
+    match wire {
+        Wire::OllamaGenerate | Wire::OllamaChat => {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| garbage(format!("bad stream line ({e}): {}", bounded(line, 120))))?;
+            if let Some(msg) = remote_error(&v) {
+                return Err(InferError::Remote {
+                    url: url.to_string(),
+                    detail: msg,
+                });
+            }
+            let piece = if wire == Wire::OllamaGenerate {
+                v.get("response")
+            } else {
+                v.pointer("/message/content")
+            };
+            if let Some(p) = piece.and_then(Value::as_str) {
+                text.push_str(p);
+            }
+            Ok(v.get("done").and_then(Value::as_bool) == Some(true))
+        }
+        Wire::OpenAi | Wire::Anthropic => {
+            // SSE: only `data:` lines carry payload; `event:`, `id:`, comments are skipped.
+            let Some(data) = line.strip_prefix("data:") else {
+                return Ok(false);
+            };
+            let data = data.trim();
+            if data == "[DONE]" {
+                return Ok(true);
+            }
+            let v: Value = serde_json::from_str(data)
+                .map_err(|e| garbage(format!("bad stream event ({e}): {}", bounded(data, 120))))?;
+            if let Some(msg) = remote_error(&v) {
+                return Err(InferError::Remote {
+                    url: url.to_string(),
+                    detail: msg,
+                });
+            }
+            if wire == Wire::OpenAi {
+                if let Some(p) = v
+                    .pointer("/choices/0/delta/content")
+                    .and_then(Value::as_str)
+                {
+                    text.push_str(p);
+                }
+                Ok(false)
+            } else {
+                match v.get("type").and_then(Value::as_str) {
+                    Some("content_block_delta") => {
+                        if let Some(p) = v.pointer("/delta/text").and_then(Value::as_str) {
+                            text.push_str(p);
+                        }
+                        Ok(false)
+                    }
+                    Some("message_stop") => Ok(true),
+                    _ => Ok(false),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            Wire::OpenAi.url("http://h:1/v1/"),
+            "http://h:1/v1/chat/completions"
+        );
+        assert_eq!(
+            Wire::OpenAi.url("http://h:1"),
+            "http://h:1/v1/chat/completions"
+        );
+        assert_eq!(
+            Wire::Anthropic.url("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(display_url("https://user:pw@h/x?key=1"), "https://h/x");
+    }
+
+    #[test]
+    fn stream_lines() {
+        let mut t = String::new();
+        assert_eq!(
+            stream_line(
+                Wire::OllamaChat,
+                r#"{"message":{"content":"ab"},"done":false}"#,
+                &mut t,
+                "u"
+            )
+            .ok(),
+            Some(false)
+        );
+        assert_eq!(
+            stream_line(
+                Wire::OllamaChat,
+                r#"{"message":{"content":"c"},"done":true}"#,
+                &mut t,
+                "u"
+            )
+            .ok(),
+            Some(true)
+        );
+        assert_eq!(t, "abc");
+        let mut t = String::new();
+        assert_eq!(
+            stream_line(Wire::OpenAi, "event: x", &mut t, "u").ok(),
+            Some(false)
+        );
+        assert_eq!(
+            stream_line(
+                Wire::OpenAi,
+                r#"data: {"choices":[{"delta":{"content":"x"}}]}"#,
+                &mut t,
+                "u"
+            )
+            .ok(),
+            Some(false)
+        );
+        assert_eq!(
+            stream_line(Wire::OpenAi, "data: [DONE]", &mut t, "u").ok(),
+            Some(true)
+        );
+        assert_eq!(t, "x");
+        assert!(stream_line(Wire::OpenAi, "data: {nope", &mut t, "u").is_err());
+        assert!(matches!(
+            stream_line(
+                Wire::OllamaGenerate,
+                r#"{"error":"model not found"}"#,
+                &mut t,
+                "u"
+            ),
+            Err(InferError::Remote { .. })
+        ));
+    }
+
+    #[test]
+    fn generate_prompt_flattens_retry() {
+        let ms = vec![
+            Message::new(Role::System, "sys"),
+            Message::new(Role::User, "do x"),
+            Message::new(Role::Assistant, "bad()"),
+            Message::new(Role::User, "fix it"),
+        ];
+        let p = flatten_conversation(&ms);
+        assert!(
+            p.contains("do x") && p.contains("bad()") && p.contains("fix it") && !p.contains("sys")
+        );
+    }
+}

@@ -1,0 +1,524 @@
+//! The cascade: providers in `[inference] order`, each tried until one
+//! yields a program that validates.
+//!
+//! Templates and rules cost nothing. A model provider gets one attempt with
+//! the retrieved-example prompt and, when the answer does not validate, one
+//! correction retry (previous answer + errors with lines + deterministic
+//! hints); then the next provider. Every attempt is recorded with its raw
+//! answer, cleaned program and error, for `delegate --json`'s `attempts`.
+//!
+//! The model call goes through [`ModelCaller`], so the same pipeline runs
+//! with the jailed inferencer worker, in-process HTTP, or a test double.
+
+use crate::clean::clean_answer;
+use crate::config::{InferenceConfig, Plugin, ProviderConfig};
+use crate::corpus::Corpus;
+use crate::hints::hints_for;
+use crate::http::{Generation, InferError, Request};
+use crate::prompt::{first_messages, retry_messages, system_prompt, ToolDoc};
+use crate::templates::{rules, TemplateSet};
+use lackpy_policy::{ErrorInfo, ErrorKind};
+use serde::Serialize;
+
+/// Longest intent accepted, in bytes. Why: an intent is a sentence; anything
+/// larger is not one, and it would be copied into every prompt.
+pub const MAX_INTENT_BYTES: usize = 8 * 1024;
+
+/// Makes one model call. Implemented by the jailed worker client, by
+/// [`InProcess`], and by test doubles.
+pub trait ModelCaller {
+    /// Send `req` and return the model's raw text.
+    ///
+    /// # Errors
+    /// [`InferError`] when no text came back.
+    fn call(&mut self, req: &Request) -> Result<Generation, InferError>;
+}
+
+/// Calls the model from this process ([`crate::http::generate`]).
+#[derive(Debug, Default)]
+pub struct InProcess;
+
+impl ModelCaller for InProcess {
+    fn call(&mut self, req: &Request) -> Result<Generation, InferError> {
+        crate::http::generate(req)
+    }
+}
+
+/// One provider attempt, as `delegate --json` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    /// Provider name (from `order`).
+    pub provider: String,
+    /// The model's raw answer (or the template/rule name's program).
+    pub raw: Option<String>,
+    /// The cleaned program.
+    pub program: Option<String>,
+    /// Why it was not used (validation error, or the provider's failure).
+    pub error: Option<ErrorInfo>,
+    /// Wall time of the attempt, ms.
+    pub duration_ms: u64,
+}
+
+/// The outcome of the cascade.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delegation {
+    /// The program that validated, if any.
+    pub program: Option<String>,
+    /// The provider that produced it.
+    pub provider: Option<String>,
+    /// Every attempt, in order.
+    pub attempts: Vec<Attempt>,
+    /// Set when no program validated.
+    pub error: Option<ErrorInfo>,
+}
+
+/// Everything the cascade needs besides the model caller.
+pub struct Delegator<'a> {
+    /// `[inference]`.
+    pub config: &'a InferenceConfig,
+    /// The profile's tools as the prompt shows them.
+    pub tools: &'a [ToolDoc],
+    /// Templates (workspace then shipped).
+    pub templates: &'a TemplateSet,
+    /// The example corpus.
+    pub corpus: &'a Corpus,
+    /// Environment lookup for API keys.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// The validator: `Ok` when the program may run under the profile.
+    pub validate: &'a dyn Fn(&str) -> Result<(), Vec<ErrorInfo>>,
+}
+
+fn ms(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A provider failure as an attempt's `error` (kind `tool`, type `InferenceFailed`).
+pub fn inference_error(message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo::new(ErrorKind::Tool, "InferenceFailed", message)
+}
+
+fn first_error(errs: Vec<ErrorInfo>) -> ErrorInfo {
+    errs.into_iter().next().unwrap_or_else(|| {
+        ErrorInfo::new(
+            ErrorKind::Validation,
+            "ValidationError",
+            "the program was rejected",
+        )
+    })
+}
+
+impl Delegator<'_> {
+    /// Run the cascade for `intent`.
+    pub fn delegate(&self, intent: &str, caller: &mut dyn ModelCaller) -> Delegation {
+        let mut d = Delegation {
+            program: None,
+            provider: None,
+            attempts: Vec::new(),
+            error: None,
+        };
+        let intent = intent.trim();
+        if intent.is_empty() || intent.len() > MAX_INTENT_BYTES {
+            let msg = if intent.is_empty() {
+                "the intent is empty".to_string()
+            } else {
+                format!("the intent is longer than {MAX_INTENT_BYTES} bytes")
+            };
+            d.error = Some(ErrorInfo::new(ErrorKind::Validation, "BadIntent", msg));
+            return d;
+        }
+        for p in &self.config.order {
+            let done = match p.plugin {
+                Plugin::Templates => self.zero_cost(&mut d, &p.name, self.templates.find(intent)),
+                Plugin::Rules => self.zero_cost(&mut d, &p.name, rules(intent)),
+                _ => self.model(&mut d, p, intent, caller),
+            };
+            if done {
+                return d;
+            }
+        }
+        d.error = Some(self.final_error(&d.attempts));
+        d
+    }
+
+    fn final_error(&self, attempts: &[Attempt]) -> ErrorInfo {
+        let last_validation = attempts
+            .iter()
+            .rev()
+            .filter_map(|a| a.error.as_ref())
+            .find(|e| e.kind == ErrorKind::Validation);
+        if let Some(e) = last_validation {
+            let mut e = e.clone();
+            e.message = format!(
+                "no provider produced a valid program; last error: {}",
+                e.message
+            );
+            return e;
+        }
+        let failures: Vec<String> = attempts
+            .iter()
+            .filter_map(|a| {
+                a.error
+                    .as_ref()
+                    .map(|e| format!("{}: {}", a.provider, e.message))
+            })
+            .collect();
+        if failures.is_empty() {
+            let mut e = inference_error("no provider produced a program for this intent");
+            e.hint = Some("configure a model provider in [inference] (default: Ollama at http://localhost:11434)".into());
+            e
+        } else {
+            inference_error(format!(
+                "no provider produced a program: {}",
+                failures.join("; ")
+            ))
+        }
+    }
+
+    /// Templates and rules: a match that validates wins; a match that does
+    /// not validate is recorded and the cascade moves on; no match is silent.
+    fn zero_cost(
+        &self,
+        d: &mut Delegation,
+        provider: &str,
+        found: Option<(String, String)>,
+    ) -> bool {
+        let Some((name, program)) = found else {
+            return false;
+        };
+        let t0 = std::time::Instant::now();
+        let res = (self.validate)(&program);
+        let ok = res.is_ok();
+        d.attempts.push(Attempt {
+            provider: provider.to_string(),
+            raw: Some(format!("# {name}\n{program}")),
+            program: Some(program.clone()),
+            error: res.err().map(first_error),
+            duration_ms: ms(t0),
+        });
+        if ok {
+            d.program = Some(program);
+            d.provider = Some(provider.to_string());
+        }
+        ok
+    }
+
+    fn model(
+        &self,
+        d: &mut Delegation,
+        p: &ProviderConfig,
+        intent: &str,
+        caller: &mut dyn ModelCaller,
+    ) -> bool {
+        let endpoint = match p.endpoint(self.env) {
+            Ok(Some(e)) => e,
+            Ok(None) => return false,
+            Err(e) => {
+                d.attempts.push(Attempt {
+                    provider: p.name.clone(),
+                    raw: None,
+                    program: None,
+                    error: Some(inference_error(e.to_string())),
+                    duration_ms: 0,
+                });
+                return false;
+            }
+        };
+        let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+        let allowed = |n: &str| tool_names.iter().any(|t| t == n);
+        let examples = self.corpus.retrieve(intent, self.config.examples, &allowed);
+        let system = system_prompt(self.tools, &examples);
+        let mut messages = first_messages(&system, intent);
+        let mut temperature = None;
+        for attempt in 0..2 {
+            let t0 = std::time::Instant::now();
+            let req = Request {
+                endpoint: endpoint.clone(),
+                messages: messages.clone(),
+                temperature,
+            };
+            let generation = match caller.call(&req) {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::info!(provider = %p.name, error = %e, "model call failed");
+                    d.attempts.push(Attempt {
+                        provider: p.name.clone(),
+                        raw: None,
+                        program: None,
+                        error: Some(inference_error(e.to_string())),
+                        duration_ms: ms(t0),
+                    });
+                    return false;
+                }
+            };
+            let program = clean_answer(&generation.text);
+            let res = if program.trim().is_empty() {
+                Err(vec![ErrorInfo::new(
+                    ErrorKind::Validation,
+                    "EmptyProgram",
+                    "the answer held no code",
+                )])
+            } else {
+                (self.validate)(&program)
+            };
+            match res {
+                Ok(()) => {
+                    d.attempts.push(Attempt {
+                        provider: p.name.clone(),
+                        raw: Some(generation.text),
+                        program: Some(program.clone()),
+                        error: None,
+                        duration_ms: ms(t0),
+                    });
+                    d.program = Some(program);
+                    d.provider = Some(p.name.clone());
+                    return true;
+                }
+                Err(errs) => {
+                    let hints = hints_for(&program, &errs, &tool_names);
+                    d.attempts.push(Attempt {
+                        provider: p.name.clone(),
+                        raw: Some(generation.text.clone()),
+                        program: Some(program.clone()),
+                        error: Some(first_error(errs.clone())),
+                        duration_ms: ms(t0),
+                    });
+                    if attempt == 0 {
+                        messages = retry_messages(&system, intent, &generation.text, &errs, &hints);
+                        temperature = Some(p.retry_temperature);
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ProviderConfig;
+    use crate::http::Role;
+
+    /// Answers from a script; records the requests.
+    struct Script {
+        answers: Vec<Result<String, InferError>>,
+        seen: Vec<Request>,
+    }
+
+    impl ModelCaller for Script {
+        fn call(&mut self, req: &Request) -> Result<Generation, InferError> {
+            self.seen.push(req.clone());
+            if self.answers.is_empty() {
+                return Err(InferError::Worker("script exhausted".into()));
+            }
+            self.answers.remove(0).map(|text| Generation {
+                text,
+                elapsed_ms: 1,
+                tries: 1,
+            })
+        }
+    }
+
+    /// A fake validator: rejects `import`, `open(` and syntax errors.
+    fn fake_validate(p: &str) -> Result<(), Vec<ErrorInfo>> {
+        if p.contains("import") || p.contains("open(") {
+            let mut e = ErrorInfo::new(
+                ErrorKind::Validation,
+                "ForbiddenName",
+                "'open' is not available",
+            );
+            e.line = Some(1);
+            return Err(vec![e]);
+        }
+        rustpython_parser::parse(p, rustpython_parser::Mode::Module, "<t>")
+            .map(|_| ())
+            .map_err(|e| {
+                vec![ErrorInfo::new(
+                    ErrorKind::Validation,
+                    "SyntaxError",
+                    e.error.to_string(),
+                )]
+            })
+    }
+
+    fn run(
+        order: Vec<ProviderConfig>,
+        intent: &str,
+        answers: Vec<Result<String, InferError>>,
+    ) -> (Delegation, Script) {
+        let config = InferenceConfig {
+            order,
+            promote_after: 3,
+            examples: 6,
+        };
+        let tools: Vec<ToolDoc> = ["read_file", "find_files"]
+            .iter()
+            .filter_map(|n| ToolDoc::builtin(n))
+            .collect();
+        let templates = TemplateSet::load(None).unwrap_or_default();
+        let corpus = match Corpus::shipped() {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let env = |_: &str| None;
+        let del = Delegator {
+            config: &config,
+            tools: &tools,
+            templates: &templates,
+            corpus: &corpus,
+            env: &env,
+            validate: &fake_validate,
+        };
+        let mut s = Script {
+            answers,
+            seen: Vec::new(),
+        };
+        let d = del.delegate(intent, &mut s);
+        (d, s)
+    }
+
+    fn ollama(name: &str) -> ProviderConfig {
+        ProviderConfig::new(name, Plugin::Ollama)
+    }
+
+    #[test]
+    fn template_wins_without_model_call() {
+        let (d, s) = run(
+            InferenceConfig::default().order,
+            "read notes/todo.txt",
+            vec![],
+        );
+        assert_eq!(d.program.as_deref(), Some("read_file(\"notes/todo.txt\")"));
+        assert_eq!(d.provider.as_deref(), Some("templates"));
+        assert!(s.seen.is_empty());
+    }
+
+    #[test]
+    fn retry_with_hints_then_success() {
+        let (d, s) = run(
+            vec![ollama("small")],
+            "tell me what a.txt says about cats",
+            vec![
+                Ok("```python\nf = open('a.txt')\nf.read()\n```".into()),
+                Ok("read_file('a.txt')".into()),
+            ],
+        );
+        assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
+        assert_eq!(d.attempts.len(), 2);
+        assert_eq!(
+            d.attempts[0].program.as_deref(),
+            Some("f = open('a.txt')\nf.read()")
+        );
+        let retry = &s.seen[1].messages;
+        assert_eq!(retry.len(), 4);
+        assert_eq!(retry[2].role, Role::Assistant);
+        assert!(
+            retry[3].content.contains("line 1")
+                && retry[3]
+                    .content
+                    .contains("read_file(path) instead of open()"),
+            "{}",
+            retry[3].content
+        );
+        assert_eq!(s.seen[1].temperature, Some(0.6));
+        // The first prompt carries retrieved examples and the namespace, no prohibitions.
+        assert!(s.seen[0].messages[0].content.contains("# Task:"));
+    }
+
+    #[test]
+    fn cascade_to_next_provider() {
+        let (d, s) = run(
+            vec![ollama("small"), ollama("big")],
+            "summarise a.txt",
+            vec![
+                Ok("import os".into()),
+                Ok("import sys".into()),
+                Ok("read_file('a.txt')".into()),
+            ],
+        );
+        assert_eq!(d.provider.as_deref(), Some("big"));
+        assert_eq!(
+            d.attempts
+                .iter()
+                .map(|a| a.provider.as_str())
+                .collect::<Vec<_>>(),
+            ["small", "small", "big"]
+        );
+        assert_eq!(s.seen.len(), 3);
+        assert!(d.error.is_none());
+    }
+
+    #[test]
+    fn unreachable_then_validation_error_reported() {
+        let (d, _) = run(
+            vec![ollama("down"), ollama("bad")],
+            "summarise a.txt",
+            vec![
+                Err(InferError::Unreachable {
+                    url: "http://127.0.0.1:9/api/generate".into(),
+                    detail: "refused".into(),
+                }),
+                Ok("import os".into()),
+                Ok("import os".into()),
+            ],
+        );
+        let e = d.error.unwrap_or_else(|| inference_error("none"));
+        assert_eq!(e.kind, ErrorKind::Validation);
+        assert!(
+            e.message
+                .starts_with("no provider produced a valid program"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("InferenceFailed")
+        );
+    }
+
+    #[test]
+    fn all_unreachable_names_url() {
+        let (d, _) = run(
+            vec![ollama("down")],
+            "summarise a.txt",
+            vec![Err(InferError::Unreachable {
+                url: "http://127.0.0.1:9/api/generate".into(),
+                detail: "refused".into(),
+            })],
+        );
+        let e = d.error.unwrap_or_else(|| inference_error("none"));
+        assert_eq!(
+            (e.kind, e.type_name.as_str()),
+            (ErrorKind::Tool, "InferenceFailed")
+        );
+        assert!(
+            e.message.contains("http://127.0.0.1:9/api/generate"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn bad_intents() {
+        let (d, s) = run(vec![ollama("x")], "   ", vec![]);
+        assert_eq!(d.error.map(|e| e.type_name), Some("BadIntent".into()));
+        assert!(s.seen.is_empty());
+        let (d, _) = run(vec![ollama("x")], &"x".repeat(MAX_INTENT_BYTES + 1), vec![]);
+        assert_eq!(d.error.map(|e| e.type_name), Some("BadIntent".into()));
+    }
+
+    #[test]
+    fn empty_answer_is_an_attempt() {
+        let (d, _) = run(
+            vec![ollama("x")],
+            "do something",
+            vec![Ok("".into()), Ok("```\n```".into())],
+        );
+        assert_eq!(d.attempts.len(), 2);
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("EmptyProgram")
+        );
+        assert!(d.program.is_none());
+    }
+}

@@ -1,0 +1,217 @@
+//! Prompts: the Jupyter-cell framing of the gambit seed.
+//!
+//! The system prompt lists only what the cell may use — the profile's tools
+//! (signature and description) and the builtins — and a few retrieved
+//! examples; it never lists what is forbidden (the seed found prohibitions
+//! hurt small models). The retry adds the previous answer, the validator's
+//! errors with their lines, and deterministic hints.
+
+use crate::corpus::{Example, BUILTINS};
+use crate::hints::{render_errors, Hint};
+use crate::http::{Message, Role};
+use lackpy_policy::config::ToolSpec;
+use lackpy_policy::ErrorInfo;
+
+/// A tool as the prompt shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDoc {
+    /// Name the program uses.
+    pub name: String,
+    /// `name(arg: type, ...) -> returns`.
+    pub signature: String,
+    /// One-line description.
+    pub description: String,
+}
+
+impl ToolDoc {
+    /// From a tool spec under the name the program uses.
+    pub fn from_spec(alias: &str, spec: &ToolSpec) -> Self {
+        let args = spec
+            .args
+            .iter()
+            .map(|a| {
+                if a.type_name.is_empty() {
+                    a.name.clone()
+                } else {
+                    format!("{}: {}", a.name, a.type_name)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let ret = if spec.returns.is_empty() {
+            String::new()
+        } else {
+            format!(" -> {}", spec.returns)
+        };
+        ToolDoc {
+            name: alias.to_string(),
+            signature: format!("{alias}({args}){ret}"),
+            description: spec
+                .description
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+        }
+    }
+
+    /// The shipped built-in file tools, for when no spec is at hand.
+    pub fn builtin(name: &str) -> Option<ToolDoc> {
+        let (sig, desc) = match name {
+            "read_file" => ("read_file(path: str) -> str", "Read a file's whole content"),
+            "find_files" => (
+                "find_files(pattern: str) -> list[str]",
+                "Paths matching a glob pattern such as \"**/*.py\"",
+            ),
+            "write_file" => (
+                "write_file(path: str, content: str) -> bool",
+                "Write (create or replace) a file",
+            ),
+            "edit_file" => (
+                "edit_file(path: str, old_str: str, new_str: str) -> bool",
+                "Replace the first occurrence of old_str; False if absent",
+            ),
+            _ => return None,
+        };
+        Some(ToolDoc {
+            name: name.to_string(),
+            signature: sig.to_string(),
+            description: desc.to_string(),
+        })
+    }
+}
+
+/// The system prompt for a namespace and retrieved examples.
+pub fn system_prompt(tools: &[ToolDoc], examples: &[&Example]) -> String {
+    let mut s = String::from(
+        "You are a Jupyter notebook cell generator. Write a single cell using ONLY the pre-loaded kernel namespace below.\n\n\
+         Output ONLY the cell contents — no markdown, no explanation, no code fences.\n\n\
+         Assign tool results to variables and reuse them. Never call the same function twice when you can reuse a variable.\n\n",
+    );
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    if names.contains(&"read_file") {
+        s.push_str("You orchestrate tools to find and work with existing files. Use read_file(path) to get file contents. Paths are relative to the workspace root.\n\n");
+    }
+    s.push_str("Kernel namespace:\n");
+    for t in tools {
+        if t.description.is_empty() {
+            s.push_str(&format!("  {}\n", t.signature));
+        } else {
+            s.push_str(&format!("  {}: {}\n", t.signature, t.description));
+        }
+    }
+    s.push_str(&format!(
+        "\nBuiltins: {}\n",
+        BUILTINS
+            .iter()
+            .filter(|b| **b != "sort_by")
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    s.push_str("  sort_by(items, key, reverse=False) -> list: sort dicts by a field name, or sequences by an index\n");
+    s.push_str("\nThe cell's last expression is displayed as output.\n");
+    if !examples.is_empty() {
+        s.push_str("\nExample cells:\n");
+        for e in examples {
+            s.push_str(&format!(
+                "\n# Task: {}\n{}\n",
+                e.intent.trim(),
+                e.program.trim_end()
+            ));
+        }
+    }
+    s
+}
+
+/// The first attempt's conversation.
+pub fn first_messages(system: &str, intent: &str) -> Vec<Message> {
+    vec![
+        Message::new(Role::System, system),
+        Message::new(Role::User, format!("# Task: {}", intent.trim())),
+    ]
+}
+
+/// The correction retry's conversation: the previous answer, the errors
+/// with lines, and the hints.
+pub fn retry_messages(
+    system: &str,
+    intent: &str,
+    previous: &str,
+    errors: &[ErrorInfo],
+    hints: &[Hint],
+) -> Vec<Message> {
+    let mut fix = String::from("That cell won't work in this kernel.\n");
+    if !errors.is_empty() {
+        fix.push_str("Errors:\n");
+        fix.push_str(&render_errors(errors));
+        fix.push('\n');
+    }
+    if !hints.is_empty() {
+        fix.push_str("Hints:\n");
+        for h in hints {
+            fix.push_str(&format!("- {}\n", h.text));
+        }
+    }
+    fix.push_str("Rewrite the whole cell using only the kernel namespace. Output only the cell.");
+    let mut m = first_messages(system, intent);
+    m.push(Message::new(Role::Assistant, previous));
+    m.push(Message::new(Role::User, fix));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::Corpus;
+
+    #[test]
+    fn prompt_lists_only_namespace() {
+        let tools: Vec<ToolDoc> = ["read_file", "find_files"]
+            .iter()
+            .filter_map(|n| ToolDoc::builtin(n))
+            .collect();
+        let c = Corpus::shipped().ok();
+        let ex = c
+            .as_ref()
+            .map(|c| {
+                c.retrieve("count lines in a.txt", 6, &|n| {
+                    n == "read_file" || n == "find_files"
+                })
+            })
+            .unwrap_or_default();
+        let s = system_prompt(&tools, &ex);
+        assert!(s.contains("read_file(path: str) -> str: Read a file's whole content"));
+        assert!(!s.contains("write_file"));
+        assert!(s.contains("Jupyter"));
+        for banned in ["import", "Not available", "forbidden", "while", "lambda"] {
+            // Examples may use lambda as key=, but the framing never lists prohibitions.
+            if banned == "lambda" {
+                continue;
+            }
+            assert!(!s.contains(banned), "{banned} in prompt");
+        }
+        assert!(s.matches("# Task:").count() == ex.len() && ex.len() == 6);
+    }
+
+    #[test]
+    fn retry_has_previous_errors_hints() {
+        let mut e = ErrorInfo::new(
+            lackpy_policy::ErrorKind::Validation,
+            "ForbiddenName",
+            "open is not available",
+        );
+        e.line = Some(1);
+        let h = crate::hints::hints_for(
+            "open('a')",
+            std::slice::from_ref(&e),
+            &["read_file".to_string()],
+        );
+        let m = retry_messages("SYS", "read a", "open('a')", &[e], &h);
+        assert_eq!(m.len(), 4);
+        assert_eq!(m[2].content, "open('a')");
+        assert!(m[3].content.contains("line 1: ForbiddenName"));
+        assert!(m[3].content.contains("read_file(path) instead of open()"));
+    }
+}

@@ -1,0 +1,688 @@
+//! The two zero-cost providers — templates and rules — and the ratchet that
+//! turns repeated successful generations into workspace templates.
+//!
+//! Templates are intent patterns with `{slots}`; a slot matches one
+//! word-like token (a path or a glob: no whitespace) and is substituted as
+//! a Python string literal, so an intent can never inject code into a
+//! template. Rules are keyword patterns that fire only when every content
+//! word of the intent is covered by the rule's vocabulary, so "read a.txt
+//! and count its TODOs" is left to a model rather than half-answered.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Longest intent the template matcher looks at, in bytes. Why: matching
+/// is O(segments × n²); longer intents are never template-shaped anyway.
+const MAX_MATCH_BYTES: usize = 1024;
+
+/// One template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Template {
+    /// A name for traces.
+    #[serde(default)]
+    pub name: String,
+    /// Patterns with `{slot}`s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
+    /// A single pattern (the original lackpy's spelling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// An exact normalised intent (written by the ratchet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    /// The program, with `{slot}` placeholders.
+    pub program: String,
+    /// Provider whose output was promoted (ratchet templates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_from: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TemplatesFile {
+    #[serde(default)]
+    templates: Vec<Template>,
+}
+
+/// The shipped templates (TOML text).
+pub const SHIPPED_TEMPLATES: &str = include_str!("../corpus/templates.toml");
+
+/// Why templates could not be loaded or saved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// Not the expected TOML.
+    #[error("{file}: {detail}")]
+    Parse {
+        /// Which file.
+        file: String,
+        /// The parser's message.
+        detail: String,
+    },
+    /// Reading or writing failed.
+    #[error("{file}: {source}")]
+    Io {
+        /// Which file.
+        file: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Lowercase, collapse whitespace, drop trailing punctuation.
+pub fn normalise_intent(intent: &str) -> String {
+    let s = intent
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    s.trim_end_matches(['.', '!', '?', ':', ';', ','])
+        .trim()
+        .to_string()
+}
+
+/// A Python string literal for `s` (double-quoted, escaped).
+pub fn py_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[derive(Debug, PartialEq)]
+enum Seg {
+    Lit(String),
+    Slot(String),
+}
+
+fn segments(pattern: &str) -> Vec<Seg> {
+    let p = normalise_intent(pattern);
+    let mut out = Vec::new();
+    let mut rest = p.as_str();
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        let name = &rest[open + 1..close];
+        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            break;
+        }
+        if open > 0 {
+            out.push(Seg::Lit(rest[..open].to_string()));
+        }
+        out.push(Seg::Slot(name.to_string()));
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        out.push(Seg::Lit(rest.to_string()));
+    }
+    out
+}
+
+/// A slot value: one token, quotes stripped; `None` when not token-shaped.
+fn slot_value(raw: &str) -> Option<String> {
+    let v = raw.trim().trim_matches(['"', '\'', '`']);
+    if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return None;
+    }
+    Some(v.to_string())
+}
+
+/// Match `intent` (normalised) against a pattern; the slot captures.
+fn match_pattern(pattern: &str, intent: &str) -> Option<BTreeMap<String, String>> {
+    let segs = segments(pattern);
+    // Captures must keep the original case (paths); match on a lowercase copy
+    // of the same length. Only ASCII lowercasing keeps byte offsets aligned.
+    let lower = intent.to_ascii_lowercase();
+    let mut caps = BTreeMap::new();
+    if go(&segs, &lower, intent, 0, &mut caps) {
+        Some(caps)
+    } else {
+        None
+    }
+}
+
+fn go(
+    segs: &[Seg],
+    lower: &str,
+    orig: &str,
+    pos: usize,
+    caps: &mut BTreeMap<String, String>,
+) -> bool {
+    let Some((first, rest)) = segs.split_first() else {
+        return pos == lower.len();
+    };
+    match first {
+        Seg::Lit(l) => {
+            lower.get(pos..).is_some_and(|s| s.starts_with(l.as_str()))
+                && go(rest, lower, orig, pos + l.len(), caps)
+        }
+        Seg::Slot(name) => {
+            // A slot is one token: it ends at the next space or the end.
+            let tail = lower.get(pos..).unwrap_or("");
+            let end = tail.find(' ').map_or(lower.len(), |i| pos + i);
+            if end == pos {
+                return false;
+            }
+            let Some(v) = orig.get(pos..end).and_then(slot_value) else {
+                return false;
+            };
+            caps.insert(name.clone(), v);
+            if go(rest, lower, orig, end, caps) {
+                return true;
+            }
+            caps.remove(name);
+            false
+        }
+    }
+}
+
+impl Template {
+    fn all_patterns(&self) -> impl Iterator<Item = &String> {
+        self.patterns.iter().chain(self.pattern.iter())
+    }
+
+    /// The program for `intent`, if this template matches it.
+    pub fn apply(&self, intent: &str) -> Option<String> {
+        let norm_lower = normalise_intent(intent);
+        if let Some(exact) = &self.intent {
+            return (normalise_intent(exact) == norm_lower).then(|| self.program.clone());
+        }
+        // Keep the intent's case for captures, with normalised spacing/punctuation.
+        let norm = intent.split_whitespace().collect::<Vec<_>>().join(" ");
+        let norm = norm
+            .trim_end_matches(['.', '!', '?', ':', ';', ','])
+            .trim()
+            .to_string();
+        if norm.len() > MAX_MATCH_BYTES {
+            return None;
+        }
+        for p in self.all_patterns() {
+            if let Some(caps) = match_pattern(p, &norm) {
+                let mut prog = self.program.clone();
+                for (k, v) in &caps {
+                    prog = prog.replace(&format!("{{{k}}}"), &py_str(v));
+                }
+                return Some(prog);
+            }
+        }
+        None
+    }
+}
+
+/// Templates in the order they are tried (workspace first, then shipped).
+#[derive(Debug, Clone, Default)]
+pub struct TemplateSet {
+    /// The templates.
+    pub templates: Vec<Template>,
+}
+
+impl TemplateSet {
+    /// Parse a templates file's text.
+    ///
+    /// # Errors
+    /// [`TemplateError::Parse`] naming `file`.
+    pub fn parse(text: &str, file: &str) -> Result<Vec<Template>, TemplateError> {
+        let f: TemplatesFile = toml::from_str(text).map_err(|e| TemplateError::Parse {
+            file: file.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok(f.templates)
+    }
+
+    /// The workspace's `.lackpy/templates.toml` (if present) then the shipped ones.
+    ///
+    /// # Errors
+    /// A workspace file that exists but cannot be read or parsed.
+    pub fn load(workspace: Option<&Path>) -> Result<Self, TemplateError> {
+        let mut templates = Vec::new();
+        if let Some(ws) = workspace {
+            let path = templates_path(ws);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => templates.extend(Self::parse(&text, &path.display().to_string())?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(TemplateError::Io {
+                        file: path.display().to_string(),
+                        source: e,
+                    })
+                }
+            }
+        }
+        templates.extend(Self::parse(SHIPPED_TEMPLATES, "shipped templates")?);
+        Ok(TemplateSet { templates })
+    }
+
+    /// The first template matching `intent`: (template name, program).
+    pub fn find(&self, intent: &str) -> Option<(String, String)> {
+        self.templates
+            .iter()
+            .find_map(|t| t.apply(intent).map(|p| (t.name.clone(), p)))
+    }
+}
+
+/// `<ws>/.lackpy/templates.toml`.
+pub fn templates_path(ws: &Path) -> PathBuf {
+    ws.join(".lackpy").join("templates.toml")
+}
+
+/// `<ws>/.lackpy/ratchet.json`: success counts per normalised intent.
+pub fn ratchet_path(ws: &Path) -> PathBuf {
+    ws.join(".lackpy").join("ratchet.json")
+}
+
+// ---------------------------------------------------------------- rules
+
+/// Words a rule may leave uncovered (fillers).
+const FILLER: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "all",
+    "every",
+    "of",
+    "in",
+    "me",
+    "please",
+    "file",
+    "files",
+    "contents",
+    "content",
+    "content of",
+    "are",
+    "there",
+    "is",
+    "does",
+    "do",
+    "have",
+    "has",
+    "under",
+    "from",
+    "inside",
+    "within",
+    "that",
+    "this",
+    "my",
+    "of the",
+];
+
+fn file_type_glob(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "python" | "py" => "**/*.py",
+        "markdown" | "md" => "**/*.md",
+        "text" | "txt" => "**/*.txt",
+        "rust" | "rs" => "**/*.rs",
+        "json" => "**/*.json",
+        "csv" => "**/*.csv",
+        "yaml" | "yml" => "**/*.yaml",
+        "toml" => "**/*.toml",
+        "javascript" | "js" => "**/*.js",
+        "typescript" | "ts" => "**/*.ts",
+        "html" => "**/*.html",
+        "log" => "**/*.log",
+        _ => return None,
+    })
+}
+
+fn is_pathlike(tok: &str) -> bool {
+    let t = tok.trim_matches(['"', '\'', '`']);
+    !t.is_empty()
+        && !t.contains('*')
+        && (t.contains('/')
+            || t.rsplit_once('.').is_some_and(|(a, b)| {
+                !a.is_empty() && !b.is_empty() && b.chars().all(|c| c.is_ascii_alphanumeric())
+            }))
+        && t.chars().all(|c| c.is_alphanumeric() || "._-/".contains(c))
+}
+
+fn is_globlike(tok: &str) -> bool {
+    let t = tok.trim_matches(['"', '\'', '`']);
+    (t.contains('*') || t.contains('?'))
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || "._-/*?[]".contains(c))
+}
+
+/// The keyword-rule provider: a program for `intent`, or `None`.
+pub fn rules(intent: &str) -> Option<(String, String)> {
+    let raw: Vec<String> = intent
+        .split_whitespace()
+        .map(|w| {
+            w.trim_end_matches([',', '.', '?', '!', ';', ':'])
+                .to_string()
+        })
+        .collect();
+    if raw.is_empty() || raw.len() > 12 {
+        return None;
+    }
+    let lower: Vec<String> = raw.iter().map(|w| w.to_lowercase()).collect();
+    let has = |w: &str| lower.iter().any(|x| x == w);
+    let path = raw
+        .iter()
+        .find(|w| is_pathlike(w))
+        .map(|w| w.trim_matches(['"', '\'', '`']).to_string());
+    let glob = raw
+        .iter()
+        .find(|w| is_globlike(w))
+        .map(|w| w.trim_matches(['"', '\'', '`']).to_string());
+    let ftype = lower
+        .iter()
+        .find_map(|w| file_type_glob(w))
+        .map(str::to_string);
+    let counting = has("count") || (has("how") && has("many")) || has("number");
+    let covered = |extra: &[&str]| {
+        lower.iter().zip(raw.iter()).all(|(l, r)| {
+            FILLER.contains(&l.as_str())
+                || extra.contains(&l.as_str())
+                || Some(r.trim_matches(['"', '\'', '`'])) == path.as_deref()
+                || Some(r.trim_matches(['"', '\'', '`'])) == glob.as_deref()
+                || file_type_glob(l).is_some()
+        })
+    };
+    const COUNT: &[&str] = &["count", "how", "many", "number", "total"];
+    const LIST: &[&str] = &[
+        "list", "find", "show", "which", "what", "get", "glob", "search", "for",
+    ];
+    const READ: &[&str] = &[
+        "read", "show", "print", "cat", "display", "view", "open", "get", "what's", "what", "whats",
+    ];
+    if let Some(p) = &path {
+        if counting
+            && (has("lines") || has("line"))
+            && covered(&[COUNT, &["lines", "line"]].concat())
+        {
+            return Some((
+                "count-lines".into(),
+                format!("len(read_file({}).splitlines())", py_str(p)),
+            ));
+        }
+        if counting
+            && (has("words") || has("word"))
+            && covered(&[COUNT, &["words", "word"]].concat())
+        {
+            return Some((
+                "count-words".into(),
+                format!("len(read_file({}).split())", py_str(p)),
+            ));
+        }
+        if !counting && lower.iter().any(|w| READ.contains(&w.as_str())) && covered(READ) {
+            return Some(("read".into(), format!("read_file({})", py_str(p))));
+        }
+        return None;
+    }
+    let pattern = glob.clone().or(ftype)?;
+    if counting && covered(COUNT) {
+        return Some((
+            "count-files".into(),
+            format!("len(find_files({}))", py_str(&pattern)),
+        ));
+    }
+    if lower.iter().any(|w| LIST.contains(&w.as_str())) && covered(&[LIST, &["files"]].concat()) {
+        return Some((
+            "find-files".into(),
+            format!("find_files({})", py_str(&pattern)),
+        ));
+    }
+    None
+}
+
+// -------------------------------------------------------------- ratchet
+
+/// One intent's record in `ratchet.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RatchetEntry {
+    /// The last successful program.
+    pub program: String,
+    /// Consecutive successes with this program.
+    pub successes: u32,
+    /// Provider that produced it.
+    pub provider: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct RatchetFile {
+    #[serde(default)]
+    intents: BTreeMap<String, RatchetEntry>,
+}
+
+/// What [`record_success`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ratchet {
+    /// Counted; `successes` so far.
+    Counted(u32),
+    /// Stored as a workspace template.
+    Promoted,
+    /// Nothing to do (the program came from a template already).
+    Skipped,
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> TemplateError {
+    TemplateError::Io {
+        file: path.display().to_string(),
+        source: e,
+    }
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<(), TemplateError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("f"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text).map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+}
+
+/// Record a delegate run that validated and ran ok. After `promote_after`
+/// successes with the same program for the same normalised intent (or at
+/// once when `force`), store it as a workspace template.
+///
+/// # Errors
+/// The ratchet or templates file cannot be read, parsed or written.
+pub fn record_success(
+    ws: &Path,
+    intent: &str,
+    program: &str,
+    provider: &str,
+    promote_after: u32,
+    force: bool,
+) -> Result<Ratchet, TemplateError> {
+    if provider == "templates" && !force {
+        return Ok(Ratchet::Skipped);
+    }
+    let key = normalise_intent(intent);
+    let rpath = ratchet_path(ws);
+    let mut file: RatchetFile = match std::fs::read_to_string(&rpath) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| TemplateError::Parse {
+            file: rpath.display().to_string(),
+            detail: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RatchetFile::default(),
+        Err(e) => return Err(io_err(&rpath, e)),
+    };
+    let entry = file
+        .intents
+        .entry(key.clone())
+        .or_insert_with(|| RatchetEntry {
+            program: program.to_string(),
+            successes: 0,
+            provider: provider.to_string(),
+        });
+    if entry.program != program {
+        *entry = RatchetEntry {
+            program: program.to_string(),
+            successes: 0,
+            provider: provider.to_string(),
+        };
+    }
+    entry.successes = entry.successes.saturating_add(1);
+    let n = entry.successes;
+    let promote = force || (promote_after > 0 && n >= promote_after);
+    if promote {
+        file.intents.remove(&key);
+        promote_template(ws, &key, program, provider)?;
+    }
+    let json = serde_json::to_string_pretty(&file).map_err(|e| TemplateError::Parse {
+        file: rpath.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    write_atomic(&rpath, &json)?;
+    Ok(if promote {
+        Ratchet::Promoted
+    } else {
+        Ratchet::Counted(n)
+    })
+}
+
+fn promote_template(
+    ws: &Path,
+    key: &str,
+    program: &str,
+    provider: &str,
+) -> Result<(), TemplateError> {
+    let tpath = templates_path(ws);
+    let mut file: TemplatesFile = match std::fs::read_to_string(&tpath) {
+        Ok(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
+            file: tpath.display().to_string(),
+            detail: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => TemplatesFile::default(),
+        Err(e) => return Err(io_err(&tpath, e)),
+    };
+    file.templates
+        .retain(|t| t.intent.as_deref().map(normalise_intent).as_deref() != Some(key));
+    file.templates.push(Template {
+        name: format!("promoted: {}", key.chars().take(60).collect::<String>()),
+        intent: Some(key.to_string()),
+        program: program.to_string(),
+        promoted_from: Some(provider.to_string()),
+        ..Template::default()
+    });
+    let text = toml::to_string(&file).map_err(|e| TemplateError::Parse {
+        file: tpath.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    write_atomic(
+        &tpath,
+        &format!("# Written by `lackpy delegate` (the ratchet). Edit freely.\n{text}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> TemplateSet {
+        TemplateSet::load(None).unwrap_or_default()
+    }
+
+    #[test]
+    fn shipped_templates_match_with_slots() {
+        let t = shipped();
+        assert!(t.templates.len() >= 5);
+        assert_eq!(
+            t.find("Read notes/Todo.txt").map(|x| x.1),
+            Some("read_file(\"notes/Todo.txt\")".into())
+        );
+        assert_eq!(t.find("show the contents of `a b.txt`"), None);
+        assert_eq!(
+            t.find("count lines in 'src/main.py'.").map(|x| x.1),
+            Some("len(read_file(\"src/main.py\").splitlines())".into())
+        );
+        assert_eq!(
+            t.find("find files matching **/*.md").map(|x| x.1),
+            Some("find_files(\"**/*.md\")".into())
+        );
+        // Must cover the whole intent.
+        assert_eq!(t.find("read a.txt and count the TODO items"), None);
+    }
+
+    #[test]
+    fn slots_cannot_inject() {
+        let t = shipped();
+        let got = t
+            .find("read a\"+read_file(\"b")
+            .map(|x| x.1)
+            .unwrap_or_default();
+        assert_eq!(got, "read_file(\"a\\\"+read_file(\\\"b\")");
+        assert!(rustpython_parser::parse(&got, rustpython_parser::Mode::Module, "<t>").is_ok());
+    }
+
+    #[test]
+    fn rules_fire_only_when_covered() {
+        assert_eq!(
+            rules("list all python files").map(|x| x.1),
+            Some("find_files(\"**/*.py\")".into())
+        );
+        assert_eq!(
+            rules("how many markdown files are there?").map(|x| x.1),
+            Some("len(find_files(\"**/*.md\"))".into())
+        );
+        assert_eq!(
+            rules("count the lines in notes/todo.txt").map(|x| x.1),
+            Some("len(read_file(\"notes/todo.txt\").splitlines())".into())
+        );
+        assert_eq!(
+            rules("print README.md").map(|x| x.1),
+            Some("read_file(\"README.md\")".into())
+        );
+        assert_eq!(rules("read notes/todo.txt and count the TODO items"), None);
+        assert_eq!(rules("list python files that import os"), None);
+        assert_eq!(rules("summarise the project"), None);
+    }
+
+    #[test]
+    fn ratchet_promotes_after_n() {
+        let dir = tempfile::tempdir().ok();
+        let Some(dir) = dir else { return };
+        let ws = dir.path();
+        let p = "len(find_files(\"**/*.rs\"))";
+        let r1 = record_success(ws, "How many Rust files?", p, "ollama", 3, false).ok();
+        let r2 = record_success(ws, "how many rust files", p, "ollama", 3, false).ok();
+        assert_eq!(
+            (r1, r2),
+            (Some(Ratchet::Counted(1)), Some(Ratchet::Counted(2)))
+        );
+        assert!(TemplateSet::load(Some(ws))
+            .ok()
+            .and_then(|t| t.find("how many rust files?"))
+            .is_none());
+        assert_eq!(
+            record_success(ws, "how many rust  files", p, "ollama", 3, false).ok(),
+            Some(Ratchet::Promoted)
+        );
+        let t = TemplateSet::load(Some(ws)).unwrap_or_default();
+        assert_eq!(
+            t.find("How many Rust files?").map(|x| x.1),
+            Some(p.to_string())
+        );
+        // Explicit promotion.
+        assert_eq!(
+            record_success(ws, "x y", "1", "openai", 3, true).ok(),
+            Some(Ratchet::Promoted)
+        );
+        assert!(TemplateSet::load(Some(ws))
+            .ok()
+            .and_then(|t| t.find("X Y"))
+            .is_some());
+        // A different program resets the count.
+        let _ = record_success(ws, "q", "1", "ollama", 3, false);
+        assert_eq!(
+            record_success(ws, "q", "2", "ollama", 3, false).ok(),
+            Some(Ratchet::Counted(1))
+        );
+    }
+}
