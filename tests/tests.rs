@@ -2,3 +2,4 @@
 //! many). Each module drives the real `lackpy` binary.
 
 mod util;
+mod mcp;

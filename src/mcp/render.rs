@@ -159,7 +159,12 @@ pub fn render_run(report: &Value) -> String {
             .iter()
             .map(|c| c.as_str().map_or_else(|| c.to_string(), String::from))
             .collect();
-        let _ = writeln!(s, "calls: {}", cap(&names.join(", "), 500));
+        let shown = if names.is_empty() {
+            "(no tool calls)".to_string()
+        } else {
+            names.join(", ")
+        };
+        let _ = writeln!(s, "calls: {}", cap(&shown, 500));
     }
     if let Some(repr) = report.get("repr").and_then(Value::as_str) {
         if repr.len() <= MAX_BLOCK_BYTES {

@@ -1,0 +1,322 @@
+//! `lackpy mcp` driven as a child process by rmcp's client, the way an MCP
+//! host runs it.
+
+use crate::util;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Start `lackpy mcp --workspace <ws>` and complete the MCP handshake.
+async fn connect(ws: &std::path::Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(util::bin());
+    cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
+    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
+    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
+    let transport = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lackpy mcp")
+        .0;
+    ().serve(transport).await.expect("MCP initialize")
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, name: &'static str, a: Value) -> CallToolResult {
+    c.call_tool(CallToolRequestParams::new(name).with_arguments(args(a)))
+        .await
+        .expect("tools/call")
+}
+
+fn sc(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structuredContent")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn initialize_and_list_tools() {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    let info = c.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|s| s.name.as_str()),
+        Some("lackpy")
+    );
+    assert!(info.capabilities.tools.is_some());
+    let tools = c.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "delegate",
+            "describe_tool",
+            "docs_index",
+            "list_profiles",
+            "list_tools",
+            "resolve_doc",
+            "run_program",
+            "search_tools",
+            "traces",
+            "validate"
+        ]
+    );
+    for t in &tools {
+        assert_eq!(
+            t.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            t.name
+        );
+        assert!(t.annotations.is_some(), "{} has no annotations", t.name);
+    }
+    let run = tools
+        .iter()
+        .find(|t| t.name == "run_program")
+        .expect("run_program");
+    assert_eq!(run.input_schema.get("required"), Some(&json!(["program"])));
+    let props = run
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .expect("properties");
+    for p in ["program", "profile", "tools", "session"] {
+        assert!(props.contains_key(p), "run_program lacks {p}");
+    }
+    let v = tools
+        .iter()
+        .find(|t| t.name == "validate")
+        .expect("validate");
+    assert_eq!(
+        v.annotations.as_ref().and_then(|a| a.read_only_hint),
+        Some(true)
+    );
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn validate_ok_and_invalid() {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    let ok = call(
+        &c,
+        "validate",
+        json!({"program": "x = read_file('a.txt')\nlen(x)"}),
+    )
+    .await;
+    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    let s = sc(&ok);
+    assert_eq!(s["ok"], json!(true));
+    for k in ["grade", "calls", "error"] {
+        assert!(s.get(k).is_some(), "missing {k}: {s}");
+    }
+    let bad = call(&c, "validate", json!({"program": "x = (\n"})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(sc(&bad)["ok"], json!(false));
+    assert_eq!(sc(&bad)["error"]["kind"], json!("validation"));
+    assert!(text(&bad).contains("validation"), "{}", text(&bad));
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn profiles_and_tools_discovery() {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    let p = call(&c, "list_profiles", json!({})).await;
+    assert_eq!(p.is_error, Some(false), "{}", text(&p));
+    assert!(
+        sc(&p)["profiles"].as_array().is_some_and(|a| !a.is_empty()),
+        "{}",
+        sc(&p)
+    );
+    let t = call(&c, "list_tools", json!({})).await;
+    assert_eq!(t.is_error, Some(false), "{}", text(&t));
+    let names: Vec<&str> = sc(&t)["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"read_file") && names.contains(&"find_files"),
+        "{names:?}"
+    );
+    let unknown = call(&c, "list_tools", json!({"profile": "no-such-profile"})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    let s = call(&c, "search_tools", json!({"query": "read file"})).await;
+    assert_eq!(
+        sc(&s)["matches"][0]["name"],
+        json!("read_file"),
+        "{}",
+        sc(&s)
+    );
+    let d = call(&c, "describe_tool", json!({"name": "read_file"})).await;
+    assert!(
+        sc(&d)["tool"]["signature"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("read_file(")),
+        "{}",
+        sc(&d)
+    );
+    let dg = call(&c, "delegate", json!({"intent": "count the files"})).await;
+    assert_eq!(dg.is_error, Some(true));
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn unknown_tool_is_a_protocol_error_and_server_survives() {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    let e = c.call_tool(CallToolRequestParams::new("rm_rf")).await;
+    assert!(e.is_err(), "{e:?}");
+    let bad = call(&c, "run_program", json!({"source": "1"})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(sc(&bad)["error"]["type"], json!("BadArgument"));
+    let ok = call(&c, "list_profiles", json!({})).await;
+    assert_eq!(ok.is_error, Some(false));
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+#[ignore = "waiting for supervisor"]
+async fn run_program_ok_and_failing() {
+    let ws = util::workspace(&[("a.txt", "hello\nworld\n")]);
+    let c = connect(ws.path(), &[]).await;
+    let ok = call(
+        &c,
+        "run_program",
+        json!({"program": "lines = read_file('a.txt').splitlines()\nprint(len(lines))\nlines"}),
+    )
+    .await;
+    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    let s = sc(&ok);
+    assert_eq!(s["ok"], json!(true));
+    assert_eq!(s["value"], json!(["hello", "world"]));
+    assert_eq!(s["repr"], json!("['hello', 'world']"));
+    assert_eq!(s["stdout"], json!("2\n"));
+    assert_eq!(s["trace"][0]["tool"], json!("read_file"));
+    assert_eq!(s["error"], Value::Null);
+
+    let bad = call(&c, "run_program", json!({"program": "x = 1\ny = x + z\n"})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(sc(&bad)["ok"], json!(false));
+    assert_eq!(sc(&bad)["error"]["kind"], json!("validation"));
+
+    let boom = call(&c, "run_program", json!({"program": "d = {}\nd['k']"})).await;
+    assert_eq!(boom.is_error, Some(true));
+    assert_eq!(sc(&boom)["error"]["kind"], json!("runtime"));
+    assert_eq!(sc(&boom)["error"]["type"], json!("KeyError"));
+    assert_eq!(sc(&boom)["error"]["line"], json!(2));
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test]
+#[ignore = "waiting for supervisor"]
+async fn concurrent_runs_and_a_runaway() {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    let runaway = call(
+        &c,
+        "run_program",
+        json!({"program": "n = 0\nfor i in range(10**12):\n    n += 1\nn"}),
+    );
+    let quick = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let t = Instant::now();
+        let r = call(&c, "run_program", json!({"program": "sum(range(10))"})).await;
+        (r, t.elapsed())
+    };
+    tokio::select! {
+        _ = runaway => panic!("runaway finished first"),
+        (r, took) = quick => {
+            assert_eq!(sc(&r)["value"], json!(45));
+            assert!(took < Duration::from_secs(2), "{took:?}");
+        }
+    }
+    c.cancel().await.expect("close");
+}
+
+/// Raw JSON-RPC over pipes: every stdout line must be a JSON-RPC frame, and
+/// closing stdin must end the process within a second.
+#[test]
+fn eof_shuts_down_quickly_and_stdout_is_only_frames() {
+    let ws = util::workspace(&[]);
+    let mut child = util::lackpy()
+        .arg("mcp")
+        .arg("--workspace")
+        .arg(ws.path())
+        .env("LACKPY_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let frames = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "validate", "arguments": {"program": "len('x')"}}}),
+    ];
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => lines.push(l),
+                Err(_) => break,
+            }
+        }
+        lines
+    });
+    for f in &frames {
+        writeln!(stdin, "{f}").expect("write frame");
+    }
+    stdin.flush().expect("flush");
+    // Let the answers come back before closing.
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Instant::now();
+    drop(stdin);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            let _ = child.kill();
+            panic!("lackpy mcp did not exit after EOF");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = t.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    let lines = reader.join().expect("reader");
+    let mut ids = Vec::new();
+    for l in &lines {
+        let v: Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {l:?}"));
+        assert_eq!(v["jsonrpc"], json!("2.0"), "{l}");
+        ids.push(v["id"].clone());
+    }
+    ids.sort_by_key(|v| v.as_u64());
+    assert_eq!(ids, [json!(1), json!(2), json!(3)], "{lines:?}");
+}
