@@ -328,18 +328,31 @@ mod tests {
         }
     }
 
+    /// The four built-in file tools as a validator namespace.
+    pub(crate) fn file_tools_ns() -> lackpy_policy::Namespace {
+        let t = |name: &str, args: &[&str], w: u8, d: u8| lackpy_policy::ToolEntry {
+            name: name.into(),
+            target: name.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            grade: lackpy_policy::Grade { w, d },
+        };
+        lackpy_policy::Namespace {
+            tools: vec![
+                t("read_file", &["path"], 1, 0),
+                t("find_files", &["pattern"], 1, 0),
+                t("write_file", &["path", "content"], 1, 2),
+                t("edit_file", &["path", "old_str", "new_str"], 1, 2),
+            ],
+        }
+    }
+
     #[test]
-    fn shipped_corpus_parses() {
-        let ns = lackpy_policy::Namespace::default();
+    fn shipped_corpus_validates() {
+        let ns = file_tools_ns();
         let limits = lackpy_policy::Limits::default();
         for e in &corpus().examples {
-            // Parse-level check (the stub validator parses; the full validator
-            // would also need the tools in the namespace).
             let r = lackpy_policy::validate(&e.program, &ns, &limits);
-            if let Err(errs) = r {
-                let syntax = errs.iter().any(|x| x.type_name == "SyntaxError");
-                assert!(!syntax, "{}: {errs:?}", e.intent);
-            }
+            assert!(r.is_ok(), "{}: {:?}", e.intent, r.err());
         }
     }
 

@@ -444,7 +444,11 @@ fn try_once(
         let mut buf = Vec::new();
         // Read at most 4 KiB of an error body.
         let _ = reader.read_limited(&mut buf, 4096);
-        let text = String::from_utf8_lossy(&buf);
+        let mut text = String::from_utf8_lossy(&buf).to_string();
+        if let Some(k) = ep.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
+            // An endpoint that echoes the key must not put it into our errors.
+            text = text.replace(k.expose(), "***");
+        }
         return Err(InferError::Status {
             url: url.to_string(),
             status: status.as_u16(),
