@@ -1,0 +1,1 @@
+{k: [x for x in range(k)] for k in range(4)}

@@ -1,0 +1,1 @@
+sorted({(x % 2, x % 3) for x in range(10)})

@@ -1,0 +1,3 @@
+opts = {'sep': '-', 'end': '!\n'}
+print('a', 'b', **opts)
+print(*[1, 2], **{'sep': ''})

@@ -1,0 +1,3 @@
+print('', end='')
+print('x', '', 'y')
+print(None)

@@ -1,0 +1,2 @@
+cfg = {'db': {'host': 'x'}}
+cfg['db']['port']

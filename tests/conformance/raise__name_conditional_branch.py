@@ -1,0 +1,4 @@
+flag = False
+if flag:
+    msg = 'yes'
+print(msg)

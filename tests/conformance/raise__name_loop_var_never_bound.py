@@ -1,0 +1,3 @@
+for i in []:
+    pass
+i

@@ -1,0 +1,3 @@
+s = {1, 2}
+for x in s:
+    s.add(x + 10)

@@ -1,0 +1,1 @@
+'abc'.center(9, 'ab')

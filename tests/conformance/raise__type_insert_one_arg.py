@@ -1,0 +1,2 @@
+xs = []
+xs.insert(1)

@@ -1,0 +1,2 @@
+vals = [3, None, 1]
+vals.sort()

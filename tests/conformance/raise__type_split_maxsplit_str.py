@@ -1,0 +1,1 @@
+'a b'.split(maxsplit='x')

@@ -1,0 +1,2 @@
+for a, b in [(1, 2), None]:
+    pass

@@ -1,0 +1,1 @@
+{None: [True, False], (True,): {False}, 'n': (None,)}

@@ -1,0 +1,3 @@
+xs = [1]
+xs.append(xs)
+[xs, str(xs), len(xs)]

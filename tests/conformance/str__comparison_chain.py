@@ -1,0 +1,2 @@
+a, b, c = 'apple', 'banana', 'cherry'
+[a < b < c, a < c < b, 'a' <= 'a' < 'b', '' < 'a' != 'b']
