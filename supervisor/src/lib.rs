@@ -1,1 +1,1024 @@
+//! lackpy's supervisor: spawns jailed executor workers, answers their tool
+//! calls, enforces limits, records traces. See README.md.
+//!
+//! The supervisor never runs untrusted code and never trusts a worker:
+//! every frame is size-capped and decoded with limits, every tool call is
+//! authorized against the run's profile and budget, and any protocol
+//! violation kills the worker (its whole pid namespace) and ends the run
+//! with a clear error. Workers are single-use.
+#![warn(missing_docs)]
 
+pub mod json;
+pub mod sha256;
+pub mod spawn;
+pub mod tools;
+pub mod trace;
+
+use lackpy_policy::config::ResolvedProfile;
+use lackpy_policy::lang::Grade;
+use lackpy_policy::wire::{
+    Data, ErrorInfo, ErrorKind, FromWorker, Limits, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
+    PROTOCOL_VERSION,
+};
+use lackpy_worker::ipc::FrameError;
+use lackpy_worker::jail::{Filter, JailSpec};
+use serde::Serialize;
+use spawn::{ExeHandle, Greeting, Worker};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+use trace::{TraceEntry, TraceRecord};
+
+/// How long a fresh worker may take to jail itself and say `Ready`.
+/// Why 5 s: jailing takes about a millisecond; only a wedged kernel or a
+/// hostile worker takes longer.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long to watch for frames sent after `Done` (ms).
+/// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
+/// once); a hostile one that keeps talking is caught instead of ignored.
+const AFTER_DONE_WAIT_MS: i32 = 20;
+
+/// Which jail layers are on. All on by default; the operator may lower
+/// named layers (`[sandbox] lower = [...]`), and the level is then recorded
+/// in every trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JailLevel {
+    /// Namespaces and the empty root.
+    pub namespaces: bool,
+    /// rlimits.
+    pub rlimits: bool,
+    /// landlock.
+    pub landlock: bool,
+    /// seccomp.
+    pub seccomp: bool,
+}
+
+impl Default for JailLevel {
+    fn default() -> Self {
+        JailLevel::full()
+    }
+}
+
+impl JailLevel {
+    /// Every layer on.
+    pub fn full() -> Self {
+        JailLevel {
+            namespaces: true,
+            rlimits: true,
+            landlock: true,
+            seccomp: true,
+        }
+    }
+
+    /// Full, minus the named layers (`namespaces`, `rlimits`, `landlock`, `seccomp`).
+    ///
+    /// # Errors
+    /// An unknown layer name.
+    pub fn lowered<S: AsRef<str>>(names: &[S]) -> Result<Self, SupervisorError> {
+        let mut l = JailLevel::full();
+        for n in names {
+            match n.as_ref() {
+                "namespaces" => l.namespaces = false,
+                "rlimits" => l.rlimits = false,
+                "landlock" => l.landlock = false,
+                "seccomp" => l.seccomp = false,
+                other => {
+                    return Err(SupervisorError::Config(format!(
+                        "unknown jail layer {other:?} in [sandbox] lower (known: namespaces, rlimits, landlock, seccomp)"
+                    )))
+                }
+            }
+        }
+        Ok(l)
+    }
+
+    /// The jail spec for an executor with these layers and `limits`.
+    ///
+    /// `RLIMIT_AS` is twice the accounted-memory limit plus 256 MiB (the
+    /// interpreter's own accounting stops a program first; the rlimit backs
+    /// it up, and must leave room for allocator overhead and the binary).
+    /// `RLIMIT_CPU` is the wall-clock limit rounded up, plus one second.
+    pub fn executor_spec(&self, limits: &Limits) -> JailSpec {
+        let as_bytes = limits
+            .memory_bytes
+            .saturating_mul(2)
+            .saturating_add(256 << 20);
+        let cpu = limits.wall_ms.div_ceil(1000).saturating_add(1);
+        JailSpec {
+            namespaces: self.namespaces,
+            rlimits: self.rlimits,
+            landlock: self.landlock,
+            seccomp: self.seccomp.then_some(Filter::Executor),
+            keep_net: false,
+            connect_port: None,
+            as_bytes,
+            cpu_seconds: cpu,
+        }
+    }
+}
+
+/// Supervisor setup errors.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SupervisorError {
+    /// The executable could not be opened.
+    #[error("cannot open the lackpy executable: {0}")]
+    Exe(std::io::Error),
+    /// Invalid configuration.
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// Supervisor configuration.
+#[derive(Debug)]
+pub struct SupervisorConfig {
+    /// The lackpy executable (normally [`ExeHandle::current`]).
+    pub exe: ExeHandle,
+    /// Jail layers.
+    pub jail_level: JailLevel,
+    /// Pre-spawned, already-jailed workers kept ready (0 = spawn per run).
+    pub pool_size: usize,
+    /// Worker role argv after `__worker` (default `["executor"]`). Tests
+    /// point this at the test-only `hostile`/`probe` roles, which exist only
+    /// in binaries built with the `test-roles` feature.
+    pub worker_role: Vec<String>,
+}
+
+impl SupervisorConfig {
+    /// Defaults: this executable, full jail, no pool, executor role.
+    ///
+    /// # Errors
+    /// When `/proc/self/exe` cannot be opened.
+    pub fn new() -> Result<Self, SupervisorError> {
+        Ok(SupervisorConfig {
+            exe: ExeHandle::current().map_err(SupervisorError::Exe)?,
+            jail_level: JailLevel::full(),
+            pool_size: 0,
+            worker_role: vec!["executor".into()],
+        })
+    }
+}
+
+/// One run to perform.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Program text as received (checked for size and UTF-8 here).
+    pub source: Vec<u8>,
+    /// The active profile.
+    pub profile: ResolvedProfile,
+    /// Workspace directory for the file tools and traces.
+    pub workspace: PathBuf,
+    /// The run's limits.
+    pub limits: Limits,
+}
+
+/// The result of a run: serializes to exactly the CLI contract's object
+/// (`ok value repr stdout grade trace error`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// Whether the run succeeded.
+    pub ok: bool,
+    /// JSON form of the value.
+    pub value: serde_json::Value,
+    /// Python repr of the value, or null when the program ended in a statement.
+    pub repr: Option<String>,
+    /// Captured `print` output.
+    pub stdout: String,
+    /// The program's grade.
+    pub grade: Grade,
+    /// Every tool call.
+    pub trace: Vec<TraceEntry>,
+    /// Set when `ok` is false.
+    pub error: Option<ErrorInfo>,
+    /// Run id (also in the trace file).
+    #[serde(skip)]
+    pub run_id: String,
+    /// Jail level the run had.
+    #[serde(skip)]
+    pub jail_level: String,
+    /// Tools the program names (from validation).
+    #[serde(skip)]
+    pub calls: Vec<String>,
+}
+
+impl RunReport {
+    /// The process exit status the contract assigns.
+    pub fn exit_code(&self) -> i32 {
+        match &self.error {
+            None => 0,
+            Some(e) => e.exit_code(),
+        }
+    }
+}
+
+struct Pool {
+    workers: Mutex<VecDeque<Worker>>,
+    cv: Condvar,
+    stop: AtomicBool,
+}
+
+/// The supervisor. `Send + Sync`: front ends call [`Supervisor::run`] from many threads.
+pub struct Supervisor {
+    cfg: Arc<SupervisorConfig>,
+    pool: Arc<Pool>,
+    pool_spec: JailSpec,
+    refill: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    /// Start a supervisor; with `pool_size > 0`, a background thread keeps
+    /// that many jailed workers ready (jailed with the default limits'
+    /// rlimits; runs needing more get a fresh worker).
+    ///
+    /// # Errors
+    /// Configuration errors.
+    pub fn new(cfg: SupervisorConfig) -> Result<Self, SupervisorError> {
+        let cfg = Arc::new(cfg);
+        let pool = Arc::new(Pool {
+            workers: Mutex::new(VecDeque::new()),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
+        let pool_spec = cfg.jail_level.executor_spec(&Limits::default());
+        let refill = if cfg.pool_size > 0 {
+            let (cfg2, pool2, spec) = (Arc::clone(&cfg), Arc::clone(&pool), pool_spec.clone());
+            // Workers die with the thread that spawned them (PR_SET_PDEATHSIG),
+            // so pooled ones are spawned by this long-lived thread.
+            Some(
+                std::thread::Builder::new()
+                    .name("lackpy-pool".into())
+                    .spawn(move || refill_loop(&cfg2, &pool2, &spec))
+                    .map_err(|e| {
+                        SupervisorError::Config(format!("cannot start the pool thread: {e}"))
+                    })?,
+            )
+        } else {
+            None
+        };
+        Ok(Supervisor {
+            cfg,
+            pool,
+            pool_spec,
+            refill,
+        })
+    }
+
+    /// Number of ready workers in the pool right now.
+    pub fn pool_ready(&self) -> usize {
+        self.pool.workers.lock().map_or(0, |w| w.len())
+    }
+
+    /// The jail level string recorded in traces.
+    pub fn jail_level(&self) -> String {
+        self.pool_spec.level()
+    }
+
+    /// Spawn a worker for `spec` and wait for its greeting.
+    fn fresh_worker(&self, spec: &JailSpec) -> Result<Worker, ErrorInfo> {
+        let (role, args) = self
+            .cfg
+            .worker_role
+            .split_first()
+            .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+        let mut w = spawn::spawn(&self.cfg.exe, role, args, spec)
+            .map_err(|e| internal("WorkerSpawnFailed", format!("cannot spawn a worker: {e}")))?;
+        greet(&mut w)?;
+        Ok(w)
+    }
+
+    fn take_worker(&self, spec: &JailSpec) -> Result<Worker, ErrorInfo> {
+        let fits = spec.namespaces == self.pool_spec.namespaces
+            && spec.rlimits == self.pool_spec.rlimits
+            && spec.landlock == self.pool_spec.landlock
+            && spec.seccomp == self.pool_spec.seccomp
+            && spec.as_bytes <= self.pool_spec.as_bytes
+            && spec.cpu_seconds <= self.pool_spec.cpu_seconds;
+        if fits && self.cfg.pool_size > 0 {
+            let taken = self
+                .pool
+                .workers
+                .lock()
+                .ok()
+                .and_then(|mut q| q.pop_front());
+            self.pool.cv.notify_all();
+            if let Some(w) = taken {
+                return Ok(w);
+            }
+        }
+        self.fresh_worker(spec)
+    }
+
+    /// Validate and run one program. Never panics on hostile input; every
+    /// outcome, including internal failures, is a report (and a trace line).
+    pub fn run(&self, req: RunRequest) -> RunReport {
+        let started = Instant::now();
+        let time = trace::now_rfc3339();
+        let run_id = trace::new_run_id();
+        let spec = self.cfg.jail_level.executor_spec(&req.limits);
+        let mut report = RunReport {
+            ok: false,
+            value: serde_json::Value::Null,
+            repr: None,
+            stdout: String::new(),
+            grade: Grade::default(),
+            trace: Vec::new(),
+            error: None,
+            run_id: run_id.clone(),
+            jail_level: spec.level(),
+            calls: Vec::new(),
+        };
+        self.execute(&req, &spec, &mut report);
+        report.ok = report.error.is_none();
+        if !report.ok {
+            report.value = serde_json::Value::Null;
+            report.repr = None;
+        }
+        let limit_hit = report
+            .error
+            .as_ref()
+            .filter(|e| e.kind == ErrorKind::Limit)
+            .map(|e| e.type_name.clone());
+        let rec = TraceRecord {
+            run_id,
+            time,
+            program_sha256: sha256::hex(&req.source),
+            program: String::from_utf8_lossy(&req.source).into_owned(),
+            profile: req.profile.name.clone(),
+            grade: serde_json::to_value(report.grade).unwrap_or_default(),
+            jail_level: report.jail_level.clone(),
+            calls: report.trace.clone(),
+            outcome: match &report.error {
+                None => "ok".into(),
+                Some(e) => serde_json::to_value(e.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+            },
+            error: report
+                .error
+                .as_ref()
+                .and_then(|e| serde_json::to_value(e).ok()),
+            limit_hit,
+            limits: serde_json::to_value(&req.limits).unwrap_or_default(),
+            duration_us: started.elapsed().as_micros() as u64,
+        };
+        if let Err(e) = trace::append(&req.workspace, &rec) {
+            tracing::warn!(
+                "could not write the trace to {}: {e}",
+                trace::trace_dir(&req.workspace).display()
+            );
+            eprintln!(
+                "lackpy: warning: trace not written ({}): {e}",
+                trace::trace_dir(&req.workspace).display()
+            );
+        }
+        // Trace entries in the contract object do not carry result sizes.
+        for t in &mut report.trace {
+            t.result_bytes = None;
+        }
+        report
+    }
+
+    fn execute(&self, req: &RunRequest, spec: &JailSpec, report: &mut RunReport) {
+        let limits = &req.limits;
+        // Validate here first: an invalid program never reaches a worker.
+        if req.source.len() as u64 > limits.source_bytes {
+            report.error = Some(ErrorInfo::new(
+                ErrorKind::Validation,
+                "SourceTooLarge",
+                format!(
+                    "program is {} bytes; the limit is {}",
+                    req.source.len(),
+                    limits.source_bytes
+                ),
+            ));
+            return;
+        }
+        let source = match std::str::from_utf8(&req.source) {
+            Ok(s) => s,
+            Err(e) => {
+                report.error = Some(ErrorInfo::new(
+                    ErrorKind::Validation,
+                    "EncodingError",
+                    format!(
+                        "program is not valid UTF-8 (invalid byte at offset {})",
+                        e.valid_up_to()
+                    ),
+                ));
+                return;
+            }
+        };
+        let ns = req.profile.namespace();
+        let program = match lackpy_policy::validate(source, &ns, limits) {
+            Ok(p) => p,
+            Err(errors) => {
+                report.error = Some(errors.into_iter().next().unwrap_or_else(|| {
+                    ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
+                }));
+                return;
+            }
+        };
+        report.grade = program.grade;
+        report.calls = program.calls.clone();
+        let ws = match tools::fs::Workspace::open(&req.workspace) {
+            Ok(ws) => ws,
+            Err(e) => {
+                report.error = Some(internal(
+                    "WorkspaceUnavailable",
+                    format!("cannot open workspace {}: {e}", req.workspace.display()),
+                ));
+                return;
+            }
+        };
+        let mut worker = match self.take_worker(spec) {
+            Ok(w) => w,
+            Err(e) => {
+                report.error = Some(e);
+                return;
+            }
+        };
+        report.jail_level = worker.spec.level();
+        let run = ToWorker::Run {
+            protocol: PROTOCOL_VERSION,
+            program: source.to_string(),
+            tools: req
+                .profile
+                .tools
+                .iter()
+                .map(|(alias, s)| ToolSig {
+                    name: alias.clone(),
+                    args: s.args.iter().map(|a| a.name.clone()).collect(),
+                })
+                .collect(),
+            limits: limits.clone(),
+        };
+        let deadline = Instant::now() + Duration::from_millis(limits.wall_ms);
+        let mut session = Session {
+            req,
+            ws: &ws,
+            report,
+            worker: &mut worker,
+            deadline,
+            calls: 0,
+        };
+        session.drive(&run);
+        worker.kill_and_reap();
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.pool.stop.store(true, Ordering::SeqCst);
+        self.pool.cv.notify_all();
+        if let Some(t) = self.refill.take() {
+            let _ = t.join();
+        }
+        if let Ok(mut q) = self.pool.workers.lock() {
+            q.clear(); // Worker::drop kills and reaps
+        }
+    }
+}
+
+fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
+    let (role, args) = cfg
+        .worker_role
+        .split_first()
+        .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        {
+            let Ok(mut q) = pool.workers.lock() else {
+                return;
+            };
+            while !pool.stop.load(Ordering::SeqCst) && q.len() >= cfg.pool_size {
+                q = match pool.cv.wait(q) {
+                    Ok(q) => q,
+                    Err(_) => return,
+                };
+            }
+        }
+        if pool.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let ready = spawn::spawn(&cfg.exe, role, args, spec)
+            .ok()
+            .and_then(|mut w| greet(&mut w).ok().map(|()| w));
+        match ready {
+            Some(w) => {
+                backoff = Duration::from_millis(10);
+                if let Ok(mut q) = pool.workers.lock() {
+                    q.push_back(w);
+                }
+            }
+            None => {
+                // A jail that cannot be set up fails every run with a clear
+                // error from a fresh spawn; do not spin here.
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+fn internal(type_name: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo::new(ErrorKind::Internal, type_name, message)
+}
+
+fn limit(type_name: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo::new(ErrorKind::Limit, type_name, message)
+}
+
+/// Wait for `Ready`; `SetupFailed` and anything else become internal errors.
+fn greet(w: &mut Worker) -> Result<(), ErrorInfo> {
+    match w.greeting(Instant::now() + READY_TIMEOUT) {
+        Ok(Greeting::Ready) => Ok(()),
+        Ok(Greeting::SetupFailed {
+            step,
+            errno,
+            detail,
+        }) => {
+            w.kill_and_reap();
+            let mut e = internal(
+                "JailSetupFailed",
+                format!(
+                    "the jail could not be set up: step `{step}` failed: {detail} (errno {errno})"
+                ),
+            );
+            e.hint = Some(format!(
+                "run `lackpy doctor` to see which layers this kernel supports; an operator may lower a layer with [sandbox] lower = [\"{}\"]",
+                layer_of_step(&step)
+            ));
+            Err(e)
+        }
+        Err(FrameError::Timeout) => {
+            w.kill_and_reap();
+            Err(internal(
+                "WorkerTimeout",
+                "the worker did not start within 5 s",
+            ))
+        }
+        Err(FrameError::Closed | FrameError::Truncated { .. }) => {
+            let st = w.reap_by(Instant::now() + Duration::from_secs(1));
+            Err(internal(
+                "WorkerDied",
+                format!("the worker died while starting ({})", describe_status(st)),
+            ))
+        }
+        Err(e) => {
+            w.kill_and_reap();
+            Err(internal(
+                "ProtocolViolation",
+                format!("worker broke the protocol while starting: {e}"),
+            ))
+        }
+    }
+}
+
+fn layer_of_step(step: &str) -> &'static str {
+    match step {
+        "rlimits" => "rlimits",
+        "landlock" => "landlock",
+        "seccomp" => "seccomp",
+        _ => "namespaces",
+    }
+}
+
+fn describe_status(st: Option<std::process::ExitStatus>) -> String {
+    match st {
+        None => "status unknown".into(),
+        Some(s) => match spawn::death_signal(&s) {
+            Some(sig) => format!("killed by signal {sig} ({})", signal_name(sig)),
+            None => format!("exit status {}", s.code().unwrap_or(-1)),
+        },
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => "signal",
+    }
+}
+
+/// One run's conversation with its worker.
+struct Session<'a> {
+    req: &'a RunRequest,
+    ws: &'a tools::fs::Workspace,
+    report: &'a mut RunReport,
+    worker: &'a mut Worker,
+    deadline: Instant,
+    calls: u64,
+}
+
+enum Step {
+    Continue,
+    Finished,
+}
+
+impl Session<'_> {
+    fn drive(&mut self, run: &ToWorker) {
+        if let Err(e) = self.worker.chan.send(run, Some(self.deadline)) {
+            self.report.error = Some(self.frame_error(e));
+            return;
+        }
+        loop {
+            let msg = match self.worker.chan.recv::<FromWorker>(Some(self.deadline)) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.report.error = Some(self.frame_error(e));
+                    return;
+                }
+            };
+            match self.handle(msg) {
+                Ok(Step::Continue) => {}
+                Ok(Step::Finished) => return,
+                Err(e) => {
+                    self.report.error = Some(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A frame error while a run is in progress.
+    fn frame_error(&mut self, e: FrameError) -> ErrorInfo {
+        match e {
+            FrameError::Timeout => {
+                self.worker.kill_and_reap();
+                limit(
+                    "timeout",
+                    format!(
+                        "the run exceeded the wall-clock limit of {} ms",
+                        self.req.limits.wall_ms
+                    ),
+                )
+            }
+            FrameError::Closed | FrameError::Truncated { .. } | FrameError::Io(_) => {
+                let st = self.worker.reap_by(Instant::now() + Duration::from_secs(1));
+                classify_death(st, &self.req.limits)
+            }
+            other => {
+                self.worker.kill_and_reap();
+                internal("ProtocolViolation", format!("worker killed: {other}"))
+            }
+        }
+    }
+
+    fn violation(&mut self, what: String) -> ErrorInfo {
+        self.worker.kill_and_reap();
+        internal("ProtocolViolation", format!("worker killed: {what}"))
+    }
+
+    fn handle(&mut self, msg: FromWorker) -> Result<Step, ErrorInfo> {
+        match msg {
+            FromWorker::ToolCall {
+                id,
+                name,
+                args,
+                kwargs,
+            } => {
+                self.calls += 1;
+                if id != self.calls {
+                    return Err(
+                        self.violation(format!("tool call id {id}, expected {}", self.calls))
+                    );
+                }
+                if self.calls > self.req.limits.tool_calls {
+                    self.worker.kill_and_reap();
+                    return Err(limit(
+                        "tool_calls",
+                        format!(
+                            "the program made more than {} tool calls",
+                            self.req.limits.tool_calls
+                        ),
+                    ));
+                }
+                let Some((_, spec)) = self
+                    .req
+                    .profile
+                    .tools
+                    .iter()
+                    .find(|(alias, _)| *alias == name)
+                else {
+                    return Err(self.violation(format!(
+                        "called tool {name:?}, which profile {:?} does not grant",
+                        self.req.profile.name
+                    )));
+                };
+                let spec = spec.clone();
+                let mut values = Vec::with_capacity(args.len());
+                for a in &args {
+                    match Data::from_flat(a, MAX_DATA_DEPTH) {
+                        Ok(d) => values.push(d),
+                        Err(e) => {
+                            return Err(self.violation(format!("malformed argument to {name}: {e}")))
+                        }
+                    }
+                }
+                let mut kw = Vec::with_capacity(kwargs.len());
+                for (k, a) in &kwargs {
+                    match Data::from_flat(a, MAX_DATA_DEPTH) {
+                        Ok(d) => kw.push((k.clone(), d)),
+                        Err(e) => {
+                            return Err(self.violation(format!("malformed argument to {name}: {e}")))
+                        }
+                    }
+                }
+                let arity = spec.args.len();
+                if values.len() + kw.len() > arity {
+                    self.worker.kill_and_reap();
+                    let mut e = ErrorInfo::new(
+                        ErrorKind::Tool,
+                        "BadArgument",
+                        format!(
+                            "{name}() takes {arity} argument(s) but {} were given",
+                            values.len() + kw.len()
+                        ),
+                    );
+                    e.hint = Some(format!(
+                        "{name}({})",
+                        spec.args
+                            .iter()
+                            .map(|a| a.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    return Err(e);
+                }
+                let t0 = Instant::now();
+                let result = bind_kwargs(&name, &spec, values.clone(), kw)
+                    .and_then(|positional| tools::call(&spec, &positional, self.ws));
+                let duration_us = t0.elapsed().as_micros() as u64;
+                let (reply, entry_err, bytes) = match result {
+                    Ok(d) => {
+                        let flat = d.to_flat();
+                        let bytes = flat.0.iter().map(node_bytes).sum::<u64>();
+                        (Ok(flat), None, Some(bytes))
+                    }
+                    Err(f) => {
+                        let msg = format!("{}: {}", f.type_name, f.message);
+                        (Err(f), Some(msg), None)
+                    }
+                };
+                self.report.trace.push(TraceEntry {
+                    tool: name,
+                    args: values.iter().map(json::to_json).collect(),
+                    ok: entry_err.is_none(),
+                    duration_us,
+                    error: entry_err,
+                    result_bytes: bytes,
+                });
+                let msg = ToWorker::ToolResult { id, result: reply };
+                match self.worker.chan.send(&msg, Some(self.deadline)) {
+                    Ok(()) => Ok(Step::Continue),
+                    Err(FrameError::TooLarge { len, max }) => {
+                        self.worker.kill_and_reap();
+                        Err(limit(
+                            "result",
+                            format!(
+                                "a tool result of {len} bytes exceeds the {max}-byte frame limit"
+                            ),
+                        ))
+                    }
+                    Err(e) => Err(self.frame_error(e)),
+                }
+            }
+            FromWorker::Stdout(chunk) => {
+                let cap = self.req.limits.stdout_bytes;
+                if (self.report.stdout.len() + chunk.len()) as u64 > cap {
+                    self.worker.kill_and_reap();
+                    return Err(limit(
+                        "output",
+                        format!("the program printed more than {cap} bytes"),
+                    ));
+                }
+                self.report.stdout.push_str(&chunk);
+                Ok(Step::Continue)
+            }
+            FromWorker::Done(outcome) => {
+                // Anything after Done is a violation. A worker that is exiting
+                // shows EOF at once, so this wait costs well-behaved runs nothing.
+                if self.worker.chan.has_pending(AFTER_DONE_WAIT_MS) {
+                    return Err(self.violation("sent a frame after Done".into()));
+                }
+                if let Some(e) = outcome.error {
+                    self.report.error = Some(e.0);
+                    return Ok(Step::Finished);
+                }
+                let value = match outcome
+                    .value
+                    .as_ref()
+                    .map(|f| Data::from_flat(f, MAX_DATA_DEPTH))
+                {
+                    None => None,
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => {
+                        return Err(self.violation(format!("malformed result value: {e}")))
+                    }
+                };
+                let cap = self.req.limits.result_bytes;
+                if let Some(r) = &outcome.repr {
+                    if r.len() as u64 > cap {
+                        return Err(limit(
+                            "result",
+                            format!("the result's repr is {} bytes; the limit is {cap}", r.len()),
+                        ));
+                    }
+                }
+                self.report.value = value
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, json::to_json);
+                self.report.repr = if value.is_some() { outcome.repr } else { None };
+                Ok(Step::Finished)
+            }
+            FromWorker::Ready { .. } | FromWorker::SetupFailed { .. } => {
+                Err(self.violation("sent a greeting in the middle of a run".into()))
+            }
+        }
+    }
+}
+
+/// Approximate encoded size of a node (for the trace's result_bytes).
+fn node_bytes(n: &lackpy_policy::wire::Node) -> u64 {
+    use lackpy_policy::wire::Node;
+    match n {
+        Node::Str(s) | Node::BigInt(s) => s.len() as u64 + 2,
+        _ => 2,
+    }
+}
+
+/// Place keyword arguments by the spec's argument names.
+fn bind_kwargs(
+    name: &str,
+    spec: &lackpy_policy::config::ToolSpec,
+    mut positional: Vec<Data>,
+    kwargs: Vec<(String, Data)>,
+) -> Result<Vec<Data>, ToolFailure> {
+    if kwargs.is_empty() {
+        return Ok(positional);
+    }
+    let mut slots: Vec<Option<Data>> = positional.drain(..).map(Some).collect();
+    slots.resize(spec.args.len().max(slots.len()), None);
+    for (k, v) in kwargs {
+        let Some(i) = spec.args.iter().position(|a| a.name == k) else {
+            return Err(tools::fs::fail(
+                "BadArgument",
+                format!("{name}() got an unexpected keyword argument '{k}'"),
+            ));
+        };
+        if slots[i].is_some() {
+            return Err(tools::fs::fail(
+                "BadArgument",
+                format!("{name}() got multiple values for argument '{k}'"),
+            ));
+        }
+        slots[i] = Some(v);
+    }
+    let mut out = Vec::new();
+    for (i, s) in slots.into_iter().enumerate() {
+        match s {
+            Some(d) => out.push(d),
+            None => {
+                let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
+                return Err(tools::fs::fail(
+                    "BadArgument",
+                    format!("{name}() missing required argument: '{arg}'"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Why a worker died without `Done`.
+fn classify_death(st: Option<std::process::ExitStatus>, limits: &Limits) -> ErrorInfo {
+    let sig = st.as_ref().and_then(spawn::death_signal);
+    match sig {
+        Some(libc::SIGSYS) => internal(
+            "SeccompKill",
+            "worker killed by seccomp: it made a system call outside the allowlist",
+        ),
+        Some(libc::SIGXCPU) => limit(
+            "timeout",
+            format!(
+                "the run exceeded its CPU time limit ({} ms wall)",
+                limits.wall_ms
+            ),
+        ),
+        Some(libc::SIGABRT) => limit(
+            "memory",
+            format!(
+                "the worker ran out of its address-space limit (memory limit {} bytes)",
+                limits.memory_bytes
+            ),
+        ),
+        Some(libc::SIGXFSZ) => internal("WorkerDied", "worker tried to write a file (SIGXFSZ)"),
+        _ => internal(
+            "WorkerDied",
+            format!(
+                "the worker died without finishing the run ({})",
+                describe_status(st)
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jail_levels() {
+        assert_eq!(
+            JailLevel::lowered::<&str>(&[]).ok(),
+            Some(JailLevel::full())
+        );
+        let l = JailLevel::lowered(&["landlock", "seccomp"]).ok();
+        assert_eq!(
+            l.map(|l| l.executor_spec(&Limits::default()).level()),
+            Some("lowered(-landlock,-seccomp)".into())
+        );
+        assert!(JailLevel::lowered(&["bogus"]).is_err());
+        let s = JailLevel::full().executor_spec(&Limits::default());
+        assert_eq!(s.as_bytes, 768 << 20);
+        assert_eq!(s.cpu_seconds, 11);
+    }
+
+    #[test]
+    fn report_serializes_to_the_contract_keys() {
+        let r = RunReport {
+            ok: true,
+            value: serde_json::json!(2),
+            repr: Some("2".into()),
+            stdout: String::new(),
+            grade: Grade::default(),
+            trace: vec![TraceEntry {
+                tool: "read_file".into(),
+                args: vec![serde_json::json!("a.txt")],
+                ok: true,
+                duration_us: 3,
+                error: None,
+                result_bytes: None,
+            }],
+            error: None,
+            run_id: "x".into(),
+            jail_level: "full".into(),
+            calls: vec![],
+        };
+        let v = serde_json::to_value(&r).unwrap_or_default();
+        let mut keys: Vec<_> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["error", "grade", "ok", "repr", "stdout", "trace", "value"]
+        );
+        let t = &v["trace"][0];
+        let mut tk: Vec<_> = t
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        tk.sort();
+        assert_eq!(tk, ["args", "duration_us", "error", "ok", "tool"]);
+    }
+
+    #[test]
+    fn kwargs_bind_by_name() {
+        let spec = tools::builtin_spec("write_file").unwrap_or_default();
+        let s = |x: &str| Data::Str(x.into());
+        let r = bind_kwargs(
+            "write_file",
+            &spec,
+            vec![s("p")],
+            vec![("content".into(), s("c"))],
+        );
+        assert_eq!(r.ok(), Some(vec![s("p"), s("c")]));
+        assert!(bind_kwargs("write_file", &spec, vec![], vec![("nope".into(), s("c"))]).is_err());
+        assert!(bind_kwargs(
+            "write_file",
+            &spec,
+            vec![s("p")],
+            vec![("path".into(), s("c"))]
+        )
+        .is_err());
+    }
+}

@@ -3,3 +3,6 @@
 #![warn(missing_docs)]
 
 pub mod interp;
+pub mod ipc;
+pub mod jail;
+pub mod role;

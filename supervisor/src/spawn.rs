@@ -1,0 +1,356 @@
+//! Spawning and killing worker processes.
+//!
+//! A worker is this very executable, opened once as an `O_PATH` handle
+//! ([`ExeHandle`]) and re-exec'd through `/proc/self/fd/N` with
+//! `__worker <role> --jail <spec>`. Before exec (in the forked child):
+//! stdin/stdout are /dev/null, stderr is /dev/null unless `LACKPY_LOG` is
+//! set, the IPC socket is dup'ed to fd 3, every other descriptor is marked
+//! close-on-exec, a root supervisor drops to nobody (65534), and the worker
+//! is tied to its spawning thread with `PR_SET_PDEATHSIG`. The environment
+//! is empty.
+
+use lackpy_policy::wire::FromWorker;
+use lackpy_worker::ipc::{self, Channel, FrameError};
+use lackpy_worker::jail::JailSpec;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Instant;
+
+/// The worker's IPC descriptor number.
+pub const WORKER_IPC_FD: RawFd = 3;
+
+/// uid/gid a root supervisor drops its workers to.
+/// Why: even the single outer identity mapped into the worker's user
+/// namespace must own nothing.
+const NOBODY: u32 = 65534;
+
+/// An `O_PATH` handle on the lackpy executable, opened before anything else
+/// so no file has to be found by name when a worker is spawned.
+#[derive(Debug)]
+pub struct ExeHandle {
+    fd: OwnedFd,
+}
+
+impl ExeHandle {
+    /// Open `/proc/self/exe` (the running binary).
+    ///
+    /// # Errors
+    /// The `open` errno.
+    pub fn current() -> std::io::Result<Self> {
+        Self::open(Path::new("/proc/self/exe"))
+    }
+
+    /// Open another lackpy binary (tests use the one cargo built).
+    ///
+    /// # Errors
+    /// The `open` errno.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: `c` is NUL-terminated; O_PATH opens no data access.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Move it above the worker's fixed descriptors (0-3): the child
+        // dup2s the socket onto 3 and must not clobber the exe it execs.
+        // SAFETY: fcntl on the descriptor we just opened.
+        let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+        let err = std::io::Error::last_os_error();
+        // SAFETY: closing the original descriptor we own.
+        unsafe { libc::close(fd) };
+        if high < 0 {
+            return Err(err);
+        }
+        // SAFETY: `high` was just returned by fcntl and is owned by nobody else.
+        Ok(ExeHandle {
+            fd: unsafe { OwnedFd::from_raw_fd(high) },
+        })
+    }
+}
+
+/// A spawned worker: its process and our end of the socket. Dropping it
+/// kills and reaps the process.
+#[derive(Debug)]
+pub struct Worker {
+    child: Option<Child>,
+    /// Our end of the IPC socketpair.
+    pub chan: Channel,
+    /// The jail spec it was started with.
+    pub spec: JailSpec,
+    /// When it was spawned.
+    pub spawned: Instant,
+    status: Option<ExitStatus>,
+}
+
+/// What a worker said first.
+#[derive(Debug)]
+pub enum Greeting {
+    /// Jailed and waiting for `Run`.
+    Ready,
+    /// A jail step failed.
+    SetupFailed {
+        /// Step name.
+        step: String,
+        /// errno.
+        errno: i32,
+        /// Operator detail.
+        detail: String,
+    },
+}
+
+/// Spawn a worker running `role` (and `role_args`) under `spec`.
+///
+/// # Errors
+/// The socketpair or spawn errno.
+pub fn spawn(
+    exe: &ExeHandle,
+    role: &str,
+    role_args: &[String],
+    spec: &JailSpec,
+) -> std::io::Result<Worker> {
+    let (ours, theirs) = ipc::socketpair()?;
+    let theirs_fd = theirs.as_raw_fd();
+    // SAFETY: getuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let log = std::env::var_os("LACKPY_LOG").is_some();
+    let mut argv: Vec<String> = vec![
+        "lackpy-worker".into(),
+        "__worker".into(),
+        role.into(),
+        "--jail".into(),
+        spec.to_arg(),
+    ];
+    argv.extend(role_args.iter().cloned());
+    let exec = ExecArgs::new(exe.fd.as_raw_fd(), &argv)?;
+    // Command does the fork and stdio plumbing; the exec itself is our
+    // execveat(exe_fd, "", AT_EMPTY_PATH) in pre_exec, so no path (not even
+    // /proc/self/fd, which a dropped uid cannot traverse) is looked up.
+    let mut cmd = Command::new("/nonexistent/lackpy-worker");
+    cmd.env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(if log { Stdio::inherit() } else { Stdio::null() });
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only async-signal-safe raw syscalls (dup2, fcntl, close_range,
+    // setgroups/setresgid/setresuid, prctl, setrlimit, execveat); it
+    // allocates nothing (argv was built before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            child_setup(theirs_fd, is_root)?;
+            Err(exec.exec())
+        });
+    }
+    let child = cmd.spawn()?;
+    drop(theirs);
+    Ok(Worker {
+        child: Some(child),
+        chan: Channel::new(ours),
+        spec: spec.clone(),
+        spawned: Instant::now(),
+        status: None,
+    })
+}
+
+/// A prepared `execveat(fd, "", argv, [], AT_EMPTY_PATH)`: everything
+/// allocated before the fork.
+struct ExecArgs {
+    fd: RawFd,
+    _strings: Vec<std::ffi::CString>,
+    ptrs: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the raw pointers point into `_strings`, owned by the same value
+// and never mutated; the value is only read (in the forked child).
+unsafe impl Send for ExecArgs {}
+// SAFETY: as above; shared access is read-only.
+unsafe impl Sync for ExecArgs {}
+
+impl ExecArgs {
+    fn new(fd: RawFd, argv: &[String]) -> std::io::Result<Self> {
+        let strings = argv
+            .iter()
+            .map(|a| std::ffi::CString::new(a.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mut ptrs: Vec<*const libc::c_char> = strings.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        Ok(ExecArgs {
+            fd,
+            _strings: strings,
+            ptrs,
+        })
+    }
+
+    /// Exec; returns only on failure.
+    fn exec(&self) -> std::io::Error {
+        let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+        // SAFETY: `ptrs` is a NUL-terminated array of NUL-terminated strings
+        // alive for this call; envp is an empty NUL-terminated array; the
+        // empty path with AT_EMPTY_PATH execs the descriptor itself.
+        unsafe {
+            libc::syscall(
+                libc::SYS_execveat,
+                self.fd,
+                c"".as_ptr(),
+                self.ptrs.as_ptr(),
+                envp.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        std::io::Error::last_os_error()
+    }
+}
+
+fn check(rc: libc::c_long) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs between fork and exec in the child.
+fn child_setup(sock: RawFd, is_root: bool) -> std::io::Result<()> {
+    // SAFETY (whole function): raw syscalls with integer arguments or
+    // pointers to locals; nothing allocates or takes locks.
+    // Socket to fd 3 (dup2 clears close-on-exec; if it already is 3, clear it by hand).
+    if sock == WORKER_IPC_FD {
+        // SAFETY: fcntl on our own descriptor.
+        check(unsafe { libc::fcntl(sock, libc::F_SETFD, 0) } as libc::c_long)?;
+    } else {
+        // SAFETY: dup2 on descriptors we own.
+        check(unsafe { libc::dup2(sock, WORKER_IPC_FD) } as libc::c_long)?;
+    }
+    // Everything above 3 closes at exec (the exe handle is used *by* exec, so mark, don't close).
+    // SAFETY: close_range with integer arguments.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            (WORKER_IPC_FD + 1) as u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    })?;
+    // Room for the interpreter's recursion on the main thread (it grows on demand).
+    let stack = libc::rlimit {
+        rlim_cur: 64 << 20,
+        rlim_max: 64 << 20,
+    };
+    // SAFETY: setrlimit reads one rlimit struct.
+    check(unsafe { libc::setrlimit(libc::RLIMIT_STACK, &stack) } as libc::c_long)?;
+    if is_root {
+        // Raw syscalls, not libc's setuid: in the child only this thread exists.
+        // SAFETY: setgroups(0, NULL) clears supplementary groups.
+        check(unsafe {
+            libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>())
+        })?;
+        // SAFETY: integer arguments.
+        check(unsafe { libc::syscall(libc::SYS_setresgid, NOBODY, NOBODY, NOBODY) })?;
+        // SAFETY: integer arguments.
+        check(unsafe { libc::syscall(libc::SYS_setresuid, NOBODY, NOBODY, NOBODY) })?;
+        // The uid change made us non-dumpable, which hides /proc/self/fd
+        // (our exec path) from the new uid; we hold nothing secret here.
+        // SAFETY: prctl with integer arguments.
+        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) } as libc::c_long)?;
+    }
+    // Die with the spawning thread (set after the uid change, which clears it).
+    // SAFETY: prctl with integer arguments.
+    check(unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } as libc::c_long)?;
+    Ok(())
+}
+
+impl Worker {
+    /// Process id of the spawned process (outside the worker's pid namespace).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Wait for the first frame until `deadline`.
+    ///
+    /// # Errors
+    /// Any frame error, or an unexpected first message.
+    pub fn greeting(&mut self, deadline: Instant) -> Result<Greeting, FrameError> {
+        match self.chan.recv::<FromWorker>(Some(deadline))? {
+            FromWorker::Ready { protocol } if protocol == lackpy_policy::wire::PROTOCOL_VERSION => {
+                Ok(Greeting::Ready)
+            }
+            FromWorker::Ready { .. } => Err(FrameError::Malformed(
+                "worker speaks another protocol version",
+            )),
+            FromWorker::SetupFailed {
+                step,
+                errno,
+                detail,
+            } => Ok(Greeting::SetupFailed {
+                step,
+                errno,
+                detail,
+            }),
+            _ => Err(FrameError::Malformed(
+                "first frame must be Ready or SetupFailed",
+            )),
+        }
+    }
+
+    /// SIGKILL the worker (its pid namespace dies with it) and reap it.
+    /// Idempotent; returns the exit status.
+    pub fn kill_and_reap(&mut self) -> Option<ExitStatus> {
+        if let Some(mut child) = self.child.take() {
+            // If it already exited, try_wait reaps it and keeps its real status.
+            match child.try_wait() {
+                Ok(Some(st)) => self.status = Some(st),
+                _ => {
+                    let _ = child.kill();
+                    self.status = child.wait().ok();
+                }
+            }
+        }
+        self.status
+    }
+
+    /// Wait (up to `deadline`) for the worker to exit on its own, then reap;
+    /// SIGKILL it if it is still running at the deadline.
+    pub fn reap_by(&mut self, deadline: Instant) -> Option<ExitStatus> {
+        if let Some(child) = self.child.as_mut() {
+            loop {
+                match child.try_wait() {
+                    Ok(Some(st)) => {
+                        self.status = Some(st);
+                        self.child = None;
+                        break;
+                    }
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_micros(200))
+                    }
+                    _ => return self.kill_and_reap(),
+                }
+            }
+        }
+        self.status
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+/// The signal that ended a worker, seen through the reaper process
+/// (which exits 128+N when the jailed pid 1 died of signal N).
+pub fn death_signal(st: &ExitStatus) -> Option<i32> {
+    st.signal()
+        .or_else(|| st.code().filter(|c| *c > 128 && *c < 160).map(|c| c - 128))
+}

@@ -1,0 +1,199 @@
+//! Run traces: one JSON line per run, appended (`O_APPEND`, fsync'd) to
+//! `<workspace>/.lackpy/traces/<YYYY-MM-DD>.jsonl`. Failed runs are traced
+//! too. The trace directory is the supervisor's, not the program's: it is
+//! written by path from the supervisor, never through the tools.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One tool call, as the contract's `trace` array shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEntry {
+    /// Tool name as the program wrote it.
+    pub tool: String,
+    /// Positional arguments, as JSON.
+    pub args: Vec<serde_json::Value>,
+    /// Whether the call succeeded.
+    pub ok: bool,
+    /// Wall time the supervisor spent executing the call.
+    pub duration_us: u64,
+    /// `"Type: message"` when it failed.
+    pub error: Option<String>,
+    /// Bytes of the encoded result (trace file only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub result_bytes: Option<u64>,
+}
+
+/// One line of a trace file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceRecord {
+    /// Unique run id.
+    pub run_id: String,
+    /// RFC 3339 UTC time the run started.
+    pub time: String,
+    /// SHA-256 of the program text.
+    pub program_sha256: String,
+    /// The program text (lossy UTF-8).
+    pub program: String,
+    /// Profile name.
+    pub profile: String,
+    /// The program's grade.
+    pub grade: serde_json::Value,
+    /// `full` or `lowered(-layer,...)`.
+    pub jail_level: String,
+    /// Every tool call, in order.
+    pub calls: Vec<TraceEntry>,
+    /// `ok` or the error kind.
+    pub outcome: String,
+    /// The contract error object, if any.
+    pub error: Option<serde_json::Value>,
+    /// The limit that ended the run, if one did.
+    pub limit_hit: Option<String>,
+    /// The run's limits.
+    pub limits: serde_json::Value,
+    /// Whole run, microseconds.
+    pub duration_us: u64,
+}
+
+/// Directory holding a workspace's traces.
+pub fn trace_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".lackpy").join("traces")
+}
+
+/// Append one record to today's file; fsync'd.
+///
+/// # Errors
+/// I/O errors (the caller warns and continues: a read-only workspace must not fail runs).
+pub fn append(workspace: &Path, rec: &TraceRecord) -> std::io::Result<PathBuf> {
+    let dir = trace_dir(workspace);
+    std::fs::create_dir_all(&dir)?;
+    let day = rec.time.get(..10).unwrap_or("unknown");
+    let path = dir.join(format!("{day}.jsonl"));
+    let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    // One write call per record so concurrent appenders never interleave within a line.
+    f.write_all(&line)?;
+    f.sync_data()?;
+    Ok(path)
+}
+
+/// Every record of the workspace, oldest first; unreadable lines are skipped.
+pub fn read_all(workspace: &Path) -> Vec<TraceRecord> {
+    let Ok(rd) = std::fs::read_dir(trace_dir(workspace)) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        out.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<TraceRecord>(l).ok()),
+        );
+    }
+    out
+}
+
+/// RFC 3339 UTC timestamp with microseconds.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs();
+    let (y, m, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_micros()
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// A fresh run id: time plus 48 random bits.
+pub fn new_run_id() -> String {
+    let mut r = [0u8; 6];
+    // SAFETY: getrandom fills the 6-byte buffer it is given.
+    let n = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), 0) };
+    if n != 6 {
+        let t = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        r.copy_from_slice(&t.to_le_bytes()[..6]);
+    }
+    let ts: String = now_rfc3339()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(14)
+        .collect();
+    format!(
+        "{ts}-{}",
+        r.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_422), (2025, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn append_and_read_back() {
+        let d = tempfile::tempdir().unwrap();
+        let rec = TraceRecord {
+            run_id: new_run_id(),
+            time: now_rfc3339(),
+            program_sha256: "00".into(),
+            program: "1+1".into(),
+            profile: "(default)".into(),
+            grade: serde_json::json!({"w": 0, "d": 0}),
+            jail_level: "full".into(),
+            calls: vec![],
+            outcome: "ok".into(),
+            error: None,
+            limit_hit: None,
+            limits: serde_json::json!({}),
+            duration_us: 1,
+        };
+        append(d.path(), &rec).unwrap();
+        append(d.path(), &rec).unwrap();
+        let all = read_all(d.path());
+        assert_eq!(all, vec![rec.clone(), rec]);
+        assert_eq!(new_run_id().len(), 14 + 1 + 12);
+    }
+}

@@ -1,0 +1,575 @@
+//! Framing of IPC messages over a `SOCK_SEQPACKET` socketpair, shared by the
+//! supervisor and the workers.
+//!
+//! A *frame* is one message enum ([`ToWorker`](lackpy_policy::wire::ToWorker)
+//! or [`FromWorker`](lackpy_policy::wire::FromWorker)) encoded with bincode 2
+//! (standard config, decode limit [`MAX_FRAME_BYTES`]) behind a `u32`
+//! little-endian length prefix. Seqpacket keeps message boundaries, but one
+//! message can be no larger than the socket's send buffer (about 200 KiB by
+//! default, `net.core.wmem_max` caps what an unprivileged process may ask
+//! for), so a frame travels as one or more *chunks* of at most
+//! [`CHUNK_BYTES`]:
+//!
+//! ```text
+//! first chunk:   [len: u32 LE][payload bytes 0 .. min(len, CHUNK_BYTES-4)]
+//! continuation:  [payload bytes ...]            (each <= CHUNK_BYTES)
+//! ```
+//!
+//! The receiver treats the other side as hostile: the length is checked
+//! against the cap before anything is allocated, every `recvmsg` checks
+//! `MSG_TRUNC` (a chunk larger than the buffer is an error, never silently
+//! cut), a chunk that overruns the announced length is an error, and the
+//! payload must decode to exactly `len` bytes. With a deadline, every wait
+//! (each chunk, in both directions) is bounded, so a peer that stalls
+//! mid-frame cannot hang the supervisor.
+
+use bincode::{Decode, Encode};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+pub use lackpy_policy::wire::MAX_FRAME_BYTES;
+
+/// Largest single seqpacket message, in bytes.
+/// Why 64 KiB: well under the default unix socket send buffer (~208 KiB),
+/// so a send never fails with `EMSGSIZE` without raising `SO_SNDBUF`, and
+/// big enough that an 8 MiB result needs only 128 messages.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Bytes of the length prefix.
+const PREFIX: usize = 4;
+
+/// Why a frame could not be sent or received.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The announced (or encoded) length exceeds the cap.
+    #[error("frame of {len} bytes exceeds the {max}-byte limit")]
+    TooLarge {
+        /// Announced length.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// The peer closed the connection in the middle of a frame.
+    #[error("frame truncated: peer closed after {got} of {len} bytes")]
+    Truncated {
+        /// Bytes received.
+        got: usize,
+        /// Bytes announced.
+        len: usize,
+    },
+    /// A chunk does not fit the framing rules.
+    #[error("malformed frame: {0}")]
+    Malformed(&'static str),
+    /// The payload is not a valid message.
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    /// A message could not be encoded (for example it is too large).
+    #[error("unencodable message: {0}")]
+    Encode(String),
+    /// The peer closed the connection between frames.
+    #[error("connection closed")]
+    Closed,
+    /// The deadline passed while waiting.
+    #[error("timed out waiting for the peer")]
+    Timeout,
+    /// A socket call failed.
+    #[error("socket error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The bincode configuration both sides use.
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_FRAME_BYTES>()
+}
+
+/// Encode `msg` as a frame payload (no prefix).
+///
+/// # Errors
+/// [`FrameError::TooLarge`] when the encoding exceeds [`MAX_FRAME_BYTES`].
+pub fn encode<T: Encode>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let bytes =
+        bincode::encode_to_vec(msg, config()).map_err(|e| FrameError::Encode(e.to_string()))?;
+    if bytes.len() > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge {
+            len: bytes.len(),
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Decode a complete frame payload; every byte must be consumed.
+///
+/// # Errors
+/// [`FrameError::Decode`] for invalid bincode, [`FrameError::Malformed`] for trailing bytes.
+pub fn decode<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
+    let (msg, used) = bincode::decode_from_slice::<T, _>(payload, config())
+        .map_err(|e| FrameError::Decode(e.to_string()))?;
+    if used != payload.len() {
+        return Err(FrameError::Malformed("trailing bytes after the message"));
+    }
+    Ok(msg)
+}
+
+/// One end of a seqpacket socketpair.
+#[derive(Debug)]
+pub struct Channel {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+}
+
+/// Create a connected `SOCK_SEQPACKET | SOCK_CLOEXEC` socketpair.
+///
+/// # Errors
+/// The `socketpair` errno.
+pub fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as RawFd; 2];
+    // SAFETY: `fds` is a valid array of two ints that the kernel fills in.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: both fds were just returned by socketpair and are owned by nobody else.
+    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok(pair)
+}
+
+/// Wait until `fd` is ready for `events`, or the deadline passes.
+fn wait_ready(
+    fd: RawFd,
+    events: libc::c_short,
+    deadline: Option<Instant>,
+) -> Result<(), FrameError> {
+    loop {
+        let timeout_ms: libc::c_int = match deadline {
+            None => -1,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(FrameError::Timeout);
+                }
+                // Round up so we never spin on a sub-millisecond remainder.
+                let ms = (d - now).as_micros().div_ceil(1000);
+                libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd; nfds = 1.
+        let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(FrameError::Io(err));
+        }
+        if rc > 0 {
+            // POLLHUP/POLLERR: let the following recv/send report it.
+            return Ok(());
+        }
+    }
+}
+
+impl Channel {
+    /// Wrap one end of a seqpacket socketpair.
+    pub fn new(fd: OwnedFd) -> Self {
+        Channel {
+            fd,
+            buf: vec![0u8; CHUNK_BYTES],
+        }
+    }
+
+    /// The underlying descriptor.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Send one message as a frame. With a deadline, waits for buffer space
+    /// at most until then.
+    ///
+    /// # Errors
+    /// Encoding errors, [`FrameError::Timeout`], or the socket's errno
+    /// (`EPIPE` when the peer is gone).
+    pub fn send<T: Encode>(
+        &mut self,
+        msg: &T,
+        deadline: Option<Instant>,
+    ) -> Result<(), FrameError> {
+        let payload = encode(msg)?;
+        self.send_payload(&payload, deadline)
+    }
+
+    /// Send an already encoded payload (exposed for hostile-peer tests).
+    ///
+    /// # Errors
+    /// As [`Channel::send`].
+    pub fn send_payload(
+        &mut self,
+        payload: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<(), FrameError> {
+        let len = u32::try_from(payload.len()).map_err(|_| FrameError::TooLarge {
+            len: payload.len(),
+            max: MAX_FRAME_BYTES,
+        })?;
+        let first_part = payload.len().min(CHUNK_BYTES - PREFIX);
+        let mut first = Vec::with_capacity(PREFIX + first_part);
+        first.extend_from_slice(&len.to_le_bytes());
+        first.extend_from_slice(&payload[..first_part]);
+        self.send_raw(&first, deadline)?;
+        for chunk in payload[first_part..].chunks(CHUNK_BYTES) {
+            self.send_raw(chunk, deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Send one seqpacket message verbatim (exposed for hostile-peer tests).
+    ///
+    /// # Errors
+    /// The socket's errno, or [`FrameError::Timeout`].
+    pub fn send_raw(&mut self, msg: &[u8], deadline: Option<Instant>) -> Result<(), FrameError> {
+        let fd = self.fd.as_raw_fd();
+        loop {
+            let flags = libc::MSG_NOSIGNAL
+                | if deadline.is_some() {
+                    libc::MSG_DONTWAIT
+                } else {
+                    0
+                };
+            // SAFETY: `msg` is a valid readable buffer of msg.len() bytes for the whole call.
+            let rc = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), flags) };
+            if rc >= 0 {
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => wait_ready(fd, libc::POLLOUT, deadline)?,
+                _ => return Err(FrameError::Io(err)),
+            }
+        }
+    }
+
+    /// Receive one seqpacket message into the internal buffer; returns its length.
+    /// 0 means the peer closed.
+    fn recv_chunk(&mut self, deadline: Option<Instant>) -> Result<usize, FrameError> {
+        let fd = self.fd.as_raw_fd();
+        if deadline.is_some() {
+            wait_ready(fd, libc::POLLIN, deadline)?;
+        }
+        loop {
+            let mut iov = libc::iovec {
+                iov_base: self.buf.as_mut_ptr().cast(),
+                iov_len: self.buf.len(),
+            };
+            // SAFETY: an all-zero msghdr is a valid "no name, no control" header.
+            let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+            hdr.msg_iov = &mut iov;
+            hdr.msg_iovlen = 1;
+            // SAFETY: `hdr` points at one iovec describing `self.buf`, which
+            // stays alive and unaliased for the duration of the call.
+            let rc = unsafe { libc::recvmsg(fd, &mut hdr, libc::MSG_CMSG_CLOEXEC) };
+            if rc < 0 {
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN) => {
+                        wait_ready(fd, libc::POLLIN, deadline)?;
+                        continue;
+                    }
+                    Some(libc::ECONNRESET) => return Ok(0),
+                    _ => return Err(FrameError::Io(err)),
+                }
+            }
+            if hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                return Err(FrameError::Malformed("message larger than a chunk"));
+            }
+            if hdr.msg_flags & libc::MSG_CTRUNC != 0 || hdr.msg_controllen != 0 {
+                return Err(FrameError::Malformed("unexpected ancillary data"));
+            }
+            return usize::try_from(rc).map_err(|_| FrameError::Malformed("negative length"));
+        }
+    }
+
+    /// Receive one frame's payload (checked for size, not yet decoded).
+    ///
+    /// # Errors
+    /// See [`FrameError`].
+    pub fn recv_payload(&mut self, deadline: Option<Instant>) -> Result<Vec<u8>, FrameError> {
+        let n = self.recv_chunk(deadline)?;
+        if n == 0 {
+            return Err(FrameError::Closed);
+        }
+        if n < PREFIX {
+            return Err(FrameError::Malformed(
+                "first chunk shorter than the length prefix",
+            ));
+        }
+        let len = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+        if len > MAX_FRAME_BYTES {
+            return Err(FrameError::TooLarge {
+                len,
+                max: MAX_FRAME_BYTES,
+            });
+        }
+        let first = n - PREFIX;
+        if first > len {
+            return Err(FrameError::Malformed(
+                "length prefix smaller than the payload",
+            ));
+        }
+        if first < len && n < CHUNK_BYTES {
+            // A sender only continues after a full first chunk.
+            return Err(FrameError::Malformed(
+                "length prefix larger than the payload",
+            ));
+        }
+        let mut payload = Vec::with_capacity(len);
+        payload.extend_from_slice(&self.buf[PREFIX..n]);
+        while payload.len() < len {
+            let m = self.recv_chunk(deadline)?;
+            if m == 0 {
+                return Err(FrameError::Truncated {
+                    got: payload.len(),
+                    len,
+                });
+            }
+            if payload.len() + m > len {
+                return Err(FrameError::Malformed(
+                    "continuation overruns the announced length",
+                ));
+            }
+            if m < CHUNK_BYTES && payload.len() + m < len {
+                return Err(FrameError::Malformed("short continuation chunk"));
+            }
+            payload.extend_from_slice(&self.buf[..m]);
+        }
+        Ok(payload)
+    }
+
+    /// Receive and decode one frame.
+    ///
+    /// # Errors
+    /// See [`FrameError`].
+    pub fn recv<T: Decode<()>>(&mut self, deadline: Option<Instant>) -> Result<T, FrameError> {
+        let payload = self.recv_payload(deadline)?;
+        decode(&payload)
+    }
+
+    /// Whether a message arrives within `wait_ms` milliseconds (used to
+    /// detect frames sent after `Done`); returns early, `false`, when the
+    /// peer hangs up.
+    pub fn has_pending(&self, wait_ms: i32) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        if rc <= 0 || pfd.revents & libc::POLLIN == 0 {
+            return false;
+        }
+        // POLLIN is also set at EOF; peek to tell a message from a hang-up.
+        let mut byte = [0u8; 1];
+        // SAFETY: peeking one byte into a valid 1-byte buffer.
+        let n = unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                byte.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n > 0
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)]
+mod tests {
+    use super::*;
+    use lackpy_policy::wire::{
+        Data, FlatData, FromWorker, Limits, ToWorker, ToolFailure, PROTOCOL_VERSION,
+    };
+    use std::time::Duration;
+
+    fn pair() -> (Channel, Channel) {
+        let (a, b) = socketpair().unwrap();
+        (Channel::new(a), Channel::new(b))
+    }
+
+    #[test]
+    fn roundtrip_edge_values() {
+        let (mut a, mut b) = pair();
+        let big = Data::Str("x".repeat(3 * CHUNK_BYTES + 17));
+        let msgs = vec![
+            ToWorker::Run {
+                protocol: PROTOCOL_VERSION,
+                program: "1+1\n".into(),
+                tools: vec![],
+                limits: Limits::default(),
+            },
+            ToWorker::ToolResult {
+                id: u64::MAX,
+                result: Ok(big.to_flat()),
+            },
+            ToWorker::ToolResult {
+                id: 0,
+                result: Err(ToolFailure {
+                    type_name: "FileNotFound".into(),
+                    message: "é\0".into(),
+                }),
+            },
+            ToWorker::ToolResult {
+                id: 1,
+                result: Ok(FlatData::default()),
+            },
+        ];
+        let sender = std::thread::spawn(move || {
+            for m in &msgs {
+                a.send(m, Some(Instant::now() + Duration::from_secs(5)))
+                    .unwrap();
+            }
+            msgs
+        });
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(
+                b.recv::<ToWorker>(Some(Instant::now() + Duration::from_secs(5)))
+                    .unwrap(),
+            );
+        }
+        assert_eq!(sender.join().unwrap(), got);
+    }
+
+    #[test]
+    fn eight_mib_frame() {
+        let (mut a, mut b) = pair();
+        let s = "y".repeat(8 * 1024 * 1024);
+        let msg = FromWorker::Stdout(s.clone());
+        let t = std::thread::spawn(move || a.send(&msg, None).unwrap());
+        let got: FromWorker = b
+            .recv(Some(Instant::now() + Duration::from_secs(10)))
+            .unwrap();
+        t.join().unwrap();
+        assert_eq!(got, FromWorker::Stdout(s));
+    }
+
+    #[test]
+    fn oversized_prefix_rejected_before_alloc() {
+        let (mut a, mut b) = pair();
+        a.send_raw(&u32::MAX.to_le_bytes(), None).unwrap();
+        assert!(
+            matches!(b.recv_payload(None), Err(FrameError::TooLarge { len, .. }) if len == u32::MAX as usize)
+        );
+    }
+
+    #[test]
+    fn oversized_encode_refused() {
+        let s = "z".repeat(MAX_FRAME_BYTES + 1);
+        assert!(encode(&FromWorker::Stdout(s)).is_err());
+    }
+
+    #[test]
+    fn hostile_framing() {
+        let (mut a, mut b) = pair();
+        // Prefix says 10, payload has 3 and no continuation follows: refused.
+        a.send_raw(&[10, 0, 0, 0, 1, 2, 3], None).unwrap();
+        assert!(matches!(
+            b.recv_payload(None),
+            Err(FrameError::Malformed(_))
+        ));
+        // Prefix smaller than payload.
+        a.send_raw(&[1, 0, 0, 0, 1, 2, 3], None).unwrap();
+        assert!(matches!(
+            b.recv_payload(None),
+            Err(FrameError::Malformed(_))
+        ));
+        // Too short for a prefix.
+        a.send_raw(&[1, 0], None).unwrap();
+        assert!(matches!(
+            b.recv_payload(None),
+            Err(FrameError::Malformed(_))
+        ));
+        // Oversized single message.
+        a.send_raw(&vec![0u8; CHUNK_BYTES + 1], None).unwrap();
+        assert!(matches!(
+            b.recv_payload(None),
+            Err(FrameError::Malformed(_))
+        ));
+        // Garbage bincode.
+        a.send_payload(&[0xff; 9], None).unwrap();
+        assert!(matches!(
+            b.recv::<FromWorker>(None),
+            Err(FrameError::Decode(_))
+        ));
+        // Trailing bytes.
+        let mut p = encode(&FromWorker::Ready { protocol: 1 }).unwrap();
+        p.push(0);
+        a.send_payload(&p, None).unwrap();
+        assert!(matches!(
+            b.recv::<FromWorker>(None),
+            Err(FrameError::Malformed(_))
+        ));
+        // Full first chunk, then close: truncated.
+        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
+        first.resize(CHUNK_BYTES, 0);
+        a.send_raw(&first, None).unwrap();
+        drop(a);
+        assert!(matches!(
+            b.recv_payload(None),
+            Err(FrameError::Truncated { .. })
+        ));
+        assert!(matches!(b.recv_payload(None), Err(FrameError::Closed)));
+    }
+
+    #[test]
+    fn stalled_peer_times_out() {
+        let (mut a, mut b) = pair();
+        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
+        first.resize(CHUNK_BYTES, 0);
+        a.send_raw(&first, None).unwrap();
+        let t0 = Instant::now();
+        let r = b.recv_payload(Some(Instant::now() + Duration::from_millis(100)));
+        assert!(matches!(r, Err(FrameError::Timeout)));
+        assert!(t0.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn huge_declared_vec_does_not_allocate() {
+        // A bincode Vec<Node> claiming 2^60 elements must fail on the limit.
+        let mut payload = vec![3u8]; // FromWorker::Stdout? no: use ToolCall variant index 2
+        payload[0] = 2;
+        payload.push(1); // id
+        payload.push(0); // name: empty string
+        payload.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0x10]); // args len varint u64 2^60
+        assert!(decode::<FromWorker>(&payload).is_err());
+    }
+
+    #[test]
+    fn pending_detects_messages_not_eof() {
+        let (mut a, b) = pair();
+        assert!(!b.has_pending(0));
+        a.send(&FromWorker::Ready { protocol: 1 }, None).unwrap();
+        assert!(b.has_pending(0));
+        let (a2, b2) = pair();
+        drop(a2);
+        let t0 = Instant::now();
+        assert!(!b2.has_pending(1000));
+        assert!(t0.elapsed() < Duration::from_millis(500));
+    }
+}

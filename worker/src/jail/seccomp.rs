@@ -1,0 +1,437 @@
+//! The seccomp allowlists, as commented data, and their installation.
+//!
+//! One table per filter: each row is (syscall, argument condition, why it
+//! is needed). Everything not listed kills the whole process
+//! (`SECCOMP_RET_KILL_PROCESS`); the supervisor reports a SIGSYS death as a
+//! seccomp kill. The inferencer's filter is the executor's plus the rows of
+//! [`INFERENCER_EXTRAS`], so its extra reach is visible in one place.
+//!
+//! The executor list was found empirically (strace of a jailed worker
+//! running the interpreter and tool calls) and is checked both ways by
+//! tests: in-process with an `Errno` mismatch action, and end to end by the
+//! probe role.
+
+use super::steps::IPC_FD;
+use super::JailError;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+
+/// Which allowlist to install.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// Executor workers: compute and talk on the IPC socket, nothing else.
+    Executor,
+    /// Inferencer workers: the executor's list plus one outbound TCP connection.
+    Inferencer,
+}
+
+impl Filter {
+    /// Name used in the jail spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            Filter::Executor => "executor",
+            Filter::Inferencer => "inferencer",
+        }
+    }
+
+    /// Inverse of [`Filter::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "executor" => Some(Filter::Executor),
+            "inferencer" => Some(Filter::Inferencer),
+            _ => None,
+        }
+    }
+}
+
+/// A condition on a syscall's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cond {
+    /// Any arguments.
+    Any,
+    /// Argument 0 is the IPC socket.
+    IpcFd,
+    /// Argument 0 is stderr.
+    Stderr,
+    /// Argument 2 (`prot`) does not contain `PROT_EXEC`: no new executable memory.
+    NoExec,
+    /// Argument 0 is our own pid (tgkill for `abort()`).
+    OwnPid,
+}
+
+/// One allowlist row.
+#[derive(Debug, Clone, Copy)]
+pub struct Allow {
+    /// Syscall name (for humans and tests).
+    pub name: &'static str,
+    /// Syscall number on this architecture.
+    pub nr: i64,
+    /// Argument condition.
+    pub cond: Cond,
+    /// Who needs it.
+    pub why: &'static str,
+}
+
+const fn row(name: &'static str, nr: i64, cond: Cond, why: &'static str) -> Allow {
+    Allow {
+        name,
+        nr,
+        cond,
+        why,
+    }
+}
+
+/// What an executor worker needs after the jail is in place.
+pub const EXECUTOR: &[Allow] = &[
+    row(
+        "recvmsg",
+        libc::SYS_recvmsg,
+        Cond::IpcFd,
+        "receive frames (MSG_TRUNC detection)",
+    ),
+    row(
+        "sendto",
+        libc::SYS_sendto,
+        Cond::IpcFd,
+        "send frames (libc send())",
+    ),
+    row(
+        "write",
+        libc::SYS_write,
+        Cond::Stderr,
+        "panic messages and LACKPY_LOG diagnostics",
+    ),
+    row(
+        "mmap",
+        libc::SYS_mmap,
+        Cond::NoExec,
+        "allocator: large blocks",
+    ),
+    row(
+        "munmap",
+        libc::SYS_munmap,
+        Cond::Any,
+        "allocator: free large blocks",
+    ),
+    row(
+        "mremap",
+        libc::SYS_mremap,
+        Cond::Any,
+        "allocator: realloc of large blocks",
+    ),
+    row(
+        "mprotect",
+        libc::SYS_mprotect,
+        Cond::NoExec,
+        "allocator: heap arenas (never PROT_EXEC)",
+    ),
+    row("brk", libc::SYS_brk, Cond::Any, "allocator: main heap"),
+    row(
+        "madvise",
+        libc::SYS_madvise,
+        Cond::Any,
+        "allocator: return freed pages",
+    ),
+    row(
+        "futex",
+        libc::SYS_futex,
+        Cond::Any,
+        "std locks (stdout, once-cells)",
+    ),
+    row(
+        "getrandom",
+        libc::SYS_getrandom,
+        Cond::Any,
+        "HashMap seeds (std RandomState)",
+    ),
+    row(
+        "clock_gettime",
+        libc::SYS_clock_gettime,
+        Cond::Any,
+        "Instant::now when the vDSO falls back",
+    ),
+    row(
+        "sched_yield",
+        libc::SYS_sched_yield,
+        Cond::Any,
+        "spin loops in std/allocator",
+    ),
+    row(
+        "rt_sigreturn",
+        libc::SYS_rt_sigreturn,
+        Cond::Any,
+        "return from the stack-overflow handler",
+    ),
+    row(
+        "rt_sigprocmask",
+        libc::SYS_rt_sigprocmask,
+        Cond::Any,
+        "abort() masks signals",
+    ),
+    row(
+        "rt_sigaction",
+        libc::SYS_rt_sigaction,
+        Cond::Any,
+        "stack-overflow handler resets SIGSEGV",
+    ),
+    row(
+        "sigaltstack",
+        libc::SYS_sigaltstack,
+        Cond::Any,
+        "std's stack-overflow handler",
+    ),
+    row(
+        "getpid",
+        libc::SYS_getpid,
+        Cond::Any,
+        "abort() raises SIGABRT at itself",
+    ),
+    row(
+        "gettid",
+        libc::SYS_gettid,
+        Cond::Any,
+        "abort() raises SIGABRT at itself",
+    ),
+    row(
+        "tgkill",
+        libc::SYS_tgkill,
+        Cond::OwnPid,
+        "abort() raises SIGABRT at itself (own pid only)",
+    ),
+    row(
+        "close",
+        libc::SYS_close,
+        Cond::Any,
+        "dropping descriptors at exit",
+    ),
+    row("exit", libc::SYS_exit, Cond::Any, "thread exit"),
+    row(
+        "exit_group",
+        libc::SYS_exit_group,
+        Cond::Any,
+        "process exit",
+    ),
+    row(
+        "restart_syscall",
+        libc::SYS_restart_syscall,
+        Cond::Any,
+        "kernel restarts an interrupted call",
+    ),
+];
+
+/// What an inferencer needs on top of [`EXECUTOR`]: one HTTP connection to
+/// the model endpoint (landlock restricts connect to its port).
+pub const INFERENCER_EXTRAS: &[Allow] = &[
+    row(
+        "socket",
+        libc::SYS_socket,
+        Cond::Any,
+        "TCP socket to the model endpoint",
+    ),
+    row(
+        "connect",
+        libc::SYS_connect,
+        Cond::Any,
+        "connect to the endpoint (landlock: one port)",
+    ),
+    row("read", libc::SYS_read, Cond::Any, "HTTP response"),
+    row("write(any)", libc::SYS_write, Cond::Any, "HTTP request"),
+    row("sendto(any)", libc::SYS_sendto, Cond::Any, "HTTP request"),
+    row("recvfrom", libc::SYS_recvfrom, Cond::Any, "HTTP response"),
+    row("poll", libc::SYS_poll, Cond::Any, "request timeouts"),
+    row("ppoll", libc::SYS_ppoll, Cond::Any, "request timeouts"),
+    row(
+        "setsockopt",
+        libc::SYS_setsockopt,
+        Cond::Any,
+        "TCP_NODELAY, timeouts",
+    ),
+    row(
+        "getsockopt",
+        libc::SYS_getsockopt,
+        Cond::Any,
+        "SO_ERROR after non-blocking connect",
+    ),
+    row("fcntl", libc::SYS_fcntl, Cond::Any, "non-blocking connect"),
+];
+
+/// The rows of a filter.
+pub fn table(filter: Filter) -> Vec<Allow> {
+    let mut rows = EXECUTOR.to_vec();
+    if filter == Filter::Inferencer {
+        rows.extend_from_slice(INFERENCER_EXTRAS);
+    }
+    rows
+}
+
+fn arch() -> TargetArch {
+    #[cfg(target_arch = "aarch64")]
+    {
+        TargetArch::aarch64
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        TargetArch::x86_64
+    }
+}
+
+fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::BackendError> {
+    let c = match cond {
+        Cond::Any => return Ok(None),
+        Cond::IpcFd => {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, IPC_FD as u64)?
+        }
+        Cond::Stderr => SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 2)?,
+        Cond::NoExec => SeccompCondition::new(
+            2,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
+            0,
+        )?,
+        Cond::OwnPid => {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
+        }
+    };
+    Ok(Some(SeccompRule::new(vec![c])?))
+}
+
+/// Compile `filter` with the given action for anything not allowed.
+///
+/// # Errors
+/// [`JailError::Seccomp`] if seccompiler rejects the table.
+pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, JailError> {
+    let err = |e: &dyn std::fmt::Display| JailError::Seccomp(e.to_string());
+    // SAFETY: getpid cannot fail.
+    let own_pid = unsafe { libc::getpid() } as u64;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    // A syscall with any unconditional row is allowed outright.
+    let mut unconditional = Vec::new();
+    for a in table(filter) {
+        match rule(a.cond, own_pid).map_err(|e| err(&e))? {
+            None => unconditional.push(a.nr),
+            Some(r) => rules.entry(a.nr).or_default().push(r),
+        }
+    }
+    for nr in unconditional {
+        rules.insert(nr, Vec::new());
+    }
+    let f =
+        SeccompFilter::new(rules, mismatch, SeccompAction::Allow, arch()).map_err(|e| err(&e))?;
+    BpfProgram::try_from(f).map_err(|e| err(&e))
+}
+
+/// Install `filter` on the calling thread; anything else kills the process.
+///
+/// # Errors
+/// [`JailError::Seccomp`] when compiling or `seccomp(2)` fails.
+pub fn install(filter: Filter) -> Result<(), JailError> {
+    let prog = compile(filter, SeccompAction::KillProcess)?;
+    seccompiler::apply_filter(&prog).map_err(|e| JailError::Seccomp(e.to_string()))
+}
+
+#[cfg(test)]
+#[allow(clippy::undocumented_unsafe_blocks)]
+mod tests {
+    use super::*;
+
+    const DENIED: i32 = 1000;
+
+    /// Run `f` in a fresh thread under the executor filter with an Errno
+    /// mismatch action (the seccompiler way), so the test survives denials.
+    fn under_filter<T: Send + 'static>(
+        filter: Filter,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        std::thread::spawn(move || {
+            let prog = compile(filter, SeccompAction::Errno(DENIED as u32)).unwrap();
+            seccompiler::apply_filter(&prog).unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+
+    fn errno() -> i32 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    }
+
+    #[test]
+    fn executor_denies_world_access() {
+        let results = under_filter(Filter::Executor, || {
+            let mut r = Vec::new();
+            let open = unsafe { libc::open(c"/etc/passwd".as_ptr(), libc::O_RDONLY) };
+            r.push(("open", open, errno()));
+            let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+            r.push(("socket", sock, errno()));
+            let w = unsafe { libc::write(1, b"x".as_ptr().cast(), 1) };
+            r.push(("write(1)", w as i32, errno()));
+            let m = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    4096,
+                    libc::PROT_READ | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            r.push((
+                "mmap(exec)",
+                if m == libc::MAP_FAILED { -1 } else { 0 },
+                errno(),
+            ));
+            let k = unsafe { libc::kill(1, 0) };
+            r.push(("kill", k, errno()));
+            let p = unsafe { libc::syscall(libc::SYS_ptrace, 0, 0, 0, 0) };
+            r.push(("ptrace", p as i32, errno()));
+            let u = unsafe { libc::unshare(libc::CLONE_NEWUSER) };
+            r.push(("unshare", u, errno()));
+            let e = unsafe { libc::syscall(libc::SYS_execve, c"/bin/true".as_ptr(), 0, 0) };
+            r.push(("execve", e as i32, errno()));
+            r
+        });
+        for (name, rc, e) in results {
+            assert_eq!((name, rc, e), (name, -1, DENIED), "{name} was not denied");
+        }
+    }
+
+    #[test]
+    fn executor_allows_what_the_interpreter_needs() {
+        under_filter(Filter::Executor, || {
+            // Allocation, including growth that goes through mmap/mremap.
+            let mut v: Vec<u8> = Vec::new();
+            for i in 0..(4 << 20) {
+                v.push(i as u8);
+            }
+            let mut m = std::collections::HashMap::new();
+            m.insert("k", v.len());
+            assert_eq!(m["k"], 4 << 20);
+            let w = unsafe { libc::write(2, b"".as_ptr().cast(), 0) };
+            assert_eq!(w, 0);
+            let _ = std::time::Instant::now();
+        });
+    }
+
+    #[test]
+    fn inferencer_extras_are_visible_and_allowed() {
+        assert!(INFERENCER_EXTRAS.iter().any(|a| a.name == "connect"));
+        assert!(!EXECUTOR
+            .iter()
+            .any(|a| a.nr == libc::SYS_connect || a.nr == libc::SYS_socket));
+        let fd = under_filter(Filter::Inferencer, || unsafe {
+            libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0)
+        });
+        assert!(fd >= 0);
+        unsafe { libc::close(fd) };
+    }
+
+    #[test]
+    fn every_row_explains_itself() {
+        for a in table(Filter::Inferencer) {
+            assert!(!a.why.is_empty(), "{} has no reason", a.name);
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! Worker roles: the executor main loop, and (only with the `test-roles`
+//! feature) the `probe` and `hostile` roles the security tests drive.
+//!
+//! A worker is the `lackpy` binary re-exec'd by the supervisor with
+//! `__worker <role> --jail <spec>`, the IPC socket on fd 3, an empty
+//! environment and /dev/null on stdin/stdout. It jails itself first, then
+//! says `Ready` (or `SetupFailed`), then serves exactly one run.
+
+use crate::interp::{self, Output, ToolHost};
+use crate::ipc::{Channel, FrameError};
+use crate::jail::{self, JailSpec};
+use lackpy_policy::lang::{Namespace, ToolEntry};
+use lackpy_policy::wire::{
+    Data, ErrorInfo, ErrorKind, FromWorker, Outcome, ToWorker, ToolFailure, WireError,
+    MAX_DATA_DEPTH, PROTOCOL_VERSION,
+};
+use std::cell::RefCell;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::rc::Rc;
+
+/// Exit status of a worker whose jail or protocol failed.
+pub const EXIT_SETUP: i32 = 4;
+
+/// Take ownership of the IPC socket on fd 3.
+///
+/// # Errors
+/// When fd 3 is not an open socket.
+pub fn ipc_channel() -> Result<Channel, String> {
+    let fd = jail_fd();
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one stat struct into `st`.
+    let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err("fd 3 is not open: a worker must be started by the supervisor".into());
+    }
+    // SAFETY: fstat succeeded, so `st` is initialised.
+    let st = unsafe { st.assume_init() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err("fd 3 is not a socket: a worker must be started by the supervisor".into());
+    }
+    // SAFETY: fd 3 is open, is a socket, and nothing else in this process owns it.
+    Ok(Channel::new(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+fn jail_fd() -> i32 {
+    3
+}
+
+/// Jail the process per `spec` and report the outcome on `chan`: `Ready`,
+/// or `SetupFailed` (then the caller exits).
+///
+/// # Errors
+/// The jail error (already reported to the supervisor).
+pub fn jail_and_greet(
+    chan: &mut Channel,
+    spec: &JailSpec,
+) -> Result<jail::JailStatus, jail::JailError> {
+    match jail::enter(spec) {
+        Ok(status) => {
+            // If the supervisor is gone there is nobody to serve.
+            let _ = chan.send(
+                &FromWorker::Ready {
+                    protocol: PROTOCOL_VERSION,
+                },
+                None,
+            );
+            Ok(status)
+        }
+        Err(e) => {
+            let _ = chan.send(
+                &FromWorker::SetupFailed {
+                    step: e.step().to_string(),
+                    errno: e.errno(),
+                    detail: e.to_string(),
+                },
+                None,
+            );
+            Err(e)
+        }
+    }
+}
+
+/// The executor role: jail, greet, serve one run, exit. Returns the exit status.
+pub fn executor(spec: &JailSpec) -> i32 {
+    let mut chan = match ipc_channel() {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("lackpy worker: {msg}");
+            return EXIT_SETUP;
+        }
+    };
+    if jail_and_greet(&mut chan, spec).is_err() {
+        return EXIT_SETUP;
+    }
+    match serve_one(Rc::new(RefCell::new(chan))) {
+        Ok(()) => 0,
+        Err(_) => EXIT_SETUP,
+    }
+}
+
+/// Receive `Run`, validate, interpret, stream stdout, send `Done`.
+fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
+    let run = chan.borrow_mut().recv::<ToWorker>(None)?;
+    let (program, tools, limits) = match run {
+        ToWorker::Run {
+            protocol,
+            program,
+            tools,
+            limits,
+        } if protocol == PROTOCOL_VERSION => (program, tools, limits),
+        _ => {
+            return Err(FrameError::Malformed(
+                "expected Run with our protocol version",
+            ))
+        }
+    };
+    let ns = Namespace {
+        tools: tools
+            .into_iter()
+            .map(|t| ToolEntry {
+                target: t.name.clone(),
+                name: t.name,
+                args: t.args,
+                grade: Default::default(),
+            })
+            .collect(),
+    };
+    let outcome = match lackpy_policy::validate(&program, &ns, &limits) {
+        Err(errors) => {
+            let first = errors.into_iter().next().unwrap_or_else(|| {
+                ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
+            });
+            Outcome {
+                value: None,
+                repr: None,
+                error: Some(WireError(first)),
+                fuel_used: 0,
+            }
+        }
+        Ok(prog) => {
+            let mut out = IpcOutput {
+                chan: Rc::clone(&chan),
+                buf: String::new(),
+                total: 0,
+                cap: limits.stdout_bytes,
+            };
+            let mut host = IpcHost {
+                chan: Rc::clone(&chan),
+                next_id: 0,
+            };
+            let r = interp::run(&prog, &mut host, &mut out, &limits);
+            out.flush()?;
+            Outcome {
+                value: r.value.as_ref().map(Data::to_flat),
+                repr: r.repr,
+                error: r.error.map(WireError),
+                fuel_used: r.fuel_used,
+            }
+        }
+    };
+    let r = chan.borrow_mut().send(&FromWorker::Done(outcome), None);
+    r
+}
+
+/// Flush printed text in chunks of this size.
+/// Why: one frame per `print` would cost a round of syscalls each; 32 KiB
+/// keeps memory small and frames well under the chunk size.
+const STDOUT_CHUNK: usize = 32 * 1024;
+
+/// [`Output`] that streams `print` text to the supervisor, capped at the run's `stdout_bytes`.
+struct IpcOutput {
+    // Shared with the host: the interpreter holds `&mut` to both, and they
+    // use the channel strictly one at a time on this single thread.
+    chan: Rc<RefCell<Channel>>,
+    buf: String,
+    total: u64,
+    cap: u64,
+}
+
+impl IpcOutput {
+    fn flush(&mut self) -> Result<(), FrameError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::take(&mut self.buf);
+        self.chan
+            .borrow_mut()
+            .send(&FromWorker::Stdout(chunk), None)
+    }
+}
+
+impl Output for IpcOutput {
+    fn write(&mut self, text: &str) -> bool {
+        let n = text.len() as u64;
+        if self.total.saturating_add(n) > self.cap {
+            // Keep what fits (on a char boundary) so the author sees where it stopped.
+            let room = usize::try_from(self.cap - self.total).unwrap_or(0);
+            let mut cut = room.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.buf.push_str(&text[..cut]);
+            self.total = self.cap;
+            return false;
+        }
+        self.total += n;
+        self.buf.push_str(text);
+        if self.buf.len() >= STDOUT_CHUNK {
+            return self.flush().is_ok();
+        }
+        true
+    }
+}
+
+/// [`ToolHost`] that forwards each call to the supervisor and blocks for the answer.
+struct IpcHost {
+    chan: Rc<RefCell<Channel>>,
+    next_id: u64,
+}
+
+impl ToolHost for IpcHost {
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Data>,
+        kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
+        let mut chan = self.chan.borrow_mut();
+        self.next_id += 1;
+        let id = self.next_id;
+        let msg = FromWorker::ToolCall {
+            id,
+            name: name.to_string(),
+            args: args.iter().map(Data::to_flat).collect(),
+            kwargs: kwargs
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_flat()))
+                .collect(),
+        };
+        let broken = |what: String| ToolFailure {
+            type_name: "ToolFailed".into(),
+            message: what,
+        };
+        chan.send(&msg, None)
+            .map_err(|e| broken(format!("tool call could not be sent: {e}")))?;
+        match chan.recv::<ToWorker>(None) {
+            Ok(ToWorker::ToolResult { id: rid, result }) if rid == id => match result {
+                Ok(flat) => Data::from_flat(&flat, MAX_DATA_DEPTH)
+                    .map_err(|e| broken(format!("bad tool result: {e}"))),
+                Err(f) => Err(f),
+            },
+            Ok(_) => Err(broken("supervisor answered out of order".into())),
+            Err(e) => Err(broken(format!("no answer from the supervisor: {e}"))),
+        }
+    }
+}
+
+#[cfg(feature = "test-roles")]
+pub mod test_roles;
