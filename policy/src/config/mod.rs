@@ -1,11 +1,53 @@
-//! Configuration: tool specs, the toolbox, profiles, `[sandbox]` and
-//! `[inference]`, compatible with the original lackpy's `.lackpy/config.toml`
-//! and `.kit` files. Pure: callers read the files and hand the text in.
-//! (STUB: the policy work fills this in, keeping these public names.)
+//! Configuration: tool specs, the toolbox, profiles, `[sandbox]`,
+//! `[inference]` and `[mcp_servers]`, compatible with the original lackpy's
+//! `.lackpy/config.toml` and `.kit` files. Pure: callers read the files and
+//! hand the text in (the CLI's `cmd/common.rs` does the disk side).
+//!
+//! # Config file keys (`.lackpy/config.toml`, user `config.toml`)
+//! - `[[tools]]`: `name`, `provider`, `description`, `args = [{name, type,
+//!   description}]`, `returns`, `grade_w` (0–3), `effects_ceiling` (0–3),
+//!   `docs`, `provider_config = {...}`; any other key (`module`,
+//!   `function`, `command`, `argv`, ...) goes into `provider_config`. An
+//!   entry named like a shipped builtin overrides it.
+//! - `[[virtual_tools]]`: same shape; provider `virtual`.
+//! - `[profiles.NAME]`: `tools` = a list of names, a mapping
+//!   `{alias = "tool"}`, a nested mapping `{alias = {tool = "tool"}}`, or
+//!   the name of a kit (`"none"` = no tools); `extra_tools = [...]`;
+//!   `description`; `docs`; optional `[profiles.NAME.sandbox]` with the
+//!   `[sandbox]` keys below, applied on top of the global ones.
+//! - `[profile] default = "NAME"` (also the original's `[kit] default`):
+//!   the profile used when a call names neither a profile nor tools.
+//! - `[sandbox]`: `timeout_seconds` (→ wall clock), `memory_mb`, and this
+//!   project's extras `fuel`, `max_tool_calls` (or `tool_calls`),
+//!   `stdout_bytes`, `result_bytes`, `source_bytes`, `max_depth`, `wall_ms`,
+//!   `memory_bytes`. `enabled` (the original's) is accepted and ignored:
+//!   the jail is always on.
+//! - `[inference]`: `order`, `mode`, `[inference.providers.NAME]` with
+//!   `plugin`, `model`, `base_url`/`host`, `api_key_env`, `temperature`,
+//!   ... (parsed into [`Inference`]; the raw table is kept too).
+//! - `[mcp_servers.NAME]`: `transport`, `command`, `args`, `env`, `url`,
+//!   `[mcp_servers.NAME.tools.TOOL] grade = {w, d}`; `[mcp] host_configs`.
+//!
+//! Unknown top-level sections and keys are ignored, as the original did;
+//! a known key with the wrong type is an error naming file, line and key.
+
+mod kit;
+
+pub use kit::{parse_kit, render_kit, Kit, KitSource, Kits};
 
 use crate::lang::{Grade, Namespace, ToolEntry};
 use crate::wire::Limits;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The shipped builtin tools, as TOML data.
+pub const DEFAULT_TOOLS_TOML: &str = include_str!("../default_tools.toml");
+
+/// The tools of the default profile (no profile, no tool list, no
+/// `[profile] default`): the read-only builtins.
+pub const DEFAULT_PROFILE_TOOLS: &[&str] = &["read_file", "find_files"];
 
 /// One argument of a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -50,6 +92,37 @@ pub struct ToolSpec {
     pub docs: Option<String>,
 }
 
+impl ToolSpec {
+    /// The tool's grade.
+    pub fn grade(&self) -> Grade {
+        Grade {
+            w: self.grade_w,
+            d: self.effects_ceiling,
+        }
+    }
+
+    /// `name(arg: type, ...) -> returns`, for listings and prompts.
+    pub fn signature(&self) -> String {
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| {
+                if a.type_name.is_empty() {
+                    a.name.clone()
+                } else {
+                    format!("{}: {}", a.name, a.type_name)
+                }
+            })
+            .collect();
+        let ret = if self.returns.is_empty() {
+            String::new()
+        } else {
+            format!(" -> {}", self.returns)
+        };
+        format!("{}({}){}", self.name, args.join(", "), ret)
+    }
+}
+
 /// A profile resolved against the toolbox: what one run may use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedProfile {
@@ -72,9 +145,1071 @@ impl ResolvedProfile {
                     name: alias.clone(),
                     target: spec.name.clone(),
                     args: spec.args.iter().map(|a| a.name.clone()).collect(),
-                    grade: Grade { w: spec.grade_w, d: spec.effects_ceiling },
+                    grade: spec.grade(),
                 })
                 .collect(),
         }
     }
+
+    /// Join of the grades of all the profile's tools.
+    pub fn grade(&self) -> Grade {
+        self.tools
+            .iter()
+            .fold(Grade::default(), |g, (_, s)| g.join(s.grade()))
+    }
+
+    /// The spec of the tool a program calls as `alias`.
+    pub fn tool(&self, alias: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|(a, _)| a == alias).map(|(_, s)| s)
+    }
 }
+
+/// What went wrong in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    /// The file is not valid TOML, or a key has the wrong type.
+    #[error("{0}")]
+    Invalid(String),
+    /// A profile name that no config table or kit file defines.
+    #[error("unknown profile '{name}' (available: {available})")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated list of defined profiles.
+        available: String,
+    },
+    /// A tool name that the toolbox does not hold.
+    #[error("unknown tool '{name}'{context} (available: {available})")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// ` in profile 'X'` or empty.
+        context: String,
+        /// Comma-separated list of toolbox tools.
+        available: String,
+    },
+    /// Reading a file or directory failed.
+    #[error("{0}")]
+    Io(String),
+    /// The workspace directory is unusable.
+    #[error("workspace: {0}")]
+    Workspace(String),
+}
+
+/// A configuration error naming the file, line and key when known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file the error is in, when there is one.
+    pub file: Option<PathBuf>,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// The offending key (dotted), when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub kind: ConfigErrorKind,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{}", file.display())?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+            }
+            write!(f, ": ")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, "key `{key}`: ")?;
+        }
+        write!(f, "{}", self.kind)
+    }
+}
+
+impl ConfigError {
+    /// An error with no file position.
+    pub fn new(kind: ConfigErrorKind) -> Self {
+        ConfigError {
+            file: None,
+            line: None,
+            key: None,
+            kind,
+        }
+    }
+
+    fn at(file: &Path, line: Option<u32>, key: Option<String>, msg: impl Into<String>) -> Self {
+        ConfigError {
+            file: Some(file.to_path_buf()),
+            line,
+            key,
+            kind: ConfigErrorKind::Invalid(msg.into()),
+        }
+    }
+}
+
+/// Limit overrides from `[sandbox]` or `[profiles.X.sandbox]`; `None` keeps
+/// the value underneath.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LimitOverrides {
+    /// `wall_ms`, or `timeout_seconds` × 1000.
+    pub wall_ms: Option<u64>,
+    /// `fuel`.
+    pub fuel: Option<u64>,
+    /// `memory_bytes`, or `memory_mb` × 2^20.
+    pub memory_bytes: Option<u64>,
+    /// `stdout_bytes`.
+    pub stdout_bytes: Option<u64>,
+    /// `max_tool_calls` or `tool_calls`.
+    pub tool_calls: Option<u64>,
+    /// `result_bytes`.
+    pub result_bytes: Option<u64>,
+    /// `source_bytes`.
+    pub source_bytes: Option<u64>,
+    /// `max_depth`.
+    pub max_depth: Option<u32>,
+}
+
+impl LimitOverrides {
+    /// Apply these overrides to `limits`.
+    pub fn apply(&self, limits: &mut Limits) {
+        let set = |dst: &mut u64, v: Option<u64>| {
+            if let Some(v) = v {
+                *dst = v;
+            }
+        };
+        set(&mut limits.wall_ms, self.wall_ms);
+        set(&mut limits.fuel, self.fuel);
+        set(&mut limits.memory_bytes, self.memory_bytes);
+        set(&mut limits.stdout_bytes, self.stdout_bytes);
+        set(&mut limits.tool_calls, self.tool_calls);
+        set(&mut limits.result_bytes, self.result_bytes);
+        set(&mut limits.source_bytes, self.source_bytes);
+        if let Some(d) = self.max_depth {
+            limits.max_depth = d;
+        }
+    }
+
+    /// `self` where set, else `under`.
+    pub fn or(self, under: LimitOverrides) -> LimitOverrides {
+        LimitOverrides {
+            wall_ms: self.wall_ms.or(under.wall_ms),
+            fuel: self.fuel.or(under.fuel),
+            memory_bytes: self.memory_bytes.or(under.memory_bytes),
+            stdout_bytes: self.stdout_bytes.or(under.stdout_bytes),
+            tool_calls: self.tool_calls.or(under.tool_calls),
+            result_bytes: self.result_bytes.or(under.result_bytes),
+            source_bytes: self.source_bytes.or(under.source_bytes),
+            max_depth: self.max_depth.or(under.max_depth),
+        }
+    }
+}
+
+/// How a profile selects its tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSelection {
+    /// A named kit (`.lackpy/kits/NAME.kit`), or `"none"`.
+    Kit(String),
+    /// Tool names, each its own alias.
+    List(Vec<String>),
+    /// (alias, tool name) pairs.
+    Map(Vec<(String, String)>),
+}
+
+/// A `[profiles.NAME]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileDef {
+    /// Tool selection (absent `tools` = no base tools).
+    pub tools: ToolSelection,
+    /// Tools merged in after the selection (duplicates ignored).
+    pub extra_tools: Vec<String>,
+    /// Description.
+    pub description: String,
+    /// Relative path of a markdown doc file.
+    pub docs: Option<String>,
+    /// Limit overrides for this profile.
+    pub limits: LimitOverrides,
+    /// File and line the table came from.
+    pub origin: (PathBuf, Option<u32>),
+}
+
+/// One `[inference.providers.NAME]` table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InferenceProvider {
+    /// `ollama`, `openai`, `anthropic`, `woollama`, ...
+    pub plugin: String,
+    /// Model name.
+    pub model: Option<String>,
+    /// Endpoint (`base_url`, or the original's `host`).
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Every other key, as TOML.
+    pub extra: BTreeMap<String, toml::Value>,
+}
+
+/// The `[inference]` section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inference {
+    /// Provider names in priority order.
+    pub order: Vec<String>,
+    /// The original's `mode` key.
+    pub mode: Option<String>,
+    /// Providers by name.
+    pub providers: BTreeMap<String, InferenceProvider>,
+}
+
+/// One `[mcp_servers.NAME]` table (parsed now, used by the supervisor later).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpServer {
+    /// `stdio` (default) or `http`.
+    pub transport: String,
+    /// Command to start a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment for it.
+    pub env: BTreeMap<String, String>,
+    /// URL of an http server.
+    pub url: Option<String>,
+    /// Per-tool grade overrides.
+    pub tool_grades: BTreeMap<String, Grade>,
+}
+
+/// A parsed configuration file (or the merge of several).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// `[[tools]]`, in file order.
+    pub tools: Vec<ToolSpec>,
+    /// `[[virtual_tools]]`.
+    pub virtual_tools: Vec<ToolSpec>,
+    /// `[profiles.NAME]`.
+    pub profiles: BTreeMap<String, ProfileDef>,
+    /// `[profile] default` (or `[kit] default`).
+    pub default_profile: Option<String>,
+    /// True when `default_profile` came from the original's `[kit] default`:
+    /// then a name that resolves to nothing falls back to the read-only
+    /// builtins instead of failing (the original shipped `default = "debug"`).
+    pub default_is_legacy: bool,
+    /// `[sandbox]` limit overrides.
+    pub sandbox: LimitOverrides,
+    /// `[inference]`.
+    pub inference: Inference,
+    /// The raw `[inference]` table (for the inferencer's own parser).
+    pub inference_raw: Option<toml::Table>,
+    /// `[mcp_servers.NAME]`.
+    pub mcp_servers: BTreeMap<String, McpServer>,
+    /// `[mcp] host_configs`.
+    pub mcp_host_configs: Vec<String>,
+    /// Files this config was read from, lowest precedence first.
+    pub files: Vec<PathBuf>,
+}
+
+// ---- raw serde shapes -------------------------------------------------
+
+#[derive(Deserialize, Default)]
+struct RawConfig {
+    #[serde(default)]
+    tools: Vec<toml::Spanned<RawTool>>,
+    #[serde(default)]
+    virtual_tools: Vec<toml::Spanned<RawTool>>,
+    #[serde(default)]
+    profiles: BTreeMap<String, toml::Spanned<RawProfile>>,
+    #[serde(default)]
+    profile: Option<RawDefault>,
+    #[serde(default)]
+    kit: Option<RawDefault>,
+    #[serde(default)]
+    sandbox: Option<RawSandbox>,
+    #[serde(default)]
+    inference: Option<RawInference>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, RawMcpServer>,
+    #[serde(default)]
+    mcp: Option<RawMcp>,
+}
+
+#[derive(Deserialize)]
+struct RawTool {
+    name: String,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    provider_config: Option<toml::Table>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    args: Vec<ArgSpec>,
+    #[serde(default)]
+    returns: String,
+    #[serde(default)]
+    grade_w: Option<i64>,
+    #[serde(default)]
+    effects_ceiling: Option<i64>,
+    #[serde(default)]
+    docs: Option<String>,
+    #[serde(flatten)]
+    extra: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawAliasTarget {
+    Name(String),
+    Nested {
+        #[serde(default)]
+        tool: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSelection {
+    Kit(String),
+    List(Vec<String>),
+    Map(BTreeMap<String, RawAliasTarget>),
+}
+
+#[derive(Deserialize, Default)]
+struct RawProfile {
+    #[serde(default)]
+    tools: Option<RawSelection>,
+    #[serde(default)]
+    kit: Option<String>,
+    #[serde(default)]
+    extra_tools: Vec<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    docs: Option<String>,
+    #[serde(default)]
+    sandbox: Option<RawSandbox>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawDefault {
+    #[serde(default)]
+    default: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+#[derive(Deserialize, Default)]
+struct RawSandbox {
+    #[serde(default)]
+    timeout_seconds: Option<Number>,
+    #[serde(default)]
+    wall_ms: Option<i64>,
+    #[serde(default)]
+    memory_mb: Option<Number>,
+    #[serde(default)]
+    memory_bytes: Option<i64>,
+    #[serde(default)]
+    fuel: Option<i64>,
+    #[serde(default)]
+    max_tool_calls: Option<i64>,
+    #[serde(default)]
+    tool_calls: Option<i64>,
+    #[serde(default)]
+    stdout_bytes: Option<i64>,
+    #[serde(default)]
+    result_bytes: Option<i64>,
+    #[serde(default)]
+    source_bytes: Option<i64>,
+    #[serde(default)]
+    max_depth: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawInference {
+    #[serde(default)]
+    order: Vec<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawProvider {
+    #[serde(default)]
+    plugin: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    host: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    temperature: Option<Number>,
+    #[serde(flatten)]
+    extra: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawMcpServer {
+    #[serde(default)]
+    transport: Option<String>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawMcpTool>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawMcpTool {
+    #[serde(default)]
+    grade: Option<RawGrade>,
+}
+
+#[derive(Deserialize)]
+struct RawGrade {
+    w: i64,
+    d: i64,
+}
+
+#[derive(Deserialize, Default)]
+struct RawMcp {
+    #[serde(default)]
+    host_configs: Vec<String>,
+}
+
+// ---- parsing ------------------------------------------------------------
+
+/// 1-based line of byte offset `off` in `text`.
+fn line_of(text: &str, off: usize) -> u32 {
+    let off = off.min(text.len());
+    let n = text.as_bytes()[..off]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count();
+    u32::try_from(n + 1).unwrap_or(u32::MAX)
+}
+
+/// The key on the line containing `off` (`key = ...`), if any.
+fn key_at(text: &str, off: usize) -> Option<String> {
+    let off = off.min(text.len());
+    let start = text[..off].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[off..].find('\n').map_or(text.len(), |i| off + i);
+    let line = text.get(start..end)?;
+    let (k, _) = line.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    if k.is_empty() || k.starts_with('[') || k.contains('{') {
+        None
+    } else {
+        Some(k.to_string())
+    }
+}
+
+fn toml_to_json(v: &toml::Value) -> serde_json::Value {
+    match v {
+        toml::Value::String(s) => serde_json::Value::String(s.clone()),
+        toml::Value::Integer(i) => serde_json::Value::from(*i),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        toml::Value::Boolean(b) => serde_json::Value::Bool(*b),
+        toml::Value::Datetime(d) => serde_json::Value::String(d.to_string()),
+        toml::Value::Array(a) => serde_json::Value::Array(a.iter().map(toml_to_json).collect()),
+        toml::Value::Table(t) => serde_json::Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    file: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn err(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        msg: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError::at(
+            self.file,
+            span.map(|s| line_of(self.text, s.start)),
+            Some(key.to_string()),
+            msg,
+        )
+    }
+
+    fn nonneg(&self, key: &str, v: Option<i64>) -> Result<Option<u64>, ConfigError> {
+        match v {
+            None => Ok(None),
+            Some(v) => u64::try_from(v).map(Some).map_err(|_| {
+                self.err(
+                    None,
+                    key,
+                    format!("must be a non-negative integer, got {v}"),
+                )
+            }),
+        }
+    }
+
+    fn number(
+        &self,
+        key: &str,
+        v: &Option<Number>,
+        scale: f64,
+    ) -> Result<Option<u64>, ConfigError> {
+        let f = match v {
+            None => return Ok(None),
+            Some(Number::Int(i)) => *i as f64,
+            Some(Number::Float(f)) => *f,
+        };
+        if !f.is_finite() || f < 0.0 || f * scale > u64::MAX as f64 / 2.0 {
+            return Err(self.err(None, key, format!("must be a non-negative number, got {f}")));
+        }
+        Ok(Some((f * scale).round() as u64))
+    }
+
+    fn sandbox(&self, prefix: &str, s: &RawSandbox) -> Result<LimitOverrides, ConfigError> {
+        let k = |name: &str| format!("{prefix}.{name}");
+        let wall = match self.number(&k("timeout_seconds"), &s.timeout_seconds, 1000.0)? {
+            Some(v) => Some(v),
+            None => self.nonneg(&k("wall_ms"), s.wall_ms)?,
+        };
+        let mem = match self.number(&k("memory_mb"), &s.memory_mb, 1024.0 * 1024.0)? {
+            Some(v) => Some(v),
+            None => self.nonneg(&k("memory_bytes"), s.memory_bytes)?,
+        };
+        let calls = match self.nonneg(&k("max_tool_calls"), s.max_tool_calls)? {
+            Some(v) => Some(v),
+            None => self.nonneg(&k("tool_calls"), s.tool_calls)?,
+        };
+        let depth = match self.nonneg(&k("max_depth"), s.max_depth)? {
+            None => None,
+            Some(d) => {
+                Some(u32::try_from(d).map_err(|_| self.err(None, &k("max_depth"), "too large"))?)
+            }
+        };
+        Ok(LimitOverrides {
+            wall_ms: wall,
+            fuel: self.nonneg(&k("fuel"), s.fuel)?,
+            memory_bytes: mem,
+            stdout_bytes: self.nonneg(&k("stdout_bytes"), s.stdout_bytes)?,
+            tool_calls: calls,
+            result_bytes: self.nonneg(&k("result_bytes"), s.result_bytes)?,
+            source_bytes: self.nonneg(&k("source_bytes"), s.source_bytes)?,
+            max_depth: depth,
+        })
+    }
+
+    fn grade(
+        &self,
+        span: &std::ops::Range<usize>,
+        key: &str,
+        v: Option<i64>,
+    ) -> Result<u8, ConfigError> {
+        match v {
+            None => Ok(0),
+            Some(g @ 0..=3) => Ok(u8::try_from(g).unwrap_or(3)),
+            Some(g) => Err(self.err(
+                Some(span.clone()),
+                key,
+                format!("must be 0, 1, 2 or 3, got {g}"),
+            )),
+        }
+    }
+
+    fn tool(
+        &self,
+        section: &str,
+        raw: toml::Spanned<RawTool>,
+        default_provider: &str,
+    ) -> Result<ToolSpec, ConfigError> {
+        let span = raw.span();
+        let t = raw.into_inner();
+        let key = |k: &str| format!("{section}.{}.{k}", t.name);
+        if t.name.is_empty() {
+            return Err(self.err(
+                Some(span),
+                &format!("{section}.name"),
+                "a tool needs a non-empty name",
+            ));
+        }
+        let provider = match t.provider {
+            Some(p) if !p.is_empty() => p,
+            _ if !default_provider.is_empty() => default_provider.to_string(),
+            _ => {
+                return Err(self.err(
+                    Some(span),
+                    &key("provider"),
+                    "missing: say which provider implements the tool",
+                ))
+            }
+        };
+        let mut provider_config = serde_json::Map::new();
+        for (k, v) in t.extra.iter() {
+            provider_config.insert(k.clone(), toml_to_json(v));
+        }
+        if let Some(pc) = &t.provider_config {
+            for (k, v) in pc {
+                provider_config.insert(k.clone(), toml_to_json(v));
+            }
+        }
+        Ok(ToolSpec {
+            grade_w: self.grade(&span, &key("grade_w"), t.grade_w)?,
+            effects_ceiling: self.grade(&span, &key("effects_ceiling"), t.effects_ceiling)?,
+            name: t.name,
+            provider,
+            provider_config,
+            description: t.description,
+            args: t.args,
+            returns: t.returns,
+            docs: t.docs,
+        })
+    }
+}
+
+impl Config {
+    /// Parse one config file's text. `file` is used in error messages only.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, line and key for TOML syntax errors,
+    /// wrong types and out-of-range values.
+    pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let span = e.span();
+            let line = span.as_ref().map(|s| line_of(text, s.start));
+            let key = span.as_ref().and_then(|s| key_at(text, s.start));
+            ConfigError::at(file, line, key, e.message().to_string())
+        })?;
+        let ctx = Ctx { text, file };
+        let mut cfg = Config {
+            files: vec![file.to_path_buf()],
+            ..Config::default()
+        };
+        for t in raw.tools {
+            cfg.tools.push(ctx.tool("tools", t, "")?);
+        }
+        for t in raw.virtual_tools {
+            cfg.virtual_tools
+                .push(ctx.tool("virtual_tools", t, "virtual")?);
+        }
+        for (name, p) in raw.profiles {
+            let line = Some(line_of(text, p.span().start));
+            let p = p.into_inner();
+            let tools = match (p.tools, p.kit) {
+                (Some(RawSelection::Kit(k)), _) | (None, Some(k)) => ToolSelection::Kit(k),
+                (Some(RawSelection::List(l)), _) => ToolSelection::List(l),
+                (Some(RawSelection::Map(m)), _) => ToolSelection::Map(
+                    m.into_iter()
+                        .map(|(alias, t)| {
+                            let target = match t {
+                                RawAliasTarget::Name(n) => n,
+                                RawAliasTarget::Nested { tool } => {
+                                    tool.unwrap_or_else(|| alias.clone())
+                                }
+                            };
+                            (alias, target)
+                        })
+                        .collect(),
+                ),
+                (None, None) => ToolSelection::List(Vec::new()),
+            };
+            let limits = match &p.sandbox {
+                Some(s) => ctx.sandbox(&format!("profiles.{name}.sandbox"), s)?,
+                None => LimitOverrides::default(),
+            };
+            cfg.profiles.insert(
+                name,
+                ProfileDef {
+                    tools,
+                    extra_tools: p.extra_tools,
+                    description: p.description,
+                    docs: p.docs,
+                    limits,
+                    origin: (file.to_path_buf(), line),
+                },
+            );
+        }
+        cfg.default_profile = raw.profile.and_then(|p| p.default);
+        if cfg.default_profile.is_none() {
+            cfg.default_profile = raw.kit.and_then(|k| k.default);
+            cfg.default_is_legacy = cfg.default_profile.is_some();
+        }
+        if let Some(s) = &raw.sandbox {
+            cfg.sandbox = ctx.sandbox("sandbox", s)?;
+        }
+        if let Some(inf) = raw.inference {
+            cfg.inference.order = inf.order;
+            cfg.inference.mode = inf.mode;
+            for (name, p) in inf.providers {
+                let temperature = match p.temperature {
+                    None => None,
+                    Some(Number::Int(i)) => Some(i as f64),
+                    Some(Number::Float(f)) => Some(f),
+                };
+                cfg.inference.providers.insert(
+                    name,
+                    InferenceProvider {
+                        plugin: p.plugin.unwrap_or_default(),
+                        model: p.model,
+                        base_url: p.base_url.or(p.host),
+                        api_key_env: p.api_key_env,
+                        temperature,
+                        extra: p.extra,
+                    },
+                );
+            }
+        }
+        // Keep the raw [inference] table for the inferencer's own parser.
+        if let Ok(doc) = text.parse::<toml::Table>() {
+            if let Some(toml::Value::Table(t)) = doc.get("inference") {
+                cfg.inference_raw = Some(t.clone());
+            }
+        }
+        for (name, s) in raw.mcp_servers {
+            let mut tool_grades = BTreeMap::new();
+            for (tool, t) in s.tools {
+                if let Some(g) = t.grade {
+                    let key = format!("mcp_servers.{name}.tools.{tool}.grade");
+                    let conv = |v: i64| {
+                        u8::try_from(v).ok().filter(|v| *v <= 3).ok_or_else(|| {
+                            ctx.err(None, &key, format!("grades are 0..=3, got {v}"))
+                        })
+                    };
+                    tool_grades.insert(
+                        tool,
+                        Grade {
+                            w: conv(g.w)?,
+                            d: conv(g.d)?,
+                        },
+                    );
+                }
+            }
+            cfg.mcp_servers.insert(
+                name,
+                McpServer {
+                    transport: s.transport.unwrap_or_else(|| "stdio".to_string()),
+                    command: s.command,
+                    args: s.args,
+                    env: s.env,
+                    url: s.url,
+                    tool_grades,
+                },
+            );
+        }
+        cfg.mcp_host_configs = raw.mcp.map(|m| m.host_configs).unwrap_or_default();
+        Ok(cfg)
+    }
+
+    /// Merge two configs: `over` (the workspace's) wins over `under` (the
+    /// user's) key by key: tools and profiles by name, sandbox field by
+    /// field, inference providers by name.
+    pub fn merge(under: Config, over: Config) -> Config {
+        let mut tools = under.tools;
+        for t in over.tools {
+            match tools.iter_mut().find(|x| x.name == t.name) {
+                Some(slot) => *slot = t,
+                None => tools.push(t),
+            }
+        }
+        let mut virtual_tools = under.virtual_tools;
+        for t in over.virtual_tools {
+            match virtual_tools.iter_mut().find(|x| x.name == t.name) {
+                Some(slot) => *slot = t,
+                None => virtual_tools.push(t),
+            }
+        }
+        let mut profiles = under.profiles;
+        profiles.extend(over.profiles);
+        let mut providers = under.inference.providers;
+        providers.extend(over.inference.providers);
+        let inference = Inference {
+            order: if over.inference.order.is_empty() {
+                under.inference.order
+            } else {
+                over.inference.order
+            },
+            mode: over.inference.mode.or(under.inference.mode),
+            providers,
+        };
+        let inference_raw = match (under.inference_raw, over.inference_raw) {
+            (Some(mut u), Some(o)) => {
+                for (k, v) in o {
+                    match (k.as_str(), u.get_mut("providers"), &v) {
+                        ("providers", Some(toml::Value::Table(up)), toml::Value::Table(op)) => {
+                            for (pk, pv) in op {
+                                up.insert(pk.clone(), pv.clone());
+                            }
+                        }
+                        _ => {
+                            u.insert(k, v);
+                        }
+                    }
+                }
+                Some(u)
+            }
+            (u, o) => o.or(u),
+        };
+        let mut mcp_servers = under.mcp_servers;
+        mcp_servers.extend(over.mcp_servers);
+        let mut mcp_host_configs = under.mcp_host_configs;
+        mcp_host_configs.extend(over.mcp_host_configs);
+        let mut files = under.files;
+        files.extend(over.files);
+        Config {
+            tools,
+            virtual_tools,
+            profiles,
+            default_is_legacy: if over.default_profile.is_some() {
+                over.default_is_legacy
+            } else {
+                under.default_is_legacy
+            },
+            default_profile: over.default_profile.or(under.default_profile),
+            sandbox: over.sandbox.or(under.sandbox),
+            inference,
+            inference_raw,
+            mcp_servers,
+            mcp_host_configs,
+            files,
+        }
+    }
+
+    /// The whole-document view of `[inference]` that
+    /// `lackpy_inferencer::InferenceConfig::from_toml` expects.
+    pub fn inference_document(&self) -> toml::Value {
+        let mut doc = toml::Table::new();
+        if let Some(t) = &self.inference_raw {
+            doc.insert("inference".to_string(), toml::Value::Table(t.clone()));
+        }
+        toml::Value::Table(doc)
+    }
+
+    /// The toolbox: the shipped builtins, overridden and extended by this
+    /// config's `[[tools]]` and `[[virtual_tools]]`.
+    pub fn toolbox(&self) -> Toolbox {
+        let mut tb = Toolbox::builtin();
+        for t in self.tools.iter().chain(self.virtual_tools.iter()) {
+            match tb.tools.iter_mut().find(|x| x.name == t.name) {
+                Some(slot) => *slot = t.clone(),
+                None => tb.tools.push(t.clone()),
+            }
+        }
+        tb
+    }
+
+    /// Names of all profiles: config tables and kit files, sorted, deduplicated.
+    pub fn profile_names(&self, kits: &dyn KitSource) -> Vec<String> {
+        let mut v: Vec<String> = self.profiles.keys().cloned().collect();
+        v.extend(kits.names());
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Resolve what a run may use. Precedence: `tools` (an ad-hoc list),
+    /// then `profile`, then `[profile] default`, then the read-only
+    /// builtins ([`DEFAULT_PROFILE_TOOLS`]). A profile name is looked up in
+    /// `[profiles.NAME]`, then in the kit files; `"none"` is the empty kit;
+    /// a name containing commas is an ad-hoc tool list (as the original's
+    /// `profile info read_file,find_files`).
+    ///
+    /// # Errors
+    /// [`ConfigErrorKind::UnknownProfile`] / [`ConfigErrorKind::UnknownTool`]
+    /// listing what is available.
+    pub fn resolve(
+        &self,
+        profile: Option<&str>,
+        tools: Option<&[String]>,
+        kits: &dyn KitSource,
+    ) -> Result<ResolvedProfile, ConfigError> {
+        let toolbox = self.toolbox();
+        let mut limits = Limits::default();
+        self.sandbox.apply(&mut limits);
+        if let Some(list) = tools {
+            let pairs: Vec<(String, String)> = list
+                .iter()
+                .map(|t| t.trim())
+                .filter(|t| !t.is_empty())
+                .map(|t| (t.to_string(), t.to_string()))
+                .collect();
+            let tools = toolbox.select(&pairs, "")?;
+            return Ok(ResolvedProfile {
+                name: "(tools)".to_string(),
+                tools,
+                limits,
+            });
+        }
+        let legacy_missing = profile.is_none()
+            && self.default_is_legacy
+            && self.default_profile.as_deref().is_some_and(|d| {
+                d != "none" && !self.profiles.contains_key(d) && kits.get(d).is_none()
+            });
+        let chosen = if legacy_missing {
+            None
+        } else {
+            profile.or(self.default_profile.as_deref())
+        };
+        let name = match chosen {
+            Some(n) => n,
+            None => {
+                let pairs: Vec<(String, String)> = DEFAULT_PROFILE_TOOLS
+                    .iter()
+                    .map(|t| (t.to_string(), t.to_string()))
+                    .collect();
+                let tools = toolbox.select(&pairs, "")?;
+                return Ok(ResolvedProfile {
+                    name: "(default)".to_string(),
+                    tools,
+                    limits,
+                });
+            }
+        };
+        let ctx = format!(" in profile '{name}'");
+        if let Some(def) = self.profiles.get(name) {
+            let mut pairs: Vec<(String, String)> = match &def.tools {
+                ToolSelection::List(l) => l.iter().map(|t| (t.clone(), t.clone())).collect(),
+                ToolSelection::Map(m) => m.clone(),
+                ToolSelection::Kit(k) => self.kit_pairs(k, kits)?,
+            };
+            for t in &def.extra_tools {
+                if !pairs.iter().any(|(a, _)| a == t) {
+                    pairs.push((t.clone(), t.clone()));
+                }
+            }
+            let tools = toolbox.select(&pairs, &ctx).map_err(|mut e| {
+                e.file = Some(def.origin.0.clone());
+                e.line = def.origin.1;
+                e.key = Some(format!("profiles.{name}"));
+                e
+            })?;
+            def.limits.apply(&mut limits);
+            return Ok(ResolvedProfile {
+                name: name.to_string(),
+                tools,
+                limits,
+            });
+        }
+        if name == "none" || kits.get(name).is_some() {
+            let pairs = self.kit_pairs(name, kits)?;
+            let tools = toolbox.select(&pairs, &ctx)?;
+            return Ok(ResolvedProfile {
+                name: name.to_string(),
+                tools,
+                limits,
+            });
+        }
+        if name.contains(',') {
+            let pairs: Vec<(String, String)> = name
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(|t| (t.to_string(), t.to_string()))
+                .collect();
+            let tools = toolbox.select(&pairs, "")?;
+            return Ok(ResolvedProfile {
+                name: "(tools)".to_string(),
+                tools,
+                limits,
+            });
+        }
+        let mut available = self.profile_names(kits);
+        available.push("none".to_string());
+        Err(ConfigError::new(ConfigErrorKind::UnknownProfile {
+            name: name.to_string(),
+            available: available.join(", "),
+        }))
+    }
+
+    fn kit_pairs(
+        &self,
+        name: &str,
+        kits: &dyn KitSource,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        if name == "none" {
+            return Ok(Vec::new());
+        }
+        match kits.get(name) {
+            Some(k) => Ok(k.tools.iter().map(|t| (t.clone(), t.clone())).collect()),
+            None => {
+                let mut available = kits.names();
+                available.push("none".to_string());
+                Err(ConfigError::new(ConfigErrorKind::UnknownProfile {
+                    name: name.to_string(),
+                    available: available.join(", "),
+                }))
+            }
+        }
+    }
+}
+
+/// The registry of every available tool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Toolbox {
+    /// All tools, builtins first.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl Toolbox {
+    /// The shipped builtins only ([`DEFAULT_TOOLS_TOML`]).
+    pub fn builtin() -> Toolbox {
+        Toolbox {
+            tools: builtin_tools(),
+        }
+    }
+
+    /// Look a tool up by its real name.
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    fn select(
+        &self,
+        pairs: &[(String, String)],
+        context: &str,
+    ) -> Result<Vec<(String, ToolSpec)>, ConfigError> {
+        let mut out: Vec<(String, ToolSpec)> = Vec::new();
+        for (alias, name) in pairs {
+            let Some(spec) = self.get(name) else {
+                let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+                return Err(ConfigError::new(ConfigErrorKind::UnknownTool {
+                    name: name.clone(),
+                    context: context.to_string(),
+                    available: names.join(", "),
+                }));
+            };
+            if !out.iter().any(|(a, _)| a == alias) {
+                out.push((alias.clone(), spec.clone()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The shipped builtin tools, parsed from [`DEFAULT_TOOLS_TOML`].
+pub fn builtin_tools() -> Vec<ToolSpec> {
+    // The embedded file is tested to parse; an error here is a build defect,
+    // and falling back to no builtins keeps this path panic-free.
+    Config::parse(
+        DEFAULT_TOOLS_TOML,
+        Path::new("<builtin default_tools.toml>"),
+    )
+    .map(|c| c.tools)
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Config tests, using files written in the original lackpy's format.
+
+use super::*;
+
+fn p(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new("/ws/.lackpy/config.toml"))
+}
+
+const ORIGINAL: &str = r#"
+[inference]
+order = ["templates", "rules", "ollama-local"]
+
+[inference.providers.ollama-local]
+plugin = "ollama"
+host = "http://localhost:11434"
+model = "qwen3.6:latest"
+temperature = 0.2
+keep_alive = "30m"
+
+[kit]
+default = "debug"
+
+[sandbox]
+enabled = true
+timeout_seconds = 30
+memory_mb = 128
+
+[[tools]]
+name = "count_lines"
+provider = "python"
+module = "my_tools"
+function = "count_lines"
+description = "Count the number of lines in a file"
+returns = "int"
+grade_w = 1
+effects_ceiling = 0
+args = [{ name = "path", type = "str", description = "File path" }]
+
+[mcp_servers.fs]
+transport = "stdio"
+command = "mcp-server-filesystem"
+args = ["--root", "."]
+
+[mcp_servers.fs.tools.read_file]
+grade = { w = 1, d = 0 }
+
+[mcp]
+host_configs = ["~/.claude.json"]
+
+[profiles.debug]
+tools = ["read_file", "find_files", "count_lines"]
+description = "Debugging"
+
+[profiles.aliased]
+tools = { find = "find_files", r = { tool = "read_file" } }
+extra_tools = ["edit_file", "find"]
+
+[profiles.kitted]
+tools = "filesystem"
+
+[profiles.strict]
+tools = ["read_file"]
+[profiles.strict.sandbox]
+timeout_seconds = 1.5
+fuel = 1000
+"#;
+
+fn kits() -> Kits {
+    let mut k = Kits::default();
+    k.insert_text(
+        "filesystem",
+        "---\nname: filesystem\ndescription: Read, write, and search files\ndocs: docs/kits/fs.md\n---\nread_file\n# comment\nfind_files\nwrite_file\n\nedit_file\n",
+    );
+    k.insert_text("plain", "read_file\n");
+    k
+}
+
+#[test]
+fn original_format_parses() {
+    let c = p(ORIGINAL).expect("parses");
+    assert_eq!(c.default_profile.as_deref(), Some("debug"));
+    assert_eq!(c.sandbox.wall_ms, Some(30_000));
+    assert_eq!(c.sandbox.memory_bytes, Some(128 * 1024 * 1024));
+    assert_eq!(
+        c.inference.order,
+        vec!["templates", "rules", "ollama-local"]
+    );
+    let prov = &c.inference.providers["ollama-local"];
+    assert_eq!(prov.plugin, "ollama");
+    assert_eq!(prov.base_url.as_deref(), Some("http://localhost:11434"));
+    assert_eq!(prov.temperature, Some(0.2));
+    assert!(prov.extra.contains_key("keep_alive"));
+    assert!(c.inference_document().get("inference").is_some());
+    let t = &c.tools[0];
+    assert_eq!(t.name, "count_lines");
+    assert_eq!(t.provider, "python");
+    assert_eq!(t.provider_config["module"], "my_tools");
+    assert_eq!(t.provider_config["function"], "count_lines");
+    assert_eq!(t.args[0].type_name, "str");
+    assert_eq!(t.grade(), Grade { w: 1, d: 0 });
+    let fs = &c.mcp_servers["fs"];
+    assert_eq!(fs.command.as_deref(), Some("mcp-server-filesystem"));
+    assert_eq!(fs.args, vec!["--root", "."]);
+    assert_eq!(fs.tool_grades["read_file"], Grade { w: 1, d: 0 });
+    assert_eq!(c.mcp_host_configs, vec!["~/.claude.json"]);
+}
+
+#[test]
+fn profile_forms_resolve() {
+    let c = p(ORIGINAL).expect("parses");
+    let k = kits();
+    let r = c.resolve(None, None, &k).expect("default profile");
+    assert_eq!(r.name, "debug");
+    let names: Vec<&str> = r.tools.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(names, vec!["read_file", "find_files", "count_lines"]);
+    assert_eq!(r.limits.wall_ms, 30_000);
+
+    let r = c.resolve(Some("aliased"), None, &k).expect("aliased");
+    let pairs: Vec<(&str, &str)> = r
+        .tools
+        .iter()
+        .map(|(a, s)| (a.as_str(), s.name.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("find", "find_files"),
+            ("r", "read_file"),
+            ("edit_file", "edit_file")
+        ]
+    );
+    assert_eq!(r.grade(), Grade { w: 3, d: 3 });
+    let ns = r.namespace();
+    assert_eq!(ns.get("r").map(|t| t.target.as_str()), Some("read_file"));
+
+    let r = c.resolve(Some("kitted"), None, &k).expect("kit profile");
+    assert_eq!(r.tools.len(), 4);
+    let r = c
+        .resolve(Some("filesystem"), None, &k)
+        .expect("kit by name");
+    assert_eq!(r.tools.len(), 4);
+    let r = c.resolve(Some("none"), None, &k).expect("none");
+    assert!(r.tools.is_empty());
+    let r = c.resolve(Some("strict"), None, &k).expect("strict");
+    assert_eq!(r.limits.wall_ms, 1500);
+    assert_eq!(r.limits.fuel, 1000);
+    assert_eq!(r.limits.memory_bytes, 128 * 1024 * 1024);
+    let r = c
+        .resolve(Some("read_file,write_file"), None, &k)
+        .expect("ad hoc");
+    assert_eq!(r.tools.len(), 2);
+    let r = c
+        .resolve(Some("debug"), Some(&["write_file".to_string()]), &k)
+        .expect("tools win");
+    assert_eq!(r.name, "(tools)");
+    assert_eq!(r.tools[0].1.grade(), Grade { w: 3, d: 3 });
+}
+
+#[test]
+fn default_is_read_only_builtins() {
+    let c = Config::default();
+    let r = c.resolve(None, None, &Kits::default()).expect("default");
+    assert_eq!(r.name, "(default)");
+    let names: Vec<&str> = r.tools.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(names, vec!["read_file", "find_files"]);
+    assert_eq!(r.limits, Limits::default());
+    assert_eq!(r.grade(), Grade { w: 1, d: 1 });
+}
+
+#[test]
+fn builtins_and_override() {
+    let b = builtin_tools();
+    let names: Vec<&str> = b.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec!["read_file", "find_files", "write_file", "edit_file"]
+    );
+    assert!(b.iter().all(|t| t.provider == "builtin"));
+    assert_eq!(b[3].args.len(), 3);
+    let c = p("[[tools]]\nname = \"read_file\"\nprovider = \"builtin\"\ngrade_w = 2\neffects_ceiling = 0\n")
+        .expect("parses");
+    let tb = c.toolbox();
+    assert_eq!(tb.tools.len(), 4);
+    assert_eq!(
+        tb.get("read_file").map(ToolSpec::grade),
+        Some(Grade { w: 2, d: 0 })
+    );
+}
+
+#[test]
+fn unknown_names_list_what_exists() {
+    let c = p(ORIGINAL).expect("parses");
+    let e = c.resolve(Some("nope"), None, &kits()).expect_err("unknown");
+    let s = e.to_string();
+    assert!(s.contains("unknown profile 'nope'"), "{s}");
+    assert!(
+        s.contains("debug") && s.contains("filesystem") && s.contains("none"),
+        "{s}"
+    );
+    let e = c
+        .resolve(None, Some(&["rm_rf".to_string()]), &kits())
+        .expect_err("unknown tool");
+    let s = e.to_string();
+    assert!(
+        s.contains("unknown tool 'rm_rf'") && s.contains("read_file"),
+        "{s}"
+    );
+    let bad = p("[profiles.x]\ntools = [\"ghost\"]\n").expect("parses");
+    let e = bad
+        .resolve(Some("x"), None, &Kits::default())
+        .expect_err("ghost");
+    assert_eq!(e.line, Some(1));
+    assert!(e.to_string().contains("in profile 'x'"), "{e}");
+}
+
+#[test]
+fn bad_config_names_file_line_and_key() {
+    let e = p("[sandbox]\ntimeout_seconds = \"ten\"\n").expect_err("type error");
+    assert_eq!(e.line, Some(2), "{e}");
+    let s = e.to_string();
+    assert!(s.starts_with("/ws/.lackpy/config.toml:2: "), "{s}");
+    let e = p("x = [\n").expect_err("syntax");
+    assert!(e.line.is_some(), "{e}");
+    let e = p("[[tools]]\nname = \"t\"\nprovider = \"python\"\ngrade_w = 9\n").expect_err("range");
+    assert_eq!(e.line, Some(1));
+    assert_eq!(e.key.as_deref(), Some("tools.t.grade_w"));
+    let e = p("[[tools]]\nname = \"t\"\n").expect_err("no provider");
+    assert!(e.to_string().contains("provider"), "{e}");
+    let e = p("[sandbox]\nfuel = -1\n").expect_err("negative");
+    assert_eq!(e.key.as_deref(), Some("sandbox.fuel"));
+    let e = p("[[tools]]\nname = \"t\"\nprovider = \"python\"\ngrade_w = \"high\"\n")
+        .expect_err("type");
+    assert!(e.line.is_some(), "{e}");
+    // Unknown sections and keys are ignored, as in the original.
+    assert!(p("[whatever]\nx = 1\n[sandbox]\nunknown_key = 3\n").is_ok());
+}
+
+#[test]
+fn merge_prefers_workspace() {
+    let user = p("[profile]\ndefault = \"u\"\n[sandbox]\ntimeout_seconds = 5\nmemory_mb = 64\n[profiles.u]\ntools = [\"read_file\"]\n[inference]\norder = [\"a\"]\n[inference.providers.a]\nplugin = \"ollama\"\n")
+        .expect("user");
+    let ws = p("[sandbox]\ntimeout_seconds = 7\n[profiles.w]\ntools = [\"find_files\"]\n[inference.providers.b]\nplugin = \"openai\"\n")
+        .expect("ws");
+    let m = Config::merge(user, ws);
+    assert_eq!(m.default_profile.as_deref(), Some("u"));
+    assert_eq!(m.sandbox.wall_ms, Some(7000));
+    assert_eq!(m.sandbox.memory_bytes, Some(64 * 1024 * 1024));
+    assert!(m.profiles.contains_key("u") && m.profiles.contains_key("w"));
+    assert_eq!(m.inference.order, vec!["a"]);
+    assert_eq!(m.inference.providers.len(), 2);
+    let raw = m.inference_raw.expect("raw");
+    let provs = raw
+        .get("providers")
+        .and_then(|v| v.as_table())
+        .expect("providers");
+    assert_eq!(provs.len(), 2);
+}
+
+#[test]
+fn kit_parsing_and_render() {
+    let k = parse_kit(
+        "fs",
+        "---\nname: fs\ndescription: Files\ndocs: d.md\n---\nread_file\n# c\n\nfind_files\n",
+    );
+    assert_eq!(k.tools, vec!["read_file", "find_files"]);
+    assert_eq!(k.description, "Files");
+    assert_eq!(k.docs.as_deref(), Some("d.md"));
+    let again = parse_kit("fs", &render_kit(&k));
+    assert_eq!(again, k);
+    assert_eq!(parse_kit("x", "a\nb\n").tools, vec!["a", "b"]);
+}
+
+#[test]
+fn legacy_kit_default_falls_back() {
+    let c = p("[kit]\ndefault = \"debug\"\n").expect("parses");
+    let r = c.resolve(None, None, &Kits::default()).expect("falls back");
+    assert_eq!(r.name, "(default)");
+    let c = p("[profile]\ndefault = \"debug\"\n").expect("parses");
+    assert!(c.resolve(None, None, &Kits::default()).is_err());
+}
