@@ -14,7 +14,6 @@
 
 use bincode::{Decode, Encode};
 use serde_json::{json, Value};
-use std::io::Read;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -270,13 +269,16 @@ pub fn generate(req: &Request) -> Result<Generation, InferError> {
     let ep = &req.endpoint;
     let url = display_url(&ep.url);
     let start = Instant::now();
-    let client = build_client(ep, &url)?;
-    let body = request_body(req);
+    let target = crate::client::Url::parse(&ep.url).map_err(|detail| InferError::BadRequest {
+        url: url.clone(),
+        detail,
+    })?;
+    let body = request_body(req).to_string();
     let mut tries = 0u32;
     let mut backoff = Duration::from_millis(200);
     loop {
         tries += 1;
-        match try_once(&client, ep, &url, &body) {
+        match try_once(&target, ep, &url, body.as_bytes()) {
             Ok(text) => {
                 return Ok(Generation {
                     text,
@@ -292,29 +294,6 @@ pub fn generate(req: &Request) -> Result<Generation, InferError> {
             Err(e) => return Err(e),
         }
     }
-}
-
-fn build_client(ep: &Endpoint, url: &str) -> Result<reqwest::blocking::Client, InferError> {
-    let mut b = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_millis(ep.connect_timeout_ms.max(1)))
-        .timeout(Duration::from_millis(ep.timeout_ms.max(1)))
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .user_agent(concat!("lackpy/", env!("CARGO_PKG_VERSION")));
-    if let Some(addr) = ep.pinned_addr {
-        let host = reqwest::Url::parse(&ep.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_string))
-            .ok_or_else(|| InferError::BadRequest {
-                url: url.to_string(),
-                detail: "URL has no host".into(),
-            })?;
-        b = b.resolve(&host, addr);
-    }
-    b.build().map_err(|e| InferError::BadRequest {
-        url: url.to_string(),
-        detail: e.to_string(),
-    })
 }
 
 fn request_body(req: &Request) -> Value {
@@ -385,62 +364,65 @@ fn flatten_conversation(messages: &[Message]) -> String {
     out
 }
 
-fn transport_error(e: &reqwest::Error, url: &str, ep: &Endpoint) -> InferError {
-    if e.is_timeout() {
-        InferError::Timeout {
+fn client_error(e: crate::client::ClientError, url: &str, ep: &Endpoint) -> InferError {
+    use crate::client::ClientError;
+    match e {
+        ClientError::Timeout => InferError::Timeout {
             url: url.to_string(),
             timeout_ms: ep.timeout_ms,
-        }
-    } else if e.is_connect() {
-        let mut detail = e.to_string();
-        let mut src = std::error::Error::source(e);
-        while let Some(s) = src {
-            detail = s.to_string();
-            src = s.source();
-        }
-        InferError::Unreachable {
+        },
+        ClientError::Connect(detail) => InferError::Unreachable {
             url: url.to_string(),
             detail,
-        }
-    } else {
-        InferError::Unreachable {
+        },
+        ClientError::Protocol(detail) => InferError::Garbage {
             url: url.to_string(),
-            detail: e.to_string(),
-        }
+            detail,
+        },
     }
 }
 
 fn try_once(
-    client: &reqwest::blocking::Client,
+    target: &crate::client::Url,
     ep: &Endpoint,
     url: &str,
-    body: &Value,
+    body: &[u8],
 ) -> Result<String, InferError> {
-    let mut rb = client
-        .post(&ep.url)
-        .header("content-type", "application/json");
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("Content-Type", "application/json"),
+        ("User-Agent", concat!("lackpy/", env!("CARGO_PKG_VERSION"))),
+    ];
+    let bearer;
     if let Some(k) = &ep.api_key {
-        rb = match ep.wire {
-            Wire::Anthropic => rb
-                .header("x-api-key", k.expose())
-                .header("anthropic-version", "2023-06-01"),
-            _ => rb.bearer_auth(k.expose()),
-        };
-    } else if ep.wire == Wire::Anthropic {
-        rb = rb.header("anthropic-version", "2023-06-01");
+        if ep.wire == Wire::Anthropic {
+            headers.push(("x-api-key", k.expose()));
+        } else {
+            bearer = format!("Bearer {}", k.expose());
+            headers.push(("Authorization", &bearer));
+        }
     }
-    let resp = rb
-        .body(body.to_string())
-        .send()
-        .map_err(|e| transport_error(&e, url, ep))?;
-    let status = resp.status();
+    if ep.wire == Wire::Anthropic {
+        headers.push(("anthropic-version", "2023-06-01"));
+    }
+    let deadline = Instant::now() + Duration::from_millis(ep.timeout_ms.max(1));
+    let connect_timeout = Duration::from_millis(ep.connect_timeout_ms.max(1));
+    let resp = crate::client::post(
+        target,
+        &headers,
+        body,
+        connect_timeout,
+        deadline,
+        ep.pinned_addr,
+    )
+    .map_err(|e| client_error(e, url, ep))?;
+    let status = resp.status;
     let mut reader = BodyReader {
         resp,
         url,
         ep,
         total: 0,
     };
-    if !status.is_success() {
+    if !(200..300).contains(&status) {
         let mut buf = Vec::new();
         // Read at most 4 KiB of an error body.
         let _ = reader.read_limited(&mut buf, 4096);
@@ -451,12 +433,11 @@ fn try_once(
         }
         return Err(InferError::Status {
             url: url.to_string(),
-            status: status.as_u16(),
+            status,
             body: bounded(text.trim(), 300),
         });
     }
-    let streaming = ep.stream;
-    if !streaming {
+    if !ep.stream {
         let mut buf = Vec::new();
         reader.read_all(&mut buf)?;
         let v: Value = serde_json::from_slice(&buf).map_err(|e| InferError::Garbage {
@@ -473,22 +454,34 @@ fn try_once(
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 8192];
     let mut done = false;
-    loop {
+    while !done {
         let n = reader.read_chunk(&mut chunk)?;
         if n == 0 {
             break;
         }
+        let scan_from = pending.len();
         pending.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line);
+        if !pending
+            .get(scan_from..)
+            .unwrap_or_default()
+            .contains(&b'\n')
+        {
+            continue;
+        }
+        let mut start = 0;
+        while let Some(off) = pending
+            .get(start..)
+            .and_then(|p| p.iter().position(|b| *b == b'\n'))
+        {
+            let line = String::from_utf8_lossy(pending.get(start..start + off).unwrap_or_default())
+                .to_string();
+            start += off + 1;
             if stream_line(ep.wire, line.trim(), &mut text, url)? {
                 done = true;
+                break;
             }
         }
-        if done {
-            break;
-        }
+        pending.drain(..start);
     }
     if !done && !pending.is_empty() {
         let line = String::from_utf8_lossy(&pending).to_string();
@@ -504,7 +497,7 @@ fn try_once(
 }
 
 struct BodyReader<'a> {
-    resp: reqwest::blocking::Response,
+    resp: crate::client::Response,
     url: &'a str,
     ep: &'a Endpoint,
     total: u64,
@@ -512,7 +505,10 @@ struct BodyReader<'a> {
 
 impl BodyReader<'_> {
     fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, InferError> {
-        let n = self.resp.read(buf).map_err(|e| self.io_error(&e))?;
+        let n = self
+            .resp
+            .read(buf)
+            .map_err(|e| client_error(e, self.url, self.ep))?;
         self.total += n as u64;
         if self.total > self.ep.max_response_bytes {
             return Err(InferError::TooLarge {
@@ -537,32 +533,16 @@ impl BodyReader<'_> {
     fn read_limited(&mut self, out: &mut Vec<u8>, cap: usize) -> Result<(), InferError> {
         let mut chunk = vec![0u8; 1024];
         while out.len() < cap {
-            let n = self.resp.read(&mut chunk).map_err(|e| self.io_error(&e))?;
+            let n = self
+                .resp
+                .read(&mut chunk)
+                .map_err(|e| client_error(e, self.url, self.ep))?;
             if n == 0 {
                 break;
             }
             out.extend_from_slice(chunk.get(..n).unwrap_or_default());
         }
         Ok(())
-    }
-
-    fn io_error(&self, e: &std::io::Error) -> InferError {
-        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
-            || e.get_ref()
-                .and_then(|i| i.downcast_ref::<reqwest::Error>())
-                .is_some_and(|r| r.is_timeout())
-            || e.to_string().contains("timed out");
-        if timed_out {
-            InferError::Timeout {
-                url: self.url.to_string(),
-                timeout_ms: self.ep.timeout_ms,
-            }
-        } else {
-            InferError::Garbage {
-                url: self.url.to_string(),
-                detail: format!("reading the answer failed: {e}"),
-            }
-        }
     }
 }
 

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod clean;
+pub mod client;
 pub mod config;
 pub mod corpus;
 pub mod hints;
