@@ -1,8 +1,29 @@
-//! The lackpy interpreter. (STUB: the interpreter work replaces this,
-//! keeping these public names and signatures.)
+//! The lackpy interpreter: CPython 3.11 semantics for the lackpy subset,
+//! with hard limits on fuel, memory, depth, output, tool calls and result size.
+//!
+//! Pipeline: [`compile`] lowers the validated rustpython AST into a tree
+//! with slot-resolved names; [`eval`] walks it. Values live in [`value`];
+//! operators in [`ops`]; text rendering in [`format`]; builtins and methods
+//! in [`builtins`] and [`methods`] (which also holds the method allowlist).
+
+pub mod budget;
+pub mod builtins;
+pub mod compile;
+pub mod err;
+pub mod eval;
+pub mod format;
+pub mod iter;
+pub mod methods;
+pub mod ops;
+pub mod value;
 
 use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind, Limits, ToolFailure};
-use lackpy_policy::Program;
+use lackpy_policy::{Grade, Namespace, Program, ToolEntry};
+
+use compile::SK;
+use err::{Exc, R};
+use eval::Interp;
+use value::Value;
 
 /// How a program reaches its tools. The worker's implementation sends each
 /// call over IPC; tests use an in-process fake.
@@ -41,12 +62,113 @@ pub struct RunResult {
 }
 
 /// Interpret a validated program.
+///
+/// Never panics on hostile programs: every failure is a [`RunResult`] with
+/// `error` set (kind `runtime`, `limit`, `tool` or `internal`).
 pub fn run(program: &Program, host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
-    let _ = (program, host, out, limits);
-    RunResult {
-        value: None,
-        repr: None,
-        error: Some(ErrorInfo::new(ErrorKind::Internal, "NotImplemented", "interpreter not built yet")),
-        fuel_used: 0,
+    let tools: Vec<String> = program.calls.clone();
+    let is_tool = |n: &str| tools.iter().any(|t| t == n);
+    run_with(program, &is_tool, host, out, limits)
+}
+
+/// Like [`run`], with an explicit tool predicate (names that are tools of the profile).
+pub fn run_with(program: &Program, is_tool: &dyn Fn(&str) -> bool, host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
+    let code = match compile::compile(&program.body, is_tool) {
+        Ok(c) => c,
+        Err(e) => return fail(program, &e, 0),
+    };
+    budget::start(limits.fuel, limits.memory_bytes, limits.wall_ms);
+    let mut it = Interp { code: &code, slots: vec![None; code.nslots], host, out, limits, tool_calls: 0, out_bytes: 0, depth: 0 };
+    let r = exec_program(&mut it, limits);
+    let fuel_used = budget::fuel_used();
+    let result = match r {
+        Ok(Some((data, repr))) => RunResult { value: Some(data), repr: Some(repr), error: None, fuel_used },
+        Ok(None) => RunResult { value: None, repr: None, error: None, fuel_used },
+        Err(e) => fail(program, &e, fuel_used),
+    };
+    // Drop the program's values while the budget is still installed, then remove it.
+    drop(it);
+    budget::finish();
+    result
+}
+
+fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {
+    let code = it.code;
+    let Some((last, init)) = code.body.split_last() else { return Ok(None) };
+    for s in init {
+        it.exec_block(std::slice::from_ref(s))?;
+    }
+    let v: Value = match &last.k {
+        SK::Expr(e) => {
+            budget::tick(1).map_err(|x| positioned(x, last.pos))?;
+            it.eval(e)?
+        }
+        _ => {
+            it.exec_block(std::slice::from_ref(last))?;
+            return Ok(None);
+        }
+    };
+    let budget_bytes = usize::try_from(limits.result_bytes).unwrap_or(usize::MAX);
+    let mut repr = String::new();
+    it.repr_into(&v, &mut repr, &mut Vec::new(), 0, false, budget_bytes).map_err(|e| match e.kind {
+        err::ExcKind::Limit("memory") => Exc::limit("result", format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes")),
+        _ => e,
+    })?;
+    if repr.len() > budget_bytes {
+        return Err(Exc::limit("result", format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes")));
+    }
+    let data = it.to_data(&v, true)?;
+    Ok(Some((data, repr)))
+}
+
+fn positioned(mut e: Box<Exc>, pos: u32) -> Box<Exc> {
+    if e.pos.is_none() {
+        e.pos = Some(pos);
+    }
+    e
+}
+
+fn fail(program: &Program, e: &Exc, fuel_used: u64) -> RunResult {
+    let mut info = e.to_info();
+    if let Some(p) = e.pos {
+        let (line, col) = program.locate(p.into());
+        info.line = Some(line);
+        info.col = Some(col);
+    }
+    RunResult { value: None, repr: None, error: Some(info), fuel_used }
+}
+
+/// Validate `src` against a namespace holding `tools`, then run it (for tests and benches).
+/// A validation failure comes back as a [`RunResult`] carrying the first validation error.
+pub fn run_source(src: &str, tools: &[&str], host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
+    let ns = Namespace {
+        tools: tools
+            .iter()
+            .map(|t| ToolEntry { name: (*t).to_string(), target: (*t).to_string(), args: Vec::new(), grade: Grade::default() })
+            .collect(),
+    };
+    match lackpy_policy::validate(src, &ns, limits) {
+        Ok(p) => {
+            let is_tool = |n: &str| tools.contains(&n);
+            run_with(&p, &is_tool, host, out, limits)
+        }
+        Err(errs) => RunResult {
+            value: None,
+            repr: None,
+            error: Some(errs.into_iter().next().unwrap_or_else(|| ErrorInfo::new(ErrorKind::Validation, "SyntaxError", "invalid program"))),
+            fuel_used: 0,
+        },
     }
 }
+
+/// A [`ToolHost`] with no tools: every call fails.
+pub struct NoTools;
+
+impl ToolHost for NoTools {
+    fn call(&mut self, name: &str, _args: Vec<Data>, _kwargs: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+        Err(ToolFailure { type_name: "ToolFailed".into(), message: format!("no tool named '{name}'") })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+//! Per-run budgets (fuel, memory, wall clock), kept in thread-local state so
+//! every helper that loops in Rust can charge and poll them cheaply.
+
+use std::cell::Cell;
+use std::time::Instant;
+
+use super::err::{Exc, R};
+use super::value::mem_used;
+
+thread_local! {
+    static FUEL_LEFT: Cell<u64> = const { Cell::new(u64::MAX) };
+    static FUEL_TOTAL: Cell<u64> = const { Cell::new(u64::MAX) };
+    static MEM_LIMIT: Cell<i64> = const { Cell::new(i64::MAX) };
+    static MEM_BASE: Cell<i64> = const { Cell::new(0) };
+    static CLOCK_IN: Cell<u64> = const { Cell::new(CLOCK_EVERY) };
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    static WALL_MS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Fuel units between wall-clock polls. Why: reading the clock costs ~20 ns;
+/// 16K steps take well under a millisecond, so the timeout is overshot by
+/// at most that.
+const CLOCK_EVERY: u64 = 1 << 14;
+
+/// Install the budgets of a run on this thread.
+pub fn start(fuel: u64, memory_bytes: u64, wall_ms: u64) {
+    FUEL_LEFT.with(|f| f.set(fuel));
+    FUEL_TOTAL.with(|f| f.set(fuel));
+    MEM_BASE.with(|b| b.set(mem_used()));
+    MEM_LIMIT.with(|m| m.set(i64::try_from(memory_bytes).unwrap_or(i64::MAX)));
+    CLOCK_IN.with(|c| c.set(CLOCK_EVERY));
+    WALL_MS.with(|w| w.set(wall_ms));
+    DEADLINE.with(|d| d.set(Instant::now().checked_add(std::time::Duration::from_millis(wall_ms))));
+}
+
+/// Remove the budgets (so later code on this thread is unlimited).
+pub fn finish() -> u64 {
+    let used = FUEL_TOTAL.with(|t| t.get()) - FUEL_LEFT.with(|f| f.get());
+    FUEL_LEFT.with(|f| f.set(u64::MAX));
+    FUEL_TOTAL.with(|f| f.set(u64::MAX));
+    MEM_LIMIT.with(|m| m.set(i64::MAX));
+    DEADLINE.with(|d| d.set(None));
+    used
+}
+
+/// Fuel used so far in this run.
+pub fn fuel_used() -> u64 {
+    FUEL_TOTAL.with(|t| t.get()) - FUEL_LEFT.with(|f| f.get())
+}
+
+/// Consume `n` units of fuel; polls memory and (every so often) the clock.
+///
+/// # Errors
+/// `fuel`, `memory` or `timeout` limit errors.
+#[inline]
+pub fn tick(n: u64) -> R<()> {
+    let left = FUEL_LEFT.with(|f| f.get());
+    if left < n {
+        FUEL_LEFT.with(|f| f.set(0));
+        let total = FUEL_TOTAL.with(|t| t.get());
+        return Err(Exc::limit("fuel", format!("fuel limit exceeded: the program used all {total} steps of its fuel budget")));
+    }
+    FUEL_LEFT.with(|f| f.set(left - n));
+    mem_check(0)?;
+    let c = CLOCK_IN.with(|c| c.get());
+    if c <= n {
+        CLOCK_IN.with(|c| c.set(CLOCK_EVERY));
+        check_clock()?;
+    } else {
+        CLOCK_IN.with(|cl| cl.set(c - n));
+    }
+    Ok(())
+}
+
+#[cold]
+fn check_clock() -> R<()> {
+    if let Some(d) = DEADLINE.with(|d| d.get()) {
+        if Instant::now() >= d {
+            let ms = WALL_MS.with(|w| w.get());
+            return Err(Exc::limit("timeout", format!("timeout: the program ran longer than its wall-clock limit of {ms} ms")));
+        }
+    }
+    Ok(())
+}
+
+/// Check that `extra` more bytes would fit in the memory budget.
+///
+/// # Errors
+/// `memory` limit error.
+#[inline]
+pub fn mem_check(extra: u64) -> R<()> {
+    let limit = MEM_LIMIT.with(|m| m.get());
+    let used = mem_used() - MEM_BASE.with(|b| b.get());
+    let extra = i64::try_from(extra).unwrap_or(i64::MAX);
+    if used.saturating_add(extra) > limit {
+        return Err(mem_err(limit));
+    }
+    Ok(())
+}
+
+#[cold]
+fn mem_err(limit: i64) -> Box<Exc> {
+    Exc::limit("memory", format!("memory limit exceeded: the program's values need more than {limit} bytes"))
+}
+
+/// Preflight an allocation of `count` items of `size` bytes each.
+///
+/// # Errors
+/// `memory` limit error.
+pub fn mem_check_n(count: u64, size: u64) -> R<()> {
+    mem_check(count.saturating_mul(size))
+}

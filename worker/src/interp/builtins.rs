@@ -1,0 +1,773 @@
+//! The builtin functions, with CPython's signatures, results and errors.
+
+use num_bigint::BigInt;
+use num_integer::Integer;
+use num_traits::{Signed, ToPrimitive, Zero};
+use std::rc::Rc;
+
+use super::budget::{mem_check, mem_check_n, tick};
+use super::compile::Builtin;
+use super::err::{type_err, value_err, Exc, R};
+use super::eval::{as_i64, big_to_str, CallArgs, Interp};
+use super::iter::Iter;
+use super::methods::py_isspace;
+use super::ops::{binop, big_to_f64, lt, BinOp};
+use super::value::{float_to_big, Dict, Func, RangeV, Value, ViewKind, SLOT};
+
+fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
+    a.no_kw(name)?;
+    if a.pos.len() != 1 {
+        return Err(type_err(format!("{name}() takes exactly one argument ({} given)", a.pos.len())));
+    }
+    Ok(a.pos.remove(0))
+}
+
+fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
+    if a.pos.len() > max {
+        return Err(type_err(format!("{name} expected at most {max} argument{}, got {}", if max == 1 { "" } else { "s" }, a.pos.len())));
+    }
+    Ok(())
+}
+
+fn index_arg(v: &Value) -> R<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(*b as i64),
+        Value::Big(_) => Err(Exc::py("OverflowError", "Python int too large to convert to C ssize_t")),
+        _ => Err(type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name()))),
+    }
+}
+
+/// Parse `int(text, base)` exactly as CPython 3.11.
+///
+/// # Errors
+/// ValueError for invalid literals or the 4300-digit limit.
+pub fn parse_int(orig: &str, base: u32) -> R<Value> {
+    let bad = || value_err(format!("invalid literal for int() with base {base}: {}", super::format::str_repr(orig)));
+    let s = orig.trim_matches(py_isspace);
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (mut radix, mut digits) = (base, lower.as_str());
+    let prefixed = |p: &str| lower.starts_with(p);
+    if base == 0 || base == 16 || base == 8 || base == 2 {
+        let p = if prefixed("0x") {
+            Some(16)
+        } else if prefixed("0o") {
+            Some(8)
+        } else if prefixed("0b") {
+            Some(2)
+        } else {
+            None
+        };
+        if let Some(p) = p {
+            if base == 0 || base == p {
+                radix = p;
+                digits = &lower[2..];
+                // A prefix may be followed by an underscore.
+                if let Some(d) = digits.strip_prefix('_') {
+                    digits = d;
+                }
+            }
+        }
+        if base == 0 && p.is_none() {
+            radix = 10;
+            // Base 0: no leading zeros on a non-zero decimal.
+            let t: String = digits.chars().filter(|c| *c != '_').collect();
+            if t.len() > 1 && t.starts_with('0') && t.chars().any(|c| c != '0') {
+                return Err(bad());
+            }
+        }
+    }
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+        return Err(bad());
+    }
+    let clean: String = digits.chars().filter(|c| *c != '_').collect();
+    if !clean.chars().all(|c| c.is_digit(radix)) {
+        return Err(bad());
+    }
+    if !radix.is_power_of_two() && clean.len() > 4300 {
+        return Err(value_err(format!(
+            "Exceeds the limit (4300 digits) for integer string conversion: value has {} digits; use sys.set_int_max_str_digits() to increase the limit",
+            clean.len()
+        )));
+    }
+    mem_check(clean.len() as u64)?;
+    tick(1 + clean.len() as u64 / 16)?;
+    if clean.len() <= 18 && radix == 10 {
+        let v: i64 = clean.parse().map_err(|_| bad())?;
+        return Ok(Value::Int(if neg { -v } else { v }));
+    }
+    let b = BigInt::parse_bytes(clean.as_bytes(), radix).ok_or_else(bad)?;
+    Ok(Value::from_big(if neg { -b } else { b }))
+}
+
+/// Parse `float(text)` as CPython.
+///
+/// # Errors
+/// ValueError `could not convert string to float: '...'`.
+pub fn parse_float(orig: &str) -> R<f64> {
+    let bad = || value_err(format!("could not convert string to float: {}", super::format::str_repr(orig)));
+    let s = orig.trim_matches(py_isspace);
+    let body = s.trim_start_matches(['+', '-']);
+    if s.len() - body.len() > 1 {
+        return Err(bad());
+    }
+    let lower = body.to_ascii_lowercase();
+    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
+        let v: f64 = if lower == "nan" { f64::NAN } else { f64::INFINITY };
+        return Ok(if s.starts_with('-') { -v } else { v });
+    }
+    // Underscores only between digits.
+    let b = s.as_bytes();
+    for (i, c) in b.iter().enumerate() {
+        if *c == b'_' {
+            let ok = i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit();
+            if !ok {
+                return Err(bad());
+            }
+        }
+    }
+    if !s.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-' | b'_')) {
+        return Err(bad());
+    }
+    let clean: String = s.chars().filter(|c| *c != '_').collect();
+    clean.parse::<f64>().map_err(|_| bad())
+}
+
+/// Python's `round(f)` (banker's rounding to an int).
+///
+/// # Errors
+/// OverflowError for infinities, ValueError for NaN.
+pub fn float_to_int(f: f64) -> R<Value> {
+    if f.is_nan() {
+        return Err(value_err("cannot convert float NaN to integer"));
+    }
+    if f.is_infinite() {
+        return Err(Exc::py("OverflowError", "cannot convert float infinity to integer"));
+    }
+    if f.abs() < 9.0e18 {
+        return Ok(Value::Int(f as i64));
+    }
+    Ok(Value::from_big(float_to_big(f).unwrap_or_default()))
+}
+
+fn round_float(x: f64, nd: i64) -> R<f64> {
+    if !x.is_finite() || x == 0.0 {
+        return Ok(x);
+    }
+    if nd > 330 {
+        return Ok(x);
+    }
+    if nd >= 0 {
+        let s = format!("{:.*}", nd as usize, x);
+        let r: f64 = s.parse().map_err(|_| Exc::internal("round"))?;
+        return Ok(if r == 0.0 { 0.0f64.copysign(x) } else { r });
+    }
+    if nd < -330 {
+        return Ok(0.0f64.copysign(x));
+    }
+    // Exact: x is an integer-valued rational m*2^e; round to a multiple of 10^-nd.
+    let p = BigInt::from(10).pow((-nd) as u32);
+    let (mant, exp, sign) = decode(x);
+    let (num, den) = if exp >= 0 { (BigInt::from(mant) << exp as usize, BigInt::from(1)) } else { (BigInt::from(mant), BigInt::from(1) << (-exp) as usize) };
+    // q = round_half_even(num / (den * p))
+    let d = den * &p;
+    let (q, r) = num.div_rem(&d);
+    let twice: BigInt = r * 2;
+    let q = match twice.cmp(&d) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal => {
+            if q.is_odd() {
+                q + 1
+            } else {
+                q
+            }
+        }
+        std::cmp::Ordering::Less => q,
+    };
+    let v = q * p;
+    let f = v.to_f64().unwrap_or(f64::INFINITY);
+    if f.is_infinite() {
+        return Err(Exc::py("OverflowError", "rounded value too large to represent"));
+    }
+    Ok(if sign < 0 { -f } else { f })
+}
+
+fn decode(x: f64) -> (u64, i64, i8) {
+    let bits = x.to_bits();
+    let sign: i8 = if bits >> 63 == 0 { 1 } else { -1 };
+    let exp = ((bits >> 52) & 0x7ff) as i64;
+    let mant = if exp == 0 { (bits & 0xfffffffffffff) << 1 } else { (bits & 0xfffffffffffff) | 0x10000000000000 };
+    (mant, exp - 1075, sign)
+}
+
+const TYPE_NAMES: &[(Builtin, &str)] = &[
+    (Builtin::Str, "str"),
+    (Builtin::Int, "int"),
+    (Builtin::Float, "float"),
+    (Builtin::Bool, "bool"),
+    (Builtin::List, "list"),
+    (Builtin::Dict, "dict"),
+    (Builtin::Set, "set"),
+    (Builtin::Tuple, "tuple"),
+];
+
+fn is_instance(v: &Value, t: Builtin) -> bool {
+    match t {
+        Builtin::Str => matches!(v, Value::Str(_)),
+        Builtin::Int => matches!(v, Value::Int(_) | Value::Big(_) | Value::Bool(_)),
+        Builtin::Float => matches!(v, Value::Float(_)),
+        Builtin::Bool => matches!(v, Value::Bool(_)),
+        Builtin::List => matches!(v, Value::List(_)),
+        Builtin::Dict => matches!(v, Value::Dict(_)),
+        Builtin::Set => matches!(v, Value::Set(_)),
+        Builtin::Tuple => matches!(v, Value::Tuple(_)),
+        _ => false,
+    }
+}
+
+impl<'a> Interp<'a> {
+    /// Call a builtin.
+    ///
+    /// # Errors
+    /// CPython's errors for each builtin.
+    pub fn call_builtin(&mut self, b: Builtin, mut a: CallArgs) -> R<Value> {
+        match b {
+            Builtin::Len => {
+                let v = exactly_one(&mut a, "len")?;
+                let n = match &v {
+                    Value::Str(s) => s.nchars,
+                    Value::List(l) => l.v.borrow().len(),
+                    Value::Tuple(t) => t.v.len(),
+                    Value::Dict(d) | Value::View(d, _) => d.d.borrow().len(),
+                    Value::Set(s) => s.d.borrow().len(),
+                    Value::Range(r) => r.len(),
+                    _ => return Err(type_err(format!("object of type '{}' has no len()", v.type_name()))),
+                };
+                Ok(Value::Int(n as i64))
+            }
+            Builtin::Range => {
+                a.no_kw("range")?;
+                let n = a.pos.len();
+                if n == 0 {
+                    return Err(type_err("range expected at least 1 argument, got 0"));
+                }
+                at_most(&a, "range", 3)?;
+                let vals = a.pos.iter().map(index_arg).collect::<R<Vec<i64>>>()?;
+                let (start, stop, step) = match vals.as_slice() {
+                    [e] => (0, *e, 1),
+                    [s, e] => (*s, *e, 1),
+                    [s, e, st] => (*s, *e, *st),
+                    _ => return Err(Exc::internal("range")),
+                };
+                if step == 0 {
+                    return Err(value_err("range() arg 3 must not be zero"));
+                }
+                Ok(Value::Range(Rc::new(RangeV { start, stop, step })))
+            }
+            Builtin::Enumerate => {
+                let start = a.take_kw("start");
+                let it = a.take_kw("iterable");
+                a.no_more_kw("enumerate")?;
+                let mut p = a.pos.into_iter();
+                let it = p.next().or(it).ok_or_else(|| type_err("enumerate() missing required argument 'iterable' (pos 1)"))?;
+                let start = p.next().or(start).unwrap_or(Value::Int(0));
+                if !matches!(start, Value::Int(_) | Value::Big(_) | Value::Bool(_)) {
+                    return Err(type_err(format!("'{}' object cannot be interpreted as an integer", start.type_name())));
+                }
+                let start = if let Value::Bool(b) = start { Value::Int(b as i64) } else { start };
+                let inner = self.iterate(&it)?;
+                self.iter_value(Iter::Enumerate(Box::new(inner), start))
+            }
+            Builtin::Zip => {
+                let strict = a.take_kw("strict").is_some_and(|v| v.truthy());
+                a.no_more_kw("zip")?;
+                let mut its = Vec::with_capacity(a.pos.len());
+                for (i, v) in a.pos.iter().enumerate() {
+                    if !self.is_iterable(v) {
+                        return Err(type_err(format!("zip argument #{} must support iteration", i + 1)));
+                    }
+                    its.push(self.iterate(v)?);
+                }
+                self.iter_value(Iter::Zip(its, strict))
+            }
+            Builtin::Sorted => {
+                let key = a.take_kw("key");
+                let rev = a.take_kw("reverse");
+                a.no_more_kw("sort")?;
+                if a.pos.len() != 1 {
+                    return Err(type_err(format!("sorted expected 1 argument, got {}", a.pos.len())));
+                }
+                let items = self.collect(&a.pos[0])?;
+                let items = if matches!(a.pos[0], Value::List(_)) { items } else { items };
+                match self.sort_values(items, key.as_ref(), rev.is_some_and(|r| r.truthy())) {
+                    Ok(v) => Ok(Value::list(v)),
+                    Err((e, _)) => Err(e),
+                }
+            }
+            Builtin::Reversed => {
+                let v = exactly_one(&mut a, "reversed")?;
+                let n = match &v {
+                    Value::List(l) => l.v.borrow().len(),
+                    Value::Tuple(t) => t.v.len(),
+                    Value::Str(s) => s.nchars,
+                    Value::Range(r) => r.len(),
+                    Value::Dict(d) | Value::View(d, ViewKind::Keys) => {
+                        let mut keys: Vec<Value> = d.d.borrow().keys().cloned().collect();
+                        keys.reverse();
+                        let t = Value::tuple(keys);
+                        let it = self.iterate(&t)?;
+                        return self.iter_value(it);
+                    }
+                    Value::View(d, kind) => {
+                        let mut vals: Vec<Value> = d
+                            .d
+                            .borrow()
+                            .iter()
+                            .map(|(k, x)| if *kind == ViewKind::Values { x.clone() } else { Value::tuple(vec![k.clone(), x.clone()]) })
+                            .collect();
+                        vals.reverse();
+                        let t = Value::tuple(vals);
+                        let it = self.iterate(&t)?;
+                        return self.iter_value(it);
+                    }
+                    _ => return Err(type_err(format!("'{}' object is not reversible", v.type_name()))),
+                };
+                self.iter_value(Iter::Rev(v, n))
+            }
+            Builtin::Min | Builtin::Max => self.min_max(b, a),
+            Builtin::Sum => {
+                let start = a.take_kw("start");
+                a.no_more_kw("sum")?;
+                if a.pos.is_empty() {
+                    return Err(type_err("sum() takes at least 1 positional argument (0 given)"));
+                }
+                at_most(&a, "sum", 2)?;
+                let start = a.pos.get(1).cloned().or(start).unwrap_or(Value::Int(0));
+                match &start {
+                    Value::Str(_) => return Err(type_err("sum() can't sum strings [use ''.join(seq) instead]")),
+                    Value::List(_) | Value::Tuple(_) => {}
+                    _ => {}
+                }
+                let mut acc = start;
+                let mut it = self.iterate(&a.pos[0])?;
+                while let Some(x) = self.next(&mut it)? {
+                    tick(1)?;
+                    acc = match (&acc, &x) {
+                        (Value::Int(p), Value::Int(q)) => match p.checked_add(*q) {
+                            Some(r) => Value::Int(r),
+                            None => binop(BinOp::Add, &acc, &x)?,
+                        },
+                        (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+                        _ => binop(BinOp::Add, &acc, &x)?,
+                    };
+                }
+                Ok(acc)
+            }
+            Builtin::Any | Builtin::All => {
+                let v = exactly_one(&mut a, b.name())?;
+                let mut it = self.iterate(&v)?;
+                let want = b == Builtin::Any;
+                while let Some(x) = self.next(&mut it)? {
+                    tick(1)?;
+                    if x.truthy() == want {
+                        return Ok(Value::Bool(want));
+                    }
+                }
+                Ok(Value::Bool(!want))
+            }
+            Builtin::Abs => {
+                let v = exactly_one(&mut a, "abs")?;
+                Ok(match &v {
+                    Value::Int(i) => match i.checked_abs() {
+                        Some(r) => Value::Int(r),
+                        None => Value::from_big(BigInt::from(*i).abs()),
+                    },
+                    Value::Bool(x) => Value::Int(*x as i64),
+                    Value::Big(x) => Value::from_big(x.abs()),
+                    Value::Float(f) => Value::Float(f.abs()),
+                    _ => return Err(type_err(format!("bad operand type for abs(): '{}'", v.type_name()))),
+                })
+            }
+            Builtin::Round => {
+                let nd = a.take_kw("ndigits");
+                let num = a.take_kw("number");
+                a.no_more_kw("round")?;
+                at_most(&a, "round", 2)?;
+                let mut p = a.pos.into_iter();
+                let x = p.next().or(num).ok_or_else(|| type_err("round() missing required argument 'number' (pos 1)"))?;
+                let nd = p.next().or(nd).filter(|v| !matches!(v, Value::None));
+                let nd = match nd {
+                    Some(v) => Some(match &v {
+                        Value::Int(i) => *i,
+                        Value::Bool(b) => *b as i64,
+                        Value::Big(b) => {
+                            if b.is_negative() {
+                                i64::MIN / 2
+                            } else {
+                                i64::MAX / 2
+                            }
+                        }
+                        _ => return Err(type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name()))),
+                    }),
+                    None => None,
+                };
+                match (&x, nd) {
+                    (Value::Float(f), None) => float_to_int(f.round_ties_even()),
+                    (Value::Float(f), Some(n)) => Ok(Value::Float(round_float(*f, n)?)),
+                    (Value::Int(_) | Value::Big(_) | Value::Bool(_), None) => Ok(match x {
+                        Value::Bool(b) => Value::Int(b as i64),
+                        other => other,
+                    }),
+                    (Value::Int(_) | Value::Big(_) | Value::Bool(_), Some(n)) => {
+                        if n >= 0 {
+                            return Ok(match x {
+                                Value::Bool(b) => Value::Int(b as i64),
+                                other => other,
+                            });
+                        }
+                        let v = super::ops::to_big(&x).unwrap_or_default();
+                        if -n > 100_000 {
+                            return Ok(Value::Int(0));
+                        }
+                        let p = BigInt::from(10).pow((-n) as u32);
+                        let (q, r) = v.div_mod_floor(&p);
+                        let twice: BigInt = r * 2;
+                        let q = match twice.cmp(&p) {
+                            std::cmp::Ordering::Greater => q + 1,
+                            std::cmp::Ordering::Equal if q.is_odd() => q + 1,
+                            _ => q,
+                        };
+                        Ok(Value::from_big(q * p))
+                    }
+                    _ => Err(type_err(format!("type {} doesn't define __round__ method", x.type_name()))),
+                }
+            }
+            Builtin::Str => {
+                a.no_kw("str")?;
+                at_most(&a, "str", 1)?;
+                match a.pos.first() {
+                    None => Ok(Value::str("")),
+                    Some(v @ Value::Str(_)) => Ok(v.clone()),
+                    Some(v) => Ok(Value::str(self.to_str(v)?)),
+                }
+            }
+            Builtin::Repr => {
+                let v = exactly_one(&mut a, "repr")?;
+                Ok(Value::str(self.repr(&v)?))
+            }
+            Builtin::Int => {
+                let base_kw = a.take_kw("base");
+                a.no_more_kw("int")?;
+                at_most(&a, "int", 2)?;
+                let mut p = a.pos.into_iter();
+                let x = p.next();
+                let base = p.next().or(base_kw);
+                match (x, base) {
+                    (None, None) => Ok(Value::Int(0)),
+                    (None, Some(_)) => Err(type_err("int() missing string argument")),
+                    (Some(x), Some(bv)) => {
+                        let base = index_arg(&bv)?;
+                        if !(base == 0 || (2..=36).contains(&base)) {
+                            return Err(value_err("int() base must be >= 2 and <= 36, or 0"));
+                        }
+                        match &x {
+                            Value::Str(s) => parse_int(&s.s, base as u32),
+                            _ => Err(type_err("int() can't convert non-string with explicit base")),
+                        }
+                    }
+                    (Some(x), None) => match &x {
+                        Value::Int(_) | Value::Big(_) => Ok(x),
+                        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+                        Value::Float(f) => float_to_int(f.trunc()),
+                        Value::Str(s) => parse_int(&s.s, 10),
+                        _ => Err(type_err(format!(
+                            "int() argument must be a string, a bytes-like object or a real number, not '{}'",
+                            x.type_name()
+                        ))),
+                    },
+                }
+            }
+            Builtin::Float => {
+                a.no_kw("float")?;
+                at_most(&a, "float", 1)?;
+                match a.pos.first() {
+                    None => Ok(Value::Float(0.0)),
+                    Some(x) => Ok(Value::Float(match x {
+                        Value::Float(f) => *f,
+                        Value::Int(i) => *i as f64,
+                        Value::Bool(b) => *b as i64 as f64,
+                        Value::Big(b) => big_to_f64(b)?,
+                        Value::Str(s) => parse_float(&s.s)?,
+                        _ => {
+                            return Err(type_err(format!(
+                                "float() argument must be a string or a real number, not '{}'",
+                                x.type_name()
+                            )))
+                        }
+                    })),
+                }
+            }
+            Builtin::Bool => {
+                a.no_kw("bool")?;
+                at_most(&a, "bool", 1)?;
+                Ok(Value::Bool(a.pos.first().is_some_and(|v| v.truthy())))
+            }
+            Builtin::List | Builtin::Tuple | Builtin::Set => {
+                a.no_kw(b.name())?;
+                at_most(&a, b.name(), 1)?;
+                let items = match a.pos.first() {
+                    None => Vec::new(),
+                    Some(v) => self.collect(v)?,
+                };
+                Ok(match b {
+                    Builtin::List => Value::list(items),
+                    Builtin::Tuple => Value::tuple(items),
+                    _ => {
+                        let mut d = Dict::new();
+                        for x in items {
+                            d.insert(x, Value::None)?;
+                        }
+                        Value::set(d)
+                    }
+                })
+            }
+            Builtin::Dict => {
+                at_most(&a, "dict", 1)?;
+                let mut d = Dict::new();
+                if let Some(src) = a.pos.first() {
+                    let pairs = self.pairs_of(src)?;
+                    for (k, v) in pairs {
+                        d.insert(k, v)?;
+                    }
+                }
+                for (k, v) in a.kw {
+                    d.insert(Value::str(&*k), v)?;
+                }
+                Ok(Value::dict(d))
+            }
+            Builtin::Isinstance => {
+                a.no_kw("isinstance")?;
+                if a.pos.len() != 2 {
+                    return Err(type_err(format!("isinstance expected 2 arguments, got {}", a.pos.len())));
+                }
+                let types: Vec<Value> = match &a.pos[1] {
+                    Value::Tuple(t) => t.v.clone(),
+                    other => vec![other.clone()],
+                };
+                let mut r = false;
+                for t in &types {
+                    match t {
+                        Value::Func(f) => match &**f {
+                            Func::Builtin(tb) if TYPE_NAMES.iter().any(|(x, _)| x == tb) => {
+                                r = r || is_instance(&a.pos[0], *tb);
+                            }
+                            _ => return Err(type_err("isinstance() arg 2 must be a type, a tuple of types, or a union")),
+                        },
+                        _ => return Err(type_err("isinstance() arg 2 must be a type, a tuple of types, or a union")),
+                    }
+                }
+                Ok(Value::Bool(r))
+            }
+            Builtin::Print => {
+                let sep = a.take_kw("sep");
+                let end = a.take_kw("end");
+                let _ = a.take_kw("flush");
+                a.no_more_kw("print")?;
+                let get = |v: Option<Value>, d: &str, what: &str| -> R<String> {
+                    match v {
+                        None | Some(Value::None) => Ok(d.to_string()),
+                        Some(Value::Str(s)) => Ok(s.s.clone()),
+                        Some(o) => Err(type_err(format!("{what} must be None or a string, not {}", o.type_name()))),
+                    }
+                };
+                let sep = get(sep, " ", "sep")?;
+                let end = get(end, "\n", "end")?;
+                let mut text = String::new();
+                for (i, v) in a.pos.iter().enumerate() {
+                    if i > 0 {
+                        text.push_str(&sep);
+                    }
+                    match v {
+                        Value::Str(s) => text.push_str(&s.s),
+                        _ => text.push_str(&self.to_str(v)?),
+                    }
+                }
+                text.push_str(&end);
+                self.write_out(&text)?;
+                Ok(Value::None)
+            }
+            Builtin::SortBy => {
+                let rev = a.take_kw("reverse");
+                a.no_more_kw("sort_by")?;
+                if a.pos.len() < 2 || a.pos.len() > 3 {
+                    return Err(type_err(format!("sort_by() takes 2 or 3 arguments ({} given)", a.pos.len())));
+                }
+                let reverse = a.pos.get(2).cloned().or(rev).is_some_and(|v| v.truthy());
+                let items = self.collect(&a.pos[0])?;
+                let field = a.pos[1].clone();
+                let mut keys = Vec::with_capacity(items.len());
+                for it in &items {
+                    tick(1)?;
+                    let k = match &field {
+                        Value::Func(_) => self.call_func(&field, it.clone())?,
+                        _ => self.getitem(it, &field)?,
+                    };
+                    keys.push(k);
+                }
+                // Sort (key, item) pairs by key via a key list wrapped as tuples of index.
+                let mut order: Vec<usize> = (0..items.len()).collect();
+                if reverse {
+                    order.reverse();
+                }
+                let ks: Vec<Value> = order.iter().map(|i| keys[*i].clone()).collect();
+                let idx_vals: Vec<Value> = (0..ks.len()).map(|i| Value::Int(i as i64)).collect();
+                let _ = idx_vals;
+                let mut perm: Vec<usize> = (0..ks.len()).collect();
+                sort_perm(&mut perm, &ks)?;
+                let mut out: Vec<Value> = perm.iter().map(|p| items[order[*p]].clone()).collect();
+                if reverse {
+                    out.reverse();
+                }
+                mem_check_n(out.len() as u64, SLOT as u64)?;
+                Ok(Value::list(out))
+            }
+        }
+    }
+
+    /// Write printed text, enforcing the output limit.
+    ///
+    /// # Errors
+    /// `output` limit.
+    pub fn write_out(&mut self, text: &str) -> R<()> {
+        self.out_bytes = self.out_bytes.saturating_add(text.len() as u64);
+        let lim = self.limits.stdout_bytes;
+        if self.out_bytes > lim {
+            return Err(Exc::limit("output", format!("output limit exceeded: the program printed more than {lim} bytes")));
+        }
+        if !self.out.write(text) {
+            return Err(Exc::limit("output", format!("output limit exceeded: the program printed more than {lim} bytes")));
+        }
+        Ok(())
+    }
+
+    fn min_max(&mut self, b: Builtin, mut a: CallArgs) -> R<Value> {
+        let name = b.name();
+        let key = a.take_kw("key").filter(|k| !matches!(k, Value::None));
+        let default = a.take_kw("default");
+        a.no_more_kw(name)?;
+        if a.pos.is_empty() {
+            return Err(type_err(format!("{name} expected at least 1 argument, got 0")));
+        }
+        let items = if a.pos.len() == 1 {
+            self.collect(&a.pos[0])?
+        } else {
+            if default.is_some() {
+                return Err(type_err(format!("Cannot specify a default for {name}() with multiple positional arguments")));
+            }
+            std::mem::take(&mut a.pos)
+        };
+        if items.is_empty() {
+            return match default {
+                Some(d) => Ok(d),
+                None => Err(value_err(format!("{name}() arg is an empty sequence"))),
+            };
+        }
+        let mut best: Option<(Value, Value)> = None;
+        for x in items {
+            tick(1)?;
+            let k = match &key {
+                Some(f) => self.call_func(f, x.clone())?,
+                None => x.clone(),
+            };
+            best = Some(match best {
+                None => (k, x),
+                Some((bk, bx)) => {
+                    let better = if b == Builtin::Max { lt(&bk, &k)? } else { lt(&k, &bk)? };
+                    if better {
+                        (k, x)
+                    } else {
+                        (bk, bx)
+                    }
+                }
+            });
+        }
+        best.map(|(_, x)| x).ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
+    }
+}
+
+fn sort_perm(perm: &mut [usize], keys: &[Value]) -> R<()> {
+    // Stable insertion/merge sort on a permutation, via the shared merge sort.
+    let n = perm.len();
+    let mut width = 1;
+    let mut buf = vec![0usize; n];
+    while width < n {
+        let mut lo = 0;
+        while lo < n {
+            let mid = (lo + width).min(n);
+            let hi = (lo + 2 * width).min(n);
+            let (mut i, mut j, mut k) = (lo, mid, lo);
+            while i < mid && j < hi {
+                tick(1)?;
+                if lt(&keys[perm[j]], &keys[perm[i]])? {
+                    buf[k] = perm[j];
+                    j += 1;
+                } else {
+                    buf[k] = perm[i];
+                    i += 1;
+                }
+                k += 1;
+            }
+            while i < mid {
+                buf[k] = perm[i];
+                i += 1;
+                k += 1;
+            }
+            while j < hi {
+                buf[k] = perm[j];
+                j += 1;
+                k += 1;
+            }
+            lo = hi;
+        }
+        perm.copy_from_slice(&buf);
+        width *= 2;
+    }
+    Ok(())
+}
+
+/// `str()` of a big int honouring the digit limit (re-exported for repr).
+///
+/// # Errors
+/// ValueError beyond 4300 digits.
+pub fn int_str(v: &Value) -> R<String> {
+    match v {
+        Value::Big(b) => big_to_str(b),
+        Value::Int(i) => Ok(i.to_string()),
+        _ => Ok(String::new()),
+    }
+}
+
+#[allow(dead_code)]
+fn unused(_: &BigInt) -> bool {
+    false
+}
+
+#[allow(dead_code)]
+fn zero() -> BigInt {
+    BigInt::zero()
+}
+
+#[allow(dead_code)]
+fn charge(n: usize) -> R<()> {
+    mem_check(n as u64)
+}
+
+#[allow(dead_code)]
+fn as_int(v: &Value) -> Option<i64> {
+    as_i64(v)
+}

@@ -1,0 +1,667 @@
+//! Lowering of the validated rustpython AST into the interpreter's own
+//! tree: names become slot indices (comprehension and lambda variables get
+//! slots of their own, so they never leak), calls are resolved to a
+//! builtin, a tool or an allowlisted method, and constants become values.
+//!
+//! Anything the validator should have rejected is an internal error here;
+//! it is never evaluated.
+
+use num_bigint::BigInt;
+use rustpython_parser::ast::{self, Ranged};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::err::{Exc, R};
+use super::methods::M;
+use super::ops::BinOp;
+use super::value::Value;
+
+macro_rules! builtins {
+    ($($v:ident = $s:literal),* $(,)?) => {
+        /// The builtin functions of the language.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum Builtin { $($v),* }
+        impl Builtin {
+            /// Look a builtin up by name.
+            pub fn from_name(s: &str) -> Option<Builtin> {
+                match s { $($s => Some(Builtin::$v),)* _ => None }
+            }
+            /// The builtin's name.
+            pub fn name(self) -> &'static str {
+                match self { $(Builtin::$v => $s),* }
+            }
+        }
+    };
+}
+
+builtins! {
+    Len = "len", Range = "range", Enumerate = "enumerate", Zip = "zip", Sorted = "sorted",
+    Reversed = "reversed", Min = "min", Max = "max", Sum = "sum", Any = "any", All = "all",
+    Abs = "abs", Round = "round", Str = "str", Int = "int", Float = "float", Bool = "bool",
+    List = "list", Dict = "dict", Set = "set", Tuple = "tuple", Isinstance = "isinstance",
+    Print = "print", Repr = "repr", SortBy = "sort_by",
+}
+
+/// A compiled expression with the byte offset it starts at.
+#[derive(Debug)]
+pub struct E {
+    /// What it is.
+    pub k: EK,
+    /// Source offset (for error lines).
+    pub pos: u32,
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum CmpK {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Is,
+    IsNot,
+    In,
+    NotIn,
+}
+
+/// Expression kinds.
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub enum EK {
+    Const(Value),
+    Name(u32),
+    List(Vec<Elt>),
+    Tuple(Vec<Elt>),
+    Set(Vec<Elt>),
+    Dict(Vec<(Option<E>, E)>),
+    Bin(BinOp, Box<E>, Box<E>),
+    Neg(Box<E>),
+    Pos(Box<E>),
+    Not(Box<E>),
+    And(Vec<E>),
+    Or(Vec<E>),
+    Cmp(Box<E>, Vec<(CmpK, E)>),
+    IfExp(Box<E>, Box<E>, Box<E>),
+    Sub(Box<E>, Box<E>),
+    Slice(Box<E>, Option<Box<E>>, Option<Box<E>>, Option<Box<E>>),
+    Attr(Box<E>, Rc<str>),
+    Builtin(Builtin, Box<Args>),
+    Tool(Rc<str>, Box<Args>),
+    Method(Box<E>, M, Box<Args>),
+    Comp(Rc<Comp>),
+    FStr(Vec<FPart>),
+    Lambda(usize),
+    BuiltinRef(Builtin),
+    MethodRef(Box<E>, M),
+}
+
+/// An element of a display or call: plain or `*starred`.
+#[derive(Debug)]
+pub enum Elt {
+    /// A value.
+    One(E),
+    /// `*iterable`.
+    Star(E),
+}
+
+/// Call arguments.
+#[derive(Debug, Default)]
+pub struct Args {
+    /// Positional (possibly starred).
+    pub pos: Vec<Elt>,
+    /// Keyword (`None` name means `**mapping`).
+    pub kw: Vec<(Option<Rc<str>>, E)>,
+}
+
+/// Kind of comprehension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompKind {
+    /// `[..]`
+    List,
+    /// `{..}`
+    Set,
+    /// `{k: v ..}`
+    Dict,
+    /// `(..)`
+    Gen,
+}
+
+/// A comprehension or generator expression.
+#[derive(Debug)]
+pub struct Comp {
+    /// Which kind.
+    pub kind: CompKind,
+    /// Element (or key, for dicts).
+    pub elt: E,
+    /// Value (dicts only).
+    pub val: Option<E>,
+    /// `for` clauses, outermost first.
+    pub gens: Vec<Gen>,
+    /// Slots of the variables it binds (saved/restored by lazy generators).
+    pub slots: Vec<u32>,
+    /// Source offset.
+    pub pos: u32,
+}
+
+/// One `for target in iter if ...` clause.
+#[derive(Debug)]
+pub struct Gen {
+    /// Loop target.
+    pub target: T,
+    /// Iterable.
+    pub iter: E,
+    /// Conditions.
+    pub ifs: Vec<E>,
+}
+
+/// Part of an f-string.
+#[derive(Debug)]
+pub enum FPart {
+    /// Literal text.
+    Lit(Rc<str>),
+    /// A replacement field.
+    Val(E, Option<char>, Option<Vec<FPart>>),
+}
+
+/// Assignment targets.
+#[derive(Debug)]
+pub enum T {
+    /// A variable.
+    Name(u32),
+    /// `obj[idx]`.
+    Sub(E, E),
+    /// `obj[lo:hi:step]`.
+    Slice(E, Option<E>, Option<E>, Option<E>),
+    /// `a, *b, c` (index of the starred element).
+    Unpack(Vec<T>, Option<usize>),
+}
+
+/// Statement kinds.
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub enum SK {
+    Expr(E),
+    Assign(Vec<T>, E),
+    Aug(T, BinOp, E),
+    For(T, E, Vec<S>, Vec<S>),
+    If(E, Vec<S>, Vec<S>),
+    Pass,
+    Break,
+    Continue,
+}
+
+/// A compiled statement.
+#[derive(Debug)]
+pub struct S {
+    /// What it is.
+    pub k: SK,
+    /// Source offset.
+    pub pos: u32,
+}
+
+/// A lambda used as a key function.
+#[derive(Debug)]
+pub struct Lambda {
+    /// Slot of its parameter.
+    pub param: u32,
+    /// Body.
+    pub body: E,
+}
+
+/// A compiled program.
+#[derive(Debug)]
+pub struct Code {
+    /// Statements.
+    pub body: Vec<S>,
+    /// Number of variable slots.
+    pub nslots: usize,
+    /// Name of each slot (for NameError).
+    pub names: Vec<Rc<str>>,
+    /// Lambdas, by index.
+    pub lambdas: Vec<Lambda>,
+}
+
+struct Cx<'a> {
+    globals: HashMap<String, u32>,
+    scopes: Vec<HashMap<String, u32>>,
+    names: Vec<Rc<str>>,
+    lambdas: Vec<Lambda>,
+    tools: &'a dyn Fn(&str) -> bool,
+}
+
+fn bad(what: &str) -> Box<Exc> {
+    Exc::internal(format!("construct not supported by the interpreter: {what}"))
+}
+
+fn off<N: Ranged>(r: &N) -> u32 {
+    u32::from(r.start())
+}
+
+impl<'a> Cx<'a> {
+    fn new_slot(&mut self, name: &str) -> u32 {
+        let s = self.names.len() as u32;
+        self.names.push(Rc::from(name));
+        s
+    }
+
+    fn lookup(&mut self, name: &str) -> u32 {
+        for sc in self.scopes.iter().rev() {
+            if let Some(s) = sc.get(name) {
+                return *s;
+            }
+        }
+        if let Some(s) = self.globals.get(name) {
+            return *s;
+        }
+        let s = self.new_slot(name);
+        self.globals.insert(name.to_string(), s);
+        s
+    }
+
+    fn stmts(&mut self, body: &[ast::Stmt]) -> R<Vec<S>> {
+        body.iter().map(|s| self.stmt(s)).collect()
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt) -> R<S> {
+        let pos = off(s);
+        let k = match s {
+            ast::Stmt::Expr(e) => SK::Expr(self.expr(&e.value)?),
+            ast::Stmt::Assign(a) => {
+                let v = self.expr(&a.value)?;
+                let ts = a.targets.iter().map(|t| self.target(t)).collect::<R<Vec<_>>>()?;
+                SK::Assign(ts, v)
+            }
+            ast::Stmt::AugAssign(a) => {
+                let op = binop(&a.op)?;
+                let v = self.expr(&a.value)?;
+                let t = self.target(&a.target)?;
+                if matches!(t, T::Unpack(..)) {
+                    return Err(bad("augmented assignment to a tuple"));
+                }
+                SK::Aug(t, op, v)
+            }
+            ast::Stmt::For(f) => {
+                let it = self.expr(&f.iter)?;
+                let t = self.target(&f.target)?;
+                SK::For(t, it, self.stmts(&f.body)?, self.stmts(&f.orelse)?)
+            }
+            ast::Stmt::If(i) => SK::If(self.expr(&i.test)?, self.stmts(&i.body)?, self.stmts(&i.orelse)?),
+            ast::Stmt::Pass(_) => SK::Pass,
+            ast::Stmt::Break(_) => SK::Break,
+            ast::Stmt::Continue(_) => SK::Continue,
+            _ => return Err(bad("statement")),
+        };
+        Ok(S { k, pos })
+    }
+
+    fn target(&mut self, t: &ast::Expr) -> R<T> {
+        Ok(match t {
+            ast::Expr::Name(n) => T::Name(self.lookup(n.id.as_str())),
+            ast::Expr::Subscript(s) => {
+                let obj = self.expr(&s.value)?;
+                match &*s.slice {
+                    ast::Expr::Slice(sl) => T::Slice(
+                        obj,
+                        self.opt(sl.lower.as_deref())?,
+                        self.opt(sl.upper.as_deref())?,
+                        self.opt(sl.step.as_deref())?,
+                    ),
+                    other => T::Sub(obj, self.expr(other)?),
+                }
+            }
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                let mut v = Vec::new();
+                let mut star = None;
+                for (i, e) in elts.iter().enumerate() {
+                    if let ast::Expr::Starred(st) = e {
+                        if star.is_some() {
+                            return Err(bad("multiple starred targets"));
+                        }
+                        star = Some(i);
+                        v.push(self.target(&st.value)?);
+                    } else {
+                        v.push(self.target(e)?);
+                    }
+                }
+                T::Unpack(v, star)
+            }
+            _ => return Err(bad("assignment target")),
+        })
+    }
+
+    /// Bind the names of a comprehension target in the current (innermost) scope.
+    fn bind_target(&mut self, t: &ast::Expr, slots: &mut Vec<u32>) -> R<()> {
+        match t {
+            ast::Expr::Name(n) => {
+                let s = self.new_slot(n.id.as_str());
+                if let Some(sc) = self.scopes.last_mut() {
+                    sc.insert(n.id.to_string(), s);
+                }
+                slots.push(s);
+            }
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                for e in elts {
+                    self.bind_target(e, slots)?;
+                }
+            }
+            ast::Expr::Starred(s) => self.bind_target(&s.value, slots)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn opt(&mut self, e: Option<&ast::Expr>) -> R<Option<E>> {
+        e.map(|e| self.expr(e)).transpose()
+    }
+
+    fn boxed(&mut self, e: &ast::Expr) -> R<Box<E>> {
+        Ok(Box::new(self.expr(e)?))
+    }
+
+    fn elts(&mut self, es: &[ast::Expr]) -> R<Vec<Elt>> {
+        es.iter()
+            .map(|e| match e {
+                ast::Expr::Starred(s) => Ok(Elt::Star(self.expr(&s.value)?)),
+                e => Ok(Elt::One(self.expr(e)?)),
+            })
+            .collect()
+    }
+
+    fn expr(&mut self, e: &ast::Expr) -> R<E> {
+        let pos = off(e);
+        let k = match e {
+            ast::Expr::Constant(c) => EK::Const(constant(&c.value)?),
+            ast::Expr::Name(n) => EK::Name(self.lookup(n.id.as_str())),
+            ast::Expr::List(l) => EK::List(self.elts(&l.elts)?),
+            ast::Expr::Tuple(t) => EK::Tuple(self.elts(&t.elts)?),
+            ast::Expr::Set(s) => EK::Set(self.elts(&s.elts)?),
+            ast::Expr::Dict(d) => {
+                let mut items = Vec::new();
+                for (k, v) in d.keys.iter().zip(d.values.iter()) {
+                    let k = self.opt(k.as_ref())?;
+                    items.push((k, self.expr(v)?));
+                }
+                EK::Dict(items)
+            }
+            ast::Expr::BinOp(b) => EK::Bin(binop(&b.op)?, self.boxed(&b.left)?, self.boxed(&b.right)?),
+            ast::Expr::UnaryOp(u) => {
+                let o = self.boxed(&u.operand)?;
+                match u.op {
+                    ast::UnaryOp::Not => EK::Not(o),
+                    ast::UnaryOp::USub => {
+                        // Fold negative numeric literals.
+                        if let EK::Const(c @ (Value::Int(_) | Value::Float(_) | Value::Big(_))) = &o.k {
+                            EK::Const(super::ops::neg(c)?)
+                        } else {
+                            EK::Neg(o)
+                        }
+                    }
+                    ast::UnaryOp::UAdd => EK::Pos(o),
+                    ast::UnaryOp::Invert => return Err(bad("~")),
+                }
+            }
+            ast::Expr::BoolOp(b) => {
+                let vs = b.values.iter().map(|v| self.expr(v)).collect::<R<Vec<_>>>()?;
+                match b.op {
+                    ast::BoolOp::And => EK::And(vs),
+                    ast::BoolOp::Or => EK::Or(vs),
+                }
+            }
+            ast::Expr::Compare(c) => {
+                let left = self.boxed(&c.left)?;
+                let mut rest = Vec::new();
+                for (op, r) in c.ops.iter().zip(c.comparators.iter()) {
+                    let k = match op {
+                        ast::CmpOp::Eq => CmpK::Eq,
+                        ast::CmpOp::NotEq => CmpK::Ne,
+                        ast::CmpOp::Lt => CmpK::Lt,
+                        ast::CmpOp::LtE => CmpK::Le,
+                        ast::CmpOp::Gt => CmpK::Gt,
+                        ast::CmpOp::GtE => CmpK::Ge,
+                        ast::CmpOp::Is => CmpK::Is,
+                        ast::CmpOp::IsNot => CmpK::IsNot,
+                        ast::CmpOp::In => CmpK::In,
+                        ast::CmpOp::NotIn => CmpK::NotIn,
+                    };
+                    rest.push((k, self.expr(r)?));
+                }
+                EK::Cmp(left, rest)
+            }
+            ast::Expr::IfExp(i) => EK::IfExp(self.boxed(&i.test)?, self.boxed(&i.body)?, self.boxed(&i.orelse)?),
+            ast::Expr::Subscript(s) => {
+                let obj = self.boxed(&s.value)?;
+                match &*s.slice {
+                    ast::Expr::Slice(sl) => EK::Slice(
+                        obj,
+                        self.opt(sl.lower.as_deref())?.map(Box::new),
+                        self.opt(sl.upper.as_deref())?.map(Box::new),
+                        self.opt(sl.step.as_deref())?.map(Box::new),
+                    ),
+                    other => EK::Sub(obj, self.boxed(other)?),
+                }
+            }
+            ast::Expr::Attribute(a) => EK::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str())),
+            ast::Expr::Call(c) => return self.call(c, pos),
+            ast::Expr::ListComp(c) => EK::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?),
+            ast::Expr::SetComp(c) => EK::Comp(self.comp(CompKind::Set, &c.elt, None, &c.generators, pos)?),
+            ast::Expr::GeneratorExp(c) => EK::Comp(self.comp(CompKind::Gen, &c.elt, None, &c.generators, pos)?),
+            ast::Expr::DictComp(c) => EK::Comp(self.comp(CompKind::Dict, &c.key, Some(&c.value), &c.generators, pos)?),
+            ast::Expr::JoinedStr(j) => EK::FStr(self.fparts(&j.values)?),
+            ast::Expr::FormattedValue(_) => EK::FStr(self.fparts(std::slice::from_ref(e))?),
+            ast::Expr::Starred(_) => return Err(bad("starred expression here")),
+            _ => return Err(bad("expression")),
+        };
+        Ok(E { k, pos })
+    }
+
+    fn fparts(&mut self, vals: &[ast::Expr]) -> R<Vec<FPart>> {
+        let mut out = Vec::new();
+        for v in vals {
+            match v {
+                ast::Expr::Constant(ast::ExprConstant { value: ast::Constant::Str(s), .. }) => {
+                    if !s.is_empty() {
+                        out.push(FPart::Lit(Rc::from(s.as_str())));
+                    }
+                }
+                ast::Expr::FormattedValue(f) => {
+                    let e = self.expr(&f.value)?;
+                    let conv = match f.conversion {
+                        ast::ConversionFlag::None => None,
+                        ast::ConversionFlag::Str => Some('s'),
+                        ast::ConversionFlag::Repr => Some('r'),
+                        ast::ConversionFlag::Ascii => Some('a'),
+                    };
+                    let spec = match &f.format_spec {
+                        Some(sp) => match &**sp {
+                            ast::Expr::JoinedStr(j) => Some(self.fparts(&j.values)?),
+                            other => Some(self.fparts(std::slice::from_ref(other))?),
+                        },
+                        None => None,
+                    };
+                    out.push(FPart::Val(e, conv, spec));
+                }
+                ast::Expr::JoinedStr(j) => out.extend(self.fparts(&j.values)?),
+                _ => return Err(bad("f-string part")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn comp(&mut self, kind: CompKind, elt: &ast::Expr, val: Option<&ast::Expr>, gens: &[ast::Comprehension], pos: u32) -> R<Rc<Comp>> {
+        let mut out = Vec::new();
+        let mut slots = Vec::new();
+        let base = self.scopes.len();
+        for (i, g) in gens.iter().enumerate() {
+            if g.is_async {
+                return Err(bad("async comprehension"));
+            }
+            // The first iterable is evaluated in the enclosing scope.
+            let iter = if i == 0 { self.expr(&g.iter)? } else { E { k: EK::Const(Value::None), pos: 0 } };
+            if i == 0 {
+                self.scopes.push(HashMap::new());
+            }
+            let iter = if i == 0 { iter } else { self.expr(&g.iter)? };
+            self.bind_target(&g.target, &mut slots)?;
+            let target = self.target(&g.target)?;
+            let ifs = g.ifs.iter().map(|c| self.expr(c)).collect::<R<Vec<_>>>()?;
+            out.push(Gen { target, iter, ifs });
+        }
+        let elt = self.expr(elt)?;
+        let val = self.opt(val)?;
+        self.scopes.truncate(base);
+        Ok(Rc::new(Comp { kind, elt, val, gens: out, slots, pos }))
+    }
+
+    fn args(&mut self, c: &ast::ExprCall, allow_key_funcs: bool) -> R<Args> {
+        let pos = self.elts(&c.args)?;
+        let mut kw = Vec::new();
+        for k in &c.keywords {
+            let name = k.arg.as_ref().map(|a| Rc::from(a.as_str()));
+            let is_key = name.as_deref() == Some("key");
+            let v = if is_key && allow_key_funcs { self.key_func(&k.value)? } else { self.expr(&k.value)? };
+            kw.push((name, v));
+        }
+        Ok(Args { pos, kw })
+    }
+
+    /// A `key=` value: a lambda, a builtin name or a bound method.
+    fn key_func(&mut self, e: &ast::Expr) -> R<E> {
+        let pos = off(e);
+        match e {
+            ast::Expr::Lambda(l) => {
+                let a = &l.args;
+                if a.args.len() + a.posonlyargs.len() != 1 || a.vararg.is_some() || a.kwarg.is_some() || !a.kwonlyargs.is_empty() {
+                    return Err(bad("lambda with other than one parameter"));
+                }
+                let p = a.posonlyargs.iter().chain(a.args.iter()).next().ok_or_else(|| bad("lambda"))?;
+                let slot = self.new_slot(p.def.arg.as_str());
+                let mut sc = HashMap::new();
+                sc.insert(p.def.arg.to_string(), slot);
+                self.scopes.push(sc);
+                let body = self.expr(&l.body);
+                self.scopes.pop();
+                let body = body?;
+                self.lambdas.push(Lambda { param: slot, body });
+                Ok(E { k: EK::Lambda(self.lambdas.len() - 1), pos })
+            }
+            ast::Expr::Name(n) if self.is_unbound_builtin(n.id.as_str()) => {
+                let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("key"))?;
+                Ok(E { k: EK::BuiltinRef(b), pos })
+            }
+            ast::Expr::Attribute(a) => match M::from_name(a.attr.as_str()) {
+                Some(m) => Ok(E { k: EK::MethodRef(self.boxed(&a.value)?, m), pos }),
+                None => self.expr(e),
+            },
+            _ => self.expr(e),
+        }
+    }
+
+    /// The second argument of `isinstance`: a type name or a tuple of them.
+    fn type_expr(&mut self, e: &ast::Expr) -> R<Option<E>> {
+        let pos = off(e);
+        let is_type = |n: &str| matches!(n, "str" | "int" | "float" | "bool" | "list" | "dict" | "set" | "tuple");
+        match e {
+            ast::Expr::Name(n) if is_type(n.id.as_str()) => {
+                let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("type"))?;
+                Ok(Some(E { k: EK::BuiltinRef(b), pos }))
+            }
+            ast::Expr::Tuple(t) => {
+                let mut v = Vec::new();
+                for x in &t.elts {
+                    match self.type_expr(x)? {
+                        Some(te) => v.push(Elt::One(te)),
+                        None => v.push(Elt::One(self.expr(x)?)),
+                    }
+                }
+                Ok(Some(E { k: EK::Tuple(v), pos }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn is_unbound_builtin(&self, name: &str) -> bool {
+        Builtin::from_name(name).is_some() && !(self.tools)(name)
+    }
+
+    fn call(&mut self, c: &ast::ExprCall, pos: u32) -> R<E> {
+        let k = match &*c.func {
+            ast::Expr::Name(n) => {
+                let name = n.id.as_str();
+                if (self.tools)(name) {
+                    EK::Tool(Rc::from(name), Box::new(self.args(c, false)?))
+                } else if let Some(b) = Builtin::from_name(name) {
+                    let key_ok = matches!(b, Builtin::Sorted | Builtin::Min | Builtin::Max | Builtin::SortBy);
+                    let mut args = self.args(c, key_ok)?;
+                    if b == Builtin::Isinstance && c.args.len() == 2 {
+                        if let Some(t) = self.type_expr(&c.args[1])? {
+                            args.pos[1] = Elt::One(t);
+                        }
+                    }
+                    EK::Builtin(b, Box::new(args))
+                } else {
+                    return Err(bad(&format!("call of '{name}'")));
+                }
+            }
+            ast::Expr::Attribute(a) => {
+                let recv = self.boxed(&a.value)?;
+                match M::from_name(a.attr.as_str()) {
+                    Some(m) => {
+                        let key_ok = m == M::Sort;
+                        EK::Method(recv, m, Box::new(self.args(c, key_ok)?))
+                    }
+                    None => {
+                        // Not allowlisted: evaluating it raises AttributeError.
+                        EK::Attr(recv, Rc::from(a.attr.as_str()))
+                    }
+                }
+            }
+            _ => return Err(bad("call of a non-name")),
+        };
+        Ok(E { k, pos })
+    }
+}
+
+fn binop(op: &ast::Operator) -> R<BinOp> {
+    Ok(match op {
+        ast::Operator::Add => BinOp::Add,
+        ast::Operator::Sub => BinOp::Sub,
+        ast::Operator::Mult => BinOp::Mul,
+        ast::Operator::Div => BinOp::Div,
+        ast::Operator::FloorDiv => BinOp::FloorDiv,
+        ast::Operator::Mod => BinOp::Mod,
+        _ => return Err(bad("operator")),
+    })
+}
+
+fn constant(c: &ast::Constant) -> R<Value> {
+    Ok(match c {
+        ast::Constant::None => Value::None,
+        ast::Constant::Bool(b) => Value::Bool(*b),
+        ast::Constant::Str(s) => Value::str(s.as_str()),
+        ast::Constant::Int(i) => {
+            let text = i.to_string();
+            match text.parse::<i64>() {
+                Ok(v) => Value::Int(v),
+                Err(_) => Value::from_big(text.parse::<BigInt>().map_err(|_| bad("integer literal"))?),
+            }
+        }
+        ast::Constant::Float(f) => Value::Float(*f),
+        ast::Constant::Tuple(t) => Value::tuple(t.iter().map(constant).collect::<R<Vec<_>>>()?),
+        _ => return Err(bad("constant")),
+    })
+}
+
+/// Compile a validated program. `is_tool` says whether a name is a tool.
+///
+/// # Errors
+/// An internal error for a construct the validator should have rejected.
+pub fn compile(body: &[ast::Stmt], is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
+    let mut cx = Cx { globals: HashMap::new(), scopes: Vec::new(), names: Vec::new(), lambdas: Vec::new(), tools: is_tool };
+    // Pre-bind every assigned global so `key=len` style checks see them.
+    let body = cx.stmts(body)?;
+    Ok(Code { body, nslots: cx.names.len(), names: cx.names, lambdas: cx.lambdas })
+}

@@ -1,0 +1,1673 @@
+//! The evaluator: statements, expressions, iteration, subscripts, calls to
+//! tools and key functions, repr/str, and the Value <-> Data boundary.
+
+use num_bigint::BigInt;
+use num_traits::{Signed, ToPrimitive};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use lackpy_policy::wire::{Data, Limits, MAX_DATA_DEPTH};
+
+use super::budget::{mem_check, mem_check_n, tick};
+use super::compile::{Args, CmpK, Code, Comp, CompKind, Elt, FPart, E, EK, S, SK, T};
+use super::err::{type_err, value_err, Exc, ExcKind, R};
+use super::format::{float_repr, format_value, str_repr_into};
+use super::iter::{GenState, Iter};
+use super::ops::{self, binop, compare, eq, BinOp, Ord4};
+use super::value::{hash_value, Dict, Func, RangeV, Value, ViewKind, MAX_REC, SLOT};
+use super::{Output, ToolHost};
+
+/// Control flow out of a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Fall through.
+    Normal,
+    /// `break`.
+    Break,
+    /// `continue`.
+    Continue,
+}
+
+/// Evaluated call arguments.
+#[derive(Debug, Default)]
+pub struct CallArgs {
+    /// Positional.
+    pub pos: Vec<Value>,
+    /// Keyword.
+    pub kw: Vec<(Rc<str>, Value)>,
+}
+
+impl CallArgs {
+    /// Refuse keyword arguments.
+    ///
+    /// # Errors
+    /// TypeError naming the function.
+    pub fn no_kw(&self, fname: &str) -> R<()> {
+        if !self.kw.is_empty() {
+            return Err(type_err(format!("{fname}() takes no keyword arguments")));
+        }
+        Ok(())
+    }
+    /// Take a keyword argument by name.
+    pub fn take_kw(&mut self, name: &str) -> Option<Value> {
+        let i = self.kw.iter().position(|(k, _)| &**k == name)?;
+        Some(self.kw.remove(i).1)
+    }
+    /// Refuse any keyword left over.
+    ///
+    /// # Errors
+    /// TypeError `'x' is an invalid keyword argument for f()`.
+    pub fn no_more_kw(&self, fname: &str) -> R<()> {
+        if let Some((k, _)) = self.kw.first() {
+            return Err(type_err(format!("'{k}' is an invalid keyword argument for {fname}()")));
+        }
+        Ok(())
+    }
+}
+
+/// The interpreter state of one run.
+pub struct Interp<'a> {
+    /// The compiled program.
+    pub code: &'a Code,
+    /// Variable slots.
+    pub slots: Vec<Option<Value>>,
+    /// Tool host.
+    pub host: &'a mut dyn ToolHost,
+    /// Print sink.
+    pub out: &'a mut dyn Output,
+    /// Limits of the run.
+    pub limits: &'a Limits,
+    /// Tool calls made.
+    pub tool_calls: u64,
+    /// Bytes printed.
+    pub out_bytes: u64,
+    /// Dynamic nesting (generators, key functions).
+    pub depth: u32,
+}
+
+fn at(mut e: Box<Exc>, pos: u32) -> Box<Exc> {
+    if e.pos.is_none() {
+        e.pos = Some(pos);
+    }
+    e
+}
+
+impl<'a> Interp<'a> {
+    fn depth_err(&self) -> Box<Exc> {
+        Exc::limit("depth", format!("depth limit exceeded: evaluation nests deeper than {} levels", self.limits.max_depth))
+    }
+
+    /// Enter one level of dynamic nesting.
+    ///
+    /// # Errors
+    /// `depth` limit.
+    pub fn enter(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > self.limits.max_depth.max(1) * 2 {
+            self.depth -= 1;
+            return Err(self.depth_err());
+        }
+        Ok(())
+    }
+
+    /// Leave a level entered with [`Interp::enter`].
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    /// Run a block.
+    ///
+    /// # Errors
+    /// Whatever the statements raise.
+    pub fn exec_block(&mut self, body: &[S]) -> R<Flow> {
+        for s in body {
+            let f = self.exec(s)?;
+            if f != Flow::Normal {
+                return Ok(f);
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn exec(&mut self, s: &S) -> R<Flow> {
+        tick(1).map_err(|e| at(e, s.pos))?;
+        match &s.k {
+            SK::Expr(e) => {
+                self.eval(e)?;
+            }
+            SK::Assign(ts, e) => {
+                let v = self.eval(e)?;
+                if ts.len() == 1 {
+                    self.assign(&ts[0], v).map_err(|e| at(e, s.pos))?;
+                } else {
+                    for t in ts {
+                        self.assign(t, v.clone()).map_err(|e| at(e, s.pos))?;
+                    }
+                }
+            }
+            SK::Aug(t, op, e) => self.aug(t, *op, e).map_err(|e| at(e, s.pos))?,
+            SK::For(t, it, body, orelse) => {
+                let itv = self.eval(it)?;
+                let mut iter = self.iterate(&itv).map_err(|e| at(e, it.pos))?;
+                drop(itv);
+                loop {
+                    let Some(v) = self.next(&mut iter).map_err(|e| at(e, it.pos))? else {
+                        return self.exec_block(orelse);
+                    };
+                    tick(1).map_err(|e| at(e, s.pos))?;
+                    self.assign(t, v).map_err(|e| at(e, s.pos))?;
+                    if self.exec_block(body)? == Flow::Break {
+                        break;
+                    }
+                }
+            }
+            SK::If(c, body, orelse) => {
+                let v = self.eval(c)?;
+                return if v.truthy() { self.exec_block(body) } else { self.exec_block(orelse) };
+            }
+            SK::Pass => {}
+            SK::Break => return Ok(Flow::Break),
+            SK::Continue => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn aug(&mut self, t: &T, op: BinOp, e: &E) -> R<()> {
+        match t {
+            T::Name(slot) => {
+                let cur = self.load(*slot)?;
+                let rhs = self.eval(e)?;
+                let v = self.inplace(op, cur, &rhs)?;
+                self.slots[*slot as usize] = Some(v);
+            }
+            T::Sub(oe, ie) => {
+                let obj = self.eval(oe)?;
+                let idx = self.eval(ie)?;
+                let cur = self.getitem(&obj, &idx)?;
+                let rhs = self.eval(e)?;
+                let v = self.inplace(op, cur, &rhs)?;
+                self.setitem(&obj, idx, v)?;
+            }
+            T::Slice(oe, lo, hi, st) => {
+                let obj = self.eval(oe)?;
+                let (lo, hi, st) = (self.eval_opt(lo.as_ref())?, self.eval_opt(hi.as_ref())?, self.eval_opt(st.as_ref())?);
+                let cur = self.get_slice(&obj, &lo, &hi, &st)?;
+                let rhs = self.eval(e)?;
+                let v = self.inplace(op, cur, &rhs)?;
+                self.set_slice(&obj, &lo, &hi, &st, v)?;
+            }
+            T::Unpack(..) => return Err(Exc::internal("augmented assignment to a tuple")),
+        }
+        Ok(())
+    }
+
+    /// `a op= b`: lists extend in place for `+=`.
+    fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> R<Value> {
+        if op == BinOp::Add {
+            if let Value::List(l) = &cur {
+                let items = self.collect(rhs)?;
+                tick(1 + items.len() as u64 / 8)?;
+                mem_check_n(items.len() as u64, SLOT as u64)?;
+                l.grow(items.len());
+                l.v.borrow_mut().extend(items);
+                return Ok(cur);
+            }
+        }
+        if op == BinOp::Mul {
+            if let (Value::List(l), Some(n)) = (&cur, ops::repeat_count(rhs)?) {
+                let len = l.v.borrow().len();
+                let total = (len as u64).saturating_mul(n as u64);
+                mem_check_n(total, SLOT as u64)?;
+                tick(1 + total / 16)?;
+                let mut v = l.v.borrow_mut();
+                if n == 0 {
+                    v.clear();
+                } else {
+                    let orig: Vec<Value> = v.clone();
+                    for _ in 1..n {
+                        v.extend(orig.iter().cloned());
+                    }
+                    l.grow(len * (n - 1));
+                }
+                drop(v);
+                return Ok(cur);
+            }
+        }
+        binop(op, &cur, rhs)
+    }
+
+    /// Assign a value to a target.
+    ///
+    /// # Errors
+    /// Unpacking and item-assignment errors.
+    pub fn assign(&mut self, t: &T, v: Value) -> R<()> {
+        match t {
+            T::Name(slot) => {
+                self.slots[*slot as usize] = Some(v);
+                Ok(())
+            }
+            T::Sub(oe, ie) => {
+                let obj = self.eval(oe)?;
+                let idx = self.eval(ie)?;
+                self.setitem(&obj, idx, v)
+            }
+            T::Slice(oe, lo, hi, st) => {
+                let obj = self.eval(oe)?;
+                let (lo, hi, st) = (self.eval_opt(lo.as_ref())?, self.eval_opt(hi.as_ref())?, self.eval_opt(st.as_ref())?);
+                self.set_slice(&obj, &lo, &hi, &st, v)
+            }
+            T::Unpack(ts, star) => {
+                let items: Vec<Value> = match &v {
+                    Value::Tuple(t) => t.v.clone(),
+                    Value::List(l) => l.v.borrow().clone(),
+                    _ => {
+                        if !self.is_iterable(&v) {
+                            return Err(type_err(format!("cannot unpack non-iterable {} object", v.type_name())));
+                        }
+                        // Stop early like CPython: at most n+1 items when no star.
+                        let mut it = self.iterate(&v)?;
+                        let mut out = Vec::new();
+                        while let Some(x) = self.next(&mut it)? {
+                            out.push(x);
+                            if star.is_none() && out.len() > ts.len() {
+                                break;
+                            }
+                        }
+                        out
+                    }
+                };
+                match star {
+                    None => {
+                        if items.len() > ts.len() {
+                            return Err(value_err(format!("too many values to unpack (expected {})", ts.len())));
+                        }
+                        if items.len() < ts.len() {
+                            return Err(value_err(format!(
+                                "not enough values to unpack (expected {}, got {})",
+                                ts.len(),
+                                items.len()
+                            )));
+                        }
+                        for (t, x) in ts.iter().zip(items) {
+                            self.assign(t, x)?;
+                        }
+                    }
+                    Some(si) => {
+                        let need = ts.len() - 1;
+                        if items.len() < need {
+                            return Err(value_err(format!(
+                                "not enough values to unpack (expected at least {need}, got {})",
+                                items.len()
+                            )));
+                        }
+                        let after = ts.len() - si - 1;
+                        let mut items = items;
+                        let tail = items.split_off(items.len() - after);
+                        let mid = items.split_off(*si);
+                        for (t, x) in ts[..*si].iter().zip(items) {
+                            self.assign(t, x)?;
+                        }
+                        self.assign(&ts[*si], Value::list(mid))?;
+                        for (t, x) in ts[si + 1..].iter().zip(tail) {
+                            self.assign(t, x)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    #[inline]
+    fn load(&self, slot: u32) -> R<Value> {
+        match self.slots.get(slot as usize) {
+            Some(Some(v)) => Ok(v.clone()),
+            _ => {
+                let name = self.code.names.get(slot as usize).map_or("?", |n| n);
+                Err(Exc::py("NameError", format!("name '{name}' is not defined")))
+            }
+        }
+    }
+
+    fn eval_opt(&mut self, e: Option<&E>) -> R<Value> {
+        match e {
+            Some(e) => self.eval(e),
+            None => Ok(Value::None),
+        }
+    }
+
+    /// Evaluate an expression.
+    ///
+    /// # Errors
+    /// Whatever it raises, positioned at the innermost expression.
+    #[inline]
+    pub fn eval(&mut self, e: &E) -> R<Value> {
+        match &e.k {
+            EK::Const(v) => Ok(v.clone()),
+            EK::Name(s) => self.load(*s).map_err(|x| at(x, e.pos)),
+            _ => self.eval_slow(e).map_err(|x| at(x, e.pos)),
+        }
+    }
+
+    fn eval_slow(&mut self, e: &E) -> R<Value> {
+        Ok(match &e.k {
+            EK::Const(v) => v.clone(),
+            EK::Name(s) => self.load(*s)?,
+            EK::Bin(op, a, b) => {
+                let x = self.eval(a)?;
+                let y = self.eval(b)?;
+                binop(*op, &x, &y)?
+            }
+            EK::Cmp(first, rest) => {
+                let mut left = self.eval(first)?;
+                for (i, (op, re)) in rest.iter().enumerate() {
+                    let right = self.eval(re)?;
+                    let ok = self.cmp(*op, &left, &right)?;
+                    if !ok {
+                        return Ok(Value::Bool(false));
+                    }
+                    if i + 1 < rest.len() {
+                        left = right;
+                    }
+                }
+                Value::Bool(true)
+            }
+            EK::And(vs) => {
+                let mut last = Value::None;
+                for v in vs {
+                    last = self.eval(v)?;
+                    if !last.truthy() {
+                        return Ok(last);
+                    }
+                }
+                last
+            }
+            EK::Or(vs) => {
+                let mut last = Value::None;
+                for v in vs {
+                    last = self.eval(v)?;
+                    if last.truthy() {
+                        return Ok(last);
+                    }
+                }
+                last
+            }
+            EK::Not(x) => Value::Bool(!self.eval(x)?.truthy()),
+            EK::Neg(x) => ops::neg(&self.eval(x)?)?,
+            EK::Pos(x) => ops::pos(&self.eval(x)?)?,
+            EK::IfExp(c, a, b) => {
+                if self.eval(c)?.truthy() {
+                    self.eval(a)?
+                } else {
+                    self.eval(b)?
+                }
+            }
+            EK::List(es) => Value::list(self.elts(es)?),
+            EK::Tuple(es) => Value::tuple(self.elts(es)?),
+            EK::Set(es) => {
+                let items = self.elts(es)?;
+                let mut d = Dict::new();
+                for x in items {
+                    d.insert(x, Value::None)?;
+                }
+                Value::set(d)
+            }
+            EK::Dict(items) => {
+                let mut d = Dict::new();
+                for (k, v) in items {
+                    match k {
+                        Some(k) => {
+                            let kv = self.eval(k)?;
+                            let vv = self.eval(v)?;
+                            d.insert(kv, vv).map_err(|x| at(x, k.pos))?;
+                        }
+                        None => {
+                            let m = self.eval(v)?;
+                            self.merge_mapping(&mut d, &m)?;
+                        }
+                    }
+                }
+                Value::dict(d)
+            }
+            EK::Sub(o, i) => {
+                let obj = self.eval(o)?;
+                let idx = self.eval(i)?;
+                self.getitem(&obj, &idx)?
+            }
+            EK::Slice(o, lo, hi, st) => {
+                let obj = self.eval(o)?;
+                let lo = self.eval_opt(lo.as_deref())?;
+                let hi = self.eval_opt(hi.as_deref())?;
+                let st = self.eval_opt(st.as_deref())?;
+                self.get_slice(&obj, &lo, &hi, &st)?
+            }
+            EK::Attr(o, name) => {
+                let obj = self.eval(o)?;
+                return Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{name}'", obj.type_name())));
+            }
+            EK::Builtin(b, args) => {
+                tick(1)?;
+                let a = self.args(args)?;
+                self.call_builtin(*b, a)?
+            }
+            EK::Tool(name, args) => {
+                tick(1)?;
+                let a = self.args(args)?;
+                self.call_tool(name, a)?
+            }
+            EK::Method(recv, m, args) => {
+                tick(1)?;
+                let r = self.eval(recv)?;
+                let a = self.args(args)?;
+                self.call_method(&r, *m, a)?
+            }
+            EK::Comp(c) => self.comprehension(c)?,
+            EK::FStr(parts) => {
+                let mut s = String::new();
+                self.fstring(parts, &mut s)?;
+                Value::str(s)
+            }
+            EK::Lambda(i) => Value::Func(Rc::new(Func::Lambda(*i))),
+            EK::BuiltinRef(b) => Value::Func(Rc::new(Func::Builtin(*b))),
+            EK::MethodRef(recv, m) => {
+                let r = self.eval(recv)?;
+                if !super::methods::has_method(&r, *m) {
+                    return Err(Exc::py(
+                        "AttributeError",
+                        format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
+                    ));
+                }
+                Value::Func(Rc::new(Func::Method(r, *m)))
+            }
+        })
+    }
+
+    fn elts(&mut self, es: &[Elt]) -> R<Vec<Value>> {
+        let mut out = Vec::with_capacity(es.len());
+        for e in es {
+            match e {
+                Elt::One(x) => out.push(self.eval(x)?),
+                Elt::Star(x) => {
+                    let v = self.eval(x)?;
+                    if !self.is_iterable(&v) {
+                        return Err(at(type_err(format!("Value after * must be an iterable, not {}", v.type_name())), x.pos));
+                    }
+                    let items = self.collect(&v)?;
+                    out.extend(items);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn args(&mut self, a: &Args) -> R<CallArgs> {
+        let pos = self.elts(&a.pos)?;
+        let mut kw = Vec::with_capacity(a.kw.len());
+        for (name, e) in &a.kw {
+            let v = self.eval(e)?;
+            match name {
+                Some(n) => {
+                    if kw.iter().any(|(k, _): &(Rc<str>, Value)| k == n) {
+                        return Err(type_err(format!("got multiple values for keyword argument '{n}'")));
+                    }
+                    kw.push((n.clone(), v))
+                }
+                None => match &v {
+                    Value::Dict(d) => {
+                        for (k, x) in d.d.borrow().iter() {
+                            match k {
+                                Value::Str(s) => {
+                                    if kw.iter().any(|(k, _)| **k == *s.s) {
+                                        return Err(type_err(format!(
+                                            "got multiple values for keyword argument '{}'",
+                                            s.s
+                                        )));
+                                    }
+                                    kw.push((Rc::from(s.s.as_str()), x.clone()))
+                                }
+                                _ => return Err(type_err("keywords must be strings")),
+                            }
+                        }
+                    }
+                    _ => return Err(type_err(format!("argument after ** must be a mapping, not {}", v.type_name()))),
+                },
+            }
+        }
+        Ok(CallArgs { pos, kw })
+    }
+
+    fn merge_mapping(&mut self, d: &mut Dict, m: &Value) -> R<()> {
+        match m {
+            Value::Dict(src) => {
+                let src = src.d.borrow();
+                tick(1 + src.len() as u64)?;
+                for (k, v) in src.iter() {
+                    d.insert(k.clone(), v.clone())?;
+                }
+                Ok(())
+            }
+            _ => Err(type_err(format!("'{}' object is not a mapping", m.type_name()))),
+        }
+    }
+
+    fn cmp(&mut self, op: CmpK, a: &Value, b: &Value) -> R<bool> {
+        Ok(match op {
+            CmpK::Eq => eq(a, b)?,
+            CmpK::Ne => !eq(a, b)?,
+            CmpK::Lt => compare(Ord4::Lt, a, b)?,
+            CmpK::Le => compare(Ord4::Le, a, b)?,
+            CmpK::Gt => compare(Ord4::Gt, a, b)?,
+            CmpK::Ge => compare(Ord4::Ge, a, b)?,
+            CmpK::Is => a.is(b),
+            CmpK::IsNot => !a.is(b),
+            CmpK::In => self.contains(b, a)?,
+            CmpK::NotIn => !self.contains(b, a)?,
+        })
+    }
+
+    /// `x in container`.
+    ///
+    /// # Errors
+    /// TypeError for non-containers.
+    pub fn contains(&mut self, container: &Value, x: &Value) -> R<bool> {
+        match container {
+            Value::List(l) => {
+                let n = l.v.borrow().len();
+                let mut i = 0;
+                while i < n {
+                    let item = match l.v.borrow().get(i) {
+                        Some(v) => v.clone(),
+                        None => break,
+                    };
+                    tick(1)?;
+                    if item.is(x) || eq(&item, x)? {
+                        return Ok(true);
+                    }
+                    i += 1;
+                }
+                Ok(false)
+            }
+            Value::Tuple(t) => {
+                for item in &t.v {
+                    tick(1)?;
+                    if item.is(x) || eq(item, x)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Value::Str(s) => match x {
+                Value::Str(sub) => {
+                    tick(1 + s.s.len() as u64 / 64)?;
+                    Ok(s.s.contains(sub.s.as_str()))
+                }
+                _ => Err(type_err(format!("'in <string>' requires string as left operand, not {}", x.type_name()))),
+            },
+            Value::Dict(d) | Value::View(d, ViewKind::Keys) => d.d.borrow().contains(x),
+            Value::Set(s) => s.d.borrow().contains(x),
+            Value::View(d, ViewKind::Items) => {
+                let Value::Tuple(t) = x else { return Ok(false) };
+                if t.v.len() != 2 {
+                    return Ok(false);
+                }
+                let d = d.d.borrow();
+                match d.get(&t.v[0])? {
+                    Some(v) => Ok(v.is(&t.v[1]) || eq(v, &t.v[1])?),
+                    None => Ok(false),
+                }
+            }
+            Value::Range(r) => {
+                let i = match x {
+                    Value::Int(i) => *i,
+                    Value::Bool(b) => *b as i64,
+                    Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e18 => *f as i64,
+                    Value::Float(_) | Value::Big(_) => return Ok(false),
+                    other => {
+                        // CPython falls back to iteration with ==.
+                        let _ = other;
+                        return Ok(false);
+                    }
+                };
+                let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
+                let i = i as i128;
+                let inside = if step > 0 { i >= start && i < stop } else { i <= start && i > stop };
+                Ok(inside && (i - start) % step == 0)
+            }
+            Value::View(..) | Value::Iter(_) => {
+                let mut it = self.iterate(container)?;
+                while let Some(item) = self.next(&mut it)? {
+                    tick(1)?;
+                    if item.is(x) || eq(&item, x)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            _ => Err(type_err(format!("argument of type '{}' is not iterable", container.type_name()))),
+        }
+    }
+
+    // ---------------------------------------------------------------- subscripts
+
+    /// `obj[idx]`.
+    ///
+    /// # Errors
+    /// IndexError, KeyError, TypeError as CPython.
+    pub fn getitem(&mut self, obj: &Value, idx: &Value) -> R<Value> {
+        match obj {
+            Value::List(l) => {
+                let l = l.v.borrow();
+                let i = seq_index(idx, l.len(), "list")?;
+                l.get(i).cloned().ok_or_else(|| Exc::py("IndexError", "list index out of range"))
+            }
+            Value::Tuple(t) => {
+                let i = seq_index(idx, t.v.len(), "tuple")?;
+                t.v.get(i).cloned().ok_or_else(|| Exc::py("IndexError", "tuple index out of range"))
+            }
+            Value::Str(s) => {
+                let i = match idx {
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(idx, s.nchars, "string")?,
+                    _ => return Err(type_err(format!("string indices must be integers, not '{}'", idx.type_name()))),
+                };
+                let c = s.char_at(i).ok_or_else(|| Exc::py("IndexError", "string index out of range"))?;
+                Ok(Value::str(c.to_string()))
+            }
+            Value::Dict(d) => {
+                let d = d.d.borrow();
+                match d.get(idx)? {
+                    Some(v) => Ok(v.clone()),
+                    None => Err(Exc::py("KeyError", self.repr(idx)?)),
+                }
+            }
+            Value::Range(r) => {
+                let i = match idx {
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(idx, r.len(), "range object")?,
+                    _ => {
+                        return Err(type_err(format!(
+                            "range indices must be integers or slices, not {}",
+                            idx.type_name()
+                        )))
+                    }
+                };
+                Ok(Value::Int(r.at(i)))
+            }
+            _ => Err(type_err(format!("'{}' object is not subscriptable", obj.type_name()))),
+        }
+    }
+
+    fn setitem(&mut self, obj: &Value, idx: Value, v: Value) -> R<()> {
+        match obj {
+            Value::List(l) => {
+                let mut l = l.v.borrow_mut();
+                let n = l.len();
+                let i = match idx {
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(&idx, n, "list")?,
+                    _ => {
+                        return Err(type_err(format!(
+                            "list indices must be integers or slices, not {}",
+                            idx.type_name()
+                        )))
+                    }
+                };
+                match l.get_mut(i) {
+                    Some(slot) => {
+                        let old = std::mem::replace(slot, v);
+                        drop(l);
+                        drop(old);
+                        Ok(())
+                    }
+                    None => Err(Exc::py("IndexError", "list assignment index out of range")),
+                }
+            }
+            Value::Dict(d) => {
+                let h = hash_value(&idx)?;
+                d.d.borrow_mut().insert_h(h, idx, v);
+                Ok(())
+            }
+            _ => Err(type_err(format!("'{}' object does not support item assignment", obj.type_name()))),
+        }
+    }
+
+    fn get_slice(&mut self, obj: &Value, lo: &Value, hi: &Value, st: &Value) -> R<Value> {
+        match obj {
+            Value::List(l) => {
+                let l = l.v.borrow();
+                let idx = slice_indices(lo, hi, st, l.len())?;
+                tick(1 + idx.len() as u64 / 16)?;
+                Ok(Value::list(idx.iter().map(|i| l[*i].clone()).collect()))
+            }
+            Value::Tuple(t) => {
+                let idx = slice_indices(lo, hi, st, t.v.len())?;
+                tick(1 + idx.len() as u64 / 16)?;
+                Ok(Value::tuple(idx.iter().map(|i| t.v[*i].clone()).collect()))
+            }
+            Value::Str(s) => {
+                let (start, stop, step) = slice_adjust(lo, hi, st, s.nchars)?;
+                tick(1 + s.s.len() as u64 / 64)?;
+                if step == 1 {
+                    if start >= stop {
+                        return Ok(Value::str(""));
+                    }
+                    let (a, b) = (s.byte_offset(start as usize), s.byte_offset(stop as usize));
+                    return Ok(Value::str(&s.s[a..b]));
+                }
+                let chars: Vec<char> = s.s.chars().collect();
+                let idx = slice_indices(lo, hi, st, chars.len())?;
+                Ok(Value::str(idx.iter().map(|i| chars[*i]).collect::<String>()))
+            }
+            Value::Range(r) => {
+                let (start, stop, step) = slice_adjust(lo, hi, st, r.len())?;
+                let n = slice_len(start, stop, step);
+                let nstart = r.start as i128 + start as i128 * r.step as i128;
+                let nstep = r.step as i128 * step as i128;
+                let nstop = nstart + nstep * n as i128;
+                let c = |x: i128| i64::try_from(x).map_err(|_| Exc::py("OverflowError", "Python int too large to convert to C ssize_t"));
+                Ok(Value::Range(Rc::new(RangeV { start: c(nstart)?, stop: c(nstop)?, step: c(nstep)? })))
+            }
+            Value::Dict(_) => Err(type_err("unhashable type: 'slice'")),
+            _ => Err(type_err(format!("'{}' object is not subscriptable", obj.type_name()))),
+        }
+    }
+
+    fn set_slice(&mut self, obj: &Value, lo: &Value, hi: &Value, st: &Value, v: Value) -> R<()> {
+        let Value::List(l) = obj else {
+            return Err(type_err(format!("'{}' object does not support item assignment", obj.type_name())));
+        };
+        let items = if !self.is_iterable(&v) {
+            return Err(type_err("can only assign an iterable"));
+        } else {
+            self.collect(&v)?
+        };
+        let n = l.v.borrow().len();
+        let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
+        if step == 1 {
+            let start = start as usize;
+            let stop = (stop.max(start as i64)) as usize;
+            l.grow(items.len());
+            let removed: Vec<Value> = l.v.borrow_mut().splice(start..stop, items).collect();
+            drop(removed);
+            return Ok(());
+        }
+        let idx = slice_indices(lo, hi, st, n)?;
+        if idx.len() != items.len() {
+            return Err(value_err(format!(
+                "attempt to assign sequence of size {} to extended slice of size {}",
+                items.len(),
+                idx.len()
+            )));
+        }
+        let mut lv = l.v.borrow_mut();
+        for (i, x) in idx.into_iter().zip(items) {
+            lv[i] = x;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- iteration
+
+    /// Can `iter()` be applied?
+    pub fn is_iterable(&self, v: &Value) -> bool {
+        matches!(
+            v,
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Set(_) | Value::Range(_) | Value::View(..) | Value::Iter(_)
+        )
+    }
+
+    /// `iter(v)`.
+    ///
+    /// # Errors
+    /// `TypeError: 'int' object is not iterable`.
+    pub fn iterate(&mut self, v: &Value) -> R<Iter> {
+        Ok(match v {
+            Value::List(l) => Iter::List(l.clone(), 0),
+            Value::Tuple(t) => Iter::Tuple(t.clone(), 0),
+            Value::Str(s) => Iter::Str(s.clone(), 0),
+            Value::Range(r) => Iter::Range { cur: r.start, left: r.len(), step: r.step },
+            Value::Dict(d) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), ViewKind::Keys),
+            Value::View(d, k) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), *k),
+            Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
+            Value::Iter(i) => Iter::Shared(i.clone()),
+            _ => return Err(type_err(format!("'{}' object is not iterable", v.type_name()))),
+        })
+    }
+
+    /// Advance an iterator.
+    ///
+    /// # Errors
+    /// Whatever producing the next item raises.
+    pub fn next(&mut self, it: &mut Iter) -> R<Option<Value>> {
+        match it {
+            Iter::List(l, i) => {
+                let v = l.v.borrow();
+                match v.get(*i) {
+                    Some(x) => {
+                        *i += 1;
+                        Ok(Some(x.clone()))
+                    }
+                    None => Ok(None),
+                }
+            }
+            Iter::Range { cur, left, step } => {
+                if *left == 0 {
+                    return Ok(None);
+                }
+                let v = *cur;
+                *left -= 1;
+                if *left > 0 {
+                    *cur += *step;
+                }
+                Ok(Some(Value::Int(v)))
+            }
+            Iter::Tuple(t, i) => match t.v.get(*i) {
+                Some(x) => {
+                    *i += 1;
+                    Ok(Some(x.clone()))
+                }
+                None => Ok(None),
+            },
+            Iter::Str(s, b) => match s.s[*b..].chars().next() {
+                Some(c) => {
+                    *b += c.len_utf8();
+                    Ok(Some(Value::str(c.to_string())))
+                }
+                None => Ok(None),
+            },
+            Iter::Dict(d, pos, size, kind) => {
+                let dd = d.d.borrow();
+                if dd.len() != *size {
+                    *size = usize::MAX;
+                    return Err(Exc::py("RuntimeError", "dictionary changed size during iteration"));
+                }
+                while *pos < dd.raw_len() {
+                    let p = *pos;
+                    *pos += 1;
+                    if let Some((k, v)) = dd.raw_get(p) {
+                        return Ok(Some(match kind {
+                            ViewKind::Keys => k.clone(),
+                            ViewKind::Values => v.clone(),
+                            ViewKind::Items => Value::tuple(vec![k.clone(), v.clone()]),
+                        }));
+                    }
+                }
+                Ok(None)
+            }
+            Iter::Set(s, pos, size) => {
+                let dd = s.d.borrow();
+                if dd.len() != *size {
+                    *size = usize::MAX;
+                    return Err(Exc::py("RuntimeError", "Set changed size during iteration"));
+                }
+                while *pos < dd.raw_len() {
+                    let p = *pos;
+                    *pos += 1;
+                    if let Some((k, _)) = dd.raw_get(p) {
+                        return Ok(Some(k.clone()));
+                    }
+                }
+                Ok(None)
+            }
+            Iter::Rev(seq, i) => {
+                if *i == 0 {
+                    return Ok(None);
+                }
+                *i -= 1;
+                let idx = *i;
+                let v = match seq {
+                    Value::List(l) => {
+                        let l = l.v.borrow();
+                        if idx >= l.len() {
+                            *i = 0;
+                            return Ok(None);
+                        }
+                        l[idx].clone()
+                    }
+                    Value::Tuple(t) => t.v[idx].clone(),
+                    Value::Str(s) => Value::str(s.char_at(idx).map(String::from).unwrap_or_default()),
+                    Value::Range(r) => Value::Int(r.at(idx)),
+                    _ => return Ok(None),
+                };
+                Ok(Some(v))
+            }
+            Iter::Enumerate(inner, n) => {
+                self.enter()?;
+                let r = self.next(inner);
+                self.leave();
+                match r? {
+                    Some(v) => {
+                        let i = n.clone();
+                        *n = binop(BinOp::Add, n, &Value::Int(1))?;
+                        Ok(Some(Value::tuple(vec![i, v])))
+                    }
+                    None => Ok(None),
+                }
+            }
+            Iter::Zip(its, strict) => {
+                if its.is_empty() {
+                    return Ok(None);
+                }
+                self.enter()?;
+                let r = self.zip_next(its, *strict);
+                self.leave();
+                if matches!(r, Ok(None)) {
+                    *it = Iter::Done;
+                }
+                r
+            }
+            Iter::Shared(rc) => {
+                let rc = rc.clone();
+                let Ok(mut inner) = rc.try_borrow_mut() else {
+                    return Err(value_err("generator already executing"));
+                };
+                self.enter()?;
+                let r = self.next(&mut inner);
+                self.leave();
+                r
+            }
+            Iter::Gen(g) => {
+                self.enter()?;
+                let r = self.gen_next(g);
+                self.leave();
+                r
+            }
+            Iter::Done => Ok(None),
+        }
+    }
+
+    fn zip_next(&mut self, its: &mut [Iter], strict: bool) -> R<Option<Value>> {
+        let mut out = Vec::with_capacity(its.len());
+        for (k, it) in its.iter_mut().enumerate() {
+            match self.next(it)? {
+                Some(v) => out.push(v),
+                None => {
+                    if strict {
+                        if k > 0 {
+                            let s = if k == 1 { " " } else { "s 1-" };
+                            return Err(value_err(format!("zip() argument {} is shorter than argument{s}{}", k + 1, k)));
+                        }
+                        // First exhausted: every other must be exhausted too.
+                        for (j, rest) in its.iter_mut().enumerate().skip(1) {
+                            if self.next(rest)?.is_some() {
+                                let s = if j == 1 { " " } else { "s 1-" };
+                                return Err(value_err(format!("zip() argument {} is longer than argument{s}{}", j + 1, j)));
+                            }
+                        }
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(Value::tuple(out)))
+    }
+
+    /// Materialise an iterable into a vector (charging fuel and memory).
+    ///
+    /// # Errors
+    /// TypeError for non-iterables; limits.
+    pub fn collect(&mut self, v: &Value) -> R<Vec<Value>> {
+        match v {
+            Value::List(l) => {
+                let l = l.v.borrow();
+                tick(1 + l.len() as u64 / 16)?;
+                mem_check_n(l.len() as u64, SLOT as u64)?;
+                Ok(l.clone())
+            }
+            Value::Tuple(t) => {
+                tick(1 + t.v.len() as u64 / 16)?;
+                mem_check_n(t.v.len() as u64, SLOT as u64)?;
+                Ok(t.v.clone())
+            }
+            Value::Range(r) => {
+                let n = r.len() as u64;
+                mem_check_n(n, SLOT as u64)?;
+                tick(1 + n / 4)?;
+                Ok((0..r.len()).map(|i| Value::Int(r.at(i))).collect())
+            }
+            _ => {
+                let mut it = self.iterate(v)?;
+                let mut out = Vec::new();
+                while let Some(x) = self.next(&mut it)? {
+                    tick(1)?;
+                    if out.len() % 1024 == 1023 {
+                        mem_check_n(out.len() as u64, SLOT as u64)?;
+                    }
+                    out.push(x);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Nesting of an iterator chain (enumerate(enumerate(...))).
+    pub fn iter_depth(it: &Iter, lvl: usize) -> usize {
+        if lvl > 10_000 {
+            return lvl;
+        }
+        match it {
+            Iter::Shared(r) => r.try_borrow().map_or(lvl + 1, |i| Self::iter_depth(&i, lvl + 1)),
+            Iter::Enumerate(b, _) => Self::iter_depth(b, lvl + 1),
+            Iter::Zip(v, _) => v.iter().map(|i| Self::iter_depth(i, lvl + 1)).max().unwrap_or(lvl),
+            Iter::Gen(g) => g.iters.first().map_or(lvl, |i| Self::iter_depth(i, lvl + 1)),
+            _ => lvl,
+        }
+    }
+
+    /// Wrap an iterator in a new shared iterator value, refusing absurd chains.
+    ///
+    /// # Errors
+    /// `depth` limit.
+    pub fn iter_value(&mut self, it: Iter) -> R<Value> {
+        if Self::iter_depth(&it, 0) > self.limits.max_depth as usize {
+            return Err(self.depth_err());
+        }
+        mem_check(64)?;
+        Ok(Value::Iter(Rc::new(RefCell::new(it))))
+    }
+
+    // ---------------------------------------------------------------- comprehensions
+
+    fn comprehension(&mut self, c: &Rc<Comp>) -> R<Value> {
+        let first_v = self.eval(&c.gens[0].iter)?;
+        let first = self.iterate(&first_v).map_err(|e| at(e, c.gens[0].iter.pos))?;
+        drop(first_v);
+        if c.kind == CompKind::Gen {
+            let g = GenState { comp: c.clone(), iters: vec![first], saved: vec![None; c.slots.len()], done: false, running: false };
+            return self.iter_value(Iter::Gen(Box::new(g)));
+        }
+        self.enter()?;
+        let saved: Vec<Option<Value>> = c.slots.iter().map(|s| self.slots[*s as usize].take()).collect();
+        let r = match c.kind {
+            CompKind::List => {
+                let mut out = Vec::new();
+                let r = self.comp_loop(c, 0, first, &mut |me, c| {
+                    let v = me.eval(&c.elt)?;
+                    if out.len() % 1024 == 1023 {
+                        mem_check_n(out.len() as u64, SLOT as u64)?;
+                    }
+                    out.push(v);
+                    Ok(())
+                });
+                r.map(|_| Value::list(out))
+            }
+            CompKind::Set => {
+                let mut d = Dict::new();
+                let r = self.comp_loop(c, 0, first, &mut |me, c| {
+                    let v = me.eval(&c.elt)?;
+                    d.insert(v, Value::None).map_err(|e| at(e, c.elt.pos))?;
+                    Ok(())
+                });
+                r.map(|_| Value::set(d))
+            }
+            CompKind::Dict => {
+                let mut d = Dict::new();
+                let r = self.comp_loop(c, 0, first, &mut |me, c| {
+                    let k = me.eval(&c.elt)?;
+                    let v = match &c.val {
+                        Some(ve) => me.eval(ve)?,
+                        None => Value::None,
+                    };
+                    d.insert(k, v).map_err(|e| at(e, c.elt.pos))?;
+                    Ok(())
+                });
+                r.map(|_| Value::dict(d))
+            }
+            CompKind::Gen => Err(Exc::internal("generator in comp loop")),
+        };
+        for (s, v) in c.slots.iter().zip(saved) {
+            self.slots[*s as usize] = v;
+        }
+        self.leave();
+        r
+    }
+
+    fn comp_loop(&mut self, c: &Comp, level: usize, mut it: Iter, emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>) -> R<()> {
+        let g = &c.gens[level];
+        'outer: while let Some(v) = self.next(&mut it).map_err(|e| at(e, g.iter.pos))? {
+            tick(1)?;
+            self.assign(&g.target, v)?;
+            for cond in &g.ifs {
+                if !self.eval(cond)?.truthy() {
+                    continue 'outer;
+                }
+            }
+            if level + 1 < c.gens.len() {
+                let nv = self.eval(&c.gens[level + 1].iter)?;
+                let nit = self.iterate(&nv).map_err(|e| at(e, c.gens[level + 1].iter.pos))?;
+                self.comp_loop(c, level + 1, nit, emit)?;
+            } else {
+                emit(self, c)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn gen_next(&mut self, g: &mut GenState) -> R<Option<Value>> {
+        if g.done {
+            return Ok(None);
+        }
+        let c = g.comp.clone();
+        // Swap the generator's variables in.
+        let outer: Vec<Option<Value>> = c.slots.iter().zip(g.saved.iter_mut()).map(|(s, v)| std::mem::replace(&mut self.slots[*s as usize], v.take())).collect();
+        let r = self.gen_step(g, &c);
+        for ((s, o), sv) in c.slots.iter().zip(outer).zip(g.saved.iter_mut()) {
+            *sv = std::mem::replace(&mut self.slots[*s as usize], o);
+        }
+        if !matches!(r, Ok(Some(_))) {
+            g.done = true;
+            g.iters.clear();
+            g.saved.iter_mut().for_each(|v| *v = None);
+        }
+        r
+    }
+
+    fn gen_step(&mut self, g: &mut GenState, c: &Comp) -> R<Option<Value>> {
+        'outer: loop {
+            let lvl = match g.iters.len() {
+                0 => return Ok(None),
+                n => n - 1,
+            };
+            let gen = &c.gens[lvl];
+            let next = {
+                let Some(it) = g.iters.last_mut() else { return Ok(None) };
+                self.next(it).map_err(|e| at(e, gen.iter.pos))?
+            };
+            let Some(v) = next else {
+                g.iters.pop();
+                continue;
+            };
+            tick(1)?;
+            self.assign(&gen.target, v)?;
+            for cond in &gen.ifs {
+                if !self.eval(cond)?.truthy() {
+                    continue 'outer;
+                }
+            }
+            if lvl + 1 < c.gens.len() {
+                let nv = self.eval(&c.gens[lvl + 1].iter)?;
+                let nit = self.iterate(&nv).map_err(|e| at(e, c.gens[lvl + 1].iter.pos))?;
+                g.iters.push(nit);
+                continue;
+            }
+            return Ok(Some(self.eval(&c.elt)?));
+        }
+    }
+
+    // ---------------------------------------------------------------- calls
+
+    /// Call a key function with one argument.
+    ///
+    /// # Errors
+    /// Whatever the function raises; TypeError when not callable.
+    pub fn call_func(&mut self, f: &Value, arg: Value) -> R<Value> {
+        let Value::Func(func) = f else {
+            return Err(type_err(format!("'{}' object is not callable", f.type_name())));
+        };
+        self.enter()?;
+        let r = match &**func {
+            Func::Lambda(i) => match self.code.lambdas.get(*i) {
+                Some(l) => {
+                    let slot = l.param as usize;
+                    let old = std::mem::replace(&mut self.slots[slot], Some(arg));
+                    let r = self.eval(&l.body);
+                    self.slots[slot] = old;
+                    r
+                }
+                None => Err(Exc::internal("unknown lambda")),
+            },
+            Func::Builtin(b) => self.call_builtin(*b, CallArgs { pos: vec![arg], kw: Vec::new() }),
+            Func::Method(recv, m) => self.call_method(recv, *m, CallArgs { pos: vec![arg], kw: Vec::new() }),
+        };
+        self.leave();
+        r
+    }
+
+    fn call_tool(&mut self, name: &str, a: CallArgs) -> R<Value> {
+        self.tool_calls += 1;
+        if self.tool_calls > self.limits.tool_calls {
+            return Err(Exc::limit(
+                "tool_calls",
+                format!("tool call limit exceeded: the program made more than {} tool calls", self.limits.tool_calls),
+            ));
+        }
+        let mut args = Vec::with_capacity(a.pos.len());
+        for v in &a.pos {
+            args.push(self.to_data(v, false)?);
+        }
+        let mut kwargs = Vec::with_capacity(a.kw.len());
+        for (k, v) in &a.kw {
+            kwargs.push((k.to_string(), self.to_data(v, false)?));
+        }
+        match self.host.call(name, args, kwargs) {
+            Ok(d) => from_data(&d, 0),
+            Err(f) => Err(Box::new(Exc { kind: ExcKind::Tool(f.type_name), msg: f.message, pos: None })),
+        }
+    }
+
+    /// Convert a value to plain data. With `lenient`, non-plain values
+    /// (ranges, views, iterators) become their repr; otherwise TypeError.
+    ///
+    /// # Errors
+    /// TypeError for non-plain values; `depth` limit for deep/cyclic values.
+    pub fn to_data(&mut self, v: &Value, lenient: bool) -> R<Data> {
+        self.to_data_rec(v, lenient, 0)
+    }
+
+    fn to_data_rec(&mut self, v: &Value, lenient: bool, depth: usize) -> R<Data> {
+        if depth > MAX_DATA_DEPTH {
+            return Err(Exc::limit(
+                "depth",
+                format!("depth limit exceeded: value nests deeper than {MAX_DATA_DEPTH} levels (or contains itself)"),
+            ));
+        }
+        tick(1)?;
+        Ok(match v {
+            Value::None => Data::None,
+            Value::Bool(b) => Data::Bool(*b),
+            Value::Int(i) => Data::Int(*i),
+            Value::Big(b) => Data::BigInt(b.to_string()),
+            Value::Float(f) => Data::Float(*f),
+            Value::Str(s) => Data::Str(s.s.clone()),
+            Value::List(l) => {
+                let items = l.v.borrow().clone();
+                Data::List(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?)
+            }
+            Value::Tuple(t) => Data::Tuple(t.v.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?),
+            Value::Set(s) => {
+                let items: Vec<Value> = s.d.borrow().keys().cloned().collect();
+                Data::Set(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?)
+            }
+            Value::Dict(d) => {
+                let items: Vec<(Value, Value)> = d.d.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut out = Vec::with_capacity(items.len());
+                for (k, x) in items {
+                    out.push((self.to_data_rec(&k, lenient, depth + 1)?, self.to_data_rec(&x, lenient, depth + 1)?));
+                }
+                Data::Dict(out)
+            }
+            other => {
+                if lenient {
+                    Data::Str(self.repr(other)?)
+                } else {
+                    return Err(type_err(format!(
+                        "a '{}' value cannot be passed to a tool (only None, bool, int, float, str, list, tuple, dict and set can)",
+                        other.type_name()
+                    )));
+                }
+            }
+        })
+    }
+
+    // ---------------------------------------------------------------- text
+
+    fn fstring(&mut self, parts: &[FPart], s: &mut String) -> R<()> {
+        for p in parts {
+            match p {
+                FPart::Lit(t) => s.push_str(t),
+                FPart::Val(e, conv, spec) => {
+                    let v = self.eval(e)?;
+                    let v = match conv {
+                        Some('r') => Value::str(self.repr(&v)?),
+                        Some('s') => Value::str(self.to_str(&v)?),
+                        Some('a') => {
+                            let mut o = String::new();
+                            self.repr_into(&v, &mut o, &mut Vec::new(), 0, true, usize::MAX)?;
+                            Value::str(o)
+                        }
+                        _ => v,
+                    };
+                    let spec_s = match spec {
+                        Some(sp) => {
+                            let mut t = String::new();
+                            self.fstring(sp, &mut t)?;
+                            t
+                        }
+                        None => String::new(),
+                    };
+                    let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x)).map_err(|x| at(x, e.pos))?;
+                    mem_check((s.len() + text.len()) as u64)?;
+                    s.push_str(&text);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn str_of_simple(&self, v: &Value) -> R<String> {
+        match v {
+            Value::Str(s) => Ok(s.s.clone()),
+            _ => {
+                let mut o = String::new();
+                self.repr_into(v, &mut o, &mut Vec::new(), 0, false, self.limits.memory_bytes as usize)?;
+                Ok(o)
+            }
+        }
+    }
+
+    /// `str(v)`.
+    ///
+    /// # Errors
+    /// RecursionError, ValueError (int digit limit), memory limit.
+    pub fn to_str(&self, v: &Value) -> R<String> {
+        self.str_of_simple(v)
+    }
+
+    /// `repr(v)`.
+    ///
+    /// # Errors
+    /// RecursionError, ValueError (int digit limit), memory limit.
+    pub fn repr(&self, v: &Value) -> R<String> {
+        let mut o = String::new();
+        self.repr_into(v, &mut o, &mut Vec::new(), 0, false, self.limits.memory_bytes as usize)?;
+        Ok(o)
+    }
+
+    /// Render `repr(v)` into `out`, stopping with a `memory` limit error past `budget` bytes.
+    ///
+    /// # Errors
+    /// As [`Interp::repr`].
+    pub fn repr_into(&self, v: &Value, out: &mut String, seen: &mut Vec<usize>, depth: usize, ascii: bool, budget: usize) -> R<()> {
+        if out.len() > budget {
+            return Err(Exc::limit("memory", format!("memory limit exceeded: a rendered value is longer than {budget} bytes")));
+        }
+        if depth > MAX_REC {
+            return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while getting the repr of an object"));
+        }
+        match v {
+            Value::None => out.push_str("None"),
+            Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+            Value::Int(i) => out.push_str(&i.to_string()),
+            Value::Big(b) => out.push_str(&big_to_str(b)?),
+            Value::Float(f) => out.push_str(&float_repr(*f)),
+            Value::Str(s) => {
+                tick(1 + s.s.len() as u64 / 256)?;
+                str_repr_into(&s.s, out, ascii)
+            }
+            Value::List(l) => {
+                let id = Rc::as_ptr(l) as usize;
+                if seen.contains(&id) {
+                    out.push_str("[...]");
+                    return Ok(());
+                }
+                seen.push(id);
+                out.push('[');
+                let items = l.v.borrow();
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    tick(1)?;
+                    self.repr_into(x, out, seen, depth + 1, ascii, budget)?;
+                }
+                out.push(']');
+                seen.pop();
+            }
+            Value::Tuple(t) => {
+                out.push('(');
+                for (i, x) in t.v.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    tick(1)?;
+                    self.repr_into(x, out, seen, depth + 1, ascii, budget)?;
+                }
+                if t.v.len() == 1 {
+                    out.push(',');
+                }
+                out.push(')');
+            }
+            Value::Dict(d) => {
+                let id = Rc::as_ptr(d) as usize;
+                if seen.contains(&id) {
+                    out.push_str("{...}");
+                    return Ok(());
+                }
+                seen.push(id);
+                out.push('{');
+                let dd = d.d.borrow();
+                for (i, (k, x)) in dd.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    tick(1)?;
+                    self.repr_into(k, out, seen, depth + 1, ascii, budget)?;
+                    out.push_str(": ");
+                    self.repr_into(x, out, seen, depth + 1, ascii, budget)?;
+                }
+                out.push('}');
+                seen.pop();
+            }
+            Value::Set(s) => {
+                let dd = s.d.borrow();
+                if dd.is_empty() {
+                    out.push_str("set()");
+                    return Ok(());
+                }
+                out.push('{');
+                for (i, k) in dd.keys().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    tick(1)?;
+                    self.repr_into(k, out, seen, depth + 1, ascii, budget)?;
+                }
+                out.push('}');
+            }
+            Value::Range(r) => {
+                if r.step == 1 {
+                    out.push_str(&format!("range({}, {})", r.start, r.stop));
+                } else {
+                    out.push_str(&format!("range({}, {}, {})", r.start, r.stop, r.step));
+                }
+            }
+            Value::View(d, kind) => {
+                let id = Rc::as_ptr(d) as usize;
+                let name = match kind {
+                    ViewKind::Keys => "dict_keys",
+                    ViewKind::Values => "dict_values",
+                    ViewKind::Items => "dict_items",
+                };
+                if seen.contains(&id) {
+                    out.push_str(&format!("{name}(...)"));
+                    return Ok(());
+                }
+                seen.push(id);
+                out.push_str(name);
+                out.push_str("([");
+                let dd = d.d.borrow();
+                for (i, (k, x)) in dd.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    tick(1)?;
+                    match kind {
+                        ViewKind::Keys => self.repr_into(k, out, seen, depth + 1, ascii, budget)?,
+                        ViewKind::Values => self.repr_into(x, out, seen, depth + 1, ascii, budget)?,
+                        ViewKind::Items => {
+                            out.push('(');
+                            self.repr_into(k, out, seen, depth + 1, ascii, budget)?;
+                            out.push_str(", ");
+                            self.repr_into(x, out, seen, depth + 1, ascii, budget)?;
+                            out.push(')');
+                        }
+                    }
+                }
+                out.push_str("])");
+                seen.pop();
+            }
+            Value::Iter(it) => {
+                let name = match it.try_borrow() {
+                    Ok(i) => i.type_name(),
+                    Err(_) => "generator",
+                };
+                if name == "generator" {
+                    out.push_str("<generator object <genexpr> at 0x7f0000000000>");
+                } else {
+                    out.push_str(&format!("<{name} object at 0x7f0000000000>"));
+                }
+            }
+            Value::Func(f) => match &**f {
+                Func::Lambda(_) => out.push_str("<function <lambda> at 0x7f0000000000>"),
+                Func::Builtin(b) => out.push_str(&format!("<built-in function {}>", b.name())),
+                Func::Method(r, m) => out.push_str(&format!("<built-in method {} of {} object at 0x7f0000000000>", m.name(), r.type_name())),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// `str(int)` for big ints, with CPython 3.11's 4300-digit limit.
+///
+/// # Errors
+/// ValueError beyond the limit.
+pub fn big_to_str(b: &BigInt) -> R<String> {
+    // 4300 decimal digits need about 14284 bits.
+    if b.bits() > 14_200 {
+        let s = b.abs().to_string();
+        if s.len() > 4300 {
+            return Err(value_err(
+                "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit",
+            ));
+        }
+        tick(s.len() as u64 / 8)?;
+        return Ok(b.to_string());
+    }
+    Ok(b.to_string())
+}
+
+/// Convert plain data into a value.
+///
+/// # Errors
+/// `depth` limit on absurdly deep data; malformed big ints.
+pub fn from_data(d: &Data, depth: usize) -> R<Value> {
+    if depth > MAX_DATA_DEPTH {
+        return Err(Exc::limit("depth", format!("depth limit exceeded: a tool result nests deeper than {MAX_DATA_DEPTH} levels")));
+    }
+    Ok(match d {
+        Data::None => Value::None,
+        Data::Bool(b) => Value::Bool(*b),
+        Data::Int(i) => Value::Int(*i),
+        Data::BigInt(s) => Value::from_big(s.parse::<BigInt>().map_err(|_| Exc::internal("malformed big integer from a tool"))?),
+        Data::Float(f) => Value::Float(*f),
+        Data::Str(s) => Value::str(s.as_str()),
+        Data::List(v) => Value::list(v.iter().map(|x| from_data(x, depth + 1)).collect::<R<_>>()?),
+        Data::Tuple(v) => Value::tuple(v.iter().map(|x| from_data(x, depth + 1)).collect::<R<_>>()?),
+        Data::Set(v) => {
+            let mut dd = Dict::new();
+            for x in v {
+                dd.insert(from_data(x, depth + 1)?, Value::None)?;
+            }
+            Value::set(dd)
+        }
+        Data::Dict(v) => {
+            let mut dd = Dict::new();
+            for (k, x) in v {
+                dd.insert(from_data(k, depth + 1)?, from_data(x, depth + 1)?)?;
+            }
+            Value::dict(dd)
+        }
+    })
+}
+
+/// Index into a sequence of length `n` (negative from the end).
+///
+/// # Errors
+/// TypeError for non-int indices, IndexError when out of range.
+pub fn seq_index(idx: &Value, n: usize, what: &str) -> R<usize> {
+    let i = match idx {
+        Value::Int(i) => *i,
+        Value::Bool(b) => *b as i64,
+        Value::Big(_) => return Err(Exc::py("IndexError", "cannot fit 'int' into an index-sized integer")),
+        _ => {
+            let w = if what == "range object" { "range" } else { what };
+            return Err(type_err(format!("{w} indices must be integers or slices, not {}", idx.type_name())));
+        }
+    };
+    let r = if i < 0 { i + n as i64 } else { i };
+    if r < 0 || r >= n as i64 {
+        let w = match what {
+            "list" => "list index out of range",
+            "tuple" => "tuple index out of range",
+            "string" => "string index out of range",
+            _ => "range object index out of range",
+        };
+        return Err(Exc::py("IndexError", w));
+    }
+    Ok(r as usize)
+}
+
+fn slice_arg(v: &Value) -> R<Option<i64>> {
+    Ok(match v {
+        Value::None => None,
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(*b as i64),
+        Value::Big(b) => Some(if b.is_negative() { i64::MIN / 2 } else { i64::MAX / 2 }),
+        _ => return Err(type_err("slice indices must be integers or None or have an __index__ method")),
+    })
+}
+
+/// CPython's `PySlice_AdjustIndices`: (start, stop, step) clamped to `n`.
+///
+/// # Errors
+/// ValueError for a zero step; TypeError for bad bounds.
+pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64, i64)> {
+    let step = slice_arg(st)?.unwrap_or(1);
+    if step == 0 {
+        return Err(value_err("slice step cannot be zero"));
+    }
+    let n = n as i64;
+    let adj = |v: Option<i64>, default: i64| -> i64 {
+        match v {
+            None => default,
+            Some(mut x) => {
+                if x < 0 {
+                    x += n;
+                    if x < 0 {
+                        x = if step < 0 { -1 } else { 0 };
+                    }
+                } else if x >= n {
+                    x = if step < 0 { n - 1 } else { n };
+                }
+                x
+            }
+        }
+    };
+    let (ds, de) = if step < 0 { (n - 1, -1) } else { (0, n) };
+    Ok((adj(slice_arg(lo)?, ds), adj(slice_arg(hi)?, de), step))
+}
+
+fn slice_len(start: i64, stop: i64, step: i64) -> usize {
+    if step > 0 {
+        if stop > start {
+            ((stop - start - 1) / step + 1) as usize
+        } else {
+            0
+        }
+    } else if start > stop {
+        ((start - stop - 1) / (-step) + 1) as usize
+    } else {
+        0
+    }
+}
+
+/// The indices a slice selects from a sequence of length `n`.
+///
+/// # Errors
+/// As [`slice_adjust`].
+pub fn slice_indices(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<Vec<usize>> {
+    let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
+    let len = slice_len(start, stop, step);
+    Ok((0..len).map(|k| (start + k as i64 * step) as usize).collect())
+}
+
+/// Shortcut used by builtins: an i64 out of an int-like value.
+pub fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(*b as i64),
+        Value::Big(b) => b.to_i64(),
+        _ => None,
+    }
+}

@@ -1,0 +1,662 @@
+//! Text rendering with CPython's exact rules: float `repr`, string `repr`
+//! (quote choice and escapes), and the format-spec mini-language used by
+//! f-strings.
+
+use num_bigint::BigInt;
+use num_traits::{Signed, ToPrimitive};
+
+use super::err::{type_err, value_err, Exc, R};
+use super::ops::big_to_f64;
+use super::value::Value;
+
+/// Split Rust's shortest `{:e}` rendering into (digits, decimal exponent).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let s = format!("{:e}", f.abs());
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    (digits, exp.parse().unwrap_or(0))
+}
+
+/// CPython's `repr(float)`: shortest round-trip digits; scientific notation
+/// when the exponent is < -4 or >= 16.
+pub fn float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    if f == 0.0 {
+        return format!("{sign}0.0");
+    }
+    let (digits, exp) = shortest_digits(f);
+    let mut out = String::from(sign);
+    if (-4..16).contains(&exp) {
+        if exp < 0 {
+            out.push_str("0.");
+            for _ in 0..(-exp - 1) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        } else {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                for _ in digits.len()..int_len {
+                    out.push('0');
+                }
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        push_exp(&mut out, exp, 'e');
+    }
+    out
+}
+
+fn push_exp(out: &mut String, exp: i32, e: char) {
+    out.push(e);
+    out.push(if exp < 0 { '-' } else { '+' });
+    let a = exp.unsigned_abs();
+    if a < 10 {
+        out.push('0');
+    }
+    out.push_str(&a.to_string());
+}
+
+/// Is `c` printable in CPython's sense (approximated without full tables)?
+pub fn is_printable(c: char) -> bool {
+    let u = c as u32;
+    if u < 0x20 || u == 0x7f {
+        return false;
+    }
+    if u < 0x7f {
+        return true;
+    }
+    if (0x80..0xa0).contains(&u) {
+        return false;
+    }
+    !matches!(u,
+        0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x890 | 0x891 | 0x8e2 | 0x1680 | 0x180e
+        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000
+        | 0xd800..=0xdfff | 0xe000..=0xf8ff | 0xfeff | 0xfff0..=0xfffb | 0xfffe | 0xffff
+        | 0x110bd | 0x110cd | 0x13430..=0x1343f | 0x1bca0..=0x1bca3 | 0x1d173..=0x1d17a
+        | 0xe0000..=0xe0fff | 0xf0000..=0x10ffff)
+}
+
+/// CPython's `repr(str)` (or `ascii(str)` when `ascii` is set).
+pub fn str_repr_into(s: &str, out: &mut String, ascii: bool) {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x7f && (c as u32) >= 0x20 => out.push(c),
+            c if !ascii && is_printable(c) => out.push(c),
+            c => {
+                let u = c as u32;
+                if u < 0x100 {
+                    out.push_str(&format!("\\x{u:02x}"));
+                } else if u < 0x10000 {
+                    out.push_str(&format!("\\u{u:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{u:08x}"));
+                }
+            }
+        }
+    }
+    out.push(quote);
+}
+
+/// `repr(str)`.
+pub fn str_repr(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    str_repr_into(s, &mut o, false);
+    o
+}
+
+/// A parsed format spec.
+#[derive(Debug, Default, Clone)]
+pub struct Spec {
+    fill: Option<char>,
+    align: Option<char>,
+    sign: Option<char>,
+    z: bool,
+    alt: bool,
+    zero: bool,
+    width: usize,
+    grouping: Option<char>,
+    precision: Option<usize>,
+    ty: Option<char>,
+}
+
+/// Largest width or precision accepted. Why: CPython raises "Too many decimal
+/// digits in format string" beyond ssize_t; we also cap it to keep the output
+/// bounded by the memory budget before allocating.
+const MAX_WIDTH: usize = 100_000_000;
+
+/// Parse a format spec.
+///
+/// # Errors
+/// ValueError for malformed specs.
+pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
+    let cs: Vec<char> = spec.chars().collect();
+    let mut i = 0;
+    let mut sp = Spec::default();
+    let is_align = |c: char| matches!(c, '<' | '>' | '^' | '=');
+    if cs.len() >= 2 && is_align(cs[1]) {
+        sp.fill = Some(cs[0]);
+        sp.align = Some(cs[1]);
+        i = 2;
+    } else if !cs.is_empty() && is_align(cs[0]) {
+        sp.align = Some(cs[0]);
+        i = 1;
+    }
+    if i < cs.len() && matches!(cs[i], '+' | '-' | ' ') {
+        sp.sign = Some(cs[i]);
+        i += 1;
+    }
+    if i < cs.len() && cs[i] == 'z' {
+        sp.z = true;
+        i += 1;
+    }
+    if i < cs.len() && cs[i] == '#' {
+        sp.alt = true;
+        i += 1;
+    }
+    if i < cs.len() && cs[i] == '0' {
+        sp.zero = true;
+        i += 1;
+    }
+    let start = i;
+    while i < cs.len() && cs[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i > start {
+        let w: String = cs[start..i].iter().collect();
+        sp.width = w.parse().unwrap_or(usize::MAX);
+        if sp.width > MAX_WIDTH {
+            return Err(value_err("Too many decimal digits in format string"));
+        }
+    }
+    if i < cs.len() && matches!(cs[i], ',' | '_') {
+        sp.grouping = Some(cs[i]);
+        i += 1;
+        if i < cs.len() && matches!(cs[i], ',' | '_') {
+            return Err(value_err("Cannot specify both ',' and '_'."));
+        }
+    }
+    if i < cs.len() && cs[i] == '.' {
+        i += 1;
+        let start = i;
+        while i < cs.len() && cs[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return Err(value_err("Format specifier missing precision"));
+        }
+        let p: String = cs[start..i].iter().collect();
+        let p = p.parse().unwrap_or(usize::MAX);
+        if p > MAX_WIDTH {
+            return Err(value_err("Too many decimal digits in format string"));
+        }
+        sp.precision = Some(p);
+    }
+    if i < cs.len() {
+        if cs.len() - i > 1 {
+            return Err(value_err(format!("Invalid format specifier '{spec}' for object of type '{tyname}'")));
+        }
+        sp.ty = Some(cs[i]);
+    }
+    if sp.zero && sp.fill.is_none() {
+        sp.fill = Some('0');
+        if sp.align.is_none() {
+            sp.align = Some('=');
+        }
+    }
+    Ok(sp)
+}
+
+fn unknown(c: char, tyname: &str) -> Box<Exc> {
+    value_err(format!("Unknown format code '{c}' for object of type '{tyname}'"))
+}
+
+fn pad(body: &str, sign_prefix: &str, sp: &Spec, default_align: char) -> String {
+    let len = body.chars().count() + sign_prefix.chars().count();
+    let fill = sp.fill.unwrap_or(' ');
+    let align = sp.align.unwrap_or(default_align);
+    if len >= sp.width {
+        return format!("{sign_prefix}{body}");
+    }
+    let n = sp.width - len;
+    let fills = |k: usize| std::iter::repeat(fill).take(k).collect::<String>();
+    match align {
+        '<' => format!("{sign_prefix}{body}{}", fills(n)),
+        '^' => format!("{}{sign_prefix}{body}{}", fills(n / 2), fills(n - n / 2)),
+        '=' => format!("{sign_prefix}{}{body}", fills(n)),
+        _ => format!("{}{sign_prefix}{body}", fills(n)),
+    }
+}
+
+/// Insert grouping separators into a run of digits, every `every` digits.
+/// When `min_len` is set (zero padding), pad with grouped zeros to at least it.
+fn group(digits: &str, sep: char, every: usize, min_len: usize) -> String {
+    let mut ds: Vec<char> = digits.chars().collect();
+    // Zero padding: add leading zeros until the grouped text reaches min_len.
+    loop {
+        let n = ds.len();
+        let grouped_len = n + (n.saturating_sub(1)) / every;
+        if grouped_len >= min_len {
+            break;
+        }
+        ds.insert(0, '0');
+    }
+    let n = ds.len();
+    let mut out = String::with_capacity(n + n / every);
+    for (i, c) in ds.iter().enumerate() {
+        if i > 0 && (n - i) % every == 0 {
+            out.push(sep);
+        }
+        out.push(*c);
+    }
+    // A leading separator can appear when padding overshoots; CPython pads
+    // with a zero instead.
+    if out.starts_with(sep) {
+        out.insert(0, '0');
+    }
+    out
+}
+
+fn sign_str(neg: bool, sp: &Spec) -> &'static str {
+    if neg {
+        "-"
+    } else {
+        match sp.sign {
+            Some('+') => "+",
+            Some(' ') => " ",
+            _ => "",
+        }
+    }
+}
+
+/// Assemble a number: sign, prefix, digits (grouped) and the rest, padded.
+fn finish_number(neg: bool, prefix: &str, intpart: &str, rest: &str, sp: &Spec, every: usize) -> String {
+    let sign = sign_str(neg, sp);
+    let zero_group = sp.grouping.is_some() && sp.align == Some('=') && sp.fill == Some('0');
+    let int_text = match sp.grouping {
+        Some(g) => {
+            let min = if zero_group {
+                sp.width.saturating_sub(sign.len() + prefix.len() + rest.chars().count())
+            } else {
+                0
+            };
+            group(intpart, g, every, min)
+        }
+        None => intpart.to_string(),
+    };
+    let head = format!("{sign}{prefix}");
+    pad(&format!("{int_text}{rest}"), &head, sp, '>')
+}
+
+/// Format an int (small or big) under a spec.
+///
+/// # Errors
+/// ValueError/OverflowError as CPython.
+pub fn format_int(v: &BigInt, spec: &str, tyname: &str) -> R<String> {
+    let sp = parse_spec(spec, tyname)?;
+    let ty = sp.ty.unwrap_or('d');
+    match ty {
+        'e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%' => {
+            let f = big_to_f64(v)?;
+            return format_float_spec(f, &sp);
+        }
+        'd' | 'n' | 'b' | 'o' | 'x' | 'X' | 'c' => {}
+        c => return Err(unknown(c, tyname)),
+    }
+    if sp.precision.is_some() {
+        return Err(value_err("Precision not allowed in integer format specifier"));
+    }
+    if let Some(g) = sp.grouping {
+        let ok = match ty {
+            'd' => true,
+            'b' | 'o' | 'x' | 'X' => g == '_',
+            _ => false,
+        };
+        if !ok {
+            return Err(value_err(format!("Cannot specify '{g}' with '{ty}'.")));
+        }
+    }
+    if ty == 'c' {
+        if sp.sign.is_some() {
+            return Err(value_err("Sign not allowed with integer format specifier 'c'"));
+        }
+        if sp.alt {
+            return Err(value_err("Alternate form (#) not allowed with integer format specifier 'c'"));
+        }
+        let ch = v.to_u32().and_then(char::from_u32).filter(|_| v.to_u32().is_some_and(|u| u < 0x110000));
+        return match ch {
+            Some(c) => Ok(pad(&c.to_string(), "", &sp, '<')),
+            None => Err(Exc::py("OverflowError", "%c arg not in range(0x110000)")),
+        };
+    }
+    let neg = v.is_negative();
+    let mag = v.abs();
+    let (digits, prefix, every) = match ty {
+        'b' => (mag.to_str_radix(2), "0b", 4),
+        'o' => (mag.to_str_radix(8), "0o", 4),
+        'x' => (mag.to_str_radix(16), "0x", 4),
+        'X' => (mag.to_str_radix(16).to_uppercase(), "0X", 4),
+        _ => (mag.to_string(), "", 3),
+    };
+    let prefix = if sp.alt { prefix } else { "" };
+    Ok(finish_number(neg, prefix, &digits, "", &sp, every))
+}
+
+fn strip_zeros(s: &str) -> String {
+    if let Some(p) = s.find('.') {
+        let t = s.trim_end_matches('0');
+        if t.len() == p + 1 {
+            return t[..p].to_string();
+        }
+        let _ = p;
+        return t.to_string();
+    }
+    s.to_string()
+}
+
+/// Render |f| under a float presentation type (no sign, no padding).
+fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
+    let upper = ty.is_ascii_uppercase();
+    if a.is_nan() {
+        return if upper { "NAN".into() } else { "nan".into() };
+    }
+    if a.is_infinite() {
+        return if upper { "INF".into() } else { "inf".into() };
+    }
+    let sci = |p: usize| -> (String, i32) {
+        let s = format!("{:.*e}", p, a);
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        (m.to_string(), e.parse().unwrap_or(0))
+    };
+    let mut s = match ty {
+        'f' | 'F' | '%' => {
+            let p = prec.unwrap_or(6);
+            let mut s = format!("{:.*}", p, a);
+            if alt && p == 0 {
+                s.push('.');
+            }
+            s
+        }
+        'e' | 'E' => {
+            let p = prec.unwrap_or(6);
+            let (mut m, e) = sci(p);
+            if alt && p == 0 {
+                m.push('.');
+            }
+            push_exp(&mut m, e, 'e');
+            m
+        }
+        'g' | 'G' | 'n' | 'r' => {
+            // 'r' is the '' type with a precision: like 'g' but keeps a ".0".
+            let p = prec.unwrap_or(6).max(1);
+            let (_, e) = sci(p - 1);
+            if e >= -4 && (e as i64) < p as i64 {
+                let dec = (p as i64 - 1 - e as i64).max(0) as usize;
+                let s = format!("{:.*}", dec, a);
+                if alt {
+                    if s.contains('.') {
+                        s
+                    } else {
+                        format!("{s}.")
+                    }
+                } else {
+                    let t = strip_zeros(&s);
+                    if ty == 'r' && !t.contains('.') {
+                        format!("{t}.0")
+                    } else {
+                        t
+                    }
+                }
+            } else {
+                let (m, e) = sci(p - 1);
+                let mut m = if alt {
+                    if m.contains('.') {
+                        m
+                    } else {
+                        format!("{m}.")
+                    }
+                } else {
+                    strip_zeros(&m)
+                };
+                push_exp(&mut m, e, 'e');
+                m
+            }
+        }
+        _ => float_repr(a),
+    };
+    if upper {
+        s = s.to_uppercase();
+    }
+    s
+}
+
+/// Format a float under a parsed spec.
+fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
+    let ty = sp.ty;
+    if let (Some(g), Some(t)) = (sp.grouping, ty) {
+        if !matches!(t, 'e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%') {
+            return Err(value_err(format!("Cannot specify '{g}' with '{t}'.")));
+        }
+    }
+    let mut neg = f.is_sign_negative() && !f.is_nan();
+    let mut a = f.abs();
+    if ty == Some('%') {
+        a *= 100.0;
+    }
+    let body = match ty {
+        None => {
+            if sp.precision.is_some() {
+                float_body(a, 'r', sp.precision, sp.alt)
+            } else {
+                float_repr(a)
+            }
+        }
+        Some(t) => float_body(a, t, sp.precision, sp.alt),
+    };
+    if sp.z && neg && body.chars().all(|c| matches!(c, '0' | '.' | 'e' | 'E' | '+' | '-' | '%')) {
+        neg = false;
+    }
+    let body = if ty == Some('%') { format!("{body}%") } else { body };
+    // Split the integer digits from the rest for grouping.
+    let split = body.find(|c: char| !c.is_ascii_digit()).unwrap_or(body.len());
+    let (intpart, rest) = body.split_at(split);
+    if intpart.is_empty() {
+        // inf / nan
+        let sign = sign_str(neg, sp);
+        return Ok(pad(&body, sign, sp, '>'));
+    }
+    Ok(finish_number(neg, "", intpart, rest, sp, 3))
+}
+
+/// Format a float under a spec.
+///
+/// # Errors
+/// ValueError as CPython.
+pub fn format_float(f: f64, spec: &str) -> R<String> {
+    let sp = parse_spec(spec, "float")?;
+    match sp.ty {
+        None | Some('e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%' | 'n') => format_float_spec(f, &sp),
+        Some(c) => Err(unknown(c, "float")),
+    }
+}
+
+/// Format a str under a spec.
+///
+/// # Errors
+/// ValueError as CPython.
+pub fn format_str(s: &str, spec: &str) -> R<String> {
+    let sp = parse_spec(spec, "str")?;
+    match sp.ty {
+        None | Some('s') => {}
+        Some(c) => return Err(unknown(c, "str")),
+    }
+    if sp.sign.is_some() {
+        return Err(value_err("Sign not allowed in string format specifier"));
+    }
+    if sp.alt {
+        return Err(value_err("Alternate form (#) not allowed in string format specifier"));
+    }
+    if let Some(g) = sp.grouping {
+        return Err(value_err(format!("Cannot specify '{g}' with 's'.")));
+    }
+    if sp.align == Some('=') {
+        if sp.zero && spec.find('=').is_none() {
+            // A bare '0' flag on a string pads on the right with zeros.
+            let sp2 = Spec { align: Some('<'), ..sp.clone() };
+            return Ok(pad(truncate(s, sp.precision), "", &sp2, '<'));
+        }
+        return Err(value_err("'=' alignment not allowed in string format specifier"));
+    }
+    Ok(pad(truncate(s, sp.precision), "", &sp, '<'))
+}
+
+fn truncate(s: &str, p: Option<usize>) -> &str {
+    match p {
+        Some(p) => match s.char_indices().nth(p) {
+            Some((b, _)) => &s[..b],
+            None => s,
+        },
+        None => s,
+    }
+}
+
+/// `format(value, spec)` for any value; `str_of` renders `str(value)`.
+///
+/// # Errors
+/// ValueError/TypeError as CPython.
+pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>) -> R<String> {
+    match v {
+        Value::Int(i) => {
+            if spec.is_empty() {
+                return Ok(i.to_string());
+            }
+            format_int(&BigInt::from(*i), spec, "int")
+        }
+        Value::Bool(b) => {
+            if spec.is_empty() {
+                return Ok(if *b { "True".into() } else { "False".into() });
+            }
+            format_int(&BigInt::from(*b as i64), spec, "bool")
+        }
+        Value::Big(b) => {
+            if spec.is_empty() {
+                return str_of(v);
+            }
+            format_int(b, spec, "int")
+        }
+        Value::Float(f) => format_float(*f, spec),
+        Value::Str(s) => {
+            if spec.is_empty() {
+                return Ok(s.s.clone());
+            }
+            format_str(&s.s, spec)
+        }
+        _ => {
+            if spec.is_empty() {
+                str_of(v)
+            } else {
+                Err(type_err(format!("unsupported format string passed to {}.__format__", v.type_name())))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_repr_matches_cpython() {
+        let cases: &[(f64, &str)] = &[
+            (1e16, "1e+16"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (123456789012345.0, "123456789012345.0"),
+            (1.2345678901234567e16, "1.2345678901234568e+16"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+            (1.5, "1.5"),
+            (1e22, "1e+22"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (f64::INFINITY, "inf"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(float_repr(*f), *want, "{f:e}");
+        }
+    }
+
+    fn fi(v: i64, s: &str) -> String {
+        format_int(&BigInt::from(v), s, "int").unwrap_or_else(|e| e.msg.clone())
+    }
+    fn ff(v: f64, s: &str) -> String {
+        format_float(v, s).unwrap_or_else(|e| e.msg.clone())
+    }
+
+    #[test]
+    fn format_specs() {
+        assert_eq!(fi(1234, "010,"), "00,001,234");
+        assert_eq!(fi(-1234, "010,"), "-0,001,234");
+        assert_eq!(fi(1234, "x<10,"), "1,234xxxxx");
+        assert_eq!(fi(255, "#010x"), "0x000000ff");
+        assert_eq!(fi(-255, "#x"), "-0xff");
+        assert_eq!(fi(12, "08_b"), "000_1100");
+        assert_eq!(fi(1234567, "_d"), "1_234_567");
+        assert_eq!(fi(1, ".2d"), "Precision not allowed in integer format specifier");
+        assert_eq!(fi(3, "^7.2%"), "300.00%");
+        assert_eq!(ff(12345.678, "015,.2f"), "0,000,012,345.68");
+        assert_eq!(ff(1e5, ".3"), "1e+05");
+        assert_eq!(ff(12.0, ".3"), "12.0");
+        assert_eq!(ff(1.5e-7, "#g"), "1.50000e-07");
+        assert_eq!(ff(1.0, "#.3g"), "1.00");
+        assert_eq!(ff(0.5, "%"), "50.000000%");
+        assert_eq!(ff(f64::INFINITY, "010.2f"), "0000000inf");
+        assert_eq!(ff(f64::NAN, "+f"), "+nan");
+        assert_eq!(ff(-0.0, "z.1f"), "0.0");
+        assert_eq!(ff(1234.5, ","), "1,234.5");
+        assert_eq!(ff(1e16, ","), "1e+16");
+        assert_eq!(ff(0.0, "g"), "0");
+        assert_eq!(ff(100.0, "g"), "100");
+        assert_eq!(ff(1.0, "e"), "1.000000e+00");
+        assert_eq!(ff(1.5, ",d"), "Unknown format code 'd' for object of type 'float'");
+        assert_eq!(format_str("abc", "^7").unwrap_or_default(), "  abc  ");
+        assert_eq!(format_str("ab", "05").unwrap_or_default(), "ab000");
+        assert_eq!(format_str("abc", ".2").unwrap_or_default(), "ab");
+    }
+
+    #[test]
+    fn str_repr_quotes() {
+        assert_eq!(str_repr("a'b"), "\"a'b\"");
+        assert_eq!(str_repr("a'b\""), "'a\\'b\"'");
+        assert_eq!(str_repr("\n\x01é\u{200b}"), "'\\n\\x01é\\u200b'");
+    }
+}

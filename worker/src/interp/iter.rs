@@ -1,0 +1,83 @@
+//! Iterator objects: the lazy ones a program can hold (enumerate, zip,
+//! reversed, generator expressions, iterators over containers).
+
+use std::rc::Rc;
+
+use super::compile::Comp;
+use super::value::{DictObj, List, PyStr, SetObj, Tuple, Value, ViewKind};
+
+/// State of a lazy generator expression.
+#[derive(Debug)]
+pub struct GenState {
+    /// The comprehension.
+    pub comp: Rc<Comp>,
+    /// One active iterator per `for` clause that has started.
+    pub iters: Vec<Iter>,
+    /// Saved values of the generator's own variables while suspended.
+    pub saved: Vec<Option<Value>>,
+    /// Finished?
+    pub done: bool,
+    /// Already running (re-entrancy check).
+    pub running: bool,
+}
+
+/// An iterator.
+#[derive(Debug)]
+pub enum Iter {
+    /// Over a live list.
+    List(Rc<List>, usize),
+    /// Over a tuple.
+    Tuple(Rc<Tuple>, usize),
+    /// Over a str (byte offset).
+    Str(Rc<PyStr>, usize),
+    /// Over a range.
+    Range {
+        /// Next value.
+        cur: i64,
+        /// Values left.
+        left: usize,
+        /// Step.
+        step: i64,
+    },
+    /// Over a dict (entry position, size at start).
+    Dict(Rc<DictObj>, usize, usize, ViewKind),
+    /// Over a set.
+    Set(Rc<SetObj>, usize, usize),
+    /// `reversed(seq)`: next index to yield is `i - 1`.
+    Rev(Value, usize),
+    /// `enumerate`.
+    Enumerate(Box<Iter>, Value),
+    /// `zip`.
+    Zip(Vec<Iter>, bool),
+    /// A shared iterator object (an `Iter` value iterated again).
+    Shared(Rc<std::cell::RefCell<Iter>>),
+    /// A generator expression.
+    Gen(Box<GenState>),
+    /// Exhausted.
+    Done,
+}
+
+impl Iter {
+    /// The Python type name of this iterator.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Iter::List(..) => "list_iterator",
+            Iter::Tuple(..) => "tuple_iterator",
+            Iter::Str(..) => "str_ascii_iterator",
+            Iter::Range { .. } => "range_iterator",
+            Iter::Dict(_, _, _, ViewKind::Keys) => "dict_keyiterator",
+            Iter::Dict(_, _, _, ViewKind::Values) => "dict_valueiterator",
+            Iter::Dict(_, _, _, ViewKind::Items) => "dict_itemiterator",
+            Iter::Set(..) => "set_iterator",
+            Iter::Rev(..) => "list_reverseiterator",
+            Iter::Enumerate(..) => "enumerate",
+            Iter::Zip(..) => "zip",
+            Iter::Shared(s) => match s.try_borrow() {
+                Ok(i) => i.type_name(),
+                Err(_) => "generator",
+            },
+            Iter::Gen(_) => "generator",
+            Iter::Done => "iterator",
+        }
+    }
+}

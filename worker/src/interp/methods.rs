@@ -1,0 +1,1241 @@
+//! The per-type method allowlist (DESIGN.md "Language details") and each
+//! method's CPython semantics. The allowlist is defined once, here:
+//! [`STR_METHODS`], [`LIST_METHODS`], [`DICT_METHODS`], [`SET_METHODS`],
+//! [`TUPLE_METHODS`], [`INT_METHODS`], [`FLOAT_METHODS`].
+
+use std::rc::Rc;
+
+use super::budget::{mem_check, mem_check_n, tick};
+use super::err::{type_err, value_err, Exc, R};
+use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
+use super::ops::{eq, lt};
+use super::value::{hash_value, Dict, Value, ViewKind, SLOT};
+
+macro_rules! methods {
+    ($($v:ident = $s:literal),* $(,)?) => {
+        /// Every allowlisted method name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum M { $($v),* }
+        impl M {
+            /// Look a method name up.
+            pub fn from_name(s: &str) -> Option<M> {
+                match s { $($s => Some(M::$v),)* _ => None }
+            }
+            /// The method's name.
+            pub fn name(self) -> &'static str {
+                match self { $(M::$v => $s),* }
+            }
+        }
+    };
+}
+
+methods! {
+    Capitalize = "capitalize", Casefold = "casefold", Center = "center", Count = "count",
+    Endswith = "endswith", Expandtabs = "expandtabs", Find = "find", Index = "index",
+    Isalnum = "isalnum", Isalpha = "isalpha", Isascii = "isascii", Isdecimal = "isdecimal",
+    Isdigit = "isdigit", Isidentifier = "isidentifier", Islower = "islower", Isnumeric = "isnumeric",
+    Isspace = "isspace", Istitle = "istitle", Isupper = "isupper", Join = "join", Ljust = "ljust",
+    Lower = "lower", Lstrip = "lstrip", Partition = "partition", Removeprefix = "removeprefix",
+    Removesuffix = "removesuffix", Replace = "replace", Rfind = "rfind", Rindex = "rindex",
+    Rjust = "rjust", Rpartition = "rpartition", Rsplit = "rsplit", Rstrip = "rstrip", Split = "split",
+    Splitlines = "splitlines", Startswith = "startswith", Strip = "strip", Swapcase = "swapcase",
+    Title = "title", Upper = "upper", Zfill = "zfill",
+    Append = "append", Clear = "clear", Copy = "copy", Extend = "extend", Insert = "insert",
+    Pop = "pop", Remove = "remove", Reverse = "reverse", Sort = "sort",
+    Get = "get", Items = "items", Keys = "keys", Popitem = "popitem", Setdefault = "setdefault",
+    Update = "update", Values = "values",
+    Add = "add", Difference = "difference", DifferenceUpdate = "difference_update", Discard = "discard",
+    Intersection = "intersection", IntersectionUpdate = "intersection_update", Isdisjoint = "isdisjoint",
+    Issubset = "issubset", Issuperset = "issuperset", SymmetricDifference = "symmetric_difference",
+    Union = "union",
+    BitLength = "bit_length", IsInteger = "is_integer",
+}
+
+/// Methods of `str`.
+pub const STR_METHODS: &[&str] = &[
+    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "index", "isalnum", "isalpha",
+    "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace", "istitle", "isupper", "join",
+    "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
+    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill",
+];
+/// Methods of `list`.
+pub const LIST_METHODS: &[&str] =
+    &["append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse", "sort"];
+/// Methods of `dict`.
+pub const DICT_METHODS: &[&str] =
+    &["clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault", "update", "values"];
+/// Methods of `set`.
+pub const SET_METHODS: &[&str] = &[
+    "add", "clear", "copy", "difference", "difference_update", "discard", "intersection", "intersection_update",
+    "isdisjoint", "issubset", "issuperset", "pop", "remove", "symmetric_difference", "union", "update",
+];
+/// Methods of `tuple`.
+pub const TUPLE_METHODS: &[&str] = &["count", "index"];
+/// Methods of `int`.
+pub const INT_METHODS: &[&str] = &["bit_length"];
+/// Methods of `float`.
+pub const FLOAT_METHODS: &[&str] = &["is_integer"];
+
+/// Does `v`'s type have method `m` on the allowlist?
+pub fn has_method(v: &Value, m: M) -> bool {
+    let table = match v {
+        Value::Str(_) => STR_METHODS,
+        Value::List(_) => LIST_METHODS,
+        Value::Dict(_) => DICT_METHODS,
+        Value::Set(_) => SET_METHODS,
+        Value::Tuple(_) => TUPLE_METHODS,
+        Value::Int(_) | Value::Big(_) | Value::Bool(_) => INT_METHODS,
+        Value::Float(_) => FLOAT_METHODS,
+        _ => &[],
+    };
+    table.contains(&m.name())
+}
+
+fn no_args(a: &CallArgs, qual: &str) -> R<()> {
+    a.no_kw(qual)?;
+    if !a.pos.is_empty() {
+        return Err(type_err(format!("{qual}() takes no arguments ({} given)", a.pos.len())));
+    }
+    Ok(())
+}
+
+fn one_arg(a: &mut CallArgs, qual: &str) -> R<Value> {
+    a.no_kw(qual)?;
+    if a.pos.len() != 1 {
+        return Err(type_err(format!("{qual}() takes exactly one argument ({} given)", a.pos.len())));
+    }
+    Ok(a.pos.remove(0))
+}
+
+fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
+    a.no_kw(name)?;
+    let n = a.pos.len();
+    if n < min {
+        if min == max {
+            return Err(type_err(format!("{name} expected {min} argument{}, got {n}", if min == 1 { "" } else { "s" })));
+        }
+        return Err(type_err(format!("{name} expected at least {min} argument{}, got {n}", if min == 1 { "" } else { "s" })));
+    }
+    if n > max {
+        return Err(type_err(format!("{name} expected at most {max} argument{}, got {n}", if max == 1 { "" } else { "s" })));
+    }
+    Ok(())
+}
+
+fn as_index(v: &Value) -> R<i64> {
+    as_i64(v).ok_or_else(|| type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name())))
+}
+
+fn str_arg<'v>(v: &'v Value, msg: &str) -> R<&'v str> {
+    match v {
+        Value::Str(s) => Ok(&s.s),
+        _ => Err(type_err(format!("{msg}{}", v.type_name()))),
+    }
+}
+
+/// Python's `str.isspace` for one character.
+pub fn py_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+fn is_linebreak(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+fn is_cased(c: char) -> bool {
+    c.is_lowercase() || c.is_uppercase()
+}
+
+fn py_isdecimal(c: char) -> bool {
+    c.is_ascii_digit() || (!c.is_ascii() && c.to_digit(10).is_some()) || (!c.is_ascii() && c.is_numeric() && is_nd(c))
+}
+
+fn is_nd(c: char) -> bool {
+    // Common decimal-digit blocks (category Nd) outside ASCII.
+    let u = c as u32;
+    let starts = [
+        0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66, 0xde6, 0xe50, 0xed0, 0xf20,
+        0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90, 0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0,
+        0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0, 0xff10, 0x104a0, 0x11066, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6,
+    ];
+    starts.iter().any(|s| u >= *s && u < s + 10)
+}
+
+fn py_isdigit(c: char) -> bool {
+    py_isdecimal(c) || matches!(c, '²' | '³' | '¹' | '\u{2070}' | '\u{2074}'..='\u{2079}' | '\u{2080}'..='\u{2089}' | '\u{2460}'..='\u{2468}' | '\u{2474}'..='\u{247c}' | '\u{2488}'..='\u{2490}' | '\u{24ea}' | '\u{24f5}'..='\u{24fd}' | '\u{24ff}' | '\u{2776}'..='\u{277e}' | '\u{2780}'..='\u{2788}' | '\u{278a}'..='\u{2792}')
+}
+
+fn upper_str(s: &str) -> String {
+    s.to_uppercase()
+}
+
+fn lower_str(s: &str) -> String {
+    s.to_lowercase()
+}
+
+fn title_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut prev_cased = false;
+    for c in s.chars() {
+        if prev_cased {
+            out.extend(c.to_lowercase());
+        } else {
+            out.extend(c.to_uppercase());
+        }
+        prev_cased = is_cased(c);
+    }
+    out
+}
+
+fn istitle(s: &str) -> bool {
+    let mut cased = false;
+    let mut prev_cased = false;
+    for c in s.chars() {
+        if c.is_uppercase() {
+            if prev_cased {
+                return false;
+            }
+            prev_cased = true;
+            cased = true;
+        } else if c.is_lowercase() {
+            if !prev_cased {
+                return false;
+            }
+            prev_cased = true;
+            cased = true;
+        } else {
+            prev_cased = false;
+        }
+    }
+    cased
+}
+
+fn strip_chars<'s>(s: &'s str, chars: Option<&str>, left: bool, right: bool) -> &'s str {
+    let f = |c: char| match chars {
+        Some(cs) => cs.contains(c),
+        None => py_isspace(c),
+    };
+    let mut r = s;
+    if left {
+        r = r.trim_start_matches(f);
+    }
+    if right {
+        r = r.trim_end_matches(f);
+    }
+    r
+}
+
+/// Whitespace split (sep=None).
+fn split_ws(s: &str, maxsplit: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s.trim_start_matches(py_isspace);
+    let mut n = 0;
+    while !rest.is_empty() {
+        if maxsplit >= 0 && n >= maxsplit {
+            out.push(rest.to_string());
+            return out;
+        }
+        match rest.find(py_isspace) {
+            Some(i) => {
+                out.push(rest[..i].to_string());
+                rest = rest[i..].trim_start_matches(py_isspace);
+                n += 1;
+            }
+            None => {
+                out.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn rsplit_ws(s: &str, maxsplit: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s.trim_end_matches(py_isspace);
+    let mut n = 0;
+    while !rest.is_empty() {
+        if maxsplit >= 0 && n >= maxsplit {
+            out.push(rest.to_string());
+            break;
+        }
+        match rest.rfind(py_isspace) {
+            Some(i) => {
+                let c = rest[i..].chars().next().map_or(1, |c| c.len_utf8());
+                out.push(rest[i + c..].to_string());
+                rest = rest[..i].trim_end_matches(py_isspace);
+                n += 1;
+            }
+            None => {
+                out.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
+fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(usize, usize)>> {
+    let (a, b, _) = slice_adjust(start, end, &Value::None, s.nchars)?;
+    // find() with start > len returns -1 even for an empty needle.
+    if let Some(st) = as_i64(start) {
+        let st = if st < 0 { (st + s.nchars as i64).max(0) } else { st };
+        if st > s.nchars as i64 {
+            return Ok(None);
+        }
+    }
+    if b < a {
+        return Ok(Some((s.byte_offset(a as usize), s.byte_offset(a as usize))));
+    }
+    Ok(Some((s.byte_offset(a as usize), s.byte_offset(b as usize))))
+}
+
+fn char_index(s: &str, byte: usize) -> i64 {
+    if s.is_ascii() {
+        byte as i64
+    } else {
+        s[..byte].chars().count() as i64
+    }
+}
+
+fn fill_char(a: &CallArgs, i: usize) -> R<char> {
+    match a.pos.get(i) {
+        None => Ok(' '),
+        Some(Value::Str(s)) => {
+            if s.nchars != 1 {
+                return Err(type_err("The fill character must be exactly one character long"));
+            }
+            s.s.chars().next().ok_or_else(|| type_err("The fill character must be exactly one character long"))
+        }
+        Some(v) => Err(type_err(format!("The fill character must be a unicode character, not {}", v.type_name()))),
+    }
+}
+
+fn new_strs(v: Vec<String>) -> R<Value> {
+    mem_check_n(v.len() as u64, 64)?;
+    Ok(Value::list(v.into_iter().map(Value::str).collect()))
+}
+
+impl<'a> Interp<'a> {
+    /// Call method `m` on `recv`.
+    ///
+    /// # Errors
+    /// AttributeError when `recv`'s type has no such allowlisted method;
+    /// whatever the method raises.
+    pub fn call_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
+        if !has_method(recv, m) {
+            return Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{}'", recv.type_name(), m.name())));
+        }
+        match recv {
+            Value::Str(_) => self.str_method(recv, m, a),
+            Value::List(_) => self.list_method(recv, m, a),
+            Value::Dict(_) => self.dict_method(recv, m, a),
+            Value::Set(_) => self.set_method(recv, m, a),
+            Value::Tuple(t) => {
+                let mut a = a;
+                match m {
+                    M::Count => {
+                        let x = one_arg(&mut a, "tuple.count")?;
+                        let mut n = 0;
+                        for item in &t.v {
+                            tick(1)?;
+                            if item.is(&x) || eq(item, &x)? {
+                                n += 1;
+                            }
+                        }
+                        Ok(Value::Int(n))
+                    }
+                    _ => {
+                        range_args(&a, "index", 1, 3)?;
+                        let x = &a.pos[0];
+                        let (s, e, _) = slice_adjust(a.pos.get(1).unwrap_or(&Value::None), a.pos.get(2).unwrap_or(&Value::None), &Value::None, t.v.len())?;
+                        let mut i = s.max(0);
+                        while i < e {
+                            tick(1)?;
+                            let item = &t.v[i as usize];
+                            if item.is(x) || eq(item, x)? {
+                                return Ok(Value::Int(i));
+                            }
+                            i += 1;
+                        }
+                        Err(value_err("tuple.index(x): x not in tuple"))
+                    }
+                }
+            }
+            Value::Int(_) | Value::Big(_) | Value::Bool(_) => {
+                no_args(&a, "int.bit_length")?;
+                Ok(Value::Int(match recv {
+                    Value::Int(i) => 64 - i.unsigned_abs().leading_zeros() as i64,
+                    Value::Bool(b) => *b as i64,
+                    Value::Big(b) => b.bits() as i64,
+                    _ => 0,
+                }))
+            }
+            Value::Float(f) => {
+                no_args(&a, "float.is_integer")?;
+                Ok(Value::Bool(f.is_finite() && f.fract() == 0.0))
+            }
+            _ => Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{}'", recv.type_name(), m.name()))),
+        }
+    }
+
+    fn str_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+        let Value::Str(ps) = recv else { return Err(Exc::internal("str method on non-str")) };
+        let s: &str = &ps.s;
+        tick(1 + s.len() as u64 / 64)?;
+        let qual = |n: &str| format!("str.{n}");
+        match m {
+            M::Upper | M::Lower | M::Capitalize | M::Casefold | M::Swapcase | M::Title => {
+                no_args(&a, &qual(m.name()))?;
+                mem_check(s.len() as u64 * 3)?;
+                let r = match m {
+                    M::Upper => upper_str(s),
+                    M::Lower => lower_str(s),
+                    M::Casefold => lower_str(s).replace('ß', "ss"),
+                    M::Swapcase => s
+                        .chars()
+                        .flat_map(|c| -> Vec<char> {
+                            if c.is_uppercase() {
+                                c.to_lowercase().collect()
+                            } else if c.is_lowercase() {
+                                c.to_uppercase().collect()
+                            } else {
+                                vec![c]
+                            }
+                        })
+                        .collect(),
+                    M::Title => title_str(s),
+                    _ => {
+                        let mut cs = s.chars();
+                        match cs.next() {
+                            Some(f) => {
+                                let mut r: String = f.to_uppercase().collect();
+                                r.push_str(&lower_str(cs.as_str()));
+                                r
+                            }
+                            None => String::new(),
+                        }
+                    }
+                };
+                Ok(Value::str(r))
+            }
+            M::Isalnum | M::Isalpha | M::Isascii | M::Isdecimal | M::Isdigit | M::Isidentifier | M::Islower | M::Isnumeric | M::Isspace | M::Istitle | M::Isupper => {
+                no_args(&a, &qual(m.name()))?;
+                let ne = !s.is_empty();
+                let b = match m {
+                    M::Isalnum => ne && s.chars().all(|c| c.is_alphanumeric()),
+                    M::Isalpha => ne && s.chars().all(|c| c.is_alphabetic()),
+                    M::Isascii => s.is_ascii(),
+                    M::Isdecimal => ne && s.chars().all(py_isdecimal),
+                    M::Isdigit => ne && s.chars().all(py_isdigit),
+                    M::Isnumeric => ne && s.chars().all(|c| c.is_numeric()),
+                    M::Isspace => ne && s.chars().all(py_isspace),
+                    M::Islower => s.chars().any(is_cased) && !s.chars().any(|c| c.is_uppercase()),
+                    M::Isupper => s.chars().any(is_cased) && !s.chars().any(|c| c.is_lowercase()),
+                    M::Istitle => istitle(s),
+                    _ => {
+                        let mut cs = s.chars();
+                        match cs.next() {
+                            Some(f) => (f == '_' || f.is_alphabetic()) && cs.all(|c| c == '_' || c.is_alphanumeric()),
+                            None => false,
+                        }
+                    }
+                };
+                Ok(Value::Bool(b))
+            }
+            M::Strip | M::Lstrip | M::Rstrip => {
+                range_args(&a, m.name(), 0, 1)?;
+                let chars = match a.pos.first() {
+                    None | Some(Value::None) => None,
+                    Some(Value::Str(c)) => Some(c.s.as_str()),
+                    Some(_) => return Err(type_err(format!("{} arg must be None or str", m.name()))),
+                };
+                let r = strip_chars(s, chars, m != M::Rstrip, m != M::Lstrip);
+                if r.len() == s.len() {
+                    return Ok(recv.clone());
+                }
+                Ok(Value::str(r))
+            }
+            M::Split | M::Rsplit => {
+                let sep = a.take_kw("sep");
+                let maxsplit = a.take_kw("maxsplit");
+                a.no_more_kw(m.name())?;
+                if a.pos.len() > 2 {
+                    return Err(type_err(format!("{}() takes at most 2 arguments ({} given)", m.name(), a.pos.len())));
+                }
+                let mut it = a.pos.into_iter();
+                let sep = it.next().or(sep).unwrap_or(Value::None);
+                let maxsplit = match it.next().or(maxsplit) {
+                    Some(v) => as_index(&v)?,
+                    None => -1,
+                };
+                let parts: Vec<String> = match &sep {
+                    Value::None => {
+                        if m == M::Split {
+                            split_ws(s, maxsplit)
+                        } else {
+                            rsplit_ws(s, maxsplit)
+                        }
+                    }
+                    Value::Str(sep) => {
+                        if sep.s.is_empty() {
+                            return Err(value_err("empty separator"));
+                        }
+                        if maxsplit < 0 {
+                            s.split(sep.s.as_str()).map(String::from).collect()
+                        } else if m == M::Split {
+                            s.splitn(maxsplit as usize + 1, sep.s.as_str()).map(String::from).collect()
+                        } else {
+                            let mut v: Vec<String> = s.rsplitn(maxsplit as usize + 1, sep.s.as_str()).map(String::from).collect();
+                            v.reverse();
+                            v
+                        }
+                    }
+                    other => return Err(type_err(format!("must be str or None, not {}", other.type_name()))),
+                };
+                new_strs(parts)
+            }
+            M::Splitlines => {
+                let ke = a.take_kw("keepends");
+                a.no_more_kw("splitlines")?;
+                if a.pos.len() > 1 {
+                    return Err(type_err(format!("splitlines() takes at most 1 argument ({} given)", a.pos.len())));
+                }
+                let keep = a.pos.first().cloned().or(ke).is_some_and(|v| v.truthy());
+                let mut out = Vec::new();
+                let mut cur = String::new();
+                let mut cs = s.chars().peekable();
+                while let Some(c) = cs.next() {
+                    if is_linebreak(c) {
+                        let mut end = String::from(c);
+                        if c == '\r' && cs.peek() == Some(&'\n') {
+                            cs.next();
+                            end.push('\n');
+                        }
+                        if keep {
+                            cur.push_str(&end);
+                        }
+                        out.push(std::mem::take(&mut cur));
+                    } else {
+                        cur.push(c);
+                    }
+                }
+                if !cur.is_empty() {
+                    out.push(cur);
+                }
+                new_strs(out)
+            }
+            M::Join => {
+                let it = one_arg(&mut a, "str.join")?;
+                let items = self.collect(&it)?;
+                let mut total = 0usize;
+                for (i, x) in items.iter().enumerate() {
+                    match x {
+                        Value::Str(p) => total += p.s.len() + s.len(),
+                        _ => return Err(type_err(format!("sequence item {i}: expected str instance, {} found", x.type_name()))),
+                    }
+                }
+                mem_check(total as u64)?;
+                tick(items.len() as u64 + total as u64 / 256)?;
+                let mut out = String::with_capacity(total);
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(s);
+                    }
+                    if let Value::Str(p) = x {
+                        out.push_str(&p.s);
+                    }
+                }
+                Ok(Value::str(out))
+            }
+            M::Replace => {
+                range_args(&a, "replace", 2, 3)?;
+                let old = str_arg(&a.pos[0], "replace() argument 1 must be str, not ")?;
+                let new = str_arg(&a.pos[1], "replace() argument 2 must be str, not ")?;
+                let count = match a.pos.get(2) {
+                    Some(v) => as_index(v)?,
+                    None => -1,
+                };
+                let occurrences = if old.is_empty() { ps.nchars + 1 } else { s.matches(old).count() };
+                let n = if count < 0 { occurrences } else { occurrences.min(count as usize) };
+                let est = s.len() as u64 + (n as u64).saturating_mul(new.len() as u64);
+                mem_check(est)?;
+                tick(est / 256)?;
+                let r = if old.is_empty() {
+                    let mut out = String::with_capacity(est as usize);
+                    let mut done = 0;
+                    for c in s.chars() {
+                        if done < n {
+                            out.push_str(new);
+                            done += 1;
+                        }
+                        out.push(c);
+                    }
+                    if done < n {
+                        out.push_str(new);
+                    }
+                    out
+                } else if count < 0 {
+                    s.replace(old, new)
+                } else {
+                    s.replacen(old, new, count as usize)
+                };
+                Ok(Value::str(r))
+            }
+            M::Find | M::Rfind | M::Index | M::Rindex | M::Count => {
+                if a.pos.is_empty() && m == M::Count {
+                    return Err(type_err("count() takes at least 1 argument (0 given)"));
+                }
+                range_args(&a, m.name(), 1, 3)?;
+                let sub = str_arg(&a.pos[0], "must be str, not ")?;
+                let none = Value::None;
+                let Some((b0, b1)) = sub_range(ps, a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none))? else {
+                    return match m {
+                        M::Count => Ok(Value::Int(0)),
+                        M::Index | M::Rindex => Err(value_err("substring not found")),
+                        _ => Ok(Value::Int(-1)),
+                    };
+                };
+                let hay = &s[b0..b1];
+                if m == M::Count {
+                    let n = if sub.is_empty() { char_index(hay, hay.len()) + 1 } else { hay.matches(sub).count() as i64 };
+                    return Ok(Value::Int(n));
+                }
+                let found = if m == M::Find || m == M::Index { hay.find(sub) } else { hay.rfind(sub) };
+                match found {
+                    Some(i) => Ok(Value::Int(char_index(s, b0 + i))),
+                    None => {
+                        if m == M::Index || m == M::Rindex {
+                            Err(value_err("substring not found"))
+                        } else {
+                            Ok(Value::Int(-1))
+                        }
+                    }
+                }
+            }
+            M::Startswith | M::Endswith => {
+                range_args(&a, m.name(), 1, 3)?;
+                let none = Value::None;
+                let Some((b0, b1)) = sub_range(ps, a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none))? else {
+                    return Ok(Value::Bool(false));
+                };
+                let hay = &s[b0..b1];
+                let test = |p: &str| if m == M::Startswith { hay.starts_with(p) } else { hay.ends_with(p) };
+                match &a.pos[0] {
+                    Value::Str(p) => Ok(Value::Bool(test(&p.s))),
+                    Value::Tuple(t) => {
+                        for x in &t.v {
+                            match x {
+                                Value::Str(p) => {
+                                    if test(&p.s) {
+                                        return Ok(Value::Bool(true));
+                                    }
+                                }
+                                _ => return Err(type_err(format!("tuple for {} must only contain str, not {}", m.name(), x.type_name()))),
+                            }
+                        }
+                        Ok(Value::Bool(false))
+                    }
+                    other => Err(type_err(format!("{} first arg must be str or a tuple of str, not {}", m.name(), other.type_name()))),
+                }
+            }
+            M::Center | M::Ljust | M::Rjust => {
+                range_args(&a, m.name(), 1, 2)?;
+                let width = as_index(&a.pos[0])?;
+                let fill = fill_char(&a, 1)?;
+                let len = ps.nchars as i64;
+                if width <= len {
+                    return Ok(recv.clone());
+                }
+                let marg = (width - len) as usize;
+                mem_check(marg as u64 * fill.len_utf8() as u64 + s.len() as u64)?;
+                tick(marg as u64 / 256)?;
+                let (l, r) = match m {
+                    M::Ljust => (0, marg),
+                    M::Rjust => (marg, 0),
+                    _ => {
+                        let left = marg / 2 + (marg & (width as usize) & 1);
+                        (left, marg - left)
+                    }
+                };
+                let mut out = String::new();
+                out.extend(std::iter::repeat(fill).take(l));
+                out.push_str(s);
+                out.extend(std::iter::repeat(fill).take(r));
+                Ok(Value::str(out))
+            }
+            M::Zfill => {
+                let w = one_arg(&mut a, "str.zfill")?;
+                let width = as_index(&w)?;
+                let len = ps.nchars as i64;
+                if width <= len {
+                    return Ok(recv.clone());
+                }
+                let n = (width - len) as usize;
+                mem_check(n as u64 + s.len() as u64)?;
+                let (sign, rest) = match s.chars().next() {
+                    Some(c @ ('+' | '-')) => (c.to_string(), &s[1..]),
+                    _ => (String::new(), s),
+                };
+                Ok(Value::str(format!("{sign}{}{rest}", "0".repeat(n))))
+            }
+            M::Expandtabs => {
+                let ts = a.take_kw("tabsize");
+                a.no_more_kw("expandtabs")?;
+                let tabsize = match a.pos.first().cloned().or(ts) {
+                    Some(v) => as_index(&v)?,
+                    None => 8,
+                };
+                let mut out = String::new();
+                let mut col: i64 = 0;
+                for c in s.chars() {
+                    match c {
+                        '\t' => {
+                            if tabsize > 0 {
+                                let n = tabsize - (col % tabsize);
+                                mem_check((out.len() as u64).saturating_add(n as u64))?;
+                                out.extend(std::iter::repeat(' ').take(n as usize));
+                                col += n;
+                            }
+                        }
+                        '\n' | '\r' => {
+                            out.push(c);
+                            col = 0;
+                        }
+                        _ => {
+                            out.push(c);
+                            col += 1;
+                        }
+                    }
+                }
+                Ok(Value::str(out))
+            }
+            M::Partition | M::Rpartition => {
+                let sep = one_arg(&mut a, &qual(m.name()))?;
+                let sep = str_arg(&sep, "must be str, not ")?.to_string();
+                if sep.is_empty() {
+                    return Err(value_err("empty separator"));
+                }
+                let found = if m == M::Partition { s.find(&sep) } else { s.rfind(&sep) };
+                let (x, y, z) = match found {
+                    Some(i) => (s[..i].to_string(), sep.clone(), s[i + sep.len()..].to_string()),
+                    None => {
+                        if m == M::Partition {
+                            (s.to_string(), String::new(), String::new())
+                        } else {
+                            (String::new(), String::new(), s.to_string())
+                        }
+                    }
+                };
+                Ok(Value::tuple(vec![Value::str(x), Value::str(y), Value::str(z)]))
+            }
+            M::Removeprefix | M::Removesuffix => {
+                let p = one_arg(&mut a, &qual(m.name()))?;
+                let p = str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
+                let r = if m == M::Removeprefix { s.strip_prefix(p) } else { s.strip_suffix(p) };
+                match r {
+                    Some(r) if !p.is_empty() => Ok(Value::str(r)),
+                    _ => Ok(recv.clone()),
+                }
+            }
+            _ => Err(Exc::py("AttributeError", format!("'str' object has no attribute '{}'", m.name()))),
+        }
+    }
+
+    fn list_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+        let Value::List(l) = recv else { return Err(Exc::internal("list method on non-list")) };
+        match m {
+            M::Append => {
+                let x = one_arg(&mut a, "list.append")?;
+                l.grow(1);
+                l.v.borrow_mut().push(x);
+                Ok(Value::None)
+            }
+            M::Extend => {
+                let x = one_arg(&mut a, "list.extend")?;
+                let items = self.collect(&x)?;
+                mem_check_n(items.len() as u64, SLOT as u64)?;
+                l.grow(items.len());
+                l.v.borrow_mut().extend(items);
+                Ok(Value::None)
+            }
+            M::Clear => {
+                no_args(&a, "list.clear")?;
+                let old = std::mem::take(&mut *l.v.borrow_mut());
+                drop(old);
+                Ok(Value::None)
+            }
+            M::Copy => {
+                no_args(&a, "list.copy")?;
+                let v = l.v.borrow().clone();
+                mem_check_n(v.len() as u64, SLOT as u64)?;
+                tick(v.len() as u64 / 16)?;
+                Ok(Value::list(v))
+            }
+            M::Count => {
+                let x = one_arg(&mut a, "list.count")?;
+                let items = l.v.borrow().clone();
+                let mut n = 0;
+                for item in &items {
+                    tick(1)?;
+                    if item.is(&x) || eq(item, &x)? {
+                        n += 1;
+                    }
+                }
+                Ok(Value::Int(n))
+            }
+            M::Index => {
+                range_args(&a, "index", 1, 3)?;
+                let x = &a.pos[0];
+                let items = l.v.borrow().clone();
+                let none = Value::None;
+                for v in a.pos.iter().skip(1) {
+                    if as_i64(v).is_none() && !matches!(v, Value::None) {
+                        return Err(type_err("slice indices must be integers or have an __index__ method"));
+                    }
+                }
+                let (s, e, _) = slice_adjust(a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none), &none, items.len())?;
+                let mut i = s.max(0);
+                while i < e {
+                    tick(1)?;
+                    let item = &items[i as usize];
+                    if item.is(x) || eq(item, x)? {
+                        return Ok(Value::Int(i));
+                    }
+                    i += 1;
+                }
+                let r = self.repr(x)?;
+                Err(value_err(format!("{r} is not in list")))
+            }
+            M::Insert => {
+                range_args(&a, "insert", 2, 2)?;
+                let i = as_index(&a.pos[0])?;
+                let x = a.pos.pop().unwrap_or(Value::None);
+                let mut v = l.v.borrow_mut();
+                let n = v.len() as i64;
+                let i = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                l.grow(1);
+                tick(1 + v.len() as u64 / 64)?;
+                v.insert(i as usize, x);
+                Ok(Value::None)
+            }
+            M::Pop => {
+                range_args(&a, "pop", 0, 1)?;
+                let mut v = l.v.borrow_mut();
+                if v.is_empty() {
+                    return Err(Exc::py("IndexError", "pop from empty list"));
+                }
+                let n = v.len() as i64;
+                let i = match a.pos.first() {
+                    Some(x) => as_index(x)?,
+                    None => -1,
+                };
+                let i = if i < 0 { i + n } else { i };
+                if i < 0 || i >= n {
+                    return Err(Exc::py("IndexError", "pop index out of range"));
+                }
+                tick(1 + (n - i) as u64 / 64)?;
+                Ok(v.remove(i as usize))
+            }
+            M::Remove => {
+                let x = one_arg(&mut a, "list.remove")?;
+                let items = l.v.borrow().clone();
+                for (i, item) in items.iter().enumerate() {
+                    tick(1)?;
+                    if item.is(&x) || eq(item, &x)? {
+                        let mut v = l.v.borrow_mut();
+                        if i < v.len() {
+                            v.remove(i);
+                        }
+                        return Ok(Value::None);
+                    }
+                }
+                Err(value_err("list.remove(x): x not in list"))
+            }
+            M::Reverse => {
+                no_args(&a, "list.reverse")?;
+                l.v.borrow_mut().reverse();
+                Ok(Value::None)
+            }
+            M::Sort => {
+                if !a.pos.is_empty() {
+                    return Err(type_err("sort() takes no positional arguments"));
+                }
+                let key = a.take_kw("key");
+                let rev = a.take_kw("reverse");
+                a.no_more_kw("sort")?;
+                let items = std::mem::take(&mut *l.v.borrow_mut());
+                let r = self.sort_values(items, key.as_ref(), rev.is_some_and(|r| r.truthy()));
+                match r {
+                    Ok(sorted) => {
+                        let mut v = l.v.borrow_mut();
+                        let modified = !v.is_empty();
+                        *v = sorted;
+                        if modified {
+                            return Err(value_err("list modified during sort"));
+                        }
+                        Ok(Value::None)
+                    }
+                    Err((e, orig)) => {
+                        *l.v.borrow_mut() = orig;
+                        Err(e)
+                    }
+                }
+            }
+            _ => Err(Exc::py("AttributeError", format!("'list' object has no attribute '{}'", m.name()))),
+        }
+    }
+
+    /// Stable sort by `key` (a key function or None), CPython-style: with
+    /// `reverse`, reverse, sort stably, reverse again. On error the items
+    /// come back (in some order) with the error.
+    ///
+    /// # Errors
+    /// The comparison or key error, with the items.
+    pub fn sort_values(&mut self, mut items: Vec<Value>, key: Option<&Value>, reverse: bool) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
+        let key = key.filter(|k| !matches!(k, Value::None));
+        if reverse {
+            items.reverse();
+        }
+        let keys: Vec<Value> = match key {
+            Some(k) => {
+                let mut ks = Vec::with_capacity(items.len());
+                for x in &items {
+                    match self.call_func(k, x.clone()) {
+                        Ok(v) => ks.push(v),
+                        Err(e) => return Err((e, items)),
+                    }
+                }
+                ks
+            }
+            None => items.clone(),
+        };
+        let mut idx: Vec<usize> = (0..items.len()).collect();
+        if let Err(e) = merge_sort(&mut idx, &keys) {
+            return Err((e, items));
+        }
+        let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
+        let mut out: Vec<Value> = idx.iter().filter_map(|i| slots.get_mut(*i).and_then(Option::take)).collect();
+        if reverse {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    fn dict_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
+        let Value::Dict(d) = recv else { return Err(Exc::internal("dict method on non-dict")) };
+        match m {
+            M::Get => {
+                range_args(&a, "get", 1, 2)?;
+                let dd = d.d.borrow();
+                Ok(match dd.get(&a.pos[0])? {
+                    Some(v) => v.clone(),
+                    None => a.pos.get(1).cloned().unwrap_or(Value::None),
+                })
+            }
+            M::Keys | M::Values | M::Items => {
+                no_args(&a, &format!("dict.{}", m.name()))?;
+                let k = match m {
+                    M::Keys => ViewKind::Keys,
+                    M::Values => ViewKind::Values,
+                    _ => ViewKind::Items,
+                };
+                Ok(Value::View(d.clone(), k))
+            }
+            M::Pop => {
+                range_args(&a, "pop", 1, 2)?;
+                let r = d.d.borrow_mut().remove(&a.pos[0])?;
+                match r {
+                    Some((_, v)) => Ok(v),
+                    None => match a.pos.get(1) {
+                        Some(dflt) => Ok(dflt.clone()),
+                        None => Err(Exc::py("KeyError", self.repr(&a.pos[0])?)),
+                    },
+                }
+            }
+            M::Popitem => {
+                no_args(&a, "dict.popitem")?;
+                let r = d.d.borrow_mut().pop_last();
+                match r {
+                    Some((k, v)) => Ok(Value::tuple(vec![k, v])),
+                    None => Err(Exc::py("KeyError", "'popitem(): dictionary is empty'")),
+                }
+            }
+            M::Setdefault => {
+                range_args(&a, "setdefault", 1, 2)?;
+                let k = a.pos[0].clone();
+                let h = hash_value(&k)?;
+                let mut dd = d.d.borrow_mut();
+                if let Some(v) = dd.get_h(h, &k) {
+                    return Ok(v.clone());
+                }
+                let v = a.pos.get(1).cloned().unwrap_or(Value::None);
+                dd.insert_h(h, k, v.clone());
+                Ok(v)
+            }
+            M::Update => {
+                if a.pos.len() > 1 {
+                    return Err(type_err(format!("update expected at most 1 argument, got {}", a.pos.len())));
+                }
+                if let Some(src) = a.pos.first() {
+                    let pairs = self.pairs_of(src)?;
+                    let mut dd = d.d.borrow_mut();
+                    for (k, v) in pairs {
+                        dd.insert(k, v)?;
+                    }
+                }
+                let mut dd = d.d.borrow_mut();
+                for (k, v) in a.kw {
+                    dd.insert(Value::str(&*k), v)?;
+                }
+                Ok(Value::None)
+            }
+            M::Clear => {
+                no_args(&a, "dict.clear")?;
+                d.d.borrow_mut().clear();
+                Ok(Value::None)
+            }
+            M::Copy => {
+                no_args(&a, "dict.copy")?;
+                let c = d.d.borrow().copy();
+                tick(c.len() as u64 / 8)?;
+                Ok(Value::dict(c))
+            }
+            _ => Err(Exc::py("AttributeError", format!("'dict' object has no attribute '{}'", m.name()))),
+        }
+    }
+
+    /// Key/value pairs from a mapping or an iterable of pairs (dict(), update()).
+    ///
+    /// # Errors
+    /// CPython's errors for malformed update sequences.
+    pub fn pairs_of(&mut self, src: &Value) -> R<Vec<(Value, Value)>> {
+        if let Value::Dict(s) = src {
+            let s = s.d.borrow();
+            tick(s.len() as u64 / 8)?;
+            return Ok(s.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        }
+        let items = self.collect(src)?;
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            if !self.is_iterable(item) {
+                return Err(type_err(format!("cannot convert dictionary update sequence element #{i} to a sequence")));
+            }
+            let kv = self.collect(item)?;
+            if kv.len() != 2 {
+                return Err(value_err(format!("dictionary update sequence element #{i} has length {}; 2 is required", kv.len())));
+            }
+            let mut kv = kv.into_iter();
+            if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+
+    fn set_of(&mut self, v: &Value) -> R<Dict> {
+        if let Value::Set(s) = v {
+            return Ok(s.d.borrow().copy());
+        }
+        let items = self.collect(v)?;
+        let mut d = Dict::new();
+        for x in items {
+            d.insert(x, Value::None)?;
+        }
+        Ok(d)
+    }
+
+    fn set_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+        let Value::Set(s) = recv else { return Err(Exc::internal("set method on non-set")) };
+        let qual = format!("set.{}", m.name());
+        match m {
+            M::Add => {
+                let x = one_arg(&mut a, &qual)?;
+                s.d.borrow_mut().insert(x, Value::None)?;
+                Ok(Value::None)
+            }
+            M::Discard | M::Remove => {
+                let x = one_arg(&mut a, &qual)?;
+                let r = s.d.borrow_mut().remove(&x)?;
+                if r.is_none() && m == M::Remove {
+                    return Err(Exc::py("KeyError", self.repr(&x)?));
+                }
+                Ok(Value::None)
+            }
+            M::Pop => {
+                no_args(&a, &qual)?;
+                let r = s.d.borrow_mut().pop_first();
+                match r {
+                    Some((k, _)) => Ok(k),
+                    None => Err(Exc::py("KeyError", "'pop from an empty set'")),
+                }
+            }
+            M::Clear => {
+                no_args(&a, &qual)?;
+                s.d.borrow_mut().clear();
+                Ok(Value::None)
+            }
+            M::Copy => {
+                no_args(&a, &qual)?;
+                let c = s.d.borrow().copy();
+                Ok(Value::set(c))
+            }
+            M::Union | M::Update => {
+                a.no_kw(m.name())?;
+                let mut d = if m == M::Union { s.d.borrow().copy() } else { Dict::new() };
+                for o in &a.pos {
+                    let items = self.collect(o)?;
+                    for x in items {
+                        tick(1)?;
+                        if m == M::Union {
+                            d.insert(x, Value::None)?;
+                        } else {
+                            s.d.borrow_mut().insert(x, Value::None)?;
+                        }
+                    }
+                }
+                Ok(if m == M::Union { Value::set(d) } else { Value::None })
+            }
+            M::Intersection | M::IntersectionUpdate | M::Difference | M::DifferenceUpdate => {
+                a.no_kw(m.name())?;
+                let mut cur = s.d.borrow().copy();
+                for o in &a.pos {
+                    let other = self.set_of(o)?;
+                    let mut next = Dict::new();
+                    for k in cur.keys() {
+                        tick(1)?;
+                        let inside = other.contains(k)?;
+                        let keep = if matches!(m, M::Intersection | M::IntersectionUpdate) { inside } else { !inside };
+                        if keep {
+                            next.insert(k.clone(), Value::None)?;
+                        }
+                    }
+                    cur = next;
+                }
+                if matches!(m, M::IntersectionUpdate | M::DifferenceUpdate) {
+                    *s.d.borrow_mut() = cur;
+                    Ok(Value::None)
+                } else {
+                    Ok(Value::set(cur))
+                }
+            }
+            M::SymmetricDifference => {
+                let o = one_arg(&mut a, &qual)?;
+                let other = self.set_of(&o)?;
+                let mine = s.d.borrow().copy();
+                let mut d = Dict::new();
+                for k in mine.keys() {
+                    tick(1)?;
+                    if !other.contains(k)? {
+                        d.insert(k.clone(), Value::None)?;
+                    }
+                }
+                for k in other.keys() {
+                    tick(1)?;
+                    if !mine.contains(k)? {
+                        d.insert(k.clone(), Value::None)?;
+                    }
+                }
+                Ok(Value::set(d))
+            }
+            M::Isdisjoint | M::Issubset | M::Issuperset => {
+                let o = one_arg(&mut a, &qual)?;
+                let other = self.set_of(&o)?;
+                let mine = s.d.borrow();
+                let r = match m {
+                    M::Isdisjoint => {
+                        let mut r = true;
+                        for k in mine.keys() {
+                            tick(1)?;
+                            if other.contains(k)? {
+                                r = false;
+                                break;
+                            }
+                        }
+                        r
+                    }
+                    M::Issubset => super::ops::subset(&mine, &other)?,
+                    _ => super::ops::subset(&other, &mine)?,
+                };
+                Ok(Value::Bool(r))
+            }
+            _ => Err(Exc::py("AttributeError", format!("'set' object has no attribute '{}'", m.name()))),
+        }
+    }
+}
+
+/// Stable merge sort of indices by `keys` using only `<` (fallible).
+fn merge_sort(idx: &mut [usize], keys: &[Value]) -> R<()> {
+    let n = idx.len();
+    if n < 2 {
+        return Ok(());
+    }
+    // Insertion sort for short runs, then bottom-up merging.
+    const RUN: usize = 16;
+    let mut start = 0;
+    while start < n {
+        let end = (start + RUN).min(n);
+        for i in start + 1..end {
+            let mut j = i;
+            while j > start {
+                tick(1)?;
+                if lt(&keys[idx[j]], &keys[idx[j - 1]])? {
+                    idx.swap(j, j - 1);
+                    j -= 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        start = end;
+    }
+    let mut buf = vec![0usize; n];
+    let mut width = RUN;
+    while width < n {
+        let mut lo = 0;
+        while lo < n {
+            let mid = (lo + width).min(n);
+            let hi = (lo + 2 * width).min(n);
+            if mid < hi {
+                // Already ordered across the boundary?
+                tick(1)?;
+                if lt(&keys[idx[mid]], &keys[idx[mid - 1]])? {
+                    let (mut i, mut j, mut k) = (lo, mid, lo);
+                    while i < mid && j < hi {
+                        tick(1)?;
+                        if lt(&keys[idx[j]], &keys[idx[i]])? {
+                            buf[k] = idx[j];
+                            j += 1;
+                        } else {
+                            buf[k] = idx[i];
+                            i += 1;
+                        }
+                        k += 1;
+                    }
+                    while i < mid {
+                        buf[k] = idx[i];
+                        i += 1;
+                        k += 1;
+                    }
+                    while j < hi {
+                        buf[k] = idx[j];
+                        j += 1;
+                        k += 1;
+                    }
+                    idx[lo..hi].copy_from_slice(&buf[lo..hi]);
+                }
+            }
+            lo = hi;
+        }
+        width *= 2;
+    }
+    Ok(())
+}
+
+/// Used by builtins: the repeat of Rc for Value lists.
+pub fn rc_count<T>(r: &Rc<T>) -> usize {
+    Rc::strong_count(r)
+}

@@ -1,0 +1,689 @@
+//! Operators with CPython 3.11 semantics: arithmetic over the int/float
+//! tower, sequence concatenation and repetition, equality and ordering.
+
+use num_bigint::BigInt;
+use num_integer::Integer;
+use num_traits::{Signed, ToPrimitive, Zero};
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use super::budget::{mem_check, mem_check_n, tick};
+use super::err::{type_err, Exc, R};
+use super::value::{float_to_big, Dict, Value, ViewKind, MAX_REC, SLOT};
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `//`
+    FloorDiv,
+    /// `%`
+    Mod,
+}
+
+impl BinOp {
+    /// Operator symbol.
+    pub fn sym(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
+        }
+    }
+}
+
+/// A number view of a value (bool counts as int).
+pub enum Num<'a> {
+    /// Small int.
+    I(i64),
+    /// Big int.
+    B(&'a BigInt),
+    /// Float.
+    F(f64),
+}
+
+/// View a value as a number.
+#[inline]
+pub fn num(v: &Value) -> Option<Num<'_>> {
+    match v {
+        Value::Int(i) => Some(Num::I(*i)),
+        Value::Bool(b) => Some(Num::I(*b as i64)),
+        Value::Big(b) => Some(Num::B(b)),
+        Value::Float(f) => Some(Num::F(*f)),
+        _ => None,
+    }
+}
+
+/// An int value as BigInt (None for non-ints).
+pub fn to_big(v: &Value) -> Option<BigInt> {
+    match v {
+        Value::Int(i) => Some(BigInt::from(*i)),
+        Value::Bool(b) => Some(BigInt::from(*b as i64)),
+        Value::Big(b) => Some((**b).clone()),
+        _ => None,
+    }
+}
+
+/// Convert a big int to float, CPython style.
+///
+/// # Errors
+/// `OverflowError: int too large to convert to float`.
+pub fn big_to_f64(b: &BigInt) -> R<f64> {
+    match b.to_f64() {
+        Some(f) if f.is_finite() => Ok(f),
+        _ => Err(Exc::py("OverflowError", "int too large to convert to float")),
+    }
+}
+
+fn as_f64(n: &Num) -> R<f64> {
+    Ok(match n {
+        Num::I(i) => *i as f64,
+        Num::B(b) => big_to_f64(b)?,
+        Num::F(f) => *f,
+    })
+}
+
+fn nb(n: &Num) -> BigInt {
+    match n {
+        Num::I(i) => BigInt::from(*i),
+        Num::B(b) => (*b).clone(),
+        Num::F(_) => BigInt::zero(),
+    }
+}
+
+/// Fuel for an arbitrary-precision operation on operands of these sizes.
+fn big_cost(a: &Num, b: &Num) -> R<()> {
+    let bits = |n: &Num| match n {
+        Num::B(b) => b.bits(),
+        _ => 64,
+    };
+    let (x, y) = (bits(a), bits(b));
+    tick(1 + (x.max(y) / 64))
+}
+
+fn unsupported(op: &str, a: &Value, b: &Value) -> Box<Exc> {
+    type_err(format!("unsupported operand type(s) for {op}: '{}' and '{}'", a.type_name(), b.type_name()))
+}
+
+/// Apply a binary operator.
+///
+/// # Errors
+/// TypeError, ZeroDivisionError, OverflowError, or a memory/fuel limit.
+pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
+    // Fast path: two small ints.
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let (x, y) = (*x, *y);
+        match op {
+            BinOp::Add => {
+                if let Some(r) = x.checked_add(y) {
+                    return Ok(Value::Int(r));
+                }
+            }
+            BinOp::Sub => {
+                if let Some(r) = x.checked_sub(y) {
+                    return Ok(Value::Int(r));
+                }
+            }
+            BinOp::Mul => {
+                if let Some(r) = x.checked_mul(y) {
+                    return Ok(Value::Int(r));
+                }
+            }
+            BinOp::FloorDiv | BinOp::Mod if y != 0 && !(x == i64::MIN && y == -1) => {
+                return Ok(Value::Int(if op == BinOp::FloorDiv { Integer::div_floor(&x, &y) } else { Integer::mod_floor(&x, &y) }));
+            }
+            _ => {}
+        }
+    }
+    if let (Some(x), Some(y)) = (num(a), num(b)) {
+        return num_binop(op, &x, &y);
+    }
+    match op {
+        BinOp::Add => add_seq(a, b),
+        BinOp::Mul => mul_seq(a, b),
+        BinOp::Sub => match (a, b) {
+            (Value::Set(x), Value::Set(y)) => {
+                let (x, y) = (x.d.borrow(), y.d.borrow());
+                let mut d = Dict::new();
+                for k in x.keys() {
+                    tick(1)?;
+                    if !y.contains(k)? {
+                        d.insert(k.clone(), Value::None)?;
+                    }
+                }
+                Ok(Value::set(d))
+            }
+            _ => Err(unsupported("-", a, b)),
+        },
+        BinOp::Mod => match a {
+            Value::Str(_) => Err(type_err("not all arguments converted during string formatting (str % is not available in lackpy)")),
+            _ => Err(unsupported("%", a, b)),
+        },
+        _ => Err(unsupported(op.sym(), a, b)),
+    }
+}
+
+fn num_binop(op: BinOp, x: &Num, y: &Num) -> R<Value> {
+    let any_float = matches!(x, Num::F(_)) || matches!(y, Num::F(_));
+    if any_float {
+        let (a, b) = (as_f64(x)?, as_f64(y)?);
+        return Ok(Value::Float(match op {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => {
+                if b == 0.0 {
+                    return Err(Exc::py("ZeroDivisionError", "float division by zero"));
+                }
+                a / b
+            }
+            BinOp::FloorDiv => {
+                if b == 0.0 {
+                    return Err(Exc::py("ZeroDivisionError", "float floor division by zero"));
+                }
+                float_divmod(a, b).0
+            }
+            BinOp::Mod => {
+                if b == 0.0 {
+                    return Err(Exc::py("ZeroDivisionError", "float modulo"));
+                }
+                float_divmod(a, b).1
+            }
+        }));
+    }
+    // Both ints; at least one big, or the fast path overflowed.
+    if op == BinOp::Div {
+        return int_truediv(x, y);
+    }
+    big_cost(x, y)?;
+    let (a, b) = (nb(x), nb(y));
+    let r = match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => {
+            // Preflight: the product has at most bits(a)+bits(b) bits.
+            let bytes = (a.bits() + b.bits()) / 8 + 16;
+            mem_check(bytes)?;
+            let cost = (a.bits() / 64 + 1).saturating_mul(b.bits() / 64 + 1);
+            tick(cost.min(1 << 40) / 16)?;
+            a * b
+        }
+        BinOp::FloorDiv | BinOp::Mod => {
+            if b.is_zero() {
+                return Err(Exc::py(
+                    "ZeroDivisionError",
+                    if op == BinOp::Mod { "integer modulo by zero" } else { "integer division or modulo by zero" },
+                ));
+            }
+            let cost = (a.bits() / 64 + 1).saturating_mul(b.bits() / 64 + 1);
+            tick(cost.min(1 << 40) / 16)?;
+            if op == BinOp::FloorDiv {
+                a.div_floor(&b)
+            } else {
+                a.mod_floor(&b)
+            }
+        }
+        BinOp::Div => return Err(Exc::internal("unreachable division")),
+    };
+    Ok(Value::from_big(r))
+}
+
+/// CPython's float floor division and modulo.
+pub fn float_divmod(vx: f64, wx: f64) -> (f64, f64) {
+    let mut m = vx % wx;
+    let mut div = (vx - m) / wx;
+    if m != 0.0 {
+        if (wx < 0.0) != (m < 0.0) {
+            m += wx;
+            div -= 1.0;
+        }
+    } else {
+        m = 0.0f64.copysign(wx);
+    }
+    let floordiv = if div != 0.0 {
+        let mut f = div.floor();
+        if div - f > 0.5 {
+            f += 1.0;
+        }
+        f
+    } else {
+        0.0f64.copysign(vx / wx)
+    };
+    (floordiv, m)
+}
+
+/// Correctly rounded int / int.
+fn int_truediv(x: &Num, y: &Num) -> R<Value> {
+    if let (Num::I(a), Num::I(b)) = (x, y) {
+        if *b == 0 {
+            return Err(Exc::py("ZeroDivisionError", "division by zero"));
+        }
+        const LIM: i64 = 1 << 53;
+        if a.abs() <= LIM && b.abs() <= LIM {
+            return Ok(Value::Float(*a as f64 / *b as f64));
+        }
+    }
+    let (a, b) = (nb(x), nb(y));
+    if b.is_zero() {
+        return Err(Exc::py("ZeroDivisionError", "division by zero"));
+    }
+    big_cost(x, y)?;
+    Ok(Value::Float(big_div_f64(&a, &b)?))
+}
+
+/// Correctly rounded quotient of two big ints as a float.
+///
+/// # Errors
+/// OverflowError when the quotient is too large for a float.
+pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
+    let neg = a.is_negative() != b.is_negative();
+    let (a, b) = (a.abs(), b.abs());
+    if a.is_zero() {
+        return Ok(if neg { -0.0 } else { 0.0 });
+    }
+    // Scale so the quotient has 55..=56 significant bits, keep a sticky bit.
+    let shift: i64 = 55 - (a.bits() as i64 - b.bits() as i64);
+    let (n, d) = if shift >= 0 { (a << (shift as usize), b) } else { (a, b << ((-shift) as usize)) };
+    let (q, r) = n.div_rem(&d);
+    let mut q = q.to_u64().unwrap_or(u64::MAX);
+    if !r.is_zero() {
+        q |= 1;
+    }
+    // q has 55 or 56 bits; value = q * 2^-shift.
+    let qbits = 64 - q.leading_zeros() as i64;
+    let mut exp = qbits - 1 - shift; // exponent of the leading bit
+    // Number of mantissa bits available (53 normal, fewer when subnormal).
+    let keep = if exp < -1022 { 53 - (-1022 - exp) } else { 53 };
+    if keep <= 0 {
+        // Underflow: below half the smallest subnormal or rounding to it.
+        let tiny = if keep == 0 && (q > (1u64 << (qbits - 1))) { f64::from_bits(1) } else { 0.0 };
+        return Ok(if neg { -tiny } else { tiny });
+    }
+    let drop = qbits - keep;
+    let mut m = q >> drop;
+    let rem = q & ((1u64 << drop) - 1);
+    let half = 1u64 << (drop - 1);
+    if rem > half || (rem == half && (m & 1) == 1) {
+        m += 1;
+        if m >> keep != 0 {
+            m >>= 1;
+            exp += 1;
+        }
+    }
+    if exp > 1023 {
+        return Err(Exc::py("OverflowError", "integer division result too large for a float"));
+    }
+    // value = m * 2^(exp - keep + 1)
+    let f = (m as f64) * 2f64.powi((exp - keep + 1) as i32);
+    Ok(if neg { -f } else { f })
+}
+
+fn add_seq(a: &Value, b: &Value) -> R<Value> {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => {
+            mem_check((x.s.len() + y.s.len()) as u64)?;
+            tick(1 + (x.s.len() + y.s.len()) as u64 / 256)?;
+            let mut s = String::with_capacity(x.s.len() + y.s.len());
+            s.push_str(&x.s);
+            s.push_str(&y.s);
+            Ok(Value::str(s))
+        }
+        (Value::List(x), Value::List(y)) => {
+            let (x, y) = (x.v.borrow(), y.v.borrow());
+            mem_check_n((x.len() + y.len()) as u64, SLOT as u64)?;
+            tick(1 + (x.len() + y.len()) as u64 / 16)?;
+            let mut v = Vec::with_capacity(x.len() + y.len());
+            v.extend(x.iter().cloned());
+            v.extend(y.iter().cloned());
+            Ok(Value::list(v))
+        }
+        (Value::Tuple(x), Value::Tuple(y)) => {
+            mem_check_n((x.v.len() + y.v.len()) as u64, SLOT as u64)?;
+            tick(1 + (x.v.len() + y.v.len()) as u64 / 16)?;
+            let mut v = Vec::with_capacity(x.v.len() + y.v.len());
+            v.extend(x.v.iter().cloned());
+            v.extend(y.v.iter().cloned());
+            Ok(Value::tuple(v))
+        }
+        (Value::Str(_), _) => Err(type_err(format!("can only concatenate str (not \"{}\") to str", b.type_name()))),
+        (Value::List(_), _) => Err(type_err(format!("can only concatenate list (not \"{}\") to list", b.type_name()))),
+        (Value::Tuple(_), _) => Err(type_err(format!("can only concatenate tuple (not \"{}\") to tuple", b.type_name()))),
+        _ => Err(unsupported("+", a, b)),
+    }
+}
+
+/// Repeat count of `seq * n` (negative → 0).
+///
+/// # Errors
+/// OverflowError for a huge big int.
+pub fn repeat_count(v: &Value) -> R<Option<usize>> {
+    Ok(match v {
+        Value::Int(i) => Some((*i).max(0) as usize),
+        Value::Bool(b) => Some(*b as usize),
+        Value::Big(b) => {
+            if b.is_negative() {
+                Some(0)
+            } else {
+                return Err(Exc::py("OverflowError", "cannot fit 'int' into an index-sized integer"));
+            }
+        }
+        _ => None,
+    })
+}
+
+fn mul_seq(a: &Value, b: &Value) -> R<Value> {
+    let (seq, n) = match (a, b) {
+        (Value::Str(_) | Value::List(_) | Value::Tuple(_), _) => (a, b),
+        (_, Value::Str(_) | Value::List(_) | Value::Tuple(_)) => (b, a),
+        _ => return Err(unsupported("*", a, b)),
+    };
+    let Some(n) = repeat_count(n)? else {
+        return Err(type_err(format!("can't multiply sequence by non-int of type '{}'", n.type_name())));
+    };
+    match seq {
+        Value::Str(s) => {
+            let total = (s.s.len() as u64).saturating_mul(n as u64);
+            mem_check(total)?;
+            tick(1 + total / 256)?;
+            Ok(Value::str(s.s.repeat(n)))
+        }
+        Value::List(l) => {
+            let l = l.v.borrow();
+            let total = (l.len() as u64).saturating_mul(n as u64);
+            mem_check_n(total, SLOT as u64)?;
+            tick(1 + total / 16)?;
+            let mut v = Vec::with_capacity(total as usize);
+            for _ in 0..n {
+                v.extend(l.iter().cloned());
+            }
+            Ok(Value::list(v))
+        }
+        Value::Tuple(t) => {
+            let total = (t.v.len() as u64).saturating_mul(n as u64);
+            mem_check_n(total, SLOT as u64)?;
+            tick(1 + total / 16)?;
+            let mut v = Vec::with_capacity(total as usize);
+            for _ in 0..n {
+                v.extend(t.v.iter().cloned());
+            }
+            Ok(Value::tuple(v))
+        }
+        _ => Err(unsupported("*", a, b)),
+    }
+}
+
+/// Unary minus.
+///
+/// # Errors
+/// TypeError for non-numbers.
+pub fn neg(v: &Value) -> R<Value> {
+    Ok(match v {
+        Value::Int(i) => match i.checked_neg() {
+            Some(r) => Value::Int(r),
+            None => Value::from_big(-BigInt::from(*i)),
+        },
+        Value::Bool(b) => Value::Int(-(*b as i64)),
+        Value::Big(b) => Value::from_big(-(**b).clone()),
+        Value::Float(f) => Value::Float(-f),
+        _ => return Err(type_err(format!("bad operand type for unary -: '{}'", v.type_name()))),
+    })
+}
+
+/// Unary plus.
+///
+/// # Errors
+/// TypeError for non-numbers.
+pub fn pos(v: &Value) -> R<Value> {
+    Ok(match v {
+        Value::Int(_) | Value::Big(_) | Value::Float(_) => v.clone(),
+        Value::Bool(b) => Value::Int(*b as i64),
+        _ => return Err(type_err(format!("bad operand type for unary +: '{}'", v.type_name()))),
+    })
+}
+
+/// Compare an int with a float exactly.
+fn cmp_int_float(i: &Num, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    if f.is_infinite() {
+        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+    }
+    if let Num::I(i) = i {
+        if i.unsigned_abs() <= (1u64 << 53) {
+            return (*i as f64).partial_cmp(&f);
+        }
+    }
+    let bi = nb(i);
+    let t = float_to_big(f)?;
+    match bi.cmp(&t) {
+        Ordering::Equal => {
+            let frac = f - f.trunc();
+            Some(if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            })
+        }
+        o => Some(o),
+    }
+}
+
+/// Compare two numbers (None when unordered, i.e. NaN).
+pub fn num_cmp(a: &Num, b: &Num) -> Option<Ordering> {
+    match (a, b) {
+        (Num::I(x), Num::I(y)) => Some(x.cmp(y)),
+        (Num::F(x), Num::F(y)) => x.partial_cmp(y),
+        (Num::F(x), _) => cmp_int_float(b, *x).map(Ordering::reverse),
+        (_, Num::F(y)) => cmp_int_float(a, *y),
+        _ => Some(nb(a).cmp(&nb(b))),
+    }
+}
+
+fn rec_err(what: &str) -> Box<Exc> {
+    Exc::py("RecursionError", format!("maximum recursion depth exceeded {what}"))
+}
+
+/// `a == b`.
+///
+/// # Errors
+/// RecursionError on absurdly deep values.
+pub fn eq(a: &Value, b: &Value) -> R<bool> {
+    eq_rec(a, b, 0)
+}
+
+fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
+    if depth > MAX_REC {
+        return Err(rec_err("in comparison"));
+    }
+    Ok(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.s == y.s,
+        (Value::None, Value::None) => true,
+        (Value::List(x), Value::List(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return Ok(true);
+            }
+            let (x, y) = (x.v.borrow(), y.v.borrow());
+            seq_eq(&x, &y, depth)?
+        }
+        (Value::Tuple(x), Value::Tuple(y)) => Rc::ptr_eq(x, y) || seq_eq(&x.v, &y.v, depth)?,
+        (Value::Dict(x), Value::Dict(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return Ok(true);
+            }
+            let (x, y) = (x.d.borrow(), y.d.borrow());
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (k, v) in x.iter() {
+                tick(1)?;
+                match y.get(k)? {
+                    Some(w) => {
+                        if !(v.is(w) || eq_rec(v, w, depth + 1)?) {
+                            return Ok(false);
+                        }
+                    }
+                    None => return Ok(false),
+                }
+            }
+            true
+        }
+        (Value::Set(x), Value::Set(y)) => {
+            let (x, y) = (x.d.borrow(), y.d.borrow());
+            x.len() == y.len() && subset(&x, &y)?
+        }
+        (Value::Range(x), Value::Range(y)) => {
+            let (lx, ly) = (x.len(), y.len());
+            lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
+        }
+        (Value::View(x, ViewKind::Keys), Value::Set(s)) | (Value::Set(s), Value::View(x, ViewKind::Keys)) => {
+            let (x, s) = (x.d.borrow(), s.d.borrow());
+            x.len() == s.len() && subset(&s, &x)?
+        }
+        (Value::View(x, ViewKind::Keys), Value::View(y, ViewKind::Keys)) => {
+            let (x, y) = (x.d.borrow(), y.d.borrow());
+            x.len() == y.len() && subset(&x, &y)?
+        }
+        _ => match (super::ops::num(a), super::ops::num(b)) {
+            (Some(x), Some(y)) => num_cmp(&x, &y) == Some(Ordering::Equal),
+            _ => a.is(b),
+        },
+    })
+}
+
+/// Is every key of `x` in `y`?
+///
+/// # Errors
+/// Fuel.
+pub fn subset(x: &Dict, y: &Dict) -> R<bool> {
+    for k in x.keys() {
+        tick(1)?;
+        if !y.contains(k)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> R<bool> {
+    if x.len() != y.len() {
+        return Ok(false);
+    }
+    for (a, b) in x.iter().zip(y.iter()) {
+        tick(1)?;
+        if !(a.is(b) || eq_rec(a, b, depth + 1)?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Comparison operators that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ord4 {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl Ord4 {
+    fn sym(self) -> &'static str {
+        match self {
+            Ord4::Lt => "<",
+            Ord4::Le => "<=",
+            Ord4::Gt => ">",
+            Ord4::Ge => ">=",
+        }
+    }
+    fn test(self, o: Ordering) -> bool {
+        match self {
+            Ord4::Lt => o == Ordering::Less,
+            Ord4::Le => o != Ordering::Greater,
+            Ord4::Gt => o == Ordering::Greater,
+            Ord4::Ge => o != Ordering::Less,
+        }
+    }
+}
+
+/// `a < b` and friends.
+///
+/// # Errors
+/// `TypeError: '<' not supported between instances of 'int' and 'str'`.
+pub fn compare(op: Ord4, a: &Value, b: &Value) -> R<bool> {
+    cmp_rec(op, a, b, 0)
+}
+
+fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
+    if depth > MAX_REC {
+        return Err(rec_err("in comparison"));
+    }
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        return Ok(op.test(x.cmp(y)));
+    }
+    if let (Some(x), Some(y)) = (num(a), num(b)) {
+        return Ok(match num_cmp(&x, &y) {
+            Some(o) => op.test(o),
+            None => false,
+        });
+    }
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Ok(op.test(x.s.cmp(&y.s))),
+        (Value::List(x), Value::List(y)) => {
+            let (x, y) = (x.v.borrow(), y.v.borrow());
+            seq_cmp(op, &x, &y, depth)
+        }
+        (Value::Tuple(x), Value::Tuple(y)) => seq_cmp(op, &x.v, &y.v, depth),
+        (Value::Set(x), Value::Set(y)) => {
+            let (x, y) = (x.d.borrow(), y.d.borrow());
+            Ok(match op {
+                Ord4::Le => subset(&x, &y)?,
+                Ord4::Lt => x.len() < y.len() && subset(&x, &y)?,
+                Ord4::Ge => subset(&y, &x)?,
+                Ord4::Gt => x.len() > y.len() && subset(&y, &x)?,
+            })
+        }
+        _ => Err(type_err(format!(
+            "'{}' not supported between instances of '{}' and '{}'",
+            op.sym(),
+            a.type_name(),
+            b.type_name()
+        ))),
+    }
+}
+
+fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
+    for (a, b) in x.iter().zip(y.iter()) {
+        tick(1)?;
+        if !(a.is(b) || eq_rec(a, b, depth + 1)?) {
+            return cmp_rec(op, a, b, depth + 1);
+        }
+    }
+    Ok(op.test(x.len().cmp(&y.len())))
+}
+
+/// Total order used by `sorted`/`min`/`max`: `a < b`.
+///
+/// # Errors
+/// TypeError for unorderable values.
+#[inline]
+pub fn lt(a: &Value, b: &Value) -> R<bool> {
+    compare(Ord4::Lt, a, b)
+}

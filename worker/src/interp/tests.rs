@@ -1,0 +1,358 @@
+//! Differential tests against CPython (`python3`), plus limit and
+//! hostile-input tests that need no reference.
+
+use super::*;
+use lackpy_policy::wire::Limits;
+use std::process::Command;
+
+struct FakeTools;
+
+impl ToolHost for FakeTools {
+    fn call(&mut self, name: &str, args: Vec<Data>, _kw: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+        match name {
+            "echo" => Ok(args.into_iter().next().unwrap_or(Data::None)),
+            "fail" => Err(ToolFailure { type_name: "FileNotFound".into(), message: "no such file: x".into() }),
+            _ => Err(ToolFailure { type_name: "ToolFailed".into(), message: "unknown".into() }),
+        }
+    }
+}
+
+fn run_prog(src: &str) -> RunResult {
+    let mut out = String::new();
+    let mut r = run_source(src, &["echo", "fail"], &mut FakeTools, &mut out, &Limits::default());
+    // Stash stdout in the repr slot for comparison when there is no error.
+    if r.error.is_none() {
+        r.repr = Some(format!("{}|{}", r.repr.unwrap_or_else(|| "<none>".into()), out));
+    }
+    r
+}
+
+const PY_DRIVER: &str = r#"
+import ast, sys, io, json, contextlib
+progs = json.load(sys.stdin)
+res = []
+for src in progs:
+    buf = io.StringIO()
+    g = {}
+    try:
+        tree = ast.parse(src)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        with contextlib.redirect_stdout(buf):
+            exec(compile(tree, "<p>", "exec"), g)
+            v = eval(compile(last, "<p>", "eval"), g) if last is not None else None
+        r = repr(v) if last is not None else "<none>"
+        res.append({"ok": r + "|" + buf.getvalue()})
+    except Exception as e:
+        res.append({"err": [type(e).__name__, str(e) if not isinstance(e, KeyError) else repr(e.args[0])]})
+print(json.dumps(res))
+"#;
+
+fn python(progs: &[&str]) -> Option<Vec<serde_json::Value>> {
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(PY_DRIVER)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    {
+        use std::io::Write;
+        let stdin = child.stdin.as_mut()?;
+        stdin.write_all(serde_json::to_string(progs).ok()?.as_bytes()).ok()?;
+    }
+    let out = child.wait_with_output().ok()?;
+    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).ok()
+}
+
+fn differential(progs: &[&str]) {
+    let Some(expect) = python(progs) else {
+        eprintln!("python3 not available; skipping differential test");
+        return;
+    };
+    let mut failures = Vec::new();
+    for (src, want) in progs.iter().zip(expect.iter()) {
+        let got = run_prog(src);
+        if let Some(ok) = want.get("ok").and_then(|v| v.as_str()) {
+            if got.error.is_some() || got.repr.as_deref() != Some(ok) {
+                failures.push(format!("PROGRAM:\n{src}\n  want: {ok:?}\n  got:  {:?} {:?}", got.repr, got.error));
+            }
+        } else if let Some(err) = want.get("err").and_then(|v| v.as_array()) {
+            let ty = err.first().and_then(|v| v.as_str()).unwrap_or("");
+            let msg = err.get(1).and_then(|v| v.as_str()).unwrap_or("");
+            match &got.error {
+                Some(e) if e.type_name == ty && e.message == msg => {}
+                _ => failures.push(format!("PROGRAM:\n{src}\n  want error: {ty}: {msg}\n  got: {:?} {:?}", got.repr, got.error)),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), progs.len(), failures.join("\n"));
+}
+
+#[test]
+fn basics() {
+    differential(&[
+        "1 + 2",
+        "x = 5\ny = x * 2\ny",
+        "7 // 2, -7 // 2, 7 % 3, -7 % 3, 7.5 // -2, -7.5 % 2, 1 / 3, 2 ** 0 if False else 10 / 4",
+        "a = []\nb = a\nb.append(1)\na",
+        "a = []\na.append(a)\na",
+        "d = {}\nd['a'] = d\nd",
+        "1e16, 1e-5, 0.0001, 123456789012345.0, 1.2345678901234567e16, -0.0, 0.1 + 0.2",
+        "10**20 if False else 12345678901234567890 * 98765432109876543210",
+        "2**62 if False else 4611686018427387904 + 4611686018427387904",
+        "-9223372036854775808 // -1",
+        "(10**30 if False else 1000000000000000000000000000000) / 7",
+        "1 == 1.0 == True, {1: 'a', 1.0: 'b', True: 'c'}",
+        "print('hi', 1, None, [1, 'a'])",
+        "print('a', 'b', sep='-', end='!')\nprint()",
+        "'abc'[1], 'abc'[-1], 'héllo'[1:3], [1,2,3,4,5][::2], [1,2,3,4,5][::-1], (1,2,3)[1:], 'abcdef'[-2:]",
+        "xs = [1,2,3,4,5]\nxs[1:3] = ['a']\nxs",
+        "xs = [1,2,3,4,5,6]\nxs[::2] = [0,0,0]\nxs",
+        "a, *b, c = range(5)\n(a, b, c)",
+        "a, (b, c) = 1, (2, 3)\na + b + c",
+        "x = [1]\nx += (2, 3)\nx += 'ab'\nx",
+        "s = 'a'\ns += 'b'\ns *= 3\ns",
+        "d = {'a': 1}\nd['a'] += 5\nd",
+        "for i in range(3):\n    print(i)\nelse:\n    print('done')",
+        "for i in range(10):\n    if i == 3:\n        break\nelse:\n    print('no')\ni",
+        "r = []\nfor i in range(10):\n    if i % 2:\n        continue\n    r.append(i)\nr",
+        "[x * y for x in range(3) for y in range(3) if x != y]",
+        "x = 10\n[x for x in range(3)]\nx",
+        "{k: v for k, v in zip('abc', range(3))}",
+        "{x % 3 for x in range(10)}",
+        "g = (x * 2 for x in range(5))\nlist(g), list(g)",
+        "1 < 2 < 3, 1 < 3 < 2, 'a' < 'b', [1, 2] < [1, 3], (1, 2) >= (1, 2)",
+        "0 or 'x', 1 and 'y', None or [] or 0, not 0",
+        "3 if 0 else 4",
+        "x = 5\nf'{x} {x!r} {x:>4} {x=} {\"s\"!r} {3.14159:.2f} {1234567:,} {255:#x} {\"ab\":*^6}'",
+        "w = 10\np = 3\nf'{3.14159:{w}.{p}f}|'",
+        "f'{\"a\"!a} {\"é\"!a} {None} {[1,2]!s}'",
+        "isinstance(1, int), isinstance(True, int), isinstance(1, (str, float)), isinstance([], list)",
+        "sorted([3, 1, 2]), sorted('bca', reverse=True), sorted([(1, 'b'), (0, 'a'), (1, 'a')], key=lambda t: t[0])",
+        "sorted(['bb', 'a', 'ccc'], key=len)",
+        "counts = {'a': 3, 'b': 1, 'c': 2}\nsorted(counts, key=counts.get)",
+        "min([3, 1, 2]), max([3, 1, 2]), min(3, 1, 2), max('abc'), min([], default=7), max([1, -5], key=abs)",
+        "sum([1, 2, 3]), sum([0.1] * 10), sum([[1], [2]], []), sum(range(101), 10)",
+        "any(x > 2 for x in [1, 2, 3]), all([]), any([]), all([1, 0])",
+        "abs(-5), abs(-2.5), round(2.5), round(3.5), round(-0.5), round(1.25, 1), round(2.675, 2), round(1234, -2), round(1250, -2), round(15.0, -1)",
+        "int('42'), int(' -7 '), int('1_000'), int('ff', 16), int('0x1f', 0), int(3.9), int(-3.9), int(True), float('1e5'), float(' 1.5 '), float('inf'), float('-nan')",
+        "str(1.0), str(None), str([1, 'a']), repr('a\\'b'), repr(\"a'b\"), repr('a\\nb\\t\\x01'), str(True)",
+        "list('abc'), tuple([1, 2]), set([1, 2, 1]), dict([('a', 1)]), dict(a=1, b=2), dict({'x': 1}, y=2), list(range(10, 0, -3))",
+        "list(enumerate('ab')), list(enumerate('ab', 1)), list(zip('ab', [1, 2, 3])), list(reversed([1, 2, 3])), list(reversed(range(5)))",
+        "len('héllo'), len([1]), len({}), len(range(0, 10, 3)), len({1, 2})",
+        "range(5), range(1, 10, 2), range(10)[2:5], range(10)[-1], 3 in range(5), 5 in range(0, 10, 2)",
+        "d = {'a': 1, 'b': 2}\nd.keys(), d.values(), d.items(), 'a' in d.keys(), ('a', 1) in d.items(), len(d.items())",
+        "set(), {1, 2} | {3} if False else {1, 2} - {2}, {1, 2} == {2, 1}, {1} < {1, 2}",
+        "(1,), (), [], {}, [[]], ([],)",
+        "True + True, True * 3, -True, 3 / True",
+        "x = None\nx is None, x is not None, [] is [], 1 is 1",
+    ]);
+}
+
+#[test]
+fn string_methods() {
+    differential(&[
+        "'a,b,,c'.split(','), 'a b  c '.split(), '  a b '.split(None, 1), 'a,b,c'.rsplit(',', 1), ' a b c '.rsplit(None, 1), 'abc'.split('b', 0)",
+        "'a\\nb\\r\\nc\\rd\\n'.splitlines(), 'a\\nb\\n'.splitlines(True), ''.splitlines(), 'x'.split()",
+        "'  xx  '.strip(), 'xxhixx'.strip('x'), '  a'.lstrip(), 'a  '.rstrip(), 'abc'.rstrip('c')",
+        "'a-b-c'.partition('-'), 'a-b-c'.rpartition('-'), 'abc'.partition('x'), 'abc'.rpartition('x')",
+        "'hello'.find('l'), 'hello'.rfind('l'), 'hello'.find('l', 3), 'hello'.find('z'), 'hello'.index('e'), 'hello'.count('l'), ''.count(''), 'abc'.count(''), 'hello'.find('', 10), 'hello'.find('', 5)",
+        "'hello world'.title(), \"they're bill's\".title(), 'hello'.capitalize(), 'HeLLo'.swapcase(), 'ß'.casefold(), 'ABC'.lower(), 'straße'.upper()",
+        "'5'.zfill(3), '-5'.zfill(4), '+5'.zfill(4), 'abc'.zfill(2), 'ab'.center(7, '*'), 'ab'.center(6), 'abc'.center(6), 'a'.ljust(3, '.'), 'a'.rjust(3)",
+        "'a\\tb'.expandtabs(), 'a\\tbc\\td'.expandtabs(4), 'abc'.removeprefix('ab'), 'abc'.removesuffix('bc'), 'abc'.removeprefix('x')",
+        "'abc'.isalpha(), 'abc1'.isalnum(), '123'.isdigit(), '12.3'.isdecimal(), ' \\t'.isspace(), ''.isspace(), 'Abc'.istitle(), 'ABC'.isupper(), 'abc'.islower(), 'a1'.isidentifier(), '1a'.isidentifier(), 'é'.isascii(), '½'.isnumeric()",
+        "'-'.join(['a', 'b', 'c']), ''.join([]), ', '.join(str(i) for i in range(3)), 'aaa'.replace('a', 'b', 2), 'abc'.replace('', '-'), 'hello'.startswith('he'), 'hello'.endswith(('lo', 'x')), 'hello'.startswith('l', 2)",
+        "'abc' * 3, 3 * 'ab', 'a' + 'b', 'x' * -1, 'b' in 'abc', 'abc' < 'abd'",
+        "[1, 2, 3].index(2), [1, 2, 1].count(1), (1, 2, 1).count(1), (1, 2).index(2)",
+        "xs = [3, 1, 2]\nxs.sort()\nys = xs.copy()\nys.reverse()\nxs.insert(0, 9)\nxs.insert(-1, 8)\nxs.extend([7])\np = xs.pop()\nq = xs.pop(0)\nxs.remove(8)\n(xs, ys, p, q)",
+        "xs = ['b', 'A', 'c']\nxs.sort(key=lambda s: s.lower(), reverse=True)\nxs",
+        "d = {'a': 1}\nd.update({'b': 2}, c=3)\nd.update([('d', 4)])\n(d.get('a'), d.get('z'), d.get('z', 0), d.pop('a'), d.pop('z', None), d.setdefault('e', 5), d.setdefault('b', 9), d.popitem(), d)",
+        "s = {1, 2}\ns.add(3)\ns.discard(1)\ns.remove(2)\nt = s.union([4, 5])\n(s, t, t.intersection({4, 9}), t.difference([3]), t.symmetric_difference({3, 9}), t.issubset({3, 4, 5, 6}), t.issuperset({3}), t.isdisjoint({8}))",
+        "(255).bit_length(), (0).bit_length(), (-8).bit_length(), (1.0).is_integer(), (1.5).is_integer()",
+        "sort_by([{'n': 2}, {'n': 1}], 'n'), sort_by([(1, 'b'), (0, 'a')], 0, reverse=True), sort_by([[2, 'x'], [1, 'y'], [2, 'a']], 0)",
+    ]);
+}
+
+#[test]
+fn formats() {
+    differential(&[
+        "f'{1234:010,}|{-1234:010,}|{1234:x<10,}|{255:#010x}|{-255:#x}|{12:08_b}|{1234567:_d}'",
+        "f'{12345.678:015,.2f}|{1e5:.3}|{12.0:.3}|{1.5e-7:#g}|{1.0:#.3g}|{0.5:%}|{-0.0:z.1f}|{1234.5:,}|{1e16:,}'",
+        "f'{0.0:g}|{100.0:g}|{1.0:e}|{123.456:g}|{1e20:g}|{1e-4:g}|{2**70 if False else 1180591620717411303424:,}|{3:.2f}|{True}|{True:>5}'",
+        "f'{\"abc\":^7}|{\"ab\":05}|{\"abc\":.2}|{\"x\":>3}|{65:c}|{3.0:n}|{1234:n}|{0.000012345:.3e}|{1e100:.2E}'",
+        "f'{float(\"inf\"):010.2f}|{float(\"nan\"):+f}|{-1.5:+.1f}|{1.5: .1f}|{42:+d}|{42: d}|{-42:=8d}|{42:^8}'",
+        "f'{1.23456789e-5}|{123456789.0:.12g}|{0.1:.20f}|{1/3:.15}|{2/3:10.4}|{1e15:.1f}'",
+        "f'{\"a\":d}'",
+        "f'{1.5:d}'",
+        "f'{\"a\":+}'",
+        "f'{1:.2d}'",
+        "f'{1:,x}'",
+        "f'{None:5}'",
+    ]);
+}
+
+#[test]
+fn runtime_errors() {
+    differential(&[
+        "x",
+        "y = 1\ndel_me = z",
+        "1 / 0",
+        "1 // 0",
+        "1 % 0",
+        "1.0 / 0",
+        "1.0 // 0",
+        "1.0 % 0",
+        "[1][5]",
+        "(1,)[5]",
+        "'abc'[5]",
+        "{}['a']",
+        "{}[(1, 2)]",
+        "1 + 'a'",
+        "'a' + 1",
+        "[1] + (1,)",
+        "'a' * 1.5",
+        "5[0]",
+        "None.x",
+        "[].upper()",
+        "int('x')",
+        "float('x')",
+        "int('12', 1)",
+        "a, b, c = [1, 2]",
+        "a, b = [1, 2, 3]",
+        "a, b = 1",
+        "a, *b, c = [1]",
+        "1 < 'a'",
+        "max([])",
+        "min(())",
+        "[].pop()",
+        "[1].pop(5)",
+        "{}.popitem()",
+        "set().pop()",
+        "{1}.remove(2)",
+        "[1].index(2)",
+        "[1].remove(2)",
+        "'a'.index('b')",
+        "(1,).index(2)",
+        "dict([1])",
+        "dict([(1, 2, 3)])",
+        "list(5)",
+        "range(1.5)",
+        "range(0, 1, 0)",
+        "'a'.join([1])",
+        "'a'.split('')",
+        "{[]: 1}",
+        "{[1]}",
+        "'ab'.center(5, 'xy')",
+        "list(zip([1, 2], [1], strict=True))",
+        "len(5)",
+        "1 in 5",
+        "1 in 'a'",
+        "int(float('inf'))",
+        "int(float('nan'))",
+        "float(10**400 if False else int('1' * 400))",
+        "int('1' * 5000)",
+        "str(int('9' * 4300) * 10)",
+        "abs('a')",
+        "sum(['a'])",
+        "sum([1], 'a')",
+        "-'a'",
+        "[1, 2].sort(key=5) if False else sorted([1, 'a'])",
+        "'x'.startswith(1)",
+        "'a'.upper(1)",
+        "print(1, sepx=2)",
+        "len()",
+        "d = {'a': 1}\nfor k in d:\n    d['b'] = 2",
+        "x = 1\nx.real",
+        "{}.get()",
+        "'a'.zfill('x')",
+        "'abc'[1:2:0]",
+        "[1, 2][1.0]",
+        "'a'['b']",
+        "xs = [1, 2, 3]\nxs[::2] = [1]",
+        "t = (1, 2)\nt[0] = 5",
+        "'abc'.find('b', 'x')",
+        "round(1.5, 'a')",
+        "int(1.5, 2)",
+        "isinstance(1, 5) if False else [].append()",
+    ]);
+}
+
+fn lim(fuel: u64, mem: u64) -> Limits {
+    Limits { fuel, memory_bytes: mem, ..Limits::default() }
+}
+
+fn run_lim(src: &str, l: &Limits) -> RunResult {
+    let mut out = String::new();
+    run_source(src, &["echo"], &mut FakeTools, &mut out, l)
+}
+
+fn err_type(r: &RunResult) -> String {
+    r.error.as_ref().map(|e| format!("{:?}:{}", e.kind, e.type_name)).unwrap_or_default()
+}
+
+#[test]
+fn limits_hold() {
+    let l = lim(1_000_000, 64 << 20);
+    assert_eq!(err_type(&run_lim("for i in range(10**9 if False else 1000000000):\n    pass", &l)), "Limit:fuel");
+    assert_eq!(err_type(&run_lim("'a' * 1000000000", &l)), "Limit:memory");
+    assert_eq!(err_type(&run_lim("[0] * 2000000000", &l)), "Limit:memory");
+    assert_eq!(err_type(&run_lim("s = 'ab'\nfor i in range(60):\n    s = s + s", &l)), "Limit:memory");
+    assert_eq!(err_type(&run_lim("x = int('9' * 4000)\nfor i in range(30):\n    x = x * x", &l)), "Limit:memory");
+    assert_eq!(err_type(&run_lim("list(range(1000000000))", &l)), "Limit:memory");
+    assert_eq!(err_type(&run_lim("x = [1] * 1000\ny = [x] * 1000\nz = [y] * 1000\nz", &Limits { fuel: 50_000_000, ..l.clone() })), "Limit:result");
+    // Deep data: no stack overflow anywhere.
+    let deep = "a = []\nfor i in range(100000):\n    a = [a]\nb = len(a)\nb";
+    let r = run_lim(deep, &Limits::default());
+    assert_eq!(r.repr.as_deref(), Some("1"), "{:?}", r.error);
+    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\na", &Limits::default());
+    assert_eq!(err_type(&r), "Runtime:RecursionError");
+    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\nb = []\nfor i in range(100000):\n    b = [b]\na == b", &Limits::default());
+    assert_eq!(err_type(&r), "Runtime:RecursionError");
+    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\necho(a)", &Limits::default());
+    assert_eq!(err_type(&r), "Limit:depth");
+    let r = run_lim("g = range(3)\nfor i in range(100000):\n    g = enumerate(g)\nlist(g)", &Limits::default());
+    assert_eq!(err_type(&r), "Limit:depth");
+    let r = run_lim("g = [1]\nfor i in range(100000):\n    g = (x for x in g)\nlist(g)", &Limits::default());
+    assert_eq!(err_type(&r), "Limit:depth");
+    let r = run_lim("for i in range(100):\n    print('x' * 100000)", &Limits::default());
+    assert_eq!(err_type(&r), "Limit:output");
+    let r = run_lim("for i in range(20000):\n    echo(i)", &Limits::default());
+    assert_eq!(err_type(&r), "Limit:tool_calls");
+}
+
+#[test]
+fn tools_and_positions() {
+    let r = run_lim("x = echo([1, (2, 3), {'a': None}])\nx", &Limits::default());
+    assert_eq!(r.repr.as_deref(), Some("[1, [2, 3], {'a': None}]"));
+    let r = run_lim("echo(range(3))", &Limits::default());
+    assert_eq!(err_type(&r), "Runtime:TypeError");
+    let mut out = String::new();
+    let r = run_source("x = 1\ny = 2\nfail('a')", &["fail"], &mut FakeTools, &mut out, &Limits::default());
+    let e = r.error.unwrap_or_else(|| ErrorInfo::new(ErrorKind::Internal, "none", ""));
+    assert_eq!((e.type_name.as_str(), e.line), ("FileNotFound", Some(3)));
+    let r = run_lim("x = 1\nif x:\n    y = [1,\n         2][5]", &Limits::default());
+    assert_eq!(r.error.and_then(|e| e.line), Some(3));
+    let r = run_lim("x = 1\nx = 2", &Limits::default());
+    assert_eq!((r.value, r.repr, r.error), (None, None, None));
+    let r = run_lim("print(1)", &Limits::default());
+    assert_eq!(r.repr.as_deref(), Some("None"));
+}
+
+#[test]
+fn lazy_generators_short_circuit() {
+    let mut out = String::new();
+    let r = run_source("any(echo(x) > 1 for x in [1, 2, 3, 4])", &["echo"], &mut Counting(0), &mut out, &Limits::default());
+    assert_eq!(r.repr.as_deref(), Some("True"));
+}
+
+struct Counting(u32);
+
+impl ToolHost for Counting {
+    fn call(&mut self, _name: &str, args: Vec<Data>, _kw: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+        self.0 += 1;
+        assert!(self.0 <= 2, "generator was not lazy");
+        Ok(args.into_iter().next().unwrap_or(Data::None))
+    }
+}

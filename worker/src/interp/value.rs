@@ -1,0 +1,742 @@
+//! Run-time values: the Python objects a lackpy program can hold.
+//!
+//! Containers are reference-counted (`Rc`) with interior mutability, so
+//! aliasing behaves as in CPython (`b = a; b.append(1)` changes `a`).
+//! Every heap object records the bytes it was charged against the memory
+//! budget and gives them back when dropped ([`mem_charge`]). Dropping a deeply
+//! nested value never recurses ([`drop_values`]).
+
+use num_bigint::BigInt;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use super::err::{Exc, R};
+
+thread_local! {
+    /// Accounted bytes of live values on this thread.
+    static MEM: Cell<i64> = const { Cell::new(0) };
+    static DROPPING: Cell<bool> = const { Cell::new(false) };
+    static PENDING: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Add `bytes` to this thread's accounted memory.
+#[inline]
+pub fn mem_charge(bytes: usize) {
+    MEM.with(|m| m.set(m.get().saturating_add(bytes as i64)));
+}
+
+/// Give `bytes` back.
+#[inline]
+pub fn mem_release(bytes: usize) {
+    MEM.with(|m| m.set(m.get().saturating_sub(bytes as i64)));
+}
+
+/// Currently accounted bytes on this thread.
+#[inline]
+pub fn mem_used() -> i64 {
+    MEM.with(|m| m.get())
+}
+
+/// Accounted size of one value slot inside a container.
+pub const SLOT: usize = std::mem::size_of::<Value>();
+/// Fixed overhead charged per heap object.
+pub const OBJ: usize = 48;
+
+/// Drop a batch of values without recursing through nested containers.
+pub fn drop_values(v: Vec<Value>) {
+    if v.is_empty() {
+        return;
+    }
+    let nested = DROPPING.with(|d| d.get());
+    if nested {
+        // An outer drop loop is running: hand containers to it.
+        PENDING.with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut() {
+                for x in v {
+                    if x.is_container() {
+                        p.push(x);
+                    }
+                }
+            }
+        });
+        return;
+    }
+    DROPPING.with(|d| d.set(true));
+    let mut stack: Vec<Value> = Vec::new();
+    for x in v {
+        if x.is_container() {
+            stack.push(x);
+        }
+    }
+    while let Some(x) = stack.pop() {
+        drop(x);
+        PENDING.with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut() {
+                stack.append(&mut p);
+            }
+        });
+    }
+    DROPPING.with(|d| d.set(false));
+}
+
+/// A Python `str`: UTF-8 text plus its length in code points.
+#[derive(Debug)]
+pub struct PyStr {
+    /// The text.
+    pub s: String,
+    /// Number of code points (== `s.len()` when ASCII).
+    pub nchars: usize,
+}
+
+impl PyStr {
+    /// Wrap text, counting its code points.
+    pub fn new(s: String) -> PyStr {
+        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        mem_charge(s.len() + OBJ);
+        PyStr { s, nchars }
+    }
+    /// Is every code point ASCII?
+    #[inline]
+    pub fn is_ascii(&self) -> bool {
+        self.nchars == self.s.len()
+    }
+    /// The code point at index `i` (0-based, in range).
+    pub fn char_at(&self, i: usize) -> Option<char> {
+        if self.is_ascii() {
+            self.s.as_bytes().get(i).map(|b| *b as char)
+        } else {
+            self.s.chars().nth(i)
+        }
+    }
+    /// Byte offset of code point `i` (clamped to the end).
+    pub fn byte_offset(&self, i: usize) -> usize {
+        if self.is_ascii() {
+            i.min(self.s.len())
+        } else {
+            self.s.char_indices().nth(i).map_or(self.s.len(), |(b, _)| b)
+        }
+    }
+}
+
+impl Drop for PyStr {
+    fn drop(&mut self) {
+        mem_release(self.s.len() + OBJ);
+    }
+}
+
+/// A Python `list`.
+#[derive(Debug, Default)]
+pub struct List {
+    /// Items.
+    pub v: RefCell<Vec<Value>>,
+    charged: Cell<usize>,
+}
+
+impl List {
+    /// A new list (charged).
+    pub fn new(v: Vec<Value>) -> List {
+        let c = v.len() * SLOT + OBJ;
+        mem_charge(c);
+        List { v: RefCell::new(v), charged: Cell::new(c) }
+    }
+    /// Charge for `n` more slots.
+    #[inline]
+    pub fn grow(&self, n: usize) {
+        let c = n * SLOT;
+        mem_charge(c);
+        self.charged.set(self.charged.get() + c);
+    }
+}
+
+impl Drop for List {
+    fn drop(&mut self) {
+        mem_release(self.charged.get());
+        drop_values(std::mem::take(self.v.get_mut()));
+    }
+}
+
+/// A Python `tuple`.
+#[derive(Debug)]
+pub struct Tuple {
+    /// Items.
+    pub v: Vec<Value>,
+}
+
+impl Tuple {
+    /// A new tuple (charged).
+    pub fn new(v: Vec<Value>) -> Tuple {
+        mem_charge(v.len() * SLOT + OBJ);
+        Tuple { v }
+    }
+}
+
+impl Drop for Tuple {
+    fn drop(&mut self) {
+        mem_release(self.v.len() * SLOT + OBJ);
+        drop_values(std::mem::take(&mut self.v));
+    }
+}
+
+/// Accounted size of one dict entry.
+pub const ENTRY: usize = 2 * SLOT + 16;
+
+/// An insertion-ordered hash table (CPython's compact dict layout): an
+/// index table with linear probing into a dense entry vector.
+#[derive(Debug, Default)]
+pub struct Dict {
+    entries: Vec<Option<(u64, Value, Value)>>,
+    indices: Vec<u32>,
+    live: usize,
+    charged: usize,
+}
+
+const EMPTY: u32 = u32::MAX;
+const TOMB: u32 = u32::MAX - 1;
+
+impl Dict {
+    /// An empty dict.
+    pub fn new() -> Dict {
+        Dict::default()
+    }
+    /// Number of live entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.live
+    }
+    /// Is it empty?
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+    /// Entry storage length (live + deleted), for iteration by position.
+    #[inline]
+    pub fn raw_len(&self) -> usize {
+        self.entries.len()
+    }
+    /// Entry at storage position `i`, if live.
+    #[inline]
+    pub fn raw_get(&self, i: usize) -> Option<(&Value, &Value)> {
+        match self.entries.get(i) {
+            Some(Some((_, k, v))) => Some((k, v)),
+            _ => None,
+        }
+    }
+    /// Live entries in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Value, &Value)> {
+        self.entries.iter().filter_map(|e| e.as_ref().map(|(_, k, v)| (k, v)))
+    }
+    /// Keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Value> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    fn find(&self, h: u64, key: &Value) -> Result<usize, usize> {
+        // Ok(slot index in `indices` holding the entry) or Err(insert slot).
+        let n = self.indices.len();
+        if n == 0 {
+            return Err(usize::MAX);
+        }
+        let mask = n - 1;
+        let mut i = (h as usize) & mask;
+        let mut first_tomb = usize::MAX;
+        loop {
+            let ix = self.indices[i];
+            if ix == EMPTY {
+                return Err(if first_tomb != usize::MAX { first_tomb } else { i });
+            }
+            if ix == TOMB {
+                if first_tomb == usize::MAX {
+                    first_tomb = i;
+                }
+            } else if let Some(Some((eh, ek, _))) = self.entries.get(ix as usize) {
+                if *eh == h && key_eq(ek, key) {
+                    return Ok(i);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn rebuild(&mut self, cap: usize) {
+        let mut size = 8;
+        while size * 2 < cap * 3 {
+            size *= 2;
+        }
+        let old = std::mem::take(&mut self.entries);
+        self.entries = Vec::with_capacity(cap);
+        for e in old.into_iter().flatten() {
+            self.entries.push(Some(e));
+        }
+        self.indices = vec![EMPTY; size];
+        let mask = size - 1;
+        for (pos, e) in self.entries.iter().enumerate() {
+            if let Some((h, _, _)) = e {
+                let mut i = (*h as usize) & mask;
+                while self.indices[i] != EMPTY {
+                    i = (i + 1) & mask;
+                }
+                self.indices[i] = pos as u32;
+            }
+        }
+    }
+
+    /// Look up a key (whose hash is `h`).
+    pub fn get_h(&self, h: u64, key: &Value) -> Option<&Value> {
+        match self.find(h, key) {
+            Ok(i) => match self.entries.get(self.indices[i] as usize) {
+                Some(Some((_, _, v))) => Some(v),
+                _ => None,
+            },
+            Err(_) => None,
+        }
+    }
+
+    /// Look up a key.
+    ///
+    /// # Errors
+    /// TypeError for an unhashable key.
+    pub fn get(&self, key: &Value) -> R<Option<&Value>> {
+        let h = hash_value(key)?;
+        Ok(self.get_h(h, key))
+    }
+
+    /// Insert or replace (hash precomputed). Returns whether a new entry was added.
+    pub fn insert_h(&mut self, h: u64, key: Value, val: Value) -> bool {
+        match self.find(h, &key) {
+            Ok(i) => {
+                let ix = self.indices[i] as usize;
+                if let Some(Some(e)) = self.entries.get_mut(ix) {
+                    // CPython keeps the original key object.
+                    e.2 = val;
+                }
+                false
+            }
+            Err(_) => {
+                if (self.entries.len() + 1) * 3 >= self.indices.len() * 2 {
+                    self.rebuild((self.live + 1) * 2);
+                }
+                let slot = match self.find(h, &key) {
+                    Err(s) => s,
+                    Ok(s) => s,
+                };
+                self.indices[slot] = self.entries.len() as u32;
+                self.entries.push(Some((h, key, val)));
+                self.live += 1;
+                self.charged += ENTRY;
+                mem_charge(ENTRY);
+                true
+            }
+        }
+    }
+
+    /// Insert or replace.
+    ///
+    /// # Errors
+    /// TypeError for an unhashable key.
+    pub fn insert(&mut self, key: Value, val: Value) -> R<bool> {
+        let h = hash_value(&key)?;
+        Ok(self.insert_h(h, key, val))
+    }
+
+    /// Remove a key, returning its value.
+    ///
+    /// # Errors
+    /// TypeError for an unhashable key.
+    pub fn remove(&mut self, key: &Value) -> R<Option<(Value, Value)>> {
+        let h = hash_value(key)?;
+        Ok(self.remove_h(h, key))
+    }
+
+    fn remove_h(&mut self, h: u64, key: &Value) -> Option<(Value, Value)> {
+        match self.find(h, key) {
+            Ok(i) => {
+                let ix = self.indices[i] as usize;
+                self.indices[i] = TOMB;
+                let e = self.entries.get_mut(ix).and_then(|e| e.take());
+                self.live -= 1;
+                // Trim trailing deleted entries so popitem stays O(1).
+                while matches!(self.entries.last(), Some(None)) {
+                    self.entries.pop();
+                }
+                e.map(|(_, k, v)| (k, v))
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Remove and return the last entry.
+    pub fn pop_last(&mut self) -> Option<(Value, Value)> {
+        let (h, k) = match self.entries.iter().rev().flatten().next() {
+            Some((h, k, _)) => (*h, k.clone()),
+            None => return None,
+        };
+        self.remove_h(h, &k)
+    }
+
+    /// Remove and return the first entry.
+    pub fn pop_first(&mut self) -> Option<(Value, Value)> {
+        let (h, k) = match self.entries.iter().flatten().next() {
+            Some((h, k, _)) => (*h, k.clone()),
+            None => return None,
+        };
+        self.remove_h(h, &k)
+    }
+
+    /// Remove everything.
+    pub fn clear(&mut self) {
+        let old = std::mem::take(&mut self.entries);
+        self.indices.clear();
+        self.live = 0;
+        let mut vals = Vec::with_capacity(old.len() * 2);
+        for (_, k, v) in old.into_iter().flatten() {
+            vals.push(k);
+            vals.push(v);
+        }
+        drop_values(vals);
+    }
+
+    /// A shallow copy.
+    pub fn copy(&self) -> Dict {
+        let mut d = Dict::new();
+        d.rebuild(self.live.max(1));
+        for (h, k, v) in self.entries.iter().flatten() {
+            d.insert_h(*h, k.clone(), v.clone());
+        }
+        d
+    }
+
+    /// Does it contain the key?
+    ///
+    /// # Errors
+    /// TypeError for an unhashable key.
+    pub fn contains(&self, key: &Value) -> R<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+}
+
+impl Drop for Dict {
+    fn drop(&mut self) {
+        mem_release(self.charged);
+        let old = std::mem::take(&mut self.entries);
+        let mut vals = Vec::new();
+        for (_, k, v) in old.into_iter().flatten() {
+            if v.is_container() {
+                vals.push(v);
+            }
+            if k.is_container() {
+                vals.push(k);
+            }
+        }
+        drop_values(vals);
+    }
+}
+
+/// A Python `dict` object.
+#[derive(Debug, Default)]
+pub struct DictObj {
+    /// The table.
+    pub d: RefCell<Dict>,
+}
+
+/// A Python `set` object (a dict whose values are unused). Iteration is in
+/// insertion order — a documented difference from CPython.
+#[derive(Debug, Default)]
+pub struct SetObj {
+    /// The table.
+    pub d: RefCell<Dict>,
+}
+
+/// A `range`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeV {
+    /// Start.
+    pub start: i64,
+    /// Stop.
+    pub stop: i64,
+    /// Step (never 0).
+    pub step: i64,
+}
+
+impl RangeV {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        let (lo, hi, st) = (self.start as i128, self.stop as i128, self.step as i128);
+        let n = if st > 0 {
+            if hi > lo {
+                (hi - lo + st - 1) / st
+            } else {
+                0
+            }
+        } else if lo > hi {
+            (lo - hi - st - 1) / (-st)
+        } else {
+            0
+        };
+        n.clamp(0, usize::MAX as i128) as usize
+    }
+    /// Element `i` (in range).
+    pub fn at(&self, i: usize) -> i64 {
+        (self.start as i128 + self.step as i128 * i as i128) as i64
+    }
+}
+
+/// Which view of a dict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewKind {
+    /// `dict.keys()`.
+    Keys,
+    /// `dict.values()`.
+    Values,
+    /// `dict.items()`.
+    Items,
+}
+
+/// Something callable that may be a value only as a `key=` argument.
+#[derive(Debug)]
+pub enum Func {
+    /// A lambda: parameter slot and body (index into the code's lambda table).
+    Lambda(usize),
+    /// A builtin function used as a key (`key=len`).
+    Builtin(super::compile::Builtin),
+    /// A bound method (`key=counts.get`).
+    Method(Value, super::methods::M),
+}
+
+/// A Python value.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// `None`.
+    None,
+    /// `bool`.
+    Bool(bool),
+    /// `int` in the i64 range.
+    Int(i64),
+    /// `int` outside the i64 range (never holds a value that fits i64).
+    Big(Rc<BigInt>),
+    /// `float`.
+    Float(f64),
+    /// `str`.
+    Str(Rc<PyStr>),
+    /// `list`.
+    List(Rc<List>),
+    /// `tuple`.
+    Tuple(Rc<Tuple>),
+    /// `dict`.
+    Dict(Rc<DictObj>),
+    /// `set`.
+    Set(Rc<SetObj>),
+    /// `range`.
+    Range(Rc<RangeV>),
+    /// A dict view.
+    View(Rc<DictObj>, ViewKind),
+    /// An iterator (enumerate, zip, reversed, generator, ...).
+    Iter(Rc<RefCell<super::iter::Iter>>),
+    /// A key function.
+    Func(Rc<Func>),
+}
+
+impl Value {
+    /// A new str value.
+    pub fn str(s: impl Into<String>) -> Value {
+        Value::Str(Rc::new(PyStr::new(s.into())))
+    }
+    /// A new list value.
+    pub fn list(v: Vec<Value>) -> Value {
+        Value::List(Rc::new(List::new(v)))
+    }
+    /// A new tuple value.
+    pub fn tuple(v: Vec<Value>) -> Value {
+        Value::Tuple(Rc::new(Tuple::new(v)))
+    }
+    /// A new dict value.
+    pub fn dict(d: Dict) -> Value {
+        Value::Dict(Rc::new(DictObj { d: RefCell::new(d) }))
+    }
+    /// A new set value.
+    pub fn set(d: Dict) -> Value {
+        Value::Set(Rc::new(SetObj { d: RefCell::new(d) }))
+    }
+    /// An int from a BigInt, normalised to the i64 fast path when it fits.
+    pub fn from_big(b: BigInt) -> Value {
+        use num_traits::ToPrimitive;
+        match b.to_i64() {
+            Some(i) => Value::Int(i),
+            None => {
+                mem_charge(b.bits() as usize / 8 + OBJ);
+                Value::Big(Rc::new(b))
+            }
+        }
+    }
+
+    /// Could dropping this value recurse?
+    #[inline]
+    pub fn is_container(&self) -> bool {
+        matches!(
+            self,
+            Value::List(_) | Value::Tuple(_) | Value::Dict(_) | Value::Set(_) | Value::Iter(_) | Value::View(..) | Value::Func(_)
+        )
+    }
+
+    /// Python type name, as in error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::None => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::Big(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::Set(_) => "set",
+            Value::Range(_) => "range",
+            Value::View(_, ViewKind::Keys) => "dict_keys",
+            Value::View(_, ViewKind::Values) => "dict_values",
+            Value::View(_, ViewKind::Items) => "dict_items",
+            Value::Iter(it) => match it.try_borrow() {
+                Ok(i) => i.type_name(),
+                Err(_) => "generator",
+            },
+            Value::Func(f) => match &**f {
+                Func::Lambda(_) => "function",
+                Func::Builtin(_) => "builtin_function_or_method",
+                Func::Method(..) => "builtin_function_or_method",
+            },
+        }
+    }
+
+    /// Python truthiness.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::None => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Big(_) => true,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.s.is_empty(),
+            Value::List(l) => !l.v.borrow().is_empty(),
+            Value::Tuple(t) => !t.v.is_empty(),
+            Value::Dict(d) | Value::View(d, _) => !d.d.borrow().is_empty(),
+            Value::Set(s) => !s.d.borrow().is_empty(),
+            Value::Range(r) => r.len() > 0,
+            Value::Iter(_) | Value::Func(_) => true,
+        }
+    }
+
+    /// Identity (`is`).
+    pub fn is(&self, o: &Value) -> bool {
+        match (self, o) {
+            (Value::None, Value::None) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            // Small ints are cached in CPython; be pragmatic for all i64.
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Big(a), Value::Big(b)) => Rc::ptr_eq(a, b),
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Str(a), Value::Str(b)) => Rc::ptr_eq(a, b) || (a.s.len() <= 1 && a.s == b.s),
+            (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
+            (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b) || (a.v.is_empty() && b.v.is_empty()),
+            (Value::Dict(a), Value::Dict(b)) => Rc::ptr_eq(a, b),
+            (Value::Set(a), Value::Set(b)) => Rc::ptr_eq(a, b),
+            (Value::Range(a), Value::Range(b)) => Rc::ptr_eq(a, b),
+            (Value::View(a, x), Value::View(b, y)) => Rc::ptr_eq(a, b) && x == y,
+            (Value::Iter(a), Value::Iter(b)) => Rc::ptr_eq(a, b),
+            (Value::Func(a), Value::Func(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// Deepest nesting the recursive helpers (repr, ==, hash, <) follow before
+/// raising RecursionError. Why: CPython's default recursion limit is 1000,
+/// and each level here costs well under 1 KiB of stack.
+pub const MAX_REC: usize = 900;
+
+fn mix(h: u64) -> u64 {
+    // A 64-bit finaliser (splitmix64) so probing sees well-spread bits.
+    let mut z = h.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn hash_big(b: &BigInt) -> u64 {
+    let (sign, digits) = b.to_u64_digits();
+    let mut h: u64 = if sign == num_bigint::Sign::Minus { 0x5555 } else { 0xAAAA };
+    for d in digits {
+        h = mix(h ^ d);
+    }
+    h
+}
+
+fn hash_str(s: &str) -> u64 {
+    // FNV-1a over bytes, then mixed.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    mix(h)
+}
+
+/// Hash a hashable value; equal numbers hash equal across int/float/bool.
+///
+/// # Errors
+/// `TypeError: unhashable type: 'list'` and friends.
+pub fn hash_value(v: &Value) -> R<u64> {
+    hash_rec(v, 0)
+}
+
+fn hash_rec(v: &Value, depth: usize) -> R<u64> {
+    Ok(match v {
+        Value::None => 0x1234_5678,
+        Value::Bool(b) => mix(*b as u64),
+        Value::Int(i) => mix(*i as u64),
+        Value::Big(b) => hash_big(b),
+        Value::Float(f) => {
+            if f.fract() == 0.0 && f.is_finite() {
+                if *f >= -9.223_372_036_854_776e18 && *f < 9.223_372_036_854_776e18 {
+                    mix(*f as i64 as u64)
+                } else {
+                    match float_to_big(*f) {
+                        Some(b) => hash_big(&b),
+                        None => 0,
+                    }
+                }
+            } else if f.is_nan() {
+                mix(f.to_bits())
+            } else {
+                mix(f.to_bits() ^ 0xf1f1)
+            }
+        }
+        Value::Str(s) => hash_str(&s.s),
+        Value::Tuple(t) => {
+            if depth > MAX_REC {
+                return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while calling a Python object"));
+            }
+            let mut h: u64 = 0x345678;
+            for x in &t.v {
+                h = mix(h ^ hash_rec(x, depth + 1)?);
+            }
+            h
+        }
+        Value::Range(r) => mix(r.start as u64 ^ mix(r.stop as u64 ^ mix(r.step as u64))),
+        other => return Err(Exc::py("TypeError", format!("unhashable type: '{}'", other.type_name()))),
+    })
+}
+
+/// Exact conversion of an integral finite float to a BigInt.
+pub fn float_to_big(f: f64) -> Option<BigInt> {
+    use num_traits::FromPrimitive;
+    if !f.is_finite() {
+        return None;
+    }
+    BigInt::from_f64(f.trunc())
+}
+
+/// Equality of hashable keys (cannot fail; depth is bounded by hashing first).
+pub fn key_eq(a: &Value, b: &Value) -> bool {
+    if let (Value::Str(x), Value::Str(y)) = (a, b) {
+        return Rc::ptr_eq(x, y) || x.s == y.s;
+    }
+    super::ops::eq(a, b).unwrap_or(false)
+}
