@@ -36,6 +36,18 @@ use std::time::Duration;
 /// The tools every corpus program may call (besides the builtins).
 const TOOLS: [&str; 4] = ["read_file", "find_files", "write_file", "edit_file"];
 
+/// Error types of tool failures (DESIGN.md); lackpy reports them with kind `tool`.
+const TOOL_ERROR_TYPES: [&str; 8] = [
+    "PathOutsideWorkspace",
+    "FileNotFound",
+    "IsADirectory",
+    "NotUtf8",
+    "TooLarge",
+    "BadArgument",
+    "ToolFailed",
+    "Timeout",
+];
+
 /// Minimum corpus sizes the issue asks for.
 const MIN_SUCCESS: usize = 320;
 const MIN_RAISE: usize = 70;
@@ -624,6 +636,12 @@ fn shorten(s: &str) -> String {
     }
 }
 
+/// A repr for the report; `None` is a program that ended in a statement.
+fn show(repr: &Option<String>) -> String {
+    repr.as_deref()
+        .map_or_else(|| "<no value>".to_string(), shorten)
+}
+
 /// Compare lackpy's outcome with CPython's; `Err` describes the mismatch.
 fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String> {
     let (repr, stdout, error) = match lp {
@@ -648,14 +666,14 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
         let expected_repr = case.lackpy_repr.clone().or_else(|| py.repr.clone());
         match error {
             Some((kind, ty, msg)) => problems.push(format!(
-                "expected value {:?}, got {kind:?} error {ty}: {}",
-                expected_repr.as_deref().map(shorten),
+                "expected value {}, got {kind:?} error {ty}: {}",
+                show(&expected_repr),
                 shorten(msg)
             )),
             None if repr != &expected_repr => problems.push(format!(
-                "repr: expected {:?}, got {:?}",
-                expected_repr.as_deref().map(shorten),
-                repr.as_deref().map(shorten)
+                "repr: expected {}, got {}",
+                show(&expected_repr),
+                show(repr)
             )),
             None => {}
         }
@@ -664,13 +682,18 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
         let want_msg = py.exc_msg.clone().unwrap_or_default();
         match error {
             None => problems.push(format!(
-                "expected {want_ty}: {}, got value {:?}",
+                "expected {want_ty}: {}, got value {}",
                 shorten(&want_msg),
-                repr.as_deref().map(shorten)
+                show(repr)
             )),
             Some((kind, ty, msg)) => {
-                if !matches!(kind, ErrorKind::Runtime | ErrorKind::Tool) {
-                    problems.push(format!("expected a runtime/tool error, got kind {kind:?}"));
+                let want_kind = if TOOL_ERROR_TYPES.contains(&want_ty.as_str()) {
+                    ErrorKind::Tool
+                } else {
+                    ErrorKind::Runtime
+                };
+                if *kind != want_kind {
+                    problems.push(format!("error kind: expected {want_kind:?}, got {kind:?}"));
                 }
                 if ty != &want_ty {
                     problems.push(format!(

@@ -1,0 +1,2 @@
+n = 5
+n.bit_length(2)

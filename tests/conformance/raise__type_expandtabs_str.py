@@ -1,0 +1,1 @@
+'a\tb'.expandtabs('x')

@@ -1,0 +1,2 @@
+xs = [1, 2]
+xs.reverse(1)

@@ -1,0 +1,2 @@
+s = {1}
+s.difference(5)

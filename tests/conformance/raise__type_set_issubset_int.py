@@ -1,0 +1,2 @@
+s = {1}
+s.issubset(3)

@@ -1,0 +1,2 @@
+d = {}
+d.setdefault([1], 0)

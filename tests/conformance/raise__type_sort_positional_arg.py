@@ -1,0 +1,2 @@
+xs = [2, 1]
+xs.sort(True)

@@ -1,0 +1,1 @@
+'hello'.index('h', 1)

@@ -1,0 +1,1 @@
+['key::value::x'.partition('::'), 'key::value::x'.rpartition('::'), 'aaa'.partition('aa'), 'aaa'.rpartition('aa'), 'é=ü'.partition('=')]

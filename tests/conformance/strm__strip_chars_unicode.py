@@ -1,0 +1,1 @@
+['éaé'.strip('é'), '--x--'.lstrip('-'), '  x\u3000'.rstrip(), 'abcba'.rstrip('ab'), 'xyz'.lstrip('zyx'), '😀a😀'.strip('😀')]

@@ -1,0 +1,1 @@
+['ǅungla'.swapcase(), 'İi'.swapcase(), 'Hello123World'.swapcase(), 'σς'.swapcase()]
