@@ -15,6 +15,35 @@ thread_local! {
     static CLOCK_IN: Cell<u64> = const { Cell::new(CLOCK_EVERY) };
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static WALL_MS: Cell<u64> = const { Cell::new(0) };
+    static STACK_BASE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Stack bytes the interpreter's recursive helpers may use below the point
+/// where the run started. Why: test threads get 2 MiB stacks and the worker's
+/// main thread 8 MiB; 1 MiB leaves room for the caller and for debug builds'
+/// larger frames, and is still thousands of levels in release builds.
+const STACK_BUDGET: usize = 1 << 20;
+
+fn stack_addr() -> usize {
+    let x = 0u8;
+    std::hint::black_box(&x) as *const u8 as usize
+}
+
+/// Is there stack left for one more level of recursion?
+///
+/// # Errors
+/// `RecursionError` (as CPython) when the budget is spent.
+#[inline]
+pub fn stack_check(what: &str) -> R<()> {
+    let base = STACK_BASE.with(|b| b.get());
+    if base == 0 {
+        return Ok(());
+    }
+    let here = stack_addr();
+    if base.saturating_sub(here) > STACK_BUDGET {
+        return Err(Exc::py("RecursionError", format!("maximum recursion depth exceeded{what}")));
+    }
+    Ok(())
 }
 
 /// Fuel units between wall-clock polls. Why: reading the clock costs ~20 ns;
@@ -25,6 +54,7 @@ const CLOCK_EVERY: u64 = 1 << 14;
 /// Install the budgets of a run on this thread.
 pub fn start(fuel: u64, memory_bytes: u64, wall_ms: u64) {
     FUEL_LEFT.with(|f| f.set(fuel));
+    STACK_BASE.with(|b| b.set(stack_addr()));
     FUEL_TOTAL.with(|f| f.set(fuel));
     MEM_BASE.with(|b| b.set(mem_used()));
     MEM_LIMIT.with(|m| m.set(i64::try_from(memory_bytes).unwrap_or(i64::MAX)));
@@ -40,6 +70,7 @@ pub fn finish() -> u64 {
     FUEL_TOTAL.with(|f| f.set(u64::MAX));
     MEM_LIMIT.with(|m| m.set(i64::MAX));
     DEADLINE.with(|d| d.set(None));
+    STACK_BASE.with(|b| b.set(0));
     used
 }
 

@@ -354,6 +354,7 @@ impl<'a> Interp<'a> {
     }
 
     fn eval_slow(&mut self, e: &E) -> R<Value> {
+        super::budget::stack_check("")?;
         Ok(match &e.k {
             EK::Const(v) => v.clone(),
             EK::Name(s) => self.load(*s)?,
@@ -1252,10 +1253,33 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// TypeError for non-plain values; `depth` limit for deep/cyclic values.
     pub fn to_data(&mut self, v: &Value, lenient: bool) -> R<Data> {
-        self.to_data_rec(v, lenient, 0)
+        let mut seen = Vec::new();
+        self.to_data_rec(v, lenient, 0, &mut seen)
     }
 
-    fn to_data_rec(&mut self, v: &Value, lenient: bool, depth: usize) -> R<Data> {
+    fn to_data_rec(&mut self, v: &Value, lenient: bool, depth: usize, seen: &mut Vec<usize>) -> R<Data> {
+        let id = match v {
+            Value::List(l) => Rc::as_ptr(l) as usize,
+            Value::Dict(d) => Rc::as_ptr(d) as usize,
+            _ => 0,
+        };
+        if id != 0 {
+            if seen.contains(&id) {
+                if lenient {
+                    return Ok(Data::Str(if matches!(v, Value::List(_)) { "[...]".into() } else { "{...}".into() }));
+                }
+                return Err(value_err("a value that contains itself cannot be passed to a tool"));
+            }
+            seen.push(id);
+            let r = self.to_data_inner(v, lenient, depth, seen);
+            seen.pop();
+            return r;
+        }
+        self.to_data_inner(v, lenient, depth, seen)
+    }
+
+    fn to_data_inner(&mut self, v: &Value, lenient: bool, depth: usize, seen: &mut Vec<usize>) -> R<Data> {
+        super::budget::stack_check("")?;
         if depth > MAX_DATA_DEPTH {
             return Err(Exc::limit(
                 "depth",
@@ -1272,18 +1296,18 @@ impl<'a> Interp<'a> {
             Value::Str(s) => Data::Str(s.s.clone()),
             Value::List(l) => {
                 let items = l.v.borrow().clone();
-                Data::List(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?)
+                Data::List(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?)
             }
-            Value::Tuple(t) => Data::Tuple(t.v.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?),
+            Value::Tuple(t) => Data::Tuple(t.v.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?),
             Value::Set(s) => {
                 let items: Vec<Value> = s.d.borrow().keys().cloned().collect();
-                Data::Set(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1)).collect::<R<_>>()?)
+                Data::Set(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?)
             }
             Value::Dict(d) => {
                 let items: Vec<(Value, Value)> = d.d.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 let mut out = Vec::with_capacity(items.len());
                 for (k, x) in items {
-                    out.push((self.to_data_rec(&k, lenient, depth + 1)?, self.to_data_rec(&x, lenient, depth + 1)?));
+                    out.push((self.to_data_rec(&k, lenient, depth + 1, seen)?, self.to_data_rec(&x, lenient, depth + 1, seen)?));
                 }
                 Data::Dict(out)
             }
@@ -1375,6 +1399,7 @@ impl<'a> Interp<'a> {
         if depth > MAX_REC {
             return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while getting the repr of an object"));
         }
+        super::budget::stack_check(" while getting the repr of an object")?;
         match v {
             Value::None => out.push_str("None"),
             Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
@@ -1542,6 +1567,7 @@ pub fn big_to_str(b: &BigInt) -> R<String> {
 /// # Errors
 /// `depth` limit on absurdly deep data; malformed big ints.
 pub fn from_data(d: &Data, depth: usize) -> R<Value> {
+    super::budget::stack_check("")?;
     if depth > MAX_DATA_DEPTH {
         return Err(Exc::limit("depth", format!("depth limit exceeded: a tool result nests deeper than {MAX_DATA_DEPTH} levels")));
     }

@@ -508,6 +508,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
     if depth > MAX_REC {
         return Err(rec_err("in comparison"));
     }
+    super::budget::stack_check(" in comparison")?;
     Ok(match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.s == y.s,
@@ -635,6 +636,7 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
     if depth > MAX_REC {
         return Err(rec_err("in comparison"));
     }
+    super::budget::stack_check(" in comparison")?;
     if let (Value::Int(x), Value::Int(y)) = (a, b) {
         return Ok(op.test(x.cmp(y)));
     }

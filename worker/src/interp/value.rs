@@ -713,6 +713,7 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
             if depth > MAX_REC {
                 return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while calling a Python object"));
             }
+            super::budget::stack_check(" while calling a Python object")?;
             let mut h: u64 = 0x345678;
             for x in &t.v {
                 h = mix(h ^ hash_rec(x, depth + 1)?);
