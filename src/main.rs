@@ -24,6 +24,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Validate a program and show its grade and tool calls, without running it.
     Validate(cmd::validate::Args),
+    /// Generate a program from an intent (templates, rules, a model), validate and run it.
+    Delegate(cmd::delegate::Args),
     /// List the tools of the toolbox (builtins plus config-defined).
     Tools(cmd::tools::Args),
     /// List, inspect and create profiles.
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => cmd::run::main(a),
         Command::Validate(a) => cmd::validate::main(a),
+        Command::Delegate(a) => cmd::delegate::main(a),
         Command::Tools(a) => cmd::tools::main(a),
         Command::Profile(a) => cmd::profile::main(a),
         Command::Trace(a) => cmd::trace::main(a),

@@ -23,6 +23,7 @@ pub mod http;
 pub mod pipeline;
 pub mod prompt;
 pub mod templates;
+pub mod worker;
 
 pub use config::{InferenceConfig, Plugin, ProviderConfig};
 pub use http::{generate, Endpoint, Generation, InferError, Request};

@@ -4,6 +4,7 @@
 //! 3 usage or configuration error, 4 internal error.
 
 pub mod common;
+pub mod delegate;
 pub mod doctor;
 pub mod mcp;
 pub mod profile;

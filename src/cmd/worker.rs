@@ -30,6 +30,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let _ = &args.rest;
     Ok(match args.role.as_str() {
         "executor" => lackpy_worker::role::executor(&spec),
+        "inferencer" => lackpy_inferencer::worker::role(&spec),
         #[cfg(feature = "test-roles")]
         "probe" => lackpy_worker::role::test_roles::probe(&spec, &args.rest),
         #[cfg(feature = "test-roles")]

@@ -60,6 +60,8 @@ pub enum Cond {
     NoExec,
     /// Argument 0 is our own pid (tgkill for `abort()`).
     OwnPid,
+    /// Argument 1 (the request) is `FIONBIO`: only toggling non-blocking mode.
+    Fionbio,
 }
 
 /// One allowlist row.
@@ -256,6 +258,18 @@ pub const INFERENCER_EXTRAS: &[Allow] = &[
         "SO_ERROR after non-blocking connect",
     ),
     row("fcntl", libc::SYS_fcntl, Cond::Any, "non-blocking connect"),
+    row(
+        "clock_nanosleep",
+        libc::SYS_clock_nanosleep,
+        Cond::Any,
+        "backoff pause between retries of the model call",
+    ),
+    row(
+        "ioctl(FIONBIO)",
+        libc::SYS_ioctl,
+        Cond::Fionbio,
+        "std's TcpStream::connect_timeout sets and clears non-blocking mode with FIONBIO",
+    ),
 ];
 
 /// The rows of a filter.
@@ -290,6 +304,12 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
             SeccompCmpArgLen::Dword,
             SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
             0,
+        )?,
+        Cond::Fionbio => SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::FIONBIO as u64,
         )?,
         Cond::OwnPid => {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
