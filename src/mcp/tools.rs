@@ -138,18 +138,20 @@ fn read_only() -> ToolAnnotations {
         .open_world(false)
 }
 
-/// Annotations for tools that run programs, from the strongest grade any
-/// tool of the toolbox has (a call may name any profile or tool list):
-/// effects 0 → read-only; effects 3 → destructive; world coupling ≥ 2
-/// (beyond the workspace) → open world.
+/// Annotations for tools that run programs, from the toolbox (a call may
+/// name any profile or tool list, so the strongest tool counts): effects
+/// ceiling at most 1 (the builtins' grade for reading) → read-only and
+/// idempotent; effects 3 → destructive; any tool not provided by lackpy's
+/// builtins (command, MCP, ...) → open world, since it may reach beyond the
+/// workspace.
 pub fn run_annotations(toolbox: &[ToolInfo]) -> ToolAnnotations {
     let d = toolbox.iter().map(|t| t.effects_ceiling).max().unwrap_or(0);
-    let w = toolbox.iter().map(|t| t.grade_w).max().unwrap_or(0);
+    let open = toolbox.iter().any(|t| t.provider != "builtin");
     ToolAnnotations::new()
-        .read_only(d == 0)
+        .read_only(d <= 1)
         .destructive(d >= 3)
-        .idempotent(d == 0)
-        .open_world(w >= 2)
+        .idempotent(d <= 1)
+        .open_world(open)
 }
 
 /// Every tool, in the order `tools/list` shows them.
@@ -364,11 +366,19 @@ mod tests {
 
     #[test]
     fn run_annotations_follow_the_toolbox() {
-        let ro = run_annotations(&[tool("read_file", "", 0)]);
+        let ro = run_annotations(&[tool("read_file", "", 1)]);
         assert_eq!(ro.read_only_hint, Some(true));
+        assert_eq!(ro.open_world_hint, Some(false));
         let rw = run_annotations(&[tool("read_file", "", 0), tool("write_file", "", 3)]);
         assert_eq!(rw.read_only_hint, Some(false));
         assert_eq!(rw.destructive_hint, Some(true));
+        let cmd = ToolInfo {
+            provider: "command".into(),
+            ..tool("curl", "", 2)
+        };
+        let ow = run_annotations(&[cmd]);
+        assert_eq!(ow.open_world_hint, Some(true));
+        assert_eq!(ow.destructive_hint, Some(false));
     }
 
     #[test]
