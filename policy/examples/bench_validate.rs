@@ -30,8 +30,15 @@ names = [t["file"] for t in by_file]
 "#;
 
 fn ns() -> Namespace {
-    let t = |n: &str, w, d| ToolEntry { name: n.into(), target: n.into(), args: vec![], grade: Grade { w, d } };
-    Namespace { tools: vec![t("read_file", 1, 1), t("find_files", 1, 1)] }
+    let t = |n: &str, w, d| ToolEntry {
+        name: n.into(),
+        target: n.into(),
+        args: vec![],
+        grade: Grade { w, d },
+    };
+    Namespace {
+        tools: vec![t("read_file", 1, 1), t("find_files", 1, 1)],
+    }
 }
 
 fn measure(src: &str, iters: usize) -> (Duration, Duration) {
@@ -62,9 +69,17 @@ fn program_of(bytes: usize) -> String {
 }
 
 fn main() {
-    println!("parser alone, 20-line program: median {:.1} µs", parse_only().as_secs_f64() * 1e6);
+    println!(
+        "parser alone, 20-line program: median {:.1} µs",
+        parse_only().as_secs_f64() * 1e6
+    );
     let (m, p) = measure(TYPICAL, 5000);
-    println!("20-line program ({} bytes): median {:.1} µs, p99 {:.1} µs", TYPICAL.len(), m.as_secs_f64() * 1e6, p.as_secs_f64() * 1e6);
+    println!(
+        "20-line program ({} bytes): median {:.1} µs, p99 {:.1} µs",
+        TYPICAL.len(),
+        m.as_secs_f64() * 1e6,
+        p.as_secs_f64() * 1e6
+    );
     for kib in [16usize, 32, 64] {
         let src = program_of(kib * 1024 - 256);
         let (m, p) = measure(&src, 200);

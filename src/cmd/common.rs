@@ -1,11 +1,23 @@
-//! Pieces shared by subcommands: choosing the workspace and profile, reading
-//! the program, loading config from disk. (STUB: the policy work fills it in.)
+//! Pieces shared by subcommands: choosing the workspace and profile, loading
+//! config from disk, reading the program, rendering errors for humans.
+//!
+//! Disk layout (compatible with the original lackpy):
+//! - workspace config: `<workspace>/.lackpy/config.toml` (optional);
+//! - user config: `$LACKPY_CONFIG` if set, else
+//!   `$XDG_CONFIG_HOME/lackpy/config.toml`, else
+//!   `~/.config/lackpy/config.toml` (optional); the workspace file wins key
+//!   by key (see `Config::merge`);
+//! - kits: `<workspace>/.lackpy/kits/NAME.kit`.
 
-use std::path::PathBuf;
+use lackpy_policy::config::{Config, ConfigError, Kits, ResolvedProfile};
+use lackpy_policy::wire::ErrorInfo;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// `--profile NAME | --tools a,b` and `--workspace DIR`, shared by `run`,
 /// `validate` and others.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct Select {
     /// Profile to use (a `[profiles.NAME]` table or `.lackpy/kits/NAME.kit`).
     #[arg(long, conflicts_with = "tools")]
@@ -16,4 +28,324 @@ pub struct Select {
     /// Workspace directory the file tools act in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+}
+
+/// A usage or configuration problem: the command exits with status 3.
+#[derive(Debug)]
+pub enum CliError {
+    /// A config file or profile problem.
+    Config(ConfigError),
+    /// Bad arguments or an unreadable input file.
+    Usage(String),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Config(e) => write!(f, "config error: {e}"),
+            CliError::Usage(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::Config(e)
+    }
+}
+
+impl CliError {
+    /// The exit status for this error (always 3: usage or configuration).
+    pub fn exit_code(&self) -> i32 {
+        3
+    }
+}
+
+/// Everything a subcommand needs after `--workspace/--profile/--tools`.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The workspace directory, canonicalised.
+    pub workspace: PathBuf,
+    /// User and workspace config, merged.
+    pub config: Config,
+    /// The workspace's kit files (for callers that list or describe profiles).
+    #[allow(dead_code)]
+    pub kits: Kits,
+    /// The selected profile, resolved.
+    pub profile: ResolvedProfile,
+}
+
+/// Largest config or kit file read, in bytes (a config file is hand-written
+/// text; anything bigger is a mistake or hostile).
+const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Read a whole (small) text file, capped at [`MAX_CONFIG_BYTES`].
+fn read_capped_text(path: &Path) -> Result<String, CliError> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let mut buf = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    if buf.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(CliError::Usage(format!(
+            "{} is larger than {MAX_CONFIG_BYTES} bytes",
+            path.display()
+        )));
+    }
+    String::from_utf8(buf).map_err(|_| CliError::Usage(format!("{} is not UTF-8", path.display())))
+}
+
+/// The user config file path (which may not exist).
+pub fn user_config_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LACKPY_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(x).join("lackpy").join("config.toml"));
+    }
+    std::env::var_os("HOME").filter(|p| !p.is_empty()).map(|h| {
+        PathBuf::from(h)
+            .join(".config")
+            .join("lackpy")
+            .join("config.toml")
+    })
+}
+
+/// The workspace directory: `--workspace` or the current directory; it must exist.
+///
+/// # Errors
+/// [`CliError::Usage`] when it is not a directory.
+pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
+    let ws = select
+        .workspace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    if !ws.is_dir() {
+        return Err(CliError::Usage(format!(
+            "workspace {} is not a directory",
+            ws.display()
+        )));
+    }
+    ws.canonicalize()
+        .map_err(|e| CliError::Usage(format!("workspace {}: {e}", ws.display())))
+}
+
+/// Load user + workspace config and the workspace's kits (without resolving a profile).
+///
+/// # Errors
+/// [`CliError`] for a missing workspace, an unreadable file or bad config.
+pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
+    let mut config = Config::default();
+    let user_explicit = std::env::var_os("LACKPY_CONFIG").is_some_and(|p| !p.is_empty());
+    if let Some(user) = user_config_path() {
+        if user.is_file() {
+            config = Config::parse(&read_capped_text(&user)?, &user)?;
+        } else if user_explicit {
+            return Err(CliError::Usage(format!(
+                "LACKPY_CONFIG names {}, which is not a file",
+                user.display()
+            )));
+        }
+    }
+    let ws_file = workspace.join(".lackpy").join("config.toml");
+    if ws_file.is_file() {
+        let ws = Config::parse(&read_capped_text(&ws_file)?, &ws_file)?;
+        config = Config::merge(config, ws);
+    }
+    let mut kits = Kits::default();
+    let kit_dir = workspace.join(".lackpy").join("kits");
+    if let Ok(rd) = std::fs::read_dir(&kit_dir) {
+        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if p.extension().and_then(|e| e.to_str()) != Some("kit") || !p.is_file() {
+                continue;
+            }
+            let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            kits.insert_text(stem, &read_capped_text(&p)?);
+        }
+    }
+    Ok((config, kits))
+}
+
+/// Find the workspace, load config and kits, resolve the selected profile.
+///
+/// # Errors
+/// [`CliError`] (exit 3) for a missing workspace, unreadable or bad config,
+/// or an unknown profile or tool.
+pub fn load(select: &Select) -> Result<Loaded, CliError> {
+    let workspace = workspace_dir(select)?;
+    let (config, kits) = load_config(&workspace)?;
+    let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
+    Ok(Loaded {
+        workspace,
+        config,
+        kits,
+        profile,
+    })
+}
+
+/// Read the program: from `file`, or stdin when `file` is `None` or `-`.
+/// Reads at most `limit + 1` bytes, so an oversized input is never slurped
+/// whole but still reaches the validator, which reports `SourceTooLarge`.
+///
+/// # Errors
+/// [`CliError::Usage`] when the file cannot be opened or read.
+pub fn read_program(file: Option<&Path>, limit: u64) -> Result<Vec<u8>, CliError> {
+    let cap = limit.saturating_add(1);
+    let mut buf = Vec::new();
+    match file {
+        None => read_into(std::io::stdin().lock(), cap, &mut buf, "stdin")?,
+        Some(p) if p == Path::new("-") => {
+            read_into(std::io::stdin().lock(), cap, &mut buf, "stdin")?
+        }
+        Some(p) => {
+            if p.is_dir() {
+                return Err(CliError::Usage(format!("{} is a directory", p.display())));
+            }
+            let f = std::fs::File::open(p)
+                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", p.display())))?;
+            read_into(f, cap, &mut buf, &p.display().to_string())?;
+        }
+    }
+    Ok(buf)
+}
+
+fn read_into(r: impl Read, cap: u64, buf: &mut Vec<u8>, what: &str) -> Result<(), CliError> {
+    r.take(cap)
+        .read_to_end(buf)
+        .map(|_| ())
+        .map_err(|e| CliError::Usage(format!("cannot read {what}: {e}")))
+}
+
+/// Render an error for a terminal: `line:col: Type: message`, the source
+/// line with a caret under the column, and `hint: ...`.
+pub fn render_error(source: &str, e: &ErrorInfo) -> String {
+    let mut out = String::new();
+    match (e.line, e.col) {
+        (Some(l), Some(c)) => out.push_str(&format!("{l}:{c}: ")),
+        (Some(l), None) => out.push_str(&format!("{l}: ")),
+        _ => {}
+    }
+    out.push_str(&format!("{}: {}\n", e.type_name, e.message));
+    if let Some(l) = e.line {
+        if let Some(text) = source.lines().nth((l as usize).saturating_sub(1)) {
+            // Keep the excerpt short and free of control characters.
+            let shown: String = text
+                .chars()
+                .take(200)
+                .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+                .collect();
+            out.push_str(&format!("    {shown}\n"));
+            if let Some(c) = e.col {
+                let pad: String = shown
+                    .chars()
+                    .take((c as usize).saturating_sub(1))
+                    .map(|ch| if ch == '\t' { '\t' } else { ' ' })
+                    .collect();
+                out.push_str(&format!("    {pad}^\n"));
+            }
+        }
+    }
+    if let Some(h) = &e.hint {
+        out.push_str(&format!("hint: {h}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lackpy_policy::wire::ErrorKind;
+
+    fn ws() -> tempfile::TempDir {
+        tempfile::tempdir().expect("tempdir")
+    }
+
+    #[test]
+    fn load_reads_workspace_config_and_kits() {
+        let d = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy/kits")).expect("mkdir");
+        std::fs::write(
+            d.path().join(".lackpy/config.toml"),
+            "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n[sandbox]\ntimeout_seconds = 3\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.path().join(".lackpy/kits/fs.kit"),
+            "---\nname: fs\n---\nfind_files\n",
+        )
+        .expect("write");
+        let sel = |p: Option<&str>| Select {
+            profile: p.map(str::to_string),
+            tools: None,
+            workspace: Some(d.path().to_path_buf()),
+        };
+        let l = load(&sel(Some("rw"))).expect("load");
+        assert_eq!(l.profile.tools.len(), 2);
+        assert_eq!(l.profile.limits.wall_ms, 3000);
+        let l = load(&sel(Some("fs"))).expect("kit");
+        assert_eq!(l.profile.tools[0].0, "find_files");
+        let l = load(&sel(None)).expect("default");
+        assert_eq!(l.profile.name, "(default)");
+        let e = load(&sel(Some("nope"))).expect_err("unknown");
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("unknown profile 'nope'"));
+    }
+
+    #[test]
+    fn bad_workspace_and_bad_config() {
+        let e = load(&Select {
+            workspace: Some(PathBuf::from("/nonexistent/x")),
+            ..Select::default()
+        })
+        .expect_err("missing");
+        assert!(e.to_string().contains("not a directory"));
+        let d = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy")).expect("mkdir");
+        std::fs::write(
+            d.path().join(".lackpy/config.toml"),
+            "[sandbox]\nmemory_mb = \"x\"\n",
+        )
+        .expect("write");
+        let e = load(&Select {
+            workspace: Some(d.path().to_path_buf()),
+            ..Select::default()
+        })
+        .expect_err("bad");
+        let s = e.to_string();
+        assert!(s.contains("config.toml:2"), "{s}");
+    }
+
+    #[test]
+    fn read_program_caps() {
+        let d = ws();
+        let p = d.path().join("big.py");
+        std::fs::write(&p, vec![b'x'; 5000]).expect("write");
+        assert_eq!(read_program(Some(&p), 100).expect("read").len(), 101);
+        assert!(read_program(Some(&d.path().join("missing.py")), 100).is_err());
+        assert!(read_program(Some(d.path()), 100).is_err());
+    }
+
+    #[test]
+    fn render_has_caret_and_hint() {
+        let mut e = ErrorInfo::new(
+            ErrorKind::Validation,
+            "ForbiddenName",
+            "'open' is not available",
+        );
+        e.line = Some(2);
+        e.col = Some(5);
+        e.hint = Some("use read_file(path)".into());
+        let r = render_error("x = 1\ny = open('a')\n", &e);
+        assert_eq!(
+            r,
+            "2:5: ForbiddenName: 'open' is not available\n    y = open('a')\n        ^\nhint: use read_file(path)\n"
+        );
+    }
 }

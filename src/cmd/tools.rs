@@ -1,11 +1,109 @@
-//! `lackpy tools`. (STUB)
+//! `lackpy tools [--workspace DIR] [--profile NAME] [--json]`: list the
+//! toolbox (the shipped builtins plus `[[tools]]` from config), or the tools
+//! of one profile.
+
+use super::common::{self, Select};
+use lackpy_policy::config::ToolSpec;
+use std::path::PathBuf;
 
 /// Arguments of `lackpy tools`.
+///
+/// Without `--profile`, lists every tool of the toolbox; with it, the tools
+/// that profile grants (under the names programs use). Exit status 3 for a
+/// missing workspace, bad config or unknown profile.
+///
+/// `--json` prints `{"tools": [{"name", "tool", "provider", "signature",
+/// "description", "args": [{"name", "type", "description"}], "returns",
+/// "grade": {"w", "d"}, "docs"}]}`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Only the tools of this profile.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// JSON form of one tool under the name `alias`.
+pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
+    serde_json::json!({
+        "name": alias,
+        "tool": t.name,
+        "provider": t.provider,
+        "signature": t.signature().replacen(&t.name, alias, 1),
+        "description": t.description,
+        "args": t.args.iter().map(|a| serde_json::json!({
+            "name": a.name, "type": a.type_name, "description": a.description,
+        })).collect::<Vec<_>>(),
+        "returns": t.returns,
+        "grade": {"w": t.grade_w, "d": t.effects_ceiling},
+        "docs": t.docs,
+    })
+}
 
 /// Run the subcommand.
-pub fn main(_args: Args) -> anyhow::Result<i32> {
-    eprintln!("lackpy tools: not implemented yet");
-    Ok(3)
+pub fn main(args: Args) -> anyhow::Result<i32> {
+    let select = Select {
+        profile: None,
+        tools: None,
+        workspace: args.workspace.clone(),
+    };
+    let ws = match common::workspace_dir(&select) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("lackpy tools: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let (config, kits) = match common::load_config(&ws) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lackpy tools: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let tools: Vec<(String, ToolSpec)> = match &args.profile {
+        None => config
+            .toolbox()
+            .tools
+            .into_iter()
+            .map(|t| (t.name.clone(), t))
+            .collect(),
+        Some(p) => match config.resolve(Some(p), None, &kits) {
+            Ok(r) => r.tools,
+            Err(e) => {
+                eprintln!("lackpy tools: config error: {e}");
+                return Ok(3);
+            }
+        },
+    };
+    if args.json {
+        let list: Vec<serde_json::Value> = tools.iter().map(|(a, t)| tool_json(a, t)).collect();
+        println!("{}", serde_json::json!({ "tools": list }));
+        return Ok(0);
+    }
+    if tools.is_empty() {
+        println!("(no tools)");
+        return Ok(0);
+    }
+    for (alias, t) in &tools {
+        let sig = t.signature().replacen(&t.name, alias, 1);
+        let target = if alias != &t.name {
+            format!(" (= {})", t.name)
+        } else {
+            String::new()
+        };
+        println!(
+            "{sig}{target}  [w={} d={}, {}]",
+            t.grade_w, t.effects_ceiling, t.provider
+        );
+        if !t.description.is_empty() {
+            println!("    {}", t.description);
+        }
+    }
+    Ok(0)
 }

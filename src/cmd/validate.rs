@@ -1,11 +1,115 @@
-//! `lackpy validate`. (STUB)
+//! `lackpy validate [FILE|-] [--profile NAME | --tools a,b] [--workspace DIR] [--json]`:
+//! check a program against the language whitelist and the profile's
+//! namespace, and show its grade and tool calls, without running it.
+
+use super::common::{self, Select};
+use lackpy_policy::lang::validate_bytes;
+use lackpy_policy::wire::ErrorInfo;
+use std::path::PathBuf;
 
 /// Arguments of `lackpy validate`.
+///
+/// Exit status: 0 valid, 2 invalid (validation errors), 3 usage or
+/// configuration error (unknown profile or tool, bad config file, missing
+/// workspace or input file). On exit 3 the message goes to stderr and
+/// nothing is printed on stdout, even with `--json`.
+///
+/// With `--json`, stdout carries one object:
+/// `{"ok": bool, "grade": {"w", "d"} | null, "calls": [tool, ...],
+///   "error": <first error object> | null, "errors": [every error]}`
+/// where each error is the contract's `{"kind": "validation", "type",
+/// "message", "line", "col", "hint"}`. `grade` is null when invalid.
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Examples:\n  lackpy validate prog.py\n  echo 'read_file(\"a.txt\")' | lackpy validate --json\n  lackpy validate prog.py --tools read_file,write_file"
+)]
+pub struct Args {
+    /// Program file, or `-` for stdin (the default).
+    #[arg(value_name = "FILE|-")]
+    file: Option<PathBuf>,
+    /// Program text given inline instead of a file.
+    #[arg(
+        short = 'c',
+        long = "code",
+        value_name = "PROGRAM",
+        conflicts_with = "file"
+    )]
+    code: Option<String>,
+    #[command(flatten)]
+    select: Select,
+    /// Print one JSON object instead of human-readable output.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Run the subcommand.
-pub fn main(_args: Args) -> anyhow::Result<i32> {
-    eprintln!("lackpy validate: not implemented yet");
-    Ok(3)
+pub fn main(args: Args) -> anyhow::Result<i32> {
+    let loaded = match common::load(&args.select) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lackpy validate: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let limits = &loaded.profile.limits;
+    let src = match &args.code {
+        Some(c) => c.clone().into_bytes(),
+        None => match common::read_program(args.file.as_deref(), limits.source_bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("lackpy validate: {e}");
+                return Ok(e.exit_code());
+            }
+        },
+    };
+    let ns = loaded.profile.namespace();
+    let result = validate_bytes(&src, &ns, limits);
+    let text = String::from_utf8_lossy(&src);
+    if args.json {
+        let obj = match &result {
+            Ok(p) => serde_json::json!({
+                "ok": true,
+                "grade": {"w": p.grade.w, "d": p.grade.d},
+                "calls": p.calls,
+                "error": null,
+                "errors": [],
+            }),
+            Err(errs) => serde_json::json!({
+                "ok": false,
+                "grade": null,
+                "calls": [],
+                "error": errs.first(),
+                "errors": errs,
+            }),
+        };
+        println!("{obj}");
+    } else {
+        match &result {
+            Ok(p) => {
+                let calls = if p.calls.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    p.calls.join(", ")
+                };
+                println!("ok: grade w={} d={}, calls: {calls}", p.grade.w, p.grade.d);
+            }
+            Err(errs) => {
+                let mut out = String::new();
+                for e in errs {
+                    out.push_str(&common::render_error(&text, e));
+                }
+                out.push_str(&summary(errs));
+                eprint!("{out}");
+            }
+        }
+    }
+    Ok(match result {
+        Ok(_) => 0,
+        Err(errs) => errs.first().map_or(2, ErrorInfo::exit_code),
+    })
+}
+
+fn summary(errs: &[ErrorInfo]) -> String {
+    let n = errs.len();
+    format!("invalid: {n} error{}\n", if n == 1 { "" } else { "s" })
 }
