@@ -194,8 +194,8 @@ impl Data {
             };
             // Close every container that is now complete.
             loop {
-                match value.take() {
-                    Some(v) => match stack.last_mut() {
+                if let Some(v) = value.take() {
+                    match stack.last_mut() {
                         Some(top) => {
                             top.items.push(v);
                             top.remaining -= 1;
@@ -204,8 +204,7 @@ impl Data {
                             result = Some(v);
                             break;
                         }
-                    },
-                    None => {}
+                    }
                 }
                 match stack.last() {
                     Some(top) if top.remaining == 0 => {
@@ -455,10 +454,16 @@ mod tests {
     #[test]
     fn flat_roundtrip() {
         let d = Data::Dict(vec![
-            (Data::Str("a".into()), Data::List(vec![Data::Int(1), Data::None])),
+            (
+                Data::Str("a".into()),
+                Data::List(vec![Data::Int(1), Data::None]),
+            ),
             (
                 Data::Tuple(vec![]),
-                Data::Set(vec![Data::Float(1.5), Data::BigInt("-99999999999999999999".into())]),
+                Data::Set(vec![
+                    Data::Float(1.5),
+                    Data::BigInt("-99999999999999999999".into()),
+                ]),
             ),
         ]);
         let flat = d.to_flat();

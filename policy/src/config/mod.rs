@@ -206,8 +206,8 @@ pub struct ConfigError {
     pub line: Option<u32>,
     /// The offending key (dotted), when known.
     pub key: Option<String>,
-    /// What is wrong.
-    pub kind: ConfigErrorKind,
+    /// What is wrong (boxed to keep `Result<_, ConfigError>` small).
+    pub kind: Box<ConfigErrorKind>,
 }
 
 impl fmt::Display for ConfigError {
@@ -233,7 +233,7 @@ impl ConfigError {
             file: None,
             line: None,
             key: None,
-            kind,
+            kind: Box::new(kind),
         }
     }
 
@@ -242,7 +242,7 @@ impl ConfigError {
             file: Some(file.to_path_buf()),
             line,
             key,
-            kind: ConfigErrorKind::Invalid(msg.into()),
+            kind: Box::new(ConfigErrorKind::Invalid(msg.into())),
         }
     }
 }
