@@ -11,7 +11,7 @@ use super::err::{type_err, value_err, Exc, R};
 use super::eval::{as_i64, big_to_str, CallArgs, Interp};
 use super::iter::Iter;
 use super::methods::py_isspace;
-use super::ops::{binop, big_to_f64, lt, BinOp};
+use super::ops::{big_to_f64, binop, compare, lt, BinOp, Ord4};
 use super::value::{float_to_big, Dict, Func, RangeV, Value, ViewKind, SLOT};
 
 fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
@@ -44,7 +44,14 @@ fn index_arg(v: &Value) -> R<i64> {
 /// ValueError for invalid literals or the 4300-digit limit.
 pub fn parse_int(orig: &str, base: u32) -> R<Value> {
     let bad = || value_err(format!("invalid literal for int() with base {base}: {}", super::format::str_repr(orig)));
+    let ascii: String;
     let s = orig.trim_matches(py_isspace);
+    let s = if s.is_ascii() {
+        s
+    } else {
+        ascii = s.chars().map(|c| super::unicode::decimal(c).and_then(|d| char::from_digit(d, 10)).unwrap_or(c)).collect();
+        ascii.as_str()
+    };
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -111,7 +118,14 @@ pub fn parse_int(orig: &str, base: u32) -> R<Value> {
 /// ValueError `could not convert string to float: '...'`.
 pub fn parse_float(orig: &str) -> R<f64> {
     let bad = || value_err(format!("could not convert string to float: {}", super::format::str_repr(orig)));
+    let ascii: String;
     let s = orig.trim_matches(py_isspace);
+    let s = if s.is_ascii() {
+        s
+    } else {
+        ascii = s.chars().map(|c| super::unicode::decimal(c).and_then(|d| char::from_digit(d, 10)).unwrap_or(c)).collect();
+        ascii.as_str()
+    };
     let body = s.trim_start_matches(['+', '-']);
     if s.len() - body.len() > 1 {
         return Err(bad());
@@ -289,7 +303,8 @@ impl<'a> Interp<'a> {
                 let mut its = Vec::with_capacity(a.pos.len());
                 for (i, v) in a.pos.iter().enumerate() {
                     if !self.is_iterable(v) {
-                        return Err(type_err(format!("zip argument #{} must support iteration", i + 1)));
+                        let _ = i;
+                        return Err(type_err(format!("'{}' object is not iterable", v.type_name())));
                     }
                     its.push(self.iterate(v)?);
                 }
@@ -687,7 +702,7 @@ impl<'a> Interp<'a> {
             best = Some(match best {
                 None => (k, x),
                 Some((bk, bx)) => {
-                    let better = if b == Builtin::Max { lt(&bk, &k)? } else { lt(&k, &bk)? };
+                    let better = if b == Builtin::Max { compare(Ord4::Gt, &k, &bk)? } else { lt(&k, &bk)? };
                     if better {
                         (k, x)
                     } else {

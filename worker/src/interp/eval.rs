@@ -235,7 +235,13 @@ impl<'a> Interp<'a> {
                 return Ok(cur);
             }
         }
-        binop(op, &cur, rhs)
+        binop(op, &cur, rhs).map_err(|mut e| {
+            let pre = format!("unsupported operand type(s) for {}:", op.sym());
+            if e.kind == ExcKind::Py("TypeError") && e.msg.starts_with(&pre) {
+                e.msg = format!("unsupported operand type(s) for {}=:{}", op.sym(), &e.msg[pre.len()..]);
+            }
+            e
+        })
     }
 
     /// Assign a value to a target.
@@ -452,18 +458,19 @@ impl<'a> Interp<'a> {
             }
             EK::Builtin(b, args) => {
                 tick(1)?;
-                let a = self.args(args)?;
+                let a = self.args(args, &|| b.name().to_string())?;
                 self.call_builtin(*b, a)?
             }
             EK::Tool(name, args) => {
                 tick(1)?;
-                let a = self.args(args)?;
+                let a = self.args(args, &|| name.to_string())?;
                 self.call_tool(name, a)?
             }
             EK::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
-                let a = self.args(args)?;
+                let tn = r.type_name();
+                let a = self.args(args, &|| format!("{tn}.{}", m.name()))?;
                 self.call_method(&r, *m, a)?
             }
             EK::Comp(c) => self.comprehension(c)?,
@@ -488,6 +495,10 @@ impl<'a> Interp<'a> {
     }
 
     fn elts(&mut self, es: &[Elt]) -> R<Vec<Value>> {
+        self.elts_in(es, None)
+    }
+
+    fn elts_in(&mut self, es: &[Elt], callee: Option<&dyn Fn() -> String>) -> R<Vec<Value>> {
         let mut out = Vec::with_capacity(es.len());
         for e in es {
             match e {
@@ -495,7 +506,11 @@ impl<'a> Interp<'a> {
                 Elt::Star(x) => {
                     let v = self.eval(x)?;
                     if !self.is_iterable(&v) {
-                        return Err(at(type_err(format!("Value after * must be an iterable, not {}", v.type_name())), x.pos));
+                        let what = match callee {
+                            Some(f) => format!("{}() argument after *", f()),
+                            None => "Value after *".to_string(),
+                        };
+                        return Err(at(type_err(format!("{what} must be an iterable, not {}", v.type_name())), x.pos));
                     }
                     let items = self.collect(&v)?;
                     out.extend(items);
@@ -505,8 +520,8 @@ impl<'a> Interp<'a> {
         Ok(out)
     }
 
-    fn args(&mut self, a: &Args) -> R<CallArgs> {
-        let pos = self.elts(&a.pos)?;
+    fn args(&mut self, a: &Args, callee: &dyn Fn() -> String) -> R<CallArgs> {
+        let pos = self.elts_in(&a.pos, Some(callee))?;
         let mut kw = Vec::with_capacity(a.kw.len());
         for (name, e) in &a.kw {
             let v = self.eval(e)?;
@@ -706,7 +721,8 @@ impl<'a> Interp<'a> {
                 let mut l = l.v.borrow_mut();
                 let n = l.len();
                 let i = match idx {
-                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(&idx, n, "list")?,
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(&idx, n, "list")
+                        .map_err(|_| Exc::py("IndexError", "list assignment index out of range"))?,
                     _ => {
                         return Err(type_err(format!(
                             "list indices must be integers or slices, not {}",
@@ -765,7 +781,8 @@ impl<'a> Interp<'a> {
                 let n = slice_len(start, stop, step);
                 let nstart = r.start as i128 + start as i128 * r.step as i128;
                 let nstep = r.step as i128 * step as i128;
-                let nstop = nstart + nstep * n as i128;
+                let _ = n;
+                let nstop = r.start as i128 + stop as i128 * r.step as i128;
                 let c = |x: i128| i64::try_from(x).map_err(|_| Exc::py("OverflowError", "Python int too large to convert to C ssize_t"));
                 Ok(Value::Range(Rc::new(RangeV { start: c(nstart)?, stop: c(nstop)?, step: c(nstep)? })))
             }

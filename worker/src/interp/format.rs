@@ -76,22 +76,7 @@ fn push_exp(out: &mut String, exp: i32, e: char) {
 
 /// Is `c` printable in CPython's sense (approximated without full tables)?
 pub fn is_printable(c: char) -> bool {
-    let u = c as u32;
-    if u < 0x20 || u == 0x7f {
-        return false;
-    }
-    if u < 0x7f {
-        return true;
-    }
-    if (0x80..0xa0).contains(&u) {
-        return false;
-    }
-    !matches!(u,
-        0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x890 | 0x891 | 0x8e2 | 0x1680 | 0x180e
-        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000
-        | 0xd800..=0xdfff | 0xe000..=0xf8ff | 0xfeff | 0xfff0..=0xfffb | 0xfffe | 0xffff
-        | 0x110bd | 0x110cd | 0x13430..=0x1343f | 0x1bca0..=0x1bca3 | 0x1d173..=0x1d17a
-        | 0xe0000..=0xe0fff | 0xf0000..=0x10ffff)
+    super::unicode::has(c, super::unicode::PRINT)
 }
 
 /// CPython's `repr(str)` (or `ascii(str)` when `ascii` is set).

@@ -9,6 +9,7 @@ use super::budget::{mem_check, mem_check_n, tick};
 use super::err::{type_err, value_err, Exc, R};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
+use super::unicode as uc;
 use super::value::{hash_value, Dict, Value, ViewKind, SLOT};
 
 macro_rules! methods {
@@ -136,7 +137,7 @@ fn str_arg<'v>(v: &'v Value, msg: &str) -> R<&'v str> {
 
 /// Python's `str.isspace` for one character.
 pub fn py_isspace(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+    uc::has(c, uc::SPACE)
 }
 
 fn is_linebreak(c: char) -> bool {
@@ -144,26 +145,33 @@ fn is_linebreak(c: char) -> bool {
 }
 
 fn is_cased(c: char) -> bool {
-    c.is_lowercase() || c.is_uppercase()
+    uc::has(c, uc::CASED)
 }
 
-fn py_isdecimal(c: char) -> bool {
-    c.is_ascii_digit() || (!c.is_ascii() && c.to_digit(10).is_some()) || (!c.is_ascii() && c.is_numeric() && is_nd(c))
+fn py_islower(s: &str) -> bool {
+    let mut cased = false;
+    for c in s.chars() {
+        if uc::has(c, uc::UPPER | uc::TITLE) {
+            return false;
+        }
+        if uc::has(c, uc::LOWER) {
+            cased = true;
+        }
+    }
+    cased
 }
 
-fn is_nd(c: char) -> bool {
-    // Common decimal-digit blocks (category Nd) outside ASCII.
-    let u = c as u32;
-    let starts = [
-        0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66, 0xde6, 0xe50, 0xed0, 0xf20,
-        0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90, 0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0,
-        0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0, 0xff10, 0x104a0, 0x11066, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6,
-    ];
-    starts.iter().any(|s| u >= *s && u < s + 10)
-}
-
-fn py_isdigit(c: char) -> bool {
-    py_isdecimal(c) || matches!(c, '²' | '³' | '¹' | '\u{2070}' | '\u{2074}'..='\u{2079}' | '\u{2080}'..='\u{2089}' | '\u{2460}'..='\u{2468}' | '\u{2474}'..='\u{247c}' | '\u{2488}'..='\u{2490}' | '\u{24ea}' | '\u{24f5}'..='\u{24fd}' | '\u{24ff}' | '\u{2776}'..='\u{277e}' | '\u{2780}'..='\u{2788}' | '\u{278a}'..='\u{2792}')
+fn py_isupper(s: &str) -> bool {
+    let mut cased = false;
+    for c in s.chars() {
+        if uc::has(c, uc::LOWER | uc::TITLE) {
+            return false;
+        }
+        if uc::has(c, uc::UPPER) {
+            cased = true;
+        }
+    }
+    cased
 }
 
 fn upper_str(s: &str) -> String {
@@ -181,7 +189,7 @@ fn title_str(s: &str) -> String {
         if prev_cased {
             out.extend(c.to_lowercase());
         } else {
-            out.extend(c.to_uppercase());
+            uc::title(c, &mut out);
         }
         prev_cased = is_cased(c);
     }
@@ -192,13 +200,13 @@ fn istitle(s: &str) -> bool {
     let mut cased = false;
     let mut prev_cased = false;
     for c in s.chars() {
-        if c.is_uppercase() {
+        if uc::has(c, uc::UPPER | uc::TITLE) {
             if prev_cased {
                 return false;
             }
             prev_cased = true;
             cased = true;
-        } else if c.is_lowercase() {
+        } else if uc::has(c, uc::LOWER) {
             if !prev_cased {
                 return false;
             }
@@ -288,7 +296,7 @@ fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(u
         }
     }
     if b < a {
-        return Ok(Some((s.byte_offset(a as usize), s.byte_offset(a as usize))));
+        return Ok(None);
     }
     Ok(Some((s.byte_offset(a as usize), s.byte_offset(b as usize))))
 }
@@ -394,25 +402,33 @@ impl<'a> Interp<'a> {
                 let r = match m {
                     M::Upper => upper_str(s),
                     M::Lower => lower_str(s),
-                    M::Casefold => lower_str(s).replace('ß', "ss"),
-                    M::Swapcase => s
-                        .chars()
-                        .flat_map(|c| -> Vec<char> {
-                            if c.is_uppercase() {
-                                c.to_lowercase().collect()
-                            } else if c.is_lowercase() {
-                                c.to_uppercase().collect()
+                    M::Casefold => {
+                        let mut o = String::with_capacity(s.len());
+                        for c in s.chars() {
+                            uc::fold(c, &mut o);
+                        }
+                        o
+                    }
+                    M::Swapcase => {
+                        let mut o = String::with_capacity(s.len());
+                        for c in s.chars() {
+                            if uc::has(c, uc::UPPER) {
+                                o.extend(c.to_lowercase());
+                            } else if uc::has(c, uc::LOWER) {
+                                o.extend(c.to_uppercase());
                             } else {
-                                vec![c]
+                                o.push(c);
                             }
-                        })
-                        .collect(),
+                        }
+                        o
+                    }
                     M::Title => title_str(s),
                     _ => {
                         let mut cs = s.chars();
                         match cs.next() {
                             Some(f) => {
-                                let mut r: String = f.to_uppercase().collect();
+                                let mut r = String::with_capacity(s.len());
+                                uc::title(f, &mut r);
                                 r.push_str(&lower_str(cs.as_str()));
                                 r
                             }
@@ -426,20 +442,20 @@ impl<'a> Interp<'a> {
                 no_args(&a, &qual(m.name()))?;
                 let ne = !s.is_empty();
                 let b = match m {
-                    M::Isalnum => ne && s.chars().all(|c| c.is_alphanumeric()),
-                    M::Isalpha => ne && s.chars().all(|c| c.is_alphabetic()),
+                    M::Isalnum => ne && s.chars().all(|c| uc::has(c, uc::ALPHA | uc::DECIMAL | uc::DIGIT | uc::NUMERIC)),
+                    M::Isalpha => ne && s.chars().all(|c| uc::has(c, uc::ALPHA)),
                     M::Isascii => s.is_ascii(),
-                    M::Isdecimal => ne && s.chars().all(py_isdecimal),
-                    M::Isdigit => ne && s.chars().all(py_isdigit),
-                    M::Isnumeric => ne && s.chars().all(|c| c.is_numeric()),
+                    M::Isdecimal => ne && s.chars().all(|c| uc::has(c, uc::DECIMAL)),
+                    M::Isdigit => ne && s.chars().all(|c| uc::has(c, uc::DIGIT)),
+                    M::Isnumeric => ne && s.chars().all(|c| uc::has(c, uc::NUMERIC)),
                     M::Isspace => ne && s.chars().all(py_isspace),
-                    M::Islower => s.chars().any(is_cased) && !s.chars().any(|c| c.is_uppercase()),
-                    M::Isupper => s.chars().any(is_cased) && !s.chars().any(|c| c.is_lowercase()),
+                    M::Islower => py_islower(s),
+                    M::Isupper => py_isupper(s),
                     M::Istitle => istitle(s),
                     _ => {
                         let mut cs = s.chars();
                         match cs.next() {
-                            Some(f) => (f == '_' || f.is_alphabetic()) && cs.all(|c| c == '_' || c.is_alphanumeric()),
+                            Some(f) => uc::has(f, uc::XID_START) && cs.all(|c| uc::has(c, uc::XID_CONT)),
                             None => false,
                         }
                     }

@@ -15,6 +15,7 @@ pub mod format;
 pub mod iter;
 pub mod methods;
 pub mod ops;
+pub mod unicode;
 pub mod value;
 
 use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind, Limits, ToolFailure};
