@@ -636,6 +636,32 @@ fn shorten(s: &str) -> String {
     }
 }
 
+/// "expected X, got Y"; for long texts, only the region around the first
+/// difference, so the report stays readable.
+fn describe_difference(expected: &str, got: &str) -> String {
+    const CONTEXT: usize = 60;
+    let e: Vec<char> = expected.chars().collect();
+    let g: Vec<char> = got.chars().collect();
+    if e.len() <= 2 * CONTEXT && g.len() <= 2 * CONTEXT {
+        return format!("expected {expected}, got {got}");
+    }
+    let at = e.iter().zip(&g).take_while(|(a, b)| a == b).count();
+    let from = at.saturating_sub(CONTEXT);
+    let window = |v: &[char]| -> String {
+        let end = (at + CONTEXT).min(v.len());
+        let text: String = v.get(from..end).unwrap_or_default().iter().collect();
+        let pre = if from > 0 { "…" } else { "" };
+        let post = if end < v.len() { "…" } else { "" };
+        format!("{pre}{text}{post}")
+    };
+    format!(
+        "first difference at char {at} of {}: expected {}, got {}",
+        e.len(),
+        window(&e),
+        window(&g)
+    )
+}
+
 /// A repr for the report; `None` is a program that ended in a statement.
 fn show(repr: &Option<String>) -> String {
     repr.as_deref()
@@ -671,9 +697,11 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
                 shorten(msg)
             )),
             None if repr != &expected_repr => problems.push(format!(
-                "repr: expected {}, got {}",
-                show(&expected_repr),
-                show(repr)
+                "repr: {}",
+                describe_difference(
+                    expected_repr.as_deref().unwrap_or("<no value>"),
+                    repr.as_deref().unwrap_or("<no value>")
+                )
             )),
             None => {}
         }
