@@ -132,7 +132,7 @@ pub fn parse_float(orig: &str) -> R<f64> {
     }
     let lower = body.to_ascii_lowercase();
     if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        let v: f64 = if lower == "nan" { f64::NAN } else { f64::INFINITY };
+        let v: f64 = if lower == "nan" { fresh_nan() } else { f64::INFINITY };
         return Ok(if s.starts_with('-') { -v } else { v });
     }
     // Underscores only between digits.
@@ -150,6 +150,22 @@ pub fn parse_float(orig: &str) -> R<f64> {
     }
     let clean: String = s.chars().filter(|c| *c != '_').collect();
     clean.parse::<f64>().map_err(|_| bad())
+}
+
+thread_local! {
+    static NAN_SEQ: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+/// A NaN with a payload unique on this thread, so that two `float('nan')`
+/// objects are not `is`-identical while one object is identical to itself
+/// (floats are unboxed; the payload stands in for the object identity).
+fn fresh_nan() -> f64 {
+    let n = NAN_SEQ.with(|c| {
+        let v = c.get();
+        c.set(v.wrapping_add(1));
+        v
+    });
+    f64::from_bits(0x7ff8_0000_0000_0000 | (n & 0x0007_ffff_ffff_ffff))
 }
 
 /// Python's `round(f)` (banker's rounding to an int).

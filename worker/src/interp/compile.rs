@@ -476,10 +476,20 @@ impl<'a> Cx<'a> {
                         ast::ConversionFlag::Ascii => Some('a'),
                     };
                     let spec = match &f.format_spec {
-                        Some(sp) => match &**sp {
-                            ast::Expr::JoinedStr(j) => Some(self.fparts(&j.values)?),
-                            other => Some(self.fparts(std::slice::from_ref(other))?),
-                        },
+                        Some(sp) => {
+                            let mut parts = match &**sp {
+                                ast::Expr::JoinedStr(j) => self.fparts(&j.values)?,
+                                other => self.fparts(std::slice::from_ref(other))?,
+                            };
+                            for p in parts.iter_mut() {
+                                if let FPart::Lit(t) = p {
+                                    if t.contains('\\') {
+                                        *t = Rc::from(unescape(t).as_str());
+                                    }
+                                }
+                            }
+                            Some(parts)
+                        }
                         None => None,
                     };
                     out.push(FPart::Val(e, conv, spec));
@@ -623,6 +633,39 @@ impl<'a> Cx<'a> {
         };
         Ok(E { k, pos })
     }
+}
+
+/// Decode backslash escapes the parser leaves in f-string format specs.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut cs = s.chars().peekable();
+    while let Some(c) = cs.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let hex = |cs: &mut std::iter::Peekable<std::str::Chars>, n: usize| -> Option<char> {
+            let h: String = (0..n).filter_map(|_| cs.next()).collect();
+            u32::from_str_radix(&h, 16).ok().and_then(char::from_u32)
+        };
+        match cs.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('\\') => out.push('\\'),
+            Some('\'') => out.push('\''),
+            Some('"') => out.push('"'),
+            Some('x') => out.extend(hex(&mut cs, 2)),
+            Some('u') => out.extend(hex(&mut cs, 4)),
+            Some('U') => out.extend(hex(&mut cs, 8)),
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 fn binop(op: &ast::Operator) -> R<BinOp> {

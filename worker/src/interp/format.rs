@@ -402,7 +402,8 @@ fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
             // 'r' is the '' type with a precision: like 'g' but keeps a ".0".
             let p = prec.unwrap_or(6).max(1);
             let (_, e) = sci(p - 1);
-            if e >= -4 && (e as i64) < p as i64 {
+            let limit = if ty == 'r' { p as i64 - 1 } else { p as i64 };
+            if e >= -4 && (e as i64) < limit {
                 let dec = (p as i64 - 1 - e as i64).max(0) as usize;
                 let s = format!("{:.*}", dec, a);
                 if alt {

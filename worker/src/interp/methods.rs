@@ -185,9 +185,14 @@ fn lower_str(s: &str) -> String {
 fn title_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev_cased = false;
-    for c in s.chars() {
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
         if prev_cased {
-            out.extend(c.to_lowercase());
+            if c == '\u{3a3}' && !it.peek().is_some_and(|n| is_cased(*n)) {
+                out.push('\u{3c2}');
+            } else {
+                out.extend(c.to_lowercase());
+            }
         } else {
             uc::title(c, &mut out);
         }

@@ -631,7 +631,7 @@ impl Value {
             // Small ints are cached in CPython; be pragmatic for all i64.
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Big(a), Value::Big(b)) => Rc::ptr_eq(a, b),
-            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits() && !a.is_nan(),
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
             (Value::Str(a), Value::Str(b)) => Rc::ptr_eq(a, b) || (a.s.len() <= 1 && a.s == b.s),
             (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
             (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b) || (a.v.is_empty() && b.v.is_empty()),
