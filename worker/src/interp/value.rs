@@ -15,6 +15,8 @@ use super::err::{Exc, R};
 thread_local! {
     /// Accounted bytes of live values on this thread.
     static MEM: Cell<i64> = const { Cell::new(0) };
+    static PEAK: Cell<i64> = const { Cell::new(0) };
+    static PEAK_BASE: Cell<i64> = const { Cell::new(0) };
     static DROPPING: Cell<bool> = const { Cell::new(false) };
     static PENDING: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
 }
@@ -22,7 +24,28 @@ thread_local! {
 /// Add `bytes` to this thread's accounted memory.
 #[inline]
 pub fn mem_charge(bytes: usize) {
-    MEM.with(|m| m.set(m.get().saturating_add(bytes as i64)));
+    let now = MEM.with(|m| {
+        let v = m.get().saturating_add(bytes as i64);
+        m.set(v);
+        v
+    });
+    PEAK.with(|p| {
+        if now > p.get() {
+            p.set(now)
+        }
+    });
+}
+
+/// Start measuring peak accounted memory from now.
+pub fn mem_peak_reset() {
+    let now = mem_used();
+    PEAK.with(|p| p.set(now));
+    PEAK_BASE.with(|b| b.set(now));
+}
+
+/// Peak accounted bytes since [`mem_peak_reset`].
+pub fn mem_peak() -> i64 {
+    PEAK.with(|p| p.get()) - PEAK_BASE.with(|b| b.get())
 }
 
 /// Give `bytes` back.
