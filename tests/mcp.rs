@@ -175,8 +175,11 @@ async fn profiles_and_tools_discovery() {
         "{}",
         sc(&d)
     );
+    // delegate answers with a structured result whatever the inference
+    // providers manage (no model is reachable in tests; rules may match).
     let dg = call(&c, "delegate", json!({"intent": "count the files"})).await;
-    assert_eq!(dg.is_error, Some(true));
+    let ok = sc(&dg)["ok"].as_bool().expect("ok");
+    assert_eq!(dg.is_error, Some(!ok), "{}", text(&dg));
     c.cancel().await.expect("close");
 }
 
@@ -195,7 +198,6 @@ async fn unknown_tool_is_a_protocol_error_and_server_survives() {
 }
 
 #[tokio::test]
-#[ignore = "waiting for supervisor"]
 async fn run_program_ok_and_failing() {
     let ws = util::workspace(&[("a.txt", "hello\nworld\n")]);
     let c = connect(ws.path(), &[]).await;
@@ -228,14 +230,13 @@ async fn run_program_ok_and_failing() {
 }
 
 #[tokio::test]
-#[ignore = "waiting for supervisor"]
 async fn concurrent_runs_and_a_runaway() {
     let ws = util::workspace(&[]);
     let c = connect(ws.path(), &[]).await;
     let runaway = call(
         &c,
         "run_program",
-        json!({"program": "n = 0\nfor i in range(10**12):\n    n += 1\nn"}),
+        json!({"program": "n = 0\nfor i in range(1000000000000):\n    n += 1\nn"}),
     );
     let quick = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -244,7 +245,7 @@ async fn concurrent_runs_and_a_runaway() {
         (r, t.elapsed())
     };
     tokio::select! {
-        _ = runaway => panic!("runaway finished first"),
+        r = runaway => panic!("runaway finished first: {}", text(&r)),
         (r, took) = quick => {
             assert_eq!(sc(&r)["value"], json!(45));
             assert!(took < Duration::from_secs(2), "{took:?}");
@@ -319,4 +320,102 @@ fn eof_shuts_down_quickly_and_stdout_is_only_frames() {
     }
     ids.sort_by_key(|v| v.as_u64());
     assert_eq!(ids, [json!(1), json!(2), json!(3)], "{lines:?}");
+}
+
+#[tokio::test]
+async fn config_profiles_sessions_and_traces() {
+    let config = "[profiles.edit]\ntools = [\"read_file\", \"write_file\"]\ndescription = \"read and write\"\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", config), ("a.txt", "abc")]);
+    let c = connect(ws.path(), &[]).await;
+    let tools = c.list_all_tools().await.expect("tools/list");
+    let run = tools
+        .iter()
+        .find(|t| t.name == "run_program")
+        .expect("run_program");
+    // write_file is in the toolbox: running programs is not read-only.
+    assert_eq!(
+        run.annotations.as_ref().and_then(|a| a.read_only_hint),
+        Some(false)
+    );
+
+    let p = call(&c, "list_profiles", json!({})).await;
+    let names: Vec<&str> = sc(&p)["profiles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.contains(&"edit"), "{}", sc(&p));
+
+    let w = call(
+        &c,
+        "run_program",
+        json!({"program": "write_file('out.txt', read_file('a.txt').upper())", "profile": "edit"}),
+    )
+    .await;
+    assert_eq!(w.is_error, Some(false), "{}", text(&w));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out.txt")).expect("out.txt"),
+        "ABC"
+    );
+    // The default profile cannot write.
+    let denied = call(
+        &c,
+        "run_program",
+        json!({"program": "write_file('x.txt', 'no')"}),
+    )
+    .await;
+    assert_eq!(denied.is_error, Some(true));
+    assert_eq!(sc(&denied)["error"]["kind"], json!("validation"));
+    // An ad-hoc tool list works too; an unknown tool is a clear error.
+    let t = call(
+        &c,
+        "run_program",
+        json!({"program": "len(find_files('*.txt'))", "tools": ["find_files"]}),
+    )
+    .await;
+    assert_eq!(sc(&t)["value"], json!(2), "{}", text(&t));
+    let u = call(
+        &c,
+        "run_program",
+        json!({"program": "1", "tools": ["launch_missiles"]}),
+    )
+    .await;
+    assert_eq!(u.is_error, Some(true));
+    assert_eq!(sc(&u)["error"]["type"], json!("UnknownTool"));
+
+    // A session id is accepted and reported.
+    let s = call(
+        &c,
+        "run_program",
+        json!({"program": "x = 1\nx", "session": "nb1"}),
+    )
+    .await;
+    assert_eq!(s.is_error, Some(false), "{}", text(&s));
+    assert_eq!(sc(&s)["session"]["id"], json!("nb1"));
+
+    let tr = call(&c, "traces", json!({"limit": 2})).await;
+    let traces = sc(&tr)["traces"].as_array().cloned().unwrap_or_default();
+    assert_eq!(traces.len(), 2, "{}", sc(&tr));
+    assert!(
+        traces[0]["program"]
+            .as_str()
+            .is_some_and(|p| p.contains("x = 1")),
+        "{}",
+        sc(&tr)
+    );
+
+    let d = call(
+        &c,
+        "resolve_doc",
+        json!({"path": "docs/tools/read_file.md"}),
+    )
+    .await;
+    assert_eq!(d.is_error, Some(false), "{}", text(&d));
+    assert!(sc(&d)["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("read_file(")));
+    let bad = call(&c, "resolve_doc", json!({"path": "../../etc/passwd"})).await;
+    assert_eq!(bad.is_error, Some(true));
+    c.cancel().await.expect("close");
 }

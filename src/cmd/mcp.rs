@@ -16,38 +16,36 @@ pub struct Args {
     pub profile: Option<String>,
 }
 
-/// Run the server until stdin closes.
+/// Run the server until stdin closes. Exit status 0 after a clean EOF, 3
+/// for a bad workspace, 4 when the supervisor or transport cannot start.
 ///
 /// # Errors
-/// The runtime or the stdio transport could not be set up.
+/// The async runtime could not be built.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let workspace = match args.workspace {
         Some(w) => w,
         None => std::env::current_dir()?,
     };
     if !workspace.is_dir() {
-        eprintln!(
-            "lackpy mcp: workspace {} is not a directory",
-            workspace.display()
-        );
+        eprintln!("lackpy mcp: workspace {} is not a directory", workspace.display());
         return Ok(3);
     }
-    let backend: Arc<dyn mcp::backend::Backend> = Arc::new(mcp::real::RealBackend {
-        workspace,
-        default_profile: args.profile,
-    });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let backend: Arc<dyn mcp::backend::Backend> =
+        match mcp::real::RealBackend::new(&workspace, args.profile) {
+            Ok(b) => Arc::new(b),
+            Err(e) => {
+                eprintln!("lackpy mcp: {e:#}");
+                return Ok(4);
+            }
+        };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let result = rt.block_on(mcp::serve_stdio(backend));
     // Blocking tasks still waiting on a worker must not hold the exit: the
-    // backend was told to kill them, and the process is about to end anyway.
+    // process is about to end, and its workers die with it (PDEATHSIG).
     rt.shutdown_timeout(Duration::from_millis(100));
     match result {
         Ok(()) => Ok(0),
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("lackpy mcp: {e:#}");
             Ok(4)
         }

@@ -1,183 +1,400 @@
-//! The real backend: configuration, the validator and the supervisor.
-//! (Interim: config loading and the supervisor are being built in parallel;
-//! until they land this serves the default read-only builtins and reports
-//! runs as an internal error.)
+//! The real backend: configuration from disk (`cmd::common`), the validator
+//! (`lackpy_policy`), and the supervisor's warm pool of jailed workers.
+//!
+//! Config and kits are re-read on every call, so edits to
+//! `.lackpy/config.toml` take effect without restarting the server.
 
+use crate::cmd::common::{self, CliError};
 use crate::mcp::backend::{
     failed_run, ArgInfo, Backend, Cancel, ProfileInfo, RunOutcome, RunRequest, ToolInfo,
     ValidateRequest,
 };
-use lackpy_policy::lang::{Grade, Namespace, ToolEntry};
-use lackpy_policy::wire::{ErrorInfo, ErrorKind, Limits};
+use lackpy_policy::config::{Config, ConfigErrorKind, KitSource, Kits, ResolvedProfile, ToolSpec};
+use lackpy_policy::wire::{ErrorInfo, ErrorKind};
+use lackpy_supervisor::{Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Backend over the workspace's configuration and the supervisor.
+/// Warm workers kept ready, and runs allowed in flight at once. Why 4: the
+/// target machines have 2 cores; 4 keeps both busy while two runs wait on
+/// tool calls, and a worker idles in a few hundred KiB.
+pub const POOL_SIZE: usize = 4;
+
+/// Largest doc file `resolve_doc` returns, in bytes (docs are hand-written
+/// markdown; anything larger is a mistake).
+const MAX_DOC_BYTES: u64 = 1024 * 1024;
+
+/// Backend over the workspace's configuration and a supervisor.
 pub struct RealBackend {
-    /// Workspace directory the file tools act in.
-    pub workspace: PathBuf,
-    /// Profile used when a call names neither a profile nor tools.
-    pub default_profile: Option<String>,
-}
-
-fn builtin(name: &str, desc: &str, arg: &str, ty: &str, returns: &str) -> ToolInfo {
-    ToolInfo {
-        name: name.into(),
-        description: desc.into(),
-        args: vec![ArgInfo {
-            name: arg.into(),
-            type_name: ty.into(),
-            description: String::new(),
-        }],
-        returns: returns.into(),
-        grade_w: 1,
-        effects_ceiling: 0,
-        provider: "builtin".into(),
-        docs: None,
-    }
+    workspace: PathBuf,
+    default_profile: Option<String>,
+    supervisor: Supervisor,
 }
 
 impl RealBackend {
-    fn default_tools() -> Vec<ToolInfo> {
-        vec![
-            builtin(
-                "read_file",
-                "Read a UTF-8 text file of the workspace and return its text.",
-                "path",
-                "str",
-                "str",
-            ),
-            builtin(
-                "find_files",
-                "Paths in the workspace matching a glob pattern, sorted.",
-                "pattern",
-                "str",
-                "list[str]",
-            ),
-        ]
-    }
-
-    fn namespace(tools: &[ToolInfo]) -> Namespace {
-        Namespace {
-            tools: tools
-                .iter()
-                .map(|t| ToolEntry {
-                    name: t.name.clone(),
-                    target: t.name.clone(),
-                    args: t.args.iter().map(|a| a.name.clone()).collect(),
-                    grade: Grade {
-                        w: t.grade_w,
-                        d: t.effects_ceiling,
-                    },
-                })
-                .collect(),
+    /// A backend for `workspace` (must be a directory), with `default_profile`
+    /// used when a call names neither a profile nor tools.
+    ///
+    /// # Errors
+    /// The workspace is not a directory, or the supervisor cannot start.
+    pub fn new(workspace: &Path, default_profile: Option<String>) -> anyhow::Result<Self> {
+        let workspace = workspace
+            .canonicalize()
+            .map_err(|e| anyhow::anyhow!("workspace {}: {e}", workspace.display()))?;
+        if !workspace.is_dir() {
+            anyhow::bail!("workspace {} is not a directory", workspace.display());
         }
+        let mut cfg = SupervisorConfig::new()?;
+        cfg.pool_size = POOL_SIZE;
+        let supervisor = Supervisor::new(cfg)?;
+        Ok(RealBackend {
+            workspace,
+            default_profile,
+            supervisor,
+        })
     }
 
-    fn select(
+    fn config(&self) -> Result<(Config, Kits), ErrorInfo> {
+        common::load_config(&self.workspace).map_err(cli_error)
+    }
+
+    fn resolve(
         &self,
         profile: Option<&str>,
         tools: Option<&[String]>,
-    ) -> Result<Vec<ToolInfo>, ErrorInfo> {
-        let all = self.toolbox()?;
-        if let Some(names) = tools {
-            let mut out = Vec::new();
-            for n in names {
-                match all.iter().find(|t| &t.name == n) {
-                    Some(t) => out.push(t.clone()),
-                    None => {
-                        return Err(ErrorInfo::new(
-                            ErrorKind::Validation,
-                            "UnknownTool",
-                            format!("no tool named {n:?}"),
-                        ))
-                    }
-                }
-            }
-            return Ok(out);
+    ) -> Result<ResolvedProfile, ErrorInfo> {
+        let (config, kits) = self.config()?;
+        let profile = profile.or(self.default_profile.as_deref());
+        config
+            .resolve(profile, tools, &kits)
+            .map_err(|e| config_error(&e))
+    }
+
+    fn profile_info(
+        &self,
+        config: &Config,
+        kits: &Kits,
+        name: &str,
+        p: ResolvedProfile,
+        is_default: bool,
+    ) -> ProfileInfo {
+        let description = config
+            .profiles
+            .get(name)
+            .map(|d| d.description.clone())
+            .or_else(|| kits.get(name).map(|k| k.description))
+            .unwrap_or_default();
+        ProfileInfo {
+            name: p.name.clone(),
+            description,
+            tools: p
+                .tools
+                .iter()
+                .map(|(alias, spec)| tool_info(alias, spec))
+                .collect(),
+            is_default,
         }
-        Ok(self.profile(profile)?.tools)
+    }
+}
+
+fn tool_info(alias: &str, spec: &ToolSpec) -> ToolInfo {
+    ToolInfo {
+        name: alias.to_string(),
+        description: spec.description.clone(),
+        args: spec
+            .args
+            .iter()
+            .map(|a| ArgInfo {
+                name: a.name.clone(),
+                type_name: a.type_name.clone(),
+                description: a.description.clone(),
+            })
+            .collect(),
+        returns: spec.returns.clone(),
+        grade_w: spec.grade_w,
+        effects_ceiling: spec.effects_ceiling,
+        provider: spec.provider.clone(),
+        docs: spec.docs.clone(),
+    }
+}
+
+/// A configuration problem as the contract's error object. Kind
+/// `validation`: it is the caller's request (profile, tool list) or the
+/// workspace's config that is wrong, not lackpy.
+fn config_error(e: &lackpy_policy::config::ConfigError) -> ErrorInfo {
+    let ty = match &*e.kind {
+        ConfigErrorKind::UnknownProfile { .. } => "UnknownProfile",
+        ConfigErrorKind::UnknownTool { .. } => "UnknownTool",
+        _ => "ConfigError",
+    };
+    let mut info = ErrorInfo::new(ErrorKind::Validation, ty, e.to_string());
+    info.line = e.line;
+    if ty != "ConfigError" {
+        info.hint = Some("call list_profiles or list_tools to see what is available".into());
+    }
+    info
+}
+
+fn cli_error(e: CliError) -> ErrorInfo {
+    match e {
+        CliError::Config(c) => config_error(&c),
+        CliError::Usage(m) => ErrorInfo::new(ErrorKind::Validation, "ConfigError", m),
     }
 }
 
 impl Backend for RealBackend {
     fn run_program(&self, req: RunRequest, cancel: &Cancel) -> RunOutcome {
         if cancel.is_cancelled() {
+            let e = ErrorInfo::new(
+                ErrorKind::Internal,
+                "Cancelled",
+                "the run was cancelled before it started",
+            );
             return RunOutcome {
-                report: failed_run(ErrorInfo::new(
-                    ErrorKind::Internal,
-                    "Cancelled",
-                    "the run was cancelled",
-                )),
+                report: failed_run(e),
                 vars: None,
             };
         }
-        let _ = (
-            &self.workspace,
-            req.want_vars,
-            &req.initial_vars,
-            &req.program,
-        );
-        let report = match self.select(req.profile.as_deref(), req.tools.as_deref()) {
-            Err(e) => failed_run(e),
-            Ok(_) => failed_run(ErrorInfo::new(
-                ErrorKind::Internal,
-                "NotImplemented",
-                "the supervisor is not available in this build",
-            )),
+        let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                return RunOutcome {
+                    report: failed_run(e),
+                    vars: None,
+                }
+            }
         };
+        // Sessions: the worker protocol has no initial variables yet, so
+        // `req.initial_vars` cannot be passed on and no variables come back.
+        if req.want_vars {
+            tracing::debug!(
+                carried = req.initial_vars.len(),
+                "session variables are not supported by the worker yet"
+            );
+        }
+        let limits = profile.limits.clone();
+        let report = self.supervisor.run(lackpy_supervisor::RunRequest {
+            source: req.program.into_bytes(),
+            profile,
+            workspace: self.workspace.clone(),
+            limits,
+        });
+        let report = serde_json::to_value(&report).unwrap_or_else(|e| {
+            failed_run(ErrorInfo::new(
+                ErrorKind::Internal,
+                "InternalError",
+                format!("cannot encode the report: {e}"),
+            ))
+        });
         RunOutcome { report, vars: None }
     }
 
     fn validate(&self, req: ValidateRequest) -> Value {
-        let tools = match self.select(req.profile.as_deref(), req.tools.as_deref()) {
-            Ok(t) => t,
+        let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
+            Ok(p) => p,
             Err(e) => return json!({"ok": false, "grade": null, "calls": [], "error": e}),
         };
-        match lackpy_policy::validate(&req.program, &Self::namespace(&tools), &Limits::default()) {
+        match lackpy_policy::validate(&req.program, &profile.namespace(), &profile.limits) {
             Ok(p) => json!({"ok": true, "grade": p.grade, "calls": p.calls, "error": null}),
             Err(errs) => {
-                json!({"ok": false, "grade": null, "calls": [], "error": errs.into_iter().next()})
+                let first = errs.into_iter().next().unwrap_or_else(|| {
+                    ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
+                });
+                json!({"ok": false, "grade": null, "calls": [], "error": first})
             }
         }
     }
 
     fn profiles(&self) -> Result<Vec<ProfileInfo>, ErrorInfo> {
-        Ok(vec![ProfileInfo {
-            name: "(default)".into(),
-            description: "the read-only builtins".into(),
-            tools: Self::default_tools(),
-            is_default: true,
-        }])
+        let (config, kits) = self.config()?;
+        let default_name = self
+            .default_profile
+            .clone()
+            .or_else(|| config.default_profile.clone());
+        let mut out = Vec::new();
+        for name in config.profile_names(&kits) {
+            match config.resolve(Some(&name), None, &kits) {
+                Ok(p) => {
+                    let is_default = default_name.as_deref() == Some(name.as_str());
+                    out.push(self.profile_info(&config, &kits, &name, p, is_default));
+                }
+                Err(e) => tracing::warn!("profile {name}: {e}"),
+            }
+        }
+        if !out.iter().any(|p| p.is_default) {
+            let p = config
+                .resolve(self.default_profile.as_deref(), None, &kits)
+                .map_err(|e| config_error(&e))?;
+            let name = p.name.clone();
+            let mut info = self.profile_info(&config, &kits, &name, p, true);
+            if info.description.is_empty() {
+                info.description = "used when a call names neither a profile nor tools".into();
+            }
+            out.insert(0, info);
+        }
+        Ok(out)
     }
 
     fn profile(&self, name: Option<&str>) -> Result<ProfileInfo, ErrorInfo> {
-        let name = name.or(self.default_profile.as_deref());
-        self.profiles()?
-            .into_iter()
-            .find(|p| name.map_or(p.is_default, |n| p.name == n))
-            .ok_or_else(|| {
-                ErrorInfo::new(
-                    ErrorKind::Validation,
-                    "UnknownProfile",
-                    format!("no profile named {:?}", name.unwrap_or("")),
-                )
-            })
+        let (config, kits) = self.config()?;
+        let wanted = name.or(self.default_profile.as_deref());
+        let p = config
+            .resolve(wanted, None, &kits)
+            .map_err(|e| config_error(&e))?;
+        let shown = p.name.clone();
+        Ok(self.profile_info(&config, &kits, &shown, p, name.is_none()))
     }
 
     fn toolbox(&self) -> Result<Vec<ToolInfo>, ErrorInfo> {
-        Ok(Self::default_tools())
+        let (config, _) = self.config()?;
+        Ok(config
+            .toolbox()
+            .tools
+            .iter()
+            .map(|t| tool_info(&t.name, t))
+            .collect())
     }
 
     fn resolve_doc(&self, path: &str) -> Result<String, ErrorInfo> {
-        Err(ErrorInfo::new(
-            ErrorKind::Validation,
-            "UnknownDoc",
-            format!("no tool documents {path:?}"),
-        ))
+        let unknown = || {
+            let mut e = ErrorInfo::new(
+                ErrorKind::Validation,
+                "UnknownDoc",
+                format!("no tool or profile documents {path:?}"),
+            );
+            e.hint = Some("pass a path exactly as docs_index or describe_tool lists it".into());
+            e
+        };
+        // Only paths that a tool or profile names are served.
+        let (config, kits) = self.config()?;
+        let tools = config.toolbox().tools;
+        let tool = tools.iter().find(|t| t.docs.as_deref() == Some(path));
+        let named = tool.is_some()
+            || config
+                .profiles
+                .values()
+                .any(|p| p.docs.as_deref() == Some(path))
+            || kits
+                .names()
+                .iter()
+                .any(|n| kits.get(n).is_some_and(|k| k.docs.as_deref() == Some(path)));
+        if !named {
+            return Err(unknown());
+        }
+        match read_doc(&self.workspace, path) {
+            Some(text) => Ok(text),
+            // Builtins ship their docs as data: render the spec.
+            None => match tool {
+                Some(t) => Ok(spec_markdown(t)),
+                None => Err(ErrorInfo::new(
+                    ErrorKind::Validation,
+                    "FileNotFound",
+                    format!("doc file {path:?} is not in the workspace"),
+                )),
+            },
+        }
     }
 
-    fn traces(&self, _limit: usize) -> Result<Vec<Value>, ErrorInfo> {
-        Ok(Vec::new())
+    fn traces(&self, limit: usize) -> Result<Vec<Value>, ErrorInfo> {
+        let all = lackpy_supervisor::trace::read_all(&self.workspace);
+        Ok(all
+            .iter()
+            .rev()
+            .take(limit)
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect())
+    }
+
+    fn delegate(&self, intent: &str, profile: Option<&str>) -> Value {
+        let args = crate::cmd::delegate::Args {
+            intent: intent.to_string(),
+            select: common::Select {
+                profile: profile
+                    .map(String::from)
+                    .or_else(|| self.default_profile.clone()),
+                tools: None,
+                workspace: Some(self.workspace.clone()),
+            },
+            json: true,
+            model: None,
+            ollama_url: None,
+            promote: false,
+        };
+        crate::cmd::delegate::delegate_json(&args).0
+    }
+
+    fn max_concurrent_runs(&self) -> usize {
+        POOL_SIZE
+    }
+}
+
+/// Read a doc file beneath the workspace: relative, no `..` component,
+/// canonical path still inside the workspace, capped in size.
+fn read_doc(workspace: &Path, rel: &str) -> Option<String> {
+    use std::io::Read;
+    let p = Path::new(rel);
+    if p.is_absolute()
+        || p.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+    {
+        return None;
+    }
+    let full = workspace.join(p).canonicalize().ok()?;
+    if !full.starts_with(workspace) || !full.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(&full)
+        .ok()?
+        .take(MAX_DOC_BYTES)
+        .read_to_end(&mut buf)
+        .ok()?;
+    String::from_utf8(buf).ok()
+}
+
+/// Markdown for a tool whose doc file is not on disk.
+fn spec_markdown(t: &ToolSpec) -> String {
+    let mut s = format!("# {}\n\n`{}`\n\n{}\n", t.name, t.signature(), t.description);
+    if !t.args.is_empty() {
+        s.push_str("\n## Arguments\n\n");
+        for a in &t.args {
+            let ty = if a.type_name.is_empty() {
+                String::new()
+            } else {
+                format!(" (`{}`)", a.type_name)
+            };
+            s.push_str(&format!("- `{}`{ty}: {}\n", a.name, a.description));
+        }
+    }
+    if !t.returns.is_empty() {
+        s.push_str(&format!("\nReturns `{}`.\n", t.returns));
+    }
+    s.push_str(&format!(
+        "\nGrade: w={} d={}.\n",
+        t.grade_w, t.effects_ceiling
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_never_leave_the_workspace() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canon");
+        std::fs::create_dir_all(ws.join("docs")).expect("mkdir");
+        std::fs::write(ws.join("docs/a.md"), "# a").expect("write");
+        assert_eq!(read_doc(&ws, "docs/a.md").as_deref(), Some("# a"));
+        assert_eq!(read_doc(&ws, "./docs/a.md").as_deref(), Some("# a"));
+        assert_eq!(read_doc(&ws, "../etc/passwd"), None);
+        assert_eq!(read_doc(&ws, "/etc/passwd"), None);
+        std::os::unix::fs::symlink("/etc/passwd", ws.join("docs/evil.md")).expect("symlink");
+        assert_eq!(read_doc(&ws, "docs/evil.md"), None);
     }
 }

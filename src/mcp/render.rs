@@ -154,6 +154,17 @@ pub fn render_run(report: &Value) -> String {
     if let Some(err) = report.get("error").filter(|e| e.is_object()) {
         let _ = writeln!(s, "error: {}", render_error(err));
     }
+    if let Some(program) = report.get("program").and_then(Value::as_str) {
+        let provider = report
+            .get("provider")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let _ = writeln!(
+            s,
+            "program (from {provider}):\n{}",
+            cap(program, MAX_BLOCK_BYTES)
+        );
+    }
     if let Some(calls) = report.get("calls").and_then(Value::as_array) {
         let names: Vec<String> = calls
             .iter()
