@@ -3,3 +3,6 @@
 
 mod util;
 mod mcp;
+mod escapes;
+mod fuzz_smoke;
+mod layer_matrix;

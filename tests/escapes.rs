@@ -1,0 +1,1000 @@
+//! The escape corpus (`tests/escapes/*.toml`) run through the real binary.
+//!
+//! Every case is a hostile program with its expected outcome. The runner
+//! gives each case a fresh workspace inside a fresh tempdir, next to a canary
+//! file holding a random secret, with symlinks and a fifo planted inside the
+//! workspace (see `tests/escapes/README.md`). It then runs
+//! `lackpy run - --json --workspace WS --tools …` and checks, for every case:
+//!
+//! 1. the run ends within [`HARD_DEADLINE`] (after that the whole process
+//!    group is SIGKILLed and the case fails);
+//! 2. the exit status is 2 (validation) or 1 (runtime, tool, limit), or 0
+//!    only where the case allows `ok-harmless`, and agrees with the JSON;
+//! 3. the JSON outcome is the expected one (or an accepted alternative);
+//! 4. the canary's secret appears nowhere: stdout, stderr, any regular file
+//!    in the workspace (traces included);
+//! 5. nothing outside the workspace was created or changed;
+//! 6. no process the run started is left behind.
+//!
+//! All violations of all cases are collected and reported together.
+
+use crate::util;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A run that has not ended after this long is a violation and is killed.
+/// Why 30 s: the default wall-clock limit is 10 s; three times that leaves room
+/// for a loaded 2-core CI machine running cases in parallel.
+const HARD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Cases run concurrently (the machine has 2 cores; most cases wait on process
+/// start-up, so 3 keeps both busy).
+const PARALLEL: usize = 3;
+
+/// Tools granted when a case does not say otherwise: every file tool, for the
+/// widest attack surface.
+const DEFAULT_TOOLS: &str = "read_file,find_files,write_file,edit_file";
+
+/// The corpus files, embedded so the test binary needs no path at run time.
+const CORPUS: &[(&str, &str)] = &[
+    ("dunder", include_str!("escapes/dunder.toml")),
+    ("builtins", include_str!("escapes/builtins.toml")),
+    ("format", include_str!("escapes/format.toml")),
+    ("unicode", include_str!("escapes/unicode.toml")),
+    ("lambda", include_str!("escapes/lambda.toml")),
+    ("syntax", include_str!("escapes/syntax.toml")),
+    ("paths", include_str!("escapes/paths.toml")),
+    ("bombs", include_str!("escapes/bombs.toml")),
+    ("tools", include_str!("escapes/tools.toml")),
+];
+
+/// Placeholders a program may contain; see the corpus README.
+const PLACEHOLDERS: &[&str] = &["@CANARY@", "@TMP@", "@WS@", "@PWN@"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Expect {
+    Validation,
+    Runtime,
+    Limit,
+    Tool,
+    OkHarmless,
+}
+
+impl Expect {
+    fn exit_code(self) -> i32 {
+        match self {
+            Expect::Validation => 2,
+            Expect::Runtime | Expect::Limit | Expect::Tool => 1,
+            Expect::OkHarmless => 0,
+        }
+    }
+
+    fn from_json_kind(kind: &str) -> Option<Expect> {
+        Some(match kind {
+            "validation" => Expect::Validation,
+            "runtime" => Expect::Runtime,
+            "limit" => Expect::Limit,
+            "tool" => Expect::Tool,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Gen {
+    before: String,
+    after: String,
+    count: usize,
+    /// Prefix the k-th `before` with k spaces (deep indentation).
+    #[serde(default)]
+    indent: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) program: String,
+    pub(crate) expect: Expect,
+    #[serde(rename = "type")]
+    pub(crate) type_name: Option<String>,
+    #[serde(default)]
+    pub(crate) accept: Vec<Expect>,
+    pub(crate) tools: Option<String>,
+    #[serde(default)]
+    pub(crate) forbid: Vec<String>,
+    pub(crate) note: String,
+    pub(crate) gen: Option<Gen>,
+    #[serde(default)]
+    pub(crate) append_bytes: Vec<u8>,
+    /// A known, documented gap (SECURITY.md "Known gaps"): the case's
+    /// violations are reported but do not fail the suite; the case passing
+    /// does, so the marker goes away with the fix.
+    pub(crate) gap: Option<String>,
+    /// Filled in from the file name.
+    #[serde(skip)]
+    pub(crate) category: String,
+}
+
+impl Case {
+    fn allowed(&self) -> Vec<Expect> {
+        let mut v = vec![self.expect];
+        v.extend(self.accept.iter().copied());
+        v
+    }
+
+    /// The program's bytes with generators applied and placeholders replaced.
+    pub(crate) fn source(&self, subst: &[(&str, String)]) -> Vec<u8> {
+        let mut text = String::new();
+        match &self.gen {
+            Some(g) => {
+                for k in 0..g.count {
+                    if g.indent {
+                        text.push_str(&" ".repeat(k));
+                    }
+                    text.push_str(&g.before);
+                }
+                if g.indent {
+                    text.push_str(&" ".repeat(g.count));
+                }
+                text.push_str(&self.program);
+                for _ in 0..g.count {
+                    text.push_str(&g.after);
+                }
+            }
+            None => text.push_str(&self.program),
+        }
+        for (k, v) in subst {
+            if text.contains(k) {
+                text = text.replace(k, v);
+            }
+        }
+        let mut bytes = text.into_bytes();
+        bytes.extend_from_slice(&self.append_bytes);
+        bytes
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorpusFile {
+    case: Vec<Case>,
+}
+
+/// Every case of the corpus, in file order.
+pub(crate) fn corpus() -> Vec<Case> {
+    let mut all = Vec::new();
+    for (category, text) in CORPUS {
+        let file: CorpusFile =
+            toml::from_str(text).unwrap_or_else(|e| panic!("tests/escapes/{category}.toml: {e}"));
+        for mut c in file.case {
+            c.category = (*category).to_string();
+            all.push(c);
+        }
+    }
+    all
+}
+
+/// 128 random bits as hex, from the std hasher's per-process random keys
+/// mixed with the time (no rand crate needed for a canary).
+fn random_hex() -> String {
+    let mut out = String::new();
+    for i in 0..2u64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(i);
+        h.write_u128(
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.write_u32(std::process::id());
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
+}
+
+/// One case's surroundings: `<tmp>/ws` is the workspace, `<tmp>/canary.txt`
+/// the secret outside it.
+struct Arena {
+    dir: tempfile::TempDir,
+    ws: PathBuf,
+    canary: PathBuf,
+    secret: String,
+    canary_text: String,
+    pwn: String,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        let dir = tempfile::Builder::new()
+            .prefix("lackpy-escape-")
+            .tempdir()
+            .expect("tempdir");
+        let root = dir.path().to_path_buf();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("sub")).expect("mkdir ws/sub");
+        std::fs::create_dir_all(root.join("outside_dir")).expect("mkdir outside_dir");
+        std::fs::write(root.join("outside_dir/keep.txt"), "outside\n").expect("write outside");
+        let secret = random_hex();
+        let canary_text = format!("CANARY {secret}\n");
+        let canary = root.join("canary.txt");
+        std::fs::write(&canary, &canary_text).expect("write canary");
+        std::fs::write(ws.join("a.txt"), "hello\n").expect("write a.txt");
+        std::fs::write(ws.join("sub/b.txt"), "inside\n").expect("write b.txt");
+        std::fs::write(ws.join("data.json"), "{\"k\": [1, 2]}\n").expect("write data.json");
+        let links: &[(&str, PathBuf)] = &[
+            ("link_canary", canary.clone()),
+            ("link_canary_rel", PathBuf::from("../canary.txt")),
+            ("link_root", PathBuf::from("/")),
+            ("link_up", PathBuf::from("..")),
+            ("link_proc", PathBuf::from("/proc/self/environ")),
+            ("link_loop", PathBuf::from("link_loop")),
+            ("link_in", PathBuf::from("sub")),
+            ("sub/link_up2", PathBuf::from("../../canary.txt")),
+        ];
+        for (name, target) in links {
+            std::os::unix::fs::symlink(target, ws.join(name)).expect("symlink");
+        }
+        let fifo = ws.join("fifo");
+        let made = Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(made, "mkfifo {} failed", fifo.display());
+        let pwn = format!("lackpy-pwned-{}", &random_hex()[..16]);
+        Arena {
+            dir,
+            ws,
+            canary,
+            secret,
+            canary_text,
+            pwn,
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn substitutions(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("@CANARY@", self.canary.display().to_string()),
+            ("@TMP@", self.root().display().to_string()),
+            ("@WS@", self.ws.display().to_string()),
+            ("@PWN@", self.pwn.clone()),
+        ]
+    }
+
+    /// Everything under the tempdir except the workspace: path → description.
+    fn snapshot_outside(&self) -> BTreeMap<PathBuf, String> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![self.root().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in rd.flatten() {
+                let p = entry.path();
+                if p == self.ws {
+                    continue;
+                }
+                let Ok(md) = std::fs::symlink_metadata(&p) else {
+                    continue;
+                };
+                let mtime = md
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok());
+                out.insert(
+                    p.clone(),
+                    format!("{:?} len={} mtime={mtime:?}", md.file_type(), md.len()),
+                );
+                if md.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// Regular files of the workspace (traces included), never following
+    /// symlinks and never opening the fifo.
+    fn workspace_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        let mut stack = vec![self.ws.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in rd.flatten() {
+                let p = entry.path();
+                let Ok(md) = std::fs::symlink_metadata(&p) else {
+                    continue;
+                };
+                if md.is_dir() {
+                    stack.push(p);
+                } else if md.is_file() {
+                    files.push(p);
+                }
+            }
+        }
+        files
+    }
+}
+
+/// What one run produced.
+struct Ran {
+    status: Option<i32>,
+    signal: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    elapsed: Duration,
+    timed_out: bool,
+    pid: u32,
+}
+
+fn read_capped(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        // Keep at most 64 MiB; drain the rest so the child never blocks on a full pipe.
+        const CAP: usize = 64 << 20;
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if kept.len() < CAP {
+                        kept.extend_from_slice(&buf[..n.min(CAP - kept.len())]);
+                    }
+                }
+            }
+        }
+        kept
+    })
+}
+
+/// Run `lackpy` with `args` in its own process group, `stdin` fed from a thread,
+/// killed with its whole group after `deadline`.
+fn run_bounded(args: &[&str], stdin: Vec<u8>, cwd: &Path, deadline: Duration) -> Ran {
+    use std::os::unix::process::ExitStatusExt;
+    let start = Instant::now();
+    let mut cmd = util::lackpy();
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("spawn lackpy");
+    let pid = child.id();
+    let mut sin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let _ = sin.write_all(&stdin);
+    });
+    let out = read_capped(child.stdout.take().expect("stdout"));
+    let err = read_capped(child.stderr.take().expect("stderr"));
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => panic!("wait: {e}"),
+        }
+        if start.elapsed() > deadline {
+            timed_out = true;
+            kill_group(pid);
+            break child.wait().expect("wait after kill");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    if timed_out {
+        // The pipes may be held open by leftover group members; killing the
+        // group above closes them.
+        kill_group(pid);
+    }
+    let _ = writer.join();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    Ran {
+        status: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        elapsed,
+        timed_out,
+        pid,
+    }
+}
+
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `/proc/PID/stat` fields after the command name: (comm, state, ppid, pgrp).
+fn proc_stat(pid: u32) -> Option<(String, char, u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let mut rest = text.get(close + 2..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some((comm, state, ppid, pgrp))
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect()
+}
+
+/// Live (non-zombie) processes still in process group `pgid`.
+fn group_members(pgid: u32) -> Vec<(u32, String)> {
+    all_pids()
+        .into_iter()
+        .filter_map(|p| match proc_stat(p) {
+            Some((comm, state, _, pg)) if pg == pgid && state != 'Z' => Some((p, comm)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Processes that run the lackpy binary (by command name or executable).
+pub(crate) fn lackpy_processes() -> HashMap<u32, String> {
+    let bin = util::bin();
+    all_pids()
+        .into_iter()
+        .filter_map(|p| {
+            let (comm, state, _, _) = proc_stat(p)?;
+            if state == 'Z' {
+                return None;
+            }
+            let exe = std::fs::read_link(format!("/proc/{p}/exe")).ok();
+            let is_ours = comm.starts_with("lackpy") || exe.as_deref() == Some(bin.as_path());
+            is_ours.then_some((p, comm))
+        })
+        .collect()
+}
+
+/// True when `pid` descends from this test process (then a test still owns it).
+fn descends_from_us(pid: u32) -> bool {
+    let me = std::process::id();
+    let mut p = pid;
+    for _ in 0..64 {
+        if p == me {
+            return true;
+        }
+        match proc_stat(p) {
+            Some((_, _, ppid, _)) if ppid != 0 && ppid != p => p = ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn excerpt(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    let s: String = s.chars().take(300).collect();
+    s.replace('\n', "\\n")
+}
+
+/// Run one case and return its violations (empty = pass) and the outcome seen.
+fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
+    let arena = Arena::new();
+    let before = arena.snapshot_outside();
+    let source = case.source(&arena.substitutions());
+    let ws = arena.ws.display().to_string();
+    let tools = case
+        .tools
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TOOLS.to_string());
+    let args = [
+        "run",
+        "-",
+        "--json",
+        "--workspace",
+        ws.as_str(),
+        "--tools",
+        tools.as_str(),
+    ];
+    let ran = run_bounded(&args, source, &arena.ws, HARD_DEADLINE);
+    let mut v = Vec::new();
+
+    // 1. Bounded.
+    if ran.timed_out {
+        v.push(format!("did not end within {HARD_DEADLINE:?} (killed)"));
+    }
+    // 6. No process left behind in the run's group.
+    let mut members = group_members(ran.pid);
+    let grace = Instant::now();
+    while !members.is_empty() && grace.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(50));
+        members = group_members(ran.pid);
+    }
+    if !members.is_empty() {
+        v.push(format!(
+            "processes left behind in the run's group: {members:?}"
+        ));
+        kill_group(ran.pid);
+    }
+    // 2 + 3. Exit status and outcome.
+    let json: Option<serde_json::Value> = serde_json::from_slice(&ran.stdout).ok();
+    let mut seen = String::from("?");
+    match (&json, ran.status) {
+        (_, None) => v.push(format!("killed by signal {:?}", ran.signal)),
+        (None, Some(code)) => v.push(format!(
+            "exit {code}, stdout is not one JSON object: {} | stderr: {}",
+            excerpt(&ran.stdout),
+            excerpt(&ran.stderr)
+        )),
+        (Some(j), Some(code)) => {
+            let ok = j.get("ok").and_then(serde_json::Value::as_bool);
+            let err = j.get("error");
+            let kind = err
+                .and_then(|e| e.get("kind"))
+                .and_then(serde_json::Value::as_str);
+            let ty = err
+                .and_then(|e| e.get("type"))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let msg = err
+                .and_then(|e| e.get("message"))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let got = match (ok, kind) {
+                (Some(true), _) => Some(Expect::OkHarmless),
+                (Some(false), Some(k)) => Expect::from_json_kind(k),
+                _ => None,
+            };
+            seen = match got {
+                Some(Expect::OkHarmless) => "ok".to_string(),
+                _ => format!("{}/{ty}", kind.unwrap_or("?")),
+            };
+            match got {
+                None => v.push(format!(
+                    "exit {code}, unexpected outcome ok={ok:?} kind={kind:?} type={ty:?}: {}",
+                    excerpt(msg.as_bytes())
+                )),
+                Some(g) => {
+                    if g.exit_code() != code {
+                        v.push(format!(
+                            "exit {code} does not match outcome {seen} (want exit {})",
+                            g.exit_code()
+                        ));
+                    }
+                    if !case.allowed().contains(&g) {
+                        v.push(format!(
+                            "expected {:?}{}, got {seen}: {}",
+                            case.expect,
+                            if case.accept.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (or {:?})", case.accept)
+                            },
+                            excerpt(msg.as_bytes())
+                        ));
+                    } else if g == case.expect {
+                        if let Some(want) = &case.type_name {
+                            if want != ty {
+                                v.push(format!(
+                                    "expected type {want}, got {seen}: {}",
+                                    excerpt(msg.as_bytes())
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if !matches!(ran.status, Some(0..=2)) && ran.status.is_some() {
+        v.push(format!(
+            "exit status {:?} is not 0/1/2 (stderr: {})",
+            ran.status,
+            excerpt(&ran.stderr)
+        ));
+    }
+    // Case-specific strings that must not be printed (e.g. a listing through a symlink out).
+    for f in &case.forbid {
+        if contains(&ran.stdout, f.as_bytes()) {
+            v.push(format!(
+                "stdout contains forbidden {f:?}: {}",
+                excerpt(&ran.stdout)
+            ));
+        }
+    }
+    // 4. The canary's secret never leaks.
+    let secret = arena.secret.as_bytes();
+    if contains(&ran.stdout, secret) {
+        v.push("CANARY LEAKED on stdout".to_string());
+    }
+    if contains(&ran.stderr, secret) {
+        v.push("CANARY LEAKED on stderr".to_string());
+    }
+    for f in arena.workspace_files() {
+        if let Ok(bytes) = std::fs::read(&f) {
+            if contains(&bytes, secret) {
+                v.push(format!("CANARY LEAKED into {}", f.display()));
+            }
+        }
+    }
+    // 5. Nothing outside the workspace changed.
+    match std::fs::read_to_string(&arena.canary) {
+        Ok(t) if t == arena.canary_text => {}
+        other => v.push(format!("canary changed: {other:?}")),
+    }
+    let after = arena.snapshot_outside();
+    if after != before {
+        let added: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+        let removed: Vec<_> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+        let changed: Vec<_> = after
+            .iter()
+            .filter(|(k, d)| before.get(*k).is_some_and(|b| b != *d))
+            .map(|(k, _)| k)
+            .collect();
+        v.push(format!(
+            "outside the workspace: added {added:?} removed {removed:?} changed {changed:?}"
+        ));
+    }
+    for p in [
+        PathBuf::from("/tmp").join(&arena.pwn),
+        PathBuf::from("/").join(&arena.pwn),
+    ] {
+        if std::fs::symlink_metadata(&p).is_ok() {
+            v.push(format!("created {}", p.display()));
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    (v, seen, ran.elapsed)
+}
+
+struct Report {
+    name: String,
+    category: String,
+    violations: Vec<String>,
+    seen: String,
+    elapsed: Duration,
+}
+
+#[test]
+fn corpus_is_well_formed() {
+    let cases = corpus();
+    assert!(
+        cases.len() >= 220,
+        "the corpus must hold at least 220 cases, has {}",
+        cases.len()
+    );
+    let mut names = HashSet::new();
+    let mut per_category: BTreeMap<String, usize> = BTreeMap::new();
+    for c in &cases {
+        assert!(
+            names.insert(c.name.clone()),
+            "duplicate case name {}",
+            c.name
+        );
+        assert!(!c.note.trim().is_empty(), "{}: empty note", c.name);
+        assert!(
+            !c.accept.contains(&c.expect),
+            "{}: accept repeats expect",
+            c.name
+        );
+        if c.type_name.is_some() {
+            assert_ne!(
+                c.expect,
+                Expect::OkHarmless,
+                "{}: a type on an ok case",
+                c.name
+            );
+        }
+        let text = String::from_utf8_lossy(&c.source(&[])).into_owned();
+        for token in text.split('@').skip(1).step_by(1) {
+            let word: String = token
+                .chars()
+                .take_while(|ch| ch.is_ascii_uppercase())
+                .collect();
+            let is_token = !word.is_empty() && token[word.len()..].starts_with('@');
+            if is_token {
+                let p = format!("@{word}@");
+                assert!(
+                    PLACEHOLDERS.contains(&p.as_str()),
+                    "{}: unknown placeholder {p}",
+                    c.name
+                );
+            }
+        }
+        *per_category.entry(c.category.clone()).or_default() += 1;
+    }
+    for (cat, _) in CORPUS {
+        assert!(
+            per_category.get(*cat).copied().unwrap_or(0) > 0,
+            "category {cat} is empty"
+        );
+    }
+}
+
+/// The policy validator, in-process, agrees with every case's expectation
+/// about validation: the first layer holds on its own (defence in depth means
+/// each layer is tested alone, not only the stack as a whole).
+#[test]
+fn corpus_policy_validator_agrees() {
+    use lackpy_policy::{Grade, Namespace, ToolEntry};
+    let arena = Arena::new();
+    let subst = arena.substitutions();
+    let limits = lackpy_policy::Limits::default();
+    let mut bad = Vec::new();
+    let cases = corpus();
+    for c in &cases {
+        let tools = c.tools.clone().unwrap_or_else(|| DEFAULT_TOOLS.to_string());
+        let ns = Namespace {
+            tools: tools
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|name| ToolEntry {
+                    name: name.to_string(),
+                    target: name.to_string(),
+                    args: Vec::new(),
+                    grade: Grade::default(),
+                })
+                .collect(),
+        };
+        let allowed = c.allowed();
+        let may_fail = allowed.contains(&Expect::Validation);
+        let may_pass = allowed.iter().any(|a| *a != Expect::Validation);
+        let src = c.source(&subst);
+        let name = c.name.clone();
+        let limits = limits.clone();
+        let r = std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || lackpy_policy::lang::validate_bytes(&src, &ns, &limits).map(|_| ()))
+            .expect("spawn")
+            .join();
+        match r {
+            Err(_) => bad.push(format!("{name}: the validator panicked")),
+            Ok(Ok(())) if !may_pass => bad.push(format!("{name}: validated, but must be refused")),
+            Ok(Err(errs)) if !may_fail => bad.push(format!(
+                "{name}: refused, but must validate: {:?}",
+                errs.iter()
+                    .map(|e| format!("{} {}", e.type_name, e.message))
+                    .collect::<Vec<_>>()
+            )),
+            Ok(Err(errs)) => {
+                if let (Expect::Validation, Some(want)) = (c.expect, &c.type_name) {
+                    if !errs.iter().any(|e| &e.type_name == want) {
+                        bad.push(format!(
+                            "{name}: expected type {want}, got {:?}",
+                            errs.iter().map(|e| &e.type_name).collect::<Vec<_>>()
+                        ));
+                    }
+                }
+            }
+            Ok(Ok(())) => {}
+        }
+    }
+    // Known gaps (SECURITY.md) are reported, not failed, here; the end-to-end
+    // runner is the one that insists a gap is removed once fixed.
+    let gaps: HashSet<&str> = cases
+        .iter()
+        .filter(|c| c.gap.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
+    let (known, bad): (Vec<String>, Vec<String>) = bad
+        .into_iter()
+        .partition(|b| gaps.contains(b.split(':').next().unwrap_or("")));
+    if !known.is_empty() {
+        eprintln!("known gaps at the validator:\n{}", known.join("\n"));
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases disagree with the policy validator:\n{}",
+        bad.len(),
+        cases.len(),
+        bad.join("\n")
+    );
+}
+
+/// The validator alone (through `lackpy validate`, no jail) agrees with every
+/// case's expectation about validation: fast feedback while the runner waits
+/// for `lackpy run`, and a check that the validator stands on its own.
+#[test]
+fn corpus_validator_agrees() {
+    let cases = corpus();
+    let arena = Arena::new();
+    let subst = arena.substitutions();
+    let ws = arena.ws.display().to_string();
+    let mut bad = Vec::new();
+    for c in &cases {
+        let tools = c.tools.clone().unwrap_or_else(|| DEFAULT_TOOLS.to_string());
+        let args = [
+            "validate",
+            "-",
+            "--json",
+            "--workspace",
+            ws.as_str(),
+            "--tools",
+            tools.as_str(),
+        ];
+        let ran = run_bounded(&args, c.source(&subst), &arena.ws, HARD_DEADLINE);
+        let allowed = c.allowed();
+        let may_fail = allowed.contains(&Expect::Validation);
+        let may_pass = allowed.iter().any(|a| *a != Expect::Validation);
+        let json: Option<serde_json::Value> = serde_json::from_slice(&ran.stdout).ok();
+        let ok = json
+            .as_ref()
+            .and_then(|j| j.get("ok"))
+            .and_then(serde_json::Value::as_bool);
+        let ty = json
+            .as_ref()
+            .and_then(|j| j.pointer("/error/type"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match (ran.status, ok) {
+            (Some(0), Some(true)) if !may_pass => {
+                bad.push(format!("{}: validated, but must be refused", c.name))
+            }
+            (Some(2), Some(false)) if !may_fail => {
+                bad.push(format!("{}: refused ({ty}), but must validate", c.name))
+            }
+            (Some(2), Some(false)) => {
+                if let (Expect::Validation, Some(want)) = (c.expect, &c.type_name) {
+                    if *want != ty {
+                        bad.push(format!("{}: expected type {want}, got {ty}", c.name));
+                    }
+                }
+            }
+            (Some(0), Some(true)) => {}
+            (status, _) => bad.push(format!(
+                "{}: exit {status:?} ({}) {}",
+                c.name,
+                if ran.timed_out { "timed out" } else { "" },
+                excerpt(&ran.stderr)
+            )),
+        }
+    }
+    let gaps: HashSet<&str> = cases
+        .iter()
+        .filter(|c| c.gap.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
+    let (known, bad): (Vec<String>, Vec<String>) = bad
+        .into_iter()
+        .partition(|b| gaps.contains(b.split(':').next().unwrap_or("")));
+    if !known.is_empty() {
+        eprintln!("known gaps at `lackpy validate`:\n{}", known.join("\n"));
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases disagree with the validator:\n{}",
+        bad.len(),
+        cases.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn escapes_corpus() {
+    let cases = Arc::new(corpus());
+    let procs_before: HashSet<u32> = lackpy_processes().into_keys().collect();
+    let next = Arc::new(AtomicUsize::new(0));
+    let reports = Arc::new(Mutex::new(Vec::<Report>::new()));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..PARALLEL)
+        .map(|_| {
+            let (cases, next, reports) =
+                (Arc::clone(&cases), Arc::clone(&next), Arc::clone(&reports));
+            std::thread::spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { break };
+                let (violations, seen, elapsed) = run_case(case);
+                let r = Report {
+                    name: case.name.clone(),
+                    category: case.category.clone(),
+                    violations,
+                    seen,
+                    elapsed,
+                };
+                if let Ok(mut g) = reports.lock() {
+                    g.push(r);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("runner thread");
+    }
+    let reports = match Arc::try_unwrap(reports) {
+        Ok(m) => m.into_inner().unwrap_or_default(),
+        Err(_) => panic!("reports still shared"),
+    };
+    // Leftover lackpy processes that no live test owns.
+    std::thread::sleep(Duration::from_millis(200));
+    let leftovers: Vec<_> = lackpy_processes()
+        .into_iter()
+        .filter(|(p, _)| !procs_before.contains(p) && !descends_from_us(*p))
+        .collect();
+
+    // Per-category table.
+    let mut table: BTreeMap<&str, (usize, usize, BTreeMap<String, usize>)> = BTreeMap::new();
+    for r in &reports {
+        let e = table.entry(r.category.as_str()).or_default();
+        e.0 += 1;
+        if r.violations.is_empty() {
+            e.1 += 1;
+        }
+        let outcome = r.seen.split('/').next().unwrap_or("?").to_string();
+        *e.2.entry(outcome).or_default() += 1;
+    }
+    let mut summary = format!(
+        "\nescape corpus: {} cases in {:.1?}\n| category | cases | pass | outcomes |\n|---|---:|---:|---|\n",
+        reports.len(),
+        started.elapsed()
+    );
+    for (cat, (n, pass, outcomes)) in &table {
+        let o: Vec<String> = outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        summary.push_str(&format!("| {cat} | {n} | {pass} | {} |\n", o.join(", ")));
+    }
+    let mut slow: Vec<&Report> = reports.iter().collect();
+    slow.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
+    summary.push_str("slowest: ");
+    for r in slow.iter().take(5) {
+        summary.push_str(&format!("{} {:.1?}; ", r.name, r.elapsed));
+    }
+    eprintln!("{summary}");
+
+    let gaps: HashMap<&str, &str> = cases
+        .iter()
+        .filter_map(|c| c.gap.as_deref().map(|g| (c.name.as_str(), g)))
+        .collect();
+    let mut failures = Vec::new();
+    let mut known = Vec::new();
+    for r in &reports {
+        match (gaps.get(r.name.as_str()), r.violations.is_empty()) {
+            (None, true) => {}
+            (None, false) => failures.push(format!("[{}] {}: {}", r.category, r.name, r.violations.join("; "))),
+            (Some(g), false) => known.push(format!("[{}] {} (known gap: {g}): {}", r.category, r.name, r.violations.join("; "))),
+            (Some(_), true) => failures.push(format!(
+                "[{}] {}: marked as a known gap but passes now; remove `gap` from the case and from SECURITY.md",
+                r.category, r.name
+            )),
+        }
+    }
+    if !known.is_empty() {
+        eprintln!("{} known gap(s):\n{}", known.len(), known.join("\n"));
+    }
+    failures.sort();
+    if !leftovers.is_empty() {
+        failures.push(format!(
+            "lackpy processes left behind after the suite: {leftovers:?}"
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{summary}\n{} violation(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

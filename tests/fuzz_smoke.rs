@@ -1,0 +1,406 @@
+//! Deterministic fuzz smoke: a few thousand mutated and generated programs
+//! through the validator and the interpreter, and random IPC frames through
+//! the frame decoder, in-process. No panic, no hang, bounded time.
+//!
+//! The generators are `tests/fuzz/src/gen.rs`, shared with the long-running
+//! fuzz targets (`scripts/fuzz TARGET SECONDS`). A failure prints the seed and
+//! the input; fixed crashes become cases in [`REGRESSIONS`].
+
+#[path = "fuzz/src/gen.rs"]
+mod gen;
+
+use gen::Rng;
+use lackpy_policy::lang::validate_bytes;
+use lackpy_policy::wire::{
+    Data, FlatData, FromWorker, Limits, Node, Outcome, ToWorker, ToolFailure, ToolSig,
+    MAX_DATA_DEPTH,
+};
+use lackpy_policy::{Grade, Namespace, ToolEntry};
+use lackpy_worker::interp::{run, Output, ToolHost};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Seed of the whole smoke run (change it to explore; failures print theirs).
+const SEED: u64 = 0x1ac4_b0f5_2026_1130;
+
+/// Mutated programs through the validator (+ interpreter when they validate).
+const MUTATED: usize = 2000;
+
+/// Grammar-generated programs through validator and interpreter.
+const GENERATED: usize = 600;
+
+/// Random or mutated IPC payloads through the decoder.
+const FRAMES: usize = 2000;
+
+/// Inputs that once crashed or hung something; kept as regression tests.
+const REGRESSIONS: &[&str] = &[];
+
+/// Small limits so thousands of programs finish in seconds in a debug build.
+fn small_limits() -> Limits {
+    Limits {
+        wall_ms: 2_000,
+        fuel: 20_000,
+        memory_bytes: 8 << 20,
+        stdout_bytes: 64 << 10,
+        tool_calls: 50,
+        result_bytes: 1 << 20,
+        ..Limits::default()
+    }
+}
+
+fn namespace() -> Namespace {
+    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
+        name: name.to_string(),
+        target: name.to_string(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        grade: Grade { w, d },
+    };
+    Namespace {
+        tools: vec![
+            tool("read_file", &["path"], 1, 0),
+            tool("find_files", &["pattern"], 1, 0),
+            tool("write_file", &["path", "content"], 1, 2),
+            tool("edit_file", &["path", "old_str", "new_str"], 1, 2),
+        ],
+    }
+}
+
+/// In-process stand-in for the supervisor's tools: canned plain data.
+struct FakeHost;
+
+impl ToolHost for FakeHost {
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Data>,
+        _kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
+        match (name, args.first()) {
+            ("read_file", Some(Data::Str(p))) if p == "a.txt" => {
+                Ok(Data::Str("hello\nworld\n".into()))
+            }
+            ("find_files", _) => Ok(Data::List(vec![
+                Data::Str("a.txt".into()),
+                Data::Str("sub/b.txt".into()),
+            ])),
+            ("write_file", _) => Ok(Data::Bool(true)),
+            ("edit_file", _) => Ok(Data::Bool(false)),
+            _ => Err(ToolFailure {
+                type_name: "FileNotFound".into(),
+                message: "no such file".into(),
+            }),
+        }
+    }
+}
+
+/// Captured stdout with a cap, as the worker's.
+struct CappedOut {
+    text: String,
+    cap: usize,
+}
+
+impl Output for CappedOut {
+    fn write(&mut self, text: &str) -> bool {
+        if self.text.len() + text.len() > self.cap {
+            return false;
+        }
+        self.text.push_str(text);
+        true
+    }
+}
+
+/// Validate and (if valid) interpret `src`; returns a panic message if either panicked.
+fn exercise(src: &[u8], ns: &Namespace, limits: &Limits) -> Option<String> {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        if let Ok(program) = validate_bytes(src, ns, limits) {
+            let mut out = CappedOut {
+                text: String::new(),
+                cap: limits.stdout_bytes as usize,
+            };
+            let _ = run(&program, &mut FakeHost, &mut out, limits);
+        }
+    }));
+    r.err().map(|e| {
+        e.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "non-string panic".to_string())
+    })
+}
+
+/// Seed programs: the conformance corpus, the escape corpus and the built-ins.
+fn seeds() -> Vec<String> {
+    let mut v: Vec<String> = gen::SEEDS.iter().map(|s| s.to_string()).collect();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut paths: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "py"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                if t.len() < 4096 && !t.contains("# lackpy: skip") {
+                    v.push(t);
+                }
+            }
+        }
+    }
+    for c in crate::escapes::corpus() {
+        if c.program.len() < 2048 && c.gen.is_none() {
+            v.push(c.program.clone());
+        }
+    }
+    v
+}
+
+/// Run `body` on a thread with an 8 MiB stack (a worker's main thread has at
+/// least that) and fail if it does not finish within `budget`, naming the
+/// input it was stuck on.
+fn bounded(
+    name: &str,
+    budget: Duration,
+    body: impl FnOnce(Arc<Mutex<String>>) -> Vec<String> + Send + 'static,
+) {
+    let current = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = mpsc::channel();
+    let cur = Arc::clone(&current);
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let failures = body(cur);
+            let _ = tx.send(failures);
+        })
+        .expect("spawn fuzz thread");
+    match rx.recv_timeout(budget) {
+        Ok(failures) => assert!(
+            failures.is_empty(),
+            "{name}: {} failure(s):\n{}",
+            failures.len(),
+            failures.join("\n---\n")
+        ),
+        Err(_) => {
+            let stuck = current.lock().map(|s| s.clone()).unwrap_or_default();
+            panic!("{name}: no result within {budget:?}; stuck on input:\n{stuck}");
+        }
+    }
+}
+
+fn set(cur: &Mutex<String>, s: &str) {
+    if let Ok(mut g) = cur.lock() {
+        g.clear();
+        g.push_str(s);
+    }
+}
+
+#[test]
+fn fuzz_smoke_programs() {
+    bounded("programs", Duration::from_secs(300), |cur| {
+        let ns = namespace();
+        let limits = small_limits();
+        let seeds = seeds();
+        let mut rng = Rng::new(SEED);
+        let mut failures = Vec::new();
+        let mut slowest = (Duration::ZERO, String::new());
+        let mut inputs: Vec<Vec<u8>> = REGRESSIONS.iter().map(|s| s.as_bytes().to_vec()).collect();
+        for _ in 0..MUTATED {
+            let base = rng.pick(&seeds).clone();
+            inputs.push(gen::mutate(&mut rng, &base, &seeds).into_bytes());
+        }
+        for _ in 0..GENERATED {
+            inputs.push(gen::grammar_program(&mut rng).into_bytes());
+        }
+        // A few raw byte strings (invalid UTF-8, NULs).
+        for _ in 0..50 {
+            inputs.push(gen::random_bytes(&mut rng, 200));
+        }
+        for (i, src) in inputs.iter().enumerate() {
+            let shown = String::from_utf8_lossy(src)
+                .chars()
+                .take(2000)
+                .collect::<String>();
+            set(&cur, &format!("input #{i} (seed {SEED:#x}):\n{shown}"));
+            let t = Instant::now();
+            if let Some(msg) = exercise(src, &ns, &limits) {
+                failures.push(format!("input #{i} panicked: {msg}\n{shown}"));
+            }
+            let el = t.elapsed();
+            if el > slowest.0 {
+                slowest = (el, shown.chars().take(200).collect());
+            }
+            // Bounded time per input: small limits must end small runs quickly,
+            // even in a debug build on a loaded machine.
+            if el > Duration::from_secs(10) {
+                failures.push(format!("input #{i} took {el:?}\n{shown}"));
+            }
+        }
+        eprintln!(
+            "fuzz smoke: {} programs; slowest {:?}: {:?}",
+            inputs.len(),
+            slowest.0,
+            slowest.1
+        );
+        failures
+    });
+}
+
+/// Valid messages of every variant, with edge values, to mutate.
+fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
+    let data = Data::Dict(vec![
+        (
+            Data::Str("k".into()),
+            Data::List(vec![Data::Int(i64::MIN), Data::Float(f64::NAN), Data::None]),
+        ),
+        (
+            Data::Tuple(vec![]),
+            Data::Set(vec![
+                Data::BigInt("-123456789012345678901234567890".into()),
+                Data::Bool(true),
+            ]),
+        ),
+    ]);
+    let from = vec![
+        FromWorker::Ready {
+            protocol: lackpy_policy::wire::PROTOCOL_VERSION,
+        },
+        FromWorker::SetupFailed {
+            step: "pivot_root".into(),
+            errno: 22,
+            detail: "EINVAL".into(),
+        },
+        FromWorker::ToolCall {
+            id: 1,
+            name: "read_file".into(),
+            args: vec![Data::Str("a.txt".into()).to_flat(), data.to_flat()],
+            kwargs: vec![("path".into(), Data::Str("é\u{0}".into()).to_flat())],
+        },
+        FromWorker::Stdout("hello\n".into()),
+        FromWorker::Done(Outcome {
+            value: Some(data.to_flat()),
+            repr: Some("{...}".into()),
+            error: None,
+            fuel_used: u64::MAX,
+        }),
+    ];
+    let to = vec![
+        ToWorker::Run {
+            protocol: 1,
+            program: "x = 1\nx".into(),
+            tools: vec![ToolSig {
+                name: "read_file".into(),
+                args: vec!["path".into()],
+            }],
+            limits: Limits::default(),
+        },
+        ToWorker::ToolResult {
+            id: 7,
+            result: Ok(data.to_flat()),
+        },
+        ToWorker::ToolResult {
+            id: 8,
+            result: Err(ToolFailure {
+                type_name: "PathOutsideWorkspace".into(),
+                message: "no".into(),
+            }),
+        },
+    ];
+    (from, to)
+}
+
+fn check_flat(flat: &FlatData) {
+    if let Ok(d) = Data::from_flat(flat, MAX_DATA_DEPTH) {
+        assert!(d.depth() <= MAX_DATA_DEPTH);
+        // Round trip must be exact for what was accepted (compared through
+        // Debug, so NaN equals itself).
+        let again = Data::from_flat(&d.to_flat(), MAX_DATA_DEPTH).map(|x| format!("{x:?}"));
+        assert_eq!(again, Ok(format!("{d:?}")));
+    }
+}
+
+#[test]
+fn fuzz_smoke_ipc_decode() {
+    use lackpy_worker::ipc::{decode, encode};
+    bounded("ipc-decode", Duration::from_secs(120), |cur| {
+        let (from, to) = sample_messages();
+        let mut encoded: Vec<Vec<u8>> = Vec::new();
+        for m in &from {
+            encoded.push(encode(m).expect("encode FromWorker"));
+        }
+        for m in &to {
+            encoded.push(encode(m).expect("encode ToWorker"));
+        }
+        let mut rng = Rng::new(SEED ^ 0xf4a3e);
+        let mut failures = Vec::new();
+        let mut decoded_ok = 0usize;
+        for i in 0..FRAMES {
+            let bytes = if rng.one_in(3) {
+                gen::random_bytes(&mut rng, 256)
+            } else {
+                let base = rng.pick(&encoded).clone();
+                gen::mutate_bytes(&mut rng, &base)
+            };
+            set(&cur, &format!("frame #{i}: {bytes:02x?}"));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let mut ok = 0;
+                if let Ok(m) = decode::<FromWorker>(&bytes) {
+                    ok += 1;
+                    match m {
+                        FromWorker::ToolCall { args, kwargs, .. } => {
+                            args.iter().for_each(check_flat);
+                            kwargs.iter().for_each(|(_, f)| check_flat(f));
+                        }
+                        FromWorker::Done(o) => {
+                            if let Some(v) = &o.value {
+                                check_flat(v);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if let Ok(ToWorker::ToolResult { result: Ok(f), .. }) = decode::<ToWorker>(&bytes) {
+                    ok += 1;
+                    check_flat(&f);
+                }
+                ok
+            }));
+            match r {
+                Ok(n) => decoded_ok += n,
+                Err(_) => failures.push(format!("frame #{i} panicked: {bytes:02x?}")),
+            }
+        }
+        // Random node lists straight into the flat decoder.
+        for i in 0..FRAMES / 2 {
+            let n = rng.below(64);
+            let nodes: Vec<Node> = (0..n)
+                .map(|_| match rng.below(8) {
+                    0 => Node::None,
+                    1 => Node::Int(rng.next_u64() as i64),
+                    2 => Node::Str("s".into()),
+                    3 => Node::BigInt(if rng.one_in(2) {
+                        "-12".into()
+                    } else {
+                        "1x".into()
+                    }),
+                    4 => Node::List(rng.below(4) as u32),
+                    5 => Node::Tuple(if rng.one_in(8) {
+                        u32::MAX
+                    } else {
+                        rng.below(3) as u32
+                    }),
+                    6 => Node::Dict(rng.below(3) as u32),
+                    _ => Node::Set(rng.below(3) as u32),
+                })
+                .collect();
+            let flat = FlatData(nodes);
+            set(&cur, &format!("flat #{i}: {flat:?}"));
+            if catch_unwind(AssertUnwindSafe(|| check_flat(&flat))).is_err() {
+                failures.push(format!("flat #{i} panicked: {flat:?}"));
+            }
+        }
+        eprintln!("fuzz smoke: {FRAMES} frames, {decoded_ok} decoded as a message");
+        failures
+    });
+}
