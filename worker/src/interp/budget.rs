@@ -12,7 +12,6 @@ thread_local! {
     static FUEL_TOTAL: Cell<u64> = const { Cell::new(u64::MAX) };
     static MEM_LIMIT: Cell<i64> = const { Cell::new(i64::MAX) };
     static MEM_BASE: Cell<i64> = const { Cell::new(0) };
-    static CLOCK_IN: Cell<u64> = const { Cell::new(CLOCK_EVERY) };
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static WALL_MS: Cell<u64> = const { Cell::new(0) };
     static STACK_BASE: Cell<usize> = const { Cell::new(0) };
@@ -46,10 +45,11 @@ pub fn stack_check(what: &str) -> R<()> {
     Ok(())
 }
 
-/// Fuel units between wall-clock polls. Why: reading the clock costs ~20 ns;
-/// 16K steps take well under a millisecond, so the timeout is overshot by
-/// at most that.
-const CLOCK_EVERY: u64 = 1 << 14;
+/// Fuel units between wall-clock and memory polls. Why: reading the clock
+/// costs ~20 ns; 4K steps take well under a millisecond, so the timeout is
+/// overshot by at most that. Memory growth between polls is bounded because
+/// every large single allocation is preflighted with [`mem_check`].
+const CLOCK_EVERY: u64 = 1 << 12;
 
 /// Install the budgets of a run on this thread.
 pub fn start(fuel: u64, memory_bytes: u64, wall_ms: u64) {
@@ -58,7 +58,6 @@ pub fn start(fuel: u64, memory_bytes: u64, wall_ms: u64) {
     FUEL_TOTAL.with(|f| f.set(fuel));
     MEM_BASE.with(|b| b.set(mem_used()));
     MEM_LIMIT.with(|m| m.set(i64::try_from(memory_bytes).unwrap_or(i64::MAX)));
-    CLOCK_IN.with(|c| c.set(CLOCK_EVERY));
     WALL_MS.with(|w| w.set(wall_ms));
     DEADLINE.with(|d| d.set(Instant::now().checked_add(std::time::Duration::from_millis(wall_ms))));
 }
@@ -87,20 +86,23 @@ pub fn fuel_used() -> u64 {
 pub fn tick(n: u64) -> R<()> {
     let left = FUEL_LEFT.with(|f| f.get());
     if left < n {
-        FUEL_LEFT.with(|f| f.set(0));
-        let total = FUEL_TOTAL.with(|t| t.get());
-        return Err(Exc::limit("fuel", format!("fuel limit exceeded: the program used all {total} steps of its fuel budget")));
+        return Err(fuel_err());
     }
-    FUEL_LEFT.with(|f| f.set(left - n));
-    mem_check(0)?;
-    let c = CLOCK_IN.with(|c| c.get());
-    if c <= n {
-        CLOCK_IN.with(|c| c.set(CLOCK_EVERY));
+    let new = left - n;
+    FUEL_LEFT.with(|f| f.set(new));
+    // Poll memory and the clock whenever the count crosses a CLOCK_EVERY boundary.
+    if (left ^ new) >= CLOCK_EVERY {
+        mem_check(0)?;
         check_clock()?;
-    } else {
-        CLOCK_IN.with(|cl| cl.set(c - n));
     }
     Ok(())
+}
+
+#[cold]
+fn fuel_err() -> Box<Exc> {
+    FUEL_LEFT.with(|f| f.set(0));
+    let total = FUEL_TOTAL.with(|t| t.get());
+    Exc::limit("fuel", format!("fuel limit exceeded: the program used all {total} steps of its fuel budget"))
 }
 
 #[cold]

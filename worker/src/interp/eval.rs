@@ -1167,11 +1167,13 @@ impl<'a> Interp<'a> {
             return Ok(None);
         }
         let c = g.comp.clone();
-        // Swap the generator's variables in.
-        let outer: Vec<Option<Value>> = c.slots.iter().zip(g.saved.iter_mut()).map(|(s, v)| std::mem::replace(&mut self.slots[*s as usize], v.take())).collect();
+        // Swap the generator's variables in (and back out afterwards).
+        for (s, v) in c.slots.iter().zip(g.saved.iter_mut()) {
+            std::mem::swap(&mut self.slots[*s as usize], v);
+        }
         let r = self.gen_step(g, &c);
-        for ((s, o), sv) in c.slots.iter().zip(outer).zip(g.saved.iter_mut()) {
-            *sv = std::mem::replace(&mut self.slots[*s as usize], o);
+        for (s, v) in c.slots.iter().zip(g.saved.iter_mut()) {
+            std::mem::swap(&mut self.slots[*s as usize], v);
         }
         if !matches!(r, Ok(Some(_))) {
             g.done = true;
@@ -1379,6 +1381,10 @@ impl<'a> Interp<'a> {
     fn str_of_simple(&self, v: &Value) -> R<String> {
         match v {
             Value::Str(s) => Ok(s.s.clone()),
+            Value::Int(i) => Ok(i.to_string()),
+            Value::Float(f) => Ok(float_repr(*f)),
+            Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
+            Value::None => Ok("None".into()),
             _ => {
                 let mut o = String::new();
                 self.repr_into(v, &mut o, &mut Vec::new(), 0, false, self.limits.memory_bytes as usize)?;

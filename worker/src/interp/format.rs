@@ -300,16 +300,28 @@ fn finish_number(neg: bool, prefix: &str, intpart: &str, rest: &str, sp: &Spec, 
     pad(&format!("{int_text}{rest}"), &head, sp, '>')
 }
 
+/// An int to format: small or big.
+#[derive(Debug, Clone, Copy)]
+pub enum IntRef<'a> {
+    /// Fits i64.
+    Small(i64),
+    /// Big.
+    Big(&'a BigInt),
+}
+
 /// Format an int (small or big) under a spec.
 ///
 /// # Errors
 /// ValueError/OverflowError as CPython.
-pub fn format_int(v: &BigInt, spec: &str, tyname: &str) -> R<String> {
+pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
     let sp = parse_spec(spec, tyname)?;
     let ty = sp.ty.unwrap_or('d');
     match ty {
         'e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%' => {
-            let f = big_to_f64(v)?;
+            let f = match v {
+                IntRef::Small(i) => i as f64,
+                IntRef::Big(b) => big_to_f64(b)?,
+            };
             return format_float_spec(f, &sp);
         }
         'd' | 'n' | 'b' | 'o' | 'x' | 'X' | 'c' => {}
@@ -335,20 +347,49 @@ pub fn format_int(v: &BigInt, spec: &str, tyname: &str) -> R<String> {
         if sp.alt {
             return Err(value_err("Alternate form (#) not allowed with integer format specifier 'c'"));
         }
-        let ch = v.to_u32().and_then(char::from_u32).filter(|_| v.to_u32().is_some_and(|u| u < 0x110000));
-        return match ch {
+        let code = match v {
+            IntRef::Small(i) => u32::try_from(i).ok(),
+            IntRef::Big(b) => b.to_u32(),
+        };
+        return match code.filter(|u| *u < 0x110000).and_then(char::from_u32) {
             Some(c) => Ok(pad(&c.to_string(), "", &sp, '<')),
             None => Err(Exc::py("OverflowError", "%c arg not in range(0x110000)")),
         };
     }
-    let neg = v.is_negative();
-    let mag = v.abs();
-    let (digits, prefix, every) = match ty {
-        'b' => (mag.to_str_radix(2), "0b", 4),
-        'o' => (mag.to_str_radix(8), "0o", 4),
-        'x' => (mag.to_str_radix(16), "0x", 4),
-        'X' => (mag.to_str_radix(16).to_uppercase(), "0X", 4),
-        _ => (mag.to_string(), "", 3),
+    let (neg, digits) = match v {
+        IntRef::Small(i) => {
+            let m = i.unsigned_abs();
+            (
+                i < 0,
+                match ty {
+                    'b' => format!("{m:b}"),
+                    'o' => format!("{m:o}"),
+                    'x' => format!("{m:x}"),
+                    'X' => format!("{m:X}"),
+                    _ => m.to_string(),
+                },
+            )
+        }
+        IntRef::Big(b) => {
+            let mag = b.abs();
+            (
+                b.is_negative(),
+                match ty {
+                    'b' => mag.to_str_radix(2),
+                    'o' => mag.to_str_radix(8),
+                    'x' => mag.to_str_radix(16),
+                    'X' => mag.to_str_radix(16).to_uppercase(),
+                    _ => mag.to_string(),
+                },
+            )
+        }
+    };
+    let (prefix, every) = match ty {
+        'b' => ("0b", 4),
+        'o' => ("0o", 4),
+        'x' => ("0x", 4),
+        'X' => ("0X", 4),
+        _ => ("", 3),
     };
     let prefix = if sp.alt { prefix } else { "" };
     Ok(finish_number(neg, prefix, &digits, "", &sp, every))
@@ -543,19 +584,19 @@ pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>)
             if spec.is_empty() {
                 return Ok(i.to_string());
             }
-            format_int(&BigInt::from(*i), spec, "int")
+            format_int(IntRef::Small(*i), spec, "int")
         }
         Value::Bool(b) => {
             if spec.is_empty() {
                 return Ok(if *b { "True".into() } else { "False".into() });
             }
-            format_int(&BigInt::from(*b as i64), spec, "bool")
+            format_int(IntRef::Small(*b as i64), spec, "bool")
         }
         Value::Big(b) => {
             if spec.is_empty() {
                 return str_of(v);
             }
-            format_int(b, spec, "int")
+            format_int(IntRef::Big(b), spec, "int")
         }
         Value::Float(f) => format_float(*f, spec),
         Value::Str(s) => {
@@ -602,7 +643,7 @@ mod tests {
     }
 
     fn fi(v: i64, s: &str) -> String {
-        format_int(&BigInt::from(v), s, "int").unwrap_or_else(|e| e.msg.clone())
+        format_int(IntRef::Small(v), s, "int").unwrap_or_else(|e| e.msg.clone())
     }
     fn ff(v: f64, s: &str) -> String {
         format_float(v, s).unwrap_or_else(|e| e.msg.clone())

@@ -583,8 +583,14 @@ fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> R<bool> {
     if x.len() != y.len() {
         return Ok(false);
     }
+    tick(1 + x.len() as u64 / 8)?;
     for (a, b) in x.iter().zip(y.iter()) {
-        tick(1)?;
+        if let (Value::Int(p), Value::Int(q)) = (a, b) {
+            if p != q {
+                return Ok(false);
+            }
+            continue;
+        }
         if !(a.is(b) || eq_rec(a, b, depth + 1)?) {
             return Ok(false);
         }
@@ -672,8 +678,23 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
 }
 
 fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
+    tick(1 + x.len().min(y.len()) as u64 / 8)?;
     for (a, b) in x.iter().zip(y.iter()) {
-        tick(1)?;
+        match (a, b) {
+            (Value::Int(p), Value::Int(q)) => {
+                if p != q {
+                    return Ok(op.test(p.cmp(q)));
+                }
+                continue;
+            }
+            (Value::Str(p), Value::Str(q)) => {
+                if p.s != q.s {
+                    return Ok(op.test(p.s.cmp(&q.s)));
+                }
+                continue;
+            }
+            _ => {}
+        }
         if !(a.is(b) || eq_rec(a, b, depth + 1)?) {
             return cmp_rec(op, a, b, depth + 1);
         }
