@@ -1,11 +1,155 @@
-//! `lackpy doctor`. (STUB)
+//! `lackpy doctor`: which jail layers this kernel supports, found by really
+//! spawning jailed workers (one per layer alone, then all together).
+
+use lackpy_policy::wire::Limits;
+use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
+use lackpy_supervisor::JailLevel;
+use lackpy_worker::jail::{landlock_abi, seccomp, Filter, LAYERS};
+use std::time::{Duration, Instant};
 
 /// Arguments of `lackpy doctor`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Layers the operator lowered (as `[sandbox] lower`), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
+    lower: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct LayerReport {
+    layer: &'static str,
+    status: String,
+    detail: String,
+    hint: Option<String>,
+}
+
+/// Spawn an executor jailed with only `level`'s layers; report its greeting.
+fn try_level(exe: &ExeHandle, level: JailLevel) -> Result<Duration, String> {
+    let spec = level.executor_spec(&Limits::default());
+    let t0 = Instant::now();
+    let mut w =
+        spawn::spawn(exe, "executor", &[], &spec).map_err(|e| format!("spawn failed: {e}"))?;
+    let g = w.greeting(Instant::now() + Duration::from_secs(5));
+    let took = t0.elapsed();
+    w.kill_and_reap();
+    match g {
+        Ok(Greeting::Ready) => Ok(took),
+        Ok(Greeting::SetupFailed { detail, .. }) => Err(detail),
+        Err(e) => Err(format!("worker failed: {e}")),
+    }
+}
 
 /// Run the subcommand.
-pub fn main(_args: Args) -> anyhow::Result<i32> {
-    eprintln!("lackpy doctor: not implemented yet");
-    Ok(3)
+pub fn main(args: Args) -> anyhow::Result<i32> {
+    let exe = ExeHandle::current()?;
+    let lowered = match JailLevel::lowered(&args.lower) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lackpy doctor: {e}");
+            return Ok(3);
+        }
+    };
+    let abi = landlock_abi();
+    let mut layers = Vec::new();
+    let mut failed = Vec::new();
+    for name in LAYERS {
+        let Ok(only) =
+            JailLevel::lowered(&LAYERS.iter().filter(|l| **l != name).collect::<Vec<_>>())
+        else {
+            continue;
+        };
+        let enabled = match name {
+            "namespaces" => lowered.namespaces,
+            "rlimits" => lowered.rlimits,
+            "landlock" => lowered.landlock,
+            _ => lowered.seccomp,
+        };
+        let detail = match name {
+            "namespaces" => "user, pid, net, mount, ipc, uts, cgroup namespaces; empty read-only tmpfs root (pivot_root)".to_string(),
+            "rlimits" => {
+                let s = JailLevel::full().executor_spec(&Limits::default());
+                format!("AS={} MiB, CPU={} s, NOFILE=8, NPROC=0, FSIZE=0, CORE=0", s.as_bytes >> 20, s.cpu_seconds)
+            }
+            "landlock" => match abi {
+                0 => "not available on this kernel".to_string(),
+                1..=3 => format!("ABI {abi}: filesystem denied; TCP not restrictable (needs ABI 4)"),
+                4 | 5 => format!("ABI {abi}: filesystem and TCP denied; no signal/abstract-socket scoping (needs ABI 6)"),
+                _ => format!("ABI {abi}: filesystem, TCP, signals and abstract unix sockets denied"),
+            },
+            _ => format!(
+                "executor allowlist of {} syscalls, anything else kills the worker",
+                seccomp::table(Filter::Executor).len()
+            ),
+        };
+        let (status, hint) = match try_level(&exe, only) {
+            Ok(t) => {
+                let partial = name == "landlock" && abi < 6;
+                let st = if partial { "partial" } else { "active" };
+                (format!("{st} ({} us)", t.as_micros()), None)
+            }
+            Err(e) => {
+                if enabled {
+                    failed.push(name);
+                }
+                let hint = match name {
+                    "namespaces" => "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; AppArmor: kernel.apparmor_restrict_unprivileged_userns=0)",
+                    "landlock" => "boot with landlock in the LSM list (lsm=landlock,...) on Linux >= 5.13",
+                    "seccomp" => "a kernel with CONFIG_SECCOMP_FILTER",
+                    _ => "check the hard limits of the account running lackpy",
+                };
+                (format!("unavailable: {e}"), Some(hint.to_string()))
+            }
+        };
+        let status = if enabled {
+            status
+        } else {
+            format!("lowered by config; probe: {status}")
+        };
+        layers.push(LayerReport {
+            layer: name,
+            status,
+            detail,
+            hint,
+        });
+    }
+    let full = try_level(&exe, lowered);
+    let level = lowered.executor_spec(&Limits::default()).level();
+    if args.json {
+        let v = serde_json::json!({
+            "ok": failed.is_empty() && full.is_ok(),
+            "jail_level": level,
+            "landlock_abi": abi,
+            "layers": layers,
+            "full_jail": match &full { Ok(t) => serde_json::json!({"ok": true, "spawn_us": t.as_micros() as u64}), Err(e) => serde_json::json!({"ok": false, "error": e}) },
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for l in &layers {
+            println!("{:<11} {:<22} {}", l.layer, l.status, l.detail);
+            if let Some(h) = &l.hint {
+                println!("{:<11} hint: {h}", "");
+            }
+        }
+        match &full {
+            Ok(t) => println!(
+                "jail level  {level}: a jailed worker starts in {} us",
+                t.as_micros()
+            ),
+            Err(e) => println!("jail level  {level}: FAILED: {e}"),
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "lackpy doctor: required jail layer(s) unavailable: {}; runs will fail (exit 4) unless an operator lowers them in [sandbox] lower",
+            failed.join(", ")
+        );
+        return Ok(4);
+    }
+    if full.is_err() {
+        return Ok(4);
+    }
+    Ok(0)
 }

@@ -223,6 +223,7 @@ struct Pool {
 /// The supervisor. `Send + Sync`: front ends call [`Supervisor::run`] from many threads.
 pub struct Supervisor {
     cfg: Arc<SupervisorConfig>,
+    role_override: Mutex<Option<Vec<String>>>,
     pool: Arc<Pool>,
     pool_spec: JailSpec,
     refill: Option<std::thread::JoinHandle<()>>,
@@ -268,6 +269,7 @@ impl Supervisor {
         };
         Ok(Supervisor {
             cfg,
+            role_override: Mutex::new(None),
             pool,
             pool_spec,
             refill,
@@ -284,11 +286,24 @@ impl Supervisor {
         self.pool_spec.level()
     }
 
+    /// Test support: spawn fresh (unpooled) workers with this role argv
+    /// (`None` restores the configured role). Only binaries built with the
+    /// `test-roles` feature know any role but `executor`.
+    pub fn set_worker_role(&self, role: Option<Vec<String>>) {
+        if let Ok(mut r) = self.role_override.lock() {
+            *r = role;
+        }
+    }
+
     /// Spawn a worker for `spec` and wait for its greeting.
     fn fresh_worker(&self, spec: &JailSpec) -> Result<Worker, ErrorInfo> {
-        let (role, args) = self
-            .cfg
-            .worker_role
+        let role_argv = self
+            .role_override
+            .lock()
+            .ok()
+            .and_then(|r| r.clone())
+            .unwrap_or_else(|| self.cfg.worker_role.clone());
+        let (role, args) = role_argv
             .split_first()
             .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
         let mut w = spawn::spawn(&self.cfg.exe, role, args, spec)
@@ -304,7 +319,8 @@ impl Supervisor {
             && spec.seccomp == self.pool_spec.seccomp
             && spec.as_bytes <= self.pool_spec.as_bytes
             && spec.cpu_seconds <= self.pool_spec.cpu_seconds;
-        if fits && self.cfg.pool_size > 0 {
+        let overridden = self.role_override.lock().map_or(false, |r| r.is_some());
+        if fits && self.cfg.pool_size > 0 && !overridden {
             let taken = self
                 .pool
                 .workers

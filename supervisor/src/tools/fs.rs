@@ -140,7 +140,14 @@ struct OpenHow {
 /// The raw errno.
 pub fn openat2(dir: RawFd, path: &CString, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
     let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC | libc::O_NOCTTY) as u64,
+        // openat2 rejects O_PATH combined with anything but O_DIRECTORY/O_NOFOLLOW/O_CLOEXEC.
+        flags: (flags
+            | libc::O_CLOEXEC
+            | if flags & libc::O_PATH == 0 {
+                libc::O_NOCTTY
+            } else {
+                0
+            }) as u64,
         mode: if flags & libc::O_CREAT != 0 {
             u64::from(mode)
         } else {

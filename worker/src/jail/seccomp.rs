@@ -60,6 +60,8 @@ pub enum Cond {
     NoExec,
     /// Argument 0 is our own pid (tgkill for `abort()`).
     OwnPid,
+    /// Argument 1 is `F_GETFD` (fcntl that only reads a descriptor's flags).
+    GetFd,
     /// Argument 1 (the request) is `FIONBIO`: only toggling non-blocking mode.
     Fionbio,
 }
@@ -87,189 +89,52 @@ const fn row(name: &'static str, nr: i64, cond: Cond, why: &'static str) -> Allo
 }
 
 /// What an executor worker needs after the jail is in place.
+#[rustfmt::skip]
 pub const EXECUTOR: &[Allow] = &[
-    row(
-        "recvmsg",
-        libc::SYS_recvmsg,
-        Cond::IpcFd,
-        "receive frames (MSG_TRUNC detection)",
-    ),
-    row(
-        "sendto",
-        libc::SYS_sendto,
-        Cond::IpcFd,
-        "send frames (libc send())",
-    ),
-    row(
-        "write",
-        libc::SYS_write,
-        Cond::Stderr,
-        "panic messages and LACKPY_LOG diagnostics",
-    ),
-    row(
-        "mmap",
-        libc::SYS_mmap,
-        Cond::NoExec,
-        "allocator: large blocks",
-    ),
-    row(
-        "munmap",
-        libc::SYS_munmap,
-        Cond::Any,
-        "allocator: free large blocks",
-    ),
-    row(
-        "mremap",
-        libc::SYS_mremap,
-        Cond::Any,
-        "allocator: realloc of large blocks",
-    ),
-    row(
-        "mprotect",
-        libc::SYS_mprotect,
-        Cond::NoExec,
-        "allocator: heap arenas (never PROT_EXEC)",
-    ),
-    row("brk", libc::SYS_brk, Cond::Any, "allocator: main heap"),
-    row(
-        "madvise",
-        libc::SYS_madvise,
-        Cond::Any,
-        "allocator: return freed pages",
-    ),
-    row(
-        "futex",
-        libc::SYS_futex,
-        Cond::Any,
-        "std locks (stdout, once-cells)",
-    ),
-    row(
-        "getrandom",
-        libc::SYS_getrandom,
-        Cond::Any,
-        "HashMap seeds (std RandomState)",
-    ),
-    row(
-        "clock_gettime",
-        libc::SYS_clock_gettime,
-        Cond::Any,
-        "Instant::now when the vDSO falls back",
-    ),
-    row(
-        "sched_yield",
-        libc::SYS_sched_yield,
-        Cond::Any,
-        "spin loops in std/allocator",
-    ),
-    row(
-        "rt_sigreturn",
-        libc::SYS_rt_sigreturn,
-        Cond::Any,
-        "return from the stack-overflow handler",
-    ),
-    row(
-        "rt_sigprocmask",
-        libc::SYS_rt_sigprocmask,
-        Cond::Any,
-        "abort() masks signals",
-    ),
-    row(
-        "rt_sigaction",
-        libc::SYS_rt_sigaction,
-        Cond::Any,
-        "stack-overflow handler resets SIGSEGV",
-    ),
-    row(
-        "sigaltstack",
-        libc::SYS_sigaltstack,
-        Cond::Any,
-        "std's stack-overflow handler",
-    ),
-    row(
-        "getpid",
-        libc::SYS_getpid,
-        Cond::Any,
-        "abort() raises SIGABRT at itself",
-    ),
-    row(
-        "gettid",
-        libc::SYS_gettid,
-        Cond::Any,
-        "abort() raises SIGABRT at itself",
-    ),
-    row(
-        "tgkill",
-        libc::SYS_tgkill,
-        Cond::OwnPid,
-        "abort() raises SIGABRT at itself (own pid only)",
-    ),
-    row(
-        "close",
-        libc::SYS_close,
-        Cond::Any,
-        "dropping descriptors at exit",
-    ),
-    row("exit", libc::SYS_exit, Cond::Any, "thread exit"),
-    row(
-        "exit_group",
-        libc::SYS_exit_group,
-        Cond::Any,
-        "process exit",
-    ),
-    row(
-        "restart_syscall",
-        libc::SYS_restart_syscall,
-        Cond::Any,
-        "kernel restarts an interrupted call",
-    ),
+    row("recvmsg",         libc::SYS_recvmsg,         Cond::IpcFd,  "receive frames (MSG_TRUNC detection)"),
+    row("sendto",          libc::SYS_sendto,          Cond::IpcFd,  "send frames (libc send())"),
+    row("write",           libc::SYS_write,           Cond::Stderr, "panic messages and LACKPY_LOG diagnostics"),
+    row("mmap",            libc::SYS_mmap,            Cond::NoExec, "allocator: large blocks (never PROT_EXEC)"),
+    row("munmap",          libc::SYS_munmap,          Cond::Any,    "allocator: free large blocks"),
+    row("mremap",          libc::SYS_mremap,          Cond::Any,    "allocator: realloc of large blocks"),
+    row("mprotect",        libc::SYS_mprotect,        Cond::NoExec, "allocator: heap arenas (never PROT_EXEC)"),
+    row("brk",             libc::SYS_brk,             Cond::Any,    "allocator: main heap"),
+    row("madvise",         libc::SYS_madvise,         Cond::Any,    "allocator: return freed pages"),
+    row("futex",           libc::SYS_futex,           Cond::Any,    "std locks (stdout, once-cells)"),
+    row("getrandom",       libc::SYS_getrandom,       Cond::Any,    "HashMap seeds (std RandomState)"),
+    row("clock_gettime",   libc::SYS_clock_gettime,   Cond::Any,    "Instant::now when the vDSO falls back"),
+    row("sched_yield",     libc::SYS_sched_yield,     Cond::Any,    "spin loops in std/allocator"),
+    row("rt_sigreturn",    libc::SYS_rt_sigreturn,    Cond::Any,    "return from the stack-overflow handler"),
+    row("rt_sigprocmask",  libc::SYS_rt_sigprocmask,  Cond::Any,    "abort() masks signals"),
+    row("rt_sigaction",    libc::SYS_rt_sigaction,    Cond::Any,    "stack-overflow handler resets SIGSEGV"),
+    row("sigaltstack",     libc::SYS_sigaltstack,     Cond::Any,    "std's stack-overflow handler"),
+    row("getpid",          libc::SYS_getpid,          Cond::Any,    "abort() raises SIGABRT at itself"),
+    row("gettid",          libc::SYS_gettid,          Cond::Any,    "abort() raises SIGABRT at itself"),
+    row("tgkill",          libc::SYS_tgkill,          Cond::OwnPid, "abort() raises SIGABRT at itself (own pid only)"),
+    row("close",           libc::SYS_close,           Cond::Any,    "dropping descriptors at exit"),
+    row("fcntl",           libc::SYS_fcntl,           Cond::GetFd,  "std's debug check when dropping an OwnedFd (F_GETFD only)"),
+    row("exit",            libc::SYS_exit,            Cond::Any,    "thread exit"),
+    row("exit_group",      libc::SYS_exit_group,      Cond::Any,    "process exit"),
+    row("restart_syscall", libc::SYS_restart_syscall, Cond::Any,    "kernel restarts an interrupted call"),
 ];
 
 /// What an inferencer needs on top of [`EXECUTOR`]: one HTTP connection to
 /// the model endpoint (landlock restricts connect to its port).
+#[rustfmt::skip]
 pub const INFERENCER_EXTRAS: &[Allow] = &[
-    row(
-        "socket",
-        libc::SYS_socket,
-        Cond::Any,
-        "TCP socket to the model endpoint",
-    ),
-    row(
-        "connect",
-        libc::SYS_connect,
-        Cond::Any,
-        "connect to the endpoint (landlock: one port)",
-    ),
-    row("read", libc::SYS_read, Cond::Any, "HTTP response"),
-    row("write(any)", libc::SYS_write, Cond::Any, "HTTP request"),
-    row("sendto(any)", libc::SYS_sendto, Cond::Any, "HTTP request"),
-    row("recvfrom", libc::SYS_recvfrom, Cond::Any, "HTTP response"),
-    row("poll", libc::SYS_poll, Cond::Any, "request timeouts"),
-    row("ppoll", libc::SYS_ppoll, Cond::Any, "request timeouts"),
-    row(
-        "setsockopt",
-        libc::SYS_setsockopt,
-        Cond::Any,
-        "TCP_NODELAY, timeouts",
-    ),
-    row(
-        "getsockopt",
-        libc::SYS_getsockopt,
-        Cond::Any,
-        "SO_ERROR after non-blocking connect",
-    ),
-    row("fcntl", libc::SYS_fcntl, Cond::Any, "non-blocking connect"),
-    row(
-        "clock_nanosleep",
-        libc::SYS_clock_nanosleep,
-        Cond::Any,
-        "backoff pause between retries of the model call",
-    ),
-    row(
-        "ioctl(FIONBIO)",
-        libc::SYS_ioctl,
-        Cond::Fionbio,
-        "std's TcpStream::connect_timeout sets and clears non-blocking mode with FIONBIO",
-    ),
+    row("socket",      libc::SYS_socket,     Cond::Any, "TCP socket to the model endpoint"),
+    row("connect",     libc::SYS_connect,    Cond::Any, "connect to the endpoint (landlock: one port)"),
+    row("read",        libc::SYS_read,       Cond::Any, "HTTP response"),
+    row("write(any)",  libc::SYS_write,      Cond::Any, "HTTP request"),
+    row("sendto(any)", libc::SYS_sendto,     Cond::Any, "HTTP request"),
+    row("recvfrom",    libc::SYS_recvfrom,   Cond::Any, "HTTP response"),
+    row("poll",        libc::SYS_poll,       Cond::Any, "request timeouts"),
+    row("ppoll",       libc::SYS_ppoll,      Cond::Any, "request timeouts"),
+    row("setsockopt",  libc::SYS_setsockopt, Cond::Any, "TCP_NODELAY, timeouts"),
+    row("getsockopt",  libc::SYS_getsockopt, Cond::Any, "SO_ERROR after non-blocking connect"),
+    row("fcntl(any)",  libc::SYS_fcntl,      Cond::Any, "non-blocking connect"),
+    row("ioctl(FIONBIO)", libc::SYS_ioctl,   Cond::Fionbio, "std's TcpStream::connect_timeout sets and clears non-blocking mode"),
+    row("clock_nanosleep", libc::SYS_clock_nanosleep, Cond::Any, "backoff pause between retries of the model call"),
 ];
 
 /// The rows of a filter.
@@ -314,6 +179,12 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
         Cond::OwnPid => {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
         }
+        Cond::GetFd => SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::F_GETFD as u64,
+        )?,
     };
     Ok(Some(SeccompRule::new(vec![c])?))
 }

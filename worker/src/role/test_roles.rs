@@ -72,6 +72,8 @@ pub fn probe(spec: &JailSpec, args: &[String]) -> i32 {
     if super::jail_and_greet(&mut chan, spec).is_err() {
         return super::EXIT_SETUP;
     }
+    // Wait for Run like an executor would (the supervisor sends it first).
+    let _ = chan.recv::<ToWorker>(None);
     let action = args.first().map_or("nothing", String::as_str);
     let arg = args.get(1).cloned().unwrap_or_default();
     let rc = attempt(action, &arg);
@@ -306,7 +308,8 @@ pub fn hostile(spec: &JailSpec, args: &[String]) -> i32 {
         "truncated" => {
             let mut first = ((CHUNK_BYTES * 3) as u32).to_le_bytes().to_vec();
             first.resize(CHUNK_BYTES, 7);
-            chan.send_raw(&first, None)
+            let _ = chan.send_raw(&first, None);
+            return 0; // and die mid-frame
         }
         "unknown_tool" => chan.send(&call(1, "no_such_tool", vec![]), None),
         "out_of_profile" => chan.send(&call(1, "write_file", vec![s("x.txt"), s("pwned")]), None),

@@ -1,0 +1,740 @@
+//! The `command` provider: a tool is an argv template run without a shell,
+//! by the supervisor, in a jail of its own.
+//!
+//! ```toml
+//! [[tools]]
+//! name = "grep_json"
+//! provider = "command"
+//! argv = ["rg", "--json", "--", "{pattern}", "."]
+//! parse = "lines"          # "text" (default) | "lines" | "json" | "jsonl"
+//! timeout = 5              # seconds, default 10
+//! args = [{ name = "pattern", type = "str" }]
+//! ```
+//!
+//! Templates. `{name}` names a declared argument; `{{`/`}}` are literal
+//! braces. An item that is exactly `{name}` becomes exactly one argv item
+//! holding the argument's `str()` (or is dropped when the argument is
+//! `None`); a placeholder inside a larger item is plain text substitution
+//! into that one item. Nothing is ever interpreted by a shell, so `;`,
+//! `$(...)`, backticks, quotes and globs arrive literally. argv\[0\] must be
+//! literal. Option injection: a value substituted at the *start* of an item
+//! that begins with `-` is refused (`BadArgument`) unless a literal `--`
+//! item comes earlier in argv, or the tool sets `allow_options = true`.
+//! Containers and NUL bytes are refused. `stdin` (optional) is a template
+//! string fed to the command's standard input.
+//!
+//! Other `provider_config` keys: `ok_status` (exit codes that count as
+//! success, default `[0]`), `max_bytes` (stdout cap, default 8 MiB,
+//! `TooLarge` beyond), `memory_mb` (address-space limit, default 2048),
+//! `env` (table of strings; otherwise only `PATH` =
+//! [`super::CHILD_PATH`]), `writable` (see below).
+//!
+//! The jail, set up between `fork` and `exec` (only raw, async-signal-safe
+//! syscalls there; everything that allocates is prepared before the fork):
+//! 1. its own process group (a timeout kills everything it forked);
+//! 2. new user (uid/gid mapped to the caller's), network (no interfaces:
+//!    no network at all), IPC, UTS and cgroup namespaces;
+//! 3. rlimits: no core dumps, CPU seconds = timeout + 1, address space
+//!    `memory_mb`, 256 open files, file size 0 unless writable (64 MiB then);
+//! 4. `PR_SET_NO_NEW_PRIVS`;
+//! 5. landlock (every filesystem and TCP right handled, plus signal and
+//!    abstract-socket scoping): read+execute beneath `/usr /lib /lib64 /lib32
+//!    /bin /sbin /etc /opt` and on the resolved program file, read/write on
+//!    `/dev/null`, read-only (files and directories, no execute) beneath the
+//!    workspace — full write access to the workspace only when the tool's
+//!    `effects_ceiling >= 2` *and* `writable = true`; nothing else (no /tmp,
+//!    no home, no /proc);
+//! 6. every inherited descriptor above 2 marked close-on-exec;
+//!    cwd = the workspace, environment cleared.
+//!
+//! A failure to set up any step fails the call (`ToolFailed`, naming it);
+//! there is no unjailed fallback.
+
+use super::pipes::{kill_group, read_both, PipeError};
+use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use crate::tools::fs::{fail, Workspace, READ_CAP};
+use lackpy_policy::config::ToolSpec;
+use lackpy_policy::wire::{Data, ToolFailure};
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Default per-call timeout in seconds (the default wall clock of a run).
+pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
+/// Default address-space limit of a command, in MiB.
+pub const DEFAULT_MEMORY_MB: u64 = 2048;
+/// Bytes of a failing command's stderr quoted in the error message.
+const STDERR_QUOTE: usize = 2048;
+/// Directories a jailed command may read and execute from.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
+];
+
+/// One piece of a template item.
+#[derive(Debug, Clone, PartialEq)]
+enum Seg {
+    Lit(String),
+    Arg(usize),
+}
+
+fn config_err(tool: &str, msg: impl std::fmt::Display) -> ToolFailure {
+    fail("ToolFailed", format!("command tool {tool:?} is misconfigured: {msg}"))
+}
+
+/// Split a template into literal text and argument references.
+fn parse_template(tool: &str, t: &str, names: &[&str]) -> Result<Vec<Seg>, ToolFailure> {
+    let mut out = Vec::new();
+    let mut lit = String::new();
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                lit.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                lit.push('}');
+            }
+            '{' => {
+                let mut name = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(ch) => name.push(ch),
+                        None => return Err(config_err(tool, format!("unclosed '{{' in {t:?}"))),
+                    }
+                }
+                let Some(i) = names.iter().position(|n| *n == name) else {
+                    return Err(config_err(
+                        tool,
+                        format!("{{{name}}} is not one of its declared args ({})", names.join(", ")),
+                    ));
+                };
+                if !lit.is_empty() {
+                    out.push(Seg::Lit(std::mem::take(&mut lit)));
+                }
+                out.push(Seg::Arg(i));
+            }
+            '}' => return Err(config_err(tool, format!("single '}}' in {t:?} (write '}}}}')"))),
+            _ => lit.push(c),
+        }
+    }
+    if !lit.is_empty() || out.is_empty() {
+        out.push(Seg::Lit(lit));
+    }
+    Ok(out)
+}
+
+fn arg_text(tool: &str, names: &[&str], args: &[Data], i: usize) -> Result<Option<String>, ToolFailure> {
+    let name = names.get(i).copied().unwrap_or("arg");
+    let Some(d) = args.get(i) else {
+        return Err(fail(
+            "BadArgument",
+            format!("{tool}() missing required argument: '{name}'"),
+        ));
+    };
+    if *d == Data::None {
+        return Ok(None);
+    }
+    let Some(s) = value::scalar_text(d) else {
+        return Err(fail(
+            "BadArgument",
+            format!(
+                "{tool}() argument '{name}' must be str, int, float, bool or None, not {}",
+                crate::tools::type_name(d)
+            ),
+        ));
+    };
+    if s.contains('\0') {
+        return Err(fail(
+            "BadArgument",
+            format!("{tool}() argument '{name}' contains a NUL character"),
+        ));
+    }
+    Ok(Some(s))
+}
+
+/// Expand the argv template with the call's arguments.
+fn expand_argv(spec: &ToolSpec, args: &[Data]) -> Result<Vec<String>, ToolFailure> {
+    let tool = spec.name.as_str();
+    let names: Vec<&str> = spec.args.iter().map(|a| a.name.as_str()).collect();
+    let Some(items) = spec.provider_config.get("argv").and_then(|v| v.as_array()) else {
+        return Err(config_err(tool, "'argv' must be a list of strings"));
+    };
+    let allow_options = spec
+        .provider_config
+        .get("allow_options")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let mut out = Vec::with_capacity(items.len());
+    let mut after_dashdash = false;
+    for (k, item) in items.iter().enumerate() {
+        let Some(t) = item.as_str() else {
+            return Err(config_err(tool, "'argv' must be a list of strings"));
+        };
+        let segs = parse_template(tool, t, &names)?;
+        if k == 0 && segs.iter().any(|s| matches!(s, Seg::Arg(_))) {
+            return Err(config_err(tool, "argv[0] (the program) must be literal"));
+        }
+        if let [Seg::Arg(i)] = segs.as_slice() {
+            // A whole item: exactly one argv item, or none for None.
+            if let Some(s) = arg_text(tool, &names, args, *i)? {
+                check_option(tool, &names, *i, &s, after_dashdash || allow_options)?;
+                out.push(s);
+            }
+            continue;
+        }
+        let mut s = String::new();
+        for (j, seg) in segs.iter().enumerate() {
+            match seg {
+                Seg::Lit(l) => s.push_str(l),
+                Seg::Arg(i) => {
+                    let v = arg_text(tool, &names, args, *i)?.unwrap_or_else(|| "None".into());
+                    if j == 0 {
+                        check_option(tool, &names, *i, &v, after_dashdash || allow_options)?;
+                    }
+                    s.push_str(&v);
+                }
+            }
+        }
+        if t == "--" {
+            after_dashdash = true;
+        }
+        out.push(s);
+    }
+    if out.is_empty() || out[0].is_empty() {
+        return Err(config_err(tool, "'argv' is empty"));
+    }
+    Ok(out)
+}
+
+fn check_option(tool: &str, names: &[&str], i: usize, s: &str, allowed: bool) -> Result<(), ToolFailure> {
+    if !allowed && s.starts_with('-') {
+        let name = names.get(i).copied().unwrap_or("arg");
+        return Err(fail(
+            "BadArgument",
+            format!(
+                "{tool}() argument '{name}' starts with '-' and would be read as an option; \
+                 the tool's argv needs a \"--\" before it (or allow_options = true)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn expand_stdin(spec: &ToolSpec, args: &[Data]) -> Result<Option<Vec<u8>>, ToolFailure> {
+    let tool = spec.name.as_str();
+    let Some(t) = spec.provider_config.get("stdin") else {
+        return Ok(None);
+    };
+    let Some(t) = t.as_str() else {
+        return Err(config_err(tool, "'stdin' must be a string template"));
+    };
+    let names: Vec<&str> = spec.args.iter().map(|a| a.name.as_str()).collect();
+    let mut s = String::new();
+    for seg in parse_template(tool, t, &names)? {
+        match seg {
+            Seg::Lit(l) => s.push_str(&l),
+            Seg::Arg(i) => {
+                s.push_str(&arg_text(tool, &names, args, i)?.unwrap_or_else(|| "None".into()));
+            }
+        }
+    }
+    Ok(Some(s.into_bytes()))
+}
+
+/// Resolve the program the way `execvp` would, but in lackpy's own `PATH`
+/// (the jail grants read+execute on the resolved file).
+fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
+    use std::os::unix::fs::PermissionsExt;
+    let ok = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return if p.is_absolute() && ok(&p) {
+            Ok(p)
+        } else {
+            Err(config_err(tool, format!("program {name:?} is not an executable absolute path")))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| CHILD_PATH.into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| ok(p))
+        .ok_or_else(|| fail("ToolFailed", format!("{tool}: program {name:?} not found in PATH")))
+}
+
+/// Everything the child needs, prepared before the fork.
+struct JailPrep {
+    ruleset: OwnedFd,
+    uid_map: CString,
+    gid_map: CString,
+    cpu_seconds: u64,
+    as_bytes: u64,
+    fsize: u64,
+}
+
+fn landlock_ruleset(
+    tool: &str,
+    ws: &Path,
+    program: &Path,
+    writable: bool,
+) -> Result<OwnedFd, ToolFailure> {
+    use landlock::{
+        path_beneath_rules, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        Scope, ABI,
+    };
+    let abi = ABI::V7;
+    let err = |e: landlock::RulesetError| {
+        fail("ToolFailed", format!("{tool}: cannot jail the command (landlock: {e})"))
+    };
+    let ws_access = if writable {
+        AccessFs::from_all(abi)
+    } else {
+        AccessFs::ReadFile | AccessFs::ReadDir
+    };
+    let created = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .handle_access(AccessNet::from_all(abi))
+        .map_err(err)?
+        .scope(Scope::from_all(abi))
+        .map_err(err)?
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(SYSTEM_DIRS, AccessFs::from_read(abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules([program], AccessFs::from_read(abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            ["/dev/null"],
+            AccessFs::ReadFile | AccessFs::WriteFile,
+        ))
+        .map_err(err)?
+        .add_rules(path_beneath_rules([ws], ws_access))
+        .map_err(err)?;
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| {
+        fail(
+            "ToolFailed",
+            format!("{tool}: cannot jail the command: landlock is not available on this kernel"),
+        )
+    })
+}
+
+/// The child side, between fork and exec. Only raw syscalls on data
+/// prepared beforehand: no allocation, no locks (the parent is threaded).
+fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
+    let check = |r: libc::c_long| {
+        if r < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    // Step 2: namespaces. Why: no network, no SysV IPC shared with the host,
+    // and a user namespace so the other namespaces need no privilege.
+    // SAFETY: unshare with constant flags in the single-threaded child.
+    check(libc::c_long::from(unsafe {
+        libc::unshare(
+            libc::CLONE_NEWUSER
+                | libc::CLONE_NEWNET
+                | libc::CLONE_NEWIPC
+                | libc::CLONE_NEWUTS
+                | libc::CLONE_NEWCGROUP,
+        )
+    }))?;
+    // Map our uid/gid so files the command creates (when writable) are ours.
+    write_proc(c"/proc/self/uid_map", p.uid_map.as_bytes())?;
+    write_proc(c"/proc/self/setgroups", b"deny")?;
+    write_proc(c"/proc/self/gid_map", p.gid_map.as_bytes())?;
+    // Step 3: rlimits. Why: bound CPU, memory and files even if the timeout
+    // kill were late; no core dumps of whatever the tool read.
+    for (res, v) in [
+        (libc::RLIMIT_CORE, 0),
+        (libc::RLIMIT_CPU, p.cpu_seconds),
+        (libc::RLIMIT_AS, p.as_bytes),
+        (libc::RLIMIT_NOFILE, 256),
+        (libc::RLIMIT_FSIZE, p.fsize),
+    ] {
+        let lim = libc::rlimit {
+            rlim_cur: v,
+            rlim_max: v,
+        };
+        // SAFETY: `lim` is a valid rlimit on the stack.
+        check(libc::c_long::from(unsafe { libc::setrlimit(res, &lim) }))?;
+    }
+    // Step 4: no privilege gain through exec (required by landlock too).
+    // SAFETY: prctl with constant integer arguments.
+    check(libc::c_long::from(unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    }))?;
+    // Step 5: landlock, with the ruleset built before the fork.
+    // SAFETY: the ruleset fd is owned by `p` and open; flags 0.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_restrict_self,
+            p.ruleset.as_raw_fd(),
+            0u32,
+        )
+    })?;
+    // Step 6: nothing but stdio crosses exec.
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    })?;
+    Ok(())
+}
+
+fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: `path` is NUL-terminated; the fd is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `data` is a valid buffer of `data.len()` bytes.
+    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let e = std::io::Error::last_os_error();
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    if n < 0 {
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
+    let tool = spec.name.as_str();
+    let text = String::from_utf8(out)
+        .map_err(|_| fail("NotUtf8", format!("{tool}: the command's output is not UTF-8")))?;
+    let json = |s: &str| -> Result<Data, ToolFailure> {
+        let v: serde_json::Value = serde_json::from_str(s)
+            .map_err(|e| fail("ToolFailed", format!("{tool}: output is not JSON: {e}")))?;
+        value::from_plain(&v, 0).map_err(|e| fail("ToolFailed", format!("{tool}: {e}")))
+    };
+    match cfg_str(spec, "parse").unwrap_or("text") {
+        "text" => Ok(Data::Str(text)),
+        "lines" => Ok(Data::List(text.lines().map(|l| Data::Str(l.to_string())).collect())),
+        "json" => json(&text),
+        "jsonl" | "json_lines" => Ok(Data::List(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(json)
+                .collect::<Result<_, _>>()?,
+        )),
+        other => Err(config_err(
+            tool,
+            format!("parse = {other:?} (expected text, lines, json or jsonl)"),
+        )),
+    }
+}
+
+/// Run one call of a `command`-provider tool.
+///
+/// # Errors
+/// `BadArgument` for arguments the template refuses, `Timeout`, `TooLarge`,
+/// `NotUtf8`, and `ToolFailed` for a failing command (status and stderr
+/// quoted), a misconfigured tool, or a jail that cannot be set up.
+pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+    let tool = spec.name.as_str();
+    let argv = expand_argv(spec, args)?;
+    let input = expand_stdin(spec, args)?;
+    let timeout = cfg_f64(spec, "timeout")
+        .or_else(|| cfg_f64(spec, "timeout_seconds"))
+        .unwrap_or(DEFAULT_TIMEOUT_SECS)
+        .min(3600.0);
+    let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
+    let memory_mb = cfg_f64(spec, "memory_mb").map_or(DEFAULT_MEMORY_MB, |m| m as u64);
+    let writable = spec.effects_ceiling >= 2
+        && spec
+            .provider_config
+            .get("writable")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+    let ok_status: Vec<i64> = match spec.provider_config.get("ok_status") {
+        None => vec![0],
+        Some(v) => v
+            .as_array()
+            .and_then(|a| a.iter().map(serde_json::Value::as_i64).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| config_err(tool, "'ok_status' must be a list of integers"))?,
+    };
+    let env = cfg_env(spec)?;
+    let ws_path = workspace_path(ws)?;
+    let program = find_program(tool, &argv[0])?;
+    let prep = JailPrep {
+        ruleset: landlock_ruleset(tool, &ws_path, &program, writable)?,
+        uid_map: CString::new(format!("{0} {0} 1", nix::unistd::getuid()))
+            .map_err(|_| fail("ToolFailed", "uid map"))?,
+        gid_map: CString::new(format!("{0} {0} 1", nix::unistd::getgid()))
+            .map_err(|_| fail("ToolFailed", "gid map"))?,
+        cpu_seconds: timeout.ceil() as u64 + 1,
+        as_bytes: memory_mb.saturating_mul(1024 * 1024),
+        fsize: if writable { 64 * 1024 * 1024 } else { 0 },
+    };
+    let mut cmd = Command::new(&program);
+    cmd.arg0(&argv[0])
+        .args(&argv[1..])
+        .current_dir(&ws_path)
+        .env_clear()
+        .env("PATH", CHILD_PATH)
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    // SAFETY: `enter_jail` only makes raw syscalls on memory prepared before
+    // the fork (`prep` outlives the spawn), so it is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || enter_jail(&prep));
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        fail(
+            "ToolFailed",
+            format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),
+        )
+    })?;
+    let deadline = t0 + Duration::from_secs_f64(timeout);
+    // Feed stdin from a thread: a command that does not read it must not
+    // block us; the thread ends when the pipe closes (EPIPE once killed).
+    let feeder = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })),
+        _ => None,
+    };
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group(&mut child);
+        return Err(fail("ToolFailed", "command pipes unavailable"));
+    };
+    let read = read_both(&stdout, &stderr, deadline, cap, STDERR_QUOTE);
+    let result = match read {
+        Ok(x) => x,
+        Err(e) => {
+            kill_group(&mut child);
+            if let Some(f) = feeder {
+                let _ = f.join();
+            }
+            return Err(match e {
+                PipeError::Timeout => fail(
+                    "Timeout",
+                    format!("{tool}() did not finish within {timeout} s; the command was killed"),
+                ),
+                PipeError::TooLarge => fail(
+                    "TooLarge",
+                    format!("{tool}() printed more than {cap} bytes"),
+                ),
+                PipeError::Eof | PipeError::Io(_) => {
+                    fail("ToolFailed", format!("{tool}(): reading the command's output failed"))
+                }
+            });
+        }
+    };
+    // Both pipes closed: wait for the exit, still bounded by the deadline.
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                kill_group(&mut child);
+                return Err(fail(
+                    "Timeout",
+                    format!("{tool}() did not finish within {timeout} s; the command was killed"),
+                ));
+            }
+        }
+    };
+    // Anything it left behind in its group goes too.
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    let (out, err) = result;
+    match (status.code(), status.signal()) {
+        (Some(c), _) if ok_status.contains(&i64::from(c)) => parse_output(spec, out),
+        (code, sig) => {
+            if sig == Some(libc::SIGXCPU) {
+                return Err(fail("Timeout", format!("{tool}() exceeded its CPU time")));
+            }
+            let how = match (code, sig) {
+                (Some(c), _) => format!("exited with status {c}"),
+                (None, Some(s)) => format!("was killed by signal {s}"),
+                _ => "failed".to_string(),
+            };
+            let stderr = String::from_utf8_lossy(&err);
+            let stderr = stderr.trim();
+            Err(fail(
+                "ToolFailed",
+                if stderr.is_empty() {
+                    format!("{tool}(): {} {how}", argv[0])
+                } else {
+                    format!("{tool}(): {} {how}: {stderr}", argv[0])
+                },
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use lackpy_policy::config::ArgSpec;
+
+    fn tool(argv: &[&str], args: &[&str]) -> ToolSpec {
+        let mut t = ToolSpec {
+            name: "t".into(),
+            provider: "command".into(),
+            args: args
+                .iter()
+                .map(|a| ArgSpec {
+                    name: (*a).into(),
+                    type_name: "str".into(),
+                    description: String::new(),
+                })
+                .collect(),
+            grade_w: 1,
+            ..ToolSpec::default()
+        };
+        t.provider_config.insert(
+            "argv".into(),
+            serde_json::Value::Array(argv.iter().map(|s| (*s).into()).collect()),
+        );
+        t
+    }
+
+    fn s(x: &str) -> Data {
+        Data::Str(x.into())
+    }
+
+    #[test]
+    fn templates_expand_as_whole_items() {
+        let t = tool(&["echo", "--", "{a}", "x={b}!", "{{lit}}"], &["a", "b"]);
+        assert_eq!(
+            expand_argv(&t, &[s("; rm -rf x"), Data::Int(3)]).unwrap(),
+            vec!["echo", "--", "; rm -rf x", "x=3!", "{lit}"]
+        );
+        assert_eq!(
+            expand_argv(&t, &[Data::None, Data::Bool(true)]).unwrap(),
+            vec!["echo", "--", "x=True!", "{lit}"]
+        );
+        let e = expand_argv(&t, &[s("a")]).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
+        let e = expand_argv(&t, &[Data::List(vec![]), s("b")]).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
+        let e = expand_argv(&t, &[s("a\0b"), s("b")]).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
+    }
+
+    #[test]
+    fn option_injection_is_refused_without_dashdash() {
+        let t = tool(&["grep", "{p}", "f"], &["p"]);
+        let e = expand_argv(&t, &[s("--include=/etc/passwd")]).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
+        assert!(e.message.contains("starts with '-'"));
+        assert_eq!(expand_argv(&t, &[s("a-b")]).unwrap(), vec!["grep", "a-b", "f"]);
+        let mut t2 = t.clone();
+        t2.provider_config.insert("allow_options".into(), true.into());
+        assert_eq!(expand_argv(&t2, &[s("-i")]).unwrap(), vec!["grep", "-i", "f"]);
+        // Embedded after a literal prefix is fine: the item is the prefix's.
+        let t3 = tool(&["grep", "--regexp={p}"], &["p"]);
+        assert_eq!(expand_argv(&t3, &[s("-x")]).unwrap(), vec!["grep", "--regexp=-x"]);
+    }
+
+    #[test]
+    fn misconfigurations_are_clear() {
+        for (argv, msg) in [
+            (vec!["{p}"], "must be literal"),
+            (vec!["echo", "{q}"], "not one of its declared args"),
+            (vec!["echo", "{p"], "unclosed"),
+            (vec!["echo", "p}"], "single '}'"),
+        ] {
+            let e = expand_argv(&tool(&argv, &["p"]), &[s("x")]).unwrap_err();
+            assert_eq!(e.type_name, "ToolFailed");
+            assert!(e.message.contains(msg), "{}", e.message);
+        }
+        let mut t = tool(&["echo"], &[]);
+        t.provider_config.remove("argv");
+        assert!(expand_argv(&t, &[]).unwrap_err().message.contains("argv"));
+    }
+
+    #[test]
+    fn runs_jailed_and_literal() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let t = tool(&["/bin/echo", "--", "{x}"], &["x"]);
+        for evil in ["; rm -rf a.txt", "$(touch pwned)", "`touch pwned`", "a.txt && id", "*"] {
+            let v = call(&t, &[s(evil)], &ws).unwrap();
+            assert_eq!(v, s(&format!("-- {evil}\n")));
+        }
+        assert!(!d.path().join("pwned").exists());
+        assert!(d.path().join("a.txt").exists());
+
+        let mut cat = tool(&["cat", "a.txt"], &[]);
+        cat.provider_config.insert("parse".into(), "lines".into());
+        assert_eq!(call(&cat, &[], &ws).unwrap(), Data::List(vec![s("one"), s("two")]));
+
+        // Outside the workspace: denied by landlock (home, /tmp), no network.
+        let outside = tool(&["cat", "{p}"], &["p"]);
+        let e = call(&outside, &[s("/proc/self/status")], &ws).unwrap_err();
+        assert_eq!(e.type_name, "ToolFailed", "{}", e.message);
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("secret"), "s").unwrap();
+        let e = call(&outside, &[s(&other.path().join("secret").to_string_lossy())], &ws).unwrap_err();
+        assert!(e.message.contains("Permission denied"), "{}", e.message);
+
+        // Read-only workspace unless writable.
+        let touch = tool(&["sh", "-c", "echo hi > made.txt"], &[]);
+        assert!(call(&touch, &[], &ws).is_err());
+        assert!(!d.path().join("made.txt").exists());
+        let mut wt = touch.clone();
+        wt.effects_ceiling = 3;
+        wt.provider_config.insert("writable".into(), true.into());
+        call(&wt, &[], &ws).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("made.txt")).unwrap(), "hi\n");
+
+        // stdin, json, status, timeout, cap, env.
+        let mut j = tool(&["cat"], &["v"]);
+        j.provider_config.insert("stdin".into(), "{{\"k\": [{v}]}}".into());
+        j.provider_config.insert("parse".into(), "json".into());
+        assert_eq!(
+            call(&j, &[Data::Int(7)], &ws).unwrap(),
+            Data::Dict(vec![(s("k"), Data::List(vec![Data::Int(7)]))])
+        );
+        let f = tool(&["sh", "-c", "echo oops >&2; exit 4"], &[]);
+        let e = call(&f, &[], &ws).unwrap_err();
+        assert_eq!(e.message, "t(): sh exited with status 4: oops");
+        let mut f2 = f.clone();
+        f2.provider_config.insert("ok_status".into(), serde_json::json!([0, 4]));
+        assert_eq!(call(&f2, &[], &ws).unwrap(), s(""));
+        let mut slow = tool(&["sleep", "30"], &[]);
+        slow.provider_config.insert("timeout".into(), 0.3.into());
+        let t0 = Instant::now();
+        assert_eq!(call(&slow, &[], &ws).unwrap_err().type_name, "Timeout");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        let mut big = tool(&["head", "-c", "100000", "/dev/zero"], &[]);
+        big.provider_config.insert("max_bytes".into(), 1000.into());
+        assert_eq!(call(&big, &[], &ws).unwrap_err().type_name, "TooLarge");
+        let envt = tool(&["env"], &[]);
+        assert_eq!(call(&envt, &[], &ws).unwrap(), s(&format!("PATH={CHILD_PATH}\n")));
+        let net = tool(&["cat", "/sys/class/net/lo/operstate"], &[]);
+        let _ = call(&net, &[], &ws); // /sys is not granted: must fail, not hang
+        assert!(call(&net, &[], &ws).is_err());
+    }
+}

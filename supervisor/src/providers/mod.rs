@@ -1,0 +1,292 @@
+//! Tool providers other than the four file builtins: `python` (a
+//! long-lived helper process per workspace running the user's trusted tool
+//! functions, compatible with the original lackpy's `[[tools]]` entries),
+//! `command` (argv templates run without a shell in a jail of their own),
+//! `virtual` (declared in config, supplied at run time by an embedding host
+//! through [`HostTools`]) and `codeintel` (`find_definitions` /
+//! `find_callers` over the workspace's Python sources).
+//!
+//! Every call reaching this module has already been authorized by the
+//! supervisor against the active profile and bound to positional arguments in
+//! the spec's order; the grade of a tool always comes from its spec, never
+//! from the provider. Providers only ever answer with plain [`Data`] or a
+//! [`ToolFailure`] whose type is one of the contract's tool error types.
+
+pub mod codeintel;
+pub mod command;
+mod pipes;
+pub mod python;
+pub mod value;
+
+use crate::tools::fs::{fail, Workspace};
+use lackpy_policy::config::ToolSpec;
+use lackpy_policy::wire::{Data, ToolFailure};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+/// The module the original lackpy's shipped `default_tools.toml` names for
+/// its builtins (`provider = "python"`). Entries copied from it keep working:
+/// they are served by lackpy's own builtins, confined to the workspace.
+pub const LEGACY_BUILTINS_MODULE: &str = "lackpy.sources.builtins";
+
+/// Tools an embedding host supplies at run time (`[[virtual_tools]]`, the
+/// original's `harness_resolver`). Register one with [`set_host_tools`].
+///
+/// Arguments arrive positional, in the order of the tool's declared `args`,
+/// already authorized against the active profile.
+pub trait HostTools: Send + Sync {
+    /// Run virtual tool `name`; `None` when the host does not (or no longer)
+    /// offer it, which the program sees as a clean `ToolFailed` error.
+    fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>>;
+
+    /// Whether the host currently offers `name` (front ends hide tools it
+    /// does not from generation). Defaults to `true`.
+    fn offers(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+}
+
+static HOST_TOOLS: RwLock<Option<Arc<dyn HostTools>>> = RwLock::new(None);
+
+/// Install (or with `None`, remove) the process-wide provider of virtual
+/// tools. The CLI, `lackpy mcp` and `lackpy serve` never install one, so
+/// their virtual tools fail cleanly when called.
+pub fn set_host_tools(host: Option<Arc<dyn HostTools>>) {
+    match HOST_TOOLS.write() {
+        Ok(mut g) => *g = host,
+        Err(poisoned) => *poisoned.into_inner() = host,
+    }
+}
+
+fn host_tools() -> Option<Arc<dyn HostTools>> {
+    match HOST_TOOLS.read() {
+        Ok(g) => g.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Whether a tool can currently be called on this host: always for real
+/// providers; for `virtual` ones only when an installed [`HostTools`]
+/// offers it. Front ends use this to hide unavailable tools from generation.
+pub fn available(spec: &ToolSpec) -> bool {
+    if spec.provider != "virtual" {
+        return true;
+    }
+    host_tools().is_some_and(|h| h.offers(&spec.name))
+}
+
+/// Run one authorized call of a non-builtin tool, positional arguments in
+/// the spec's order.
+///
+/// # Errors
+/// The tool's failure: `BadArgument`, `ToolFailed`, `Timeout`, `TooLarge`,
+/// `NotUtf8`, or whatever the builtins report for legacy entries.
+pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+    match spec.provider.as_str() {
+        "python" => {
+            if spec.provider_config.get("module").and_then(|m| m.as_str())
+                == Some(LEGACY_BUILTINS_MODULE)
+            {
+                return legacy_builtin(spec, args, ws);
+            }
+            python::call(spec, args, ws)
+        }
+        "command" => command::call(spec, args, ws),
+        "codeintel" => codeintel::call(spec, args, ws),
+        "builtin" if codeintel::is_codeintel(&spec.name) => codeintel::call(spec, args, ws),
+        "virtual" => match host_tools().and_then(|h| h.call(&spec.name, args)) {
+            Some(r) => r,
+            None => Err(fail(
+                "ToolFailed",
+                format!(
+                    "virtual tool {:?} is not provided by this host",
+                    spec.name
+                ),
+            )),
+        },
+        other => Err(fail(
+            "ToolFailed",
+            format!(
+                "tool {:?}: provider {other:?} is not available on this host",
+                spec.name
+            ),
+        )),
+    }
+}
+
+/// An original-lackpy entry `module = "lackpy.sources.builtins"`: served by
+/// our builtin of the same function name (the grade still comes from `spec`).
+fn legacy_builtin(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+    let function = spec
+        .provider_config
+        .get("function")
+        .and_then(|f| f.as_str())
+        .unwrap_or(spec.name.as_str());
+    if !crate::tools::BUILTINS.iter().any(|b| b.0 == function) {
+        return Err(fail(
+            "ToolFailed",
+            format!("module {LEGACY_BUILTINS_MODULE:?} has no function {function:?}"),
+        ));
+    }
+    let mut inner = spec.clone();
+    inner.name = function.to_string();
+    inner.provider = "builtin".to_string();
+    crate::tools::call(&inner, args, ws)
+}
+
+/// The workspace's path (for a child's cwd and for keying helpers), read
+/// back from its descriptor so the path is the directory actually opened.
+///
+/// # Errors
+/// `ToolFailed` when the kernel cannot name the directory.
+pub fn workspace_path(ws: &Workspace) -> Result<PathBuf, ToolFailure> {
+    std::fs::read_link(format!("/proc/self/fd/{}", ws.fd())).map_err(|e| {
+        fail(
+            "ToolFailed",
+            format!("cannot determine the workspace directory: {e}"),
+        )
+    })
+}
+
+/// A string setting of a tool's `provider_config`.
+fn cfg_str<'a>(spec: &'a ToolSpec, key: &str) -> Option<&'a str> {
+    spec.provider_config.get(key).and_then(|v| v.as_str())
+}
+
+/// A non-negative number setting of `provider_config` (ints or floats).
+fn cfg_f64(spec: &ToolSpec, key: &str) -> Option<f64> {
+    spec.provider_config
+        .get(key)
+        .and_then(serde_json::Value::as_f64)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// The `env` table of `provider_config`: string values only, sorted.
+fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
+    let Some(v) = spec.provider_config.get("env") else {
+        return Ok(Vec::new());
+    };
+    let Some(map) = v.as_object() else {
+        return Err(fail(
+            "ToolFailed",
+            format!("tool {:?}: provider_config env must be a table of strings", spec.name),
+        ));
+    };
+    let mut out = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        let Some(s) = v.as_str() else {
+            return Err(fail(
+                "ToolFailed",
+                format!("tool {:?}: env.{k} must be a string", spec.name),
+            ));
+        };
+        if k.is_empty() || k.contains('=') || k.contains('\0') || s.contains('\0') {
+            return Err(fail(
+                "ToolFailed",
+                format!("tool {:?}: env.{k} is not a valid variable", spec.name),
+            ));
+        }
+        out.push((k.clone(), s.to_string()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The minimal `PATH` a provider's child process gets unless config passes one.
+pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    struct Host;
+    impl HostTools for Host {
+        fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>> {
+            (name == "ask").then(|| Ok(Data::List(args.to_vec())))
+        }
+        fn offers(&self, name: &str) -> bool {
+            name == "ask"
+        }
+    }
+
+    fn virt(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            provider: "virtual".into(),
+            ..ToolSpec::default()
+        }
+    }
+
+    #[test]
+    fn virtual_tools_through_host_and_without() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        // Serialised with other tests touching the global by running both
+        // states in one test.
+        set_host_tools(None);
+        let e = call(&virt("ask"), &[], &ws).unwrap_err();
+        assert_eq!(e.type_name, "ToolFailed");
+        assert_eq!(e.message, "virtual tool \"ask\" is not provided by this host");
+        assert!(!available(&virt("ask")));
+        set_host_tools(Some(Arc::new(Host)));
+        assert!(available(&virt("ask")));
+        assert!(!available(&virt("other")));
+        assert_eq!(
+            call(&virt("ask"), &[Data::Int(1)], &ws).unwrap(),
+            Data::List(vec![Data::Int(1)])
+        );
+        let e = call(&virt("other"), &[], &ws).unwrap_err();
+        assert!(e.message.contains("not provided"));
+        set_host_tools(None);
+    }
+
+    #[test]
+    fn legacy_builtins_module_maps_to_builtins() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "hi").unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let mut spec = ToolSpec {
+            name: "rf".into(),
+            provider: "python".into(),
+            ..ToolSpec::default()
+        };
+        spec.provider_config
+            .insert("module".into(), LEGACY_BUILTINS_MODULE.into());
+        spec.provider_config
+            .insert("function".into(), "read_file".into());
+        assert_eq!(
+            call(&spec, &[Data::Str("a.txt".into())], &ws).unwrap(),
+            Data::Str("hi".into())
+        );
+        let e = call(&spec, &[Data::Str("../x".into())], &ws).unwrap_err();
+        assert_eq!(e.type_name, "PathOutsideWorkspace");
+        spec.provider_config.insert("function".into(), "nope".into());
+        assert_eq!(call(&spec, &[], &ws).unwrap_err().type_name, "ToolFailed");
+    }
+
+    #[test]
+    fn unknown_provider_is_clean() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let spec = ToolSpec {
+            name: "x".into(),
+            provider: "mcp".into(),
+            ..ToolSpec::default()
+        };
+        let e = call(&spec, &[], &ws).unwrap_err();
+        assert_eq!(e.type_name, "ToolFailed");
+        assert!(e.message.contains("not available"));
+    }
+
+    #[test]
+    fn workspace_path_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        assert_eq!(
+            workspace_path(&ws).unwrap(),
+            d.path().canonicalize().unwrap()
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Reading a child's pipes with a deadline and a size cap, and killing its
+//! whole process group. A tool child is never trusted to stop writing, to
+//! exit, or to close its pipes.
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::process::Child;
+use std::time::Instant;
+
+/// Why reading from a child stopped early.
+#[derive(Debug)]
+pub(crate) enum PipeError {
+    /// The deadline passed.
+    Timeout,
+    /// More than the cap arrived.
+    TooLarge,
+    /// The stream ended before a complete line.
+    Eof,
+    /// `poll`/`read` failed.
+    Io(std::io::Error),
+}
+
+/// Milliseconds until `deadline` as a poll timeout (0 when passed).
+fn remaining(deadline: Instant) -> PollTimeout {
+    let ms = deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis()
+        .min(u128::from(u16::MAX));
+    PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX))
+}
+
+/// Wait until `fd` is readable (or hung up). `Ok(false)` on timeout.
+fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> Result<bool, PipeError> {
+    loop {
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        match poll(&mut fds, remaining(deadline)) {
+            Ok(0) => continue,
+            Ok(_) => return Ok(true),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(PipeError::Io(e.into())),
+        }
+    }
+}
+
+/// Read one `\n`-terminated line (returned without the newline) from `fd`.
+/// `buf` keeps bytes read past the line for the next call.
+pub(crate) fn read_line<F: AsFd>(
+    fd: &F,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+    cap: usize,
+) -> Result<Vec<u8>, PipeError> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut scanned = 0;
+    loop {
+        if let Some(pos) = buf[scanned..].iter().position(|&b| b == b'\n') {
+            let end = scanned + pos;
+            let line = buf[..end].to_vec();
+            buf.drain(..=end);
+            return Ok(line);
+        }
+        scanned = buf.len();
+        if buf.len() > cap {
+            return Err(PipeError::TooLarge);
+        }
+        if !wait_readable(fd.as_fd(), deadline)? {
+            return Err(PipeError::Timeout);
+        }
+        match nix::unistd::read(fd.as_fd(), &mut chunk) {
+            Ok(0) => return Err(PipeError::Eof),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+            Err(e) => return Err(PipeError::Io(e.into())),
+        }
+    }
+}
+
+/// Read `out` and `err` to EOF concurrently. `out` may hold at most `cap`
+/// bytes; `err` keeps only its first `err_cap` bytes (the rest is drained).
+pub(crate) fn read_both<A: AsFd, B: AsFd>(
+    out: &A,
+    err: &B,
+    deadline: Instant,
+    cap: usize,
+    err_cap: usize,
+) -> Result<(Vec<u8>, Vec<u8>), PipeError> {
+    let mut o = Vec::new();
+    let mut e = Vec::new();
+    let (mut o_open, mut e_open) = (true, true);
+    let mut chunk = vec![0u8; 64 * 1024];
+    while o_open || e_open {
+        if Instant::now() >= deadline {
+            return Err(PipeError::Timeout);
+        }
+        let mut fds = Vec::with_capacity(2);
+        if o_open {
+            fds.push(PollFd::new(out.as_fd(), PollFlags::POLLIN));
+        }
+        if e_open {
+            fds.push(PollFd::new(err.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, remaining(deadline)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(x) => return Err(PipeError::Io(x.into())),
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        drop(fds);
+        let mut i = 0;
+        if o_open {
+            if ready[i] {
+                match nix::unistd::read(out.as_fd(), &mut chunk) {
+                    Ok(0) => o_open = false,
+                    Ok(n) => {
+                        if o.len() + n > cap {
+                            return Err(PipeError::TooLarge);
+                        }
+                        o.extend_from_slice(&chunk[..n]);
+                    }
+                    Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+                    Err(x) => return Err(PipeError::Io(x.into())),
+                }
+            }
+            i += 1;
+        }
+        if e_open && ready[i] {
+            match nix::unistd::read(err.as_fd(), &mut chunk) {
+                Ok(0) => e_open = false,
+                Ok(n) => {
+                    let room = err_cap.saturating_sub(e.len()).min(n);
+                    e.extend_from_slice(&chunk[..room]);
+                }
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+                Err(x) => return Err(PipeError::Io(x.into())),
+            }
+        }
+    }
+    Ok((o, e))
+}
+
+/// Kill the child's whole process group (it was started as a group leader)
+/// and reap the child.
+pub(crate) fn kill_group(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // The child is its own process-group leader (`process_group(0)`), so
+        // this reaches everything it forked too.
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

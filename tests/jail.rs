@@ -1,0 +1,494 @@
+//! The jail and the supervisor under attack, through the real binary built
+//! with the `test-roles` feature (`cargo test --features test-roles`):
+//!
+//! - probes: a worker applies the production jail, then tries one escape;
+//!   each must be denied (errno) or kill the worker (seccomp);
+//! - layer checks: some probes with a single layer on, to show each layer
+//!   holds on its own;
+//! - hostile workers: protocol violations end the run with a clear error,
+//!   leave no process behind, and the supervisor serves the next run.
+
+#![cfg(feature = "test-roles")]
+
+use lackpy_policy::config::ResolvedProfile;
+use lackpy_policy::wire::{ErrorKind, Limits};
+use lackpy_supervisor::spawn::ExeHandle;
+use lackpy_supervisor::{JailLevel, RunReport, RunRequest, Supervisor, SupervisorConfig};
+use std::path::Path;
+
+fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
+    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy binary");
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: level,
+        pool_size: 0,
+        worker_role: role.iter().map(|s| s.to_string()).collect(),
+    };
+    Supervisor::new(cfg).expect("supervisor")
+}
+
+fn profile(tools: &[&str]) -> ResolvedProfile {
+    ResolvedProfile {
+        name: "test".into(),
+        tools: tools
+            .iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    lackpy_supervisor::tools::builtin_spec(t).expect("builtin"),
+                )
+            })
+            .collect(),
+        limits: Limits::default(),
+    }
+}
+
+fn run(sup: &Supervisor, ws: &Path, program: &str, limits: Limits) -> RunReport {
+    sup.run(RunRequest {
+        source: program.as_bytes().to_vec(),
+        profile: profile(&["read_file", "find_files"]),
+        workspace: ws.to_path_buf(),
+        limits,
+    })
+}
+
+/// What a probe observed.
+#[derive(Debug, PartialEq)]
+enum Probe {
+    Allowed(String),
+    Denied(i32),
+    Killed(String),
+}
+
+fn probe_with(level: JailLevel, action: &str, arg: &str) -> Probe {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = supervisor(level, &["probe", action, arg]);
+    let r = run(&sup, ws.path(), "1", Limits::default());
+    match (&r.error, r.stdout.split_once(' ')) {
+        (None, Some(("allowed", d))) => Probe::Allowed(d.to_string()),
+        (None, Some(("denied", e))) => Probe::Denied(e.trim().parse().unwrap_or(-1)),
+        (Some(e), _) => Probe::Killed(format!("{}: {}", e.type_name, e.message)),
+        _ => panic!("unexpected probe report: {r:?}"),
+    }
+}
+
+fn probe(action: &str, arg: &str) -> Probe {
+    probe_with(JailLevel::full(), action, arg)
+}
+
+fn assert_stopped(p: Probe, what: &str) {
+    assert!(
+        !matches!(p, Probe::Allowed(_)),
+        "{what}: escape succeeded: {p:?}"
+    );
+}
+
+/// These tests look for leftover worker processes, so they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Test-role workers (probe/hostile) that are children of this test process.
+/// (Other test modules spawn executor and inferencer workers concurrently,
+/// so only the roles these tests use are counted.)
+fn children_of_self() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        let is_worker =
+            cmdline.contains("__worker\0hostile") || cmdline.contains("__worker\0probe");
+        if fields.get(1) == Some(&me.as_str()) && is_worker {
+            out.push(stat);
+        }
+    }
+    out
+}
+
+#[test]
+fn probe_baseline_reports() {
+    let _g = serial();
+    assert_eq!(probe("nothing", ""), Probe::Allowed("nothing".into()));
+}
+
+#[test]
+fn probe_read_host_files() {
+    let _g = serial();
+    assert_stopped(probe("read_file", "/etc/passwd"), "read /etc/passwd");
+    let canary = tempfile::NamedTempFile::new().expect("canary");
+    std::fs::write(canary.path(), "CANARY-SECRET").expect("write canary");
+    let p = probe("read_file", canary.path().to_str().unwrap_or(""));
+    assert_stopped(p, "read canary");
+}
+
+#[test]
+fn probe_write_anywhere() {
+    let _g = serial();
+    assert_stopped(
+        probe("write_file", "/tmp/lackpy-probe-escape"),
+        "write /tmp",
+    );
+    assert!(!Path::new("/tmp/lackpy-probe-escape").exists());
+    assert_stopped(probe("write_file", "x"), "write into the jail root");
+}
+
+#[test]
+fn probe_sockets() {
+    let _g = serial();
+    for kind in [
+        "socket_inet",
+        "socket_inet6",
+        "socket_unix",
+        "socket_netlink",
+        "socket_packet",
+    ] {
+        assert_stopped(probe(kind, ""), kind);
+    }
+}
+
+#[test]
+fn probe_connect_to_host_listener() {
+    let _g = serial();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    l.set_nonblocking(true).expect("nonblocking");
+    let port = l.local_addr().expect("addr").port().to_string();
+    assert_stopped(probe("connect", &port), "connect 127.0.0.1");
+    assert!(
+        l.accept().is_err(),
+        "the jailed worker reached the host listener"
+    );
+}
+
+#[test]
+fn probe_process_escapes() {
+    let _g = serial();
+    for action in [
+        "execve",
+        "fork",
+        "clone_thread",
+        "ptrace",
+        "mount",
+        "unshare",
+        "setns",
+        "chroot",
+    ] {
+        assert_stopped(probe(action, ""), action);
+    }
+}
+
+#[test]
+fn probe_kill_host_process() {
+    let _g = serial();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let p = probe("kill", &victim.id().to_string());
+    assert_stopped(p, "kill host pid");
+    assert!(
+        victim.try_wait().expect("try_wait").is_none(),
+        "the victim was killed"
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+#[test]
+fn probe_kernel_attack_surface() {
+    let _g = serial();
+    for action in [
+        "tiocsti",
+        "keyctl",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "io_uring_setup",
+        "proc_self_mem",
+    ] {
+        assert_stopped(probe(action, ""), action);
+    }
+}
+
+#[test]
+fn probe_raise_rlimit() {
+    let _g = serial();
+    assert_stopped(probe("raise_rlimit", ""), "raise RLIMIT_NOFILE");
+}
+
+#[test]
+fn probe_memory_past_the_rlimit() {
+    let _g = serial();
+    // 4 GiB against an address-space limit of 768 MiB.
+    let p = probe("alloc", "4096");
+    assert!(
+        matches!(p, Probe::Denied(libc::ENOMEM) | Probe::Killed(_)),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn each_layer_holds_alone_for_host_files() {
+    let _g = serial();
+    let only = |layer: &str| {
+        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
+            .into_iter()
+            .filter(|l| *l != layer)
+            .collect();
+        JailLevel::lowered(&others).expect("level")
+    };
+    // The empty root alone: the file does not exist in the jail.
+    assert_eq!(
+        probe_with(only("namespaces"), "read_file", "/etc/passwd"),
+        Probe::Denied(libc::ENOENT)
+    );
+    // Landlock alone: access denied.
+    assert_eq!(
+        probe_with(only("landlock"), "read_file", "/etc/passwd"),
+        Probe::Denied(libc::EACCES)
+    );
+    // Seccomp alone: open is not on the allowlist, the worker dies.
+    assert!(
+        matches!(probe_with(only("seccomp"), "read_file", "/etc/passwd"), Probe::Killed(m) if m.contains("seccomp"))
+    );
+    // With every layer off, the probe really can read (the probe is honest).
+    let none =
+        JailLevel::lowered(&["namespaces", "rlimits", "landlock", "seccomp"]).expect("level");
+    assert!(
+        matches!(probe_with(none, "read_file", "/etc/passwd"), Probe::Allowed(t) if t.contains("root"))
+    );
+}
+
+#[test]
+fn each_layer_holds_alone_for_network() {
+    let _g = serial();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = l.local_addr().expect("addr").port().to_string();
+    let only = |layer: &str| {
+        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
+            .into_iter()
+            .filter(|l| *l != layer)
+            .collect();
+        JailLevel::lowered(&others).expect("level")
+    };
+    // Own network namespace: 127.0.0.1 is a down loopback with nothing listening.
+    assert!(matches!(
+        probe_with(only("namespaces"), "connect", &port),
+        Probe::Denied(_)
+    ));
+    // Landlock (ABI >= 4) alone: TCP connect denied.
+    if lackpy_worker::jail::landlock_abi() >= 4 {
+        assert_eq!(
+            probe_with(only("landlock"), "connect", &port),
+            Probe::Denied(libc::EACCES)
+        );
+    }
+    assert!(matches!(
+        probe_with(only("seccomp"), "connect", &port),
+        Probe::Killed(_)
+    ));
+}
+
+// ---- hostile workers -------------------------------------------------------
+
+fn hostile(mode: &str, limits: Limits) -> RunReport {
+    let ws = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ws.path().join("a.txt"), "hello").expect("write");
+    let sup = supervisor(JailLevel::full(), &["hostile", mode]);
+    let r = run(&sup, ws.path(), "1", limits);
+    assert!(
+        children_of_self().is_empty(),
+        "{mode}: leftover processes: {:?}",
+        children_of_self()
+    );
+    // The same supervisor then serves a normal run on a real executor.
+    sup.set_worker_role(Some(vec!["executor".into()]));
+    let next = run(&sup, ws.path(), "1+1", Limits::default());
+    let served = next.error.is_none()
+        || next
+            .error
+            .as_ref()
+            .is_some_and(|e| e.type_name == "NotImplemented");
+    assert!(served, "{mode}: next run failed: {:?}", next.error);
+    r
+}
+
+fn err_of(r: &RunReport) -> (ErrorKind, String, String) {
+    let e = r
+        .error
+        .as_ref()
+        .unwrap_or_else(|| panic!("expected an error, got {r:?}"));
+    (e.kind, e.type_name.clone(), e.message.clone())
+}
+
+#[test]
+fn hostile_frames_are_protocol_violations() {
+    let _g = serial();
+    for (mode, needle) in [
+        ("garbage", "undecodable"),
+        ("oversized_prefix", "exceeds"),
+        ("oversized_chunk", "larger than a chunk"),
+        ("unknown_tool", "no_such_tool"),
+        ("out_of_profile", "write_file"),
+        ("deep_args", "deeper"),
+        ("after_done", "after Done"),
+        ("bad_id", "id 42"),
+    ] {
+        let (kind, ty, msg) = err_of(&hostile(mode, Limits::default()));
+        assert_eq!(
+            (mode, kind, ty.as_str()),
+            (mode, ErrorKind::Internal, "ProtocolViolation"),
+            "{msg}"
+        );
+        assert!(msg.contains(needle), "{mode}: {msg:?} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn hostile_truncated_and_dying_workers() {
+    let _g = serial();
+    let (kind, _, msg) = err_of(&hostile("truncated", Limits::default()));
+    assert_eq!(kind, ErrorKind::Internal, "{msg}");
+    let (kind, ty, _) = err_of(&hostile("exit_early", Limits::default()));
+    assert_eq!((kind, ty.as_str()), (ErrorKind::Internal, "WorkerDied"));
+    let (kind, ty, msg) = err_of(&hostile("setup_failed", Limits::default()));
+    assert_eq!(
+        (kind, ty.as_str()),
+        (ErrorKind::Internal, "JailSetupFailed")
+    );
+    assert!(msg.contains("pivot_root"), "{msg}");
+    let (kind, _, _) = err_of(&hostile("wrong_protocol", Limits::default()));
+    assert_eq!(kind, ErrorKind::Internal);
+}
+
+#[test]
+fn hostile_bad_arguments_are_tool_errors() {
+    let _g = serial();
+    let (kind, ty, msg) = err_of(&hostile("bad_arg_count", Limits::default()));
+    assert_eq!(
+        (kind, ty.as_str()),
+        (ErrorKind::Tool, "BadArgument"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn hostile_budgets_are_limits() {
+    let _g = serial();
+    let limits = Limits {
+        tool_calls: 5,
+        ..Limits::default()
+    };
+    let r = hostile("flood", limits);
+    assert_eq!(err_of(&r).0, ErrorKind::Limit);
+    assert_eq!(err_of(&r).1, "tool_calls");
+    assert_eq!(r.trace.len(), 5, "every authorized call is traced");
+    let limits = Limits {
+        stdout_bytes: 100_000,
+        ..Limits::default()
+    };
+    let (kind, ty, _) = err_of(&hostile("stdout_flood", limits));
+    assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "output"));
+}
+
+#[test]
+fn hostile_silence_and_spin_hit_the_wall_clock() {
+    let _g = serial();
+    for mode in ["silent", "spin"] {
+        let t0 = std::time::Instant::now();
+        let limits = Limits {
+            wall_ms: 300,
+            ..Limits::default()
+        };
+        let (kind, ty, _) = err_of(&hostile(mode, limits));
+        assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "timeout"), "{mode}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{mode} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn worker_killed_mid_run_is_reported_and_reaped() {
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = std::sync::Arc::new(supervisor(JailLevel::full(), &["hostile", "silent"]));
+    let s2 = std::sync::Arc::clone(&sup);
+    let path = ws.path().to_path_buf();
+    let t = std::thread::spawn(move || {
+        run(
+            &s2,
+            &path,
+            "1",
+            Limits {
+                wall_ms: 20_000,
+                ..Limits::default()
+            },
+        )
+    });
+    // Find the worker (a child of this process) and SIGKILL it.
+    let t0 = std::time::Instant::now();
+    let mut killed = false;
+    while t0.elapsed() < std::time::Duration::from_secs(5) && !killed {
+        for stat in children_of_self() {
+            if let Some(pid) = stat
+                .split_whitespace()
+                .next()
+                .and_then(|p| p.parse::<i32>().ok())
+            {
+                // SAFETY: signalling a child process of this test.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed = true;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(killed, "no worker found");
+    let r = t.join().expect("join");
+    let (kind, ty, msg) = err_of(&r);
+    assert_eq!(
+        (kind, ty.as_str()),
+        (ErrorKind::Internal, "WorkerDied"),
+        "{msg}"
+    );
+    assert!(msg.contains("SIGKILL"), "{msg}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+    assert!(children_of_self().is_empty());
+}
+
+#[test]
+fn pool_serves_single_use_workers() {
+    let _g = serial();
+    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("exe");
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: JailLevel::full(),
+        pool_size: 2,
+        worker_role: vec!["probe".into(), "nothing".into()],
+    };
+    let sup = Supervisor::new(cfg).expect("supervisor");
+    let t0 = std::time::Instant::now();
+    while sup.pool_ready() < 2 && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(sup.pool_ready(), 2);
+    let ws = tempfile::tempdir().expect("tempdir");
+    for _ in 0..5 {
+        let r = run(&sup, ws.path(), "1", Limits::default());
+        assert_eq!(r.stdout, "allowed nothing", "{r:?}");
+    }
+    drop(sup);
+    assert!(children_of_self().is_empty(), "{:?}", children_of_self());
+}

@@ -1,0 +1,318 @@
+//! `lackpy run` end to end: the real binary, the real jailed worker, a
+//! fixture workspace; the JSON contract, every error kind and exit status,
+//! tool calls and trace files.
+
+use crate::util::{json, lackpy, run_with_stdin, workspace};
+use serde_json::json;
+use std::path::Path;
+
+fn run_json(ws: &Path, args: &[&str], program: &str) -> (i32, serde_json::Value) {
+    let mut a = vec!["run", "--json", "--workspace", ws.to_str().unwrap_or(".")];
+    a.extend_from_slice(args);
+    let out = run_with_stdin(&a, program, None);
+    (out.status.code().unwrap_or(-1), json(&out))
+}
+
+fn traces(ws: &Path) -> Vec<serde_json::Value> {
+    let dir = ws.join(".lackpy/traces");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    out
+}
+
+fn fixture() -> tempfile::TempDir {
+    workspace(&[
+        ("a.txt", "hello\n"),
+        ("src/m.py", "x = 1\n"),
+        ("src/n.py", ""),
+        ("notes.md", "# hi\n"),
+    ])
+}
+
+#[test]
+fn json_contract_shape() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "1+1\n");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v,
+        json!({"ok": true, "value": 2, "repr": "2", "stdout": "", "grade": {"w": 0, "d": 0}, "trace": [], "error": null})
+    );
+}
+
+#[test]
+fn tool_calls_are_answered_and_traced() {
+    let ws = fixture();
+    let (code, v) = run_json(
+        ws.path(),
+        &[],
+        "t = read_file('a.txt')\nfiles = find_files('src/*.py')\n[t, files]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["value"], json!(["hello\n", ["src/m.py", "src/n.py"]]));
+    assert_eq!(v["grade"], json!({"w": 1, "d": 1}));
+    let trace = v["trace"].as_array().cloned().unwrap_or_default();
+    assert_eq!(trace.len(), 2);
+    assert_eq!(trace[0]["tool"], "read_file");
+    assert_eq!(trace[0]["args"], json!(["a.txt"]));
+    assert_eq!(trace[0]["ok"], true);
+    assert_eq!(trace[0]["error"], json!(null));
+    assert!(trace[0]["duration_us"].is_u64());
+    let recs = traces(ws.path());
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["outcome"], "ok");
+    assert_eq!(recs[0]["jail_level"], "full");
+    assert_eq!(recs[0]["calls"].as_array().map(Vec::len), Some(2));
+    assert_eq!(recs[0]["program_sha256"].as_str().map(str::len), Some(64));
+}
+
+#[test]
+fn write_and_edit_with_tools_flag() {
+    let ws = fixture();
+    let prog = "write_file('out/new.txt', 'a-b-a')\nedit_file('out/new.txt', 'a', 'X')\n";
+    let (code, v) = run_json(ws.path(), &["--tools", "write_file,edit_file"], prog);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["value"], json!(true));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out/new.txt")).unwrap_or_default(),
+        "X-b-a"
+    );
+    assert_eq!(v["grade"], json!({"w": 3, "d": 3}));
+}
+
+#[test]
+fn print_goes_to_stdout_field() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "print('hi', 1)\nx = 3\n");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["stdout"], "hi 1\n");
+    assert_eq!(v["value"], json!(null));
+    assert_eq!(v["repr"], json!(null));
+}
+
+#[test]
+fn validation_error_exits_2_and_is_traced() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "import os\n");
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["kind"], "validation");
+    assert_eq!(traces(ws.path())[0]["outcome"], "validation");
+}
+
+#[test]
+fn hallucinated_tool_is_a_validation_error() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "write_file('x', 'y')\n");
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["kind"], "validation");
+    assert!(!ws.path().join("x").exists());
+}
+
+#[test]
+fn runtime_error_exits_1() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "x = 1\ny = x / 0\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "runtime");
+    assert_eq!(v["error"]["type"], "ZeroDivisionError");
+    assert_eq!(v["error"]["line"], 2);
+}
+
+#[test]
+fn tool_errors_exit_1_and_are_traced() {
+    let ws = fixture();
+    for (prog, ty) in [
+        ("read_file('../etc/passwd')", "PathOutsideWorkspace"),
+        ("read_file('/etc/passwd')", "PathOutsideWorkspace"),
+        ("read_file('missing.txt')", "FileNotFound"),
+        ("read_file('src')", "IsADirectory"),
+    ] {
+        let (code, v) = run_json(ws.path(), &[], prog);
+        assert_eq!(code, 1, "{prog}: {v}");
+        assert_eq!(v["error"]["kind"], "tool", "{prog}: {v}");
+        assert_eq!(v["error"]["type"], ty, "{prog}: {v}");
+        assert_eq!(v["trace"][0]["ok"], false);
+        assert!(v["trace"][0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(ty));
+    }
+    assert_eq!(traces(ws.path()).len(), 4);
+}
+
+#[test]
+fn fuel_limit() {
+    let ws = fixture();
+    let (code, v) = run_json(
+        ws.path(),
+        &["--fuel", "10000"],
+        "t = 0\nfor i in range(10000000):\n    t += i\nt\n",
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "limit");
+    assert_eq!(v["error"]["type"], "fuel");
+}
+
+#[test]
+fn wall_clock_limit() {
+    let ws = fixture();
+    let t0 = std::time::Instant::now();
+    let prog = "t = 0\nfor i in range(1000000000):\n    t += i\nt\n";
+    let (code, v) = run_json(
+        ws.path(),
+        &["--timeout", "0.5", "--fuel", "100000000000"],
+        prog,
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "limit");
+    assert_eq!(v["error"]["type"], "timeout");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn memory_limit() {
+    let ws = fixture();
+    let (code, v) = run_json(
+        ws.path(),
+        &["--memory-mb", "64"],
+        "x = 'a' * 500000000\nlen(x)\n",
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "limit");
+    assert_eq!(v["error"]["type"], "memory");
+}
+
+#[test]
+fn encoding_and_size_are_validation_errors() {
+    let ws = fixture();
+    let out = {
+        use std::io::Write;
+        let mut c = lackpy();
+        c.args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        if let Some(mut s) = child.stdin.take() {
+            let _ = s.write_all(b"x = '\xff'\n");
+        }
+        child.wait_with_output().expect("wait")
+    };
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"]["type"], "EncodingError");
+    let big = format!("x = 1\n{}", "# pad\n".repeat(20_000));
+    let (code, v) = run_json(ws.path(), &[], &big);
+    assert_eq!(code, 2);
+    assert_eq!(v["error"]["type"], "SourceTooLarge");
+}
+
+#[test]
+fn usage_errors_exit_3() {
+    let ws = fixture();
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            "/nonexistent/prog.py",
+        ],
+        "",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--tools",
+            "no_such_tool",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+        ],
+        "1",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let out = run_with_stdin(&["run", "--workspace", "/nonexistent-dir"], "1", None);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn human_output() {
+    let ws = fixture();
+    let out = run_with_stdin(
+        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
+        "print('hey')\n[1, 'a']\n",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[1, 'a']\nhey\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 tool calls"));
+    let out = run_with_stdin(
+        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
+        "x = 1\ny = x / 0\n",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("error: ZeroDivisionError"), "{err}");
+    assert!(err.contains("y = x / 0"), "{err}");
+    assert!(err.contains('^'), "{err}");
+}
+
+#[test]
+fn file_argument_and_stdin_dash() {
+    let ws = fixture();
+    std::fs::write(ws.path().join("prog.py"), "read_file('a.txt')\n").unwrap_or(());
+    let p = ws.path().join("prog.py");
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            p.to_str().unwrap_or(""),
+        ],
+        "",
+        None,
+    );
+    assert_eq!(json(&out)["value"], "hello\n");
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            "-",
+        ],
+        "2*3",
+        None,
+    );
+    assert_eq!(json(&out)["value"], 6);
+}
+
+#[test]
+fn read_only_workspace_still_runs() {
+    let ws = fixture();
+    // Make the trace directory impossible to create: a file where it should be.
+    std::fs::write(ws.path().join(".lackpy"), "not a dir").unwrap_or(());
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+        ],
+        "1",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("trace not written"));
+}
