@@ -6,3 +6,5 @@ mod mcp;
 mod escapes;
 mod fuzz_smoke;
 mod layer_matrix;
+mod jail;
+mod run;
