@@ -501,6 +501,13 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "read_file(...)",
     ),
     ("x = str", "BuiltinAsValue", 1, 5, "str(...)"),
+    (
+        "x = sorted(['a'], key=str.lower)",
+        "BuiltinAsValue",
+        1,
+        23,
+        "lambda v: v.lower()",
+    ),
     ("x = str.lower('A')", "BuiltinAsValue", 1, 5, "str(...)"),
     ("len = 3", "AssignToBuiltin", 1, 1, "another variable name"),
     (
@@ -545,7 +552,33 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         28,
         "another",
     ),
+    (
+        "x = 'abc'\nsorted(['a'], key=x.format)",
+        "MethodNotAllowed",
+        2,
+        19,
+        "f-string",
+    ),
+    (
+        "x = 'abc'\nsorted(['a'], key=x.__len__)",
+        "UnderscoreName",
+        2,
+        19,
+        "dict keys",
+    ),
     // --- syntax, loops, literals ---
+    ("None = 1", "SyntaxError", 1, 1, ""),
+    ("True = 1", "SyntaxError", 1, 1, ""),
+    ("*a = [1]", "SyntaxError", 1, 1, ""),
+    ("a = *[1]", "SyntaxError", 1, 5, ""),
+    ("*a, *b = [1, 2]", "SyntaxError", 1, 1, ""),
+    ("x = 1\nx + 1 = 2", "SyntaxError", 2, 1, ""),
+    ("len([1]) = 1", "SyntaxError", 1, 1, ""),
+    ("for 1 in [1]:\n    pass", "SyntaxError", 1, 5, ""),
+    ("x = [1]\nfor *a in x:\n    pass", "SyntaxError", 2, 5, ""),
+    ("x, y = 1, 2\nx, y += 1", "SyntaxError", 2, 1, ""),
+    ("print(x for x in [1], 1)", "SyntaxError", 1, 7, ""),
+    ("x = [2 for 1 in [1]]", "SyntaxError", 1, 12, ""),
     ("x = (", "SyntaxError", 1, 6, "Python 3.11"),
     ("x = = 1", "SyntaxError", 1, 5, "Python 3.11"),
     ("if x\n    pass", "SyntaxError", 1, 5, "Python 3.11"),
@@ -652,6 +685,9 @@ const ACCEPT: &[&str] = &[
     "x = 'a' * 3 + 'b'\ny = [0] * 3",
     "x = 5 % 3\ny = 'abc'[1]",
     "tools = search('x')\ntools",
+    "a, *b = [1, 2, 3]\n[c, *d] = 'xy'\nfor e, *f in [[1, 2]]:\n    pass",
+    "print(*[1], *[2])\nx = [*[1], *(2,)]\ny = {*[1]}\nz = (*[1],)",
+    "x = sum(v for v in [1])\ny = sorted((v for v in [2]), reverse=True)",
 ];
 
 #[test]

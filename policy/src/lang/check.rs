@@ -66,6 +66,38 @@ fn static_type(e: &Expr) -> Option<&'static str> {
     }
 }
 
+/// CPython's name for an expression in "cannot assign to ..." messages.
+fn expr_kind(e: &Expr) -> &'static str {
+    match e {
+        Expr::Constant(c) => match c.value {
+            Constant::None => "None",
+            Constant::Bool(true) => "True",
+            Constant::Bool(false) => "False",
+            Constant::Ellipsis => "ellipsis",
+            _ => "literal",
+        },
+        Expr::Call(_) => "function call",
+        Expr::Compare(_) => "comparison",
+        Expr::BoolOp(_) | Expr::BinOp(_) | Expr::UnaryOp(_) => "expression",
+        Expr::IfExp(_) => "conditional expression",
+        Expr::Lambda(_) => "lambda",
+        Expr::Dict(_) => "dict literal",
+        Expr::Set(_) => "set display",
+        Expr::ListComp(_) => "list comprehension",
+        Expr::SetComp(_) => "set comprehension",
+        Expr::DictComp(_) => "dict comprehension",
+        Expr::GeneratorExp(_) => "generator expression",
+        Expr::JoinedStr(_) | Expr::FormattedValue(_) => "f-string expression",
+        Expr::NamedExpr(_) => "named expression",
+        Expr::Tuple(_) => "tuple",
+        Expr::List(_) => "list",
+        Expr::Starred(_) => "starred",
+        Expr::Await(_) => "await expression",
+        Expr::Yield(_) | Expr::YieldFrom(_) => "yield expression",
+        _ => "expression",
+    }
+}
+
 /// Levenshtein distance, for "did you mean" hints (short strings only).
 fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
@@ -193,7 +225,7 @@ impl<'a> Checker<'a> {
             Stmt::Expr(e) => self.expr(&e.value),
             Stmt::Assign(a) => {
                 for t in &a.targets {
-                    self.expr(t);
+                    self.target(t, true);
                 }
                 self.expr(&a.value);
             }
@@ -201,11 +233,20 @@ impl<'a> Checker<'a> {
                 if let Some((what, hint)) = operator_violation(a.op) {
                     self.forbid(at, &format!("augmented assignment with {what}"), hint);
                 }
-                self.expr(&a.target);
+                if matches!(&*a.target, Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_)) {
+                    self.expr(&a.target);
+                } else {
+                    self.err(
+                        off(&*a.target),
+                        "SyntaxError",
+                        format!("'{}' is an illegal expression for augmented assignment", expr_kind(&a.target)),
+                        None,
+                    );
+                }
                 self.expr(&a.value);
             }
             Stmt::For(f) => {
-                self.expr(&f.target);
+                self.target(&f.target, true);
                 self.expr(&f.iter);
                 self.loop_depth += 1;
                 self.body(&f.body);
@@ -461,7 +502,7 @@ impl<'a> Checker<'a> {
                 }
                 d.values.iter().for_each(|v| self.expr(v));
             }
-            Expr::Set(s) => s.elts.iter().for_each(|v| self.expr(v)),
+            Expr::Set(s) => self.elts(&s.elts),
             Expr::ListComp(c) => {
                 self.comprehension(&c.generators);
                 self.expr(&c.elt);
@@ -538,18 +579,83 @@ impl<'a> Checker<'a> {
                 self.expr(&s.value);
                 self.expr(&s.slice);
             }
-            Expr::Starred(s) => self.expr(&s.value),
+            Expr::Starred(_) => {
+                self.err(
+                    at,
+                    "SyntaxError",
+                    "can't use starred expression here".to_string(),
+                    None,
+                );
+            }
             Expr::Name(n) => match n.ctx {
                 ExprContext::Load => self.name_load(at, n.id.as_str()),
                 _ => self.name_store(at, n.id.as_str()),
             },
-            Expr::List(l) => l.elts.iter().for_each(|v| self.expr(v)),
-            Expr::Tuple(t) => t.elts.iter().for_each(|v| self.expr(v)),
+            Expr::List(l) if l.ctx == ExprContext::Load => self.elts(&l.elts),
+            Expr::Tuple(t) if t.ctx == ExprContext::Load => self.elts(&t.elts),
+            Expr::List(_) | Expr::Tuple(_) => self.target(e, true),
             Expr::Slice(s) => {
                 for p in [&s.lower, &s.upper, &s.step].into_iter().flatten() {
                     self.expr(p);
                 }
             }
+        }
+    }
+
+    /// Elements of a display: starred elements are allowed here.
+    fn elts(&mut self, elts: &[Expr]) {
+        for v in elts {
+            match v {
+                Expr::Starred(s) => self.expr(&s.value),
+                other => self.expr(other),
+            }
+        }
+    }
+
+    /// An assignment target (`=`, `for`, comprehension), with CPython's
+    /// compile-time rules. `top` is false inside a tuple/list target.
+    fn target(&mut self, e: &Expr, top: bool) {
+        let at = off(e);
+        match e {
+            Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => self.expr(e),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let stars = elts
+                    .iter()
+                    .filter(|x| matches!(x, Expr::Starred(_)))
+                    .count();
+                if stars > 1 {
+                    self.err(
+                        at,
+                        "SyntaxError",
+                        "multiple starred expressions in assignment".to_string(),
+                        None,
+                    );
+                }
+                for x in elts {
+                    match x {
+                        Expr::Starred(s) => self.target(&s.value, false),
+                        other => self.target(other, false),
+                    }
+                }
+            }
+            Expr::Starred(s) => {
+                if top {
+                    self.err(
+                        at,
+                        "SyntaxError",
+                        "starred assignment target must be in a list or tuple".to_string(),
+                        None,
+                    );
+                } else {
+                    self.target(&s.value, false);
+                }
+            }
+            other => self.err(
+                at,
+                "SyntaxError",
+                format!("cannot assign to {}", expr_kind(other)),
+                None,
+            ),
         }
     }
 
@@ -603,7 +709,7 @@ impl<'a> Checker<'a> {
                 );
             }
             self.expr(&g.iter);
-            self.expr(&g.target);
+            self.target(&g.target, true);
             g.ifs.iter().for_each(|v| self.expr(v));
         }
     }
@@ -688,11 +794,26 @@ impl<'a> Checker<'a> {
                 self.expr(other);
             }
         }
+        let n_args = c.args.len() + c.keywords.len();
         for (i, a) in c.args.iter().enumerate() {
             if isinstance && i == 1 && self.type_spec(a) {
                 continue;
             }
-            self.expr(a);
+            if let Expr::GeneratorExp(_) = a {
+                let start = off(a);
+                if n_args > 1 && self.src.as_bytes().get(start) != Some(&b'(') {
+                    self.err(
+                        start,
+                        "SyntaxError",
+                        "Generator expression must be parenthesized".to_string(),
+                        None,
+                    );
+                }
+            }
+            match a {
+                Expr::Starred(s) => self.expr(&s.value),
+                other => self.expr(other),
+            }
         }
         for k in &c.keywords {
             match &k.arg {
@@ -769,6 +890,16 @@ impl<'a> Checker<'a> {
                 self.expr(&l.body);
             }
             Expr::Name(n) if is_builtin(n.id.as_str()) && n.ctx == ExprContext::Load => {}
+            Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str())) =>
+            {
+                let m = a.attr.as_str();
+                self.err(
+                    at,
+                    "BuiltinAsValue",
+                    format!("unbound method '{m}' of a builtin type cannot be used as a key"),
+                    Some(format!("write key=lambda v: v.{m}()")),
+                );
+            }
             Expr::Attribute(a)
                 if a.ctx == ExprContext::Load && method_allowed_any(a.attr.as_str()) =>
             {
@@ -785,6 +916,20 @@ impl<'a> Checker<'a> {
                     }
                 }
                 self.expr(&a.value);
+            }
+            Expr::Attribute(a) if a.ctx == ExprContext::Load => {
+                self.expr(&a.value);
+                let m = a.attr.as_str();
+                if self.attr_ok(at, m) {
+                    let hint =
+                        method_hint(m).unwrap_or("only allowlisted methods can be used as key=");
+                    self.err(
+                        at,
+                        "MethodNotAllowed",
+                        format!("method '{m}' is not allowed"),
+                        Some(hint.to_string()),
+                    );
+                }
             }
             other => self.expr(other),
         }

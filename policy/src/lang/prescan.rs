@@ -354,6 +354,11 @@ impl Scanner<'_> {
                     b'}' if braces > 0 => {
                         braces -= 1;
                         local = local.saturating_sub(1);
+                        if braces == 0 {
+                            // A replacement field ended: the next one starts afresh.
+                            local = 0;
+                            local_max = 0;
+                        }
                     }
                     b'(' | b'[' if braces > 0 => local += 1,
                     b')' | b']' if braces > 0 => local = local.saturating_sub(1),
@@ -435,7 +440,9 @@ mod tests {
             deep.push_str("if x:\n");
         }
         assert!(scan(&deep, 100).is_err());
-        let flat: String = (0..200).map(|d| format!("{}x = 1\n", " ".repeat(d % 4))).collect();
+        let flat: String = (0..200)
+            .map(|d| format!("{}x = 1\n", " ".repeat(d % 4)))
+            .collect();
         assert!(scan(&flat, 100).is_ok());
     }
 }
