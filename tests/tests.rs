@@ -8,3 +8,4 @@ mod fuzz_smoke;
 mod layer_matrix;
 mod jail;
 mod run;
+mod delegate;

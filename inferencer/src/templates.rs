@@ -380,7 +380,9 @@ pub fn rules(intent: &str) -> Option<(String, String)> {
         .iter()
         .find_map(|w| file_type_glob(w))
         .map(str::to_string);
-    let counting = has("count") || (has("how") && has("many")) || has("number");
+    // "number" counts only as "number of" ("number the lines" is not a count).
+    let number_of = lower.windows(2).any(|w| w[0] == "number" && w[1] == "of");
+    let counting = has("count") || (has("how") && has("many")) || number_of;
     let covered = |extra: &[&str]| {
         lower.iter().zip(raw.iter()).all(|(l, r)| {
             FILLER.contains(&l.as_str())
@@ -642,6 +644,11 @@ mod tests {
         assert_eq!(rules("read notes/todo.txt and count the TODO items"), None);
         assert_eq!(rules("list python files that import os"), None);
         assert_eq!(rules("summarise the project"), None);
+        assert_eq!(rules("number the lines of notes/todo.txt"), None);
+        assert_eq!(
+            rules("number of lines in a.txt").map(|x| x.1),
+            Some("len(read_file(\"a.txt\").splitlines())".into())
+        );
     }
 
     #[test]
