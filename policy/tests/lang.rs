@@ -837,8 +837,12 @@ fn int_literal_digit_limit() {
 
 /// Run `f` on a thread with a small stack: proves no deep recursion.
 fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    on_stack(256 * 1024, f)
+}
+
+fn on_stack<T: Send + 'static>(bytes: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
-        .stack_size(256 * 1024)
+        .stack_size(bytes)
         .spawn(f)
         .expect("spawn")
         .join()
@@ -886,6 +890,30 @@ fn parser_bombs_are_clear_errors() {
             .unwrap_or("")
             .contains("intermediate"));
     }
+}
+
+#[test]
+fn huge_max_depth_is_capped() {
+    let errs = small_stack(|| {
+        let limits = Limits {
+            max_depth: 1_000_000,
+            ..Limits::default()
+        };
+        let src = format!("x = {}1{}", "(".repeat(5000), ")".repeat(5000));
+        validate(&src, &ns(), &limits).err().unwrap_or_default()
+    });
+    assert_eq!(errs[0].type_name, "NestingTooDeep");
+    // Just under the cap validates on a 1 MiB stack (the parser itself
+    // recurses per bracket level: ~1.5 KiB per level in debug builds).
+    let errs = on_stack(1024 * 1024, || {
+        let limits = Limits {
+            max_depth: 1_000_000,
+            ..Limits::default()
+        };
+        let src = format!("x = {}1{}", "[".repeat(190), "]".repeat(190));
+        validate(&src, &ns(), &limits).err().unwrap_or_default()
+    });
+    assert!(errs.is_empty(), "{errs:?}");
 }
 
 #[test]

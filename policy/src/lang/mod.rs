@@ -152,6 +152,12 @@ fn error_at(
     }
 }
 
+/// The deepest source nesting ever accepted, whatever `limits.max_depth`
+/// says. Why: the parser and pass 2 recurse once per bracket level (about
+/// 1.5 KiB of stack per level in debug builds, less in release), so 200
+/// levels need well under 1 MiB of stack; the default 100 fits in 256 KiB.
+pub const HARD_MAX_DEPTH: usize = 200;
+
 /// Validate raw program bytes: non-UTF-8 input is an `EncodingError`.
 ///
 /// # Errors
@@ -206,6 +212,9 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
 /// Parse, validate and grade `source` against `ns` under `limits`
 /// (`source_bytes`, `max_depth`).
 ///
+/// Stack: call it on a thread with at least 1 MiB of stack (any main
+/// thread or default Rust/tokio thread qualifies); see [`HARD_MAX_DEPTH`].
+///
 /// # Errors
 /// Every violation found, each an [`ErrorInfo`] of kind `validation`,
 /// sorted by position.
@@ -226,7 +235,9 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
             None,
         )]);
     }
-    let max_depth = limits.max_depth as usize;
+    // However high a profile sets `max_depth`, source nesting stays under
+    // HARD_MAX_DEPTH: the check pass recurses once per level.
+    let max_depth = (limits.max_depth as usize).min(HARD_MAX_DEPTH);
     if let Err(t) = prescan::scan(source, max_depth) {
         return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]);
     }
