@@ -69,10 +69,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(7);
-    let py = python_times(runs);
+    let filter = std::env::args().nth(2).unwrap_or_default();
+    // LACKPY_BENCH_NOPY=1 skips CPython (for profiling the interpreter alone).
+    let py = if std::env::var_os("LACKPY_BENCH_NOPY").is_some() { None } else { python_times(runs) };
     println!("{:<22} {:>10} {:>10} {:>7} {:>12}", "case", "lackpy ms", "python ms", "ratio", "peak mem KiB");
     let mut logs = Vec::new();
     for (name, src) in CASES {
+        if !name.contains(filter.as_str()) {
+            continue;
+        }
         let mut ts = Vec::new();
         let mut peak = 0;
         for _ in 0..runs {

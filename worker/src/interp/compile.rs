@@ -377,7 +377,22 @@ impl<'a> Cx<'a> {
             ast::Expr::Constant(c) => EK::Const(constant(&c.value)?),
             ast::Expr::Name(n) => EK::Name(self.lookup(n.id.as_str())),
             ast::Expr::List(l) => EK::List(self.elts(&l.elts)?),
-            ast::Expr::Tuple(t) => EK::Tuple(self.elts(&t.elts)?),
+            ast::Expr::Tuple(t) => {
+                let es = self.elts(&t.elts)?;
+                // Fold all-constant tuples, as CPython does.
+                if es.iter().all(|e| matches!(e, Elt::One(E { k: EK::Const(_), .. }))) {
+                    let vals = es
+                        .into_iter()
+                        .filter_map(|e| match e {
+                            Elt::One(E { k: EK::Const(v), .. }) => Some(v),
+                            _ => None,
+                        })
+                        .collect();
+                    EK::Const(Value::tuple(vals))
+                } else {
+                    EK::Tuple(es)
+                }
+            }
             ast::Expr::Set(s) => EK::Set(self.elts(&s.elts)?),
             ast::Expr::Dict(d) => {
                 let mut items = Vec::new();

@@ -1361,14 +1361,22 @@ impl<'a> Interp<'a> {
                         }
                         _ => v,
                     };
-                    let spec_s = match spec {
+                    let spec_s: std::borrow::Cow<str> = match spec.as_deref() {
+                        Some([FPart::Lit(t)]) => std::borrow::Cow::Borrowed(&**t),
                         Some(sp) => {
                             let mut t = String::new();
                             self.fstring(sp, &mut t)?;
-                            t
+                            std::borrow::Cow::Owned(t)
                         }
-                        None => String::new(),
+                        None => std::borrow::Cow::Borrowed(""),
                     };
+                    if spec_s.is_empty() {
+                        if let Value::Str(x) = &v {
+                            mem_check((s.len() + x.s.len()) as u64)?;
+                            s.push_str(&x.s);
+                            continue;
+                        }
+                    }
                     let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x)).map_err(|x| at(x, e.pos))?;
                     mem_check((s.len() + text.len()) as u64)?;
                     s.push_str(&text);

@@ -142,73 +142,79 @@ const MAX_WIDTH: usize = 100_000_000;
 /// # Errors
 /// ValueError for malformed specs.
 pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
-    let cs: Vec<char> = spec.chars().collect();
-    let mut i = 0;
     let mut sp = Spec::default();
+    if spec.is_empty() {
+        return Ok(sp);
+    }
+    let mut it = spec.chars().peekable();
     let is_align = |c: char| matches!(c, '<' | '>' | '^' | '=');
-    if cs.len() >= 2 && is_align(cs[1]) {
-        sp.fill = Some(cs[0]);
-        sp.align = Some(cs[1]);
-        i = 2;
-    } else if !cs.is_empty() && is_align(cs[0]) {
-        sp.align = Some(cs[0]);
-        i = 1;
-    }
-    if i < cs.len() && matches!(cs[i], '+' | '-' | ' ') {
-        sp.sign = Some(cs[i]);
-        i += 1;
-    }
-    if i < cs.len() && cs[i] == 'z' {
-        sp.z = true;
-        i += 1;
-    }
-    if i < cs.len() && cs[i] == '#' {
-        sp.alt = true;
-        i += 1;
-    }
-    if i < cs.len() && cs[i] == '0' {
-        sp.zero = true;
-        i += 1;
-    }
-    let start = i;
-    while i < cs.len() && cs[i].is_ascii_digit() {
-        i += 1;
-    }
-    if i > start {
-        let w: String = cs[start..i].iter().collect();
-        sp.width = w.parse().unwrap_or(usize::MAX);
-        if sp.width > MAX_WIDTH {
-            return Err(value_err("Too many decimal digits in format string"));
+    // [[fill]align]
+    let mut first_two = spec.chars();
+    let c0 = first_two.next();
+    let c1 = first_two.next();
+    match (c0, c1) {
+        (Some(f), Some(a)) if is_align(a) => {
+            sp.fill = Some(f);
+            sp.align = Some(a);
+            it.next();
+            it.next();
         }
+        (Some(a), _) if is_align(a) => {
+            sp.align = Some(a);
+            it.next();
+        }
+        _ => {}
     }
-    if i < cs.len() && matches!(cs[i], ',' | '_') {
-        sp.grouping = Some(cs[i]);
-        i += 1;
-        if i < cs.len() && matches!(cs[i], ',' | '_') {
+    if let Some(c @ ('+' | '-' | ' ')) = it.peek().copied() {
+        sp.sign = Some(c);
+        it.next();
+    }
+    if it.peek() == Some(&'z') {
+        sp.z = true;
+        it.next();
+    }
+    if it.peek() == Some(&'#') {
+        sp.alt = true;
+        it.next();
+    }
+    if it.peek() == Some(&'0') {
+        sp.zero = true;
+        it.next();
+    }
+    let num = |it: &mut std::iter::Peekable<std::str::Chars>| -> R<Option<usize>> {
+        let mut v: Option<usize> = None;
+        while let Some(d) = it.peek().and_then(|c| c.to_digit(10)) {
+            it.next();
+            let n = v.unwrap_or(0).saturating_mul(10).saturating_add(d as usize);
+            if n > MAX_WIDTH {
+                return Err(value_err("Too many decimal digits in format string"));
+            }
+            v = Some(n);
+        }
+        Ok(v)
+    };
+    if let Some(w) = num(&mut it)? {
+        sp.width = w;
+    }
+    if let Some(c @ (',' | '_')) = it.peek().copied() {
+        sp.grouping = Some(c);
+        it.next();
+        if matches!(it.peek(), Some(',' | '_')) {
             return Err(value_err("Cannot specify both ',' and '_'."));
         }
     }
-    if i < cs.len() && cs[i] == '.' {
-        i += 1;
-        let start = i;
-        while i < cs.len() && cs[i].is_ascii_digit() {
-            i += 1;
+    if it.peek() == Some(&'.') {
+        it.next();
+        match num(&mut it)? {
+            Some(p) => sp.precision = Some(p),
+            None => return Err(value_err("Format specifier missing precision")),
         }
-        if i == start {
-            return Err(value_err("Format specifier missing precision"));
-        }
-        let p: String = cs[start..i].iter().collect();
-        let p = p.parse().unwrap_or(usize::MAX);
-        if p > MAX_WIDTH {
-            return Err(value_err("Too many decimal digits in format string"));
-        }
-        sp.precision = Some(p);
     }
-    if i < cs.len() {
-        if cs.len() - i > 1 {
+    if let Some(t) = it.next() {
+        if it.next().is_some() {
             return Err(value_err(format!("Invalid format specifier '{spec}' for object of type '{tyname}'")));
         }
-        sp.ty = Some(cs[i]);
+        sp.ty = Some(t);
     }
     if sp.zero && sp.fill.is_none() {
         sp.fill = Some('0');
@@ -224,20 +230,45 @@ fn unknown(c: char, tyname: &str) -> Box<Exc> {
 }
 
 fn pad(body: &str, sign_prefix: &str, sp: &Spec, default_align: char) -> String {
-    let len = body.chars().count() + sign_prefix.chars().count();
+    let len = if body.is_ascii() { body.len() } else { body.chars().count() } + sign_prefix.chars().count();
+    let mut out = String::with_capacity(body.len() + sign_prefix.len() + sp.width.saturating_sub(len) * 4);
+    if len >= sp.width {
+        out.push_str(sign_prefix);
+        out.push_str(body);
+        return out;
+    }
     let fill = sp.fill.unwrap_or(' ');
     let align = sp.align.unwrap_or(default_align);
-    if len >= sp.width {
-        return format!("{sign_prefix}{body}");
-    }
     let n = sp.width - len;
-    let fills = |k: usize| std::iter::repeat(fill).take(k).collect::<String>();
+    let fills = |out: &mut String, k: usize| {
+        for _ in 0..k {
+            out.push(fill);
+        }
+    };
     match align {
-        '<' => format!("{sign_prefix}{body}{}", fills(n)),
-        '^' => format!("{}{sign_prefix}{body}{}", fills(n / 2), fills(n - n / 2)),
-        '=' => format!("{sign_prefix}{}{body}", fills(n)),
-        _ => format!("{}{sign_prefix}{body}", fills(n)),
+        '<' => {
+            out.push_str(sign_prefix);
+            out.push_str(body);
+            fills(&mut out, n);
+        }
+        '^' => {
+            fills(&mut out, n / 2);
+            out.push_str(sign_prefix);
+            out.push_str(body);
+            fills(&mut out, n - n / 2);
+        }
+        '=' => {
+            out.push_str(sign_prefix);
+            fills(&mut out, n);
+            out.push_str(body);
+        }
+        _ => {
+            fills(&mut out, n);
+            out.push_str(sign_prefix);
+            out.push_str(body);
+        }
     }
+    out
 }
 
 /// Insert grouping separators into a run of digits, every `every` digits.
@@ -296,6 +327,14 @@ fn finish_number(neg: bool, prefix: &str, intpart: &str, rest: &str, sp: &Spec, 
         }
         None => intpart.to_string(),
     };
+    if sp.width == 0 {
+        let mut out = String::with_capacity(sign.len() + prefix.len() + int_text.len() + rest.len());
+        out.push_str(sign);
+        out.push_str(prefix);
+        out.push_str(&int_text);
+        out.push_str(rest);
+        return out;
+    }
     let head = format!("{sign}{prefix}");
     pad(&format!("{int_text}{rest}"), &head, sp, '>')
 }

@@ -3,8 +3,6 @@
 //! [`STR_METHODS`], [`LIST_METHODS`], [`DICT_METHODS`], [`SET_METHODS`],
 //! [`TUPLE_METHODS`], [`INT_METHODS`], [`FLOAT_METHODS`].
 
-use std::rc::Rc;
-
 use super::budget::{mem_check, mem_check_n, tick};
 use super::err::{type_err, value_err, Exc, R};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
@@ -80,17 +78,28 @@ pub const FLOAT_METHODS: &[&str] = &["is_integer"];
 
 /// Does `v`'s type have method `m` on the allowlist?
 pub fn has_method(v: &Value, m: M) -> bool {
-    let table = match v {
-        Value::Str(_) => STR_METHODS,
-        Value::List(_) => LIST_METHODS,
-        Value::Dict(_) => DICT_METHODS,
-        Value::Set(_) => SET_METHODS,
-        Value::Tuple(_) => TUPLE_METHODS,
-        Value::Int(_) | Value::Big(_) | Value::Bool(_) => INT_METHODS,
-        Value::Float(_) => FLOAT_METHODS,
-        _ => &[],
-    };
-    table.contains(&m.name())
+    use M::*;
+    match v {
+        Value::Str(_) => matches!(
+            m,
+            Capitalize | Casefold | Center | Count | Endswith | Expandtabs | Find | Index | Isalnum | Isalpha | Isascii
+                | Isdecimal | Isdigit | Isidentifier | Islower | Isnumeric | Isspace | Istitle | Isupper | Join | Ljust
+                | Lower | Lstrip | Partition | Removeprefix | Removesuffix | Replace | Rfind | Rindex | Rjust
+                | Rpartition | Rsplit | Rstrip | Split | Splitlines | Startswith | Strip | Swapcase | Title | Upper
+                | Zfill
+        ),
+        Value::List(_) => matches!(m, Append | Clear | Copy | Count | Extend | Index | Insert | Pop | Remove | Reverse | Sort),
+        Value::Dict(_) => matches!(m, Clear | Copy | Get | Items | Keys | Pop | Popitem | Setdefault | Update | Values),
+        Value::Set(_) => matches!(
+            m,
+            Add | Clear | Copy | Difference | DifferenceUpdate | Discard | Intersection | IntersectionUpdate | Isdisjoint
+                | Issubset | Issuperset | Pop | Remove | SymmetricDifference | Union | Update
+        ),
+        Value::Tuple(_) => matches!(m, Count | Index),
+        Value::Int(_) | Value::Big(_) | Value::Bool(_) => m == BitLength,
+        Value::Float(_) => m == IsInteger,
+        _ => false,
+    }
 }
 
 fn no_args(a: &CallArgs, qual: &str) -> R<()> {
@@ -292,6 +301,9 @@ fn rsplit_ws(s: &str, maxsplit: i64) -> Vec<String> {
 
 /// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
 fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(usize, usize)>> {
+    if matches!((start, end), (Value::None, Value::None)) {
+        return Ok(Some((0, s.s.len())));
+    }
     let (a, b, _) = slice_adjust(start, end, &Value::None, s.nchars)?;
     // find() with start > len returns -1 even for an empty needle.
     if let Some(st) = as_i64(start) {
@@ -1256,7 +1268,3 @@ fn merge_sort(idx: &mut [usize], keys: &[Value]) -> R<()> {
     Ok(())
 }
 
-/// Used by builtins: the repeat of Rc for Value lists.
-pub fn rc_count<T>(r: &Rc<T>) -> usize {
-    Rc::strong_count(r)
-}

@@ -356,3 +356,39 @@ impl ToolHost for Counting {
         Ok(args.into_iter().next().unwrap_or(Data::None))
     }
 }
+
+#[test]
+fn method_allowlist_tables_agree_with_dispatch() {
+    let samples = [
+        (Value::str("x"), STR),
+        (Value::list(vec![]), LIST),
+        (Value::dict(value::Dict::new()), DICT),
+        (Value::set(value::Dict::new()), SET),
+        (Value::tuple(vec![]), TUPLE),
+        (Value::Int(1), INT),
+        (Value::Float(1.0), FLOAT),
+    ];
+    for (v, table) in samples {
+        for name in table.iter() {
+            let m = methods::M::from_name(name);
+            assert!(m.is_some_and(|m| methods::has_method(&v, m)), "{name} on {}", v.type_name());
+        }
+        for name in ALL.iter().filter(|n| !table.contains(n)) {
+            let m = methods::M::from_name(name);
+            assert!(m.is_some_and(|m| !methods::has_method(&v, m)), "{name} must not be on {}", v.type_name());
+        }
+    }
+}
+
+use methods::{DICT_METHODS as DICT, FLOAT_METHODS as FLOAT, INT_METHODS as INT, LIST_METHODS as LIST, SET_METHODS as SET, STR_METHODS as STR, TUPLE_METHODS as TUPLE};
+
+const ALL: &[&str] = &[
+    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "index", "isalnum", "isalpha",
+    "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace", "istitle", "isupper", "join",
+    "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
+    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill",
+    "append", "clear", "copy", "extend", "insert", "pop", "remove", "reverse", "sort", "get", "items", "keys", "popitem",
+    "setdefault", "update", "values", "add", "difference", "difference_update", "discard", "intersection",
+    "intersection_update", "isdisjoint", "issubset", "issuperset", "symmetric_difference", "union", "bit_length",
+    "is_integer",
+];

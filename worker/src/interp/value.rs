@@ -67,7 +67,7 @@ pub const OBJ: usize = 48;
 
 /// Drop a batch of values without recursing through nested containers.
 pub fn drop_values(v: Vec<Value>) {
-    if v.is_empty() {
+    if !v.iter().any(Value::is_container) {
         return;
     }
     let nested = DROPPING.with(|d| d.get());
