@@ -319,7 +319,7 @@ impl Supervisor {
             && spec.seccomp == self.pool_spec.seccomp
             && spec.as_bytes <= self.pool_spec.as_bytes
             && spec.cpu_seconds <= self.pool_spec.cpu_seconds;
-        let overridden = self.role_override.lock().map_or(false, |r| r.is_some());
+        let overridden = self.role_override.lock().is_ok_and(|r| r.is_some());
         if fits && self.cfg.pool_size > 0 && !overridden {
             let taken = self
                 .pool

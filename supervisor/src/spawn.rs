@@ -66,9 +66,8 @@ impl ExeHandle {
             return Err(err);
         }
         // SAFETY: `high` was just returned by fcntl and is owned by nobody else.
-        Ok(ExeHandle {
-            fd: unsafe { OwnedFd::from_raw_fd(high) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(high) };
+        Ok(ExeHandle { fd })
     }
 }
 

@@ -62,9 +62,8 @@ impl Workspace {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: fresh descriptor owned by nobody else.
-        Ok(Workspace {
-            dir: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Workspace { dir })
     }
 
     /// The root descriptor.

@@ -263,10 +263,12 @@ impl Walk<'_> {
                             libc::AT_SYMLINK_NOFOLLOW,
                         )
                     };
-                    // SAFETY: initialised when rc == 0.
-                    if rc == 0
-                        && unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFDIR
-                    {
+                    let is_dir = rc == 0 && {
+                        // SAFETY: fstatat succeeded, so `st` is initialised.
+                        let st = unsafe { st.assume_init() };
+                        st.st_mode & libc::S_IFMT == libc::S_IFDIR
+                    };
+                    if is_dir {
                         Kind::Dir
                     } else if self.exists(&join(rel, name), true) {
                         Kind::SymlinkToDir

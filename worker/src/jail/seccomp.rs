@@ -157,6 +157,10 @@ fn arch() -> TargetArch {
     }
 }
 
+/// `FIONBIO` as a filter operand (its C type differs between targets).
+#[allow(clippy::unnecessary_cast)]
+const FIONBIO: u64 = libc::FIONBIO as u64;
+
 fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::BackendError> {
     let c = match cond {
         Cond::Any => return Ok(None),
@@ -170,12 +174,9 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
             SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
             0,
         )?,
-        Cond::Fionbio => SeccompCondition::new(
-            1,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            libc::FIONBIO as u64,
-        )?,
+        Cond::Fionbio => {
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, FIONBIO)?
+        }
         Cond::OwnPid => {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
         }
