@@ -1,0 +1,2 @@
+b = [True][0]
+b.is_integer()

@@ -1,0 +1,2 @@
+xs = [[1]][0]
+xs.bit_length()

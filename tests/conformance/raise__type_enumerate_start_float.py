@@ -1,0 +1,1 @@
+enumerate('ab', start=1.5)

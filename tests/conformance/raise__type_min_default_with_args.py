@@ -1,0 +1,1 @@
+min(1, 2, default=0)

@@ -1,0 +1,1 @@
+sorted([1], reverse='yes')

@@ -1,0 +1,1 @@
+True // False
