@@ -58,21 +58,30 @@ where
         tx: Some(tx),
     };
     let server = server::LackpyServer::new(backend.clone(), rx.clone());
+    // The backend is told to kill in-flight workers exactly once: as soon as
+    // the input closes, or when the session ends for any other reason.
+    let stop = Arc::new(std::sync::Once::new());
     let mut eof = rx;
+    let (b, s) = (backend.clone(), stop.clone());
     let killer = tokio::spawn(async move {
-        if eof.wait_for(|s| *s).await.is_ok() {
+        if eof.wait_for(|v| *v).await.is_ok() {
             tracing::debug!("transport closed: cancelling in-flight runs");
-            let _ = tokio::task::spawn_blocking(move || backend.shutdown()).await;
+            let _ = tokio::task::spawn_blocking(move || s.call_once(|| b.shutdown())).await;
         }
     });
-    let running = server
-        .serve((read, write))
-        .await
-        .context("MCP initialization failed")?;
-    let reason = running.waiting().await.context("MCP service task failed")?;
-    tracing::debug!(?reason, "MCP session ended");
+    let outcome = async {
+        let running = server
+            .serve((read, write))
+            .await
+            .context("MCP initialization failed")?;
+        let reason = running.waiting().await.context("MCP service task failed")?;
+        tracing::debug!(?reason, "MCP session ended");
+        Ok(())
+    }
+    .await;
     killer.abort();
-    Ok(())
+    let _ = tokio::task::spawn_blocking(move || stop.call_once(|| backend.shutdown())).await;
+    outcome
 }
 
 /// Serve on the process's stdin/stdout; see the module docs for how stdout
