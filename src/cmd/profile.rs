@@ -3,7 +3,7 @@
 
 use super::common::{self, Select};
 use super::tools::tool_json;
-use lackpy_policy::config::{render_kit, Config, Kit, KitSource, Kits, ResolvedProfile};
+use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -118,16 +118,8 @@ fn profile_json(
 
 /// (source, description, docs) of a named profile.
 fn describe(config: &Config, kits: &Kits, name: &str) -> (String, String, Option<String>) {
-    if let Some(p) = config.profiles.get(name) {
-        return ("config".into(), p.description.clone(), p.docs.clone());
-    }
-    if let Some(k) = kits.get(name) {
-        return ("kit".into(), k.description, k.docs);
-    }
-    if name == "none" {
-        return ("builtin".into(), "No tools".into(), None);
-    }
-    ("tools".into(), String::new(), None)
+    let m = config.profile_meta(Some(name), kits);
+    (m.source, m.description, m.docs)
 }
 
 fn list(config: &Config, kits: &Kits, json: bool) -> anyhow::Result<i32> {

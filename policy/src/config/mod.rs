@@ -1156,6 +1156,93 @@ impl Config {
     }
 }
 
+/// Where a profile is defined and what it says about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProfileMeta {
+    /// `config` (a `[profiles.X]` table), `kit` (a `.kit` file), `builtin`
+    /// (`none`, `(default)`) or `tools` (an ad-hoc list).
+    pub source: String,
+    /// Description.
+    pub description: String,
+    /// Relative path of the profile's doc file.
+    pub docs: Option<String>,
+}
+
+/// The documentation references of a resolved profile (the original's
+/// `docs_index`): paths relative to the workspace, never loaded here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DocsIndex {
+    /// Tool name (as the program sees it) → doc path.
+    pub tool_docs: BTreeMap<String, String>,
+    /// Profile-level doc paths.
+    pub kit_docs: Vec<String>,
+}
+
+impl Config {
+    /// Metadata of a profile by name (`None` → the default profile).
+    pub fn profile_meta(&self, name: Option<&str>, kits: &dyn KitSource) -> ProfileMeta {
+        let name = name.or(self.default_profile.as_deref());
+        let Some(name) = name else {
+            return ProfileMeta {
+                source: "builtin".into(),
+                description: "The read-only builtins".into(),
+                docs: None,
+            };
+        };
+        if let Some(p) = self.profiles.get(name) {
+            return ProfileMeta {
+                source: "config".into(),
+                description: p.description.clone(),
+                docs: p.docs.clone(),
+            };
+        }
+        if let Some(k) = kits.get(name) {
+            return ProfileMeta {
+                source: "kit".into(),
+                description: k.description,
+                docs: k.docs,
+            };
+        }
+        if name == "none" {
+            return ProfileMeta {
+                source: "builtin".into(),
+                description: "No tools".into(),
+                docs: None,
+            };
+        }
+        ProfileMeta {
+            source: "tools".into(),
+            description: String::new(),
+            docs: None,
+        }
+    }
+
+    /// The docs index of a profile (arguments as [`Config::resolve`]).
+    ///
+    /// # Errors
+    /// As [`Config::resolve`].
+    pub fn docs_index(
+        &self,
+        profile: Option<&str>,
+        tools: Option<&[String]>,
+        kits: &dyn KitSource,
+    ) -> Result<DocsIndex, ConfigError> {
+        let r = self.resolve(profile, tools, kits)?;
+        let mut idx = DocsIndex::default();
+        for (alias, spec) in &r.tools {
+            if let Some(d) = &spec.docs {
+                idx.tool_docs.insert(alias.clone(), d.clone());
+            }
+        }
+        if tools.is_none() {
+            if let Some(d) = self.profile_meta(profile, kits).docs {
+                idx.kit_docs.push(d);
+            }
+        }
+        Ok(idx)
+    }
+}
+
 /// The registry of every available tool.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Toolbox {

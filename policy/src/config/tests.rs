@@ -278,3 +278,21 @@ fn legacy_kit_default_falls_back() {
     let c = p("[profile]\ndefault = \"debug\"\n").expect("parses");
     assert!(c.resolve(None, None, &Kits::default()).is_err());
 }
+
+#[test]
+fn docs_index_and_meta() {
+    let c = p(ORIGINAL).expect("parses");
+    let k = kits();
+    let idx = c.docs_index(Some("filesystem"), None, &k).expect("idx");
+    assert_eq!(
+        idx.tool_docs.get("read_file").map(String::as_str),
+        Some("docs/tools/read_file.md")
+    );
+    assert_eq!(idx.kit_docs, vec!["docs/kits/fs.md"]);
+    assert_eq!(c.profile_meta(Some("debug"), &k).source, "config");
+    assert_eq!(
+        c.profile_meta(Some("filesystem"), &k).description,
+        "Read, write, and search files"
+    );
+    assert_eq!(c.profile_meta(Some("none"), &k).source, "builtin");
+}
