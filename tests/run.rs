@@ -262,7 +262,7 @@ fn human_output() {
     );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("error: ZeroDivisionError"), "{err}");
+    assert!(err.contains("ZeroDivisionError"), "{err}");
     assert!(err.contains("y = x / 0"), "{err}");
     assert!(err.contains('^'), "{err}");
 }

@@ -5,12 +5,9 @@
 //! the value's repr, then the captured stdout, on stdout; a one-line trace
 //! summary and any error (with the source line and a caret) on stderr.
 
-use super::common::Select;
-use lackpy_policy::config::{ResolvedProfile, ToolSpec};
-use lackpy_policy::wire::Limits;
-use lackpy_supervisor::{JailLevel, RunReport, RunRequest, Supervisor, SupervisorConfig};
-use std::io::Read;
-use std::path::PathBuf;
+use super::common::{self, Select};
+use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
+use std::path::Path;
 
 /// Arguments of `lackpy run`.
 #[derive(clap::Args)]
@@ -47,33 +44,14 @@ const EXIT_USAGE: i32 = 3;
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let source = match read_source(&args) {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("lackpy run: {msg}");
-            return Ok(EXIT_USAGE);
+    let loaded = match common::load(&args.select) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lackpy run: {e}");
+            return Ok(e.exit_code());
         }
     };
-    let workspace = args
-        .select
-        .workspace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("."));
-    if !workspace.is_dir() {
-        eprintln!(
-            "lackpy run: workspace {} is not a directory",
-            workspace.display()
-        );
-        return Ok(EXIT_USAGE);
-    }
-    let profile = match resolve_profile(&args.select) {
-        Ok(p) => p,
-        Err(msg) => {
-            eprintln!("lackpy run: {msg}");
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let mut limits = profile.limits.clone();
+    let mut limits = loaded.profile.limits.clone();
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
             eprintln!("lackpy run: --timeout must be a positive number of seconds");
@@ -87,13 +65,23 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.memory_mb {
         limits.memory_bytes = m.saturating_mul(1 << 20);
     }
-    let mut cfg = SupervisorConfig::new()?;
-    cfg.jail_level = JailLevel::full();
-    let sup = Supervisor::new(cfg)?;
+    let source = match &args.code {
+        Some(code) => code.clone().into_bytes(),
+        None => {
+            match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("lackpy run: {e}");
+                    return Ok(e.exit_code());
+                }
+            }
+        }
+    };
+    let sup = Supervisor::new(SupervisorConfig::new()?)?;
     let report = sup.run(RunRequest {
         source: source.clone(),
-        profile,
-        workspace,
+        profile: loaded.profile,
+        workspace: loaded.workspace,
         limits,
     });
     if args.json {
@@ -102,64 +90,6 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         print_human(&report, &String::from_utf8_lossy(&source));
     }
     Ok(report.exit_code())
-}
-
-fn read_source(args: &Args) -> Result<Vec<u8>, String> {
-    if let Some(code) = &args.code {
-        return Ok(code.clone().into_bytes());
-    }
-    // Read at most a little past the largest source any profile allows, so
-    // a huge stdin cannot exhaust memory; the size check happens in validation.
-    const READ_CAP: u64 = 16 * 1024 * 1024;
-    let mut buf = Vec::new();
-    match args.file.as_deref() {
-        None | Some("-") => {
-            std::io::stdin()
-                .take(READ_CAP)
-                .read_to_end(&mut buf)
-                .map_err(|e| format!("cannot read stdin: {e}"))?;
-        }
-        Some(path) => {
-            let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-            f.take(READ_CAP)
-                .read_to_end(&mut buf)
-                .map_err(|e| format!("cannot read {path}: {e}"))?;
-        }
-    }
-    Ok(buf)
-}
-
-/// The profile for this run. (Until the config loader lands: `--tools`
-/// picks builtins by name; no flag gives the read-only default.)
-fn resolve_profile(sel: &Select) -> Result<ResolvedProfile, String> {
-    if let Some(name) = &sel.profile {
-        return Err(format!(
-            "profile {name:?} not found (profiles from config are not supported by this build yet)"
-        ));
-    }
-    let (name, wanted): (&str, Vec<String>) = match &sel.tools {
-        Some(list) => (
-            "(tools)",
-            list.iter()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect(),
-        ),
-        None => ("(default)", vec!["read_file".into(), "find_files".into()]),
-    };
-    let mut tools: Vec<(String, ToolSpec)> = Vec::new();
-    for t in wanted {
-        let spec = lackpy_supervisor::tools::builtin_spec(&t)
-            .ok_or_else(|| format!("unknown tool {t:?} in --tools"))?;
-        if !tools.iter().any(|(n, _)| *n == t) {
-            tools.push((t, spec));
-        }
-    }
-    Ok(ResolvedProfile {
-        name: name.to_string(),
-        tools,
-        limits: Limits::default(),
-    })
 }
 
 fn print_human(report: &RunReport, source: &str) {
@@ -191,23 +121,6 @@ fn print_human(report: &RunReport, source: &str) {
         report.run_id
     );
     if let Some(e) = &report.error {
-        eprintln!("error: {}: {}", e.type_name, e.message);
-        if let Some(line) = e.line {
-            let text = source
-                .lines()
-                .nth(line.saturating_sub(1) as usize)
-                .unwrap_or("");
-            eprintln!(
-                "  --> line {line}{}",
-                e.col.map_or(String::new(), |c| format!(", column {c}"))
-            );
-            eprintln!("   | {text}");
-            if let Some(col) = e.col {
-                eprintln!("   | {}^", " ".repeat(col.saturating_sub(1) as usize));
-            }
-        }
-        if let Some(h) = &e.hint {
-            eprintln!("hint: {h}");
-        }
+        eprint!("error: {}", common::render_error(source, e));
     }
 }
