@@ -72,8 +72,7 @@ impl Fake {
 fn read_request(s: &mut TcpStream) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
-    loop {
-        let Ok(n) = s.read(&mut chunk) else { break };
+    while let Ok(n) = s.read(&mut chunk) {
         if n == 0 {
             break;
         }

@@ -193,6 +193,7 @@ fn unknown_name(e: &ErrorInfo) -> Option<String> {
         || lower.contains("not available")
         || lower.contains("forbidden")
         || lower.contains("never assigned")
+        || lower.contains("not a tool")
         || lower.contains("not allowed"))
     {
         return None;
@@ -305,6 +306,18 @@ mod tests {
     #[test]
     fn hallucinated_tool_gets_nearest() {
         let h = hints_for("read('a.txt')", &[err("unknown name 'read'")], &tools());
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("did you mean read_file()")),
+            "{h:?}"
+        );
+        let h = hints_for(
+            "read('a')",
+            &[err(
+                "'read' is not a tool of the active profile or an allowed builtin",
+            )],
+            &tools(),
+        );
         assert!(
             h.iter()
                 .any(|h| h.text.contains("did you mean read_file()")),

@@ -24,6 +24,26 @@ use serde::Serialize;
 /// larger is not one, and it would be copied into every prompt.
 pub const MAX_INTENT_BYTES: usize = 8 * 1024;
 
+/// Largest model answer considered, in bytes. Why: a lackpy cell is a few
+/// lines (programs are capped at 64 KiB by default); an answer this large is
+/// garbage, and it would be parsed and echoed in `attempts`.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
+
+/// How much of a raw answer `attempts` keeps, in bytes.
+pub const MAX_RAW_ECHO_BYTES: usize = 16 * 1024;
+
+/// At most `n` bytes of `s`, cut at a char boundary, marked when cut.
+fn echo(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_string();
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes]", &s[..end], s.len() - end)
+}
+
 /// Makes one model call. Implemented by the jailed worker client, by
 /// [`InProcess`], and by test doubles.
 pub trait ModelCaller {
@@ -250,6 +270,18 @@ impl Delegator<'_> {
                     return false;
                 }
             };
+            if generation.text.len() > MAX_ANSWER_BYTES {
+                d.attempts.push(Attempt {
+                    provider: p.name.clone(),
+                    raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
+                    program: None,
+                    error: Some(inference_error(format!(
+                        "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                    ))),
+                    duration_ms: ms(t0),
+                });
+                return false;
+            }
             let program = clean_answer(&generation.text);
             let res = if program.trim().is_empty() {
                 Err(vec![ErrorInfo::new(
@@ -264,7 +296,7 @@ impl Delegator<'_> {
                 Ok(()) => {
                     d.attempts.push(Attempt {
                         provider: p.name.clone(),
-                        raw: Some(generation.text),
+                        raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
                         program: Some(program.clone()),
                         error: None,
                         duration_ms: ms(t0),
@@ -277,7 +309,7 @@ impl Delegator<'_> {
                     let hints = hints_for(&program, &errs, &tool_names);
                     d.attempts.push(Attempt {
                         provider: p.name.clone(),
-                        raw: Some(generation.text.clone()),
+                        raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
                         program: Some(program.clone()),
                         error: Some(first_error(errs.clone())),
                         duration_ms: ms(t0),
@@ -505,6 +537,21 @@ mod tests {
         assert!(s.seen.is_empty());
         let (d, _) = run(vec![ollama("x")], &"x".repeat(MAX_INTENT_BYTES + 1), vec![]);
         assert_eq!(d.error.map(|e| e.type_name), Some("BadIntent".into()));
+    }
+
+    #[test]
+    fn huge_answer_is_refused_and_echo_bounded() {
+        let (d, s) = run(
+            vec![ollama("x")],
+            "do something",
+            vec![Ok("x".repeat(MAX_ANSWER_BYTES + 1))],
+        );
+        assert_eq!(s.seen.len(), 1, "no retry on a garbage-sized answer");
+        assert!(d.attempts[0]
+            .raw
+            .as_ref()
+            .is_some_and(|r| r.len() < MAX_RAW_ECHO_BYTES + 64));
+        assert_eq!(echo("héllo", 2), "h… [5 more bytes]");
     }
 
     #[test]
