@@ -173,14 +173,21 @@ fn builtins_and_override() {
     let names: Vec<&str> = b.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        vec!["read_file", "find_files", "write_file", "edit_file"]
+        vec![
+            "read_file",
+            "find_files",
+            "write_file",
+            "edit_file",
+            "find_definitions",
+            "find_callers"
+        ]
     );
     assert!(b.iter().all(|t| t.provider == "builtin"));
     assert_eq!(b[3].args.len(), 3);
     let c = p("[[tools]]\nname = \"read_file\"\nprovider = \"builtin\"\ngrade_w = 2\neffects_ceiling = 0\n")
         .expect("parses");
     let tb = c.toolbox();
-    assert_eq!(tb.tools.len(), 4);
+    assert_eq!(tb.tools.len(), 6);
     assert_eq!(
         tb.get("read_file").map(ToolSpec::grade),
         Some(Grade { w: 2, d: 0 })

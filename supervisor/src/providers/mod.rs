@@ -99,10 +99,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             Some(r) => r,
             None => Err(fail(
                 "ToolFailed",
-                format!(
-                    "virtual tool {:?} is not provided by this host",
-                    spec.name
-                ),
+                format!("virtual tool {:?} is not provided by this host", spec.name),
             )),
         },
         other => Err(fail(
@@ -170,7 +167,10 @@ fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
     let Some(map) = v.as_object() else {
         return Err(fail(
             "ToolFailed",
-            format!("tool {:?}: provider_config env must be a table of strings", spec.name),
+            format!(
+                "tool {:?}: provider_config env must be a table of strings",
+                spec.name
+            ),
         ));
     };
     let mut out = Vec::with_capacity(map.len());
@@ -228,7 +228,10 @@ mod tests {
         set_host_tools(None);
         let e = call(&virt("ask"), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
-        assert_eq!(e.message, "virtual tool \"ask\" is not provided by this host");
+        assert_eq!(
+            e.message,
+            "virtual tool \"ask\" is not provided by this host"
+        );
         assert!(!available(&virt("ask")));
         set_host_tools(Some(Arc::new(Host)));
         assert!(available(&virt("ask")));
@@ -262,7 +265,8 @@ mod tests {
         );
         let e = call(&spec, &[Data::Str("../x".into())], &ws).unwrap_err();
         assert_eq!(e.type_name, "PathOutsideWorkspace");
-        spec.provider_config.insert("function".into(), "nope".into());
+        spec.provider_config
+            .insert("function".into(), "nope".into());
         assert_eq!(call(&spec, &[], &ws).unwrap_err().type_name, "ToolFailed");
     }
 

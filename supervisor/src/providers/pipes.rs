@@ -60,6 +60,9 @@ pub(crate) fn read_line<F: AsFd>(
     loop {
         if let Some(pos) = buf[scanned..].iter().position(|&b| b == b'\n') {
             let end = scanned + pos;
+            if end > cap {
+                return Err(PipeError::TooLarge);
+            }
             let line = buf[..end].to_vec();
             buf.drain(..=end);
             return Ok(line);
@@ -157,4 +160,30 @@ pub(crate) fn kill_group(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Read `fd` to EOF into `buf`, at most `cap` bytes, by `deadline`.
+pub(crate) fn read_all<F: AsFd>(
+    fd: &F,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+    cap: usize,
+) -> Result<(), PipeError> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        if !wait_readable(fd.as_fd(), deadline)? {
+            return Err(PipeError::Timeout);
+        }
+        match nix::unistd::read(fd.as_fd(), &mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                if buf.len() + n > cap {
+                    return Err(PipeError::TooLarge);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+            Err(e) => return Err(PipeError::Io(e.into())),
+        }
+    }
 }

@@ -135,6 +135,56 @@ fn find_python(name: &str) -> Result<PathBuf, ToolFailure> {
     ))
 }
 
+/// The real interpreter behind `found` (a pyenv/asdf shim needs its
+/// environment to pick a version, which the helper does not get): asked
+/// once per (interpreter, workspace) with lackpy's own environment, so a
+/// workspace's `.python-version` is honoured; cached.
+fn real_python(found: &Path, workspace: &Path) -> Result<PathBuf, ToolFailure> {
+    static RESOLVED: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>> = OnceLock::new();
+    let map = RESOLVED.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (found.to_path_buf(), workspace.to_path_buf());
+    if let Some(p) = map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(p);
+    }
+    let mut child = Command::new(found)
+        .args(["-I", "-c", "import sys; sys.stdout.write(sys.executable)"])
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            fail(
+                "ToolFailed",
+                format!("cannot start python {}: {e}", found.display()),
+            )
+        })?;
+    let Some(stdout) = child.stdout.take() else {
+        kill_group(&mut child);
+        return Err(fail("ToolFailed", "python helper pipes unavailable"));
+    };
+    let mut buf = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64);
+    let got = super::pipes::read_all(&stdout, &mut buf, deadline, 4096);
+    kill_group(&mut child);
+    let path = match got {
+        Ok(()) => String::from_utf8(buf).ok().map(PathBuf::from),
+        Err(_) => None,
+    }
+    .filter(|p| p.is_absolute() && is_executable(p))
+    .ok_or_else(|| {
+        fail(
+            "ToolFailed",
+            format!("{} did not report a usable interpreter", found.display()),
+        )
+    })?;
+    if let Ok(mut m) = map.lock() {
+        m.insert(key, path.clone());
+    }
+    Ok(path)
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -217,9 +267,11 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(MAX_TIMEOUT_SECS);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
+    let workspace = workspace_path(ws)?;
+    let found = find_python(cfg_str(spec, "python").unwrap_or("python3"))?;
     let key = Key {
-        workspace: workspace_path(ws)?,
-        python: find_python(cfg_str(spec, "python").unwrap_or("python3"))?,
+        python: real_python(&found, &workspace)?,
+        workspace,
         env: cfg_env(spec)?,
     };
     let slot = slot(key.clone());
@@ -404,33 +456,61 @@ def rec():
         let ws = Workspace::open(d.path()).unwrap();
         let s = |x: &str| Data::Str(x.into());
 
-        let v = call(&tool("add", "add", 10.0), &[Data::Int(2), Data::BigInt("99999999999999999999".into())], &ws).unwrap();
+        let v = call(
+            &tool("add", "add", 10.0),
+            &[Data::Int(2), Data::BigInt("99999999999999999999".into())],
+            &ws,
+        )
+        .unwrap();
         assert_eq!(v, Data::BigInt("100000000000000000001".into()));
         let rich = Data::Dict(vec![
-            (Data::Int(1), Data::Tuple(vec![Data::Float(0.1), Data::None])),
+            (
+                Data::Int(1),
+                Data::Tuple(vec![Data::Float(0.1), Data::None]),
+            ),
             (s("k"), Data::Set(vec![s("a")])),
         ]);
-        assert_eq!(call(&tool("echo", "echo", 10.0), &[rich.clone()], &ws).unwrap(), rich);
-        assert_eq!(call(&tool("shout", "shout", 10.0), &[s("hi")], &ws).unwrap(), s("HI"));
+        assert_eq!(
+            call(&tool("echo", "echo", 10.0), &[rich.clone()], &ws).unwrap(),
+            rich
+        );
+        assert_eq!(
+            call(&tool("shout", "shout", 10.0), &[s("hi")], &ws).unwrap(),
+            s("HI")
+        );
 
         let e = call(&tool("bad", "bad", 10.0), &[Data::Int(1)], &ws).unwrap_err();
-        assert_eq!((e.type_name.as_str(), e.message.as_str()), ("ToolFailed", "ValueError: bad value: 1"));
+        assert_eq!(
+            (e.type_name.as_str(), e.message.as_str()),
+            ("ToolFailed", "ValueError: bad value: 1")
+        );
         let e = call(&tool("bad", "bad", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
         let e = call(&tool("obj", "obj", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
-        assert!(e.message.contains("non-plain value of type 'object'"), "{}", e.message);
+        assert!(
+            e.message.contains("non-plain value of type 'object'"),
+            "{}",
+            e.message
+        );
         let e = call(&tool("rec", "rec", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
         let e = call(&tool("missing", "missing", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "FileNotFound");
-        assert!(e.message.starts_with("FileNotFoundError: "), "{}", e.message);
+        assert!(
+            e.message.starts_with("FileNotFoundError: "),
+            "{}",
+            e.message
+        );
 
         let (cwd, env) = match call(&tool("cwd", "cwd", 10.0), &[], &ws).unwrap() {
             Data::Tuple(v) => (v[0].clone(), v[1].clone()),
             other => panic!("{other:?}"),
         };
-        assert_eq!(cwd, Data::Str(d.path().canonicalize().unwrap().to_string_lossy().into()));
+        assert_eq!(
+            cwd,
+            Data::Str(d.path().canonicalize().unwrap().to_string_lossy().into())
+        );
         assert_eq!(env, Data::List(vec![s("PATH")]));
 
         let e = call(&tool("crash", "crash", 10.0), &[], &ws).unwrap_err();
@@ -438,13 +518,24 @@ def rec():
         assert!(e.message.contains("crashed"), "{}", e.message);
         assert!(e.message.contains("exit status 3"), "{}", e.message);
         // A fresh helper answers the next call.
-        assert_eq!(call(&tool("add", "add", 10.0), &[Data::Int(1), Data::Int(2)], &ws).unwrap(), Data::Int(3));
+        assert_eq!(
+            call(
+                &tool("add", "add", 10.0),
+                &[Data::Int(1), Data::Int(2)],
+                &ws
+            )
+            .unwrap(),
+            Data::Int(3)
+        );
 
         let t0 = Instant::now();
         let e = call(&tool("hang", "hang", 0.5), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         assert!(t0.elapsed() < Duration::from_secs(5));
-        assert_eq!(call(&tool("add", "add", 10.0), &[s("a"), s("b")], &ws).unwrap(), s("ab"));
+        assert_eq!(
+            call(&tool("add", "add", 10.0), &[s("a"), s("b")], &ws).unwrap(),
+            s("ab")
+        );
 
         let mut t = tool("big", "big", 10.0);
         t.provider_config.insert("max_bytes".into(), 1000.into());
@@ -453,10 +544,14 @@ def rec():
         let mut t = tool("x", "nothere", 10.0);
         let e = call(&t, &[], &ws).unwrap_err();
         assert!(e.message.contains("has no function"), "{}", e.message);
-        t.provider_config.insert("module".into(), "no_such_module".into());
+        t.provider_config
+            .insert("module".into(), "no_such_module".into());
         let e = call(&t, &[], &ws).unwrap_err();
         assert!(e.message.contains("cannot import module"), "{}", e.message);
         t.provider_config.remove("module");
-        assert!(call(&t, &[], &ws).unwrap_err().message.contains("needs 'module'"));
+        assert!(call(&t, &[], &ws)
+            .unwrap_err()
+            .message
+            .contains("needs 'module'"));
     }
 }

@@ -42,7 +42,9 @@ pub fn to_tagged(d: &Data) -> Value {
 
 fn check_depth(depth: usize) -> Result<(), String> {
     if depth > MAX_DATA_DEPTH {
-        Err(format!("the value nests deeper than {MAX_DATA_DEPTH} levels"))
+        Err(format!(
+            "the value nests deeper than {MAX_DATA_DEPTH} levels"
+        ))
     } else {
         Ok(())
     }
@@ -73,7 +75,9 @@ fn py_float(s: &str) -> Result<f64, String> {
         "inf" => Ok(f64::INFINITY),
         "-inf" => Ok(f64::NEG_INFINITY),
         "nan" | "-nan" => Ok(f64::NAN),
-        _ => s.parse::<f64>().map_err(|_| format!("malformed float {s:?}")),
+        _ => s
+            .parse::<f64>()
+            .map_err(|_| format!("malformed float {s:?}")),
     }
 }
 
@@ -170,9 +174,18 @@ mod tests {
     #[test]
     fn tagged_round_trip() {
         let v = Data::Dict(vec![
-            (Data::Int(1), Data::Tuple(vec![Data::Float(1.5), Data::Float(f64::INFINITY)])),
-            (Data::Str("s".into()), Data::Set(vec![Data::BigInt("-99999999999999999999".into())])),
-            (Data::None, Data::List(vec![Data::Bool(true), Data::Str("x".into())])),
+            (
+                Data::Int(1),
+                Data::Tuple(vec![Data::Float(1.5), Data::Float(f64::INFINITY)]),
+            ),
+            (
+                Data::Str("s".into()),
+                Data::Set(vec![Data::BigInt("-99999999999999999999".into())]),
+            ),
+            (
+                Data::None,
+                Data::List(vec![Data::Bool(true), Data::Str("x".into())]),
+            ),
         ]);
         let t = to_tagged(&v);
         let text = serde_json::to_string(&t).unwrap();
@@ -213,9 +226,17 @@ mod tests {
             Data::Dict(vec![
                 (
                     Data::Str("a".into()),
-                    Data::List(vec![Data::Int(1), Data::Float(2.5), Data::None, Data::Bool(true)])
+                    Data::List(vec![
+                        Data::Int(1),
+                        Data::Float(2.5),
+                        Data::None,
+                        Data::Bool(true)
+                    ])
                 ),
-                (Data::Str("b".into()), Data::BigInt("18446744073709551615".into())),
+                (
+                    Data::Str("b".into()),
+                    Data::BigInt("18446744073709551615".into())
+                ),
             ])
         );
         assert_eq!(scalar_text(&Data::Float(1.0)).unwrap(), "1.0");

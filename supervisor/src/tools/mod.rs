@@ -39,6 +39,20 @@ pub const BUILTINS: &[(&str, &[&str], u8, u8, &str)] = &[
         3,
         "Replace the first occurrence of old_str; False if absent.",
     ),
+    (
+        "find_definitions",
+        &["name"],
+        1,
+        0,
+        "Definitions (functions, classes, methods) of a name in the workspace's Python files.",
+    ),
+    (
+        "find_callers",
+        &["name"],
+        1,
+        0,
+        "Call sites of a function or method name in the workspace's Python files.",
+    ),
 ];
 
 /// The spec of a builtin tool by name.
@@ -61,6 +75,7 @@ pub fn builtin_spec(name: &str) -> Option<ToolSpec> {
             returns: match *name {
                 "read_file" => "str",
                 "find_files" => "list[str]",
+                "find_definitions" | "find_callers" => "list[dict]",
                 _ => "bool",
             }
             .to_string(),
@@ -114,11 +129,8 @@ pub fn type_name(d: &Data) -> &'static str {
 /// # Errors
 /// The tool's failure.
 pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
-    if spec.provider != "builtin" {
-        return Err(fail(
-            "ToolFailed",
-            format!("provider {:?} is not available yet", spec.provider),
-        ));
+    if spec.provider != "builtin" || crate::providers::codeintel::is_codeintel(&spec.name) {
+        return crate::providers::call(spec, args, ws);
     }
     let t = spec.name.as_str();
     match t {
