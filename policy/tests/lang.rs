@@ -579,7 +579,10 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("x, y = 1, 2\nx, y += 1", "SyntaxError", 2, 1, ""),
     ("print(x for x in [1], 1)", "SyntaxError", 1, 7, ""),
     ("x = [2 for 1 in [1]]", "SyntaxError", 1, 12, ""),
-    ("x = (", "SyntaxError", 1, 6, "Python 3.11"),
+    ("x = (", "SyntaxError", 1, 5, "Python 3.11"),
+    ("x = [1,\n  2,\ny = 3", "SyntaxError", 1, 5, "Python 3.11"),
+    ("x = [1)", "SyntaxError", 1, 7, "Python 3.11"),
+    ("x = 1)", "SyntaxError", 1, 6, "Python 3.11"),
     ("x = = 1", "SyntaxError", 1, 5, "Python 3.11"),
     ("if x\n    pass", "SyntaxError", 1, 5, "Python 3.11"),
     ("break", "SyntaxError", 1, 1, ""),
@@ -728,6 +731,24 @@ fn reports_all_violations_in_order() {
         errs,
         errors("import os\nx = open('a')\nwhile True:\n    pass\ny = 2 ** 3\n")
     );
+}
+
+#[test]
+fn bracket_messages_are_cpythons() {
+    let m = |src: &str| errors(src)[0].message.clone();
+    assert_eq!(m("x = ("), "'(' was never closed");
+    assert_eq!(
+        m("x = [1)"),
+        "closing parenthesis ')' does not match opening parenthesis '['"
+    );
+    assert_eq!(
+        m("x = [1,\n2)"),
+        "closing parenthesis ')' does not match opening parenthesis '[' on line 1"
+    );
+    assert_eq!(m("x = 1)"), "unmatched ')'");
+    // Brackets inside strings and comments do not count.
+    assert_eq!(m("x = '(' + \n"), errors("x = '(' + \n")[0].message);
+    assert!(errors("x = ')'  # (\ny = \"[\"").is_empty());
 }
 
 #[test]

@@ -238,12 +238,25 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
     // However high a profile sets `max_depth`, source nesting stays under
     // HARD_MAX_DEPTH: the check pass recurses once per level.
     let max_depth = (limits.max_depth as usize).min(HARD_MAX_DEPTH);
-    if let Err(t) = prescan::scan(source, max_depth) {
-        return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]);
-    }
+    let bracket_problem = match prescan::scan(source, max_depth) {
+        Ok(p) => p,
+        Err(t) => return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]),
+    };
     let module = match rustpython_parser::parse(source, Mode::Module, "<program>") {
         Ok(m) => m,
         Err(e) => {
+            if let Some(p) = bracket_problem {
+                let msg =
+                    p.message(|o| locate(source, &starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+                return Err(vec![error_at(
+                    source,
+                    &starts,
+                    p.offset(),
+                    "SyntaxError",
+                    msg,
+                    Some("the program must be valid Python 3.11 syntax".to_string()),
+                )]);
+            }
             let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
                 source,

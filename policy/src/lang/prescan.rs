@@ -37,6 +37,75 @@ struct Frame {
     inner: usize,
     /// Best (largest) finished segment value.
     best: usize,
+    /// Byte offset and character of the opening bracket.
+    open_at: usize,
+    ch: u8,
+}
+
+/// A bracket error found by the scan, reported (in CPython's words) when
+/// the parser fails, because it pinpoints the cause better than the parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BracketProblem {
+    /// An opening bracket never closed.
+    NeverClosed {
+        /// Offset of the bracket.
+        offset: usize,
+        /// The bracket.
+        ch: char,
+    },
+    /// A closing bracket of the wrong kind.
+    Mismatch {
+        /// Offset of the closing bracket.
+        offset: usize,
+        /// The closing bracket.
+        close: char,
+        /// The opening bracket it meets.
+        open: char,
+        /// Offset of that opening bracket.
+        open_offset: usize,
+    },
+    /// A closing bracket with nothing open.
+    Unmatched {
+        /// Offset of the bracket.
+        offset: usize,
+        /// The bracket.
+        ch: char,
+    },
+}
+
+impl BracketProblem {
+    /// Byte offset to report.
+    pub fn offset(&self) -> usize {
+        match self {
+            BracketProblem::NeverClosed { offset, .. }
+            | BracketProblem::Mismatch { offset, .. }
+            | BracketProblem::Unmatched { offset, .. } => *offset,
+        }
+    }
+
+    /// CPython's message (`open_line` is the 1-based line of the opening
+    /// bracket of a mismatch, `line` the line of the error).
+    pub fn message(&self, line_of: impl Fn(usize) -> u32) -> String {
+        match self {
+            BracketProblem::NeverClosed { ch, .. } => format!("'{ch}' was never closed"),
+            BracketProblem::Mismatch {
+                offset,
+                close,
+                open,
+                open_offset,
+            } => {
+                let (l1, l2) = (line_of(*open_offset), line_of(*offset));
+                if l1 == l2 {
+                    format!(
+                        "closing parenthesis '{close}' does not match opening parenthesis '{open}'"
+                    )
+                } else {
+                    format!("closing parenthesis '{close}' does not match opening parenthesis '{open}' on line {l1}")
+                }
+            }
+            BracketProblem::Unmatched { ch, .. } => format!("unmatched '{ch}'"),
+        }
+    }
 }
 
 impl Frame {
@@ -55,10 +124,13 @@ struct Scanner<'a> {
     /// Was the previous significant token an operand end (name, number,
     /// string, closing bracket)? Then `(`/`[` is a postfix call/subscript.
     after_operand: bool,
+    /// The first bracket problem seen.
+    problem: Option<BracketProblem>,
 }
 
-/// Scan `src`; `Err` at the first point where the nesting bound exceeds `limit`.
-pub fn scan(src: &str, limit: usize) -> Result<(), TooDeep> {
+/// Scan `src`; `Err` at the first point where the nesting bound exceeds
+/// `limit`, else the first bracket problem seen, if any.
+pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> {
     let mut s = Scanner {
         src: src.as_bytes(),
         limit,
@@ -66,8 +138,18 @@ pub fn scan(src: &str, limit: usize) -> Result<(), TooDeep> {
         below: 0,
         indent_stack: Vec::new(),
         after_operand: false,
+        problem: None,
     };
-    s.run()
+    s.run()?;
+    if let Some(f) = s.frames.get(1) {
+        if s.problem.is_none() {
+            s.problem = Some(BracketProblem::NeverClosed {
+                offset: f.open_at,
+                ch: char::from(f.ch),
+            });
+        }
+    }
+    Ok(s.problem)
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -114,22 +196,47 @@ impl Scanner<'_> {
         f.inner = 0;
     }
 
-    fn open(&mut self, offset: usize) -> Result<(), TooDeep> {
+    fn open(&mut self, offset: usize, ch: u8) -> Result<(), TooDeep> {
         if self.after_operand {
             self.top().count += 1;
         }
         let parent = self.frames.last().map_or(0, |f| f.seg() + 1);
         self.below += parent;
-        self.frames.push(Frame::default());
+        self.frames.push(Frame {
+            open_at: offset,
+            ch,
+            ..Frame::default()
+        });
         self.after_operand = false;
         self.check(offset)
     }
 
-    fn close(&mut self) {
+    fn close(&mut self, offset: usize, ch: u8) {
         if self.frames.len() <= 1 {
-            // Unbalanced: the parser will report it.
+            // Unbalanced: the parser will report it; remember it for a better message.
+            if self.problem.is_none() {
+                self.problem = Some(BracketProblem::Unmatched {
+                    offset,
+                    ch: char::from(ch),
+                });
+            }
             self.after_operand = true;
             return;
+        }
+        if let Some(top) = self.frames.last() {
+            let want = match top.ch {
+                b'(' => b')',
+                b'[' => b']',
+                _ => b'}',
+            };
+            if want != ch && self.problem.is_none() {
+                self.problem = Some(BracketProblem::Mismatch {
+                    offset,
+                    close: char::from(ch),
+                    open: char::from(top.ch),
+                    open_offset: top.open_at,
+                });
+            }
         }
         let Some(done) = self.frames.pop() else {
             return;
@@ -217,11 +324,11 @@ impl Scanner<'_> {
                     self.after_operand = true;
                 }
                 b'(' | b'[' | b'{' => {
-                    self.open(i)?;
+                    self.open(i, b)?;
                     i += 1;
                 }
                 b')' | b']' | b'}' => {
-                    self.close();
+                    self.close(i, b);
                     i += 1;
                 }
                 b',' => {
@@ -409,7 +516,7 @@ mod tests {
     #[test]
     fn ordinary_programs_pass() {
         let p = "files = find_files('**/*.py')\nfor f in files:\n    if f.endswith('.py'):\n        print(f\"{f}: {len(read_file(f).splitlines())}\")\n";
-        assert_eq!(scan(p, 100), Ok(()));
+        assert_eq!(scan(p, 100), Ok(None));
         let wide = format!(
             "x = [{}]\n",
             (0..5000)
@@ -417,7 +524,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        assert_eq!(scan(&wide, 100), Ok(()));
+        assert_eq!(scan(&wide, 100), Ok(None));
     }
 
     #[test]
@@ -444,5 +551,17 @@ mod tests {
             .map(|d| format!("{}x = 1\n", " ".repeat(d % 4)))
             .collect();
         assert!(scan(&flat, 100).is_ok());
+        assert!(matches!(
+            scan("x = (1,\n2\n", 100),
+            Ok(Some(BracketProblem::NeverClosed { offset: 4, ch: '(' }))
+        ));
+        assert!(matches!(
+            scan("x = [1)", 100),
+            Ok(Some(BracketProblem::Mismatch { offset: 6, .. }))
+        ));
+        assert!(matches!(
+            scan("x = 1)", 100),
+            Ok(Some(BracketProblem::Unmatched { offset: 5, ch: ')' }))
+        ));
     }
 }
