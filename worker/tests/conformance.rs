@@ -23,7 +23,7 @@
 
 use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
 use lackpy_policy::{validate, Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run, Output, ToolHost};
+use lackpy_worker::interp::{run_source, Output, ToolHost};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -576,22 +576,6 @@ fn run_lackpy(case: &Case) -> LackpyOutcome {
         .spawn(move || {
             let outcome = std::panic::catch_unwind(move || {
                 let limits = Limits::default();
-                let program = match validate(&source, &namespace(), &limits) {
-                    Ok(p) => p,
-                    Err(errs) => {
-                        let text = errs
-                            .iter()
-                            .map(|e| {
-                                format!(
-                                    "{} at {:?}:{:?}: {}",
-                                    e.type_name, e.line, e.col, e.message
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join("; ");
-                        return LackpyOutcome::Rejected(text);
-                    }
-                };
                 let scratch = uses_tools.then(Scratch::new);
                 let mut fs_host;
                 let mut no_tools = NoTools;
@@ -603,7 +587,23 @@ fn run_lackpy(case: &Case) -> LackpyOutcome {
                     None => &mut no_tools,
                 };
                 let mut stdout = String::new();
-                let result = run(&program, host, &mut stdout as &mut dyn Output, &limits);
+                let result = run_source(
+                    &source,
+                    &TOOLS,
+                    host,
+                    &mut stdout as &mut dyn Output,
+                    &limits,
+                );
+                if let Some(e) = result
+                    .error
+                    .as_ref()
+                    .filter(|e| e.kind == ErrorKind::Validation)
+                {
+                    return LackpyOutcome::Rejected(format!(
+                        "{} at {:?}:{:?}: {}",
+                        e.type_name, e.line, e.col, e.message
+                    ));
+                }
                 LackpyOutcome::Ran {
                     repr: result.repr,
                     stdout,
