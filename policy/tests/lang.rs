@@ -746,6 +746,18 @@ fn bracket_messages_are_cpythons() {
         "closing parenthesis ')' does not match opening parenthesis '[' on line 1"
     );
     assert_eq!(m("x = 1)"), "unmatched ')'");
+    assert_eq!(
+        m("x = 'abc\ny = 1"),
+        "unterminated string literal (detected at line 1)"
+    );
+    assert_eq!(
+        m("x = 1\ny = \"\"\"abc\n\n"),
+        "unterminated triple-quoted string literal (detected at line 4)"
+    );
+    assert_eq!(
+        (errors("x = f'abc")[0].line, errors("x = f'abc")[0].col),
+        (Some(1), Some(5))
+    );
     // Brackets inside strings and comments do not count.
     assert_eq!(m("x = '(' + \n"), errors("x = '(' + \n")[0].message);
     assert!(errors("x = ')'  # (\ny = \"[\"").is_empty());

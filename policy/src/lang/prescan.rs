@@ -64,6 +64,15 @@ pub enum BracketProblem {
         /// Offset of that opening bracket.
         open_offset: usize,
     },
+    /// A string literal without its closing quote(s).
+    Unterminated {
+        /// Offset of the literal (prefix included).
+        offset: usize,
+        /// Triple-quoted?
+        triple: bool,
+        /// Where the scan gave up (end of line, or end of input).
+        detected_at: usize,
+    },
     /// A closing bracket with nothing open.
     Unmatched {
         /// Offset of the bracket.
@@ -79,7 +88,8 @@ impl BracketProblem {
         match self {
             BracketProblem::NeverClosed { offset, .. }
             | BracketProblem::Mismatch { offset, .. }
-            | BracketProblem::Unmatched { offset, .. } => *offset,
+            | BracketProblem::Unmatched { offset, .. }
+            | BracketProblem::Unterminated { offset, .. } => *offset,
         }
     }
 
@@ -104,6 +114,15 @@ impl BracketProblem {
                 }
             }
             BracketProblem::Unmatched { ch, .. } => format!("unmatched '{ch}'"),
+            BracketProblem::Unterminated {
+                triple,
+                detected_at,
+                ..
+            } => format!(
+                "unterminated {}string literal (detected at line {})",
+                if *triple { "triple-quoted " } else { "" },
+                line_of(*detected_at)
+            ),
         }
     }
 }
@@ -320,7 +339,7 @@ impl Scanner<'_> {
                     }
                 }
                 b'"' | b'\'' => {
-                    i = self.string(i, false)?;
+                    i = self.string(i, false, i)?;
                     self.after_operand = true;
                 }
                 b'(' | b'[' | b'{' => {
@@ -362,7 +381,7 @@ impl Scanner<'_> {
                     let word = &src[start..i];
                     if i < n && (src[i] == b'"' || src[i] == b'\'') && is_string_prefix(word) {
                         let fstring = word.iter().any(|c| *c == b'f' || *c == b'F');
-                        i = self.string(i, fstring)?;
+                        i = self.string(i, fstring, start)?;
                         self.after_operand = true;
                         continue;
                     }
@@ -417,10 +436,16 @@ impl Scanner<'_> {
 
     /// Skip a string literal whose opening quote is at `i`; return the index
     /// after it. For f-strings, bound the nesting inside replacement fields.
-    fn string(&mut self, mut i: usize, fstring: bool) -> Result<usize, TooDeep> {
+    fn string(
+        &mut self,
+        mut i: usize,
+        fstring: bool,
+        prefix_start: usize,
+    ) -> Result<usize, TooDeep> {
         let src = self.src;
         let n = src.len();
         let q = src[i];
+        let mut closed = false;
         let triple = i + 2 < n && src[i + 1] == q && src[i + 2] == q;
         let start = i;
         i += if triple { 3 } else { 1 };
@@ -437,10 +462,12 @@ impl Scanner<'_> {
             if c == q {
                 if !triple {
                     i += 1;
+                    closed = true;
                     break;
                 }
                 if i + 2 < n && src[i + 1] == q && src[i + 2] == q {
                     i += 3;
+                    closed = true;
                     break;
                 }
             }
@@ -493,6 +520,13 @@ impl Scanner<'_> {
                 }
             }
             i += 1;
+        }
+        if !closed && self.problem.is_none() {
+            self.problem = Some(BracketProblem::Unterminated {
+                offset: prefix_start,
+                triple,
+                detected_at: i.min(n),
+            });
         }
         Ok(i.min(n))
     }
