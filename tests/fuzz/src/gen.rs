@@ -236,7 +236,7 @@ pub fn mutate(rng: &mut Rng, text: &str, other_seeds: &[String]) -> String {
         let len = chars.len();
         let at = rng.below(len + 1);
         match rng.below(9) {
-            0 | 1 => {
+            0..=1 => {
                 let tok: Vec<char> = rng.pick(TOKENS).chars().collect();
                 chars.splice(at..at, tok);
             }
@@ -354,7 +354,7 @@ impl Grammar<'_> {
     fn stmt(&mut self, out: &mut String, indent: usize) {
         let pad = "    ".repeat(indent);
         match self.rng.below(if indent > 2 { 3 } else { 6 }) {
-            0 | 1 => {
+            0..=1 => {
                 let name = format!("v{}", self.rng.below(6));
                 let e = self.expr(0);
                 out.push_str(&format!("{pad}{name} = {e}\n"));
@@ -412,7 +412,7 @@ impl Grammar<'_> {
         }
         let d = depth + 1;
         match self.rng.below(16) {
-            0 | 1 | 2 => self.atom(),
+            0..=2 => self.atom(),
             3 => {
                 let (a, b) = (self.expr(d), self.expr(d));
                 let op = self.rng.pick(&[
