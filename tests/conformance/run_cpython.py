@@ -2,7 +2,8 @@
 """Reference runner for the lackpy conformance corpus (CPython side).
 
 Reads a JSON list of ``{"name", "source", "workspace"}`` on stdin and writes a
-JSON list of ``{"name", "ok", "repr", "stdout", "exc_type", "exc_msg", "lint"}``
+JSON list of ``{"name", "ok", "repr", "stdout", "exc_type", "exc_msg", "exc_line",
+"lint"}``
 on stdout, one entry per program, in input order.
 
 Each program runs in a fresh namespace whose ``__builtins__`` holds only the
@@ -219,9 +220,20 @@ def lint(source):
 # --- running ----------------------------------------------------------------
 
 
+def error_line(exc, name):
+    """Line of the innermost traceback frame that belongs to the program."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 def run_one(name, source, workspace):
     result = {"name": name, "ok": False, "repr": None, "stdout": "", "exc_type": None,
-              "exc_msg": None, "lint": lint(source)}
+              "exc_msg": None, "exc_line": None, "lint": lint(source)}
     buf = io.StringIO()
     old_cwd = os.getcwd()
     try:
@@ -243,6 +255,7 @@ def run_one(name, source, workspace):
     except BaseException as e:  # noqa: BLE001 - every failure is data here
         result["exc_type"] = type(e).__name__
         result["exc_msg"] = str(e)
+        result["exc_line"] = error_line(e, name)
     finally:
         os.chdir(old_cwd)
     result["stdout"] = buf.getvalue()

@@ -2,7 +2,9 @@
 //! runs under CPython 3.11 (through `tests/conformance/run_cpython.py`, with
 //! shim tools that follow DESIGN.md) and under lackpy's interpreter, and the
 //! two must agree on the repr of the value, the captured stdout and the
-//! exception type (and message, unless the program says `# message: any`).
+//! exception type (and message, unless the program says `# message: any`),
+//! the error's kind (`runtime`, or `tool` for tool failures) and its line
+//! (the innermost traceback frame of the program).
 //!
 //! Expected outputs are never written down: python3 is asked at test time.
 //!
@@ -170,6 +172,8 @@ struct PyResult {
     stdout: String,
     exc_type: Option<String>,
     exc_msg: Option<String>,
+    /// Line of the innermost program frame of the traceback.
+    exc_line: Option<u32>,
     lint: Vec<String>,
 }
 
@@ -223,6 +227,10 @@ fn run_python(programs: &[(String, String, Option<PathBuf>)]) -> Vec<PyResult> {
             stdout: str_field(r, "stdout").unwrap_or_default(),
             exc_type: str_field(r, "exc_type"),
             exc_msg: str_field(r, "exc_msg"),
+            exc_line: r
+                .get("exc_line")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
             lint: r
                 .get("lint")
                 .and_then(Value::as_array)
@@ -558,7 +566,7 @@ enum LackpyOutcome {
     Ran {
         repr: Option<String>,
         stdout: String,
-        error: Option<(ErrorKind, String, String)>,
+        error: Option<(ErrorKind, String, String, Option<u32>)>,
     },
     /// The interpreter panicked.
     Panicked(String),
@@ -607,7 +615,9 @@ fn run_lackpy(case: &Case) -> LackpyOutcome {
                 LackpyOutcome::Ran {
                     repr: result.repr,
                     stdout,
-                    error: result.error.map(|e| (e.kind, e.type_name, e.message)),
+                    error: result
+                        .error
+                        .map(|e| (e.kind, e.type_name, e.message, e.line)),
                 }
             });
             let outcome = outcome.unwrap_or_else(|p| {
@@ -691,7 +701,7 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
     if py.ok {
         let expected_repr = case.lackpy_repr.clone().or_else(|| py.repr.clone());
         match error {
-            Some((kind, ty, msg)) => problems.push(format!(
+            Some((kind, ty, msg, _)) => problems.push(format!(
                 "expected value {}, got {kind:?} error {ty}: {}",
                 show(&expected_repr),
                 shorten(msg)
@@ -714,7 +724,13 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
                 shorten(&want_msg),
                 show(repr)
             )),
-            Some((kind, ty, msg)) => {
+            Some((kind, ty, msg, line)) => {
+                if py.exc_line.is_some() && *line != py.exc_line {
+                    problems.push(format!(
+                        "error line: expected {:?}, got {line:?}",
+                        py.exc_line
+                    ));
+                }
                 let want_kind = if TOOL_ERROR_TYPES.contains(&want_ty.as_str()) {
                     ErrorKind::Tool
                 } else {

@@ -1,0 +1,4 @@
+for x in []:
+    pass
+else:
+    y = {}['k']
