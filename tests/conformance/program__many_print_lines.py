@@ -1,0 +1,3 @@
+for i in range(300):
+    print(i, end=' ' if i % 20 else '\n')
+print()
