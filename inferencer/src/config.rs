@@ -106,6 +106,9 @@ pub struct ProviderConfig {
     pub base_url: Option<String>,
     /// Environment variable holding the API key.
     pub api_key_env: Option<String>,
+    /// An API key written in the config file (`api_key`); the environment
+    /// variable wins when both are set. Never logged.
+    pub api_key: Option<Secret>,
     /// Ollama API: `"generate"` or `"chat"` (default `generate`; woollama uses chat).
     pub api: Option<String>,
     /// Ask for a streamed answer (NDJSON for Ollama, SSE otherwise).
@@ -135,6 +138,7 @@ impl ProviderConfig {
             model: None,
             base_url: None,
             api_key_env: None,
+            api_key: None,
             api: None,
             stream: false,
             temperature: 0.2,
@@ -254,7 +258,8 @@ impl ProviderConfig {
         let api_key = key_env
             .and_then(env)
             .filter(|k| !k.is_empty())
-            .map(Secret::new);
+            .map(Secret::new)
+            .or_else(|| self.api_key.clone());
         if api_key.is_none() && matches!(plugin, Plugin::Anthropic) {
             return Err(bad(
                 &table,
@@ -507,13 +512,7 @@ fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigE
             .filter(|n| *n > 0)
             .ok_or_else(|| bad(&table, "max_response_bytes", "must be a positive integer"))?;
     }
-    if t.contains_key("api_key") {
-        return Err(bad(
-            &table,
-            "api_key",
-            "put the key in an environment variable and name it with api_key_env",
-        ));
-    }
+    p.api_key = s("api_key")?.filter(|k| !k.is_empty()).map(Secret::new);
     Ok(p)
 }
 
@@ -607,7 +606,23 @@ api_key_env = "MY_KEY"
             .ok()
             .and_then(|c| c.order.last().map(|p| p.endpoint(&|_| None)));
         assert!(matches!(e, Some(Err(_))));
-        assert!(parse("[inference.providers.x]\nplugin = \"openai\"\napi_key = \"k\"").is_err());
+        // A key in the file is accepted (the original allows it) and never shown.
+        let c = parse(
+            "[inference.providers.x]\nplugin = \"openai\"\nmodel = \"m\"\napi_key = \"sk-file\"",
+        )
+        .ok();
+        let ep = c.and_then(|c| {
+            c.order
+                .last()
+                .and_then(|p| p.endpoint(&|_| None).ok().flatten())
+        });
+        assert_eq!(
+            ep.as_ref()
+                .and_then(|e| e.api_key.as_ref())
+                .map(|k| k.expose()),
+            Some("sk-file")
+        );
+        assert!(!format!("{ep:?}").contains("sk-file"));
     }
 
     #[test]
