@@ -18,7 +18,9 @@
 //!   must equal that text (and stdout must still equal CPython's).
 //!
 //! `CONFORMANCE_FILTER=substr` restricts every test here to programs whose
-//! name contains `substr`.
+//! name contains `substr`. The reference is CPython 3.11: `python3.11` if
+//! present, else `python3` (which must then be 3.11), or the interpreter
+//! named by `CONFORMANCE_PYTHON`.
 //!
 //! Tool-using programs get a fresh copy of `tests/conformance/fixture_ws/`
 //! per program and per runner, so writes never dirty the fixture.
@@ -181,6 +183,40 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// The reference interpreter: CPython 3.11 (`python3.11`, else `python3`),
+/// or whatever `CONFORMANCE_PYTHON` names. Another minor version would
+/// produce spurious mismatches (3.12 changed float `sum`, several messages),
+/// so any other version is refused with a clear message.
+fn python() -> &'static str {
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let candidates: Vec<String> = match std::env::var("CONFORMANCE_PYTHON") {
+            Ok(p) if !p.is_empty() => vec![p],
+            _ => vec!["python3.11".to_string(), "python3".to_string()],
+        };
+        let mut seen = Vec::new();
+        for exe in &candidates {
+            let version = Command::new(exe)
+                .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+                .output();
+            match version {
+                Ok(out) if out.status.success() => {
+                    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                    if v == "3.11" {
+                        return exe.clone();
+                    }
+                    seen.push(format!("{exe} is {v}"));
+                }
+                _ => seen.push(format!("{exe} not found")),
+            }
+        }
+        panic!(
+            "the conformance reference is CPython 3.11, but {}; set CONFORMANCE_PYTHON",
+            seen.join(", ")
+        )
+    })
+}
+
 /// Run `programs` (name, source, workspace) through `run_cpython.py` in one
 /// python3 process.
 fn run_python(programs: &[(String, String, Option<PathBuf>)]) -> Vec<PyResult> {
@@ -195,7 +231,7 @@ fn run_python(programs: &[(String, String, Option<PathBuf>)]) -> Vec<PyResult> {
         })
         .collect();
     let input = serde_json::to_vec(&input).expect("corpus serializes to JSON");
-    let mut child = Command::new("python3")
+    let mut child = Command::new(python())
         .arg(corpus_dir().join("run_cpython.py"))
         .env("PYTHONHASHSEED", "0")
         .env("PYTHONIOENCODING", "utf-8")
