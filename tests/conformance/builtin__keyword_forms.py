@@ -1,0 +1,1 @@
+[int('10', base=2), int('ff', base=16), round(number=2.5), round(2.675, ndigits=2), str(object=5), sum([1, 2], start=10), enumerate(['a'], start=5) and list(enumerate(['a'], start=5)), sorted([3, 1], reverse=False)]

@@ -1,0 +1,2 @@
+print('a', flush=True)
+print('b', 'c', sep='+', end='\n', flush=False)

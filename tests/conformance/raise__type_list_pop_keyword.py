@@ -1,0 +1,2 @@
+xs = [1]
+xs.pop(index=0)

@@ -1,0 +1,1 @@
+sorted([2, 1], None)

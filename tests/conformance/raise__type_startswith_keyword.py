@@ -1,0 +1,1 @@
+'abc'.startswith(prefix='a')

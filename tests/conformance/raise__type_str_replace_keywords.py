@@ -1,0 +1,1 @@
+'abc'.replace(old='a', new='b')
