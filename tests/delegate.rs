@@ -16,6 +16,8 @@ enum Reply {
     Json(u16, String),
     Silent(Duration),
     Huge(usize),
+    /// 200, chunked transfer encoding, one chunk per piece.
+    Chunked(Vec<String>),
 }
 
 struct Fake {
@@ -54,6 +56,15 @@ impl Fake {
                         let _ = write!(s, "HTTP/1.1 {st} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
                     }
                     Reply::Silent(d) => std::thread::sleep(d),
+                    Reply::Chunked(parts) => {
+                        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n");
+                        for p in parts {
+                            let _ = write!(s, "{:x}\r\n{p}\r\n", p.len());
+                            let _ = s.flush();
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        let _ = write!(s, "0\r\n\r\n");
+                    }
                     Reply::Huge(n) => {
                         let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n");
                         let _ = s.write_all(&vec![b'x'; n]);
@@ -195,6 +206,41 @@ fn model_through_jailed_worker() {
     let req = &fake.seen()[0];
     assert!(req.starts_with("POST /api/generate "), "{req}");
     assert!(req.contains("shout the first note") && req.contains("read_file(path: str) -> str"));
+}
+
+#[test]
+fn streaming_chat_through_jailed_worker() {
+    let piece = |t: &str, done: bool| {
+        format!(
+            "{}\n",
+            serde_json::json!({"message": {"role": "assistant", "content": t}, "done": done})
+        )
+    };
+    let fake = Fake::start(vec![Reply::Chunked(vec![
+        piece("```python\nlen(read_", false),
+        piece("file('notes/b.txt'))\n", false),
+        piece("```", false),
+        piece("", true),
+    ])]);
+    let ws = ws_with_config(&format!(
+        "[inference]\norder = [\"local\"]\n{}",
+        provider(
+            "local",
+            "ollama",
+            &fake.url,
+            "api = \"chat\"\nstream = true"
+        )
+    ));
+    let out = delegate(ws.path(), "how long is the second note", &[]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["program"], "len(read_file('notes/b.txt'))");
+    assert_eq!(v["value"], 4);
+    let req = &fake.seen()[0];
+    assert!(
+        req.starts_with("POST /api/chat ") && req.contains("\"stream\":true"),
+        "{req}"
+    );
 }
 
 #[test]

@@ -223,19 +223,25 @@ impl ModelCaller for JailedCaller {
             url: shown.clone(),
             detail,
         })?;
-        // Resolve here: the jail has no resolver files.
+        // Resolve here: the jail has no resolver files. Prefer IPv4 (Ollama
+        // listens on 127.0.0.1 while "localhost" may resolve to ::1 first).
         let addr = match req.endpoint.pinned_addr {
             Some(a) => a,
-            None => *client::resolve(&url)
-                .map_err(|detail| InferError::Unreachable {
+            None => {
+                let addrs = client::resolve(&url).map_err(|detail| InferError::Unreachable {
                     url: shown.clone(),
                     detail: format!("cannot resolve {}: {detail}", url.host),
-                })?
-                .first()
-                .ok_or_else(|| InferError::Unreachable {
-                    url: shown.clone(),
-                    detail: format!("{} has no address", url.host),
-                })?,
+                })?;
+                addrs
+                    .iter()
+                    .find(|a| a.is_ipv4())
+                    .or(addrs.first())
+                    .copied()
+                    .ok_or_else(|| InferError::Unreachable {
+                        url: shown.clone(),
+                        detail: format!("{} has no address", url.host),
+                    })?
+            }
         };
         let mut req = req.clone();
         req.endpoint.pinned_addr = Some(addr);
