@@ -1,0 +1,3 @@
+café = 3
+naïve = café * 2
+[café, naïve]
