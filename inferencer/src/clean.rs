@@ -69,6 +69,25 @@ pub fn clean_answer(raw: &str) -> String {
     trimmed.trim().to_string()
 }
 
+/// When a cell ends in an assignment to a plain name (`result = ...`), the
+/// value asked for is lost (the cell's value is its last expression): return
+/// the program with that name appended as the last line. Deterministic
+/// repair of kibitzer's `wrong_output` mode; `None` when not applicable.
+pub fn ensure_result(program: &str) -> Option<String> {
+    use rustpython_parser::ast;
+    let module = parse(program, Mode::Module, "<answer>").ok()?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let ast::Stmt::Assign(a) = m.body.last()? else {
+        return None;
+    };
+    let [ast::Expr::Name(n)] = a.targets.as_slice() else {
+        return None;
+    };
+    Some(format!("{}\n{}", program.trim_end(), n.id.as_str()))
+}
+
 /// A region must start with something code-like (not a prose sentence that
 /// happens to parse, like a bare name).
 fn looks_like_code(region: &[&str]) -> bool {
@@ -160,6 +179,18 @@ mod tests {
             clean_answer("<think>hmm</think>read_file('a')<|im_end|>"),
             "read_file('a')"
         );
+    }
+
+    #[test]
+    fn result_appended_after_final_assignment() {
+        assert_eq!(
+            ensure_result("x = 1\nresult = [x]\n").as_deref(),
+            Some("x = 1\nresult = [x]\nresult")
+        );
+        assert_eq!(ensure_result("x = 1\nx"), None);
+        assert_eq!(ensure_result("a, b = 1, 2"), None);
+        assert_eq!(ensure_result("for x in y:\n    z = x"), None);
+        assert_eq!(ensure_result("not python ("), None);
     }
 
     #[test]

@@ -282,7 +282,11 @@ impl Delegator<'_> {
                 });
                 return false;
             }
-            let program = clean_answer(&generation.text);
+            let mut program = clean_answer(&generation.text);
+            // wrong_output: a cell ending in `name = ...` loses its value.
+            if let Some(fixed) = crate::clean::ensure_result(&program) {
+                program = fixed;
+            }
             let res = if program.trim().is_empty() {
                 Err(vec![ErrorInfo::new(
                     ErrorKind::Validation,

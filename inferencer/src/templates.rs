@@ -479,11 +479,11 @@ fn io_err(path: &Path, e: std::io::Error) -> TemplateError {
 fn write_atomic(path: &Path, text: &str) -> Result<(), TemplateError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("f"),
-        std::process::id()
-    ));
+    // Unique per process and call: the MCP server records from many threads.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
+    let tmp = dir.join(format!(".{name}.tmp{}-{seq}", std::process::id()));
     std::fs::write(&tmp, text).map_err(|e| io_err(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
 }
@@ -505,6 +505,12 @@ pub fn record_success(
     if provider == "templates" && !force {
         return Ok(Ratchet::Skipped);
     }
+    // One read-modify-write at a time in this process (MCP runs delegate
+    // calls concurrently); a poisoned lock only means another call panicked.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let key = normalise_intent(intent);
     let rpath = ratchet_path(ws);
     let mut file: RatchetFile = match std::fs::read_to_string(&rpath) {
