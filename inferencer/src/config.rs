@@ -121,9 +121,9 @@ pub struct ProviderConfig {
     pub max_tokens: u32,
     /// TCP connect timeout. Default 3 s.
     pub connect_timeout: Duration,
-    /// Whole-request timeout (connect + answer). Default 120 s.
+    /// Whole-request timeout (connect + answer). Default 60 s (a 3B model on a laptop CPU answers in 3–10 s; loading it cold takes longer).
     pub timeout: Duration,
-    /// Retries after a 5xx, 429, timeout or connection failure. Default 2.
+    /// Retries after a 5xx, 429, timeout or connection failure. Default 1. Worst case per provider: 2 attempts × (retries + 1) × timeout.
     pub retries: u32,
     /// Largest response body accepted, in bytes. Default 1 MiB.
     pub max_response_bytes: u64,
@@ -145,8 +145,8 @@ impl ProviderConfig {
             retry_temperature: 0.6,
             max_tokens: 1024,
             connect_timeout: Duration::from_secs(3),
-            timeout: Duration::from_secs(120),
-            retries: 2,
+            timeout: Duration::from_secs(60),
+            retries: 1,
             max_response_bytes: 1024 * 1024,
         }
     }
