@@ -1,0 +1,1 @@
+max(['a', 'bb', 3], key=len)

@@ -1,0 +1,2 @@
+print('start')
+print('a', 1 / 0)
