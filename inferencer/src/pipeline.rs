@@ -77,6 +77,9 @@ pub struct Attempt {
     pub error: Option<ErrorInfo>,
     /// Wall time of the attempt, ms.
     pub duration_ms: u64,
+    /// From a template or rule (whose misfit does not decide the final error).
+    #[serde(skip)]
+    pub zero_cost: bool,
 }
 
 /// The outcome of the cascade.
@@ -164,6 +167,7 @@ impl Delegator<'_> {
         let last_validation = attempts
             .iter()
             .rev()
+            .filter(|a| !a.zero_cost)
             .filter_map(|a| a.error.as_ref())
             .find(|e| e.kind == ErrorKind::Validation);
         if let Some(e) = last_validation {
@@ -214,6 +218,7 @@ impl Delegator<'_> {
             program: Some(program.clone()),
             error: res.err().map(first_error),
             duration_ms: ms(t0),
+            zero_cost: true,
         });
         if ok {
             d.program = Some(program);
@@ -239,6 +244,7 @@ impl Delegator<'_> {
                     program: None,
                     error: Some(inference_error(e.to_string())),
                     duration_ms: 0,
+                    zero_cost: false,
                 });
                 return false;
             }
@@ -266,6 +272,7 @@ impl Delegator<'_> {
                         program: None,
                         error: Some(inference_error(e.to_string())),
                         duration_ms: ms(t0),
+                        zero_cost: false,
                     });
                     return false;
                 }
@@ -279,6 +286,7 @@ impl Delegator<'_> {
                         "the answer is larger than {MAX_ANSWER_BYTES} bytes"
                     ))),
                     duration_ms: ms(t0),
+                    zero_cost: false,
                 });
                 return false;
             }
@@ -304,6 +312,7 @@ impl Delegator<'_> {
                         program: Some(program.clone()),
                         error: None,
                         duration_ms: ms(t0),
+                        zero_cost: false,
                     });
                     d.program = Some(program);
                     d.provider = Some(p.name.clone());
@@ -317,6 +326,7 @@ impl Delegator<'_> {
                         program: Some(program.clone()),
                         error: Some(first_error(errs.clone())),
                         duration_ms: ms(t0),
+                        zero_cost: false,
                     });
                     if attempt == 0 {
                         messages = retry_messages(&system, intent, &generation.text, &errs, &hints);
@@ -532,6 +542,28 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn template_misfit_does_not_decide_the_final_error() {
+        // The template matches but (here) does not validate; the model is down.
+        let (d, _) = run(
+            vec![
+                ProviderConfig::new("templates", Plugin::Templates),
+                ollama("down"),
+            ],
+            "open import.txt",
+            vec![Err(InferError::Unreachable {
+                url: "http://127.0.0.1:9/api/generate".into(),
+                detail: "refused".into(),
+            })],
+        );
+        assert_eq!(d.attempts.len(), 2);
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::Validation)
+        );
+        assert_eq!(d.error.map(|e| e.kind), Some(ErrorKind::Tool));
     }
 
     #[test]
