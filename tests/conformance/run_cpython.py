@@ -2,8 +2,8 @@
 """Reference runner for the lackpy conformance corpus (CPython side).
 
 Reads a JSON list of ``{"name", "source", "workspace"}`` on stdin and writes a
-JSON list of ``{"name", "ok", "repr", "stdout", "exc_type", "exc_msg", "exc_line",
-"lint"}``
+JSON list of ``{"name", "ok", "repr", "data", "stdout", "exc_type", "exc_msg",
+"exc_line", "lint"}``
 on stdout, one entry per program, in input order.
 
 Each program runs in a fresh namespace whose ``__builtins__`` holds only the
@@ -14,7 +14,8 @@ the harness) when it has one.
 
 The program's value follows the notebook-cell rule: when the last top-level
 statement is an expression statement it is split off and evaluated on its
-own; ``repr`` is its repr. Otherwise ``repr`` is null. ``exc_msg`` is
+own; ``repr`` is its repr and ``data`` its shape as lackpy's ``wire::Data``
+(null when it is not plain data). Otherwise both are null. ``exc_msg`` is
 ``str(exception)``, which is what lackpy reports as the error message.
 
 ``lint`` lists uses of constructs outside the lackpy subset, found by a
@@ -220,6 +221,50 @@ def lint(source):
 # --- running ----------------------------------------------------------------
 
 
+class NotData(Exception):
+    """The value is not plain data (a range, a view, an iterator, a cycle...)."""
+
+
+def to_data(value):
+    """The value in the shape of lackpy's ``wire::Data`` (serde's external
+    tagging), or None when it is not plain data. Floats travel as their repr
+    so that inf and nan survive JSON."""
+
+    def conv(v, stack):
+        if v is None:
+            return "None"
+        if isinstance(v, bool):
+            return {"Bool": v}
+        if isinstance(v, int):
+            if -(2 ** 63) <= v < 2 ** 63:
+                return {"Int": v}
+            try:
+                return {"BigInt": str(v)}
+            except ValueError:  # beyond the int->str digit limit
+                raise NotData() from None
+        if isinstance(v, float):
+            return {"Float": repr(v)}
+        if isinstance(v, str):
+            return {"Str": v}
+        if isinstance(v, (list, tuple, set, dict)):
+            if id(v) in stack:
+                raise NotData()
+            stack.add(id(v))
+            try:
+                if isinstance(v, dict):
+                    return {"Dict": [[conv(k, stack), conv(x, stack)] for k, x in v.items()]}
+                tag = {list: "List", tuple: "Tuple", set: "Set"}[type(v)]
+                return {tag: [conv(x, stack) for x in v]}
+            finally:
+                stack.discard(id(v))
+        raise NotData()
+
+    try:
+        return conv(value, set())
+    except NotData:
+        return None
+
+
 def error_line(exc, name):
     """Line of the innermost traceback frame that belongs to the program."""
     line = None
@@ -232,8 +277,8 @@ def error_line(exc, name):
 
 
 def run_one(name, source, workspace):
-    result = {"name": name, "ok": False, "repr": None, "stdout": "", "exc_type": None,
-              "exc_msg": None, "exc_line": None, "lint": lint(source)}
+    result = {"name": name, "ok": False, "repr": None, "data": None, "stdout": "",
+              "exc_type": None, "exc_msg": None, "exc_line": None, "lint": lint(source)}
     buf = io.StringIO()
     old_cwd = os.getcwd()
     try:
@@ -251,6 +296,7 @@ def run_one(name, source, workspace):
             if tail is not None:
                 value = eval(tail, env)
                 result["repr"] = repr(value)
+                result["data"] = to_data(value)
         result["ok"] = True
     except BaseException as e:  # noqa: BLE001 - every failure is data here
         result["exc_type"] = type(e).__name__

@@ -4,7 +4,9 @@
 //! two must agree on the repr of the value, the captured stdout and the
 //! exception type (and message, unless the program says `# message: any`),
 //! the error's kind (`runtime`, or `tool` for tool failures) and its line
-//! (the innermost traceback frame of the program).
+//! (the innermost traceback frame of the program). The value itself must
+//! also have the same shape as `wire::Data` (tuple vs list, int vs bool,
+//! big ints, floats bit for bit; sets without order).
 //!
 //! Expected outputs are never written down: python3 is asked at test time.
 //!
@@ -171,6 +173,8 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 struct PyResult {
     ok: bool,
     repr: Option<String>,
+    /// The value in `wire::Data`'s serde shape (floats as repr strings), when plain data.
+    data: Option<Value>,
     stdout: String,
     exc_type: Option<String>,
     exc_msg: Option<String>,
@@ -260,6 +264,7 @@ fn run_python(programs: &[(String, String, Option<PathBuf>)]) -> Vec<PyResult> {
         .map(|r| PyResult {
             ok: r.get("ok").and_then(Value::as_bool).unwrap_or(false),
             repr: str_field(r, "repr"),
+            data: r.get("data").filter(|d| !d.is_null()).cloned(),
             stdout: str_field(r, "stdout").unwrap_or_default(),
             exc_type: str_field(r, "exc_type"),
             exc_msg: str_field(r, "exc_msg"),
@@ -600,6 +605,7 @@ enum LackpyOutcome {
     Rejected(String),
     /// It ran: repr (None when it ended in a statement), stdout, error (kind, type, message).
     Ran {
+        value: Option<Data>,
         repr: Option<String>,
         stdout: String,
         error: Option<(ErrorKind, String, String, Option<u32>)>,
@@ -649,6 +655,7 @@ fn run_lackpy(case: &Case) -> LackpyOutcome {
                     ));
                 }
                 LackpyOutcome::Ran {
+                    value: result.value,
                     repr: result.repr,
                     stdout,
                     error: result
@@ -708,6 +715,60 @@ fn describe_difference(expected: &str, got: &str) -> String {
     )
 }
 
+/// Does lackpy's `Data` have the shape CPython's value has (`want` is
+/// `run_cpython.py`'s `to_data`)? Sets compare without order (their order is
+/// a documented difference); floats compare by value, NaN equal to NaN.
+fn data_matches(want: &Value, got: &Data) -> bool {
+    let items = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let seq = |w: &Value, g: &[Data]| {
+        let w = items(w);
+        w.len() == g.len() && w.iter().zip(g).all(|(a, b)| data_matches(a, b))
+    };
+    match (want, got) {
+        (Value::String(s), Data::None) => s == "None",
+        (Value::Object(m), got) => {
+            let Some((tag, inner)) = m.iter().next() else {
+                return false;
+            };
+            match (tag.as_str(), got) {
+                ("Bool", Data::Bool(b)) => inner.as_bool() == Some(*b),
+                ("Int", Data::Int(i)) => inner.as_i64() == Some(*i),
+                ("BigInt", Data::BigInt(t)) => inner.as_str() == Some(t.as_str()),
+                ("Float", Data::Float(f)) => {
+                    let want: Option<f64> = inner.as_str().and_then(|t| t.parse().ok());
+                    want.is_some_and(|w| (w.is_nan() && f.is_nan()) || w.to_bits() == f.to_bits())
+                }
+                ("Str", Data::Str(t)) => inner.as_str() == Some(t.as_str()),
+                ("List", Data::List(g)) | ("Tuple", Data::Tuple(g)) => seq(inner, g),
+                ("Set", Data::Set(g)) => {
+                    let w = items(inner);
+                    let mut used = vec![false; g.len()];
+                    w.len() == g.len()
+                        && w.iter().all(|a| {
+                            let hit = g
+                                .iter()
+                                .enumerate()
+                                .find(|(i, b)| !used[*i] && data_matches(a, b));
+                            hit.map(|(i, _)| used[i] = true).is_some()
+                        })
+                }
+                ("Dict", Data::Dict(g)) => {
+                    let w = items(inner);
+                    w.len() == g.len()
+                        && w.iter().zip(g).all(|(pair, (k, v))| {
+                            let pair = items(pair);
+                            pair.len() == 2
+                                && data_matches(&pair[0], k)
+                                && data_matches(&pair[1], v)
+                        })
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 /// A repr for the report; `None` is a program that ended in a statement.
 fn show(repr: &Option<String>) -> String {
     repr.as_deref()
@@ -716,15 +777,16 @@ fn show(repr: &Option<String>) -> String {
 
 /// Compare lackpy's outcome with CPython's; `Err` describes the mismatch.
 fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String> {
-    let (repr, stdout, error) = match lp {
+    let (value, repr, stdout, error) = match lp {
         LackpyOutcome::Rejected(e) => return Err(format!("rejected by the validator: {e}")),
         LackpyOutcome::Panicked(m) => return Err(format!("interpreter panicked: {m}")),
         LackpyOutcome::Hung => return Err(format!("no result within {PER_PROGRAM_TIMEOUT:?}")),
         LackpyOutcome::Ran {
+            value,
             repr,
             stdout,
             error,
-        } => (repr, stdout, error),
+        } => (value, repr, stdout, error),
     };
     let mut problems = Vec::new();
     if stdout != &py.stdout {
@@ -749,7 +811,18 @@ fn compare(case: &Case, py: &PyResult, lp: &LackpyOutcome) -> Result<(), String>
                     repr.as_deref().unwrap_or("<no value>")
                 )
             )),
-            None => {}
+            None => {
+                if let (Some(want), None) = (&py.data, &case.lackpy_repr) {
+                    match value {
+                        Some(got) if data_matches(want, got) => {}
+                        got => problems.push(format!(
+                            "value (wire::Data): expected {}, got {}",
+                            shorten(&want.to_string()),
+                            shorten(&format!("{got:?}"))
+                        )),
+                    }
+                }
+            }
         }
     } else {
         let want_ty = py.exc_type.clone().unwrap_or_default();
@@ -1022,4 +1095,56 @@ fn corpus_matches_cpython() {
         );
     }
     eprintln!("{summary}");
+}
+
+/// The `wire::Data` shape comparison used by `corpus_matches_cpython`.
+#[test]
+fn data_shape_comparison() {
+    let py = |text: &str| -> Value { serde_json::from_str(text).expect("test JSON") };
+    let tuple = Data::Tuple(vec![Data::Int(1), Data::Float(f64::NAN)]);
+    assert!(data_matches(
+        &py(r#"{"Tuple": [{"Int": 1}, {"Float": "nan"}]}"#),
+        &tuple
+    ));
+    assert!(!data_matches(
+        &py(r#"{"List": [{"Int": 1}, {"Float": "nan"}]}"#),
+        &tuple
+    ));
+    assert!(!data_matches(
+        &py(r#"{"Tuple": [{"Bool": true}, {"Float": "nan"}]}"#),
+        &tuple
+    ));
+    let set = Data::Set(vec![Data::Str("b".into()), Data::Str("a".into())]);
+    assert!(data_matches(
+        &py(r#"{"Set": [{"Str": "a"}, {"Str": "b"}]}"#),
+        &set
+    ));
+    assert!(!data_matches(
+        &py(r#"{"Set": [{"Str": "a"}, {"Str": "a"}]}"#),
+        &set
+    ));
+    let dict = Data::Dict(vec![(
+        Data::None,
+        Data::BigInt("-99999999999999999999".into()),
+    )]);
+    assert!(data_matches(
+        &py(r#"{"Dict": [["None", {"BigInt": "-99999999999999999999"}]]}"#),
+        &dict
+    ));
+    assert!(!data_matches(
+        &py(r#"{"Dict": [["None", {"Int": 5}]]}"#),
+        &dict
+    ));
+    assert!(data_matches(
+        &py(r#"{"Float": "-0.0"}"#),
+        &Data::Float(-0.0)
+    ));
+    assert!(!data_matches(
+        &py(r#"{"Float": "0.0"}"#),
+        &Data::Float(-0.0)
+    ));
+    assert!(data_matches(
+        &py(r#"{"Float": "inf"}"#),
+        &Data::Float(f64::INFINITY)
+    ));
 }
