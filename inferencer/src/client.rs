@@ -212,6 +212,11 @@ impl Conn {
         if self.pos > 0 && self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
+        } else if self.pos > 64 * 1024 {
+            // Many tiny chunks can leave a little unread data every time:
+            // drop what was consumed so the buffer stays small.
+            self.buf.drain(..self.pos);
+            self.pos = 0;
         }
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

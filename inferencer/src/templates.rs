@@ -16,6 +16,40 @@ use std::path::{Path, PathBuf};
 /// is O(segments × n²); longer intents are never template-shaped anyway.
 const MAX_MATCH_BYTES: usize = 1024;
 
+/// Most segments (literal runs and slots) a pattern may have. Why: the
+/// matcher recurses once per segment, and a workspace templates file is
+/// not trusted to be sane.
+const MAX_SEGMENTS: usize = 32;
+
+/// Largest workspace templates or ratchet file read, in bytes.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Read a small workspace file; `Ok(None)` when it does not exist.
+fn read_small(path: &Path) -> Result<Option<String>, TemplateError> {
+    use std::io::Read;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path, e)),
+    };
+    let mut buf = Vec::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| io_err(path, e))?;
+    if buf.len() as u64 > MAX_FILE_BYTES {
+        return Err(TemplateError::Parse {
+            file: path.display().to_string(),
+            detail: format!("larger than {MAX_FILE_BYTES} bytes"),
+        });
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| TemplateError::Parse {
+            file: path.display().to_string(),
+            detail: "not UTF-8".into(),
+        })
+}
+
 /// One template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Template {
@@ -143,6 +177,9 @@ fn slot_value(raw: &str) -> Option<String> {
 /// Match `intent` (normalised) against a pattern; the slot captures.
 fn match_pattern(pattern: &str, intent: &str) -> Option<BTreeMap<String, String>> {
     let segs = segments(pattern);
+    if segs.len() > MAX_SEGMENTS {
+        return None;
+    }
     // Captures must keep the original case (paths); match on a lowercase copy
     // of the same length. Only ASCII lowercasing keeps byte offsets aligned.
     let lower = intent.to_ascii_lowercase();
@@ -250,15 +287,8 @@ impl TemplateSet {
         let mut templates = Vec::new();
         if let Some(ws) = workspace {
             let path = templates_path(ws);
-            match std::fs::read_to_string(&path) {
-                Ok(text) => templates.extend(Self::parse(&text, &path.display().to_string())?),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(TemplateError::Io {
-                        file: path.display().to_string(),
-                        source: e,
-                    })
-                }
+            if let Some(text) = read_small(&path)? {
+                templates.extend(Self::parse(&text, &path.display().to_string())?);
             }
         }
         templates.extend(Self::parse(SHIPPED_TEMPLATES, "shipped templates")?);
@@ -513,13 +543,12 @@ pub fn record_success(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let key = normalise_intent(intent);
     let rpath = ratchet_path(ws);
-    let mut file: RatchetFile = match std::fs::read_to_string(&rpath) {
-        Ok(t) => serde_json::from_str(&t).map_err(|e| TemplateError::Parse {
+    let mut file: RatchetFile = match read_small(&rpath)? {
+        Some(t) => serde_json::from_str(&t).map_err(|e| TemplateError::Parse {
             file: rpath.display().to_string(),
             detail: e.to_string(),
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RatchetFile::default(),
-        Err(e) => return Err(io_err(&rpath, e)),
+        None => RatchetFile::default(),
     };
     let entry = file
         .intents
@@ -562,13 +591,12 @@ fn promote_template(
     provider: &str,
 ) -> Result<(), TemplateError> {
     let tpath = templates_path(ws);
-    let mut file: TemplatesFile = match std::fs::read_to_string(&tpath) {
-        Ok(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
+    let mut file: TemplatesFile = match read_small(&tpath)? {
+        Some(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
             file: tpath.display().to_string(),
             detail: e.to_string(),
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => TemplatesFile::default(),
-        Err(e) => return Err(io_err(&tpath, e)),
+        None => TemplatesFile::default(),
     };
     file.templates
         .retain(|t| t.intent.as_deref().map(normalise_intent).as_deref() != Some(key));
@@ -627,6 +655,26 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(got, "read_file(\"a\\\"+read_file(\\\"b\")");
         assert!(rustpython_parser::parse(&got, rustpython_parser::Mode::Module, "<t>").is_ok());
+    }
+
+    #[test]
+    fn hostile_workspace_templates_are_bounded() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let ws = dir.path();
+        let _ = std::fs::create_dir_all(ws.join(".lackpy"));
+        // A pattern with thousands of slots is skipped, not recursed into.
+        let pattern = "{a} ".repeat(5000);
+        let text = format!("[[templates]]\npattern = \"{pattern}\"\nprogram = \"1\"\n");
+        let _ = std::fs::write(templates_path(ws), text);
+        let t = TemplateSet::load(Some(ws)).unwrap_or_default();
+        assert_eq!(t.find(&"x ".repeat(400)), None);
+        // An oversized file is a clear error.
+        let _ = std::fs::write(templates_path(ws), "#".repeat(2 * 1024 * 1024));
+        let e = TemplateSet::load(Some(ws))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("larger than"), "{e}");
     }
 
     #[test]
