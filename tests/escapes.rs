@@ -14,7 +14,8 @@
 //! 4. the canary's secret appears nowhere: stdout, stderr, any regular file
 //!    in the workspace (traces included);
 //! 5. nothing outside the workspace was created or changed;
-//! 6. no process the run started is left behind.
+//! 6. no process the run started is left behind;
+//! 7. the run is traced: one run record in `.lackpy/traces`, with every tool call.
 //!
 //! All violations of all cases are collected and reported together.
 
@@ -308,6 +309,32 @@ impl Arena {
         out
     }
 
+    /// Run records (JSON lines with a `run_id`) in `.lackpy/traces/*.jsonl`.
+    fn trace_records(&self) -> Vec<serde_json::Value> {
+        let dir = self.ws.join(".lackpy/traces");
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let is_jsonl = e.path().extension().is_some_and(|x| x == "jsonl");
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            if !is_jsonl {
+                continue;
+            }
+            for line in text.lines() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                    if v.get("run_id").is_some() {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Regular files of the workspace (traces included), never following
     /// symlinks and never opening the fifo.
     fn workspace_files(&self) -> Vec<PathBuf> {
@@ -476,20 +503,17 @@ pub(crate) fn lackpy_processes() -> HashMap<u32, String> {
         .collect()
 }
 
-/// True when `pid` descends from this test process (then a test still owns it).
-fn descends_from_us(pid: u32) -> bool {
-    let me = std::process::id();
-    let mut p = pid;
-    for _ in 0..64 {
-        if p == me {
-            return true;
-        }
-        match proc_stat(p) {
-            Some((_, _, ppid, _)) if ppid != 0 && ppid != p => p = ppid,
-            _ => return false,
-        }
-    }
-    false
+/// True when `pid` was orphaned (re-parented to init): what a worker that
+/// outlived its supervisor looks like. Processes of other programs on a
+/// shared machine keep their parents, so they are not mistaken for ours.
+fn orphaned(pid: u32) -> bool {
+    matches!(proc_stat(pid), Some((_, _, ppid, _)) if ppid <= 1)
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -640,6 +664,33 @@ fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
             if contains(&bytes, secret) {
                 v.push(format!("CANARY LEAKED into {}", f.display()));
             }
+        }
+    }
+    // 7. The run is traced (guarantee 3): exactly one run record in the
+    // workspace's traces, listing as many tool calls as the JSON reports.
+    if !ran.timed_out {
+        let records = arena.trace_records();
+        match records.as_slice() {
+            [one] => {
+                let traced = one
+                    .get("calls")
+                    .and_then(serde_json::Value::as_array)
+                    .map(Vec::len);
+                let reported = json
+                    .as_ref()
+                    .and_then(|j| j.get("trace"))
+                    .and_then(serde_json::Value::as_array)
+                    .map(Vec::len);
+                if reported.is_some() && traced != reported {
+                    v.push(format!(
+                        "trace file lists {traced:?} calls, the JSON reports {reported:?}"
+                    ));
+                }
+            }
+            other => v.push(format!(
+                "expected one run record in .lackpy/traces, found {}",
+                other.len()
+            )),
         }
     }
     // 5. Nothing outside the workspace changed.
@@ -934,7 +985,8 @@ fn escapes_corpus() {
     std::thread::sleep(Duration::from_millis(200));
     let leftovers: Vec<_> = lackpy_processes()
         .into_iter()
-        .filter(|(p, _)| !procs_before.contains(p) && !descends_from_us(*p))
+        .filter(|(p, _)| !procs_before.contains(p) && orphaned(*p))
+        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
         .collect();
 
     // Per-category table.
