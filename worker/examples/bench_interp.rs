@@ -13,7 +13,10 @@ use std::time::Instant;
 struct NoTools;
 impl ToolHost for NoTools {
     fn call(&mut self, _: &str, _: Vec<Data>, _: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
-        Err(ToolFailure { type_name: "ToolFailed".into(), message: "no tools in benchmarks".into() })
+        Err(ToolFailure {
+            type_name: "ToolFailed".into(),
+            message: "no tools in benchmarks".into(),
+        })
     }
 }
 
@@ -68,11 +71,38 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let runs: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(7);
+    // `bench_interp --prog FILE N`: run one program N times (for profiling).
+    if std::env::args().nth(1).as_deref() == Some("--prog") {
+        let src = std::fs::read_to_string(std::env::args().nth(2).unwrap_or_default())
+            .unwrap_or_default();
+        let n: usize = std::env::args()
+            .nth(3)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        for _ in 0..n {
+            let mut out = String::new();
+            let r = run_source(&src, &[], &mut NoTools, &mut out, &Limits::default());
+            if let Some(e) = r.error {
+                eprintln!("{e:?}");
+            }
+        }
+        return;
+    }
+    let runs: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
     let filter = std::env::args().nth(2).unwrap_or_default();
     // LACKPY_BENCH_NOPY=1 skips CPython (for profiling the interpreter alone).
-    let py = if std::env::var_os("LACKPY_BENCH_NOPY").is_some() { None } else { python_times(runs) };
-    println!("{:<22} {:>10} {:>10} {:>7} {:>12}", "case", "lackpy ms", "python ms", "ratio", "peak mem KiB");
+    let py = if std::env::var_os("LACKPY_BENCH_NOPY").is_some() {
+        None
+    } else {
+        python_times(runs)
+    };
+    println!(
+        "{:<22} {:>10} {:>10} {:>7} {:>12}",
+        "case", "lackpy ms", "python ms", "ratio", "peak mem KiB"
+    );
     let mut logs = Vec::new();
     for (name, src) in CASES {
         if !name.contains(filter.as_str()) {
@@ -92,14 +122,25 @@ fn main() {
             }
         }
         let ours = median(ts);
-        let theirs = py.as_ref().and_then(|p| p.get(*name)).and_then(|v| v.as_f64());
+        let theirs = py
+            .as_ref()
+            .and_then(|p| p.get(*name))
+            .and_then(|v| v.as_f64());
         match theirs {
             Some(p) => {
                 let ratio = ours / p;
                 logs.push(ratio.ln());
-                println!("{name:<22} {ours:>10.2} {p:>10.2} {ratio:>7.2} {:>12}", peak / 1024);
+                println!(
+                    "{name:<22} {ours:>10.2} {p:>10.2} {ratio:>7.2} {:>12}",
+                    peak / 1024
+                );
             }
-            None => println!("{name:<22} {ours:>10.2} {:>10} {:>7} {:>12}", "-", "-", peak / 1024),
+            None => println!(
+                "{name:<22} {ours:>10.2} {:>10} {:>7} {:>12}",
+                "-",
+                "-",
+                peak / 1024
+            ),
         }
     }
     if !logs.is_empty() {

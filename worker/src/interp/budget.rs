@@ -40,7 +40,10 @@ pub fn stack_check(what: &str) -> R<()> {
     }
     let here = stack_addr();
     if base.saturating_sub(here) > STACK_BUDGET {
-        return Err(Exc::py("RecursionError", format!("maximum recursion depth exceeded{what}")));
+        return Err(Exc::py(
+            "RecursionError",
+            format!("maximum recursion depth exceeded{what}"),
+        ));
     }
     Ok(())
 }
@@ -102,7 +105,10 @@ pub fn tick(n: u64) -> R<()> {
 fn fuel_err() -> Box<Exc> {
     FUEL_LEFT.with(|f| f.set(0));
     let total = FUEL_TOTAL.with(|t| t.get());
-    Exc::limit("fuel", format!("fuel limit exceeded: the program used all {total} steps of its fuel budget"))
+    Exc::limit(
+        "fuel",
+        format!("fuel limit exceeded: the program used all {total} steps of its fuel budget"),
+    )
 }
 
 #[cold]
@@ -110,7 +116,10 @@ fn check_clock() -> R<()> {
     if let Some(d) = DEADLINE.with(|d| d.get()) {
         if Instant::now() >= d {
             let ms = WALL_MS.with(|w| w.get());
-            return Err(Exc::limit("timeout", format!("timeout: the program ran longer than its wall-clock limit of {ms} ms")));
+            return Err(Exc::limit(
+                "timeout",
+                format!("timeout: the program ran longer than its wall-clock limit of {ms} ms"),
+            ));
         }
     }
     Ok(())
@@ -133,7 +142,10 @@ pub fn mem_check(extra: u64) -> R<()> {
 
 #[cold]
 fn mem_err(limit: i64) -> Box<Exc> {
-    Exc::limit("memory", format!("memory limit exceeded: the program's values need more than {limit} bytes"))
+    Exc::limit(
+        "memory",
+        format!("memory limit exceeded: the program's values need more than {limit} bytes"),
+    )
 }
 
 /// Preflight an allocation of `count` items of `size` bytes each.

@@ -17,14 +17,21 @@ use super::value::{float_to_big, Dict, Func, RangeV, Value, ViewKind, SLOT};
 fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
     a.no_kw(name)?;
     if a.pos.len() != 1 {
-        return Err(type_err(format!("{name}() takes exactly one argument ({} given)", a.pos.len())));
+        return Err(type_err(format!(
+            "{name}() takes exactly one argument ({} given)",
+            a.pos.len()
+        )));
     }
     Ok(a.pos.remove(0))
 }
 
 fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
     if a.pos.len() > max {
-        return Err(type_err(format!("{name} expected at most {max} argument{}, got {}", if max == 1 { "" } else { "s" }, a.pos.len())));
+        return Err(type_err(format!(
+            "{name} expected at most {max} argument{}, got {}",
+            if max == 1 { "" } else { "s" },
+            a.pos.len()
+        )));
     }
     Ok(())
 }
@@ -33,8 +40,14 @@ fn index_arg(v: &Value) -> R<i64> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Bool(b) => Ok(*b as i64),
-        Value::Big(_) => Err(Exc::py("OverflowError", "Python int too large to convert to C ssize_t")),
-        _ => Err(type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name()))),
+        Value::Big(_) => Err(Exc::py(
+            "OverflowError",
+            "Python int too large to convert to C ssize_t",
+        )),
+        _ => Err(type_err(format!(
+            "'{}' object cannot be interpreted as an integer",
+            v.type_name()
+        ))),
     }
 }
 
@@ -43,13 +56,25 @@ fn index_arg(v: &Value) -> R<i64> {
 /// # Errors
 /// ValueError for invalid literals or the 4300-digit limit.
 pub fn parse_int(orig: &str, base: u32) -> R<Value> {
-    let bad = || value_err(format!("invalid literal for int() with base {base}: {}", super::format::str_repr(orig)));
+    let bad = || {
+        value_err(format!(
+            "invalid literal for int() with base {base}: {}",
+            super::format::str_repr(orig)
+        ))
+    };
     let ascii: String;
     let s = orig.trim_matches(py_isspace);
     let s = if s.is_ascii() {
         s
     } else {
-        ascii = s.chars().map(|c| super::unicode::decimal(c).and_then(|d| char::from_digit(d, 10)).unwrap_or(c)).collect();
+        ascii = s
+            .chars()
+            .map(|c| {
+                super::unicode::decimal(c)
+                    .and_then(|d| char::from_digit(d, 10))
+                    .unwrap_or(c)
+            })
+            .collect();
         ascii.as_str()
     };
     let (neg, body) = match s.as_bytes().first() {
@@ -89,7 +114,11 @@ pub fn parse_int(orig: &str, base: u32) -> R<Value> {
             }
         }
     }
-    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+    {
         return Err(bad());
     }
     let clean: String = digits.chars().filter(|c| *c != '_').collect();
@@ -117,13 +146,25 @@ pub fn parse_int(orig: &str, base: u32) -> R<Value> {
 /// # Errors
 /// ValueError `could not convert string to float: '...'`.
 pub fn parse_float(orig: &str) -> R<f64> {
-    let bad = || value_err(format!("could not convert string to float: {}", super::format::str_repr(orig)));
+    let bad = || {
+        value_err(format!(
+            "could not convert string to float: {}",
+            super::format::str_repr(orig)
+        ))
+    };
     let ascii: String;
     let s = orig.trim_matches(py_isspace);
     let s = if s.is_ascii() {
         s
     } else {
-        ascii = s.chars().map(|c| super::unicode::decimal(c).and_then(|d| char::from_digit(d, 10)).unwrap_or(c)).collect();
+        ascii = s
+            .chars()
+            .map(|c| {
+                super::unicode::decimal(c)
+                    .and_then(|d| char::from_digit(d, 10))
+                    .unwrap_or(c)
+            })
+            .collect();
         ascii.as_str()
     };
     let body = s.trim_start_matches(['+', '-']);
@@ -132,20 +173,28 @@ pub fn parse_float(orig: &str) -> R<f64> {
     }
     let lower = body.to_ascii_lowercase();
     if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        let v: f64 = if lower == "nan" { fresh_nan() } else { f64::INFINITY };
+        let v: f64 = if lower == "nan" {
+            fresh_nan()
+        } else {
+            f64::INFINITY
+        };
         return Ok(if s.starts_with('-') { -v } else { v });
     }
     // Underscores only between digits.
     let b = s.as_bytes();
     for (i, c) in b.iter().enumerate() {
         if *c == b'_' {
-            let ok = i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit();
+            let ok =
+                i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit();
             if !ok {
                 return Err(bad());
             }
         }
     }
-    if !s.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-' | b'_')) {
+    if !s
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-' | b'_'))
+    {
         return Err(bad());
     }
     let clean: String = s.chars().filter(|c| *c != '_').collect();
@@ -177,7 +226,10 @@ pub fn float_to_int(f: f64) -> R<Value> {
         return Err(value_err("cannot convert float NaN to integer"));
     }
     if f.is_infinite() {
-        return Err(Exc::py("OverflowError", "cannot convert float infinity to integer"));
+        return Err(Exc::py(
+            "OverflowError",
+            "cannot convert float infinity to integer",
+        ));
     }
     if f.abs() < 9.0e18 {
         return Ok(Value::Int(f as i64));
@@ -203,7 +255,11 @@ fn round_float(x: f64, nd: i64) -> R<f64> {
     // Exact: x is an integer-valued rational m*2^e; round to a multiple of 10^-nd.
     let p = BigInt::from(10).pow((-nd) as u32);
     let (mant, exp, sign) = decode(x);
-    let (num, den) = if exp >= 0 { (BigInt::from(mant) << exp as usize, BigInt::from(1)) } else { (BigInt::from(mant), BigInt::from(1) << (-exp) as usize) };
+    let (num, den) = if exp >= 0 {
+        (BigInt::from(mant) << exp as usize, BigInt::from(1))
+    } else {
+        (BigInt::from(mant), BigInt::from(1) << (-exp) as usize)
+    };
     // q = round_half_even(num / (den * p))
     let d = den * &p;
     let (q, r) = num.div_rem(&d);
@@ -222,7 +278,10 @@ fn round_float(x: f64, nd: i64) -> R<f64> {
     let v = q * p;
     let f = v.to_f64().unwrap_or(f64::INFINITY);
     if f.is_infinite() {
-        return Err(Exc::py("OverflowError", "rounded value too large to represent"));
+        return Err(Exc::py(
+            "OverflowError",
+            "rounded value too large to represent",
+        ));
     }
     Ok(if sign < 0 { -f } else { f })
 }
@@ -231,7 +290,11 @@ fn decode(x: f64) -> (u64, i64, i8) {
     let bits = x.to_bits();
     let sign: i8 = if bits >> 63 == 0 { 1 } else { -1 };
     let exp = ((bits >> 52) & 0x7ff) as i64;
-    let mant = if exp == 0 { (bits & 0xfffffffffffff) << 1 } else { (bits & 0xfffffffffffff) | 0x10000000000000 };
+    let mant = if exp == 0 {
+        (bits & 0xfffffffffffff) << 1
+    } else {
+        (bits & 0xfffffffffffff) | 0x10000000000000
+    };
     (mant, exp - 1075, sign)
 }
 
@@ -276,7 +339,12 @@ impl<'a> Interp<'a> {
                     Value::Dict(d) | Value::View(d, _) => d.d.borrow().len(),
                     Value::Set(s) => s.d.borrow().len(),
                     Value::Range(r) => r.len(),
-                    _ => return Err(type_err(format!("object of type '{}' has no len()", v.type_name()))),
+                    _ => {
+                        return Err(type_err(format!(
+                            "object of type '{}' has no len()",
+                            v.type_name()
+                        )))
+                    }
                 };
                 Ok(Value::Int(n as i64))
             }
@@ -304,12 +372,21 @@ impl<'a> Interp<'a> {
                 let it = a.take_kw("iterable");
                 a.no_more_kw("enumerate")?;
                 let mut p = a.pos.into_iter();
-                let it = p.next().or(it).ok_or_else(|| type_err("enumerate() missing required argument 'iterable' (pos 1)"))?;
+                let it = p.next().or(it).ok_or_else(|| {
+                    type_err("enumerate() missing required argument 'iterable' (pos 1)")
+                })?;
                 let start = p.next().or(start).unwrap_or(Value::Int(0));
                 if !matches!(start, Value::Int(_) | Value::Big(_) | Value::Bool(_)) {
-                    return Err(type_err(format!("'{}' object cannot be interpreted as an integer", start.type_name())));
+                    return Err(type_err(format!(
+                        "'{}' object cannot be interpreted as an integer",
+                        start.type_name()
+                    )));
                 }
-                let start = if let Value::Bool(b) = start { Value::Int(b as i64) } else { start };
+                let start = if let Value::Bool(b) = start {
+                    Value::Int(b as i64)
+                } else {
+                    start
+                };
                 let inner = self.iterate(&it)?;
                 self.iter_value(Iter::Enumerate(Box::new(inner), start))
             }
@@ -320,7 +397,10 @@ impl<'a> Interp<'a> {
                 for (i, v) in a.pos.iter().enumerate() {
                     if !self.is_iterable(v) {
                         let _ = i;
-                        return Err(type_err(format!("'{}' object is not iterable", v.type_name())));
+                        return Err(type_err(format!(
+                            "'{}' object is not iterable",
+                            v.type_name()
+                        )));
                     }
                     its.push(self.iterate(v)?);
                 }
@@ -331,10 +411,12 @@ impl<'a> Interp<'a> {
                 let rev = a.take_kw("reverse");
                 a.no_more_kw("sort")?;
                 if a.pos.len() != 1 {
-                    return Err(type_err(format!("sorted expected 1 argument, got {}", a.pos.len())));
+                    return Err(type_err(format!(
+                        "sorted expected 1 argument, got {}",
+                        a.pos.len()
+                    )));
                 }
                 let items = self.collect(&a.pos[0])?;
-                let items = if matches!(a.pos[0], Value::List(_)) { items } else { items };
                 match self.sort_values(items, key.as_ref(), rev.is_some_and(|r| r.truthy())) {
                     Ok(v) => Ok(Value::list(v)),
                     Err((e, _)) => Err(e),
@@ -355,18 +437,28 @@ impl<'a> Interp<'a> {
                         return self.iter_value(it);
                     }
                     Value::View(d, kind) => {
-                        let mut vals: Vec<Value> = d
-                            .d
-                            .borrow()
-                            .iter()
-                            .map(|(k, x)| if *kind == ViewKind::Values { x.clone() } else { Value::tuple(vec![k.clone(), x.clone()]) })
-                            .collect();
+                        let mut vals: Vec<Value> =
+                            d.d.borrow()
+                                .iter()
+                                .map(|(k, x)| {
+                                    if *kind == ViewKind::Values {
+                                        x.clone()
+                                    } else {
+                                        Value::tuple(vec![k.clone(), x.clone()])
+                                    }
+                                })
+                                .collect();
                         vals.reverse();
                         let t = Value::tuple(vals);
                         let it = self.iterate(&t)?;
                         return self.iter_value(it);
                     }
-                    _ => return Err(type_err(format!("'{}' object is not reversible", v.type_name()))),
+                    _ => {
+                        return Err(type_err(format!(
+                            "'{}' object is not reversible",
+                            v.type_name()
+                        )))
+                    }
                 };
                 self.iter_value(Iter::Rev(v, n))
             }
@@ -375,12 +467,18 @@ impl<'a> Interp<'a> {
                 let start = a.take_kw("start");
                 a.no_more_kw("sum")?;
                 if a.pos.is_empty() {
-                    return Err(type_err("sum() takes at least 1 positional argument (0 given)"));
+                    return Err(type_err(
+                        "sum() takes at least 1 positional argument (0 given)",
+                    ));
                 }
                 at_most(&a, "sum", 2)?;
                 let start = a.pos.get(1).cloned().or(start).unwrap_or(Value::Int(0));
                 match &start {
-                    Value::Str(_) => return Err(type_err("sum() can't sum strings [use ''.join(seq) instead]")),
+                    Value::Str(_) => {
+                        return Err(type_err(
+                            "sum() can't sum strings [use ''.join(seq) instead]",
+                        ))
+                    }
                     Value::List(_) | Value::Tuple(_) => {}
                     _ => {}
                 }
@@ -421,7 +519,12 @@ impl<'a> Interp<'a> {
                     Value::Bool(x) => Value::Int(*x as i64),
                     Value::Big(x) => Value::from_big(x.abs()),
                     Value::Float(f) => Value::Float(f.abs()),
-                    _ => return Err(type_err(format!("bad operand type for abs(): '{}'", v.type_name()))),
+                    _ => {
+                        return Err(type_err(format!(
+                            "bad operand type for abs(): '{}'",
+                            v.type_name()
+                        )))
+                    }
                 })
             }
             Builtin::Round => {
@@ -430,7 +533,9 @@ impl<'a> Interp<'a> {
                 a.no_more_kw("round")?;
                 at_most(&a, "round", 2)?;
                 let mut p = a.pos.into_iter();
-                let x = p.next().or(num).ok_or_else(|| type_err("round() missing required argument 'number' (pos 1)"))?;
+                let x = p.next().or(num).ok_or_else(|| {
+                    type_err("round() missing required argument 'number' (pos 1)")
+                })?;
                 let nd = p.next().or(nd).filter(|v| !matches!(v, Value::None));
                 let nd = match nd {
                     Some(v) => Some(match &v {
@@ -443,7 +548,12 @@ impl<'a> Interp<'a> {
                                 i64::MAX / 2
                             }
                         }
-                        _ => return Err(type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name()))),
+                        _ => {
+                            return Err(type_err(format!(
+                                "'{}' object cannot be interpreted as an integer",
+                                v.type_name()
+                            )))
+                        }
                     }),
                     None => None,
                 };
@@ -475,7 +585,10 @@ impl<'a> Interp<'a> {
                         };
                         Ok(Value::from_big(q * p))
                     }
-                    _ => Err(type_err(format!("type {} doesn't define __round__ method", x.type_name()))),
+                    _ => Err(type_err(format!(
+                        "type {} doesn't define __round__ method",
+                        x.type_name()
+                    ))),
                 }
             }
             Builtin::Str => {
@@ -584,7 +697,10 @@ impl<'a> Interp<'a> {
             Builtin::Isinstance => {
                 a.no_kw("isinstance")?;
                 if a.pos.len() != 2 {
-                    return Err(type_err(format!("isinstance expected 2 arguments, got {}", a.pos.len())));
+                    return Err(type_err(format!(
+                        "isinstance expected 2 arguments, got {}",
+                        a.pos.len()
+                    )));
                 }
                 let types: Vec<Value> = match &a.pos[1] {
                     Value::Tuple(t) => t.v.clone(),
@@ -597,9 +713,15 @@ impl<'a> Interp<'a> {
                             Func::Builtin(tb) if TYPE_NAMES.iter().any(|(x, _)| x == tb) => {
                                 r = r || is_instance(&a.pos[0], *tb);
                             }
-                            _ => return Err(type_err("isinstance() arg 2 must be a type, a tuple of types, or a union")),
+                            _ => return Err(type_err(
+                                "isinstance() arg 2 must be a type, a tuple of types, or a union",
+                            )),
                         },
-                        _ => return Err(type_err("isinstance() arg 2 must be a type, a tuple of types, or a union")),
+                        _ => {
+                            return Err(type_err(
+                                "isinstance() arg 2 must be a type, a tuple of types, or a union",
+                            ))
+                        }
                     }
                 }
                 Ok(Value::Bool(r))
@@ -613,7 +735,10 @@ impl<'a> Interp<'a> {
                     match v {
                         None | Some(Value::None) => Ok(d.to_string()),
                         Some(Value::Str(s)) => Ok(s.s.clone()),
-                        Some(o) => Err(type_err(format!("{what} must be None or a string, not {}", o.type_name()))),
+                        Some(o) => Err(type_err(format!(
+                            "{what} must be None or a string, not {}",
+                            o.type_name()
+                        ))),
                     }
                 };
                 let sep = get(sep, " ", "sep")?;
@@ -636,7 +761,10 @@ impl<'a> Interp<'a> {
                 let rev = a.take_kw("reverse");
                 a.no_more_kw("sort_by")?;
                 if a.pos.len() < 2 || a.pos.len() > 3 {
-                    return Err(type_err(format!("sort_by() takes 2 or 3 arguments ({} given)", a.pos.len())));
+                    return Err(type_err(format!(
+                        "sort_by() takes 2 or 3 arguments ({} given)",
+                        a.pos.len()
+                    )));
                 }
                 let reverse = a.pos.get(2).cloned().or(rev).is_some_and(|v| v.truthy());
                 let items = self.collect(&a.pos[0])?;
@@ -678,10 +806,16 @@ impl<'a> Interp<'a> {
         self.out_bytes = self.out_bytes.saturating_add(text.len() as u64);
         let lim = self.limits.stdout_bytes;
         if self.out_bytes > lim {
-            return Err(Exc::limit("output", format!("output limit exceeded: the program printed more than {lim} bytes")));
+            return Err(Exc::limit(
+                "output",
+                format!("output limit exceeded: the program printed more than {lim} bytes"),
+            ));
         }
         if !self.out.write(text) {
-            return Err(Exc::limit("output", format!("output limit exceeded: the program printed more than {lim} bytes")));
+            return Err(Exc::limit(
+                "output",
+                format!("output limit exceeded: the program printed more than {lim} bytes"),
+            ));
         }
         Ok(())
     }
@@ -692,15 +826,19 @@ impl<'a> Interp<'a> {
         let default = a.take_kw("default");
         a.no_more_kw(name)?;
         if a.pos.is_empty() {
-            return Err(type_err(format!("{name} expected at least 1 argument, got 0")));
+            return Err(type_err(format!(
+                "{name} expected at least 1 argument, got 0"
+            )));
         }
         let items = if a.pos.len() == 1 {
             self.collect(&a.pos[0])?
         } else {
             if default.is_some() {
-                return Err(type_err(format!("Cannot specify a default for {name}() with multiple positional arguments")));
+                return Err(type_err(format!(
+                    "Cannot specify a default for {name}() with multiple positional arguments"
+                )));
             }
-            std::mem::take(&mut a.pos)
+            std::mem::take(&mut a.pos).into_vec()
         };
         if items.is_empty() {
             return match default {
@@ -718,7 +856,11 @@ impl<'a> Interp<'a> {
             best = Some(match best {
                 None => (k, x),
                 Some((bk, bx)) => {
-                    let better = if b == Builtin::Max { compare(Ord4::Gt, &k, &bk)? } else { lt(&k, &bk)? };
+                    let better = if b == Builtin::Max {
+                        compare(Ord4::Gt, &k, &bk)?
+                    } else {
+                        lt(&k, &bk)?
+                    };
                     if better {
                         (k, x)
                     } else {
@@ -727,7 +869,8 @@ impl<'a> Interp<'a> {
                 }
             });
         }
-        best.map(|(_, x)| x).ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
+        best.map(|(_, x)| x)
+            .ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
     }
 }
 

@@ -234,7 +234,9 @@ struct Cx<'a> {
 }
 
 fn bad(what: &str) -> Box<Exc> {
-    Exc::internal(format!("construct not supported by the interpreter: {what}"))
+    Exc::internal(format!(
+        "construct not supported by the interpreter: {what}"
+    ))
 }
 
 fn off<N: Ranged>(r: &N) -> u32 {
@@ -272,7 +274,11 @@ impl<'a> Cx<'a> {
             ast::Stmt::Expr(e) => SK::Expr(self.expr(&e.value)?),
             ast::Stmt::Assign(a) => {
                 let v = self.expr(&a.value)?;
-                let ts = a.targets.iter().map(|t| self.target(t)).collect::<R<Vec<_>>>()?;
+                let ts = a
+                    .targets
+                    .iter()
+                    .map(|t| self.target(t))
+                    .collect::<R<Vec<_>>>()?;
                 SK::Assign(ts, v)
             }
             ast::Stmt::AugAssign(a) => {
@@ -289,7 +295,11 @@ impl<'a> Cx<'a> {
                 let t = self.target(&f.target)?;
                 SK::For(t, it, self.stmts(&f.body)?, self.stmts(&f.orelse)?)
             }
-            ast::Stmt::If(i) => SK::If(self.expr(&i.test)?, self.stmts(&i.body)?, self.stmts(&i.orelse)?),
+            ast::Stmt::If(i) => SK::If(
+                self.expr(&i.test)?,
+                self.stmts(&i.body)?,
+                self.stmts(&i.orelse)?,
+            ),
             ast::Stmt::Pass(_) => SK::Pass,
             ast::Stmt::Break(_) => SK::Break,
             ast::Stmt::Continue(_) => SK::Continue,
@@ -313,7 +323,8 @@ impl<'a> Cx<'a> {
                     other => T::Sub(obj, self.expr(other)?),
                 }
             }
-            ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) => {
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+            | ast::Expr::List(ast::ExprList { elts, .. }) => {
                 let mut v = Vec::new();
                 let mut star = None;
                 for (i, e) in elts.iter().enumerate() {
@@ -343,7 +354,8 @@ impl<'a> Cx<'a> {
                 }
                 slots.push(s);
             }
-            ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) => {
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+            | ast::Expr::List(ast::ExprList { elts, .. }) => {
                 for e in elts {
                     self.bind_target(e, slots)?;
                 }
@@ -380,11 +392,21 @@ impl<'a> Cx<'a> {
             ast::Expr::Tuple(t) => {
                 let es = self.elts(&t.elts)?;
                 // Fold all-constant tuples, as CPython does.
-                if es.iter().all(|e| matches!(e, Elt::One(E { k: EK::Const(_), .. }))) {
+                if es.iter().all(|e| {
+                    matches!(
+                        e,
+                        Elt::One(E {
+                            k: EK::Const(_),
+                            ..
+                        })
+                    )
+                }) {
                     let vals = es
                         .into_iter()
                         .filter_map(|e| match e {
-                            Elt::One(E { k: EK::Const(v), .. }) => Some(v),
+                            Elt::One(E {
+                                k: EK::Const(v), ..
+                            }) => Some(v),
                             _ => None,
                         })
                         .collect();
@@ -402,14 +424,18 @@ impl<'a> Cx<'a> {
                 }
                 EK::Dict(items)
             }
-            ast::Expr::BinOp(b) => EK::Bin(binop(&b.op)?, self.boxed(&b.left)?, self.boxed(&b.right)?),
+            ast::Expr::BinOp(b) => {
+                EK::Bin(binop(&b.op)?, self.boxed(&b.left)?, self.boxed(&b.right)?)
+            }
             ast::Expr::UnaryOp(u) => {
                 let o = self.boxed(&u.operand)?;
                 match u.op {
                     ast::UnaryOp::Not => EK::Not(o),
                     ast::UnaryOp::USub => {
                         // Fold negative numeric literals.
-                        if let EK::Const(c @ (Value::Int(_) | Value::Float(_) | Value::Big(_))) = &o.k {
+                        if let EK::Const(c @ (Value::Int(_) | Value::Float(_) | Value::Big(_))) =
+                            &o.k
+                        {
                             EK::Const(super::ops::neg(c)?)
                         } else {
                             EK::Neg(o)
@@ -420,7 +446,11 @@ impl<'a> Cx<'a> {
                 }
             }
             ast::Expr::BoolOp(b) => {
-                let vs = b.values.iter().map(|v| self.expr(v)).collect::<R<Vec<_>>>()?;
+                let vs = b
+                    .values
+                    .iter()
+                    .map(|v| self.expr(v))
+                    .collect::<R<Vec<_>>>()?;
                 match b.op {
                     ast::BoolOp::And => EK::And(vs),
                     ast::BoolOp::Or => EK::Or(vs),
@@ -446,7 +476,11 @@ impl<'a> Cx<'a> {
                 }
                 EK::Cmp(left, rest)
             }
-            ast::Expr::IfExp(i) => EK::IfExp(self.boxed(&i.test)?, self.boxed(&i.body)?, self.boxed(&i.orelse)?),
+            ast::Expr::IfExp(i) => EK::IfExp(
+                self.boxed(&i.test)?,
+                self.boxed(&i.body)?,
+                self.boxed(&i.orelse)?,
+            ),
             ast::Expr::Subscript(s) => {
                 let obj = self.boxed(&s.value)?;
                 match &*s.slice {
@@ -461,10 +495,18 @@ impl<'a> Cx<'a> {
             }
             ast::Expr::Attribute(a) => EK::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str())),
             ast::Expr::Call(c) => return self.call(c, pos),
-            ast::Expr::ListComp(c) => EK::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?),
-            ast::Expr::SetComp(c) => EK::Comp(self.comp(CompKind::Set, &c.elt, None, &c.generators, pos)?),
-            ast::Expr::GeneratorExp(c) => EK::Comp(self.comp(CompKind::Gen, &c.elt, None, &c.generators, pos)?),
-            ast::Expr::DictComp(c) => EK::Comp(self.comp(CompKind::Dict, &c.key, Some(&c.value), &c.generators, pos)?),
+            ast::Expr::ListComp(c) => {
+                EK::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?)
+            }
+            ast::Expr::SetComp(c) => {
+                EK::Comp(self.comp(CompKind::Set, &c.elt, None, &c.generators, pos)?)
+            }
+            ast::Expr::GeneratorExp(c) => {
+                EK::Comp(self.comp(CompKind::Gen, &c.elt, None, &c.generators, pos)?)
+            }
+            ast::Expr::DictComp(c) => {
+                EK::Comp(self.comp(CompKind::Dict, &c.key, Some(&c.value), &c.generators, pos)?)
+            }
             ast::Expr::JoinedStr(j) => EK::FStr(self.fparts(&j.values)?),
             ast::Expr::FormattedValue(_) => EK::FStr(self.fparts(std::slice::from_ref(e))?),
             ast::Expr::Starred(_) => return Err(bad("starred expression here")),
@@ -477,7 +519,10 @@ impl<'a> Cx<'a> {
         let mut out = Vec::new();
         for v in vals {
             match v {
-                ast::Expr::Constant(ast::ExprConstant { value: ast::Constant::Str(s), .. }) => {
+                ast::Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Str(s),
+                    ..
+                }) => {
                     if !s.is_empty() {
                         out.push(FPart::Lit(Rc::from(s.as_str())));
                     }
@@ -516,7 +561,14 @@ impl<'a> Cx<'a> {
         Ok(out)
     }
 
-    fn comp(&mut self, kind: CompKind, elt: &ast::Expr, val: Option<&ast::Expr>, gens: &[ast::Comprehension], pos: u32) -> R<Rc<Comp>> {
+    fn comp(
+        &mut self,
+        kind: CompKind,
+        elt: &ast::Expr,
+        val: Option<&ast::Expr>,
+        gens: &[ast::Comprehension],
+        pos: u32,
+    ) -> R<Rc<Comp>> {
         let mut out = Vec::new();
         let mut slots = Vec::new();
         let base = self.scopes.len();
@@ -525,7 +577,14 @@ impl<'a> Cx<'a> {
                 return Err(bad("async comprehension"));
             }
             // The first iterable is evaluated in the enclosing scope.
-            let iter = if i == 0 { self.expr(&g.iter)? } else { E { k: EK::Const(Value::None), pos: 0 } };
+            let iter = if i == 0 {
+                self.expr(&g.iter)?
+            } else {
+                E {
+                    k: EK::Const(Value::None),
+                    pos: 0,
+                }
+            };
             if i == 0 {
                 self.scopes.push(HashMap::new());
             }
@@ -538,7 +597,14 @@ impl<'a> Cx<'a> {
         let elt = self.expr(elt)?;
         let val = self.opt(val)?;
         self.scopes.truncate(base);
-        Ok(Rc::new(Comp { kind, elt, val, gens: out, slots, pos }))
+        Ok(Rc::new(Comp {
+            kind,
+            elt,
+            val,
+            gens: out,
+            slots,
+            pos,
+        }))
     }
 
     fn args(&mut self, c: &ast::ExprCall, allow_key_funcs: bool) -> R<Args> {
@@ -547,7 +613,11 @@ impl<'a> Cx<'a> {
         for k in &c.keywords {
             let name = k.arg.as_ref().map(|a| Rc::from(a.as_str()));
             let is_key = name.as_deref() == Some("key");
-            let v = if is_key && allow_key_funcs { self.key_func(&k.value)? } else { self.expr(&k.value)? };
+            let v = if is_key && allow_key_funcs {
+                self.key_func(&k.value)?
+            } else {
+                self.expr(&k.value)?
+            };
             kw.push((name, v));
         }
         Ok(Args { pos, kw })
@@ -559,10 +629,19 @@ impl<'a> Cx<'a> {
         match e {
             ast::Expr::Lambda(l) => {
                 let a = &l.args;
-                if a.args.len() + a.posonlyargs.len() != 1 || a.vararg.is_some() || a.kwarg.is_some() || !a.kwonlyargs.is_empty() {
+                if a.args.len() + a.posonlyargs.len() != 1
+                    || a.vararg.is_some()
+                    || a.kwarg.is_some()
+                    || !a.kwonlyargs.is_empty()
+                {
                     return Err(bad("lambda with other than one parameter"));
                 }
-                let p = a.posonlyargs.iter().chain(a.args.iter()).next().ok_or_else(|| bad("lambda"))?;
+                let p = a
+                    .posonlyargs
+                    .iter()
+                    .chain(a.args.iter())
+                    .next()
+                    .ok_or_else(|| bad("lambda"))?;
                 let slot = self.new_slot(p.def.arg.as_str());
                 let mut sc = HashMap::new();
                 sc.insert(p.def.arg.to_string(), slot);
@@ -571,14 +650,23 @@ impl<'a> Cx<'a> {
                 self.scopes.pop();
                 let body = body?;
                 self.lambdas.push(Lambda { param: slot, body });
-                Ok(E { k: EK::Lambda(self.lambdas.len() - 1), pos })
+                Ok(E {
+                    k: EK::Lambda(self.lambdas.len() - 1),
+                    pos,
+                })
             }
             ast::Expr::Name(n) if self.is_unbound_builtin(n.id.as_str()) => {
                 let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("key"))?;
-                Ok(E { k: EK::BuiltinRef(b), pos })
+                Ok(E {
+                    k: EK::BuiltinRef(b),
+                    pos,
+                })
             }
             ast::Expr::Attribute(a) => match M::from_name(a.attr.as_str()) {
-                Some(m) => Ok(E { k: EK::MethodRef(self.boxed(&a.value)?, m), pos }),
+                Some(m) => Ok(E {
+                    k: EK::MethodRef(self.boxed(&a.value)?, m),
+                    pos,
+                }),
                 None => self.expr(e),
             },
             _ => self.expr(e),
@@ -588,11 +676,19 @@ impl<'a> Cx<'a> {
     /// The second argument of `isinstance`: a type name or a tuple of them.
     fn type_expr(&mut self, e: &ast::Expr) -> R<Option<E>> {
         let pos = off(e);
-        let is_type = |n: &str| matches!(n, "str" | "int" | "float" | "bool" | "list" | "dict" | "set" | "tuple");
+        let is_type = |n: &str| {
+            matches!(
+                n,
+                "str" | "int" | "float" | "bool" | "list" | "dict" | "set" | "tuple"
+            )
+        };
         match e {
             ast::Expr::Name(n) if is_type(n.id.as_str()) => {
                 let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("type"))?;
-                Ok(Some(E { k: EK::BuiltinRef(b), pos }))
+                Ok(Some(E {
+                    k: EK::BuiltinRef(b),
+                    pos,
+                }))
             }
             ast::Expr::Tuple(t) => {
                 let mut v = Vec::new();
@@ -602,7 +698,10 @@ impl<'a> Cx<'a> {
                         None => v.push(Elt::One(self.expr(x)?)),
                     }
                 }
-                Ok(Some(E { k: EK::Tuple(v), pos }))
+                Ok(Some(E {
+                    k: EK::Tuple(v),
+                    pos,
+                }))
             }
             _ => Ok(None),
         }
@@ -619,7 +718,10 @@ impl<'a> Cx<'a> {
                 if (self.tools)(name) {
                     EK::Tool(Rc::from(name), Box::new(self.args(c, false)?))
                 } else if let Some(b) = Builtin::from_name(name) {
-                    let key_ok = matches!(b, Builtin::Sorted | Builtin::Min | Builtin::Max | Builtin::SortBy);
+                    let key_ok = matches!(
+                        b,
+                        Builtin::Sorted | Builtin::Min | Builtin::Max | Builtin::SortBy
+                    );
                     let mut args = self.args(c, key_ok)?;
                     if b == Builtin::Isinstance && c.args.len() == 2 {
                         if let Some(t) = self.type_expr(&c.args[1])? {
@@ -704,7 +806,9 @@ fn constant(c: &ast::Constant) -> R<Value> {
             let text = i.to_string();
             match text.parse::<i64>() {
                 Ok(v) => Value::Int(v),
-                Err(_) => Value::from_big(text.parse::<BigInt>().map_err(|_| bad("integer literal"))?),
+                Err(_) => {
+                    Value::from_big(text.parse::<BigInt>().map_err(|_| bad("integer literal"))?)
+                }
             }
         }
         ast::Constant::Float(f) => Value::Float(*f),
@@ -718,8 +822,19 @@ fn constant(c: &ast::Constant) -> R<Value> {
 /// # Errors
 /// An internal error for a construct the validator should have rejected.
 pub fn compile(body: &[ast::Stmt], is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
-    let mut cx = Cx { globals: HashMap::new(), scopes: Vec::new(), names: Vec::new(), lambdas: Vec::new(), tools: is_tool };
+    let mut cx = Cx {
+        globals: HashMap::new(),
+        scopes: Vec::new(),
+        names: Vec::new(),
+        lambdas: Vec::new(),
+        tools: is_tool,
+    };
     // Pre-bind every assigned global so `key=len` style checks see them.
     let body = cx.stmts(body)?;
-    Ok(Code { body, nslots: cx.names.len(), names: cx.names, lambdas: cx.lambdas })
+    Ok(Code {
+        body,
+        nslots: cx.names.len(),
+        names: cx.names,
+        lambdas: cx.lambdas,
+    })
 }

@@ -33,15 +33,27 @@ pub type R<T> = Result<T, Box<Exc>>;
 impl Exc {
     /// A Python exception.
     pub fn py(ty: &'static str, msg: impl Into<String>) -> Box<Exc> {
-        Box::new(Exc { kind: ExcKind::Py(ty), msg: msg.into(), pos: None })
+        Box::new(Exc {
+            kind: ExcKind::Py(ty),
+            msg: msg.into(),
+            pos: None,
+        })
     }
     /// A limit error.
     pub fn limit(name: &'static str, msg: impl Into<String>) -> Box<Exc> {
-        Box::new(Exc { kind: ExcKind::Limit(name), msg: msg.into(), pos: None })
+        Box::new(Exc {
+            kind: ExcKind::Limit(name),
+            msg: msg.into(),
+            pos: None,
+        })
     }
     /// An internal error.
     pub fn internal(msg: impl Into<String>) -> Box<Exc> {
-        Box::new(Exc { kind: ExcKind::Internal, msg: msg.into(), pos: None })
+        Box::new(Exc {
+            kind: ExcKind::Internal,
+            msg: msg.into(),
+            pos: None,
+        })
     }
     /// Convert to the contract's error object (position resolved by the caller).
     pub fn to_info(&self) -> ErrorInfo {
@@ -49,7 +61,9 @@ impl Exc {
             ExcKind::Py(t) => ErrorInfo::new(ErrorKind::Runtime, *t, self.msg.clone()),
             ExcKind::Limit(t) => ErrorInfo::new(ErrorKind::Limit, *t, self.msg.clone()),
             ExcKind::Tool(t) => ErrorInfo::new(ErrorKind::Tool, t.clone(), self.msg.clone()),
-            ExcKind::Internal => ErrorInfo::new(ErrorKind::Internal, "InternalError", self.msg.clone()),
+            ExcKind::Internal => {
+                ErrorInfo::new(ErrorKind::Internal, "InternalError", self.msg.clone())
+            }
         }
     }
 }

@@ -28,11 +28,14 @@ pub enum Flow {
     Continue,
 }
 
+/// Positional arguments, stored inline for small calls (no allocation).
+pub type Pos = smallvec::SmallVec<[Value; 3]>;
+
 /// Evaluated call arguments.
 #[derive(Debug, Default)]
 pub struct CallArgs {
     /// Positional.
-    pub pos: Vec<Value>,
+    pub pos: Pos,
     /// Keyword.
     pub kw: Vec<(Rc<str>, Value)>,
 }
@@ -59,7 +62,9 @@ impl CallArgs {
     /// TypeError `'x' is an invalid keyword argument for f()`.
     pub fn no_more_kw(&self, fname: &str) -> R<()> {
         if let Some((k, _)) = self.kw.first() {
-            return Err(type_err(format!("'{k}' is an invalid keyword argument for {fname}()")));
+            return Err(type_err(format!(
+                "'{k}' is an invalid keyword argument for {fname}()"
+            )));
         }
         Ok(())
     }
@@ -94,7 +99,13 @@ fn at(mut e: Box<Exc>, pos: u32) -> Box<Exc> {
 
 impl<'a> Interp<'a> {
     fn depth_err(&self) -> Box<Exc> {
-        Exc::limit("depth", format!("depth limit exceeded: evaluation nests deeper than {} levels", self.limits.max_depth))
+        Exc::limit(
+            "depth",
+            format!(
+                "depth limit exceeded: evaluation nests deeper than {} levels",
+                self.limits.max_depth
+            ),
+        )
     }
 
     /// Enter one level of dynamic nesting.
@@ -165,7 +176,11 @@ impl<'a> Interp<'a> {
             }
             SK::If(c, body, orelse) => {
                 let v = self.eval(c)?;
-                return if v.truthy() { self.exec_block(body) } else { self.exec_block(orelse) };
+                return if v.truthy() {
+                    self.exec_block(body)
+                } else {
+                    self.exec_block(orelse)
+                };
             }
             SK::Pass => {}
             SK::Break => return Ok(Flow::Break),
@@ -192,7 +207,11 @@ impl<'a> Interp<'a> {
             }
             T::Slice(oe, lo, hi, st) => {
                 let obj = self.eval(oe)?;
-                let (lo, hi, st) = (self.eval_opt(lo.as_ref())?, self.eval_opt(hi.as_ref())?, self.eval_opt(st.as_ref())?);
+                let (lo, hi, st) = (
+                    self.eval_opt(lo.as_ref())?,
+                    self.eval_opt(hi.as_ref())?,
+                    self.eval_opt(st.as_ref())?,
+                );
                 let cur = self.get_slice(&obj, &lo, &hi, &st)?;
                 let rhs = self.eval(e)?;
                 let v = self.inplace(op, cur, &rhs)?;
@@ -238,7 +257,11 @@ impl<'a> Interp<'a> {
         binop(op, &cur, rhs).map_err(|mut e| {
             let pre = format!("unsupported operand type(s) for {}:", op.sym());
             if e.kind == ExcKind::Py("TypeError") && e.msg.starts_with(&pre) {
-                e.msg = format!("unsupported operand type(s) for {}=:{}", op.sym(), &e.msg[pre.len()..]);
+                e.msg = format!(
+                    "unsupported operand type(s) for {}=:{}",
+                    op.sym(),
+                    &e.msg[pre.len()..]
+                );
             }
             e
         })
@@ -261,7 +284,11 @@ impl<'a> Interp<'a> {
             }
             T::Slice(oe, lo, hi, st) => {
                 let obj = self.eval(oe)?;
-                let (lo, hi, st) = (self.eval_opt(lo.as_ref())?, self.eval_opt(hi.as_ref())?, self.eval_opt(st.as_ref())?);
+                let (lo, hi, st) = (
+                    self.eval_opt(lo.as_ref())?,
+                    self.eval_opt(hi.as_ref())?,
+                    self.eval_opt(st.as_ref())?,
+                );
                 self.set_slice(&obj, &lo, &hi, &st, v)
             }
             T::Unpack(ts, star) => {
@@ -270,7 +297,10 @@ impl<'a> Interp<'a> {
                     Value::List(l) => l.v.borrow().clone(),
                     _ => {
                         if !self.is_iterable(&v) {
-                            return Err(type_err(format!("cannot unpack non-iterable {} object", v.type_name())));
+                            return Err(type_err(format!(
+                                "cannot unpack non-iterable {} object",
+                                v.type_name()
+                            )));
                         }
                         // Stop early like CPython: at most n+1 items when no star.
                         let mut it = self.iterate(&v)?;
@@ -287,7 +317,10 @@ impl<'a> Interp<'a> {
                 match star {
                     None => {
                         if items.len() > ts.len() {
-                            return Err(value_err(format!("too many values to unpack (expected {})", ts.len())));
+                            return Err(value_err(format!(
+                                "too many values to unpack (expected {})",
+                                ts.len()
+                            )));
                         }
                         if items.len() < ts.len() {
                             return Err(value_err(format!(
@@ -334,7 +367,10 @@ impl<'a> Interp<'a> {
             Some(Some(v)) => Ok(v.clone()),
             _ => {
                 let name = self.code.names.get(slot as usize).map_or("?", |n| n);
-                Err(Exc::py("NameError", format!("name '{name}' is not defined")))
+                Err(Exc::py(
+                    "NameError",
+                    format!("name '{name}' is not defined"),
+                ))
             }
         }
     }
@@ -454,10 +490,26 @@ impl<'a> Interp<'a> {
             }
             EK::Attr(o, name) => {
                 let obj = self.eval(o)?;
-                return Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{name}'", obj.type_name())));
+                return Err(Exc::py(
+                    "AttributeError",
+                    format!("'{}' object has no attribute '{name}'", obj.type_name()),
+                ));
             }
             EK::Builtin(b, args) => {
                 tick(1)?;
+                if let ([Elt::One(x)], true) = (args.pos.as_slice(), args.kw.is_empty()) {
+                    let v = self.eval(x)?;
+                    if let Some(r) = fast_builtin1(*b, &v) {
+                        return r;
+                    }
+                    return self.call_builtin(
+                        *b,
+                        CallArgs {
+                            pos: smallvec::smallvec![v],
+                            kw: Vec::new(),
+                        },
+                    );
+                }
                 let a = self.args(args, &|| b.name().to_string())?;
                 self.call_builtin(*b, a)?
             }
@@ -510,7 +562,10 @@ impl<'a> Interp<'a> {
                             Some(f) => format!("{}() argument after *", f()),
                             None => "Value after *".to_string(),
                         };
-                        return Err(at(type_err(format!("{what} must be an iterable, not {}", v.type_name())), x.pos));
+                        return Err(at(
+                            type_err(format!("{what} must be an iterable, not {}", v.type_name())),
+                            x.pos,
+                        ));
                     }
                     let items = self.collect(&v)?;
                     out.extend(items);
@@ -521,14 +576,25 @@ impl<'a> Interp<'a> {
     }
 
     fn args(&mut self, a: &Args, callee: &dyn Fn() -> String) -> R<CallArgs> {
-        let pos = self.elts_in(&a.pos, Some(callee))?;
+        let mut pos = Pos::new();
+        if a.pos.iter().all(|e| matches!(e, Elt::One(_))) {
+            for e in &a.pos {
+                if let Elt::One(x) = e {
+                    pos.push(self.eval(x)?);
+                }
+            }
+        } else {
+            pos.extend(self.elts_in(&a.pos, Some(callee))?);
+        }
         let mut kw = Vec::with_capacity(a.kw.len());
         for (name, e) in &a.kw {
             let v = self.eval(e)?;
             match name {
                 Some(n) => {
                     if kw.iter().any(|(k, _): &(Rc<str>, Value)| k == n) {
-                        return Err(type_err(format!("got multiple values for keyword argument '{n}'")));
+                        return Err(type_err(format!(
+                            "got multiple values for keyword argument '{n}'"
+                        )));
                     }
                     kw.push((n.clone(), v))
                 }
@@ -549,7 +615,12 @@ impl<'a> Interp<'a> {
                             }
                         }
                     }
-                    _ => return Err(type_err(format!("argument after ** must be a mapping, not {}", v.type_name()))),
+                    _ => {
+                        return Err(type_err(format!(
+                            "argument after ** must be a mapping, not {}",
+                            v.type_name()
+                        )))
+                    }
                 },
             }
         }
@@ -566,7 +637,10 @@ impl<'a> Interp<'a> {
                 }
                 Ok(())
             }
-            _ => Err(type_err(format!("'{}' object is not a mapping", m.type_name()))),
+            _ => Err(type_err(format!(
+                "'{}' object is not a mapping",
+                m.type_name()
+            ))),
         }
     }
 
@@ -621,7 +695,10 @@ impl<'a> Interp<'a> {
                     tick(1 + s.s.len() as u64 / 64)?;
                     Ok(s.s.contains(sub.s.as_str()))
                 }
-                _ => Err(type_err(format!("'in <string>' requires string as left operand, not {}", x.type_name()))),
+                _ => Err(type_err(format!(
+                    "'in <string>' requires string as left operand, not {}",
+                    x.type_name()
+                ))),
             },
             Value::Dict(d) | Value::View(d, ViewKind::Keys) => d.d.borrow().contains(x),
             Value::Set(s) => s.d.borrow().contains(x),
@@ -650,7 +727,11 @@ impl<'a> Interp<'a> {
                 };
                 let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
                 let i = i as i128;
-                let inside = if step > 0 { i >= start && i < stop } else { i <= start && i > stop };
+                let inside = if step > 0 {
+                    i >= start && i < stop
+                } else {
+                    i <= start && i > stop
+                };
                 Ok(inside && (i - start) % step == 0)
             }
             Value::View(..) | Value::Iter(_) => {
@@ -663,7 +744,10 @@ impl<'a> Interp<'a> {
                 }
                 Ok(false)
             }
-            _ => Err(type_err(format!("argument of type '{}' is not iterable", container.type_name()))),
+            _ => Err(type_err(format!(
+                "argument of type '{}' is not iterable",
+                container.type_name()
+            ))),
         }
     }
 
@@ -678,18 +762,31 @@ impl<'a> Interp<'a> {
             Value::List(l) => {
                 let l = l.v.borrow();
                 let i = seq_index(idx, l.len(), "list")?;
-                l.get(i).cloned().ok_or_else(|| Exc::py("IndexError", "list index out of range"))
+                l.get(i)
+                    .cloned()
+                    .ok_or_else(|| Exc::py("IndexError", "list index out of range"))
             }
             Value::Tuple(t) => {
                 let i = seq_index(idx, t.v.len(), "tuple")?;
-                t.v.get(i).cloned().ok_or_else(|| Exc::py("IndexError", "tuple index out of range"))
+                t.v.get(i)
+                    .cloned()
+                    .ok_or_else(|| Exc::py("IndexError", "tuple index out of range"))
             }
             Value::Str(s) => {
                 let i = match idx {
-                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(idx, s.nchars, "string")?,
-                    _ => return Err(type_err(format!("string indices must be integers, not '{}'", idx.type_name()))),
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => {
+                        seq_index(idx, s.nchars, "string")?
+                    }
+                    _ => {
+                        return Err(type_err(format!(
+                            "string indices must be integers, not '{}'",
+                            idx.type_name()
+                        )))
+                    }
                 };
-                let c = s.char_at(i).ok_or_else(|| Exc::py("IndexError", "string index out of range"))?;
+                let c = s
+                    .char_at(i)
+                    .ok_or_else(|| Exc::py("IndexError", "string index out of range"))?;
                 Ok(Value::str(c.to_string()))
             }
             Value::Dict(d) => {
@@ -701,7 +798,9 @@ impl<'a> Interp<'a> {
             }
             Value::Range(r) => {
                 let i = match idx {
-                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(idx, r.len(), "range object")?,
+                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => {
+                        seq_index(idx, r.len(), "range object")?
+                    }
                     _ => {
                         return Err(type_err(format!(
                             "range indices must be integers or slices, not {}",
@@ -711,7 +810,10 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::Int(r.at(i)))
             }
-            _ => Err(type_err(format!("'{}' object is not subscriptable", obj.type_name()))),
+            _ => Err(type_err(format!(
+                "'{}' object is not subscriptable",
+                obj.type_name()
+            ))),
         }
     }
 
@@ -745,7 +847,10 @@ impl<'a> Interp<'a> {
                 d.d.borrow_mut().insert_h(h, idx, v);
                 Ok(())
             }
-            _ => Err(type_err(format!("'{}' object does not support item assignment", obj.type_name()))),
+            _ => Err(type_err(format!(
+                "'{}' object does not support item assignment",
+                obj.type_name()
+            ))),
         }
     }
 
@@ -774,7 +879,9 @@ impl<'a> Interp<'a> {
                 }
                 let chars: Vec<char> = s.s.chars().collect();
                 let idx = slice_indices(lo, hi, st, chars.len())?;
-                Ok(Value::str(idx.iter().map(|i| chars[*i]).collect::<String>()))
+                Ok(Value::str(
+                    idx.iter().map(|i| chars[*i]).collect::<String>(),
+                ))
             }
             Value::Range(r) => {
                 let (start, stop, step) = slice_adjust(lo, hi, st, r.len())?;
@@ -783,17 +890,34 @@ impl<'a> Interp<'a> {
                 let nstep = r.step as i128 * step as i128;
                 let _ = n;
                 let nstop = r.start as i128 + stop as i128 * r.step as i128;
-                let c = |x: i128| i64::try_from(x).map_err(|_| Exc::py("OverflowError", "Python int too large to convert to C ssize_t"));
-                Ok(Value::Range(Rc::new(RangeV { start: c(nstart)?, stop: c(nstop)?, step: c(nstep)? })))
+                let c = |x: i128| {
+                    i64::try_from(x).map_err(|_| {
+                        Exc::py(
+                            "OverflowError",
+                            "Python int too large to convert to C ssize_t",
+                        )
+                    })
+                };
+                Ok(Value::Range(Rc::new(RangeV {
+                    start: c(nstart)?,
+                    stop: c(nstop)?,
+                    step: c(nstep)?,
+                })))
             }
             Value::Dict(_) => Err(type_err("unhashable type: 'slice'")),
-            _ => Err(type_err(format!("'{}' object is not subscriptable", obj.type_name()))),
+            _ => Err(type_err(format!(
+                "'{}' object is not subscriptable",
+                obj.type_name()
+            ))),
         }
     }
 
     fn set_slice(&mut self, obj: &Value, lo: &Value, hi: &Value, st: &Value, v: Value) -> R<()> {
         let Value::List(l) = obj else {
-            return Err(type_err(format!("'{}' object does not support item assignment", obj.type_name())));
+            return Err(type_err(format!(
+                "'{}' object does not support item assignment",
+                obj.type_name()
+            )));
         };
         let items = if !self.is_iterable(&v) {
             return Err(type_err("can only assign an iterable"));
@@ -831,7 +955,14 @@ impl<'a> Interp<'a> {
     pub fn is_iterable(&self, v: &Value) -> bool {
         matches!(
             v,
-            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Set(_) | Value::Range(_) | Value::View(..) | Value::Iter(_)
+            Value::List(_)
+                | Value::Tuple(_)
+                | Value::Str(_)
+                | Value::Dict(_)
+                | Value::Set(_)
+                | Value::Range(_)
+                | Value::View(..)
+                | Value::Iter(_)
         )
     }
 
@@ -844,12 +975,21 @@ impl<'a> Interp<'a> {
             Value::List(l) => Iter::List(l.clone(), 0),
             Value::Tuple(t) => Iter::Tuple(t.clone(), 0),
             Value::Str(s) => Iter::Str(s.clone(), 0),
-            Value::Range(r) => Iter::Range { cur: r.start, left: r.len(), step: r.step },
+            Value::Range(r) => Iter::Range {
+                cur: r.start,
+                left: r.len(),
+                step: r.step,
+            },
             Value::Dict(d) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), ViewKind::Keys),
             Value::View(d, k) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), *k),
             Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
             Value::Iter(i) => Iter::Shared(i.clone()),
-            _ => return Err(type_err(format!("'{}' object is not iterable", v.type_name()))),
+            _ => {
+                return Err(type_err(format!(
+                    "'{}' object is not iterable",
+                    v.type_name()
+                )))
+            }
         })
     }
 
@@ -898,7 +1038,10 @@ impl<'a> Interp<'a> {
                 let dd = d.d.borrow();
                 if dd.len() != *size {
                     *size = usize::MAX;
-                    return Err(Exc::py("RuntimeError", "dictionary changed size during iteration"));
+                    return Err(Exc::py(
+                        "RuntimeError",
+                        "dictionary changed size during iteration",
+                    ));
                 }
                 while *pos < dd.raw_len() {
                     let p = *pos;
@@ -944,7 +1087,9 @@ impl<'a> Interp<'a> {
                         l[idx].clone()
                     }
                     Value::Tuple(t) => t.v[idx].clone(),
-                    Value::Str(s) => Value::str(s.char_at(idx).map(String::from).unwrap_or_default()),
+                    Value::Str(s) => {
+                        Value::str(s.char_at(idx).map(String::from).unwrap_or_default())
+                    }
                     Value::Range(r) => Value::Int(r.at(idx)),
                     _ => return Ok(None),
                 };
@@ -976,7 +1121,6 @@ impl<'a> Interp<'a> {
                 r
             }
             Iter::Shared(rc) => {
-                let rc = rc.clone();
                 let Ok(mut inner) = rc.try_borrow_mut() else {
                     return Err(value_err("generator already executing"));
                 };
@@ -1004,13 +1148,21 @@ impl<'a> Interp<'a> {
                     if strict {
                         if k > 0 {
                             let s = if k == 1 { " " } else { "s 1-" };
-                            return Err(value_err(format!("zip() argument {} is shorter than argument{s}{}", k + 1, k)));
+                            return Err(value_err(format!(
+                                "zip() argument {} is shorter than argument{s}{}",
+                                k + 1,
+                                k
+                            )));
                         }
                         // First exhausted: every other must be exhausted too.
                         for (j, rest) in its.iter_mut().enumerate().skip(1) {
                             if self.next(rest)?.is_some() {
                                 let s = if j == 1 { " " } else { "s 1-" };
-                                return Err(value_err(format!("zip() argument {} is longer than argument{s}{}", j + 1, j)));
+                                return Err(value_err(format!(
+                                    "zip() argument {} is longer than argument{s}{}",
+                                    j + 1,
+                                    j
+                                )));
                             }
                         }
                     }
@@ -1065,10 +1217,19 @@ impl<'a> Interp<'a> {
             return lvl;
         }
         match it {
-            Iter::Shared(r) => r.try_borrow().map_or(lvl + 1, |i| Self::iter_depth(&i, lvl + 1)),
+            Iter::Shared(r) => r
+                .try_borrow()
+                .map_or(lvl + 1, |i| Self::iter_depth(&i, lvl + 1)),
             Iter::Enumerate(b, _) => Self::iter_depth(b, lvl + 1),
-            Iter::Zip(v, _) => v.iter().map(|i| Self::iter_depth(i, lvl + 1)).max().unwrap_or(lvl),
-            Iter::Gen(g) => g.iters.first().map_or(lvl, |i| Self::iter_depth(i, lvl + 1)),
+            Iter::Zip(v, _) => v
+                .iter()
+                .map(|i| Self::iter_depth(i, lvl + 1))
+                .max()
+                .unwrap_or(lvl),
+            Iter::Gen(g) => g
+                .iters
+                .first()
+                .map_or(lvl, |i| Self::iter_depth(i, lvl + 1)),
             _ => lvl,
         }
     }
@@ -1089,14 +1250,26 @@ impl<'a> Interp<'a> {
 
     fn comprehension(&mut self, c: &Rc<Comp>) -> R<Value> {
         let first_v = self.eval(&c.gens[0].iter)?;
-        let first = self.iterate(&first_v).map_err(|e| at(e, c.gens[0].iter.pos))?;
+        let first = self
+            .iterate(&first_v)
+            .map_err(|e| at(e, c.gens[0].iter.pos))?;
         drop(first_v);
         if c.kind == CompKind::Gen {
-            let g = GenState { comp: c.clone(), iters: vec![first], saved: vec![None; c.slots.len()], done: false, running: false };
+            let g = GenState {
+                comp: c.clone(),
+                iters: vec![first],
+                saved: vec![None; c.slots.len()],
+                done: false,
+                running: false,
+            };
             return self.iter_value(Iter::Gen(Box::new(g)));
         }
         self.enter()?;
-        let saved: Vec<Option<Value>> = c.slots.iter().map(|s| self.slots[*s as usize].take()).collect();
+        let saved: Vec<Option<Value>> = c
+            .slots
+            .iter()
+            .map(|s| self.slots[*s as usize].take())
+            .collect();
         let r = match c.kind {
             CompKind::List => {
                 let mut out = Vec::new();
@@ -1141,7 +1314,13 @@ impl<'a> Interp<'a> {
         r
     }
 
-    fn comp_loop(&mut self, c: &Comp, level: usize, mut it: Iter, emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>) -> R<()> {
+    fn comp_loop(
+        &mut self,
+        c: &Comp,
+        level: usize,
+        mut it: Iter,
+        emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>,
+    ) -> R<()> {
         let g = &c.gens[level];
         'outer: while let Some(v) = self.next(&mut it).map_err(|e| at(e, g.iter.pos))? {
             tick(1)?;
@@ -1153,7 +1332,9 @@ impl<'a> Interp<'a> {
             }
             if level + 1 < c.gens.len() {
                 let nv = self.eval(&c.gens[level + 1].iter)?;
-                let nit = self.iterate(&nv).map_err(|e| at(e, c.gens[level + 1].iter.pos))?;
+                let nit = self
+                    .iterate(&nv)
+                    .map_err(|e| at(e, c.gens[level + 1].iter.pos))?;
                 self.comp_loop(c, level + 1, nit, emit)?;
             } else {
                 emit(self, c)?;
@@ -1191,7 +1372,9 @@ impl<'a> Interp<'a> {
             };
             let gen = &c.gens[lvl];
             let next = {
-                let Some(it) = g.iters.last_mut() else { return Ok(None) };
+                let Some(it) = g.iters.last_mut() else {
+                    return Ok(None);
+                };
                 self.next(it).map_err(|e| at(e, gen.iter.pos))?
             };
             let Some(v) = next else {
@@ -1207,7 +1390,9 @@ impl<'a> Interp<'a> {
             }
             if lvl + 1 < c.gens.len() {
                 let nv = self.eval(&c.gens[lvl + 1].iter)?;
-                let nit = self.iterate(&nv).map_err(|e| at(e, c.gens[lvl + 1].iter.pos))?;
+                let nit = self
+                    .iterate(&nv)
+                    .map_err(|e| at(e, c.gens[lvl + 1].iter.pos))?;
                 g.iters.push(nit);
                 continue;
             }
@@ -1223,22 +1408,38 @@ impl<'a> Interp<'a> {
     /// Whatever the function raises; TypeError when not callable.
     pub fn call_func(&mut self, f: &Value, arg: Value) -> R<Value> {
         let Value::Func(func) = f else {
-            return Err(type_err(format!("'{}' object is not callable", f.type_name())));
+            return Err(type_err(format!(
+                "'{}' object is not callable",
+                f.type_name()
+            )));
         };
         self.enter()?;
         let r = match &**func {
             Func::Lambda(i) => match self.code.lambdas.get(*i) {
                 Some(l) => {
                     let slot = l.param as usize;
-                    let old = std::mem::replace(&mut self.slots[slot], Some(arg));
+                    let old = self.slots[slot].replace(arg);
                     let r = self.eval(&l.body);
                     self.slots[slot] = old;
                     r
                 }
                 None => Err(Exc::internal("unknown lambda")),
             },
-            Func::Builtin(b) => self.call_builtin(*b, CallArgs { pos: vec![arg], kw: Vec::new() }),
-            Func::Method(recv, m) => self.call_method(recv, *m, CallArgs { pos: vec![arg], kw: Vec::new() }),
+            Func::Builtin(b) => self.call_builtin(
+                *b,
+                CallArgs {
+                    pos: smallvec::smallvec![arg],
+                    kw: Vec::new(),
+                },
+            ),
+            Func::Method(recv, m) => self.call_method(
+                recv,
+                *m,
+                CallArgs {
+                    pos: smallvec::smallvec![arg],
+                    kw: Vec::new(),
+                },
+            ),
         };
         self.leave();
         r
@@ -1249,7 +1450,10 @@ impl<'a> Interp<'a> {
         if self.tool_calls > self.limits.tool_calls {
             return Err(Exc::limit(
                 "tool_calls",
-                format!("tool call limit exceeded: the program made more than {} tool calls", self.limits.tool_calls),
+                format!(
+                    "tool call limit exceeded: the program made more than {} tool calls",
+                    self.limits.tool_calls
+                ),
             ));
         }
         let mut args = Vec::with_capacity(a.pos.len());
@@ -1262,7 +1466,11 @@ impl<'a> Interp<'a> {
         }
         match self.host.call(name, args, kwargs) {
             Ok(d) => from_data(&d, 0),
-            Err(f) => Err(Box::new(Exc { kind: ExcKind::Tool(f.type_name), msg: f.message, pos: None })),
+            Err(f) => Err(Box::new(Exc {
+                kind: ExcKind::Tool(f.type_name),
+                msg: f.message,
+                pos: None,
+            })),
         }
     }
 
@@ -1273,10 +1481,16 @@ impl<'a> Interp<'a> {
     /// TypeError for non-plain values; `depth` limit for deep/cyclic values.
     pub fn to_data(&mut self, v: &Value, lenient: bool) -> R<Data> {
         let mut seen = Vec::new();
-        self.to_data_rec(v, lenient, 0, &mut seen)
+        self.data_rec(v, lenient, 0, &mut seen)
     }
 
-    fn to_data_rec(&mut self, v: &Value, lenient: bool, depth: usize, seen: &mut Vec<usize>) -> R<Data> {
+    fn data_rec(
+        &mut self,
+        v: &Value,
+        lenient: bool,
+        depth: usize,
+        seen: &mut Vec<usize>,
+    ) -> R<Data> {
         let id = match v {
             Value::List(l) => Rc::as_ptr(l) as usize,
             Value::Dict(d) => Rc::as_ptr(d) as usize,
@@ -1285,19 +1499,31 @@ impl<'a> Interp<'a> {
         if id != 0 {
             if seen.contains(&id) {
                 if lenient {
-                    return Ok(Data::Str(if matches!(v, Value::List(_)) { "[...]".into() } else { "{...}".into() }));
+                    return Ok(Data::Str(if matches!(v, Value::List(_)) {
+                        "[...]".into()
+                    } else {
+                        "{...}".into()
+                    }));
                 }
-                return Err(value_err("a value that contains itself cannot be passed to a tool"));
+                return Err(value_err(
+                    "a value that contains itself cannot be passed to a tool",
+                ));
             }
             seen.push(id);
-            let r = self.to_data_inner(v, lenient, depth, seen);
+            let r = self.data_inner(v, lenient, depth, seen);
             seen.pop();
             return r;
         }
-        self.to_data_inner(v, lenient, depth, seen)
+        self.data_inner(v, lenient, depth, seen)
     }
 
-    fn to_data_inner(&mut self, v: &Value, lenient: bool, depth: usize, seen: &mut Vec<usize>) -> R<Data> {
+    fn data_inner(
+        &mut self,
+        v: &Value,
+        lenient: bool,
+        depth: usize,
+        seen: &mut Vec<usize>,
+    ) -> R<Data> {
         super::budget::stack_check("")?;
         if depth > MAX_DATA_DEPTH {
             return Err(Exc::limit(
@@ -1315,18 +1541,39 @@ impl<'a> Interp<'a> {
             Value::Str(s) => Data::Str(s.s.clone()),
             Value::List(l) => {
                 let items = l.v.borrow().clone();
-                Data::List(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?)
+                Data::List(
+                    items
+                        .iter()
+                        .map(|x| self.data_rec(x, lenient, depth + 1, seen))
+                        .collect::<R<_>>()?,
+                )
             }
-            Value::Tuple(t) => Data::Tuple(t.v.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?),
+            Value::Tuple(t) => Data::Tuple(
+                t.v.iter()
+                    .map(|x| self.data_rec(x, lenient, depth + 1, seen))
+                    .collect::<R<_>>()?,
+            ),
             Value::Set(s) => {
                 let items: Vec<Value> = s.d.borrow().keys().cloned().collect();
-                Data::Set(items.iter().map(|x| self.to_data_rec(x, lenient, depth + 1, seen)).collect::<R<_>>()?)
+                Data::Set(
+                    items
+                        .iter()
+                        .map(|x| self.data_rec(x, lenient, depth + 1, seen))
+                        .collect::<R<_>>()?,
+                )
             }
             Value::Dict(d) => {
-                let items: Vec<(Value, Value)> = d.d.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let items: Vec<(Value, Value)> =
+                    d.d.borrow()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
                 let mut out = Vec::with_capacity(items.len());
                 for (k, x) in items {
-                    out.push((self.to_data_rec(&k, lenient, depth + 1, seen)?, self.to_data_rec(&x, lenient, depth + 1, seen)?));
+                    out.push((
+                        self.data_rec(&k, lenient, depth + 1, seen)?,
+                        self.data_rec(&x, lenient, depth + 1, seen)?,
+                    ));
                 }
                 Data::Dict(out)
             }
@@ -1377,7 +1624,8 @@ impl<'a> Interp<'a> {
                             continue;
                         }
                     }
-                    let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x)).map_err(|x| at(x, e.pos))?;
+                    let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x))
+                        .map_err(|x| at(x, e.pos))?;
                     mem_check((s.len() + text.len()) as u64)?;
                     s.push_str(&text);
                 }
@@ -1395,7 +1643,14 @@ impl<'a> Interp<'a> {
             Value::None => Ok("None".into()),
             _ => {
                 let mut o = String::new();
-                self.repr_into(v, &mut o, &mut Vec::new(), 0, false, self.limits.memory_bytes as usize)?;
+                self.repr_into(
+                    v,
+                    &mut o,
+                    &mut Vec::new(),
+                    0,
+                    false,
+                    self.limits.memory_bytes as usize,
+                )?;
                 Ok(o)
             }
         }
@@ -1415,7 +1670,14 @@ impl<'a> Interp<'a> {
     /// RecursionError, ValueError (int digit limit), memory limit.
     pub fn repr(&self, v: &Value) -> R<String> {
         let mut o = String::new();
-        self.repr_into(v, &mut o, &mut Vec::new(), 0, false, self.limits.memory_bytes as usize)?;
+        self.repr_into(
+            v,
+            &mut o,
+            &mut Vec::new(),
+            0,
+            false,
+            self.limits.memory_bytes as usize,
+        )?;
         Ok(o)
     }
 
@@ -1423,12 +1685,26 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// As [`Interp::repr`].
-    pub fn repr_into(&self, v: &Value, out: &mut String, seen: &mut Vec<usize>, depth: usize, ascii: bool, budget: usize) -> R<()> {
+    pub fn repr_into(
+        &self,
+        v: &Value,
+        out: &mut String,
+        seen: &mut Vec<usize>,
+        depth: usize,
+        ascii: bool,
+        budget: usize,
+    ) -> R<()> {
         if out.len() > budget {
-            return Err(Exc::limit("memory", format!("memory limit exceeded: a rendered value is longer than {budget} bytes")));
+            return Err(Exc::limit(
+                "memory",
+                format!("memory limit exceeded: a rendered value is longer than {budget} bytes"),
+            ));
         }
         if depth > MAX_REC {
-            return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while getting the repr of an object"));
+            return Err(Exc::py(
+                "RecursionError",
+                "maximum recursion depth exceeded while getting the repr of an object",
+            ));
         }
         super::budget::stack_check(" while getting the repr of an object")?;
         match v {
@@ -1540,7 +1816,9 @@ impl<'a> Interp<'a> {
                     tick(1)?;
                     match kind {
                         ViewKind::Keys => self.repr_into(k, out, seen, depth + 1, ascii, budget)?,
-                        ViewKind::Values => self.repr_into(x, out, seen, depth + 1, ascii, budget)?,
+                        ViewKind::Values => {
+                            self.repr_into(x, out, seen, depth + 1, ascii, budget)?
+                        }
                         ViewKind::Items => {
                             out.push('(');
                             self.repr_into(k, out, seen, depth + 1, ascii, budget)?;
@@ -1567,11 +1845,37 @@ impl<'a> Interp<'a> {
             Value::Func(f) => match &**f {
                 Func::Lambda(_) => out.push_str("<function <lambda> at 0x7f0000000000>"),
                 Func::Builtin(b) => out.push_str(&format!("<built-in function {}>", b.name())),
-                Func::Method(r, m) => out.push_str(&format!("<built-in method {} of {} object at 0x7f0000000000>", m.name(), r.type_name())),
+                Func::Method(r, m) => out.push_str(&format!(
+                    "<built-in method {} of {} object at 0x7f0000000000>",
+                    m.name(),
+                    r.type_name()
+                )),
             },
         }
         Ok(())
     }
+}
+
+/// Single-argument builtins that need no interpreter state, without
+/// building an argument vector. `None` means "take the general path".
+fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<R<Value>> {
+    use super::compile::Builtin as B;
+    Some(Ok(match (b, v) {
+        (B::Len, Value::Str(s)) => Value::Int(s.nchars as i64),
+        (B::Len, Value::List(l)) => Value::Int(l.v.borrow().len() as i64),
+        (B::Len, Value::Tuple(t)) => Value::Int(t.v.len() as i64),
+        (B::Len, Value::Dict(d)) => Value::Int(d.d.borrow().len() as i64),
+        (B::Len, Value::Set(d)) => Value::Int(d.d.borrow().len() as i64),
+        (B::Str, Value::Str(_)) => v.clone(),
+        (B::Str, Value::Int(i)) => Value::str(i.to_string()),
+        (B::Int, Value::Int(_)) => v.clone(),
+        (B::Float, Value::Float(_)) => v.clone(),
+        (B::Float, Value::Int(i)) => Value::Float(*i as f64),
+        (B::Bool, _) => Value::Bool(v.truthy()),
+        (B::Abs, Value::Int(i)) if *i != i64::MIN => Value::Int(i.abs()),
+        (B::Abs, Value::Float(f)) => Value::Float(f.abs()),
+        _ => return None,
+    }))
 }
 
 /// `str(int)` for big ints, with CPython 3.11's 4300-digit limit.
@@ -1600,17 +1904,33 @@ pub fn big_to_str(b: &BigInt) -> R<String> {
 pub fn from_data(d: &Data, depth: usize) -> R<Value> {
     super::budget::stack_check("")?;
     if depth > MAX_DATA_DEPTH {
-        return Err(Exc::limit("depth", format!("depth limit exceeded: a tool result nests deeper than {MAX_DATA_DEPTH} levels")));
+        return Err(Exc::limit(
+            "depth",
+            format!(
+                "depth limit exceeded: a tool result nests deeper than {MAX_DATA_DEPTH} levels"
+            ),
+        ));
     }
     Ok(match d {
         Data::None => Value::None,
         Data::Bool(b) => Value::Bool(*b),
         Data::Int(i) => Value::Int(*i),
-        Data::BigInt(s) => Value::from_big(s.parse::<BigInt>().map_err(|_| Exc::internal("malformed big integer from a tool"))?),
+        Data::BigInt(s) => Value::from_big(
+            s.parse::<BigInt>()
+                .map_err(|_| Exc::internal("malformed big integer from a tool"))?,
+        ),
         Data::Float(f) => Value::Float(*f),
         Data::Str(s) => Value::str(s.as_str()),
-        Data::List(v) => Value::list(v.iter().map(|x| from_data(x, depth + 1)).collect::<R<_>>()?),
-        Data::Tuple(v) => Value::tuple(v.iter().map(|x| from_data(x, depth + 1)).collect::<R<_>>()?),
+        Data::List(v) => Value::list(
+            v.iter()
+                .map(|x| from_data(x, depth + 1))
+                .collect::<R<_>>()?,
+        ),
+        Data::Tuple(v) => Value::tuple(
+            v.iter()
+                .map(|x| from_data(x, depth + 1))
+                .collect::<R<_>>()?,
+        ),
         Data::Set(v) => {
             let mut dd = Dict::new();
             for x in v {
@@ -1636,10 +1956,22 @@ pub fn seq_index(idx: &Value, n: usize, what: &str) -> R<usize> {
     let i = match idx {
         Value::Int(i) => *i,
         Value::Bool(b) => *b as i64,
-        Value::Big(_) => return Err(Exc::py("IndexError", "cannot fit 'int' into an index-sized integer")),
+        Value::Big(_) => {
+            return Err(Exc::py(
+                "IndexError",
+                "cannot fit 'int' into an index-sized integer",
+            ))
+        }
         _ => {
-            let w = if what == "range object" { "range" } else { what };
-            return Err(type_err(format!("{w} indices must be integers or slices, not {}", idx.type_name())));
+            let w = if what == "range object" {
+                "range"
+            } else {
+                what
+            };
+            return Err(type_err(format!(
+                "{w} indices must be integers or slices, not {}",
+                idx.type_name()
+            )));
         }
     };
     let r = if i < 0 { i + n as i64 } else { i };
@@ -1660,8 +1992,16 @@ fn slice_arg(v: &Value) -> R<Option<i64>> {
         Value::None => None,
         Value::Int(i) => Some(*i),
         Value::Bool(b) => Some(*b as i64),
-        Value::Big(b) => Some(if b.is_negative() { i64::MIN / 2 } else { i64::MAX / 2 }),
-        _ => return Err(type_err("slice indices must be integers or None or have an __index__ method")),
+        Value::Big(b) => Some(if b.is_negative() {
+            i64::MIN / 2
+        } else {
+            i64::MAX / 2
+        }),
+        _ => {
+            return Err(type_err(
+                "slice indices must be integers or None or have an __index__ method",
+            ))
+        }
     })
 }
 
@@ -1716,7 +2056,9 @@ fn slice_len(start: i64, stop: i64, step: i64) -> usize {
 pub fn slice_indices(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<Vec<usize>> {
     let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
     let len = slice_len(start, stop, step);
-    Ok((0..len).map(|k| (start + k as i64 * step) as usize).collect())
+    Ok((0..len)
+        .map(|k| (start + k as i64 * step) as usize)
+        .collect())
 }
 
 /// Shortcut used by builtins: an i64 out of an int-like value.

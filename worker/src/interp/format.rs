@@ -81,7 +81,11 @@ pub fn is_printable(c: char) -> bool {
 
 /// CPython's `repr(str)` (or `ascii(str)` when `ascii` is set).
 pub fn str_repr_into(s: &str, out: &mut String, ascii: bool) {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -212,7 +216,9 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
     }
     if let Some(t) = it.next() {
         if it.next().is_some() {
-            return Err(value_err(format!("Invalid format specifier '{spec}' for object of type '{tyname}'")));
+            return Err(value_err(format!(
+                "Invalid format specifier '{spec}' for object of type '{tyname}'"
+            )));
         }
         sp.ty = Some(t);
     }
@@ -226,12 +232,19 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
 }
 
 fn unknown(c: char, tyname: &str) -> Box<Exc> {
-    value_err(format!("Unknown format code '{c}' for object of type '{tyname}'"))
+    value_err(format!(
+        "Unknown format code '{c}' for object of type '{tyname}'"
+    ))
 }
 
 fn pad(body: &str, sign_prefix: &str, sp: &Spec, default_align: char) -> String {
-    let len = if body.is_ascii() { body.len() } else { body.chars().count() } + sign_prefix.chars().count();
-    let mut out = String::with_capacity(body.len() + sign_prefix.len() + sp.width.saturating_sub(len) * 4);
+    let len = if body.is_ascii() {
+        body.len()
+    } else {
+        body.chars().count()
+    } + sign_prefix.chars().count();
+    let mut out =
+        String::with_capacity(body.len() + sign_prefix.len() + sp.width.saturating_sub(len) * 4);
     if len >= sp.width {
         out.push_str(sign_prefix);
         out.push_str(body);
@@ -287,7 +300,7 @@ fn group(digits: &str, sep: char, every: usize, min_len: usize) -> String {
     let n = ds.len();
     let mut out = String::with_capacity(n + n / every);
     for (i, c) in ds.iter().enumerate() {
-        if i > 0 && (n - i) % every == 0 {
+        if i > 0 && (n - i).is_multiple_of(every) {
             out.push(sep);
         }
         out.push(*c);
@@ -313,13 +326,21 @@ fn sign_str(neg: bool, sp: &Spec) -> &'static str {
 }
 
 /// Assemble a number: sign, prefix, digits (grouped) and the rest, padded.
-fn finish_number(neg: bool, prefix: &str, intpart: &str, rest: &str, sp: &Spec, every: usize) -> String {
+fn finish_number(
+    neg: bool,
+    prefix: &str,
+    intpart: &str,
+    rest: &str,
+    sp: &Spec,
+    every: usize,
+) -> String {
     let sign = sign_str(neg, sp);
     let zero_group = sp.grouping.is_some() && sp.align == Some('=') && sp.fill == Some('0');
     let int_text = match sp.grouping {
         Some(g) => {
             let min = if zero_group {
-                sp.width.saturating_sub(sign.len() + prefix.len() + rest.chars().count())
+                sp.width
+                    .saturating_sub(sign.len() + prefix.len() + rest.chars().count())
             } else {
                 0
             };
@@ -328,7 +349,8 @@ fn finish_number(neg: bool, prefix: &str, intpart: &str, rest: &str, sp: &Spec, 
         None => intpart.to_string(),
     };
     if sp.width == 0 {
-        let mut out = String::with_capacity(sign.len() + prefix.len() + int_text.len() + rest.len());
+        let mut out =
+            String::with_capacity(sign.len() + prefix.len() + int_text.len() + rest.len());
         out.push_str(sign);
         out.push_str(prefix);
         out.push_str(&int_text);
@@ -367,7 +389,9 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         c => return Err(unknown(c, tyname)),
     }
     if sp.precision.is_some() {
-        return Err(value_err("Precision not allowed in integer format specifier"));
+        return Err(value_err(
+            "Precision not allowed in integer format specifier",
+        ));
     }
     if let Some(g) = sp.grouping {
         let ok = match ty {
@@ -381,10 +405,14 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
     }
     if ty == 'c' {
         if sp.sign.is_some() {
-            return Err(value_err("Sign not allowed with integer format specifier 'c'"));
+            return Err(value_err(
+                "Sign not allowed with integer format specifier 'c'",
+            ));
         }
         if sp.alt {
-            return Err(value_err("Alternate form (#) not allowed with integer format specifier 'c'"));
+            return Err(value_err(
+                "Alternate form (#) not allowed with integer format specifier 'c'",
+            ));
         }
         let code = match v {
             IntRef::Small(i) => u32::try_from(i).ok(),
@@ -546,12 +574,23 @@ fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
         }
         Some(t) => float_body(a, t, sp.precision, sp.alt),
     };
-    if sp.z && neg && body.chars().all(|c| matches!(c, '0' | '.' | 'e' | 'E' | '+' | '-' | '%')) {
+    if sp.z
+        && neg
+        && body
+            .chars()
+            .all(|c| matches!(c, '0' | '.' | 'e' | 'E' | '+' | '-' | '%'))
+    {
         neg = false;
     }
-    let body = if ty == Some('%') { format!("{body}%") } else { body };
+    let body = if ty == Some('%') {
+        format!("{body}%")
+    } else {
+        body
+    };
     // Split the integer digits from the rest for grouping.
-    let split = body.find(|c: char| !c.is_ascii_digit()).unwrap_or(body.len());
+    let split = body
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(body.len());
     let (intpart, rest) = body.split_at(split);
     if intpart.is_empty() {
         // inf / nan
@@ -587,7 +626,9 @@ pub fn format_str(s: &str, spec: &str) -> R<String> {
         return Err(value_err("Sign not allowed in string format specifier"));
     }
     if sp.alt {
-        return Err(value_err("Alternate form (#) not allowed in string format specifier"));
+        return Err(value_err(
+            "Alternate form (#) not allowed in string format specifier",
+        ));
     }
     if let Some(g) = sp.grouping {
         return Err(value_err(format!("Cannot specify '{g}' with 's'.")));
@@ -595,10 +636,15 @@ pub fn format_str(s: &str, spec: &str) -> R<String> {
     if sp.align == Some('=') {
         if sp.zero && spec.find('=').is_none() {
             // A bare '0' flag on a string pads on the right with zeros.
-            let sp2 = Spec { align: Some('<'), ..sp.clone() };
+            let sp2 = Spec {
+                align: Some('<'),
+                ..sp.clone()
+            };
             return Ok(pad(truncate(s, sp.precision), "", &sp2, '<'));
         }
-        return Err(value_err("'=' alignment not allowed in string format specifier"));
+        return Err(value_err(
+            "'=' alignment not allowed in string format specifier",
+        ));
     }
     Ok(pad(truncate(s, sp.precision), "", &sp, '<'))
 }
@@ -648,7 +694,10 @@ pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>)
             if spec.is_empty() {
                 str_of(v)
             } else {
-                Err(type_err(format!("unsupported format string passed to {}.__format__", v.type_name())))
+                Err(type_err(format!(
+                    "unsupported format string passed to {}.__format__",
+                    v.type_name()
+                )))
             }
         }
     }
@@ -697,7 +746,10 @@ mod tests {
         assert_eq!(fi(-255, "#x"), "-0xff");
         assert_eq!(fi(12, "08_b"), "000_1100");
         assert_eq!(fi(1234567, "_d"), "1_234_567");
-        assert_eq!(fi(1, ".2d"), "Precision not allowed in integer format specifier");
+        assert_eq!(
+            fi(1, ".2d"),
+            "Precision not allowed in integer format specifier"
+        );
         assert_eq!(fi(3, "^7.2%"), "300.00%");
         assert_eq!(ff(12345.678, "015,.2f"), "0,000,012,345.68");
         assert_eq!(ff(1e5, ".3"), "1e+05");
@@ -713,7 +765,10 @@ mod tests {
         assert_eq!(ff(0.0, "g"), "0");
         assert_eq!(ff(100.0, "g"), "100");
         assert_eq!(ff(1.0, "e"), "1.000000e+00");
-        assert_eq!(ff(1.5, ",d"), "Unknown format code 'd' for object of type 'float'");
+        assert_eq!(
+            ff(1.5, ",d"),
+            "Unknown format code 'd' for object of type 'float'"
+        );
         assert_eq!(format_str("abc", "^7").unwrap_or_default(), "  abc  ");
         assert_eq!(format_str("ab", "05").unwrap_or_default(), "ab000");
         assert_eq!(format_str("abc", ".2").unwrap_or_default(), "ab");

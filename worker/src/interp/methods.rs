@@ -53,21 +53,84 @@ methods! {
 
 /// Methods of `str`.
 pub const STR_METHODS: &[&str] = &[
-    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "index", "isalnum", "isalpha",
-    "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace", "istitle", "isupper", "join",
-    "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
-    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill",
+    "capitalize",
+    "casefold",
+    "center",
+    "count",
+    "endswith",
+    "expandtabs",
+    "find",
+    "index",
+    "isalnum",
+    "isalpha",
+    "isascii",
+    "isdecimal",
+    "isdigit",
+    "isidentifier",
+    "islower",
+    "isnumeric",
+    "isspace",
+    "istitle",
+    "isupper",
+    "join",
+    "ljust",
+    "lower",
+    "lstrip",
+    "partition",
+    "removeprefix",
+    "removesuffix",
+    "replace",
+    "rfind",
+    "rindex",
+    "rjust",
+    "rpartition",
+    "rsplit",
+    "rstrip",
+    "split",
+    "splitlines",
+    "startswith",
+    "strip",
+    "swapcase",
+    "title",
+    "upper",
+    "zfill",
 ];
 /// Methods of `list`.
-pub const LIST_METHODS: &[&str] =
-    &["append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse", "sort"];
+pub const LIST_METHODS: &[&str] = &[
+    "append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse",
+    "sort",
+];
 /// Methods of `dict`.
-pub const DICT_METHODS: &[&str] =
-    &["clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault", "update", "values"];
+pub const DICT_METHODS: &[&str] = &[
+    "clear",
+    "copy",
+    "get",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+];
 /// Methods of `set`.
 pub const SET_METHODS: &[&str] = &[
-    "add", "clear", "copy", "difference", "difference_update", "discard", "intersection", "intersection_update",
-    "isdisjoint", "issubset", "issuperset", "pop", "remove", "symmetric_difference", "union", "update",
+    "add",
+    "clear",
+    "copy",
+    "difference",
+    "difference_update",
+    "discard",
+    "intersection",
+    "intersection_update",
+    "isdisjoint",
+    "issubset",
+    "issuperset",
+    "pop",
+    "remove",
+    "symmetric_difference",
+    "union",
+    "update",
 ];
 /// Methods of `tuple`.
 pub const TUPLE_METHODS: &[&str] = &["count", "index"];
@@ -82,18 +145,73 @@ pub fn has_method(v: &Value, m: M) -> bool {
     match v {
         Value::Str(_) => matches!(
             m,
-            Capitalize | Casefold | Center | Count | Endswith | Expandtabs | Find | Index | Isalnum | Isalpha | Isascii
-                | Isdecimal | Isdigit | Isidentifier | Islower | Isnumeric | Isspace | Istitle | Isupper | Join | Ljust
-                | Lower | Lstrip | Partition | Removeprefix | Removesuffix | Replace | Rfind | Rindex | Rjust
-                | Rpartition | Rsplit | Rstrip | Split | Splitlines | Startswith | Strip | Swapcase | Title | Upper
+            Capitalize
+                | Casefold
+                | Center
+                | Count
+                | Endswith
+                | Expandtabs
+                | Find
+                | Index
+                | Isalnum
+                | Isalpha
+                | Isascii
+                | Isdecimal
+                | Isdigit
+                | Isidentifier
+                | Islower
+                | Isnumeric
+                | Isspace
+                | Istitle
+                | Isupper
+                | Join
+                | Ljust
+                | Lower
+                | Lstrip
+                | Partition
+                | Removeprefix
+                | Removesuffix
+                | Replace
+                | Rfind
+                | Rindex
+                | Rjust
+                | Rpartition
+                | Rsplit
+                | Rstrip
+                | Split
+                | Splitlines
+                | Startswith
+                | Strip
+                | Swapcase
+                | Title
+                | Upper
                 | Zfill
         ),
-        Value::List(_) => matches!(m, Append | Clear | Copy | Count | Extend | Index | Insert | Pop | Remove | Reverse | Sort),
-        Value::Dict(_) => matches!(m, Clear | Copy | Get | Items | Keys | Pop | Popitem | Setdefault | Update | Values),
+        Value::List(_) => matches!(
+            m,
+            Append | Clear | Copy | Count | Extend | Index | Insert | Pop | Remove | Reverse | Sort
+        ),
+        Value::Dict(_) => matches!(
+            m,
+            Clear | Copy | Get | Items | Keys | Pop | Popitem | Setdefault | Update | Values
+        ),
         Value::Set(_) => matches!(
             m,
-            Add | Clear | Copy | Difference | DifferenceUpdate | Discard | Intersection | IntersectionUpdate | Isdisjoint
-                | Issubset | Issuperset | Pop | Remove | SymmetricDifference | Union | Update
+            Add | Clear
+                | Copy
+                | Difference
+                | DifferenceUpdate
+                | Discard
+                | Intersection
+                | IntersectionUpdate
+                | Isdisjoint
+                | Issubset
+                | Issuperset
+                | Pop
+                | Remove
+                | SymmetricDifference
+                | Union
+                | Update
         ),
         Value::Tuple(_) => matches!(m, Count | Index),
         Value::Int(_) | Value::Big(_) | Value::Bool(_) => m == BitLength,
@@ -105,7 +223,10 @@ pub fn has_method(v: &Value, m: M) -> bool {
 fn no_args(a: &CallArgs, qual: &str) -> R<()> {
     a.no_kw(qual)?;
     if !a.pos.is_empty() {
-        return Err(type_err(format!("{qual}() takes no arguments ({} given)", a.pos.len())));
+        return Err(type_err(format!(
+            "{qual}() takes no arguments ({} given)",
+            a.pos.len()
+        )));
     }
     Ok(())
 }
@@ -113,7 +234,10 @@ fn no_args(a: &CallArgs, qual: &str) -> R<()> {
 fn one_arg(a: &mut CallArgs, qual: &str) -> R<Value> {
     a.no_kw(qual)?;
     if a.pos.len() != 1 {
-        return Err(type_err(format!("{qual}() takes exactly one argument ({} given)", a.pos.len())));
+        return Err(type_err(format!(
+            "{qual}() takes exactly one argument ({} given)",
+            a.pos.len()
+        )));
     }
     Ok(a.pos.remove(0))
 }
@@ -123,18 +247,32 @@ fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
     let n = a.pos.len();
     if n < min {
         if min == max {
-            return Err(type_err(format!("{name} expected {min} argument{}, got {n}", if min == 1 { "" } else { "s" })));
+            return Err(type_err(format!(
+                "{name} expected {min} argument{}, got {n}",
+                if min == 1 { "" } else { "s" }
+            )));
         }
-        return Err(type_err(format!("{name} expected at least {min} argument{}, got {n}", if min == 1 { "" } else { "s" })));
+        return Err(type_err(format!(
+            "{name} expected at least {min} argument{}, got {n}",
+            if min == 1 { "" } else { "s" }
+        )));
     }
     if n > max {
-        return Err(type_err(format!("{name} expected at most {max} argument{}, got {n}", if max == 1 { "" } else { "s" })));
+        return Err(type_err(format!(
+            "{name} expected at most {max} argument{}, got {n}",
+            if max == 1 { "" } else { "s" }
+        )));
     }
     Ok(())
 }
 
 fn as_index(v: &Value) -> R<i64> {
-    as_i64(v).ok_or_else(|| type_err(format!("'{}' object cannot be interpreted as an integer", v.type_name())))
+    as_i64(v).ok_or_else(|| {
+        type_err(format!(
+            "'{}' object cannot be interpreted as an integer",
+            v.type_name()
+        ))
+    })
 }
 
 fn str_arg<'v>(v: &'v Value, msg: &str) -> R<&'v str> {
@@ -150,7 +288,18 @@ pub fn py_isspace(c: char) -> bool {
 }
 
 fn is_linebreak(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\x0b'
+            | '\x0c'
+            | '\x1c'
+            | '\x1d'
+            | '\x1e'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 fn is_cased(c: char) -> bool {
@@ -307,7 +456,11 @@ fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(u
     let (a, b, _) = slice_adjust(start, end, &Value::None, s.nchars)?;
     // find() with start > len returns -1 even for an empty needle.
     if let Some(st) = as_i64(start) {
-        let st = if st < 0 { (st + s.nchars as i64).max(0) } else { st };
+        let st = if st < 0 {
+            (st + s.nchars as i64).max(0)
+        } else {
+            st
+        };
         if st > s.nchars as i64 {
             return Ok(None);
         }
@@ -331,11 +484,18 @@ fn fill_char(a: &CallArgs, i: usize) -> R<char> {
         None => Ok(' '),
         Some(Value::Str(s)) => {
             if s.nchars != 1 {
-                return Err(type_err("The fill character must be exactly one character long"));
+                return Err(type_err(
+                    "The fill character must be exactly one character long",
+                ));
             }
-            s.s.chars().next().ok_or_else(|| type_err("The fill character must be exactly one character long"))
+            s.s.chars()
+                .next()
+                .ok_or_else(|| type_err("The fill character must be exactly one character long"))
         }
-        Some(v) => Err(type_err(format!("The fill character must be a unicode character, not {}", v.type_name()))),
+        Some(v) => Err(type_err(format!(
+            "The fill character must be a unicode character, not {}",
+            v.type_name()
+        ))),
     }
 }
 
@@ -352,7 +512,14 @@ impl<'a> Interp<'a> {
     /// whatever the method raises.
     pub fn call_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
         if !has_method(recv, m) {
-            return Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{}'", recv.type_name(), m.name())));
+            return Err(Exc::py(
+                "AttributeError",
+                format!(
+                    "'{}' object has no attribute '{}'",
+                    recv.type_name(),
+                    m.name()
+                ),
+            ));
         }
         match recv {
             Value::Str(_) => self.str_method(recv, m, a),
@@ -376,7 +543,12 @@ impl<'a> Interp<'a> {
                     _ => {
                         range_args(&a, "index", 1, 3)?;
                         let x = &a.pos[0];
-                        let (s, e, _) = slice_adjust(a.pos.get(1).unwrap_or(&Value::None), a.pos.get(2).unwrap_or(&Value::None), &Value::None, t.v.len())?;
+                        let (s, e, _) = slice_adjust(
+                            a.pos.get(1).unwrap_or(&Value::None),
+                            a.pos.get(2).unwrap_or(&Value::None),
+                            &Value::None,
+                            t.v.len(),
+                        )?;
                         let mut i = s.max(0);
                         while i < e {
                             tick(1)?;
@@ -403,12 +575,21 @@ impl<'a> Interp<'a> {
                 no_args(&a, "float.is_integer")?;
                 Ok(Value::Bool(f.is_finite() && f.fract() == 0.0))
             }
-            _ => Err(Exc::py("AttributeError", format!("'{}' object has no attribute '{}'", recv.type_name(), m.name()))),
+            _ => Err(Exc::py(
+                "AttributeError",
+                format!(
+                    "'{}' object has no attribute '{}'",
+                    recv.type_name(),
+                    m.name()
+                ),
+            )),
         }
     }
 
     fn str_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
-        let Value::Str(ps) = recv else { return Err(Exc::internal("str method on non-str")) };
+        let Value::Str(ps) = recv else {
+            return Err(Exc::internal("str method on non-str"));
+        };
         let s: &str = &ps.s;
         tick(1 + s.len() as u64 / 64)?;
         let qual = |n: &str| format!("str.{n}");
@@ -455,11 +636,25 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::str(r))
             }
-            M::Isalnum | M::Isalpha | M::Isascii | M::Isdecimal | M::Isdigit | M::Isidentifier | M::Islower | M::Isnumeric | M::Isspace | M::Istitle | M::Isupper => {
+            M::Isalnum
+            | M::Isalpha
+            | M::Isascii
+            | M::Isdecimal
+            | M::Isdigit
+            | M::Isidentifier
+            | M::Islower
+            | M::Isnumeric
+            | M::Isspace
+            | M::Istitle
+            | M::Isupper => {
                 no_args(&a, &qual(m.name()))?;
                 let ne = !s.is_empty();
                 let b = match m {
-                    M::Isalnum => ne && s.chars().all(|c| uc::has(c, uc::ALPHA | uc::DECIMAL | uc::DIGIT | uc::NUMERIC)),
+                    M::Isalnum => {
+                        ne && s
+                            .chars()
+                            .all(|c| uc::has(c, uc::ALPHA | uc::DECIMAL | uc::DIGIT | uc::NUMERIC))
+                    }
                     M::Isalpha => ne && s.chars().all(|c| uc::has(c, uc::ALPHA)),
                     M::Isascii => s.is_ascii(),
                     M::Isdecimal => ne && s.chars().all(|c| uc::has(c, uc::DECIMAL)),
@@ -472,7 +667,9 @@ impl<'a> Interp<'a> {
                     _ => {
                         let mut cs = s.chars();
                         match cs.next() {
-                            Some(f) => uc::has(f, uc::XID_START) && cs.all(|c| uc::has(c, uc::XID_CONT)),
+                            Some(f) => {
+                                uc::has(f, uc::XID_START) && cs.all(|c| uc::has(c, uc::XID_CONT))
+                            }
                             None => false,
                         }
                     }
@@ -484,7 +681,9 @@ impl<'a> Interp<'a> {
                 let chars = match a.pos.first() {
                     None | Some(Value::None) => None,
                     Some(Value::Str(c)) => Some(c.s.as_str()),
-                    Some(_) => return Err(type_err(format!("{} arg must be None or str", m.name()))),
+                    Some(_) => {
+                        return Err(type_err(format!("{} arg must be None or str", m.name())))
+                    }
                 };
                 let r = strip_chars(s, chars, m != M::Rstrip, m != M::Lstrip);
                 if r.len() == s.len() {
@@ -497,7 +696,11 @@ impl<'a> Interp<'a> {
                 let maxsplit = a.take_kw("maxsplit");
                 a.no_more_kw(m.name())?;
                 if a.pos.len() > 2 {
-                    return Err(type_err(format!("{}() takes at most 2 arguments ({} given)", m.name(), a.pos.len())));
+                    return Err(type_err(format!(
+                        "{}() takes at most 2 arguments ({} given)",
+                        m.name(),
+                        a.pos.len()
+                    )));
                 }
                 let mut it = a.pos.into_iter();
                 let sep = it.next().or(sep).unwrap_or(Value::None);
@@ -520,14 +723,24 @@ impl<'a> Interp<'a> {
                         if maxsplit < 0 {
                             s.split(sep.s.as_str()).map(String::from).collect()
                         } else if m == M::Split {
-                            s.splitn(maxsplit as usize + 1, sep.s.as_str()).map(String::from).collect()
+                            s.splitn(maxsplit as usize + 1, sep.s.as_str())
+                                .map(String::from)
+                                .collect()
                         } else {
-                            let mut v: Vec<String> = s.rsplitn(maxsplit as usize + 1, sep.s.as_str()).map(String::from).collect();
+                            let mut v: Vec<String> = s
+                                .rsplitn(maxsplit as usize + 1, sep.s.as_str())
+                                .map(String::from)
+                                .collect();
                             v.reverse();
                             v
                         }
                     }
-                    other => return Err(type_err(format!("must be str or None, not {}", other.type_name()))),
+                    other => {
+                        return Err(type_err(format!(
+                            "must be str or None, not {}",
+                            other.type_name()
+                        )))
+                    }
                 };
                 new_strs(parts)
             }
@@ -535,7 +748,10 @@ impl<'a> Interp<'a> {
                 let ke = a.take_kw("keepends");
                 a.no_more_kw("splitlines")?;
                 if a.pos.len() > 1 {
-                    return Err(type_err(format!("splitlines() takes at most 1 argument ({} given)", a.pos.len())));
+                    return Err(type_err(format!(
+                        "splitlines() takes at most 1 argument ({} given)",
+                        a.pos.len()
+                    )));
                 }
                 let keep = a.pos.first().cloned().or(ke).is_some_and(|v| v.truthy());
                 let mut out = Vec::new();
@@ -568,7 +784,12 @@ impl<'a> Interp<'a> {
                 for (i, x) in items.iter().enumerate() {
                     match x {
                         Value::Str(p) => total += p.s.len() + s.len(),
-                        _ => return Err(type_err(format!("sequence item {i}: expected str instance, {} found", x.type_name()))),
+                        _ => {
+                            return Err(type_err(format!(
+                                "sequence item {i}: expected str instance, {} found",
+                                x.type_name()
+                            )))
+                        }
                     }
                 }
                 mem_check(total as u64)?;
@@ -592,8 +813,16 @@ impl<'a> Interp<'a> {
                     Some(v) => as_index(v)?,
                     None => -1,
                 };
-                let occurrences = if old.is_empty() { ps.nchars + 1 } else { s.matches(old).count() };
-                let n = if count < 0 { occurrences } else { occurrences.min(count as usize) };
+                let occurrences = if old.is_empty() {
+                    ps.nchars + 1
+                } else {
+                    s.matches(old).count()
+                };
+                let n = if count < 0 {
+                    occurrences
+                } else {
+                    occurrences.min(count as usize)
+                };
                 let est = s.len() as u64 + (n as u64).saturating_mul(new.len() as u64);
                 mem_check(est)?;
                 tick(est / 256)?;
@@ -625,7 +854,12 @@ impl<'a> Interp<'a> {
                 range_args(&a, m.name(), 1, 3)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
                 let none = Value::None;
-                let Some((b0, b1)) = sub_range(ps, a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none))? else {
+                let Some((b0, b1)) = sub_range(
+                    ps,
+                    a.pos.get(1).unwrap_or(&none),
+                    a.pos.get(2).unwrap_or(&none),
+                )?
+                else {
                     return match m {
                         M::Count => Ok(Value::Int(0)),
                         M::Index | M::Rindex => Err(value_err("substring not found")),
@@ -634,10 +868,18 @@ impl<'a> Interp<'a> {
                 };
                 let hay = &s[b0..b1];
                 if m == M::Count {
-                    let n = if sub.is_empty() { char_index(hay, hay.len()) + 1 } else { hay.matches(sub).count() as i64 };
+                    let n = if sub.is_empty() {
+                        char_index(hay, hay.len()) + 1
+                    } else {
+                        hay.matches(sub).count() as i64
+                    };
                     return Ok(Value::Int(n));
                 }
-                let found = if m == M::Find || m == M::Index { hay.find(sub) } else { hay.rfind(sub) };
+                let found = if m == M::Find || m == M::Index {
+                    hay.find(sub)
+                } else {
+                    hay.rfind(sub)
+                };
                 match found {
                     Some(i) => Ok(Value::Int(char_index(s, b0 + i))),
                     None => {
@@ -652,11 +894,22 @@ impl<'a> Interp<'a> {
             M::Startswith | M::Endswith => {
                 range_args(&a, m.name(), 1, 3)?;
                 let none = Value::None;
-                let Some((b0, b1)) = sub_range(ps, a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none))? else {
+                let Some((b0, b1)) = sub_range(
+                    ps,
+                    a.pos.get(1).unwrap_or(&none),
+                    a.pos.get(2).unwrap_or(&none),
+                )?
+                else {
                     return Ok(Value::Bool(false));
                 };
                 let hay = &s[b0..b1];
-                let test = |p: &str| if m == M::Startswith { hay.starts_with(p) } else { hay.ends_with(p) };
+                let test = |p: &str| {
+                    if m == M::Startswith {
+                        hay.starts_with(p)
+                    } else {
+                        hay.ends_with(p)
+                    }
+                };
                 match &a.pos[0] {
                     Value::Str(p) => Ok(Value::Bool(test(&p.s))),
                     Value::Tuple(t) => {
@@ -667,12 +920,22 @@ impl<'a> Interp<'a> {
                                         return Ok(Value::Bool(true));
                                     }
                                 }
-                                _ => return Err(type_err(format!("tuple for {} must only contain str, not {}", m.name(), x.type_name()))),
+                                _ => {
+                                    return Err(type_err(format!(
+                                        "tuple for {} must only contain str, not {}",
+                                        m.name(),
+                                        x.type_name()
+                                    )))
+                                }
                             }
                         }
                         Ok(Value::Bool(false))
                     }
-                    other => Err(type_err(format!("{} first arg must be str or a tuple of str, not {}", m.name(), other.type_name()))),
+                    other => Err(type_err(format!(
+                        "{} first arg must be str or a tuple of str, not {}",
+                        m.name(),
+                        other.type_name()
+                    ))),
                 }
             }
             M::Center | M::Ljust | M::Rjust => {
@@ -695,9 +958,9 @@ impl<'a> Interp<'a> {
                     }
                 };
                 let mut out = String::new();
-                out.extend(std::iter::repeat(fill).take(l));
+                out.extend(std::iter::repeat_n(fill, l));
                 out.push_str(s);
-                out.extend(std::iter::repeat(fill).take(r));
+                out.extend(std::iter::repeat_n(fill, r));
                 Ok(Value::str(out))
             }
             M::Zfill => {
@@ -730,7 +993,7 @@ impl<'a> Interp<'a> {
                             if tabsize > 0 {
                                 let n = tabsize - (col % tabsize);
                                 mem_check((out.len() as u64).saturating_add(n as u64))?;
-                                out.extend(std::iter::repeat(' ').take(n as usize));
+                                out.extend(std::iter::repeat_n(' ', n as usize));
                                 col += n;
                             }
                         }
@@ -752,9 +1015,17 @@ impl<'a> Interp<'a> {
                 if sep.is_empty() {
                     return Err(value_err("empty separator"));
                 }
-                let found = if m == M::Partition { s.find(&sep) } else { s.rfind(&sep) };
+                let found = if m == M::Partition {
+                    s.find(&sep)
+                } else {
+                    s.rfind(&sep)
+                };
                 let (x, y, z) = match found {
-                    Some(i) => (s[..i].to_string(), sep.clone(), s[i + sep.len()..].to_string()),
+                    Some(i) => (
+                        s[..i].to_string(),
+                        sep.clone(),
+                        s[i + sep.len()..].to_string(),
+                    ),
                     None => {
                         if m == M::Partition {
                             (s.to_string(), String::new(), String::new())
@@ -763,23 +1034,36 @@ impl<'a> Interp<'a> {
                         }
                     }
                 };
-                Ok(Value::tuple(vec![Value::str(x), Value::str(y), Value::str(z)]))
+                Ok(Value::tuple(vec![
+                    Value::str(x),
+                    Value::str(y),
+                    Value::str(z),
+                ]))
             }
             M::Removeprefix | M::Removesuffix => {
                 let p = one_arg(&mut a, &qual(m.name()))?;
                 let p = str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
-                let r = if m == M::Removeprefix { s.strip_prefix(p) } else { s.strip_suffix(p) };
+                let r = if m == M::Removeprefix {
+                    s.strip_prefix(p)
+                } else {
+                    s.strip_suffix(p)
+                };
                 match r {
                     Some(r) if !p.is_empty() => Ok(Value::str(r)),
                     _ => Ok(recv.clone()),
                 }
             }
-            _ => Err(Exc::py("AttributeError", format!("'str' object has no attribute '{}'", m.name()))),
+            _ => Err(Exc::py(
+                "AttributeError",
+                format!("'str' object has no attribute '{}'", m.name()),
+            )),
         }
     }
 
     fn list_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
-        let Value::List(l) = recv else { return Err(Exc::internal("list method on non-list")) };
+        let Value::List(l) = recv else {
+            return Err(Exc::internal("list method on non-list"));
+        };
         match m {
             M::Append => {
                 let x = one_arg(&mut a, "list.append")?;
@@ -827,10 +1111,17 @@ impl<'a> Interp<'a> {
                 let none = Value::None;
                 for v in a.pos.iter().skip(1) {
                     if as_i64(v).is_none() && !matches!(v, Value::None) {
-                        return Err(type_err("slice indices must be integers or have an __index__ method"));
+                        return Err(type_err(
+                            "slice indices must be integers or have an __index__ method",
+                        ));
                     }
                 }
-                let (s, e, _) = slice_adjust(a.pos.get(1).unwrap_or(&none), a.pos.get(2).unwrap_or(&none), &none, items.len())?;
+                let (s, e, _) = slice_adjust(
+                    a.pos.get(1).unwrap_or(&none),
+                    a.pos.get(2).unwrap_or(&none),
+                    &none,
+                    items.len(),
+                )?;
                 let mut i = s.max(0);
                 while i < e {
                     tick(1)?;
@@ -918,7 +1209,10 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            _ => Err(Exc::py("AttributeError", format!("'list' object has no attribute '{}'", m.name()))),
+            _ => Err(Exc::py(
+                "AttributeError",
+                format!("'list' object has no attribute '{}'", m.name()),
+            )),
         }
     }
 
@@ -928,7 +1222,12 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// The comparison or key error, with the items.
-    pub fn sort_values(&mut self, mut items: Vec<Value>, key: Option<&Value>, reverse: bool) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
+    pub fn sort_values(
+        &mut self,
+        mut items: Vec<Value>,
+        key: Option<&Value>,
+        reverse: bool,
+    ) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
         let key = key.filter(|k| !matches!(k, Value::None));
         if reverse {
             items.reverse();
@@ -951,7 +1250,10 @@ impl<'a> Interp<'a> {
             return Err((e, items));
         }
         let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
-        let mut out: Vec<Value> = idx.iter().filter_map(|i| slots.get_mut(*i).and_then(Option::take)).collect();
+        let mut out: Vec<Value> = idx
+            .iter()
+            .filter_map(|i| slots.get_mut(*i).and_then(Option::take))
+            .collect();
         if reverse {
             out.reverse();
         }
@@ -959,7 +1261,9 @@ impl<'a> Interp<'a> {
     }
 
     fn dict_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
-        let Value::Dict(d) = recv else { return Err(Exc::internal("dict method on non-dict")) };
+        let Value::Dict(d) = recv else {
+            return Err(Exc::internal("dict method on non-dict"));
+        };
         match m {
             M::Get => {
                 range_args(&a, "get", 1, 2)?;
@@ -1011,7 +1315,10 @@ impl<'a> Interp<'a> {
             }
             M::Update => {
                 if a.pos.len() > 1 {
-                    return Err(type_err(format!("update expected at most 1 argument, got {}", a.pos.len())));
+                    return Err(type_err(format!(
+                        "update expected at most 1 argument, got {}",
+                        a.pos.len()
+                    )));
                 }
                 if let Some(src) = a.pos.first() {
                     let pairs = self.pairs_of(src)?;
@@ -1037,7 +1344,10 @@ impl<'a> Interp<'a> {
                 tick(c.len() as u64 / 8)?;
                 Ok(Value::dict(c))
             }
-            _ => Err(Exc::py("AttributeError", format!("'dict' object has no attribute '{}'", m.name()))),
+            _ => Err(Exc::py(
+                "AttributeError",
+                format!("'dict' object has no attribute '{}'", m.name()),
+            )),
         }
     }
 
@@ -1055,11 +1365,16 @@ impl<'a> Interp<'a> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             if !self.is_iterable(item) {
-                return Err(type_err(format!("cannot convert dictionary update sequence element #{i} to a sequence")));
+                return Err(type_err(format!(
+                    "cannot convert dictionary update sequence element #{i} to a sequence"
+                )));
             }
             let kv = self.collect(item)?;
             if kv.len() != 2 {
-                return Err(value_err(format!("dictionary update sequence element #{i} has length {}; 2 is required", kv.len())));
+                return Err(value_err(format!(
+                    "dictionary update sequence element #{i} has length {}; 2 is required",
+                    kv.len()
+                )));
             }
             let mut kv = kv.into_iter();
             if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
@@ -1082,7 +1397,9 @@ impl<'a> Interp<'a> {
     }
 
     fn set_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
-        let Value::Set(s) = recv else { return Err(Exc::internal("set method on non-set")) };
+        let Value::Set(s) = recv else {
+            return Err(Exc::internal("set method on non-set"));
+        };
         let qual = format!("set.{}", m.name());
         match m {
             M::Add => {
@@ -1118,7 +1435,11 @@ impl<'a> Interp<'a> {
             }
             M::Union | M::Update => {
                 a.no_kw(m.name())?;
-                let mut d = if m == M::Union { s.d.borrow().copy() } else { Dict::new() };
+                let mut d = if m == M::Union {
+                    s.d.borrow().copy()
+                } else {
+                    Dict::new()
+                };
                 for o in &a.pos {
                     let items = self.collect(o)?;
                     for x in items {
@@ -1130,7 +1451,11 @@ impl<'a> Interp<'a> {
                         }
                     }
                 }
-                Ok(if m == M::Union { Value::set(d) } else { Value::None })
+                Ok(if m == M::Union {
+                    Value::set(d)
+                } else {
+                    Value::None
+                })
             }
             M::Intersection | M::IntersectionUpdate | M::Difference | M::DifferenceUpdate => {
                 a.no_kw(m.name())?;
@@ -1141,7 +1466,11 @@ impl<'a> Interp<'a> {
                     for k in cur.keys() {
                         tick(1)?;
                         let inside = other.contains(k)?;
-                        let keep = if matches!(m, M::Intersection | M::IntersectionUpdate) { inside } else { !inside };
+                        let keep = if matches!(m, M::Intersection | M::IntersectionUpdate) {
+                            inside
+                        } else {
+                            !inside
+                        };
                         if keep {
                             next.insert(k.clone(), Value::None)?;
                         }
@@ -1195,7 +1524,10 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::Bool(r))
             }
-            _ => Err(Exc::py("AttributeError", format!("'set' object has no attribute '{}'", m.name()))),
+            _ => Err(Exc::py(
+                "AttributeError",
+                format!("'set' object has no attribute '{}'", m.name()),
+            )),
         }
     }
 }
@@ -1267,4 +1599,3 @@ fn merge_sort(idx: &mut [usize], keys: &[Value]) -> R<()> {
     }
     Ok(())
 }
-

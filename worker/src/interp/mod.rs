@@ -33,7 +33,12 @@ pub trait ToolHost {
     ///
     /// # Errors
     /// The tool's failure, which the interpreter raises as a `tool` error.
-    fn call(&mut self, name: &str, args: Vec<Data>, kwargs: Vec<(String, Data)>) -> Result<Data, ToolFailure>;
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Data>,
+        kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure>;
 }
 
 /// Where `print` output goes. The worker streams it over IPC; tests collect it.
@@ -66,25 +71,55 @@ pub struct RunResult {
 ///
 /// Never panics on hostile programs: every failure is a [`RunResult`] with
 /// `error` set (kind `runtime`, `limit`, `tool` or `internal`).
-pub fn run(program: &Program, host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
+pub fn run(
+    program: &Program,
+    host: &mut dyn ToolHost,
+    out: &mut dyn Output,
+    limits: &Limits,
+) -> RunResult {
     let tools: Vec<String> = program.calls.clone();
     let is_tool = |n: &str| tools.iter().any(|t| t == n);
     run_with(program, &is_tool, host, out, limits)
 }
 
 /// Like [`run`], with an explicit tool predicate (names that are tools of the profile).
-pub fn run_with(program: &Program, is_tool: &dyn Fn(&str) -> bool, host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
+pub fn run_with(
+    program: &Program,
+    is_tool: &dyn Fn(&str) -> bool,
+    host: &mut dyn ToolHost,
+    out: &mut dyn Output,
+    limits: &Limits,
+) -> RunResult {
     let code = match compile::compile(&program.body, is_tool) {
         Ok(c) => c,
         Err(e) => return fail(program, &e, 0),
     };
     budget::start(limits.fuel, limits.memory_bytes, limits.wall_ms);
-    let mut it = Interp { code: &code, slots: vec![None; code.nslots], host, out, limits, tool_calls: 0, out_bytes: 0, depth: 0 };
+    let mut it = Interp {
+        code: &code,
+        slots: vec![None; code.nslots],
+        host,
+        out,
+        limits,
+        tool_calls: 0,
+        out_bytes: 0,
+        depth: 0,
+    };
     let r = exec_program(&mut it, limits);
     let fuel_used = budget::fuel_used();
     let result = match r {
-        Ok(Some((data, repr))) => RunResult { value: Some(data), repr: Some(repr), error: None, fuel_used },
-        Ok(None) => RunResult { value: None, repr: None, error: None, fuel_used },
+        Ok(Some((data, repr))) => RunResult {
+            value: Some(data),
+            repr: Some(repr),
+            error: None,
+            fuel_used,
+        },
+        Ok(None) => RunResult {
+            value: None,
+            repr: None,
+            error: None,
+            fuel_used,
+        },
         Err(e) => fail(program, &e, fuel_used),
     };
     // Drop the program's values while the budget is still installed, then remove it.
@@ -95,7 +130,9 @@ pub fn run_with(program: &Program, is_tool: &dyn Fn(&str) -> bool, host: &mut dy
 
 fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {
     let code = it.code;
-    let Some((last, init)) = code.body.split_last() else { return Ok(None) };
+    let Some((last, init)) = code.body.split_last() else {
+        return Ok(None);
+    };
     for s in init {
         it.exec_block(std::slice::from_ref(s))?;
     }
@@ -111,12 +148,21 @@ fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {
     };
     let budget_bytes = usize::try_from(limits.result_bytes).unwrap_or(usize::MAX);
     let mut repr = String::new();
-    it.repr_into(&v, &mut repr, &mut Vec::new(), 0, false, budget_bytes).map_err(|e| match e.kind {
-        err::ExcKind::Limit("memory") => Exc::limit("result", format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes")),
-        _ => e,
-    })?;
+    it.repr_into(&v, &mut repr, &mut Vec::new(), 0, false, budget_bytes)
+        .map_err(|e| match e.kind {
+            err::ExcKind::Limit("memory") => Exc::limit(
+                "result",
+                format!(
+                    "result limit exceeded: the value's repr is longer than {budget_bytes} bytes"
+                ),
+            ),
+            _ => e,
+        })?;
     if repr.len() > budget_bytes {
-        return Err(Exc::limit("result", format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes")));
+        return Err(Exc::limit(
+            "result",
+            format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes"),
+        ));
     }
     let data = it.to_data(&v, true)?;
     Ok(Some((data, repr)))
@@ -136,16 +182,32 @@ fn fail(program: &Program, e: &Exc, fuel_used: u64) -> RunResult {
         info.line = Some(line);
         info.col = Some(col);
     }
-    RunResult { value: None, repr: None, error: Some(info), fuel_used }
+    RunResult {
+        value: None,
+        repr: None,
+        error: Some(info),
+        fuel_used,
+    }
 }
 
 /// Validate `src` against a namespace holding `tools`, then run it (for tests and benches).
 /// A validation failure comes back as a [`RunResult`] carrying the first validation error.
-pub fn run_source(src: &str, tools: &[&str], host: &mut dyn ToolHost, out: &mut dyn Output, limits: &Limits) -> RunResult {
+pub fn run_source(
+    src: &str,
+    tools: &[&str],
+    host: &mut dyn ToolHost,
+    out: &mut dyn Output,
+    limits: &Limits,
+) -> RunResult {
     let ns = Namespace {
         tools: tools
             .iter()
-            .map(|t| ToolEntry { name: (*t).to_string(), target: (*t).to_string(), args: Vec::new(), grade: Grade::default() })
+            .map(|t| ToolEntry {
+                name: (*t).to_string(),
+                target: (*t).to_string(),
+                args: Vec::new(),
+                grade: Grade::default(),
+            })
             .collect(),
     };
     match lackpy_policy::validate(src, &ns, limits) {
@@ -156,7 +218,9 @@ pub fn run_source(src: &str, tools: &[&str], host: &mut dyn ToolHost, out: &mut 
         Err(errs) => RunResult {
             value: None,
             repr: None,
-            error: Some(errs.into_iter().next().unwrap_or_else(|| ErrorInfo::new(ErrorKind::Validation, "SyntaxError", "invalid program"))),
+            error: Some(errs.into_iter().next().unwrap_or_else(|| {
+                ErrorInfo::new(ErrorKind::Validation, "SyntaxError", "invalid program")
+            })),
             fuel_used: 0,
         },
     }
@@ -166,8 +230,16 @@ pub fn run_source(src: &str, tools: &[&str], host: &mut dyn ToolHost, out: &mut 
 pub struct NoTools;
 
 impl ToolHost for NoTools {
-    fn call(&mut self, name: &str, _args: Vec<Data>, _kwargs: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
-        Err(ToolFailure { type_name: "ToolFailed".into(), message: format!("no tool named '{name}'") })
+    fn call(
+        &mut self,
+        name: &str,
+        _args: Vec<Data>,
+        _kwargs: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
+        Err(ToolFailure {
+            type_name: "ToolFailed".into(),
+            message: format!("no tool named '{name}'"),
+        })
     }
 }
 

@@ -81,7 +81,10 @@ pub fn to_big(v: &Value) -> Option<BigInt> {
 pub fn big_to_f64(b: &BigInt) -> R<f64> {
     match b.to_f64() {
         Some(f) if f.is_finite() => Ok(f),
-        _ => Err(Exc::py("OverflowError", "int too large to convert to float")),
+        _ => Err(Exc::py(
+            "OverflowError",
+            "int too large to convert to float",
+        )),
     }
 }
 
@@ -112,7 +115,11 @@ fn big_cost(a: &Num, b: &Num) -> R<()> {
 }
 
 fn unsupported(op: &str, a: &Value, b: &Value) -> Box<Exc> {
-    type_err(format!("unsupported operand type(s) for {op}: '{}' and '{}'", a.type_name(), b.type_name()))
+    type_err(format!(
+        "unsupported operand type(s) for {op}: '{}' and '{}'",
+        a.type_name(),
+        b.type_name()
+    ))
 }
 
 /// Apply a binary operator.
@@ -140,7 +147,11 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
                 }
             }
             BinOp::FloorDiv | BinOp::Mod if y != 0 && !(x == i64::MIN && y == -1) => {
-                return Ok(Value::Int(if op == BinOp::FloorDiv { Integer::div_floor(&x, &y) } else { Integer::mod_floor(&x, &y) }));
+                return Ok(Value::Int(if op == BinOp::FloorDiv {
+                    Integer::div_floor(&x, &y)
+                } else {
+                    Integer::mod_floor(&x, &y)
+                }));
             }
             _ => {}
         }
@@ -222,7 +233,11 @@ fn num_binop(op: BinOp, x: &Num, y: &Num) -> R<Value> {
             if b.is_zero() {
                 return Err(Exc::py(
                     "ZeroDivisionError",
-                    if op == BinOp::Mod { "integer modulo by zero" } else { "integer division or modulo by zero" },
+                    if op == BinOp::Mod {
+                        "integer modulo by zero"
+                    } else {
+                        "integer division or modulo by zero"
+                    },
                 ));
             }
             let cost = (a.bits() / 64 + 1).saturating_mul(b.bits() / 64 + 1);
@@ -293,7 +308,11 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
     }
     // Scale so the quotient has 55..=56 significant bits, keep a sticky bit.
     let shift: i64 = 55 - (a.bits() as i64 - b.bits() as i64);
-    let (n, d) = if shift >= 0 { (a << (shift as usize), b) } else { (a, b << ((-shift) as usize)) };
+    let (n, d) = if shift >= 0 {
+        (a << (shift as usize), b)
+    } else {
+        (a, b << ((-shift) as usize))
+    };
     let (q, r) = n.div_rem(&d);
     let mut q = q.to_u64().unwrap_or(u64::MAX);
     if !r.is_zero() {
@@ -302,11 +321,15 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
     // q has 55 or 56 bits; value = q * 2^-shift.
     let qbits = 64 - q.leading_zeros() as i64;
     let mut exp = qbits - 1 - shift; // exponent of the leading bit
-    // Number of mantissa bits available (53 normal, fewer when subnormal).
+                                     // Number of mantissa bits available (53 normal, fewer when subnormal).
     let keep = if exp < -1022 { 53 - (-1022 - exp) } else { 53 };
     if keep <= 0 {
         // Underflow: below half the smallest subnormal or rounding to it.
-        let tiny = if keep == 0 && (q > (1u64 << (qbits - 1))) { f64::from_bits(1) } else { 0.0 };
+        let tiny = if keep == 0 && (q > (1u64 << (qbits - 1))) {
+            f64::from_bits(1)
+        } else {
+            0.0
+        };
         return Ok(if neg { -tiny } else { tiny });
     }
     let drop = qbits - keep;
@@ -321,7 +344,10 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
         }
     }
     if exp > 1023 {
-        return Err(Exc::py("OverflowError", "integer division result too large for a float"));
+        return Err(Exc::py(
+            "OverflowError",
+            "integer division result too large for a float",
+        ));
     }
     // value = m * 2^(exp - keep + 1)
     let f = (m as f64) * 2f64.powi((exp - keep + 1) as i32);
@@ -355,9 +381,18 @@ fn add_seq(a: &Value, b: &Value) -> R<Value> {
             v.extend(y.v.iter().cloned());
             Ok(Value::tuple(v))
         }
-        (Value::Str(_), _) => Err(type_err(format!("can only concatenate str (not \"{}\") to str", b.type_name()))),
-        (Value::List(_), _) => Err(type_err(format!("can only concatenate list (not \"{}\") to list", b.type_name()))),
-        (Value::Tuple(_), _) => Err(type_err(format!("can only concatenate tuple (not \"{}\") to tuple", b.type_name()))),
+        (Value::Str(_), _) => Err(type_err(format!(
+            "can only concatenate str (not \"{}\") to str",
+            b.type_name()
+        ))),
+        (Value::List(_), _) => Err(type_err(format!(
+            "can only concatenate list (not \"{}\") to list",
+            b.type_name()
+        ))),
+        (Value::Tuple(_), _) => Err(type_err(format!(
+            "can only concatenate tuple (not \"{}\") to tuple",
+            b.type_name()
+        ))),
         _ => Err(unsupported("+", a, b)),
     }
 }
@@ -374,7 +409,10 @@ pub fn repeat_count(v: &Value) -> R<Option<usize>> {
             if b.is_negative() {
                 Some(0)
             } else {
-                return Err(Exc::py("OverflowError", "cannot fit 'int' into an index-sized integer"));
+                return Err(Exc::py(
+                    "OverflowError",
+                    "cannot fit 'int' into an index-sized integer",
+                ));
             }
         }
         _ => None,
@@ -388,7 +426,10 @@ fn mul_seq(a: &Value, b: &Value) -> R<Value> {
         _ => return Err(unsupported("*", a, b)),
     };
     let Some(n) = repeat_count(n)? else {
-        return Err(type_err(format!("can't multiply sequence by non-int of type '{}'", n.type_name())));
+        return Err(type_err(format!(
+            "can't multiply sequence by non-int of type '{}'",
+            n.type_name()
+        )));
     };
     match seq {
         Value::Str(s) => {
@@ -435,7 +476,12 @@ pub fn neg(v: &Value) -> R<Value> {
         Value::Bool(b) => Value::Int(-(*b as i64)),
         Value::Big(b) => Value::from_big(-(**b).clone()),
         Value::Float(f) => Value::Float(-f),
-        _ => return Err(type_err(format!("bad operand type for unary -: '{}'", v.type_name()))),
+        _ => {
+            return Err(type_err(format!(
+                "bad operand type for unary -: '{}'",
+                v.type_name()
+            )))
+        }
     })
 }
 
@@ -447,7 +493,12 @@ pub fn pos(v: &Value) -> R<Value> {
     Ok(match v {
         Value::Int(_) | Value::Big(_) | Value::Float(_) => v.clone(),
         Value::Bool(b) => Value::Int(*b as i64),
-        _ => return Err(type_err(format!("bad operand type for unary +: '{}'", v.type_name()))),
+        _ => {
+            return Err(type_err(format!(
+                "bad operand type for unary +: '{}'",
+                v.type_name()
+            )))
+        }
     })
 }
 
@@ -457,7 +508,11 @@ fn cmp_int_float(i: &Num, f: f64) -> Option<Ordering> {
         return None;
     }
     if f.is_infinite() {
-        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+        return Some(if f > 0.0 {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        });
     }
     if let Num::I(i) = i {
         if i.unsigned_abs() <= (1u64 << 53) {
@@ -493,7 +548,10 @@ pub fn num_cmp(a: &Num, b: &Num) -> Option<Ordering> {
 }
 
 fn rec_err(what: &str) -> Box<Exc> {
-    Exc::py("RecursionError", format!("maximum recursion depth exceeded {what}"))
+    Exc::py(
+        "RecursionError",
+        format!("maximum recursion depth exceeded {what}"),
+    )
 }
 
 /// `a == b`.
@@ -550,7 +608,8 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
             let (lx, ly) = (x.len(), y.len());
             lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
         }
-        (Value::View(x, ViewKind::Keys), Value::Set(s)) | (Value::Set(s), Value::View(x, ViewKind::Keys)) => {
+        (Value::View(x, ViewKind::Keys), Value::Set(s))
+        | (Value::Set(s), Value::View(x, ViewKind::Keys)) => {
             let (x, s) = (x.d.borrow(), s.d.borrow());
             x.len() == s.len() && subset(&s, &x)?
         }

@@ -8,21 +8,42 @@ use std::process::Command;
 struct FakeTools;
 
 impl ToolHost for FakeTools {
-    fn call(&mut self, name: &str, args: Vec<Data>, _kw: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Data>,
+        _kw: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
         match name {
             "echo" => Ok(args.into_iter().next().unwrap_or(Data::None)),
-            "fail" => Err(ToolFailure { type_name: "FileNotFound".into(), message: "no such file: x".into() }),
-            _ => Err(ToolFailure { type_name: "ToolFailed".into(), message: "unknown".into() }),
+            "fail" => Err(ToolFailure {
+                type_name: "FileNotFound".into(),
+                message: "no such file: x".into(),
+            }),
+            _ => Err(ToolFailure {
+                type_name: "ToolFailed".into(),
+                message: "unknown".into(),
+            }),
         }
     }
 }
 
 fn run_prog(src: &str) -> RunResult {
     let mut out = String::new();
-    let mut r = run_source(src, &["echo", "fail"], &mut FakeTools, &mut out, &Limits::default());
+    let mut r = run_source(
+        src,
+        &["echo", "fail"],
+        &mut FakeTools,
+        &mut out,
+        &Limits::default(),
+    );
     // Stash stdout in the repr slot for comparison when there is no error.
     if r.error.is_none() {
-        r.repr = Some(format!("{}|{}", r.repr.unwrap_or_else(|| "<none>".into()), out));
+        r.repr = Some(format!(
+            "{}|{}",
+            r.repr.unwrap_or_else(|| "<none>".into()),
+            out
+        ));
     }
     r
 }
@@ -60,7 +81,9 @@ fn python(progs: &[&str]) -> Option<Vec<serde_json::Value>> {
     {
         use std::io::Write;
         let stdin = child.stdin.as_mut()?;
-        stdin.write_all(serde_json::to_string(progs).ok()?.as_bytes()).ok()?;
+        stdin
+            .write_all(serde_json::to_string(progs).ok()?.as_bytes())
+            .ok()?;
     }
     let out = child.wait_with_output().ok()?;
     serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).ok()
@@ -76,18 +99,30 @@ fn differential(progs: &[&str]) {
         let got = run_prog(src);
         if let Some(ok) = want.get("ok").and_then(|v| v.as_str()) {
             if got.error.is_some() || got.repr.as_deref() != Some(ok) {
-                failures.push(format!("PROGRAM:\n{src}\n  want: {ok:?}\n  got:  {:?} {:?}", got.repr, got.error));
+                failures.push(format!(
+                    "PROGRAM:\n{src}\n  want: {ok:?}\n  got:  {:?} {:?}",
+                    got.repr, got.error
+                ));
             }
         } else if let Some(err) = want.get("err").and_then(|v| v.as_array()) {
             let ty = err.first().and_then(|v| v.as_str()).unwrap_or("");
             let msg = err.get(1).and_then(|v| v.as_str()).unwrap_or("");
             match &got.error {
                 Some(e) if e.type_name == ty && e.message == msg => {}
-                _ => failures.push(format!("PROGRAM:\n{src}\n  want error: {ty}: {msg}\n  got: {:?} {:?}", got.repr, got.error)),
+                _ => failures.push(format!(
+                    "PROGRAM:\n{src}\n  want error: {ty}: {msg}\n  got: {:?} {:?}",
+                    got.repr, got.error
+                )),
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), progs.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        progs.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -279,7 +314,11 @@ fn runtime_errors() {
 }
 
 fn lim(fuel: u64, mem: u64) -> Limits {
-    Limits { fuel, memory_bytes: mem, ..Limits::default() }
+    Limits {
+        fuel,
+        memory_bytes: mem,
+        ..Limits::default()
+    }
 }
 
 fn run_lim(src: &str, l: &Limits) -> RunResult {
@@ -288,35 +327,74 @@ fn run_lim(src: &str, l: &Limits) -> RunResult {
 }
 
 fn err_type(r: &RunResult) -> String {
-    r.error.as_ref().map(|e| format!("{:?}:{}", e.kind, e.type_name)).unwrap_or_default()
+    r.error
+        .as_ref()
+        .map(|e| format!("{:?}:{}", e.kind, e.type_name))
+        .unwrap_or_default()
 }
 
 #[test]
 fn limits_hold() {
     let l = lim(1_000_000, 64 << 20);
-    assert_eq!(err_type(&run_lim("for i in range(1000000000):\n    pass", &l)), "Limit:fuel");
+    assert_eq!(
+        err_type(&run_lim("for i in range(1000000000):\n    pass", &l)),
+        "Limit:fuel"
+    );
     assert_eq!(err_type(&run_lim("'a' * 1000000000", &l)), "Limit:memory");
     assert_eq!(err_type(&run_lim("[0] * 2000000000", &l)), "Limit:memory");
-    assert_eq!(err_type(&run_lim("s = 'ab'\nfor i in range(60):\n    s = s + s", &l)), "Limit:memory");
-    let r = err_type(&run_lim("x = int('9' * 4000)\nfor i in range(30):\n    x = x * x", &l));
+    assert_eq!(
+        err_type(&run_lim("s = 'ab'\nfor i in range(60):\n    s = s + s", &l)),
+        "Limit:memory"
+    );
+    let r = err_type(&run_lim(
+        "x = int('9' * 4000)\nfor i in range(30):\n    x = x * x",
+        &l,
+    ));
     assert!(r == "Limit:memory" || r == "Limit:fuel", "{r}");
-    assert_eq!(err_type(&run_lim("list(range(1000000000))", &l)), "Limit:memory");
-    assert_eq!(err_type(&run_lim("x = [1] * 1000\ny = [x] * 1000\nz = [y] * 1000\nz", &Limits { fuel: 50_000_000, ..l.clone() })), "Limit:result");
+    assert_eq!(
+        err_type(&run_lim("list(range(1000000000))", &l)),
+        "Limit:memory"
+    );
+    assert_eq!(
+        err_type(&run_lim(
+            "x = [1] * 1000\ny = [x] * 1000\nz = [y] * 1000\nz",
+            &Limits {
+                fuel: 50_000_000,
+                ..l.clone()
+            }
+        )),
+        "Limit:result"
+    );
     // Deep data: no stack overflow anywhere.
     let deep = "a = []\nfor i in range(100000):\n    a = [a]\nb = len(a)\nb";
     let r = run_lim(deep, &Limits::default());
     assert_eq!(r.repr.as_deref(), Some("1"), "{:?}", r.error);
-    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\na", &Limits::default());
+    let r = run_lim(
+        "a = []\nfor i in range(100000):\n    a = [a]\na",
+        &Limits::default(),
+    );
     assert_eq!(err_type(&r), "Runtime:RecursionError");
     let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\nb = []\nfor i in range(100000):\n    b = [b]\na == b", &Limits::default());
     assert_eq!(err_type(&r), "Runtime:RecursionError");
-    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\necho(a)", &Limits::default());
+    let r = run_lim(
+        "a = []\nfor i in range(100000):\n    a = [a]\necho(a)",
+        &Limits::default(),
+    );
     assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim("g = range(3)\nfor i in range(100000):\n    g = enumerate(g)\nlist(g)", &Limits::default());
+    let r = run_lim(
+        "g = range(3)\nfor i in range(100000):\n    g = enumerate(g)\nlist(g)",
+        &Limits::default(),
+    );
     assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim("g = [1]\nfor i in range(100000):\n    g = (x for x in g)\nlist(g)", &Limits::default());
+    let r = run_lim(
+        "g = [1]\nfor i in range(100000):\n    g = (x for x in g)\nlist(g)",
+        &Limits::default(),
+    );
     assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim("for i in range(100):\n    print('x' * 100000)", &Limits::default());
+    let r = run_lim(
+        "for i in range(100):\n    print('x' * 100000)",
+        &Limits::default(),
+    );
     assert_eq!(err_type(&r), "Limit:output");
     let r = run_lim("for i in range(20000):\n    echo(i)", &Limits::default());
     assert_eq!(err_type(&r), "Limit:tool_calls");
@@ -329,10 +407,21 @@ fn tools_and_positions() {
     let r = run_lim("echo(range(3))", &Limits::default());
     assert_eq!(err_type(&r), "Runtime:TypeError");
     let mut out = String::new();
-    let r = run_source("x = 1\ny = 2\nfail('a')", &["fail"], &mut FakeTools, &mut out, &Limits::default());
-    let e = r.error.unwrap_or_else(|| ErrorInfo::new(ErrorKind::Internal, "none", ""));
+    let r = run_source(
+        "x = 1\ny = 2\nfail('a')",
+        &["fail"],
+        &mut FakeTools,
+        &mut out,
+        &Limits::default(),
+    );
+    let e = r
+        .error
+        .unwrap_or_else(|| ErrorInfo::new(ErrorKind::Internal, "none", ""));
     assert_eq!((e.type_name.as_str(), e.line), ("FileNotFound", Some(3)));
-    let r = run_lim("x = 1\nif x:\n    y = [1,\n         2][5]", &Limits::default());
+    let r = run_lim(
+        "x = 1\nif x:\n    y = [1,\n         2][5]",
+        &Limits::default(),
+    );
     assert_eq!(r.error.and_then(|e| e.line), Some(3));
     let r = run_lim("x = 1\nx = 2", &Limits::default());
     assert_eq!((r.value, r.repr, r.error), (None, None, None));
@@ -343,14 +432,25 @@ fn tools_and_positions() {
 #[test]
 fn lazy_generators_short_circuit() {
     let mut out = String::new();
-    let r = run_source("any(echo(x) > 1 for x in [1, 2, 3, 4])", &["echo"], &mut Counting(0), &mut out, &Limits::default());
+    let r = run_source(
+        "any(echo(x) > 1 for x in [1, 2, 3, 4])",
+        &["echo"],
+        &mut Counting(0),
+        &mut out,
+        &Limits::default(),
+    );
     assert_eq!(r.repr.as_deref(), Some("True"));
 }
 
 struct Counting(u32);
 
 impl ToolHost for Counting {
-    fn call(&mut self, _name: &str, args: Vec<Data>, _kw: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+    fn call(
+        &mut self,
+        _name: &str,
+        args: Vec<Data>,
+        _kw: Vec<(String, Data)>,
+    ) -> Result<Data, ToolFailure> {
         self.0 += 1;
         assert!(self.0 <= 2, "generator was not lazy");
         Ok(args.into_iter().next().unwrap_or(Data::None))
@@ -371,24 +471,97 @@ fn method_allowlist_tables_agree_with_dispatch() {
     for (v, table) in samples {
         for name in table.iter() {
             let m = methods::M::from_name(name);
-            assert!(m.is_some_and(|m| methods::has_method(&v, m)), "{name} on {}", v.type_name());
+            assert!(
+                m.is_some_and(|m| methods::has_method(&v, m)),
+                "{name} on {}",
+                v.type_name()
+            );
         }
         for name in ALL.iter().filter(|n| !table.contains(n)) {
             let m = methods::M::from_name(name);
-            assert!(m.is_some_and(|m| !methods::has_method(&v, m)), "{name} must not be on {}", v.type_name());
+            assert!(
+                m.is_some_and(|m| !methods::has_method(&v, m)),
+                "{name} must not be on {}",
+                v.type_name()
+            );
         }
     }
 }
 
-use methods::{DICT_METHODS as DICT, FLOAT_METHODS as FLOAT, INT_METHODS as INT, LIST_METHODS as LIST, SET_METHODS as SET, STR_METHODS as STR, TUPLE_METHODS as TUPLE};
+use methods::{
+    DICT_METHODS as DICT, FLOAT_METHODS as FLOAT, INT_METHODS as INT, LIST_METHODS as LIST,
+    SET_METHODS as SET, STR_METHODS as STR, TUPLE_METHODS as TUPLE,
+};
 
 const ALL: &[&str] = &[
-    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "index", "isalnum", "isalpha",
-    "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace", "istitle", "isupper", "join",
-    "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
-    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill",
-    "append", "clear", "copy", "extend", "insert", "pop", "remove", "reverse", "sort", "get", "items", "keys", "popitem",
-    "setdefault", "update", "values", "add", "difference", "difference_update", "discard", "intersection",
-    "intersection_update", "isdisjoint", "issubset", "issuperset", "symmetric_difference", "union", "bit_length",
+    "capitalize",
+    "casefold",
+    "center",
+    "count",
+    "endswith",
+    "expandtabs",
+    "find",
+    "index",
+    "isalnum",
+    "isalpha",
+    "isascii",
+    "isdecimal",
+    "isdigit",
+    "isidentifier",
+    "islower",
+    "isnumeric",
+    "isspace",
+    "istitle",
+    "isupper",
+    "join",
+    "ljust",
+    "lower",
+    "lstrip",
+    "partition",
+    "removeprefix",
+    "removesuffix",
+    "replace",
+    "rfind",
+    "rindex",
+    "rjust",
+    "rpartition",
+    "rsplit",
+    "rstrip",
+    "split",
+    "splitlines",
+    "startswith",
+    "strip",
+    "swapcase",
+    "title",
+    "upper",
+    "zfill",
+    "append",
+    "clear",
+    "copy",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "reverse",
+    "sort",
+    "get",
+    "items",
+    "keys",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+    "add",
+    "difference",
+    "difference_update",
+    "discard",
+    "intersection",
+    "intersection_update",
+    "isdisjoint",
+    "issubset",
+    "issuperset",
+    "symmetric_difference",
+    "union",
+    "bit_length",
     "is_integer",
 ];

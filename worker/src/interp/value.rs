@@ -114,7 +114,11 @@ pub struct PyStr {
 impl PyStr {
     /// Wrap text, counting its code points.
     pub fn new(s: String) -> PyStr {
-        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        let nchars = if s.is_ascii() {
+            s.len()
+        } else {
+            s.chars().count()
+        };
         mem_charge(s.len() + OBJ);
         PyStr { s, nchars }
     }
@@ -136,7 +140,10 @@ impl PyStr {
         if self.is_ascii() {
             i.min(self.s.len())
         } else {
-            self.s.char_indices().nth(i).map_or(self.s.len(), |(b, _)| b)
+            self.s
+                .char_indices()
+                .nth(i)
+                .map_or(self.s.len(), |(b, _)| b)
         }
     }
 }
@@ -160,7 +167,10 @@ impl List {
     pub fn new(v: Vec<Value>) -> List {
         let c = v.len() * SLOT + OBJ;
         mem_charge(c);
-        List { v: RefCell::new(v), charged: Cell::new(c) }
+        List {
+            v: RefCell::new(v),
+            charged: Cell::new(c),
+        }
     }
     /// Charge for `n` more slots.
     #[inline]
@@ -246,7 +256,9 @@ impl Dict {
     }
     /// Live entries in order.
     pub fn iter(&self) -> impl Iterator<Item = (&Value, &Value)> {
-        self.entries.iter().filter_map(|e| e.as_ref().map(|(_, k, v)| (k, v)))
+        self.entries
+            .iter()
+            .filter_map(|e| e.as_ref().map(|(_, k, v)| (k, v)))
     }
     /// Keys in order.
     pub fn keys(&self) -> impl Iterator<Item = &Value> {
@@ -265,7 +277,11 @@ impl Dict {
         loop {
             let ix = self.indices[i];
             if ix == EMPTY {
-                return Err(if first_tomb != usize::MAX { first_tomb } else { i });
+                return Err(if first_tomb != usize::MAX {
+                    first_tomb
+                } else {
+                    i
+                });
             }
             if ix == TOMB {
                 if first_tomb == usize::MAX {
@@ -497,6 +513,10 @@ impl RangeV {
         };
         n.clamp(0, usize::MAX as i128) as usize
     }
+    /// Is it empty?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Element `i` (in range).
     pub fn at(&self, i: usize) -> i64 {
         (self.start as i128 + self.step as i128 * i as i128) as i64
@@ -596,7 +616,13 @@ impl Value {
     pub fn is_container(&self) -> bool {
         matches!(
             self,
-            Value::List(_) | Value::Tuple(_) | Value::Dict(_) | Value::Set(_) | Value::Iter(_) | Value::View(..) | Value::Func(_)
+            Value::List(_)
+                | Value::Tuple(_)
+                | Value::Dict(_)
+                | Value::Set(_)
+                | Value::Iter(_)
+                | Value::View(..)
+                | Value::Func(_)
         )
     }
 
@@ -641,7 +667,7 @@ impl Value {
             Value::Tuple(t) => !t.v.is_empty(),
             Value::Dict(d) | Value::View(d, _) => !d.d.borrow().is_empty(),
             Value::Set(s) => !s.d.borrow().is_empty(),
-            Value::Range(r) => r.len() > 0,
+            Value::Range(r) => !r.is_empty(),
             Value::Iter(_) | Value::Func(_) => true,
         }
     }
@@ -657,7 +683,9 @@ impl Value {
             (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
             (Value::Str(a), Value::Str(b)) => Rc::ptr_eq(a, b) || (a.s.len() <= 1 && a.s == b.s),
             (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
-            (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b) || (a.v.is_empty() && b.v.is_empty()),
+            (Value::Tuple(a), Value::Tuple(b)) => {
+                Rc::ptr_eq(a, b) || (a.v.is_empty() && b.v.is_empty())
+            }
             (Value::Dict(a), Value::Dict(b)) => Rc::ptr_eq(a, b),
             (Value::Set(a), Value::Set(b)) => Rc::ptr_eq(a, b),
             (Value::Range(a), Value::Range(b)) => Rc::ptr_eq(a, b),
@@ -684,7 +712,11 @@ fn mix(h: u64) -> u64 {
 
 fn hash_big(b: &BigInt) -> u64 {
     let (sign, digits) = b.to_u64_digits();
-    let mut h: u64 = if sign == num_bigint::Sign::Minus { 0x5555 } else { 0xAAAA };
+    let mut h: u64 = if sign == num_bigint::Sign::Minus {
+        0x5555
+    } else {
+        0xAAAA
+    };
     for d in digits {
         h = mix(h ^ d);
     }
@@ -734,7 +766,10 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
         Value::Str(s) => hash_str(&s.s),
         Value::Tuple(t) => {
             if depth > MAX_REC {
-                return Err(Exc::py("RecursionError", "maximum recursion depth exceeded while calling a Python object"));
+                return Err(Exc::py(
+                    "RecursionError",
+                    "maximum recursion depth exceeded while calling a Python object",
+                ));
             }
             super::budget::stack_check(" while calling a Python object")?;
             let mut h: u64 = 0x345678;
@@ -744,7 +779,12 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
             h
         }
         Value::Range(r) => mix(r.start as u64 ^ mix(r.stop as u64 ^ mix(r.step as u64))),
-        other => return Err(Exc::py("TypeError", format!("unhashable type: '{}'", other.type_name()))),
+        other => {
+            return Err(Exc::py(
+                "TypeError",
+                format!("unhashable type: '{}'", other.type_name()),
+            ))
+        }
     })
 }
 
