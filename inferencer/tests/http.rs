@@ -28,6 +28,8 @@ enum Reply {
     Silent(Duration),
     /// 200 with a body of `n` bytes of JSON-ish filler.
     Huge(usize),
+    /// These exact bytes, then close.
+    Raw(Vec<u8>),
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +144,9 @@ fn respond(s: &mut TcpStream, r: &Reply) {
             let _ = write!(s, "0\r\n\r\n");
         }
         Reply::Silent(d) => std::thread::sleep(*d),
+        Reply::Raw(bytes) => {
+            let _ = s.write_all(bytes);
+        }
         Reply::Huge(n) => {
             let _ = write!(
                 s,
@@ -614,4 +619,50 @@ fn cascade_all_down_is_a_clear_error() {
         e.message
     );
     assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn malformed_http_is_a_clear_error() {
+    let mut flood = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for _ in 0..20_000 {
+        flood.extend_from_slice(b"X-Pad: yyyyyyyy\r\n");
+    }
+    let srv = Server::start(vec![
+        Reply::Raw(b"SSH-2.0-OpenSSH\r\n\r\n".to_vec()),
+        Reply::Raw(flood),
+        Reply::Raw(Vec::new()),
+        Reply::Raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec()),
+        Reply::Raw(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"resp".to_vec()),
+    ]);
+    let ep = endpoint(Wire::OllamaGenerate, &srv.url);
+    let msgs: Vec<String> = (0..5)
+        .map(|_| {
+            generate(&req(ep.clone()))
+                .map(|g| g.text)
+                .unwrap_or_else(|e| e.to_string())
+        })
+        .collect();
+    assert!(msgs[0].contains("not an HTTP answer"), "{}", msgs[0]);
+    assert!(msgs[1].contains("headers too large"), "{}", msgs[1]);
+    assert!(msgs[2].contains("without answering"), "{}", msgs[2]);
+    assert!(msgs[3].contains("bad chunk size"), "{}", msgs[3]);
+    assert!(
+        msgs[4].contains("before the end of the body"),
+        "{}",
+        msgs[4]
+    );
+}
+
+#[test]
+fn chunk_extensions_and_trailers() {
+    let body = "{\"response\":\"ok\",\"done\":true}";
+    let (a, b) = body.split_at(10);
+    let raw = format!(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x};name=v\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\nX-Trailer: 1\r\n\r\n",
+        a.len(),
+        b.len()
+    );
+    let srv = Server::start(vec![Reply::Raw(raw.into_bytes())]);
+    let g = generate(&req(endpoint(Wire::OllamaGenerate, &srv.url))).expect("generate");
+    assert_eq!(g.text, "ok");
 }
