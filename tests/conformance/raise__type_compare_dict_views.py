@@ -1,0 +1,2 @@
+d = {'a': 1}
+d.values() < d.values()

@@ -1,0 +1,1 @@
+range(2) < range(3)

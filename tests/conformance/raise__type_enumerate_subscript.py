@@ -1,0 +1,2 @@
+e = enumerate('ab')
+e[0]

@@ -1,0 +1,1 @@
+range(3) + range(3)

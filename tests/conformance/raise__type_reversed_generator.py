@@ -1,0 +1,1 @@
+reversed(x for x in [1])

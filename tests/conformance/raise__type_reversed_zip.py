@@ -1,0 +1,1 @@
+reversed(zip([1], [2]))
