@@ -36,6 +36,27 @@ fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
     Ok(())
 }
 
+fn range_arg(v: &Value) -> R<i128> {
+    let big = || {
+        Exc::py(
+            "OverflowError",
+            "Python int too large to convert to C ssize_t",
+        )
+    };
+    match v {
+        Value::Int(i) => Ok(*i as i128),
+        Value::Bool(b) => Ok(*b as i128),
+        Value::Big(b) => match b.to_i128() {
+            Some(x) if x.abs() <= super::value::RANGE_BOUND => Ok(x),
+            _ => Err(big()),
+        },
+        _ => Err(type_err(format!(
+            "'{}' object cannot be interpreted as an integer",
+            v.type_name()
+        ))),
+    }
+}
+
 fn index_arg(v: &Value) -> R<i64> {
     match v {
         Value::Int(i) => Ok(*i),
@@ -338,7 +359,16 @@ impl<'a> Interp<'a> {
                     Value::Tuple(t) => t.v.len(),
                     Value::Dict(d) | Value::View(d, _) => d.d.borrow().len(),
                     Value::Set(s) => s.d.borrow().len(),
-                    Value::Range(r) => r.len(),
+                    Value::Range(r) => {
+                        let n = r.len128();
+                        if n > i64::MAX as i128 {
+                            return Err(Exc::py(
+                                "OverflowError",
+                                "Python int too large to convert to C ssize_t",
+                            ));
+                        }
+                        n as usize
+                    }
                     _ => {
                         return Err(type_err(format!(
                             "object of type '{}' has no len()",
@@ -355,7 +385,7 @@ impl<'a> Interp<'a> {
                     return Err(type_err("range expected at least 1 argument, got 0"));
                 }
                 at_most(&a, "range", 3)?;
-                let vals = a.pos.iter().map(index_arg).collect::<R<Vec<i64>>>()?;
+                let vals = a.pos.iter().map(range_arg).collect::<R<Vec<i128>>>()?;
                 let (start, stop, step) = match vals.as_slice() {
                     [e] => (0, *e, 1),
                     [s, e] => (*s, *e, 1),

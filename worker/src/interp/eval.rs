@@ -714,19 +714,22 @@ impl<'a> Interp<'a> {
                 }
             }
             Value::Range(r) => {
-                let i = match x {
-                    Value::Int(i) => *i,
-                    Value::Bool(b) => *b as i64,
-                    Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e18 => *f as i64,
-                    Value::Float(_) | Value::Big(_) => return Ok(false),
+                let i: i128 = match x {
+                    Value::Int(i) => *i as i128,
+                    Value::Bool(b) => *b as i128,
+                    Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => *f as i128,
+                    Value::Big(b) => match b.to_i128() {
+                        Some(v) => v,
+                        None => return Ok(false),
+                    },
+                    Value::Float(_) => return Ok(false),
                     other => {
                         // CPython falls back to iteration with ==.
                         let _ = other;
                         return Ok(false);
                     }
                 };
-                let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
-                let i = i as i128;
+                let (start, stop, step) = (r.start, r.stop, r.step);
                 let inside = if step > 0 {
                     i >= start && i < stop
                 } else {
@@ -808,7 +811,7 @@ impl<'a> Interp<'a> {
                         )))
                     }
                 };
-                Ok(Value::Int(r.at(i)))
+                Ok(r.at(i))
             }
             _ => Err(type_err(format!(
                 "'{}' object is not subscriptable",
@@ -886,22 +889,14 @@ impl<'a> Interp<'a> {
             Value::Range(r) => {
                 let (start, stop, step) = slice_adjust(lo, hi, st, r.len())?;
                 let n = slice_len(start, stop, step);
-                let nstart = r.start as i128 + start as i128 * r.step as i128;
-                let nstep = r.step as i128 * step as i128;
+                let nstart = r.start + start as i128 * r.step;
+                let nstep = r.step * step as i128;
                 let _ = n;
-                let nstop = r.start as i128 + stop as i128 * r.step as i128;
-                let c = |x: i128| {
-                    i64::try_from(x).map_err(|_| {
-                        Exc::py(
-                            "OverflowError",
-                            "Python int too large to convert to C ssize_t",
-                        )
-                    })
-                };
+                let nstop = r.start + stop as i128 * r.step;
                 Ok(Value::Range(Rc::new(RangeV {
-                    start: c(nstart)?,
-                    stop: c(nstop)?,
-                    step: c(nstep)?,
+                    start: nstart,
+                    stop: nstop,
+                    step: nstep,
                 })))
             }
             Value::Dict(_) => Err(type_err("unhashable type: 'slice'")),
@@ -1018,7 +1013,7 @@ impl<'a> Interp<'a> {
                 if *left > 0 {
                     *cur += *step;
                 }
-                Ok(Some(Value::Int(v)))
+                Ok(Some(Value::from_i128(v)))
             }
             Iter::Tuple(t, i) => match t.v.get(*i) {
                 Some(x) => {
@@ -1090,7 +1085,7 @@ impl<'a> Interp<'a> {
                     Value::Str(s) => {
                         Value::str(s.char_at(idx).map(String::from).unwrap_or_default())
                     }
-                    Value::Range(r) => Value::Int(r.at(idx)),
+                    Value::Range(r) => r.at(idx),
                     _ => return Ok(None),
                 };
                 Ok(Some(v))
@@ -1194,7 +1189,7 @@ impl<'a> Interp<'a> {
                 let n = r.len() as u64;
                 mem_check_n(n, SLOT as u64)?;
                 tick(1 + n / 4)?;
-                Ok((0..r.len()).map(|i| Value::Int(r.at(i))).collect())
+                Ok((0..r.len()).map(|i| r.at(i)).collect())
             }
             _ => {
                 let mut it = self.iterate(v)?;

@@ -33,11 +33,11 @@ pub enum Iter {
     /// Over a range.
     Range {
         /// Next value.
-        cur: i64,
+        cur: i128,
         /// Values left.
         left: usize,
         /// Step.
-        step: i64,
+        step: i128,
     },
     /// Over a dict (entry position, size at start).
     Dict(Rc<DictObj>, usize, usize, ViewKind),

@@ -489,17 +489,37 @@ pub struct SetObj {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeV {
     /// Start.
-    pub start: i64,
+    pub start: i128,
     /// Stop.
-    pub stop: i64,
+    pub stop: i128,
     /// Step (never 0).
-    pub step: i64,
+    pub step: i128,
 }
 
+/// Largest magnitude of a range bound. Why: bounds are kept in i128 so that
+/// `range(10**20)` works as in CPython; 2^100 leaves headroom so that length
+/// and element arithmetic can never overflow i128.
+pub const RANGE_BOUND: i128 = 1 << 100;
+
 impl RangeV {
-    /// Number of elements.
+    /// Number of elements, exactly.
+    pub fn len128(&self) -> i128 {
+        let (lo, hi, st) = (self.start, self.stop, self.step);
+        if st > 0 {
+            if hi > lo {
+                (hi - lo + st - 1) / st
+            } else {
+                0
+            }
+        } else if lo > hi {
+            (lo - hi - st - 1) / (-st)
+        } else {
+            0
+        }
+    }
+    /// Number of elements (saturating at usize::MAX).
     pub fn len(&self) -> usize {
-        let (lo, hi, st) = (self.start as i128, self.stop as i128, self.step as i128);
+        let (lo, hi, st) = (self.start, self.stop, self.step);
         let n = if st > 0 {
             if hi > lo {
                 (hi - lo + st - 1) / st
@@ -518,8 +538,8 @@ impl RangeV {
         self.len() == 0
     }
     /// Element `i` (in range).
-    pub fn at(&self, i: usize) -> i64 {
-        (self.start as i128 + self.step as i128 * i as i128) as i64
+    pub fn at(&self, i: usize) -> Value {
+        Value::from_i128(self.start + self.step * i as i128)
     }
 }
 
@@ -608,6 +628,15 @@ impl Value {
                 mem_charge(b.bits() as usize / 8 + OBJ);
                 Value::Big(Rc::new(b))
             }
+        }
+    }
+
+    /// An int from an i128.
+    #[inline]
+    pub fn from_i128(v: i128) -> Value {
+        match i64::try_from(v) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::from_big(BigInt::from(v)),
         }
     }
 
