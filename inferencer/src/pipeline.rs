@@ -117,7 +117,12 @@ fn ms(since: std::time::Instant) -> u64 {
 
 /// A provider failure as an attempt's `error` (kind `tool`, type `InferenceFailed`).
 pub fn inference_error(message: impl Into<String>) -> ErrorInfo {
-    ErrorInfo::new(ErrorKind::Tool, "InferenceFailed", message)
+    // Messages can carry text from the endpoint or the worker: bound them.
+    ErrorInfo::new(
+        ErrorKind::Tool,
+        "InferenceFailed",
+        echo(&message.into(), 2048),
+    )
 }
 
 fn first_error(errs: Vec<ErrorInfo>) -> ErrorInfo {

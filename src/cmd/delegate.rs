@@ -338,7 +338,8 @@ fn print_human(out: &Value) {
     if let Some(p) = program {
         eprintln!("-- program (from {provider}):");
         for line in p.lines() {
-            eprintln!("   | {line}");
+            let shown = printable(line);
+            eprintln!("   | {shown}");
         }
     }
     if let Some(attempts) = out.get("attempts").and_then(Value::as_array) {
@@ -346,9 +347,9 @@ fn print_human(out: &Value) {
             if let Some(e) = a.get("error").filter(|e| !e.is_null()) {
                 eprintln!(
                     "-- attempt {}: {}: {}",
-                    a.get("provider").and_then(Value::as_str).unwrap_or("?"),
-                    e.get("type").and_then(Value::as_str).unwrap_or("?"),
-                    e.get("message").and_then(Value::as_str).unwrap_or("")
+                    printable(a.get("provider").and_then(Value::as_str).unwrap_or("?")),
+                    printable(e.get("type").and_then(Value::as_str).unwrap_or("?")),
+                    printable(e.get("message").and_then(Value::as_str).unwrap_or(""))
                 );
             }
         }
@@ -361,4 +362,11 @@ fn print_human(out: &Value) {
             );
         }
     }
+}
+
+/// Model and endpoint text for a terminal: control characters become `?`.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+        .collect()
 }
