@@ -68,6 +68,21 @@ fn program_of(bytes: usize) -> String {
     s
 }
 
+/// Median of CPython's `ast.parse` on `src`, in µs (None without python3).
+fn cpython_parse_us(src: &str) -> Option<f64> {
+    let script = "import ast, sys, timeit\nsrc = sys.stdin.read()\nt = timeit.repeat(lambda: ast.parse(src), number=200, repeat=15)\nts = sorted(x / 200 for x in t)\nprint(ts[len(ts) // 2] * 1e6)\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    use std::io::Write;
+    child.stdin.take()?.write_all(src.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
 fn main() {
     println!(
         "parser alone, 20-line program: median {:.1} µs",
@@ -80,6 +95,12 @@ fn main() {
         m.as_secs_f64() * 1e6,
         p.as_secs_f64() * 1e6
     );
+    if let Some(py) = cpython_parse_us(TYPICAL) {
+        println!(
+            "CPython ast.parse alone, 20-line program: median {py:.1} µs (lackpy validate / CPython parse = {:.2})",
+            m.as_secs_f64() * 1e6 / py
+        );
+    }
     for kib in [16usize, 32, 64] {
         let src = program_of(kib * 1024 - 256);
         let (m, p) = measure(&src, 200);
