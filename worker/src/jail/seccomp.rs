@@ -215,6 +215,33 @@ pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, Ja
     BpfProgram::try_from(f).map_err(|e| err(&e))
 }
 
+/// The reaper's allowlist: it waits for the jailed pid 1 and exits.
+#[rustfmt::skip]
+pub const REAPER: &[Allow] = &[
+    row("wait4",           libc::SYS_wait4,           Cond::Any, "waitpid for the jailed pid 1"),
+    row("exit_group",      libc::SYS_exit_group,      Cond::Any, "exit with the child's status"),
+    row("exit",            libc::SYS_exit,            Cond::Any, "thread exit"),
+    row("rt_sigreturn",    libc::SYS_rt_sigreturn,    Cond::Any, "signal return"),
+    row("restart_syscall", libc::SYS_restart_syscall, Cond::Any, "wait4 restarted after a signal"),
+];
+
+/// Compile [`REAPER`] (kill on anything else).
+///
+/// # Errors
+/// [`JailError::Seccomp`] if seccompiler rejects it.
+pub fn compile_reaper() -> Result<BpfProgram, JailError> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        REAPER.iter().map(|a| (a.nr, Vec::new())).collect();
+    let f = SeccompFilter::new(
+        rules,
+        SeccompAction::KillProcess,
+        SeccompAction::Allow,
+        arch(),
+    )
+    .map_err(|e| JailError::Seccomp(e.to_string()))?;
+    BpfProgram::try_from(f).map_err(|e| JailError::Seccomp(e.to_string()))
+}
+
 /// Install `filter` on the calling thread; anything else kills the process.
 ///
 /// # Errors

@@ -115,6 +115,9 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
             libc::close(IPC_FD);
             libc::close(pipe[0]);
         }
+        // The reaper holds the namespace's capabilities but only ever waits:
+        // confine it to wait4/exit (best effort; the child is the real jail).
+        confine_reaper();
         let mut status = 0;
         loop {
             // SAFETY: `status` is a valid int to write into.
@@ -167,6 +170,15 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
         return Err(JailError::Fork(libc::ESRCH));
     }
     Ok(())
+}
+
+/// Why: the reaper outside the pid namespace still holds every capability
+/// of the user namespace; it needs nothing but `wait4` and `exit_group`.
+fn confine_reaper() {
+    let _ = set_no_new_privs();
+    if let Ok(prog) = super::seccomp::compile_reaper() {
+        let _ = seccompiler::apply_filter(&prog);
+    }
 }
 
 fn mount(
