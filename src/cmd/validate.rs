@@ -3,7 +3,7 @@
 //! namespace, and show its grade and tool calls, without running it.
 
 use super::common::{self, Select};
-use lackpy_policy::lang::validate_bytes;
+use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
 use std::path::PathBuf;
 
@@ -66,22 +66,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let result = validate_bytes(&src, &ns, limits);
     let text = String::from_utf8_lossy(&src);
     if args.json {
-        let obj = match &result {
-            Ok(p) => serde_json::json!({
-                "ok": true,
-                "grade": {"w": p.grade.w, "d": p.grade.d},
-                "calls": p.calls,
-                "error": null,
-                "errors": [],
-            }),
-            Err(errs) => serde_json::json!({
-                "ok": false,
-                "grade": null,
-                "calls": [],
-                "error": errs.first(),
-                "errors": errs,
-            }),
-        };
+        let obj = report_json(&result);
         println!("{obj}");
     } else {
         match &result {
@@ -109,7 +94,69 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     })
 }
 
+/// The `--json` object for a validation result (the contract's
+/// `{"ok", "grade", "calls", "error"}` plus `"errors"`).
+pub fn report_json(result: &Result<Program, Vec<ErrorInfo>>) -> serde_json::Value {
+    match result {
+        Ok(p) => serde_json::json!({
+            "ok": true,
+            "grade": {"w": p.grade.w, "d": p.grade.d},
+            "calls": p.calls,
+            "error": null,
+            "errors": [],
+        }),
+        Err(errs) => serde_json::json!({
+            "ok": false,
+            "grade": null,
+            "calls": [],
+            "error": errs.first(),
+            "errors": errs,
+        }),
+    }
+}
+
 fn summary(errs: &[ErrorInfo]) -> String {
     let n = errs.len();
     format!("invalid: {n} error{}\n", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lackpy_policy::config::{Config, Kits};
+
+    fn check(src: &str, tools: &[&str]) -> serde_json::Value {
+        let tools: Vec<String> = tools.iter().map(|s| s.to_string()).collect();
+        let p = Config::default()
+            .resolve(None, Some(&tools), &Kits::default())
+            .expect("profile");
+        report_json(&validate_bytes(src.as_bytes(), &p.namespace(), &p.limits))
+    }
+
+    #[test]
+    fn json_contract_shape() {
+        let ok = check(
+            "x = read_file('a')\nwrite_file('b', x)",
+            &["read_file", "write_file"],
+        );
+        assert_eq!(
+            ok,
+            serde_json::json!({"ok": true, "grade": {"w": 3, "d": 3}, "calls": ["read_file", "write_file"], "error": null, "errors": []})
+        );
+        let bad = check("import os\nopen('x')", &["read_file"]);
+        assert_eq!(bad["ok"], false);
+        assert_eq!(bad["grade"], serde_json::Value::Null);
+        assert_eq!(bad["error"]["kind"], "validation");
+        assert_eq!(bad["error"]["type"], "ForbiddenSyntax");
+        assert_eq!(bad["error"]["line"], 1);
+        assert_eq!(bad["error"]["col"], 1);
+        assert_eq!(bad["errors"][1]["type"], "ForbiddenName");
+        assert_eq!(bad["errors"][1]["line"], 2);
+        assert!(bad["errors"][1]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("read_file"));
+        let none = check("read_file('a')", &[]);
+        assert_eq!(none["error"]["type"], "UnknownName");
+    }
 }
