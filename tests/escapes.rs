@@ -1050,3 +1050,49 @@ fn escapes_corpus() {
         failures.join("\n")
     );
 }
+
+/// Profile and tool names come from untrusted MCP clients too: a name is a
+/// name, never a path. Kits planted outside the workspace must not load.
+#[test]
+fn hostile_profile_and_tool_names() {
+    let arena = Arena::new();
+    let kit = arena.root().join("evil.kit");
+    std::fs::write(&kit, "read_file\nwrite_file\n").expect("write kit");
+    let ws = arena.ws.display().to_string();
+    let evil_abs = arena.root().join("evil").display().to_string();
+    let program = b"write_file(\"pwned.txt\", \"x\")".to_vec();
+    let mut bad = Vec::new();
+    let selections: Vec<Vec<String>> = vec![
+        vec!["--profile".into(), "../../evil".into()],
+        vec!["--profile".into(), "../evil".into()],
+        vec!["--profile".into(), evil_abs.clone()],
+        vec!["--profile".into(), format!("{evil_abs}.kit")],
+        vec!["--profile".into(), "evil\0".into()],
+        vec!["--profile".into(), "x".repeat(5000)],
+        vec!["--tools".into(), "../../evil".into()],
+        vec!["--tools".into(), "read_file,__import__".into()],
+        vec!["--tools".into(), "read_file,/bin/sh".into()],
+        vec!["--tools".into(), "write_file\u{ff3f}".into()],
+    ];
+    for sel in &selections {
+        if sel.iter().any(|s| s.contains('\0')) {
+            continue; // argv cannot hold NUL; covered by the MCP tests
+        }
+        let mut args: Vec<&str> = vec!["run", "-", "--json", "--workspace", ws.as_str()];
+        args.extend(sel.iter().map(String::as_str));
+        let ran = run_bounded(&args, program.clone(), &arena.ws, HARD_DEADLINE);
+        let shown: Vec<String> = sel.iter().map(|s| s.chars().take(40).collect()).collect();
+        if !matches!(ran.status, Some(2 | 3)) {
+            bad.push(format!(
+                "{shown:?}: exit {:?} (want 3, or 2 when write_file is unknown)",
+                ran.status
+            ));
+        }
+        if arena.ws.join("pwned.txt").exists() {
+            bad.push(format!(
+                "{shown:?}: the planted kit was loaded (pwned.txt written)"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
