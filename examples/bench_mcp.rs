@@ -1,0 +1,141 @@
+//! `lackpy mcp` latency and throughput, driven by rmcp's client over a
+//! child process, as an MCP host would (`scripts/bench mcp`).
+//!
+//! Prints: spawn → initialized; `run_program` p50/p99 over 200 sequential
+//! calls in one session; throughput with 8 calls in flight; and how long a
+//! quick call takes while a runaway program is running.
+//!
+//! Needs `target/release/lackpy` (the bench script builds it).
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Map, Value};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const SEQUENTIAL: usize = 200;
+const CONCURRENT_CALLS: usize = 200;
+const IN_FLIGHT: usize = 8;
+
+fn args(program: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("program".into(), json!(program));
+    m
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let exe = std::env::current_dir()?.join("target/release/lackpy");
+    let ws = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("a.txt"), "hello\n")?;
+
+    let t = Instant::now();
+    let mut cmd = tokio::process::Command::new(&exe);
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()?;
+    let client = ().serve(transport).await?;
+    let init = t.elapsed();
+    println!("spawn → initialized: {}", ms(init));
+
+    // Let the warm pool fill before timing runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (label, program) in [("1 + 1", "1 + 1"), ("read_file", "len(read_file('a.txt'))")] {
+        let mut times = Vec::with_capacity(SEQUENTIAL);
+        for _ in 0..SEQUENTIAL {
+            let t = Instant::now();
+            let r = client
+                .call_tool(CallToolRequestParams::new("run_program").with_arguments(args(program)))
+                .await?;
+            times.push(t.elapsed());
+            if r.is_error == Some(true) {
+                anyhow::bail!("run failed: {:?}", r.structured_content);
+            }
+        }
+        times.sort();
+        println!(
+            "run_program `{label}` ×{SEQUENTIAL} sequential: p50 {} · p99 {}",
+            ms(pct(&times, 0.5)),
+            ms(pct(&times, 0.99))
+        );
+    }
+
+    let mut times = Vec::with_capacity(SEQUENTIAL);
+    for _ in 0..SEQUENTIAL {
+        let t = Instant::now();
+        client
+            .call_tool(
+                CallToolRequestParams::new("validate")
+                    .with_arguments(args("len(read_file('a.txt'))")),
+            )
+            .await?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "validate ×{SEQUENTIAL} sequential: p50 {} · p99 {}",
+        ms(pct(&times, 0.5)),
+        ms(pct(&times, 0.99))
+    );
+
+    let peer = client.peer().clone();
+    let t = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    let mut issued = 0;
+    let mut done = 0;
+    while done < CONCURRENT_CALLS {
+        while issued < CONCURRENT_CALLS && set.len() < IN_FLIGHT {
+            let p = peer.clone();
+            set.spawn(async move {
+                p.call_tool(
+                    CallToolRequestParams::new("run_program")
+                        .with_arguments(args("sum(range(100))")),
+                )
+                .await
+            });
+            issued += 1;
+        }
+        if let Some(r) = set.join_next().await {
+            r??;
+            done += 1;
+        }
+    }
+    let el = t.elapsed();
+    println!(
+        "run_program ×{CONCURRENT_CALLS}, {IN_FLIGHT} in flight: {:.0} calls/s ({} total)",
+        CONCURRENT_CALLS as f64 / el.as_secs_f64(),
+        ms(el)
+    );
+
+    let p = peer.clone();
+    let runaway = tokio::spawn(async move {
+        p.call_tool(
+            CallToolRequestParams::new("run_program")
+                .with_arguments(args("n = 0\nfor i in range(1000000000000):\n    n += 1\nn")),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    client
+        .call_tool(CallToolRequestParams::new("run_program").with_arguments(args("1 + 1")))
+        .await?;
+    println!("run_program while a runaway runs: {}", ms(t.elapsed()));
+    runaway.abort();
+    client.cancel().await?;
+    Ok(())
+}
