@@ -6,7 +6,7 @@ use super::tables::{self, forbidden_hint, is_builtin, method_allowed, method_all
 use super::{error_at, Namespace};
 use crate::wire::ErrorInfo;
 use rustpython_parser::ast::{self, Constant, Expr, ExprContext, Operator, Ranged, Stmt, UnaryOp};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 /// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
 const MAX_STR_DIGITS: usize = 4300;
@@ -15,7 +15,7 @@ pub(crate) struct Checker<'a> {
     src: &'a str,
     starts: &'a [u32],
     ns: &'a Namespace,
-    assigned: &'a HashSet<String>,
+    assigned: &'a BTreeSet<String>,
     errors: Vec<(usize, ErrorInfo)>,
     calls: Vec<String>,
     loop_depth: usize,
@@ -164,7 +164,7 @@ impl<'a> Checker<'a> {
         src: &'a str,
         starts: &'a [u32],
         ns: &'a Namespace,
-        assigned: &'a HashSet<String>,
+        assigned: &'a BTreeSet<String>,
     ) -> Self {
         Checker {
             src,

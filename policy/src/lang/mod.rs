@@ -29,7 +29,7 @@ pub use tables::{
 use crate::wire::{ErrorInfo, ErrorKind, Limits};
 use rustpython_parser::{ast, text_size::TextSize, Mode};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
 use walk::NodeMut;
 
@@ -335,7 +335,7 @@ fn normalize(id: &mut ast::Identifier) {
     }
 }
 
-fn normalize_args(a: &mut ast::Arguments, assigned: &mut HashSet<String>) {
+fn normalize_args(a: &mut ast::Arguments, assigned: &mut BTreeSet<String>) {
     let ast::Arguments {
         posonlyargs,
         args,
@@ -360,9 +360,9 @@ fn normalize_args(a: &mut ast::Arguments, assigned: &mut HashSet<String>) {
 
 /// Pass 1. Returns the assigned names and, if the tree is deeper than
 /// `limit`, the offset of the first node past it.
-fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (HashSet<String>, Option<usize>) {
+fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (BTreeSet<String>, Option<usize>) {
     use rustpython_parser::ast::Ranged;
-    let mut assigned = HashSet::new();
+    let mut assigned = BTreeSet::new();
     let mut stack: Vec<(NodeMut<'_>, usize)> = body
         .iter_mut()
         .rev()
