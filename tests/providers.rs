@@ -1,0 +1,289 @@
+//! Tool providers end to end: the real binary and jailed worker, a fixture
+//! workspace (`tests/fixtures/providers/ws`) whose config declares python,
+//! command, virtual and original-lackpy tool entries, and the
+//! code-intelligence builtins on a fixture package.
+
+use crate::util::{json, run_with_stdin};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A fresh copy of the fixture workspace (runs write traces into it).
+fn fixture() -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers/ws");
+    let dst = tempfile::tempdir().expect("tempdir");
+    copy_dir(&src, dst.path());
+    dst
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).expect("fixture dir").flatten() {
+        let target = to.join(e.file_name());
+        let ft = e.file_type().expect("file type");
+        if ft.is_dir() {
+            if e.file_name() == "__pycache__" || e.file_name() == "traces" {
+                continue;
+            }
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&e.path(), &target);
+        } else if ft.is_file() {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+fn python_available() -> bool {
+    std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run(ws: &Path, tools: &str, program: &str) -> (i32, Value) {
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--tools",
+            tools,
+        ],
+        program,
+        None,
+    );
+    (out.status.code().unwrap_or(-1), json(&out))
+}
+
+fn tool_error(v: &Value) -> (String, String) {
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["kind"], "tool", "{v}");
+    (
+        v["error"]["type"].as_str().unwrap_or("").to_string(),
+        v["error"]["message"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn python_tools_return_plain_data() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(
+        ws.path(),
+        "add,describe,count_lines",
+        "big = add(4611686018427387904, 4611686018427387904)\n\
+         d = describe((1, 'x', None))\n\
+         [add(1, 2), add('a', 'b'), big, d['type'], d['value'], count_lines('notes.txt')]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["value"],
+        json!([3, "ab", "9223372036854775808", "tuple", [1, "x", null], 4])
+    );
+    assert_eq!(
+        v["repr"],
+        "[3, 'ab', 9223372036854775808, 'tuple', (1, 'x', None), 4]"
+    );
+    assert_eq!(v["grade"], json!({"w": 1, "d": 0}));
+    assert_eq!(v["trace"][0]["tool"], "add");
+    assert_eq!(v["trace"][0]["ok"], true);
+}
+
+#[test]
+fn python_prints_do_not_corrupt_the_protocol() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "noisy,add", "[noisy('abc'), add(1, 1)]\n");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["value"], json!(["cba", 2]));
+    assert_eq!(v["stdout"], "");
+}
+
+#[test]
+fn python_exceptions_are_tool_errors() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "picky", "picky(-1)\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        tool_error(&v),
+        (
+            "ToolFailed".into(),
+            "ValueError: n must be >= 0, got -1".into()
+        )
+    );
+    assert_eq!(v["error"]["line"], 1);
+    assert_eq!(v["trace"][0]["ok"], false);
+    let (_, v) = run(ws.path(), "count_lines", "count_lines('missing.txt')\n");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "FileNotFound");
+    assert!(msg.starts_with("FileNotFoundError: "), "{msg}");
+}
+
+#[test]
+fn python_non_plain_results_name_the_type() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "opaque", "opaque()\n");
+    assert_eq!(code, 1, "{v}");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "ToolFailed");
+    assert!(msg.contains("non-plain value of type 'Thing'"), "{msg}");
+    assert!(msg.contains("result['thing']"), "{msg}");
+}
+
+#[test]
+fn python_crash_and_hang_are_contained() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "crash,add", "crash()\n");
+    assert_eq!(code, 1, "{v}");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "ToolFailed");
+    assert!(
+        msg.contains("crashed") && msg.contains("exit status 7"),
+        "{msg}"
+    );
+
+    let t0 = Instant::now();
+    let (code, v) = run(ws.path(), "hang", "hang()\n");
+    assert_eq!(code, 1, "{v}");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "Timeout", "{msg}");
+    assert!(t0.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn original_lackpy_builtin_entries_keep_working() {
+    let ws = fixture();
+    let (code, v) = run(
+        ws.path(),
+        "legacy_read",
+        "legacy_read('notes.txt').split()[0]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["value"], "alpha");
+    let (_, v) = run(
+        ws.path(),
+        "legacy_read",
+        "legacy_read('../../etc/passwd')\n",
+    );
+    assert_eq!(tool_error(&v).0, "PathOutsideWorkspace");
+}
+
+#[test]
+fn command_arguments_arrive_literally() {
+    let ws = fixture();
+    let evil = [
+        "; rm -rf notes.txt",
+        "$(touch pwned)",
+        "`touch pwned`",
+        "a && touch pwned",
+        "x' \"y",
+        "*",
+    ];
+    for e in evil {
+        let prog = format!("say({e:?}, '|next')\n");
+        let (code, v) = run(ws.path(), "say", &prog);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["value"], format!("{e}||next|"), "{v}");
+    }
+    assert!(!ws.path().join("pwned").exists());
+    assert!(ws.path().join("notes.txt").exists());
+    // An option smuggled into a positional slot is refused.
+    let (code, v) = run(ws.path(), "say", "say('--version', 'x')\n");
+    assert_eq!(code, 1, "{v}");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "BadArgument");
+    assert!(msg.contains("starts with '-'"), "{msg}");
+}
+
+#[test]
+fn command_parse_modes_and_status() {
+    let ws = fixture();
+    let (code, v) = run(
+        ws.path(),
+        "grep_lines,cat_stdin",
+        "[grep_lines('a'), grep_lines('-rf'), grep_lines('zzz'), cat_stdin(41)['got'] + 1]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["value"],
+        json!([
+            ["1:alpha", "2:beta", "4:gamma $(id)"],
+            ["3:; rm -rf x"],
+            [],
+            42
+        ])
+    );
+}
+
+#[test]
+fn virtual_tools_fail_cleanly_without_a_host() {
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "ask_user", "ask_user('why?')\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        tool_error(&v),
+        (
+            "ToolFailed".into(),
+            "virtual tool \"ask_user\" is not provided by this host".into()
+        )
+    );
+    assert_eq!(v["grade"], json!({"w": 2, "d": 0}));
+}
+
+#[test]
+fn code_intelligence_on_a_fixture_package() {
+    let ws = fixture();
+    let (code, v) = run(
+        ws.path(),
+        "find_definitions,find_callers",
+        "[find_definitions('run'), find_definitions('Engine.step'), find_definitions('Engine'),\n \
+         [(c['file'], c['line'], c['caller']) for c in find_callers('step')],\n \
+         find_callers('run')]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["grade"], json!({"w": 1, "d": 0}));
+    assert_eq!(
+        v["value"][0],
+        json!([{"file": "pkg/core.py", "line": 4, "kind": "function", "name": "run",
+                "signature": "def run(engine, steps=1)"}])
+    );
+    assert_eq!(
+        v["value"][1],
+        json!([{"file": "pkg/core.py", "line": 14, "kind": "method", "name": "Engine.step",
+                "signature": "def step(self)"}])
+    );
+    assert_eq!(
+        v["value"][2],
+        json!([{"file": "pkg/core.py", "line": 10, "kind": "class", "name": "Engine",
+                "signature": "class Engine"}])
+    );
+    assert_eq!(
+        v["value"][3],
+        json!([["pkg/core.py", 6, "run"], ["pkg/sub/cli.py", 7, "main"]])
+    );
+    assert_eq!(
+        v["value"][4],
+        json!([{"file": "pkg/sub/cli.py", "line": 6, "caller": "main", "text": "run(e, steps=2)"}])
+    );
+    let (code, v) = run(
+        ws.path(),
+        "find_definitions",
+        "find_definitions('not a name')\n",
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(tool_error(&v).0, "BadArgument");
+}
