@@ -421,6 +421,7 @@ fn run_bounded(args: &[&str], stdin: Vec<u8>, cwd: &Path, deadline: Duration) ->
         if start.elapsed() > deadline {
             timed_out = true;
             kill_group(pid);
+            let _ = child.kill(); // in case `kill` is missing
             break child.wait().expect("wait after kill");
         }
         std::thread::sleep(Duration::from_millis(5));
