@@ -165,7 +165,7 @@ pub fn render_run(report: &Value) -> String {
             cap(program, MAX_BLOCK_BYTES)
         );
     }
-    if let Some(calls) = report.get("calls").and_then(Value::as_array) {
+    if let Some(calls) = report.get("calls").and_then(Value::as_array).filter(|_| ok) {
         let names: Vec<String> = calls
             .iter()
             .map(|c| c.as_str().map_or_else(|| c.to_string(), String::from))
