@@ -58,6 +58,14 @@ const EXIT_USAGE: i32 = 3;
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let (out, code) = delegate_json(&args);
+    if code == EXIT_USAGE && args.json {
+        // Usage and config errors also go to stderr, like other subcommands.
+        let msg = out
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        eprintln!("lackpy delegate: {}", printable(msg));
+    }
     if args.json {
         println!("{}", serde_json::to_string(&out)?);
     } else {
