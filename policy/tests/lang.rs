@@ -828,6 +828,11 @@ fn aliases_grade_by_alias_entry() {
         .hint
         .as_deref()
         .unwrap_or("")
+        .contains("does not grant"));
+    assert!(e[0]
+        .hint
+        .as_deref()
+        .unwrap_or("")
         .contains("available tools: r"));
 }
 

@@ -8,6 +8,9 @@ use crate::wire::ErrorInfo;
 use rustpython_parser::ast::{self, Constant, Expr, ExprContext, Operator, Ranged, Stmt, UnaryOp};
 use std::collections::BTreeSet;
 
+/// The shipped builtin tools (for a hint when a profile does not grant one).
+const SHIPPED_TOOLS: &[&str] = &["read_file", "find_files", "write_file", "edit_file"];
+
 /// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
 const MAX_STR_DIGITS: usize = 4300;
 
@@ -373,6 +376,11 @@ impl<'a> Checker<'a> {
         let mut parts = Vec::new();
         if let Some(h) = fixed {
             parts.push(h.to_string());
+        }
+        if SHIPPED_TOOLS.contains(&id) {
+            parts.push(format!(
+                "{id} is a tool the active profile does not grant; use a profile or --tools list that includes it"
+            ));
         }
         if !close.is_empty() {
             parts.push(format!("did you mean {}?", close.join(", ")));
