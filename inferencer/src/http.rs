@@ -266,28 +266,58 @@ fn bounded(s: &str, n: usize) -> String {
 /// [`InferError`] after the last try; never hangs past
 /// `(retries + 1) * timeout + retries * MAX_BACKOFF`.
 pub fn generate(req: &Request) -> Result<Generation, InferError> {
+    let start = Instant::now();
+    let mut tries = 0u32;
+    match generate_tries(req, start, &mut tries) {
+        // An Ollama-compatible server without this endpoint: try the other
+        // native one (`/api/generate` ↔ `/api/chat`) once.
+        Err(InferError::Status {
+            status: 404 | 405, ..
+        }) if matches!(req.endpoint.wire, Wire::OllamaGenerate | Wire::OllamaChat) => {
+            let mut alt = req.clone();
+            let (from, to, wire) = match req.endpoint.wire {
+                Wire::OllamaGenerate => ("/api/generate", "/api/chat", Wire::OllamaChat),
+                _ => ("/api/chat", "/api/generate", Wire::OllamaGenerate),
+            };
+            let Some(base) = req.endpoint.url.strip_suffix(from) else {
+                return generate_tries(req, start, &mut tries);
+            };
+            alt.endpoint.url = format!("{base}{to}");
+            alt.endpoint.wire = wire;
+            tracing::debug!(url = %display_url(&alt.endpoint.url), "endpoint not found; trying the other Ollama API");
+            generate_tries(&alt, start, &mut tries)
+        }
+        other => other,
+    }
+}
+
+fn generate_tries(
+    req: &Request,
+    start: Instant,
+    tries: &mut u32,
+) -> Result<Generation, InferError> {
     let ep = &req.endpoint;
     let url = display_url(&ep.url);
-    let start = Instant::now();
     let target = crate::client::Url::parse(&ep.url).map_err(|detail| InferError::BadRequest {
         url: url.clone(),
         detail,
     })?;
     let body = request_body(req).to_string();
-    let mut tries = 0u32;
+    let mut own_tries = 0u32;
     let mut backoff = Duration::from_millis(200);
     loop {
-        tries += 1;
+        own_tries += 1;
+        *tries += 1;
         match try_once(&target, ep, &url, body.as_bytes()) {
             Ok(text) => {
                 return Ok(Generation {
                     text,
                     elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
-                    tries,
+                    tries: *tries,
                 })
             }
-            Err(e) if e.retryable() && tries <= ep.retries => {
-                tracing::debug!(url = %url, try_ = tries, error = %e, "model call failed; retrying");
+            Err(e) if e.retryable() && own_tries <= ep.retries => {
+                tracing::debug!(url = %url, try_ = own_tries, error = %e, "model call failed; retrying");
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
@@ -440,13 +470,32 @@ fn try_once(
     if !ep.stream {
         let mut buf = Vec::new();
         reader.read_all(&mut buf)?;
-        let v: Value = serde_json::from_slice(&buf).map_err(|e| InferError::Garbage {
-            url: url.to_string(),
-            detail: format!(
-                "not JSON ({e}): {}",
-                bounded(&String::from_utf8_lossy(&buf), 120)
-            ),
-        })?;
+        let v: Value = match serde_json::from_slice(&buf) {
+            Ok(v) => v,
+            Err(e) => {
+                // A server that streams although asked not to: read it as a stream.
+                let text = String::from_utf8_lossy(&buf);
+                let mut out = String::new();
+                let mut done = false;
+                let mut ok = true;
+                for line in text.lines() {
+                    match stream_line(ep.wire, line.trim(), &mut out, url) {
+                        Ok(d) => done |= d,
+                        Err(_) => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if ok && (done || !out.is_empty()) {
+                    return Ok(out);
+                }
+                return Err(InferError::Garbage {
+                    url: url.to_string(),
+                    detail: format!("not JSON ({e}): {}", bounded(&text, 120)),
+                });
+            }
+        };
         return extract_whole(ep.wire, &v, url);
     }
     // Streaming: NDJSON (Ollama) or SSE (OpenAI, Anthropic), line by line.

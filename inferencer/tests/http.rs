@@ -666,3 +666,34 @@ fn chunk_extensions_and_trailers() {
     let g = generate(&req(endpoint(Wire::OllamaGenerate, &srv.url))).expect("generate");
     assert_eq!(g.text, "ok");
 }
+
+#[test]
+fn ollama_falls_back_to_the_other_api_on_404() {
+    let srv = Server::start(vec![
+        Reply::Body(404, "404 page not found".into()),
+        Reply::Body(
+            200,
+            r#"{"message":{"role":"assistant","content":"1"},"done":true}"#.into(),
+        ),
+    ]);
+    let g = generate(&req(endpoint(Wire::OllamaGenerate, &srv.url))).expect("generate");
+    assert_eq!(g.text, "1");
+    let seen = srv.seen();
+    assert_eq!(
+        (seen[0].path.as_str(), seen[1].path.as_str()),
+        ("/api/generate", "/api/chat")
+    );
+    assert!(json(&seen[1].body)["messages"].is_array());
+}
+
+#[test]
+fn unrequested_stream_is_still_read() {
+    let body = "{\"response\":\"a\",\"done\":false}\n{\"response\":\"b\",\"done\":true}\n";
+    let srv = Server::start(vec![Reply::Body(200, body.into())]);
+    assert_eq!(
+        generate(&req(endpoint(Wire::OllamaGenerate, &srv.url)))
+            .expect("generate")
+            .text,
+        "ab"
+    );
+}
