@@ -419,6 +419,17 @@ fn index_source(src: &str, path: &str) -> Option<FileIndex> {
     Some(ix.out)
 }
 
+/// The parts of a `def` / `async def` the indexer needs.
+struct FnParts<'a> {
+    range: rustpython_parser::text_size::TextRange,
+    name: &'a str,
+    args: &'a ast::Arguments,
+    returns: Option<&'a Expr>,
+    decorators: &'a [Expr],
+    body: &'a [Stmt],
+    is_async: bool,
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum ScopeKind {
     Class,
@@ -533,16 +544,16 @@ impl Indexer<'_> {
         s
     }
 
-    fn function(
-        &mut self,
-        range: rustpython_parser::text_size::TextRange,
-        name: &str,
-        args: &ast::Arguments,
-        returns: Option<&Expr>,
-        decorators: &[Expr],
-        body: &[Stmt],
-        is_async: bool,
-    ) {
+    fn function(&mut self, f: FnParts<'_>) {
+        let FnParts {
+            range,
+            name,
+            args,
+            returns,
+            decorators,
+            body,
+            is_async,
+        } = f;
         // Decorators, defaults and annotations run in the enclosing scope.
         self.exprs(decorators);
         for p in args
@@ -620,24 +631,24 @@ impl Indexer<'_> {
 
     fn stmt(&mut self, s: &Stmt) {
         match s {
-            Stmt::FunctionDef(f) => self.function(
-                f.range,
-                f.name.as_str(),
-                &f.args,
-                f.returns.as_deref(),
-                &f.decorator_list,
-                &f.body,
-                false,
-            ),
-            Stmt::AsyncFunctionDef(f) => self.function(
-                f.range,
-                f.name.as_str(),
-                &f.args,
-                f.returns.as_deref(),
-                &f.decorator_list,
-                &f.body,
-                true,
-            ),
+            Stmt::FunctionDef(f) => self.function(FnParts {
+                range: f.range,
+                name: f.name.as_str(),
+                args: &f.args,
+                returns: f.returns.as_deref(),
+                decorators: &f.decorator_list,
+                body: &f.body,
+                is_async: false,
+            }),
+            Stmt::AsyncFunctionDef(f) => self.function(FnParts {
+                range: f.range,
+                name: f.name.as_str(),
+                args: &f.args,
+                returns: f.returns.as_deref(),
+                decorators: &f.decorator_list,
+                body: &f.body,
+                is_async: true,
+            }),
             Stmt::ClassDef(c) => {
                 self.exprs(&c.decorator_list);
                 self.exprs(&c.bases);

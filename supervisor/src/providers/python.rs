@@ -471,7 +471,12 @@ def rec():
             (s("k"), Data::Set(vec![s("a")])),
         ]);
         assert_eq!(
-            call(&tool("echo", "echo", 10.0), &[rich.clone()], &ws).unwrap(),
+            call(
+                &tool("echo", "echo", 10.0),
+                std::slice::from_ref(&rich),
+                &ws
+            )
+            .unwrap(),
             rich
         );
         assert_eq!(
