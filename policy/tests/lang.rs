@@ -358,7 +358,7 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "UnderscoreName",
         1,
         5,
-        "'_'",
+        "instead of '_'",
     ),
     ("x = [_ for _ in range(3)]", "UnderscoreName", 1, 6, "'_'"),
     ("print(1, _end='')", "UnderscoreName", 1, 15, "'_'"),

@@ -350,10 +350,12 @@ impl<'a> Checker<'a> {
                 at,
                 "UnderscoreName",
                 format!("name '{id}' starts with an underscore; such names are not allowed"),
-                Some(
+                Some(if id.chars().all(|c| c == '_') {
+                    "use a plain name such as `item` or `i` instead of '_'".to_string()
+                } else {
                     "use names that do not start with '_'; use dict keys (d[\"key\"]) for data"
-                        .to_string(),
-                ),
+                        .to_string()
+                }),
             );
             return false;
         }
