@@ -1148,3 +1148,326 @@ fn data_shape_comparison() {
         &Data::Float(f64::INFINITY)
     ));
 }
+
+// --- randomized differential programs ----------------------------------------------
+
+/// A small deterministic PRNG (xorshift64*), so failures are reproducible from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % (n as u64)).unwrap_or(0)
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const INT_ATOMS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "7",
+    "-7",
+    "10",
+    "255",
+    "-256",
+    "2147483648",
+    "9007199254740993",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "100000000000000000000",
+    "-999999999999999999999999999993",
+    "True",
+    "False",
+];
+const FLOAT_ATOMS: &[&str] = &[
+    "0.0",
+    "-0.0",
+    "0.1",
+    "0.5",
+    "1.5",
+    "2.5",
+    "-2.5",
+    "1e16",
+    "1e-07",
+    "3.14159",
+    "1e300",
+    "-1e300",
+    "123.456",
+    "2.675",
+    "float('inf')",
+    "float('-inf')",
+    "float('nan')",
+    "5e-324",
+];
+const STR_ATOMS: &[&str] = &[
+    "''",
+    "'a'",
+    "'abc'",
+    "'Hello World'",
+    "'  pad  '",
+    "'a,b,,c'",
+    "'ß'",
+    "'é😀x'",
+    "'123'",
+    "'\\t\\n x'",
+    "'ǅa ΣΣ'",
+    "'aaaa'",
+    "'-42'",
+];
+const NUM_OPS: &[&str] = &["+", "-", "*", "/", "//", "%"];
+const CMP_OPS: &[&str] = &["<", "<=", ">", ">=", "==", "!="];
+
+fn gen_num(rng: &mut Rng, depth: u32) -> String {
+    if depth == 0 || rng.below(3) == 0 {
+        return if rng.below(2) == 0 {
+            rng.pick(INT_ATOMS).to_string()
+        } else {
+            rng.pick(FLOAT_ATOMS).to_string()
+        };
+    }
+    let a = gen_num(rng, depth - 1);
+    let b = gen_num(rng, depth - 1);
+    match rng.below(9) {
+        0..=3 => format!("({a} {} {b})", rng.pick(NUM_OPS)),
+        4 => format!("(-{a})"),
+        5 => format!("abs({a})"),
+        6 => format!(
+            "round({a}, {})",
+            rng.pick(&["-2", "-1", "0", "1", "2", "5"])
+        ),
+        7 => format!("{}({a})", rng.pick(&["int", "float", "round", "bool"])),
+        _ => format!("{}({a}, {b})", rng.pick(&["min", "max"])),
+    }
+}
+
+fn gen_str(rng: &mut Rng, depth: u32) -> String {
+    let s = if depth == 0 || rng.below(2) == 0 {
+        rng.pick(STR_ATOMS).to_string()
+    } else {
+        gen_str(rng, depth - 1)
+    };
+    let sub = rng.pick(&["''", "'a'", "','", "' '", "'ab'", "'x'", "'Σ'"]);
+    let int = rng.pick(&["-3", "-1", "0", "1", "2", "5", "9"]);
+    let int2 = rng.pick(&["-2", "0", "3", "100"]);
+    let m = rng.below(24);
+    match m {
+        0 => format!(
+            "{s}.{}()",
+            rng.pick(&[
+                "upper",
+                "lower",
+                "title",
+                "capitalize",
+                "swapcase",
+                "casefold"
+            ])
+        ),
+        1 => format!(
+            "{s}.{}({})",
+            rng.pick(&["strip", "lstrip", "rstrip"]),
+            rng.pick(&["", "'a'", "' ,'", "None"])
+        ),
+        2 => format!("{s}.split({sub}, {int})"),
+        3 => format!("{s}.rsplit({sub}, {int})"),
+        4 => format!("{s}.split()"),
+        5 => format!("{s}.replace({sub}, '-', {int})"),
+        6 => format!(
+            "{s}.{}({sub}, {int}, {int2})",
+            rng.pick(&["find", "rfind", "count"])
+        ),
+        7 => format!(
+            "{s}.{}({int2}, {})",
+            rng.pick(&["center", "ljust", "rjust"]),
+            rng.pick(&["'*'", "' '", "'é'"])
+        ),
+        8 => format!("{s}.zfill({int2})"),
+        9 => format!(
+            "{s}.{}({sub}, {int}, {int2})",
+            rng.pick(&["startswith", "endswith"])
+        ),
+        10 => format!(
+            "{s}.{}({sub})",
+            rng.pick(&[
+                "partition",
+                "rpartition",
+                "removeprefix",
+                "removesuffix",
+                "index",
+                "rindex"
+            ])
+        ),
+        11 => format!("{s}.splitlines({})", rng.pick(&["", "True", "False"])),
+        12 => format!("{s}.expandtabs({int})"),
+        13 => format!(
+            "{s}.{}()",
+            rng.pick(&[
+                "isalnum",
+                "isalpha",
+                "isascii",
+                "isdecimal",
+                "isdigit",
+                "isidentifier",
+                "islower",
+                "isnumeric",
+                "isspace",
+                "istitle",
+                "isupper",
+            ])
+        ),
+        14 => format!("{sub}.join({s})"),
+        15 => format!("({s} + {})", gen_str(rng, depth.saturating_sub(1))),
+        16 => format!("({s} * {int})"),
+        17 => format!(
+            "{s}[{int}:{int2}:{}]",
+            rng.pick(&["", "1", "-1", "2", "-2"])
+        ),
+        18 => format!("{s}[{int}]"),
+        19 => format!("repr({s})"),
+        20 => format!("str({})", gen_num(rng, 1)),
+        21 => format!("int({s})"),
+        22 => format!("float({s})"),
+        _ => format!("sorted({s})"),
+    }
+}
+
+fn gen_spec(rng: &mut Rng, numeric: bool) -> String {
+    let mut spec = String::new();
+    if rng.below(3) == 0 {
+        spec.push_str(rng.pick(&["*", "0", "é", " "]));
+        spec.push_str(rng.pick(&["<", ">", "^", "="]));
+    } else if rng.below(3) == 0 {
+        spec.push_str(rng.pick(&["<", ">", "^", "="]));
+    }
+    if numeric && rng.below(3) == 0 {
+        spec.push_str(rng.pick(&["+", "-", " "]));
+    }
+    if numeric && rng.below(4) == 0 {
+        spec.push('#');
+    }
+    if rng.below(4) == 0 {
+        spec.push('0');
+    }
+    if rng.below(2) == 0 {
+        spec.push_str(rng.pick(&["1", "5", "12"]));
+    }
+    if numeric && rng.below(4) == 0 {
+        spec.push_str(rng.pick(&[",", "_"]));
+    }
+    if rng.below(2) == 0 {
+        spec.push_str(rng.pick(&[".0", ".1", ".3", ".10"]));
+    }
+    let types: &[&str] = if numeric {
+        &[
+            "", "d", "b", "o", "x", "X", "e", "E", "f", "F", "g", "G", "n", "%", "c", "s",
+        ]
+    } else {
+        &["", "s", "d"]
+    };
+    spec.push_str(rng.pick(types));
+    spec
+}
+
+/// One random expression program.
+fn gen_program(rng: &mut Rng) -> String {
+    let expr = match rng.below(5) {
+        0 | 1 => gen_num(rng, 3),
+        2 => gen_str(rng, 2),
+        3 => {
+            let n = 2 + rng.below(2);
+            let mut e = gen_operand(rng);
+            for _ in 0..n {
+                e = format!("{e} {} {}", rng.pick(CMP_OPS), gen_operand(rng));
+            }
+            e
+        }
+        _ => {
+            let numeric = rng.below(4) != 0;
+            let v = if numeric {
+                gen_num(rng, 1)
+            } else {
+                // No backslashes inside an f-string expression (3.11).
+                rng.pick(&["''", "'a'", "'abc'", "'ß'", "'é😀x'", "'-42'"])
+                    .to_string()
+            };
+            let conv = rng.pick(&["", "", "", "!r", "!s", "!a"]);
+            format!("f\"{{{v}{conv}:{}}}\"", gen_spec(rng, numeric))
+        }
+    };
+    format!("{expr}\n")
+}
+
+fn gen_operand(rng: &mut Rng) -> String {
+    match rng.below(5) {
+        0 => rng.pick(STR_ATOMS).to_string(),
+        1 => rng.pick(FLOAT_ATOMS).to_string(),
+        _ => rng.pick(INT_ATOMS).to_string(),
+    }
+}
+
+/// Random arithmetic, comparison, string-method and format-spec expressions,
+/// each its own program, compared with CPython like the corpus. The seed
+/// (`CONFORMANCE_SEED`, default fixed) and count (`CONFORMANCE_RANDOM`,
+/// default 1500) make any failure reproducible.
+#[test]
+#[ignore = "interpreter not complete yet (see corpus_matches_cpython)"]
+fn random_expressions_match_cpython() {
+    let seed = std::env::var("CONFORMANCE_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0x1ac4_b7e5_eed5_0001)
+        | 1;
+    let count = std::env::var("CONFORMANCE_RANDOM")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(1500);
+    let mut rng = Rng(seed);
+    let cases: Vec<Case> = (0..count)
+        .map(|i| Case {
+            name: format!("random_{i}"),
+            source: gen_program(&mut rng),
+            must_raise: false,
+            raise_type: None,
+            message_any: false,
+            expect_difference: None,
+            lackpy_repr: None,
+            uses_tools: false,
+        })
+        .collect();
+    let programs: Vec<(String, String, Option<PathBuf>)> = cases
+        .iter()
+        .map(|c| (c.name.clone(), c.source.clone(), None))
+        .collect();
+    let py_results = run_python(&programs);
+    let mut failures = Vec::new();
+    let mut raised = 0;
+    for (case, py) in cases.iter().zip(&py_results) {
+        assert!(
+            py.lint.is_empty(),
+            "generator left the subset: {} {:?}",
+            case.source,
+            py.lint
+        );
+        raised += usize::from(!py.ok);
+        if let Err(why) = compare(case, py, &run_lackpy(case)) {
+            failures.push(format!("{}\n    {why}", case.source.trim_end()));
+        }
+    }
+    let summary = format!(
+        "{} passed, {} failed (seed {seed:#x}; {raised} raise under CPython)",
+        count - failures.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}\n{summary}", failures.join("\n"));
+    eprintln!("{summary}");
+}
