@@ -308,7 +308,7 @@ pub fn strip_strings(src: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn corpus() -> Corpus {

@@ -647,6 +647,19 @@ mod tests {
     }
 
     #[test]
+    fn shipped_template_programs_validate() {
+        let ns = crate::corpus::tests::file_tools_ns();
+        for t in shipped().templates {
+            let mut prog = t.program.clone();
+            for slot in ["path", "pattern"] {
+                prog = prog.replace(&format!("{{{slot}}}"), &py_str("notes/*.txt"));
+            }
+            let r = lackpy_policy::validate(&prog, &ns, &lackpy_policy::Limits::default());
+            assert!(r.is_ok(), "{}: {prog}: {:?}", t.name, r.err());
+        }
+    }
+
+    #[test]
     fn slots_cannot_inject() {
         let t = shipped();
         let got = t
