@@ -224,6 +224,8 @@ struct Pool {
 /// The supervisor. `Send + Sync`: front ends call [`Supervisor::run`] from many threads.
 pub struct Supervisor {
     cfg: Arc<SupervisorConfig>,
+    jobs: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
+    bg: Option<std::thread::JoinHandle<()>>,
     role_override: Mutex<Option<Vec<String>>>,
     pool: Arc<Pool>,
     pool_spec: JailSpec,
@@ -268,8 +270,17 @@ impl Supervisor {
         } else {
             None
         };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let bg = std::thread::Builder::new()
+            .name("lackpy-bg".into())
+            .spawn(move || background_loop(rx))
+            .map_err(|e| {
+                SupervisorError::Config(format!("cannot start the background thread: {e}"))
+            })?;
         Ok(Supervisor {
             cfg,
+            jobs: Mutex::new(Some(tx)),
+            bg: Some(bg),
             role_override: Mutex::new(None),
             pool,
             pool_spec,
@@ -390,16 +401,9 @@ impl Supervisor {
             limits: serde_json::to_value(&req.limits).unwrap_or_default(),
             duration_us: started.elapsed().as_micros() as u64,
         };
-        if let Err(e) = trace::append(&req.workspace, &rec) {
-            tracing::warn!(
-                "could not write the trace to {}: {e}",
-                trace::trace_dir(&req.workspace).display()
-            );
-            eprintln!(
-                "lackpy: warning: trace not written ({}): {e}",
-                trace::trace_dir(&req.workspace).display()
-            );
-        }
+        // Appended and fsync'd by the background thread, in order; dropping
+        // the supervisor waits until every record is on disk.
+        self.background(Job::Trace(req.workspace.clone(), Box::new(rec)));
         // Trace entries in the contract object do not carry result sizes.
         for t in &mut report.trace {
             t.result_bytes = None;
@@ -490,12 +494,73 @@ impl Supervisor {
             calls: 0,
         };
         session.drive(&run);
-        worker.kill_and_reap();
+        // SIGKILL now (the pid namespace dies with it); the wait happens off
+        // the run's critical path.
+        worker.kill();
+        self.background(Job::Reap(Box::new(worker)));
+    }
+
+    /// Hand work to the background thread (or do it here if it is gone).
+    fn background(&self, job: Job) {
+        let mut job = Some(job);
+        if let Ok(tx) = self.jobs.lock() {
+            if let Some(tx) = tx.as_ref() {
+                if let Some(j) = job.take() {
+                    if let Err(std::sync::mpsc::SendError(back)) = tx.send(j) {
+                        job = Some(back);
+                    }
+                }
+            }
+        }
+        if let Some(j) = job {
+            j.run();
+        }
+    }
+}
+
+/// Work done after a run returns: reaping its worker, writing its trace.
+enum Job {
+    Reap(Box<Worker>),
+    Trace(PathBuf, Box<TraceRecord>),
+}
+
+impl Job {
+    fn run(self) {
+        match self {
+            Job::Reap(mut w) => {
+                w.kill_and_reap();
+            }
+            Job::Trace(ws, rec) => {
+                if let Err(e) = trace::append(&ws, &rec) {
+                    tracing::warn!(
+                        "could not write the trace to {}: {e}",
+                        trace::trace_dir(&ws).display()
+                    );
+                    eprintln!(
+                        "lackpy: warning: trace not written ({}): {e}",
+                        trace::trace_dir(&ws).display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(job) = rx.recv() {
+        job.run();
     }
 }
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
+        // Finish pending traces and reaps first.
+        if let Ok(mut tx) = self.jobs.lock() {
+            tx.take();
+        }
+        if let Some(t) = self.bg.take() {
+            let _ = t.join();
+        }
         self.pool.stop.store(true, Ordering::SeqCst);
         self.pool.cv.notify_all();
         if let Some(t) = self.refill.take() {

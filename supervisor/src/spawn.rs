@@ -303,6 +303,21 @@ impl Worker {
         }
     }
 
+    /// SIGKILL the worker without waiting (reap later with [`Worker::kill_and_reap`]).
+    pub fn kill(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            match child.try_wait() {
+                Ok(Some(st)) => {
+                    self.status = Some(st);
+                    self.child = None;
+                }
+                _ => {
+                    let _ = child.kill();
+                }
+            }
+        }
+    }
+
     /// SIGKILL the worker (its pid namespace dies with it) and reap it.
     /// Idempotent; returns the exit status.
     pub fn kill_and_reap(&mut self) -> Option<ExitStatus> {
