@@ -48,7 +48,7 @@ pub const MAX_RESULTS: usize = 20_000;
 pub const MAX_NESTING: usize = 200;
 /// Stack of the indexing thread. Why: the parser and the walk recurse
 /// once per nesting level; [`MAX_NESTING`] levels fit with a wide margin.
-const STACK_BYTES: usize = 256 * 1024 * 1024;
+const STACK_BYTES: usize = 16 * 1024 * 1024;
 /// Cached file indexes kept before the cache is reset.
 const CACHE_ENTRIES: usize = 200_000;
 
@@ -1046,6 +1046,28 @@ Config.load(
         assert!(!valid_name(""));
         assert!(!valid_name("a..b"));
         assert!(valid_name("Config.load"));
+    }
+
+    #[test]
+    fn deep_but_allowed_nesting_is_indexed_on_the_indexer_stack() {
+        let d = tempfile::tempdir().unwrap();
+        let src = format!(
+            "x = {}1{}\ndef target():\n    return f({})\n",
+            "[".repeat(190),
+            "]".repeat(190),
+            "g(".repeat(60) + &")".repeat(60)
+        );
+        std::fs::write(d.path().join("deep.py"), src).unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let spec = ToolSpec {
+            name: "find_callers".into(),
+            provider: "builtin".into(),
+            ..ToolSpec::default()
+        };
+        let Data::List(v) = call(&spec, &[Data::Str("g".into())], &ws).unwrap() else {
+            panic!()
+        };
+        assert_eq!(v.len(), 60);
     }
 
     #[test]
