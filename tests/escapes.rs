@@ -1132,3 +1132,149 @@ fn terminal_escapes_in_human_output() {
         );
     }
 }
+
+/// The escape corpus through the other untrusted front door: an MCP client
+/// calling `run_program` on one `lackpy mcp` server. One server and one
+/// workspace for all cases (state carries over between cases, so only the
+/// categories whose outcome cannot depend on earlier writes are checked for
+/// their expected kind); every case is checked for the security invariants:
+/// the canary never in any response, nothing outside the workspace changed,
+/// the server alive and answering afterwards, no process left behind.
+#[test]
+fn escapes_corpus_over_mcp() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let arena = Arena::new();
+    let before = arena.snapshot_outside();
+    let procs_before: HashSet<u32> = lackpy_processes().into_keys().collect();
+    let subst = arena.substitutions();
+    let cases: Vec<Case> = corpus()
+        .into_iter()
+        .filter(|c| c.gen.is_none() && c.append_bytes.is_empty() && c.gap.is_none())
+        .collect();
+    let bad = rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(util::bin());
+        cmd.arg("mcp").arg("--workspace").arg(&arena.ws);
+        cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
+        cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn lackpy mcp");
+        let client = ().serve(transport).await.expect("MCP initialize");
+        let peer = client.peer().clone();
+        let sem = Arc::new(tokio::sync::Semaphore::new(PARALLEL));
+        let mut set = tokio::task::JoinSet::new();
+        for c in cases.iter().cloned() {
+            let (peer, sem) = (peer.clone(), Arc::clone(&sem));
+            let program = String::from_utf8_lossy(&c.source(&subst)).into_owned();
+            let tools: Vec<String> = c
+                .tools
+                .clone()
+                .unwrap_or_else(|| DEFAULT_TOOLS.to_string())
+                .split(',')
+                .map(str::to_string)
+                .collect();
+            set.spawn(async move {
+                let _permit = sem.acquire().await;
+                let mut params = serde_json::Map::new();
+                params.insert("program".into(), serde_json::Value::String(program));
+                params.insert("tools".into(), serde_json::json!(tools));
+                let call = peer
+                    .call_tool(CallToolRequestParams::new("run_program").with_arguments(params));
+                let r = tokio::time::timeout(HARD_DEADLINE, call).await;
+                (c, r)
+            });
+        }
+        let mut bad = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            let Ok((c, r)) = joined else {
+                bad.push("a call task panicked".to_string());
+                continue;
+            };
+            let r = match r {
+                Err(_) => {
+                    bad.push(format!("{}: no answer within {HARD_DEADLINE:?}", c.name));
+                    continue;
+                }
+                Ok(Err(e)) => {
+                    bad.push(format!("{}: tools/call failed: {e}", c.name));
+                    continue;
+                }
+                Ok(Ok(r)) => r,
+            };
+            let all = serde_json::to_string(&r).unwrap_or_default();
+            if all.contains(&arena.secret) {
+                bad.push(format!("{}: CANARY LEAKED in the MCP response", c.name));
+            }
+            let Some(s) = r.structured_content.as_ref() else {
+                bad.push(format!("{}: no structuredContent", c.name));
+                continue;
+            };
+            let ok = s.get("ok").and_then(serde_json::Value::as_bool);
+            if ok.map(|o| !o) != r.is_error {
+                bad.push(format!(
+                    "{}: isError {:?} disagrees with ok {ok:?}",
+                    c.name, r.is_error
+                ));
+            }
+            let kind = s.pointer("/error/kind").and_then(serde_json::Value::as_str);
+            let got = match (ok, kind) {
+                (Some(true), _) => Some(Expect::OkHarmless),
+                (_, Some(k)) => Expect::from_json_kind(k),
+                _ => None,
+            };
+            let stateless = !matches!(c.category.as_str(), "paths" | "tools");
+            match got {
+                None => bad.push(format!("{}: outcome ok={ok:?} kind={kind:?}", c.name)),
+                Some(g) if stateless && !c.allowed().contains(&g) => {
+                    bad.push(format!("{}: expected {:?}, got {g:?}", c.name, c.expect))
+                }
+                Some(_) => {}
+            }
+        }
+        // The server survives everything and still answers.
+        let alive = peer
+            .call_tool(CallToolRequestParams::new("list_profiles"))
+            .await;
+        if alive.is_err() {
+            bad.push("the server no longer answers after the corpus".to_string());
+        }
+        let _ = client.cancel().await;
+        bad
+    });
+    let mut bad = bad;
+    match std::fs::read_to_string(&arena.canary) {
+        Ok(t) if t == arena.canary_text => {}
+        other => bad.push(format!("canary changed: {other:?}")),
+    }
+    if arena.snapshot_outside() != before {
+        bad.push("something outside the workspace was created or changed".to_string());
+    }
+    for f in arena.workspace_files() {
+        if std::fs::read(&f).is_ok_and(|b| contains(&b, arena.secret.as_bytes())) {
+            bad.push(format!("CANARY LEAKED into {}", f.display()));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let leftovers: Vec<_> = lackpy_processes()
+        .into_iter()
+        .filter(|(p, _)| !procs_before.contains(p) && orphaned(*p))
+        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
+        .collect();
+    if !leftovers.is_empty() {
+        bad.push(format!("lackpy processes left behind: {leftovers:?}"));
+    }
+    assert!(
+        bad.is_empty(),
+        "{} violation(s) over MCP:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
