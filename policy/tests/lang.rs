@@ -985,3 +985,137 @@ fn moderate_nesting_is_fine() {
     let src = format!("x = {}1{}", "[".repeat(40), "]".repeat(40));
     assert!(errors(&src).is_empty());
 }
+
+/// A tiny deterministic PRNG (xorshift) for the robustness test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[(self.next() % v.len() as u64) as usize]
+    }
+}
+
+#[test]
+fn random_token_soup_never_panics() {
+    const TOKENS: &[&str] = &[
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        ".",
+        "=",
+        "+",
+        "-",
+        "*",
+        "**",
+        "/",
+        "//",
+        "%",
+        "@",
+        "|",
+        "&",
+        "^",
+        "~",
+        "<",
+        ">",
+        "==",
+        "!=",
+        " ",
+        " ",
+        "\n",
+        "\n    ",
+        "\t",
+        "\\\n",
+        "'",
+        "\"",
+        "'''",
+        "f'",
+        "f\"{",
+        "rb'",
+        "#",
+        "x",
+        "y",
+        "read_file",
+        "open",
+        "__class__",
+        "_",
+        "lambda",
+        "if",
+        "else",
+        "for",
+        "in",
+        "not",
+        "and",
+        "or",
+        "while",
+        "def",
+        "import",
+        "yield",
+        "await",
+        "1",
+        "0x1f",
+        "1e5",
+        "1j",
+        "...",
+        "key=",
+        "ｏｐｅｎ",
+        "é",
+        "\u{feff}",
+        "\0",
+        "*",
+        ":=",
+        "print(",
+        "sorted(",
+        "isinstance(",
+        "str",
+        "True",
+        "None",
+        "async",
+        "match",
+        "case",
+        "try:",
+        "except",
+        "with",
+        "del",
+        "global",
+        "return",
+        "break",
+        "continue",
+        "pass",
+        "\r\n",
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut programs = Vec::new();
+    let count: usize = std::env::var("LACKPY_SOUP_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4000);
+    for _ in 0..count {
+        let n = 1 + (rng.next() % 40) as usize;
+        let p: String = (0..n).map(|_| rng.pick(TOKENS)).collect();
+        programs.push(p);
+    }
+    small_stack(move || {
+        for p in programs {
+            if let Err(errs) = validate(&p, &ns(), &Limits::default()) {
+                assert!(!errs.is_empty(), "{p:?}");
+                for e in errs {
+                    assert!(e.line.is_some() && e.col.is_some(), "{p:?}: {e:?}");
+                }
+            }
+        }
+    });
+}

@@ -603,8 +603,15 @@ fn line_of(text: &str, off: usize) -> u32 {
 /// The key on the line containing `off` (`key = ...`), if any.
 fn key_at(text: &str, off: usize) -> Option<String> {
     let off = off.min(text.len());
-    let start = text[..off].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[off..].find('\n').map_or(text.len(), |i| off + i);
+    let bytes = text.as_bytes();
+    let start = bytes[..off]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = bytes[off..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(text.len(), |i| off + i);
     let line = text.get(start..end)?;
     let (k, _) = line.split_once('=')?;
     let k = k.trim().trim_matches('"');
