@@ -287,3 +287,33 @@ fn code_intelligence_on_a_fixture_package() {
     assert_eq!(code, 1, "{v}");
     assert_eq!(tool_error(&v).0, "BadArgument");
 }
+
+#[test]
+fn aliases_resolve_for_every_provider() {
+    let ws = fixture();
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            "--profile",
+            "aliased",
+        ],
+        "[defs('helper')[0]['name'], plus(2, 3) if PY else 5, shout('a', 'b')]\n"
+            .replace("PY", if python_available() { "True" } else { "False" })
+            .as_str(),
+        None,
+    );
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["value"], json!(["helper", 5, "a|b|"]));
+    // The join over the tools the program names (ask_user is granted, not named).
+    assert_eq!(v["grade"], json!({"w": 1, "d": 0}));
+    let tools: Vec<&str> = v["trace"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|e| e["tool"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(tools.first(), Some(&"defs"));
+    assert_eq!(tools.last(), Some(&"shout"));
+}

@@ -2,8 +2,8 @@
 //! `[[tools]]` entries (`provider = "python"`, `module`, `function`).
 //!
 //! One long-lived helper process per (workspace, interpreter, env) runs the
-//! user's tool functions: `python3 -I -c <helper.py>` (isolated mode: no
-//! `PYTHON*` variables, no user site-packages; the helper puts the workspace
+//! user's tool functions: `python3 -I -B -c <helper.py>` (isolated mode: no
+//! `PYTHON*` variables, no user site-packages, no `.pyc` writes; the helper puts the workspace
 //! first on `sys.path` itself), cwd = the workspace, environment cleared
 //! except `PATH` ([`super::CHILD_PATH`]) and the tool's `env` table. It is
 //! *not* jailed: tool modules are the operator's trusted code, like any tool
@@ -192,7 +192,11 @@ fn is_executable(p: &Path) -> bool {
 
 fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     let mut cmd = Command::new(&key.python);
+    // -I: isolated (no PYTHON* variables, no user site, no cwd on sys.path;
+    // the helper adds the workspace itself). -B: write no .pyc files into
+    // the workspace (a read-only tool must not leave files behind).
     cmd.arg("-I")
+        .arg("-B")
         .arg("-c")
         .arg(HELPER_PY)
         .current_dir(&key.workspace)
