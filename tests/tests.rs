@@ -9,3 +9,4 @@ mod layer_matrix;
 mod jail;
 mod run;
 mod delegate;
+mod providers;
