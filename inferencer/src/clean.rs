@@ -14,8 +14,21 @@ use rustpython_parser::{parse, Mode};
 /// returned whole and the validator judges it.
 const SEARCH_LINES: usize = 40;
 
+/// Nesting bound for anything handed to the parser. Why: the parser's tree
+/// is dropped recursively, so a deep answer (`((((…` or `1+1+1+…`) must never
+/// reach it; the validator rejects such programs anyway (default depth 100).
+const PARSE_DEPTH: usize = 100;
+
+/// Parse only what the validator's pre-scan says is shallow enough.
+fn parse_bounded(src: &str) -> Option<rustpython_parser::ast::Mod> {
+    if lackpy_policy::lang::prescan::scan(src, PARSE_DEPTH).is_err() {
+        return None;
+    }
+    parse(src, Mode::Module, "<answer>").ok()
+}
+
 fn parses(src: &str) -> bool {
-    !src.trim().is_empty() && parse(src, Mode::Module, "<answer>").is_ok()
+    !src.trim().is_empty() && parse_bounded(src).is_some()
 }
 
 /// Extract the program from a raw model answer.
@@ -75,7 +88,7 @@ pub fn clean_answer(raw: &str) -> String {
 /// repair of kibitzer's `wrong_output` mode; `None` when not applicable.
 pub fn ensure_result(program: &str) -> Option<String> {
     use rustpython_parser::ast;
-    let module = parse(program, Mode::Module, "<answer>").ok()?;
+    let module = parse_bounded(program)?;
     let ast::Mod::Module(m) = module else {
         return None;
     };
@@ -191,6 +204,17 @@ mod tests {
         assert_eq!(ensure_result("a, b = 1, 2"), None);
         assert_eq!(ensure_result("for x in y:\n    z = x"), None);
         assert_eq!(ensure_result("not python ("), None);
+    }
+
+    #[test]
+    fn deep_answers_never_reach_the_parser() {
+        let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(clean_answer(&deep), deep);
+        let chain = format!("x = {}1\ny = x", "1+".repeat(50_000));
+        // No crash; the deep line is never parsed (here it is dropped as
+        // unparseable and the validator judges what is left).
+        assert_eq!(clean_answer(&chain), "y = x");
+        assert_eq!(ensure_result(&format!("y = {}1", "-".repeat(50_000))), None);
     }
 
     #[test]
