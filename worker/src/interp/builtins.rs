@@ -47,7 +47,7 @@ fn range_arg(v: &Value) -> R<i128> {
         Value::Int(i) => Ok(*i as i128),
         Value::Bool(b) => Ok(*b as i128),
         Value::Big(b) => match b.to_i128() {
-            Some(x) if x.abs() <= super::value::RANGE_BOUND => Ok(x),
+            Some(x) if x.unsigned_abs() <= super::value::RANGE_BOUND as u128 => Ok(x),
             _ => Err(big()),
         },
         _ => Err(type_err(format!(
@@ -447,7 +447,8 @@ impl<'a> Interp<'a> {
                     )));
                 }
                 let items = self.collect(&a.pos[0])?;
-                match self.sort_values(items, key.as_ref(), rev.is_some_and(|r| r.truthy())) {
+                let reverse = super::methods::reverse_flag(rev.as_ref())?;
+                match self.sort_values(items, key.as_ref(), reverse) {
                     Ok(v) => Ok(Value::list(v)),
                     Err((e, _)) => Err(e),
                 }
@@ -622,7 +623,10 @@ impl<'a> Interp<'a> {
                 }
             }
             Builtin::Str => {
-                a.no_kw("str")?;
+                if let Some(o) = a.take_kw("object") {
+                    a.pos.insert(0, o);
+                }
+                a.no_more_kw("str")?;
                 at_most(&a, "str", 1)?;
                 match a.pos.first() {
                     None => Ok(Value::str("")),

@@ -800,10 +800,11 @@ impl<'a> Interp<'a> {
                 }
             }
             Value::Range(r) => {
-                let i = match idx {
-                    Value::Int(_) | Value::Bool(_) | Value::Big(_) => {
-                        seq_index(idx, r.len(), "range object")?
-                    }
+                let oob = || Exc::py("IndexError", "range object index out of range");
+                let i: i128 = match idx {
+                    Value::Int(i) => *i as i128,
+                    Value::Bool(b) => *b as i128,
+                    Value::Big(b) => b.to_i128().ok_or_else(oob)?,
                     _ => {
                         return Err(type_err(format!(
                             "range indices must be integers or slices, not {}",
@@ -811,7 +812,12 @@ impl<'a> Interp<'a> {
                         )))
                     }
                 };
-                Ok(r.at(i))
+                let n = r.len128();
+                let i = if i < 0 { i + n } else { i };
+                if i < 0 || i >= n {
+                    return Err(oob());
+                }
+                Ok(Value::from_i128(r.start + r.step * i))
             }
             _ => Err(type_err(format!(
                 "'{}' object is not subscriptable",
@@ -887,12 +893,22 @@ impl<'a> Interp<'a> {
                 ))
             }
             Value::Range(r) => {
-                let (start, stop, step) = slice_adjust(lo, hi, st, r.len())?;
-                let n = slice_len(start, stop, step);
-                let nstart = r.start + start as i128 * r.step;
-                let nstep = r.step * step as i128;
+                let (start, stop, step) = slice_adjust128(lo, hi, st, r.len128())?;
+                let n = if step > 0 {
+                    if stop > start {
+                        (stop - start - 1) / step + 1
+                    } else {
+                        0
+                    }
+                } else if start > stop {
+                    (start - stop - 1) / (-step) + 1
+                } else {
+                    0
+                };
+                let nstart = r.start + start * r.step;
+                let nstep = r.step * step;
                 let _ = n;
-                let nstop = r.start + stop as i128 * r.step;
+                let nstop = r.start + stop * r.step;
                 Ok(Value::Range(Rc::new(RangeV {
                     start: nstart,
                     stop: nstop,
@@ -915,7 +931,12 @@ impl<'a> Interp<'a> {
             )));
         };
         let items = if !self.is_iterable(&v) {
-            return Err(type_err("can only assign an iterable"));
+            let extended = !matches!(st, Value::None) && !matches!(st, Value::Int(1));
+            return Err(type_err(if extended {
+                "must assign iterable to extended slice"
+            } else {
+                "can only assign an iterable"
+            }));
         } else {
             self.collect(&v)?
         };
@@ -975,8 +996,14 @@ impl<'a> Interp<'a> {
                 left: r.len(),
                 step: r.step,
             },
-            Value::Dict(d) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), ViewKind::Keys),
-            Value::View(d, k) => Iter::Dict(d.clone(), 0, d.d.borrow().len(), *k),
+            Value::Dict(d) => {
+                let dd = d.d.borrow();
+                Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.keys_version())
+            }
+            Value::View(d, k) => {
+                let dd = d.d.borrow();
+                Iter::Dict(d.clone(), 0, dd.len(), *k, dd.keys_version())
+            }
             Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
             Value::Iter(i) => Iter::Shared(i.clone()),
             _ => {
@@ -1029,13 +1056,20 @@ impl<'a> Interp<'a> {
                 }
                 None => Ok(None),
             },
-            Iter::Dict(d, pos, size, kind) => {
+            Iter::Dict(d, pos, size, kind, version) => {
                 let dd = d.d.borrow();
                 if dd.len() != *size {
                     *size = usize::MAX;
                     return Err(Exc::py(
                         "RuntimeError",
                         "dictionary changed size during iteration",
+                    ));
+                }
+                if dd.keys_version() != *version {
+                    *version = u64::MAX;
+                    return Err(Exc::py(
+                        "RuntimeError",
+                        "dictionary keys changed during iteration",
                     ));
                 }
                 while *pos < dd.raw_len() {
@@ -2005,7 +2039,8 @@ fn slice_arg(v: &Value) -> R<Option<i64>> {
 /// # Errors
 /// ValueError for a zero step; TypeError for bad bounds.
 pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64, i64)> {
-    let step = slice_arg(st)?.unwrap_or(1);
+    // CPython clamps the step to [-PY_SSIZE_T_MAX, PY_SSIZE_T_MAX].
+    let step = slice_arg(st)?.unwrap_or(1).max(-i64::MAX);
     if step == 0 {
         return Err(value_err("slice step cannot be zero"));
     }
@@ -2028,6 +2063,52 @@ pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64
     };
     let (ds, de) = if step < 0 { (n - 1, -1) } else { (0, n) };
     Ok((adj(slice_arg(lo)?, ds), adj(slice_arg(hi)?, de), step))
+}
+
+/// [`slice_adjust`] for sequences whose length may exceed i64 (ranges).
+///
+/// # Errors
+/// As [`slice_adjust`].
+pub fn slice_adjust128(lo: &Value, hi: &Value, st: &Value, n: i128) -> R<(i128, i128, i128)> {
+    let arg = |v: &Value| -> R<Option<i128>> {
+        Ok(match v {
+            Value::None => None,
+            Value::Int(i) => Some(*i as i128),
+            Value::Bool(b) => Some(*b as i128),
+            Value::Big(b) => Some(b.to_i128().unwrap_or(if b.is_negative() {
+                -(1i128 << 110)
+            } else {
+                1i128 << 110
+            })),
+            _ => {
+                return Err(type_err(
+                    "slice indices must be integers or None or have an __index__ method",
+                ))
+            }
+        })
+    };
+    let step = arg(st)?.unwrap_or(1);
+    if step == 0 {
+        return Err(value_err("slice step cannot be zero"));
+    }
+    let adj = |v: Option<i128>, default: i128| -> i128 {
+        match v {
+            None => default,
+            Some(mut x) => {
+                if x < 0 {
+                    x += n;
+                    if x < 0 {
+                        x = if step < 0 { -1 } else { 0 };
+                    }
+                } else if x >= n {
+                    x = if step < 0 { n - 1 } else { n };
+                }
+                x
+            }
+        }
+    };
+    let (ds, de) = if step < 0 { (n - 1, -1) } else { (0, n) };
+    Ok((adj(arg(lo)?, ds), adj(arg(hi)?, de), step))
 }
 
 fn slice_len(start: i64, stop: i64, step: i64) -> usize {

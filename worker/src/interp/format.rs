@@ -222,12 +222,34 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
         }
         sp.ty = Some(t);
     }
+    if let Some(g) = sp.grouping {
+        let ok = match sp.ty {
+            None | Some('d' | 'e' | 'f' | 'g' | 'E' | 'G' | '%' | 'F') => true,
+            Some('b' | 'o' | 'x' | 'X') => g == '_',
+            _ => false,
+        };
+        if !ok {
+            let t = sp.ty.unwrap_or(' ');
+            let shown = if (' '..'\u{7f}').contains(&t) && t != ' ' {
+                t.to_string()
+            } else {
+                format!("\\x{:x}", t as u32)
+            };
+            return Err(value_err(format!("Cannot specify '{g}' with '{shown}'.")));
+        }
+    }
     if sp.zero && sp.fill.is_none() {
         sp.fill = Some('0');
         if sp.align.is_none() {
             sp.align = Some('=');
         }
     }
+    // Width and precision size the output: preflight them against the memory budget.
+    super::budget::mem_check(
+        (sp.width as u64)
+            .saturating_mul(4)
+            .saturating_add(sp.precision.unwrap_or(0) as u64),
+    )?;
     Ok(sp)
 }
 
@@ -288,14 +310,16 @@ fn pad(body: &str, sign_prefix: &str, sp: &Spec, default_align: char) -> String 
 /// When `min_len` is set (zero padding), pad with grouped zeros to at least it.
 fn group(digits: &str, sep: char, every: usize, min_len: usize) -> String {
     let mut ds: Vec<char> = digits.chars().collect();
-    // Zero padding: add leading zeros until the grouped text reaches min_len.
-    loop {
-        let n = ds.len();
-        let grouped_len = n + (n.saturating_sub(1)) / every;
-        if grouped_len >= min_len {
-            break;
+    // Zero padding: the smallest digit count whose grouped text reaches min_len.
+    let grouped = |n: usize| n + n.saturating_sub(1) / every;
+    if grouped(ds.len()) < min_len {
+        let mut n = min_len * every / (every + 1);
+        while grouped(n) < min_len {
+            n += 1;
         }
-        ds.insert(0, '0');
+        let mut padded = vec!['0'; n - ds.len()];
+        padded.extend(ds);
+        ds = padded;
     }
     let n = ds.len();
     let mut out = String::with_capacity(n + n / every);
@@ -439,6 +463,11 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         }
         IntRef::Big(b) => {
             let mag = b.abs();
+            if matches!(ty, 'd' | 'n') && b.bits() > 14_200 && mag.to_string().len() > 4300 {
+                return Err(value_err(
+                    "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit",
+                ));
+            }
             (
                 b.is_negative(),
                 match ty {
@@ -569,7 +598,14 @@ fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
             if sp.precision.is_some() {
                 float_body(a, 'r', sp.precision, sp.alt)
             } else {
-                float_repr(a)
+                let mut r = float_repr(a);
+                if sp.alt && !r.contains('.') {
+                    match r.find('e') {
+                        Some(i) => r.insert(i, '.'),
+                        None => r.push('.'),
+                    }
+                }
+                r
             }
         }
         Some(t) => float_body(a, t, sp.precision, sp.alt),
@@ -622,8 +658,12 @@ pub fn format_str(s: &str, spec: &str) -> R<String> {
         None | Some('s') => {}
         Some(c) => return Err(unknown(c, "str")),
     }
-    if sp.sign.is_some() {
-        return Err(value_err("Sign not allowed in string format specifier"));
+    if let Some(sign) = sp.sign {
+        return Err(value_err(if sign == ' ' {
+            "Space not allowed in string format specifier"
+        } else {
+            "Sign not allowed in string format specifier"
+        }));
     }
     if sp.alt {
         return Err(value_err(

@@ -40,7 +40,7 @@ pub enum Iter {
         step: i128,
     },
     /// Over a dict (entry position, size at start).
-    Dict(Rc<DictObj>, usize, usize, ViewKind),
+    Dict(Rc<DictObj>, usize, usize, ViewKind, u64),
     /// Over a set.
     Set(Rc<SetObj>, usize, usize),
     /// `reversed(seq)`: next index to yield is `i - 1`.
@@ -65,9 +65,9 @@ impl Iter {
             Iter::Tuple(..) => "tuple_iterator",
             Iter::Str(..) => "str_ascii_iterator",
             Iter::Range { .. } => "range_iterator",
-            Iter::Dict(_, _, _, ViewKind::Keys) => "dict_keyiterator",
-            Iter::Dict(_, _, _, ViewKind::Values) => "dict_valueiterator",
-            Iter::Dict(_, _, _, ViewKind::Items) => "dict_itemiterator",
+            Iter::Dict(_, _, _, ViewKind::Keys, _) => "dict_keyiterator",
+            Iter::Dict(_, _, _, ViewKind::Values, _) => "dict_valueiterator",
+            Iter::Dict(_, _, _, ViewKind::Items, _) => "dict_itemiterator",
             Iter::Set(..) => "set_iterator",
             Iter::Rev(..) => "list_reverseiterator",
             Iter::Enumerate(..) => "enumerate",

@@ -267,6 +267,12 @@ fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
 }
 
 fn as_index(v: &Value) -> R<i64> {
+    if let Value::Big(_) = v {
+        return Err(Exc::py(
+            "OverflowError",
+            "Python int too large to convert to C ssize_t",
+        ));
+    }
     as_i64(v).ok_or_else(|| {
         type_err(format!(
             "'{}' object cannot be interpreted as an integer",
@@ -521,6 +527,21 @@ impl<'a> Interp<'a> {
                 ),
             ));
         }
+        if !a.kw.is_empty() {
+            let takes_kw = match recv {
+                Value::Str(_) => matches!(m, M::Split | M::Rsplit | M::Splitlines | M::Expandtabs),
+                Value::List(_) => m == M::Sort,
+                Value::Dict(_) => m == M::Update,
+                _ => false,
+            };
+            if !takes_kw {
+                return Err(type_err(format!(
+                    "{}.{}() takes no keyword arguments",
+                    recv.type_name(),
+                    m.name()
+                )));
+            }
+        }
         match recv {
             Value::Str(_) => self.str_method(recv, m, a),
             Value::List(_) => self.list_method(recv, m, a),
@@ -720,8 +741,13 @@ impl<'a> Interp<'a> {
                         if sep.s.is_empty() {
                             return Err(value_err("empty separator"));
                         }
-                        if maxsplit < 0 {
+                        if maxsplit < 0 && m == M::Split {
                             s.split(sep.s.as_str()).map(String::from).collect()
+                        } else if maxsplit < 0 {
+                            let mut v: Vec<String> =
+                                s.rsplit(sep.s.as_str()).map(String::from).collect();
+                            v.reverse();
+                            v
                         } else if m == M::Split {
                             s.splitn(maxsplit as usize + 1, sep.s.as_str())
                                 .map(String::from)
@@ -779,6 +805,9 @@ impl<'a> Interp<'a> {
             }
             M::Join => {
                 let it = one_arg(&mut a, "str.join")?;
+                if !self.is_iterable(&it) {
+                    return Err(type_err("can only join an iterable"));
+                }
                 let items = self.collect(&it)?;
                 let mut total = 0usize;
                 for (i, x) in items.iter().enumerate() {
@@ -947,7 +976,11 @@ impl<'a> Interp<'a> {
                     return Ok(recv.clone());
                 }
                 let marg = (width - len) as usize;
-                mem_check(marg as u64 * fill.len_utf8() as u64 + s.len() as u64)?;
+                mem_check(
+                    (marg as u64)
+                        .saturating_mul(fill.len_utf8() as u64)
+                        .saturating_add(s.len() as u64),
+                )?;
                 tick(marg as u64 / 256)?;
                 let (l, r) = match m {
                     M::Ljust => (0, marg),
@@ -1191,8 +1224,9 @@ impl<'a> Interp<'a> {
                 let key = a.take_kw("key");
                 let rev = a.take_kw("reverse");
                 a.no_more_kw("sort")?;
+                let reverse = reverse_flag(rev.as_ref())?;
                 let items = std::mem::take(&mut *l.v.borrow_mut());
-                let r = self.sort_values(items, key.as_ref(), rev.is_some_and(|r| r.truthy()));
+                let r = self.sort_values(items, key.as_ref(), reverse);
                 match r {
                     Ok(sorted) => {
                         let mut v = l.v.borrow_mut();
@@ -1529,6 +1563,23 @@ impl<'a> Interp<'a> {
                 format!("'set' object has no attribute '{}'", m.name()),
             )),
         }
+    }
+}
+
+/// The `reverse=` argument of sorting: an int-like value, as CPython requires.
+///
+/// # Errors
+/// `TypeError: 'str' object cannot be interpreted as an integer`.
+pub fn reverse_flag(v: Option<&Value>) -> R<bool> {
+    match v {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::Int(i)) => Ok(*i != 0),
+        Some(Value::Big(_)) => Ok(true),
+        Some(o) => Err(type_err(format!(
+            "'{}' object cannot be interpreted as an integer",
+            o.type_name()
+        ))),
     }
 }
 

@@ -163,6 +163,43 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
         BinOp::Add => add_seq(a, b),
         BinOp::Mul => mul_seq(a, b),
         BinOp::Sub => match (a, b) {
+            (Value::View(..), Value::Set(_) | Value::View(..)) | (Value::Set(_), Value::View(..)) => {
+                let to_set = |v: &Value| -> R<Dict> {
+                    let mut d = Dict::new();
+                    match v {
+                        Value::Set(s) => {
+                            for k in s.d.borrow().keys() {
+                                d.insert(k.clone(), Value::None)?;
+                            }
+                        }
+                        Value::View(src, kind) => {
+                            for (k, x) in src.d.borrow().iter() {
+                                tick(1)?;
+                                let item = match kind {
+                                    ViewKind::Keys => k.clone(),
+                                    ViewKind::Values => x.clone(),
+                                    ViewKind::Items => Value::tuple(vec![k.clone(), x.clone()]),
+                                };
+                                d.insert(item, Value::None)?;
+                            }
+                        }
+                        _ => {}
+                    }
+                    Ok(d)
+                };
+                if matches!(a, Value::View(_, ViewKind::Values)) || matches!(b, Value::View(_, ViewKind::Values)) {
+                    return Err(unsupported("-", a, b));
+                }
+                let (x, y) = (to_set(a)?, to_set(b)?);
+                let mut d = Dict::new();
+                for k in x.keys() {
+                    tick(1)?;
+                    if !y.contains(k)? {
+                        d.insert(k.clone(), Value::None)?;
+                    }
+                }
+                Ok(Value::set(d))
+            }
             (Value::Set(x), Value::Set(y)) => {
                 let (x, y) = (x.d.borrow(), y.d.borrow());
                 let mut d = Dict::new();
@@ -284,7 +321,7 @@ fn int_truediv(x: &Num, y: &Num) -> R<Value> {
             return Err(Exc::py("ZeroDivisionError", "division by zero"));
         }
         const LIM: i64 = 1 << 53;
-        if a.abs() <= LIM && b.abs() <= LIM {
+        if a.unsigned_abs() <= LIM as u64 && b.unsigned_abs() <= LIM as u64 {
             return Ok(Value::Float(*a as f64 / *b as f64));
         }
     }
@@ -612,6 +649,20 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
         | (Value::Set(s), Value::View(x, ViewKind::Keys)) => {
             let (x, s) = (x.d.borrow(), s.d.borrow());
             x.len() == s.len() && subset(&s, &x)?
+        }
+        (Value::View(x, ViewKind::Items), Value::Set(s))
+        | (Value::Set(s), Value::View(x, ViewKind::Items)) => {
+            let (x, s) = (x.d.borrow(), s.d.borrow());
+            if x.len() != s.len() {
+                return Ok(false);
+            }
+            for (k, v) in x.iter() {
+                tick(1)?;
+                if !s.contains(&Value::tuple(vec![k.clone(), v.clone()]))? {
+                    return Ok(false);
+                }
+            }
+            true
         }
         (Value::View(x, ViewKind::Keys), Value::View(y, ViewKind::Keys)) => {
             let (x, y) = (x.d.borrow(), y.d.borrow());

@@ -221,6 +221,8 @@ pub struct Dict {
     indices: Vec<u32>,
     live: usize,
     charged: usize,
+    /// Bumped whenever a key is added or removed (iteration checks it).
+    keys_version: u64,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -240,6 +242,11 @@ impl Dict {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.live == 0
+    }
+    /// Changes whenever the set of keys changes.
+    #[inline]
+    pub fn keys_version(&self) -> u64 {
+        self.keys_version
     }
     /// Entry storage length (live + deleted), for iteration by position.
     #[inline]
@@ -361,6 +368,7 @@ impl Dict {
                 self.indices[slot] = self.entries.len() as u32;
                 self.entries.push(Some((h, key, val)));
                 self.live += 1;
+                self.keys_version += 1;
                 self.charged += ENTRY;
                 mem_charge(ENTRY);
                 true
@@ -393,6 +401,7 @@ impl Dict {
                 self.indices[i] = TOMB;
                 let e = self.entries.get_mut(ix).and_then(|e| e.take());
                 self.live -= 1;
+                self.keys_version += 1;
                 // Trim trailing deleted entries so popitem stays O(1).
                 while matches!(self.entries.last(), Some(None)) {
                     self.entries.pop();
@@ -426,6 +435,7 @@ impl Dict {
         let old = std::mem::take(&mut self.entries);
         self.indices.clear();
         self.live = 0;
+        self.keys_version += 1;
         let mut vals = Vec::with_capacity(old.len() * 2);
         for (_, k, v) in old.into_iter().flatten() {
             vals.push(k);
@@ -718,7 +728,11 @@ impl Value {
             (Value::Dict(a), Value::Dict(b)) => Rc::ptr_eq(a, b),
             (Value::Set(a), Value::Set(b)) => Rc::ptr_eq(a, b),
             (Value::Range(a), Value::Range(b)) => Rc::ptr_eq(a, b),
-            (Value::View(a, x), Value::View(b, y)) => Rc::ptr_eq(a, b) && x == y,
+            // Each `d.values()` call makes a new view object in CPython, and values
+            // views compare by identity only; views are unboxed here, so they are never `is`.
+            (Value::View(a, x), Value::View(b, y)) => {
+                Rc::ptr_eq(a, b) && x == y && *x != ViewKind::Values
+            }
             (Value::Iter(a), Value::Iter(b)) => Rc::ptr_eq(a, b),
             (Value::Func(a), Value::Func(b)) => Rc::ptr_eq(a, b),
             _ => false,
@@ -831,5 +845,5 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
     if let (Value::Str(x), Value::Str(y)) = (a, b) {
         return Rc::ptr_eq(x, y) || x.s == y.s;
     }
-    super::ops::eq(a, b).unwrap_or(false)
+    a.is(b) || super::ops::eq(a, b).unwrap_or(false)
 }
