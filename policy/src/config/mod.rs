@@ -394,6 +394,9 @@ pub struct Config {
     pub default_is_legacy: bool,
     /// `[sandbox]` limit overrides.
     pub sandbox: LimitOverrides,
+    /// The raw `[sandbox]` table (merged key by key), for keys other
+    /// components own (e.g. a jail level).
+    pub sandbox_raw: toml::Table,
     /// `[inference]`.
     pub inference: Inference,
     /// The raw `[inference]` table (for the inferencer's own parser).
@@ -880,10 +883,13 @@ impl Config {
                 );
             }
         }
-        // Keep the raw [inference] table for the inferencer's own parser.
+        // Keep the raw [inference] and [sandbox] tables for other parsers.
         if let Ok(doc) = text.parse::<toml::Table>() {
             if let Some(toml::Value::Table(t)) = doc.get("inference") {
                 cfg.inference_raw = Some(t.clone());
+            }
+            if let Some(toml::Value::Table(t)) = doc.get("sandbox") {
+                cfg.sandbox_raw = t.clone();
             }
         }
         for (name, s) in raw.mcp_servers {
@@ -987,6 +993,11 @@ impl Config {
             },
             default_profile: over.default_profile.or(under.default_profile),
             sandbox: over.sandbox.or(under.sandbox),
+            sandbox_raw: {
+                let mut t = under.sandbox_raw;
+                t.extend(over.sandbox_raw);
+                t
+            },
             inference,
             inference_raw,
             mcp_servers,

@@ -252,6 +252,16 @@ fn merge_prefers_workspace() {
     assert_eq!(m.default_profile.as_deref(), Some("u"));
     assert_eq!(m.sandbox.wall_ms, Some(7000));
     assert_eq!(m.sandbox.memory_bytes, Some(64 * 1024 * 1024));
+    assert_eq!(
+        m.sandbox_raw
+            .get("timeout_seconds")
+            .and_then(|v| v.as_integer()),
+        Some(7)
+    );
+    assert_eq!(
+        m.sandbox_raw.get("memory_mb").and_then(|v| v.as_integer()),
+        Some(64)
+    );
     assert!(m.profiles.contains_key("u") && m.profiles.contains_key("w"));
     assert_eq!(m.inference.order, vec!["a"]);
     assert_eq!(m.inference.providers.len(), 2);
