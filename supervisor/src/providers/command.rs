@@ -39,7 +39,8 @@
 //! 4. `PR_SET_NO_NEW_PRIVS`;
 //! 5. landlock (every filesystem and TCP right handled, plus signal and
 //!    abstract-socket scoping): read+execute beneath `/usr /lib /lib64 /lib32
-//!    /bin /sbin /etc /opt` and on the resolved program file, read/write on
+//!    /bin /sbin /opt` and on the resolved program file, read-only on the
+//!    few `/etc` entries in [`ETC_FILES`] (not `/etc/shadow`, keys, ...), read/write on
 //!    `/dev/null`, read-only (files and directories, no execute) beneath the
 //!    workspace — full write access to the workspace only when the tool's
 //!    `effects_ceiling >= 2` *and* `writable = true`; nothing else (no /tmp,
@@ -70,8 +71,22 @@ pub const DEFAULT_MEMORY_MB: u64 = 2048;
 /// Bytes of a failing command's stderr quoted in the error message.
 const STDERR_QUOTE: usize = 2048;
 /// Directories a jailed command may read and execute from.
-pub const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
+pub const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt"];
+/// The only parts of `/etc` a jailed command may read: what the dynamic
+/// loader, libc's user/time lookups and `/etc/alternatives` symlinks need.
+/// Why not all of `/etc`: when lackpy runs as root, uid 0 inside the
+/// command's user namespace still owns root's files (`/etc/shadow`, keys).
+pub const ETC_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/alternatives",
+    "/etc/magic",
+    "/etc/mime.types",
 ];
 
 /// One piece of a template item.
@@ -342,6 +357,11 @@ fn landlock_ruleset(
         .create()
         .map_err(err)?
         .add_rules(path_beneath_rules(SYSTEM_DIRS, AccessFs::from_read(abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            ETC_FILES,
+            AccessFs::ReadFile | AccessFs::ReadDir,
+        ))
         .map_err(err)?
         .add_rules(path_beneath_rules([program], AccessFs::from_read(abi)))
         .map_err(err)?
@@ -816,6 +836,10 @@ mod tests {
             call(&envt, &[], &ws).unwrap(),
             s(&format!("PATH={CHILD_PATH}\n"))
         );
+        let shadow = tool(&["cat", "/etc/shadow"], &[]);
+        assert!(call(&shadow, &[], &ws).is_err());
+        let passwd = tool(&["head", "-c", "1", "/etc/passwd"], &[]);
+        assert!(call(&passwd, &[], &ws).is_ok());
         let net = tool(&["cat", "/sys/class/net/lo/operstate"], &[]);
         let _ = call(&net, &[], &ws); // /sys is not granted: must fail, not hang
         assert!(call(&net, &[], &ws).is_err());
