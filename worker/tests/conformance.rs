@@ -1378,9 +1378,85 @@ fn gen_spec(rng: &mut Rng, numeric: bool) -> String {
     spec
 }
 
+const LIST_ATOMS: &[&str] = &[
+    "[]",
+    "[1, 2, 3]",
+    "[3, 1, 2, 1]",
+    "['b', 'a', 'c']",
+    "[1, 'a']",
+    "[[1], [0], []]",
+    "[0.5, -1, True]",
+    "[(2, 'b'), (1, 'z'), (2, 'a')]",
+    "(4, 5, 6)",
+    "'hello'",
+    "range(5)",
+    "range(10, 0, -3)",
+    "[None, 0, '']",
+    "[float('nan'), 1]",
+];
+const DICT_ATOMS: &[&str] = &[
+    "{}",
+    "{'a': 1, 'b': 2}",
+    "{1: 'x', 2: 'y', 3: 'x'}",
+    "{'k': [1, 2]}",
+];
+const KEYS: &[&str] = &[
+    "'a'", "'b'", "1", "2", "'k'", "0", "True", "1.0", "(1,)", "None",
+];
+const SMALL: &[&str] = &["-4", "-1", "0", "1", "2", "3", "10", "None"];
+
+fn gen_container(rng: &mut Rng) -> String {
+    let l = rng.pick(LIST_ATOMS);
+    let l2 = rng.pick(LIST_ATOMS);
+    let d = rng.pick(DICT_ATOMS);
+    let d2 = rng.pick(DICT_ATOMS);
+    let k = rng.pick(KEYS);
+    let (i, j, st) = (rng.pick(SMALL), rng.pick(SMALL), rng.pick(SMALL));
+    match rng.below(30) {
+        0 => format!("sorted({l})"),
+        1 => format!("sorted({l}, reverse=True)"),
+        2 => format!("sorted({l}, key=lambda v: str(v))"),
+        3 => format!(
+            "{}({l})",
+            rng.pick(&["min", "max", "sum", "len", "any", "all"])
+        ),
+        4 => format!("{}({l}, default={k})", rng.pick(&["min", "max"])),
+        5 => format!("{l}[{i}:{j}:{st}]"),
+        6 => format!("{l}[{i}]"),
+        7 => format!("{l} + {l2}"),
+        8 => format!("{l} * {i}"),
+        9 => format!(
+            "{}({l}).{}({k})",
+            rng.pick(&["list", "tuple"]),
+            rng.pick(&["index", "count"])
+        ),
+        10 => format!("{k} in {l}"),
+        11 => format!("list(reversed({l}))"),
+        12 => format!("list(enumerate({l}, {i}))"),
+        13 => format!("list(zip({l}, {l2}))"),
+        14 => format!("len(set({l}))"),
+        15 => format!("dict(zip({l}, {l2}))"),
+        16 => format!("[v for v in {l} if v]"),
+        17 => format!("{l} {} {l2}", rng.pick(CMP_OPS)),
+        18 => format!("{d}.get({k}, {i})"),
+        19 => format!("list({d}.items())"),
+        20 => format!("{d}[{k}]"),
+        21 => format!("{{**{d}, **{d2}}}"),
+        22 => format!("{k} in {d}"),
+        23 => format!("sorted({d}, key=lambda v: str(v))"),
+        24 => format!("[{d}.keys(), {d}.values(), {d}.items()]"),
+        25 => format!("{d} == {d2}"),
+        26 => format!("{{v: i for i, v in enumerate({l})}}"),
+        27 => format!("sort_by({l}, {})", rng.pick(&["0", "1", "-1", "'a'"])),
+        28 => format!("list({l})[{i}:{j}] + [{k}]"),
+        _ => format!("tuple({l}) {} tuple({l2})", rng.pick(CMP_OPS)),
+    }
+}
+
 /// One random expression program.
 fn gen_program(rng: &mut Rng) -> String {
-    let expr = match rng.below(5) {
+    let expr = match rng.below(6) {
+        5 => gen_container(rng),
         0 | 1 => gen_num(rng, 3),
         2 => gen_str(rng, 2),
         3 => {
@@ -1415,7 +1491,8 @@ fn gen_operand(rng: &mut Rng) -> String {
     }
 }
 
-/// Random arithmetic, comparison, string-method and format-spec expressions,
+/// Random arithmetic, comparison, string-method, format-spec and container
+/// expressions,
 /// each its own program, compared with CPython like the corpus. The seed
 /// (`CONFORMANCE_SEED`, default fixed) and count (`CONFORMANCE_RANDOM`,
 /// default 1500) make any failure reproducible.
