@@ -3,6 +3,7 @@
 
 mod cmd;
 mod mcp;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -36,6 +37,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Serve lackpy's tools over MCP on stdin/stdout.
     Mcp(cmd::mcp::Args),
+    /// Serve MCP sessions to many local clients on a unix socket (hardened service).
+    Serve(cmd::serve::Args),
     /// Internal: a jailed worker role. Not for direct use.
     #[command(name = "__worker", hide = true)]
     Worker(cmd::worker::Args),
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => cmd::trace::main(a),
         Command::Doctor(a) => cmd::doctor::main(a),
         Command::Mcp(a) => cmd::mcp::main(a),
+        Command::Serve(a) => cmd::serve::main(a),
         Command::Worker(a) => cmd::worker::main(a),
     };
     match result {
@@ -77,5 +81,8 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LACKPY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod mcp;
 pub mod profile;
 pub mod run;
+pub mod serve;
 pub mod tools;
 pub mod trace;
 pub mod validate;

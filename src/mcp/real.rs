@@ -38,6 +38,18 @@ impl RealBackend {
     /// # Errors
     /// The workspace is not a directory, or the supervisor cannot start.
     pub fn new(workspace: &Path, default_profile: Option<String>) -> anyhow::Result<Self> {
+        Self::with_pool(workspace, default_profile, POOL_SIZE)
+    }
+
+    /// Like [`RealBackend::new`] with `pool_size` warm workers (`lackpy serve`).
+    ///
+    /// # Errors
+    /// The workspace is not a directory, or the supervisor cannot start.
+    pub fn with_pool(
+        workspace: &Path,
+        default_profile: Option<String>,
+        pool_size: usize,
+    ) -> anyhow::Result<Self> {
         let workspace = workspace
             .canonicalize()
             .map_err(|e| anyhow::anyhow!("workspace {}: {e}", workspace.display()))?;
@@ -45,13 +57,18 @@ impl RealBackend {
             anyhow::bail!("workspace {} is not a directory", workspace.display());
         }
         let mut cfg = SupervisorConfig::new()?;
-        cfg.pool_size = POOL_SIZE;
+        cfg.pool_size = pool_size;
         let supervisor = Supervisor::new(cfg)?;
         Ok(RealBackend {
             workspace,
             default_profile,
             supervisor,
         })
+    }
+
+    /// Warm workers ready now.
+    pub fn pool_ready(&self) -> usize {
+        self.supervisor.pool_ready()
     }
 
     fn config(&self) -> Result<(Config, Kits), ErrorInfo> {

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""A minimal MCP client over a unix socket (newline-delimited JSON-RPC), for
+`lackpy serve` tests and scripts/soak. Standard library only.
+
+    mcp_client.py SOCKET PROGRAM [--tools a,b] [--profile P]   # one run_program, prints structuredContent
+"""
+import json
+import socket
+import sys
+
+
+class Client:
+    def __init__(self, path, timeout=30.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self.next_id = 1
+
+    def send(self, obj):
+        self.sock.sendall((json.dumps(obj) + "\n").encode())
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params=None):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        while True:
+            resp = self.recv()
+            if resp.get("id") == rid or (resp.get("id") is None and "error" in resp):
+                return resp
+
+    def initialize(self):
+        resp = self.request("initialize", {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "lackpy-test-client", "version": "0"},
+        })
+        if "error" in resp:
+            return resp
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return resp
+
+    def call(self, tool, arguments):
+        return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    def close(self):
+        self.sock.close()
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(3)
+    path, program = args[0], args[1]
+    extra = {}
+    i = 2
+    while i < len(args):
+        if args[i] == "--tools":
+            extra["tools"] = args[i + 1].split(",")
+            i += 2
+        elif args[i] == "--profile":
+            extra["profile"] = args[i + 1]
+            i += 2
+        else:
+            print(f"unknown argument {args[i]}", file=sys.stderr)
+            sys.exit(3)
+    c = Client(path)
+    init = c.initialize()
+    if "error" in init:
+        print(json.dumps(init))
+        sys.exit(1)
+    resp = c.call("run_program", dict(program=program, **extra))
+    if "error" in resp:
+        print(json.dumps(resp))
+        sys.exit(1)
+    print(json.dumps(resp["result"].get("structuredContent")))
+    c.close()
+
+
+if __name__ == "__main__":
+    main()
