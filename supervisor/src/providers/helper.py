@@ -58,6 +58,25 @@ def encode(v, depth=0, where="result"):
     if t is dict:
         return {"$dict": [[encode(k, depth + 1, where + " key"),
                            encode(x, depth + 1, "%s[%r]" % (where, k))] for k, x in v.items()]}
+    # Subclasses of the plain types (IntEnum, str enums, namedtuples,
+    # OrderedDict, defaultdict, ...) become their plain base value, read
+    # through the base type's own methods so no override runs.
+    if isinstance(v, bool):
+        return bool(int.__int__(v))
+    if isinstance(v, int):
+        return encode(int.__int__(v), depth, where)
+    if isinstance(v, float):
+        return encode(float.__float__(v), depth, where)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, list):
+        return encode(list(list.__iter__(v)), depth, where)
+    if isinstance(v, tuple):
+        return encode(tuple(tuple.__iter__(v)), depth, where)
+    if isinstance(v, (set, frozenset)):
+        return encode(set(set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v)), depth, where)
+    if isinstance(v, dict):
+        return encode(dict(dict.items(v)), depth, where)
     raise NotPlain("tool returned a non-plain value of type '%s' (at %s); "
                    "tool results must be None, bool, int, float, str, list, tuple, dict or set"
                    % (t.__qualname__, where))

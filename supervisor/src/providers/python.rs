@@ -24,7 +24,9 @@
 //! `NotUtf8` or `Timeout` for `FileNotFoundError`, `IsADirectoryError`,
 //! `UnicodeDecodeError`, `TimeoutError`, `BadArgument` when the arguments do
 //! not bind to the function's signature, and `ToolFailed` otherwise. A
-//! non-plain result is `ToolFailed` naming the type. A call that exceeds its
+//! non-plain result is `ToolFailed` naming the type; instances of
+//! subclasses of the plain types (`IntEnum`, `str` enums, namedtuples,
+//! `OrderedDict`, `defaultdict`, `frozenset`) become their plain base value. A call that exceeds its
 //! timeout is `Timeout` and the helper is killed (with its process group) and
 //! restarted on the next call; a reply over the cap is `TooLarge` (helper
 //! restarted); a helper that dies during a call is `ToolFailed` and the next
@@ -443,6 +445,15 @@ def missing():
     return open("nope.txt").read()
 def cwd():
     return (os.getcwd(), sorted(k for k in os.environ if k not in ("LC_CTYPE",)))
+import collections, enum
+class Color(enum.IntEnum):
+    RED = 3
+class Mode(str, enum.Enum):
+    FAST = "fast"
+Point = collections.namedtuple("Point", "x y")
+def subclasses():
+    return [Color.RED, Mode.FAST, Point(1, 2.5), collections.OrderedDict(a=1),
+            collections.defaultdict(list, b=[True]), frozenset([7])]
 def rec():
     a = []
     a.append(a)
@@ -501,6 +512,17 @@ def rec():
             e.message.contains("non-plain value of type 'object'"),
             "{}",
             e.message
+        );
+        assert_eq!(
+            call(&tool("sub", "subclasses", 10.0), &[], &ws).unwrap(),
+            Data::List(vec![
+                Data::Int(3),
+                s("fast"),
+                Data::Tuple(vec![Data::Int(1), Data::Float(2.5)]),
+                Data::Dict(vec![(s("a"), Data::Int(1))]),
+                Data::Dict(vec![(s("b"), Data::List(vec![Data::Bool(true)]))]),
+                Data::Set(vec![Data::Int(7)]),
+            ])
         );
         let e = call(&tool("rec", "rec", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
