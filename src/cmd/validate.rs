@@ -21,7 +21,7 @@ use std::path::PathBuf;
 /// "message", "line", "col", "hint"}`. `grade` is null when invalid.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  lackpy validate prog.py\n  echo 'read_file(\"a.txt\")' | lackpy validate --json\n  lackpy validate prog.py --tools read_file,write_file"
+    after_help = "Exit status: 0 valid, 2 invalid, 3 usage or configuration error.\n--json prints {\"ok\", \"grade\": {\"w\", \"d\"}, \"calls\", \"error\", \"errors\"}; each error is\n{\"kind\": \"validation\", \"type\", \"message\", \"line\", \"col\", \"hint\"}.\n\nExamples:\n  lackpy validate prog.py\n  echo 'read_file(\"a.txt\")' | lackpy validate --json\n  lackpy validate prog.py --tools read_file,write_file"
 )]
 pub struct Args {
     /// Program file, or `-` for stdin (the default).
