@@ -71,6 +71,9 @@ pub enum Plugin {
     Anthropic,
     /// `"provider/model"` strings routed to the matching wire format.
     Woollama,
+    /// A plugin this build does not implement (kept so an existing config
+    /// still loads; every attempt with it fails with a clear error).
+    Unsupported,
 }
 
 impl Plugin {
@@ -104,6 +107,8 @@ pub struct ProviderConfig {
     pub model: Option<String>,
     /// Base URL (`base_url` or `host`).
     pub base_url: Option<String>,
+    /// The `plugin` value as written (for [`Plugin::Unsupported`] errors).
+    pub plugin_name: String,
     /// Environment variable holding the API key.
     pub api_key_env: Option<String>,
     /// An API key written in the config file (`api_key`); the environment
@@ -137,6 +142,7 @@ impl ProviderConfig {
             plugin,
             model: None,
             base_url: None,
+            plugin_name: String::new(),
             api_key_env: None,
             api_key: None,
             api: None,
@@ -165,6 +171,16 @@ impl ProviderConfig {
         let table = format!(".providers.{}", self.name);
         let (plugin, model) = match self.plugin {
             Plugin::Templates | Plugin::Rules => return Ok(None),
+            Plugin::Unsupported => {
+                return Err(bad(
+                    &table,
+                    "plugin",
+                    format!(
+                        "plugin {:?} is not supported by this build (known: templates, rules, ollama, openai, anthropic, woollama)",
+                        self.plugin_name
+                    ),
+                ))
+            }
             Plugin::Woollama => {
                 let full = self
                     .model
@@ -453,10 +469,9 @@ fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigE
             .to_string(),
         None => name.to_string(),
     };
-    let plugin = Plugin::parse(&plugin_name).ok_or_else(|| {
-        bad(&table, "plugin", format!("unknown plugin {plugin_name:?} (known: templates, rules, ollama, openai, anthropic, woollama)"))
-    })?;
+    let plugin = Plugin::parse(&plugin_name).unwrap_or(Plugin::Unsupported);
     let mut p = ProviderConfig::new(name, plugin);
+    p.plugin_name = plugin_name;
     let s = |key: &str| -> Result<Option<String>, ConfigError> {
         match t.get(key) {
             None => Ok(None),
@@ -623,6 +638,24 @@ api_key_env = "MY_KEY"
             Some("sk-file")
         );
         assert!(!format!("{ep:?}").contains("sk-file"));
+    }
+
+    #[test]
+    fn unknown_plugin_loads_but_fails_when_used() {
+        let c = parse(
+            "[inference]\norder = [\"odd\"]\n[inference.providers.odd]\nplugin = \"claude-code\"\n",
+        );
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(c.order[0].plugin, Plugin::Unsupported);
+        let e = c.order[0]
+            .endpoint(&|_| None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("\"claude-code\" is not supported"), "{e}");
     }
 
     #[test]
