@@ -26,8 +26,9 @@
 //! Other `provider_config` keys: `ok_status` (exit codes that count as
 //! success, default `[0]`), `max_bytes` (stdout cap, default 8 MiB,
 //! `TooLarge` beyond), `memory_mb` (address-space limit, default 2048),
-//! `env` (table of strings; otherwise only `PATH` =
-//! [`super::CHILD_PATH`]), `writable` (see below).
+//! `env` (table of strings) and `pass_env` (names copied from lackpy's own
+//! environment) — otherwise the environment is only `PATH` =
+//! [`super::CHILD_PATH`] — and `writable` (see below).
 //!
 //! The jail, set up between `fork` and `exec` (only raw, async-signal-safe
 //! syscalls there; everything that allocates is prepared before the fork):

@@ -159,10 +159,39 @@ fn cfg_f64(spec: &ToolSpec, key: &str) -> Option<f64> {
         .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-/// The `env` table of `provider_config`: string values only, sorted.
+/// The child environment a tool's config passes: `pass_env = ["NAME", ...]`
+/// copies those variables from lackpy's own environment (when set), then
+/// the `env` table (string values) adds or overrides. Sorted by name.
 fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    if let Some(p) = spec.provider_config.get("pass_env") {
+        let Some(names) = p.as_array() else {
+            return Err(fail(
+                "ToolFailed",
+                format!(
+                    "tool {:?}: pass_env must be a list of variable names",
+                    spec.name
+                ),
+            ));
+        };
+        for n in names {
+            let Some(n) = n.as_str() else {
+                return Err(fail(
+                    "ToolFailed",
+                    format!(
+                        "tool {:?}: pass_env must be a list of variable names",
+                        spec.name
+                    ),
+                ));
+            };
+            if let Some(v) = std::env::var_os(n).and_then(|v| v.into_string().ok()) {
+                out.push((n.to_string(), v));
+            }
+        }
+    }
     let Some(v) = spec.provider_config.get("env") else {
-        return Ok(Vec::new());
+        out.sort();
+        return Ok(out);
     };
     let Some(map) = v.as_object() else {
         return Err(fail(
@@ -173,7 +202,6 @@ fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
             ),
         ));
     };
-    let mut out = Vec::with_capacity(map.len());
     for (k, v) in map {
         let Some(s) = v.as_str() else {
             return Err(fail(
@@ -187,6 +215,7 @@ fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
                 format!("tool {:?}: env.{k} is not a valid variable", spec.name),
             ));
         }
+        out.retain(|(name, _)| name != k);
         out.push((k.clone(), s.to_string()));
     }
     out.sort();
@@ -282,6 +311,30 @@ mod tests {
         let e = call(&spec, &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
         assert!(e.message.contains("not available"));
+    }
+
+    #[test]
+    fn env_from_config_and_pass_env() {
+        let mut spec = ToolSpec {
+            name: "t".into(),
+            provider: "command".into(),
+            ..ToolSpec::default()
+        };
+        spec.provider_config.insert(
+            "pass_env".into(),
+            serde_json::json!(["PATH", "LACKPY_SURELY_UNSET_VAR"]),
+        );
+        spec.provider_config
+            .insert("env".into(), serde_json::json!({"B": "2", "A": "1"}));
+        let env = cfg_env(&spec).unwrap();
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, vec!["A", "B", "PATH"]);
+        spec.provider_config
+            .insert("env".into(), serde_json::json!({"A": 1}));
+        assert!(cfg_env(&spec).is_err());
+        spec.provider_config
+            .insert("pass_env".into(), serde_json::json!("PATH"));
+        assert!(cfg_env(&spec).is_err());
     }
 
     #[test]

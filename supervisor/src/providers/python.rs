@@ -17,7 +17,8 @@
 //! `provider_config` keys: `module`, `function` (required), `python`
 //! (interpreter, default `python3` looked up in lackpy's own `PATH`),
 //! `timeout` (seconds per call, default [`DEFAULT_TIMEOUT_SECS`]),
-//! `max_bytes` (reply size cap, default 8 MiB), `env` (table of strings).
+//! `max_bytes` (reply size cap, default 8 MiB), `env` (table of strings),
+//! `pass_env` (variable names copied from lackpy's own environment).
 //!
 //! Failures: a Python exception is a tool error whose message is
 //! `"ExceptionType: message"`; its type is `FileNotFound`, `IsADirectory`,
