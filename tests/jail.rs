@@ -414,6 +414,13 @@ fn hostile_budgets_are_limits() {
 }
 
 #[test]
+fn address_space_exhaustion_is_a_memory_limit() {
+    let _g = serial();
+    let (kind, ty, msg) = err_of(&hostile("alloc_abort", Limits::default()));
+    assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "memory"), "{msg}");
+}
+
+#[test]
 fn hostile_silence_and_spin_hit_the_wall_clock() {
     let _g = serial();
     for mode in ["silent", "spin"] {

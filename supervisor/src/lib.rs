@@ -1004,10 +1004,14 @@ fn classify_death(st: Option<std::process::ExitStatus>, limits: &Limits) -> Erro
                 limits.wall_ms
             ),
         ),
-        Some(libc::SIGABRT) => limit(
+        // Under RLIMIT_AS a failed allocation aborts (SIGABRT) and a stack
+        // that cannot grow faults (SIGSEGV); safe Rust has no other source of
+        // either, so both mean the worker ran out of address space.
+        Some(sig @ (libc::SIGABRT | libc::SIGSEGV)) => limit(
             "memory",
             format!(
-                "the worker ran out of its address-space limit (memory limit {} bytes)",
+                "the worker ran out of its address-space limit ({}; memory limit {} bytes)",
+                signal_name(sig),
                 limits.memory_bytes
             ),
         ),

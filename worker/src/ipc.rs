@@ -456,6 +456,99 @@ mod tests {
         assert_eq!(sender.join().unwrap(), got);
     }
 
+    /// Messages covering every variant, encoded: if this changes, a message
+    /// enum changed shape and `PROTOCOL_VERSION` must be bumped (then update
+    /// the golden string).
+    fn golden_messages() -> Vec<u8> {
+        use lackpy_policy::wire::{ErrorInfo, ErrorKind, Node, Outcome, ToolSig, WireError};
+        let d = Data::Dict(vec![(
+            Data::Str("k".into()),
+            Data::List(vec![
+                Data::None,
+                Data::Bool(true),
+                Data::Int(-2),
+                Data::BigInt("12345678901234567890".into()),
+                Data::Float(0.5),
+                Data::Tuple(vec![]),
+                Data::Set(vec![]),
+            ]),
+        )]);
+        let mut out = Vec::new();
+        let to = [
+            ToWorker::Run {
+                protocol: PROTOCOL_VERSION,
+                program: "p".into(),
+                tools: vec![ToolSig {
+                    name: "t".into(),
+                    args: vec!["a".into()],
+                }],
+                limits: Limits::default(),
+            },
+            ToWorker::ToolResult {
+                id: 1,
+                result: Ok(d.to_flat()),
+            },
+            ToWorker::ToolResult {
+                id: 2,
+                result: Err(ToolFailure {
+                    type_name: "T".into(),
+                    message: "m".into(),
+                }),
+            },
+        ];
+        for m in &to {
+            out.extend(encode(m).unwrap());
+        }
+        let from = [
+            FromWorker::Ready {
+                protocol: PROTOCOL_VERSION,
+            },
+            FromWorker::SetupFailed {
+                step: "s".into(),
+                errno: 1,
+                detail: "d".into(),
+            },
+            FromWorker::ToolCall {
+                id: 1,
+                name: "t".into(),
+                args: vec![FlatData(vec![Node::Int(1)])],
+                kwargs: vec![("k".into(), FlatData(vec![Node::None]))],
+            },
+            FromWorker::Stdout("o".into()),
+            FromWorker::Done(Outcome {
+                value: Some(FlatData(vec![Node::Bool(false)])),
+                repr: Some("False".into()),
+                error: Some(WireError(ErrorInfo {
+                    kind: ErrorKind::Limit,
+                    type_name: "fuel".into(),
+                    message: "m".into(),
+                    line: Some(1),
+                    col: None,
+                    hint: Some("h".into()),
+                })),
+                fuel_used: 3,
+            }),
+        ];
+        for m in &from {
+            out.extend(encode(m).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn golden_encoding_pins_the_protocol() {
+        let hex: String = golden_messages()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(PROTOCOL_VERSION, 1, "protocol bumped: update GOLDEN below");
+        const GOLDEN: &str = "00010170010174010161fb1027fc80f0fa02fc00000010fc00001000fb1027fc00008000fc00000100640101000a080105016b060700010102030314313233343536373839303132333435363738393004000000000000e03f070009000102010154016d0001010173020164020101740101020201016b010003016f0401010100010546616c73650102046675656c016d01010001016803";
+        assert_eq!(
+            hex, GOLDEN,
+            "a message enum changed shape: bump PROTOCOL_VERSION"
+        );
+    }
+
     #[test]
     fn eight_mib_frame() {
         let (mut a, mut b) = pair();

@@ -250,6 +250,7 @@ pub const HOSTILE_MODES: &[&str] = &[
     "setup_failed",
     "wrong_protocol",
     "spin",
+    "alloc_abort",
 ];
 
 /// The hostile role. `args` = [MODE].
@@ -347,6 +348,15 @@ pub fn hostile(spec: &JailSpec, args: &[String]) -> i32 {
             }
         }
         "exit_early" => return 3,
+        "alloc_abort" => {
+            // Reserve address space until RLIMIT_AS makes an allocation fail:
+            // Rust aborts (SIGABRT), which the supervisor reports as `memory`.
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![0u8; 64 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
         "stdout_flood" => {
             let chunk = "A".repeat(60_000);
             let mut r = Ok(());
