@@ -2,11 +2,12 @@
 //! many). Each module drives the real `lackpy` binary.
 
 mod util;
-mod mcp;
 mod escapes;
+mod mcp;
 mod fuzz_smoke;
-mod layer_matrix;
 mod jail;
 mod run;
 mod delegate;
+mod layer_matrix;
 mod providers;
+mod serve;
