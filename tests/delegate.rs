@@ -602,3 +602,68 @@ fn eval_harness_with_fake_model() {
         "no retried intent scored 2"
     );
 }
+
+/// The real `__worker inferencer` role, jailed for port A and asked to call
+/// a model on port B: landlock refuses the connection and nothing reaches B.
+#[test]
+fn inferencer_role_cannot_reach_another_port() {
+    use lackpy_inferencer::http::{Endpoint, InferError, Message, Request, Role, Wire};
+    use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
+    use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
+
+    let allowed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = Fake::start(vec![ollama("1")]);
+    let other_addr: std::net::SocketAddr = other
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("addr");
+    let exe = ExeHandle::open(&crate::util::bin()).expect("exe");
+    let spec = lackpy_inferencer::worker::jail_spec(allowed.local_addr().expect("addr").port(), 5);
+    let mut w = spawn::spawn(&exe, "inferencer", &[], &spec).expect("spawn");
+    assert!(matches!(
+        w.greeting(Instant::now() + Duration::from_secs(5)),
+        Ok(Greeting::Ready)
+    ));
+    let request = Request {
+        endpoint: Endpoint {
+            wire: Wire::OllamaGenerate,
+            url: format!("{}/api/generate", other.url),
+            model: "m".into(),
+            api_key: None,
+            stream: false,
+            temperature: 0.2,
+            max_tokens: 16,
+            connect_timeout_ms: 1000,
+            timeout_ms: 2000,
+            retries: 0,
+            max_response_bytes: 4096,
+            pinned_addr: Some(other_addr),
+        },
+        messages: vec![Message::new(Role::User, "# Task: x")],
+        temperature: None,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    w.chan
+        .send(
+            &ToInferencer::Generate {
+                protocol: INFERENCER_PROTOCOL,
+                request,
+            },
+            Some(deadline),
+        )
+        .expect("send");
+    let reply = w.chan.recv::<FromInferencer>(Some(deadline));
+    let _ = w.kill_and_reap();
+    match reply {
+        Ok(FromInferencer::Generated(Err(InferError::Unreachable { detail, .. }))) => {
+            assert!(
+                detail.contains("ermission denied") || detail.contains("EACCES"),
+                "{detail}"
+            );
+        }
+        other_reply => panic!("expected a refused connection, got {other_reply:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(other.seen().is_empty(), "the other port was reached");
+}
