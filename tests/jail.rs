@@ -384,13 +384,21 @@ fn hostile_truncated_and_dying_workers() {
 }
 
 #[test]
-fn hostile_bad_arguments_are_tool_errors() {
+fn hostile_bad_arguments_are_refused_not_executed() {
     let _g = serial();
-    let (kind, ty, msg) = err_of(&hostile("bad_arg_count", Limits::default()));
-    assert_eq!(
-        (kind, ty.as_str()),
-        (ErrorKind::Tool, "BadArgument"),
-        "{msg}"
+    // The hostile worker never finishes; the refused call is answered and traced.
+    let limits = Limits {
+        wall_ms: 500,
+        ..Limits::default()
+    };
+    let r = hostile("bad_arg_count", limits);
+    assert_eq!(err_of(&r).1, "timeout");
+    assert_eq!(r.trace.len(), 1);
+    assert!(!r.trace[0].ok);
+    let e = r.trace[0].error.clone().unwrap_or_default();
+    assert!(
+        e.starts_with("BadArgument: read_file() takes 1 positional argument but 3"),
+        "{e}"
     );
 }
 

@@ -145,6 +145,19 @@ fn tool_errors_exit_1_and_are_traced() {
 }
 
 #[test]
+fn keyword_and_wrong_arity_tool_calls() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "read_file(path='a.txt')");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["trace"][0]["args"], json!(["a.txt"]));
+    let (code, v) = run_json(ws.path(), &[], "x = 1\nread_file('a.txt', 'b')\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "tool");
+    assert_eq!(v["error"]["type"], "BadArgument");
+    assert_eq!(v["error"]["line"], 2, "{v}");
+}
+
+#[test]
 fn fuel_limit() {
     let ws = fixture();
     let (code, v) = run_json(

@@ -823,30 +823,17 @@ impl Session<'_> {
                         }
                     }
                 }
-                let arity = spec.args.len();
-                if values.len() + kw.len() > arity {
-                    self.worker.kill_and_reap();
-                    let mut e = ErrorInfo::new(
-                        ErrorKind::Tool,
-                        "BadArgument",
-                        format!(
-                            "{name}() takes {arity} argument(s) but {} were given",
-                            values.len() + kw.len()
-                        ),
-                    );
-                    e.hint = Some(format!(
-                        "{name}({})",
-                        spec.args
-                            .iter()
-                            .map(|a| a.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                    return Err(e);
-                }
                 let t0 = Instant::now();
-                let result = bind_kwargs(&name, &spec, values.clone(), kw)
-                    .and_then(|positional| tools::call(&spec, &positional, self.ws));
+                // The trace shows the call as bound (keywords in their positions).
+                let mut shown = values;
+                let result = match bind_kwargs(&name, &spec, shown.clone(), kw) {
+                    Ok(positional) => {
+                        let r = tools::call(&spec, &positional, self.ws);
+                        shown = positional;
+                        r
+                    }
+                    Err(e) => Err(e),
+                };
                 let duration_us = t0.elapsed().as_micros() as u64;
                 let (reply, entry_err, bytes) = match result {
                     Ok(d) => {
@@ -861,7 +848,7 @@ impl Session<'_> {
                 };
                 self.report.trace.push(TraceEntry {
                     tool: name,
-                    args: values.iter().map(json::to_json).collect(),
+                    args: shown.iter().map(json::to_json).collect(),
                     ok: entry_err.is_none(),
                     duration_us,
                     error: entry_err,
@@ -953,6 +940,20 @@ fn bind_kwargs(
     mut positional: Vec<Data>,
     kwargs: Vec<(String, Data)>,
 ) -> Result<Vec<Data>, ToolFailure> {
+    // Never execute a call with more arguments than the spec declares (a
+    // hostile worker gains nothing; a program's mistake gets a clear error).
+    let arity = spec.args.len();
+    if positional.len() > arity {
+        let (n, m) = (positional.len(), arity);
+        let plural = |k: usize| if k == 1 { "" } else { "s" };
+        return Err(tools::fs::fail(
+            "BadArgument",
+            format!(
+                "{name}() takes {m} positional argument{} but {n} were given",
+                plural(m)
+            ),
+        ));
+    }
     if kwargs.is_empty() {
         return Ok(positional);
     }
