@@ -15,10 +15,17 @@ use lackpy_supervisor::{Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// Warm workers kept ready, and runs allowed in flight at once. Why 4: the
-/// target machines have 2 cores; 4 keeps both busy while two runs wait on
-/// tool calls, and a worker idles in a few hundred KiB.
+/// Warm workers kept ready. Why 4: the target machines have 2 cores; 4
+/// keeps both busy while two runs wait on tool calls, and a worker idles in
+/// a few hundred KiB.
 pub const POOL_SIZE: usize = 4;
+
+/// Runs in flight at once per backend (beyond the pool, fresh workers are
+/// spawned). Why 8: a cancelled run keeps its slot until its worker ends
+/// (the supervisor has no kill hook yet), so a few runaways must not starve
+/// other calls; 8 CPU-bound workers on 2 cores still finish within their
+/// wall-clock limits.
+pub const MAX_IN_FLIGHT: usize = 8;
 
 /// Largest doc file `resolve_doc` returns, in bytes (docs are hand-written
 /// markdown; anything larger is a mistake).
@@ -341,7 +348,7 @@ impl Backend for RealBackend {
     }
 
     fn max_concurrent_runs(&self) -> usize {
-        POOL_SIZE
+        MAX_IN_FLIGHT
     }
 }
 
