@@ -1032,6 +1032,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn supervisor_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Supervisor>();
+        check::<RunReport>();
+    }
+
+    #[test]
     fn jail_levels() {
         assert_eq!(
             JailLevel::lowered::<&str>(&[]).ok(),
