@@ -1453,9 +1453,42 @@ fn gen_container(rng: &mut Rng) -> String {
     }
 }
 
+/// A random float literal: up to 17 significant digits, exponent -30..30,
+/// sometimes an exact binary fraction (ties for rounding).
+fn gen_float_literal(rng: &mut Rng) -> String {
+    if rng.below(4) == 0 {
+        let whole = rng.next() % 1_000_000_000_000_000;
+        let frac = rng.pick(&["0.5", "0.25", "0.75", "0.125", "0.375", "0.625", "0.0625"]);
+        return format!("({whole} + {frac})");
+    }
+    let ndigits = 1 + rng.below(17);
+    let digits: String = (0..ndigits)
+        .map(|_| char::from(b'0' + u8::try_from(rng.below(10)).unwrap_or(0)))
+        .collect();
+    let exp = i64::try_from(rng.below(61)).unwrap_or(0) - 30;
+    let sign = if rng.below(3) == 0 { "-" } else { "" };
+    format!("{sign}{}.{}e{exp}", &digits[..1], &digits[1..])
+}
+
+fn gen_float_format(rng: &mut Rng) -> String {
+    let x = gen_float_literal(rng);
+    let p = rng.below(18);
+    match rng.below(8) {
+        0 => format!("repr({x})"),
+        1 => format!("f'{{{x}:.{p}f}}'"),
+        2 => format!("f'{{{x}:.{p}e}}'"),
+        3 => format!("f'{{{x}:.{p}g}}'"),
+        4 => format!("f'{{{x}:.{p}%}}'"),
+        5 => format!("round({x}, {})", i64::try_from(p).unwrap_or(0) - 5),
+        6 => format!("[{x} / 7, {x} * 3, {x} + 0.1, {x} // 0.3, {x} % 0.7]"),
+        _ => format!("f'{{{x}:,.{p}f}}'"),
+    }
+}
+
 /// One random expression program.
 fn gen_program(rng: &mut Rng) -> String {
-    let expr = match rng.below(6) {
+    let expr = match rng.below(7) {
+        6 => gen_float_format(rng),
         5 => gen_container(rng),
         0 | 1 => gen_num(rng, 3),
         2 => gen_str(rng, 2),
@@ -1491,8 +1524,8 @@ fn gen_operand(rng: &mut Rng) -> String {
     }
 }
 
-/// Random arithmetic, comparison, string-method, format-spec and container
-/// expressions,
+/// Random arithmetic, comparison, string-method, format-spec, container and
+/// float-formatting expressions,
 /// each its own program, compared with CPython like the corpus. The seed
 /// (`CONFORMANCE_SEED`, default fixed) and count (`CONFORMANCE_RANDOM`,
 /// default 1500) make any failure reproducible.

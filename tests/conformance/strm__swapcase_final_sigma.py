@@ -1,0 +1,1 @@
+['ǅa ΣΣ'.swapcase(), 'ΣΣ'.swapcase(), 'aΣ'.swapcase(), 'Σ'.swapcase(), 'AΣ b'.swapcase()]
