@@ -217,7 +217,21 @@ impl LackpyServer {
                 Ok(a) => {
                     self.blocking(move |b| match b.toolbox() {
                         Ok(all) => match all.iter().find(|t| t.name == a.name) {
-                            Some(t) => json!({"ok": true, "tool": t.to_json()}),
+                            Some(t) => {
+                                // Which profiles grant it, so the caller knows what to pass.
+                                let granted: Vec<String> = b
+                                    .profiles()
+                                    .unwrap_or_default()
+                                    .into_iter()
+                                    .filter(|p| p.tools.iter().any(|x| x.name == t.name))
+                                    .map(|p| p.name)
+                                    .collect();
+                                let mut tool = t.to_json();
+                                if let Some(obj) = tool.as_object_mut() {
+                                    obj.insert("profiles".into(), json!(granted));
+                                }
+                                json!({"ok": true, "tool": tool})
+                            }
                             None => {
                                 let mut e = ErrorInfo::new(
                                     ErrorKind::Validation,

@@ -160,6 +160,10 @@ async fn validate_and_discovery_tools() {
     assert_eq!(structured(&s)["matches"][0]["name"], json!("write_file"));
     let d = call(&h, "describe_tool", json!({"name": "find_files"})).await;
     assert_eq!(structured(&d)["tool"]["args"][0]["name"], json!("pattern"));
+    assert_eq!(
+        structured(&d)["tool"]["profiles"],
+        json!(["(default)", "edit"])
+    );
     let d = call(&h, "describe_tool", json!({"name": "open"})).await;
     assert_eq!(d.is_error, Some(true));
 

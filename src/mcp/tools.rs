@@ -244,7 +244,7 @@ pub fn all(toolbox: &[ToolInfo]) -> Vec<Tool> {
         .with_annotations(read_only()),
         Tool::new(
             "describe_tool",
-            "Show one tool in full: signature, arguments with types and descriptions, return type, grade, and its doc path.",
+            "Show one tool in full: signature, arguments with types and descriptions, return type, grade, its doc path, and the profiles that grant it.",
             schema(json!({"name": {"type": "string", "description": "Tool name, as list_tools or search_tools gave it."}}), &["name"]),
         )
         .with_title("Describe a tool")
