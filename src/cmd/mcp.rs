@@ -27,7 +27,10 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         None => std::env::current_dir()?,
     };
     if !workspace.is_dir() {
-        eprintln!("lackpy mcp: workspace {} is not a directory", workspace.display());
+        eprintln!(
+            "lackpy mcp: workspace {} is not a directory",
+            workspace.display()
+        );
         return Ok(3);
     }
     let backend: Arc<dyn mcp::backend::Backend> =
@@ -38,7 +41,10 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 return Ok(4);
             }
         };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let result = rt.block_on(mcp::serve_stdio(backend));
     // Blocking tasks still waiting on a worker must not hold the exit: the
     // process is about to end, and its workers die with it (PDEATHSIG).
