@@ -241,7 +241,7 @@ impl<'a> Interp<'a> {
                 mem_check_n(total, SLOT as u64)?;
                 tick(1 + total / 16)?;
                 let mut v = l.v.borrow_mut();
-                if n == 0 {
+                if n == 0 || len == 0 {
                     v.clear();
                 } else {
                     let orig: Vec<Value> = v.clone();
@@ -1912,7 +1912,14 @@ fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<R<Value>> {
 /// # Errors
 /// ValueError beyond the limit.
 pub fn big_to_str(b: &BigInt) -> R<String> {
-    // 4300 decimal digits need about 14284 bits.
+    // 4300 decimal digits need about 14284 bits; anything with more than
+    // 14300 bits has more than 4300 digits, so refuse without converting
+    // (the conversion itself is quadratic).
+    if b.bits() > 14_300 {
+        return Err(value_err(
+            "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit",
+        ));
+    }
     if b.bits() > 14_200 {
         let s = b.abs().to_string();
         if s.len() > 4300 {

@@ -3,7 +3,7 @@
 //! f-strings.
 
 use num_bigint::BigInt;
-use num_traits::{Signed, ToPrimitive};
+use num_traits::Signed;
 
 use super::err::{type_err, value_err, Exc, R};
 use super::ops::big_to_f64;
@@ -11,10 +11,72 @@ use super::value::Value;
 
 /// Split Rust's shortest `{:e}` rendering into (digits, decimal exponent).
 fn shortest_digits(f: f64) -> (String, i32) {
-    let s = format!("{:e}", f.abs());
+    let a = f.abs();
+    let s = format!("{a:e}");
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    (digits, exp.parse().unwrap_or(0))
+    let mut digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let mut exp: i32 = exp.parse().unwrap_or(0);
+    // When the value lies exactly halfway between two shortest candidates,
+    // CPython (dtoa mode 0) picks the one with the even last digit; Rust may
+    // pick the other. Ties need the exact expansion to be one digit longer
+    // than the shortest and to end in 5.
+    let k = digits.len();
+    if k >= 15 {
+        let probe = format!("{:.*e}", k + 2, a);
+        let pd: String = probe
+            .split('e')
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| *c != '.')
+            .collect();
+        if pd.len() == k + 3 && pd.as_bytes().get(k) == Some(&b'5') && &pd[k + 1..] == "00" {
+            let exact = format!("{:.*e}", 800, a);
+            let (em, ee) = exact.split_once('e').unwrap_or((&exact, "0"));
+            let ed: String = em.chars().filter(|c| *c != '.').collect();
+            let ed = ed.trim_end_matches('0');
+            if ed.len() == k + 1 && ed.ends_with('5') {
+                let lower = &ed[..k];
+                let last = lower.as_bytes()[k - 1] - b'0';
+                if last % 2 == 0 {
+                    digits = lower.to_string();
+                    exp = ee.parse().unwrap_or(exp);
+                } else {
+                    // Round the prefix up (with carry).
+                    let mut b: Vec<u8> = lower.bytes().collect();
+                    let mut i = b.len();
+                    let mut e2: i32 = ee.parse().unwrap_or(exp);
+                    loop {
+                        if i == 0 {
+                            b.insert(0, b'1');
+                            b.pop();
+                            e2 += 1;
+                            break;
+                        }
+                        i -= 1;
+                        if b[i] == b'9' {
+                            b[i] = b'0';
+                        } else {
+                            b[i] += 1;
+                            break;
+                        }
+                    }
+                    let up = String::from_utf8(b).unwrap_or_default();
+                    digits = up.trim_end_matches('0').to_string();
+                    if digits.is_empty() {
+                        digits = "0".into();
+                    }
+                    exp = e2;
+                }
+                // Keep the result shortest (drop trailing zeros).
+                let t = digits.trim_end_matches('0');
+                if !t.is_empty() {
+                    digits = t.to_string();
+                }
+            }
+        }
+    }
+    (digits, exp)
 }
 
 /// CPython's `repr(float)`: shortest round-trip digits; scientific notation
@@ -223,13 +285,15 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
         sp.ty = Some(t);
     }
     if let Some(g) = sp.grouping {
-        let ok = match sp.ty {
+        // Strings parse with default type 's' (CPython's format_obj).
+        let eff = sp.ty.or(if tyname == "str" { Some('s') } else { None });
+        let ok = match eff {
             None | Some('d' | 'e' | 'f' | 'g' | 'E' | 'G' | '%' | 'F') => true,
             Some('b' | 'o' | 'x' | 'X') => g == '_',
             _ => false,
         };
         if !ok {
-            let t = sp.ty.unwrap_or(' ');
+            let t = eff.unwrap_or(' ');
             let shown = if (' '..'\u{7f}').contains(&t) && t != ' ' {
                 t.to_string()
             } else {
@@ -440,7 +504,12 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         }
         let code = match v {
             IntRef::Small(i) => u32::try_from(i).ok(),
-            IntRef::Big(b) => b.to_u32(),
+            IntRef::Big(_) => {
+                return Err(Exc::py(
+                    "OverflowError",
+                    "Python int too large to convert to C long",
+                ))
+            }
         };
         return match code.filter(|u| *u < 0x110000).and_then(char::from_u32) {
             Some(c) => Ok(pad(&c.to_string(), "", &sp, '<')),
@@ -463,7 +532,9 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         }
         IntRef::Big(b) => {
             let mag = b.abs();
-            if matches!(ty, 'd' | 'n') && b.bits() > 14_200 && mag.to_string().len() > 4300 {
+            if matches!(ty, 'd' | 'n')
+                && (b.bits() > 14_300 || (b.bits() > 14_200 && mag.to_string().len() > 4300))
+            {
                 return Err(value_err(
                     "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit",
                 ));

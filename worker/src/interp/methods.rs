@@ -630,14 +630,23 @@ impl<'a> Interp<'a> {
                     }
                     M::Swapcase => {
                         let mut o = String::with_capacity(s.len());
-                        for c in s.chars() {
-                            if uc::has(c, uc::UPPER) {
+                        let mut prev_cased = false;
+                        let mut it = s.chars().peekable();
+                        while let Some(c) = it.next() {
+                            let cased = is_cased(c);
+                            if c == '\u{3a3}'
+                                && prev_cased
+                                && !it.peek().is_some_and(|n| is_cased(*n))
+                            {
+                                o.push('\u{3c2}');
+                            } else if uc::has(c, uc::UPPER) {
                                 o.extend(c.to_lowercase());
                             } else if uc::has(c, uc::LOWER) {
                                 o.extend(c.to_uppercase());
                             } else {
                                 o.push(c);
                             }
+                            prev_cased = cased;
                         }
                         o
                     }

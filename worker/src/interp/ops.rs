@@ -358,24 +358,35 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
     // q has 55 or 56 bits; value = q * 2^-shift.
     let qbits = 64 - q.leading_zeros() as i64;
     let mut exp = qbits - 1 - shift; // exponent of the leading bit
-                                     // Number of mantissa bits available (53 normal, fewer when subnormal).
-    let keep = if exp < -1022 { 53 - (-1022 - exp) } else { 53 };
-    if keep <= 0 {
-        // Underflow: below half the smallest subnormal or rounding to it.
-        let tiny = if keep == 0 && (q > (1u64 << (qbits - 1))) {
-            f64::from_bits(1)
+    if exp < -1022 {
+        // Subnormal result: value = m * 2^-1074, m < 2^52 (a carry to 2^52
+        // is exactly the smallest normal, which the same bits encode).
+        let drop = -1074 - (exp - (qbits - 1)); // bits of q below 2^-1074
+        let m = if drop >= 64 {
+            // Far below the smallest subnormal: rounds to 0 unless above half of it.
+            0
+        } else if drop <= 0 {
+            q << (-drop)
         } else {
-            0.0
+            let m = q >> drop;
+            let rem = q & ((1u64 << drop) - 1);
+            let half = 1u64 << (drop - 1);
+            if rem > half || (rem == half && (m & 1) == 1) {
+                m + 1
+            } else {
+                m
+            }
         };
-        return Ok(if neg { -tiny } else { tiny });
+        let f = f64::from_bits(m);
+        return Ok(if neg { -f } else { f });
     }
-    let drop = qbits - keep;
+    let drop = qbits - 53;
     let mut m = q >> drop;
     let rem = q & ((1u64 << drop) - 1);
     let half = 1u64 << (drop - 1);
     if rem > half || (rem == half && (m & 1) == 1) {
         m += 1;
-        if m >> keep != 0 {
+        if m >> 53 != 0 {
             m >>= 1;
             exp += 1;
         }
@@ -386,8 +397,8 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
             "integer division result too large for a float",
         ));
     }
-    // value = m * 2^(exp - keep + 1)
-    let f = (m as f64) * 2f64.powi((exp - keep + 1) as i32);
+    let bits = (((exp + 1023) as u64) << 52) | (m & ((1u64 << 52) - 1));
+    let f = f64::from_bits(bits);
     Ok(if neg { -f } else { f })
 }
 
@@ -477,6 +488,9 @@ fn mul_seq(a: &Value, b: &Value) -> R<Value> {
         }
         Value::List(l) => {
             let l = l.v.borrow();
+            if l.is_empty() {
+                return Ok(Value::list(Vec::new()));
+            }
             let total = (l.len() as u64).saturating_mul(n as u64);
             mem_check_n(total, SLOT as u64)?;
             tick(1 + total / 16)?;
@@ -487,6 +501,9 @@ fn mul_seq(a: &Value, b: &Value) -> R<Value> {
             Ok(Value::list(v))
         }
         Value::Tuple(t) => {
+            if t.v.is_empty() {
+                return Ok(Value::tuple(Vec::new()));
+            }
             let total = (t.v.len() as u64).saturating_mul(n as u64);
             mem_check_n(total, SLOT as u64)?;
             tick(1 + total / 16)?;

@@ -745,9 +745,35 @@ impl Value {
 /// and each level here costs well under 1 KiB of stack.
 pub const MAX_REC: usize = 900;
 
-fn mix(h: u64) -> u64 {
-    // A 64-bit finaliser (splitmix64) so probing sees well-spread bits.
+thread_local! {
+    /// Per-thread hash seed. Why: a program must not be able to pick keys
+    /// that all land in one probe chain (quadratic dict/set operations that
+    /// no fuel tick sees). The seed comes from ASLR'd addresses of a stack
+    /// and a heap object, so no syscall is needed inside the jail.
+    static SEED: u64 = {
+        let stack = 0u8;
+        let heap = Box::new(0u8);
+        let a = std::hint::black_box(&stack) as *const u8 as u64;
+        let b = std::hint::black_box(&*heap) as *const u8 as u64;
+        splitmix(a.rotate_left(32) ^ b ^ 0x243F_6A88_85A3_08D3)
+    };
+}
+
+fn splitmix(h: u64) -> u64 {
     let mut z = h.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[inline]
+fn seed() -> u64 {
+    SEED.with(|s| *s)
+}
+
+fn mix(h: u64) -> u64 {
+    // A keyed 64-bit finaliser (splitmix64) so probing sees well-spread bits.
+    let mut z = (h ^ seed()).wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -767,11 +793,24 @@ fn hash_big(b: &BigInt) -> u64 {
 }
 
 fn hash_str(s: &str) -> u64 {
-    // FNV-1a over bytes, then mixed.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    // Keyed multiply-rotate over 8-byte words, then mixed.
+    let bytes = s.as_bytes();
+    let mut h: u64 = seed() ^ (bytes.len() as u64).wrapping_mul(0xcbf2_9ce4_8422_2325);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(w))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
     }
     mix(h)
 }
