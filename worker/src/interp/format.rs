@@ -38,7 +38,7 @@ fn shortest_digits(f: f64) -> (String, i32) {
             if ed.len() == k + 1 && ed.ends_with('5') {
                 let lower = &ed[..k];
                 let last = lower.as_bytes()[k - 1] - b'0';
-                if last % 2 == 0 {
+                if last.is_multiple_of(2) {
                     digits = lower.to_string();
                     exp = ee.parse().unwrap_or(exp);
                 } else {
