@@ -95,7 +95,20 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         "command" => command::call(spec, args, ws),
         "codeintel" => codeintel::call(spec, args, ws),
         "builtin" if codeintel::is_codeintel(&spec.name) => codeintel::call(spec, args, ws),
-        "virtual" => match host_tools().and_then(|h| h.call(&spec.name, args)) {
+        "virtual" => match host_tools().and_then(|h| {
+            // A panicking host implementation is the host's bug; it must not
+            // take the supervisor's run thread down with it.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call(&spec.name, args)))
+                .unwrap_or_else(|_| {
+                    Some(Err(fail(
+                        "ToolFailed",
+                        format!(
+                            "virtual tool {:?}: the host's implementation panicked",
+                            spec.name
+                        ),
+                    )))
+                })
+        }) {
             Some(r) => r,
             None => Err(fail(
                 "ToolFailed",
@@ -232,7 +245,11 @@ mod tests {
 
     struct Host;
     impl HostTools for Host {
+        #[allow(clippy::panic)]
         fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>> {
+            if name == "boom" {
+                panic!("host bug");
+            }
             (name == "ask").then(|| Ok(Data::List(args.to_vec())))
         }
         fn offers(&self, name: &str) -> bool {
@@ -271,6 +288,8 @@ mod tests {
         );
         let e = call(&virt("other"), &[], &ws).unwrap_err();
         assert!(e.message.contains("not provided"));
+        let e = call(&virt("boom"), &[], &ws).unwrap_err();
+        assert!(e.message.contains("panicked"), "{}", e.message);
         set_host_tools(None);
     }
 
