@@ -482,3 +482,32 @@ fn eof_with_a_run_in_flight_exits_quickly() {
         t.elapsed()
     );
 }
+
+/// Closing stdin before initializing is a clean end; a bad workspace is a
+/// usage error (exit 3); neither writes to stdout.
+#[test]
+fn immediate_eof_and_bad_workspace() {
+    let ws = util::workspace(&[]);
+    let t = Instant::now();
+    let out = util::run_with_stdin(
+        &["mcp", "--workspace", &ws.path().display().to_string()],
+        "",
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let missing = ws.path().join("nope");
+    let out = util::run_with_stdin(
+        &["mcp", "--workspace", &missing.display().to_string()],
+        "",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stdout.is_empty());
+}

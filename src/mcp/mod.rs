@@ -61,6 +61,7 @@ where
     // The backend is told to kill in-flight workers exactly once: as soon as
     // the input closes, or when the session ends for any other reason.
     let stop = Arc::new(std::sync::Once::new());
+    let eof_seen = rx.clone();
     let mut eof = rx;
     let (b, s) = (backend.clone(), stop.clone());
     let killer = tokio::spawn(async move {
@@ -70,10 +71,12 @@ where
         }
     });
     let outcome = async {
-        let running = server
-            .serve((read, write))
-            .await
-            .context("MCP initialization failed")?;
+        let running = match server.serve((read, write)).await {
+            Ok(r) => r,
+            // The peer closed its end before initializing: a clean end.
+            Err(_) if *eof_seen.borrow() => return Ok(()),
+            Err(e) => return Err(anyhow::Error::new(e).context("MCP initialization failed")),
+        };
         let reason = running.waiting().await.context("MCP service task failed")?;
         tracing::debug!(?reason, "MCP session ended");
         Ok(())
