@@ -317,3 +317,70 @@ fn aliases_resolve_for_every_provider() {
     assert_eq!(tools.first(), Some(&"defs"));
     assert_eq!(tools.last(), Some(&"shout"));
 }
+
+/// The Rust library path: an embedding host installs a `HostTools` and a
+/// `[[virtual_tools]]` declaration is satisfied by it, through the real
+/// supervisor and jailed worker.
+#[test]
+fn embedding_host_supplies_virtual_tools() {
+    use lackpy_policy::config::{Config, Kits};
+    use lackpy_policy::wire::{Data, Limits, ToolFailure};
+    use lackpy_supervisor::providers::{self, HostTools};
+    use lackpy_supervisor::spawn::ExeHandle;
+    use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+    use std::sync::Arc;
+
+    struct Host;
+    impl HostTools for Host {
+        fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>> {
+            match (name, args) {
+                ("ask_user", [Data::Str(q)]) => Some(Ok(Data::Str(format!("answer to {q}")))),
+                _ => None,
+            }
+        }
+    }
+
+    let cfg = Config::parse(
+        "[[virtual_tools]]\nname = \"ask_user\"\ngrade_w = 2\neffects_ceiling = 0\n\
+         args = [{ name = \"question\", type = \"str\" }]\n\
+         [[virtual_tools]]\nname = \"withdrawn\"\ngrade_w = 1\neffects_ceiling = 0\n",
+        Path::new("<test>"),
+    )
+    .expect("config");
+    let profile = cfg
+        .resolve(
+            None,
+            Some(&["ask_user".to_string(), "withdrawn".to_string()]),
+            &Kits::default(),
+        )
+        .expect("profile");
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = Supervisor::new(SupervisorConfig {
+        exe: ExeHandle::open(&crate::util::bin()).expect("exe"),
+        jail_level: JailLevel::full(),
+        pool_size: 0,
+        worker_role: vec!["executor".into()],
+    })
+    .expect("supervisor");
+    providers::set_host_tools(Some(Arc::new(Host)));
+    let run = |src: &str| {
+        sup.run(RunRequest {
+            source: src.as_bytes().to_vec(),
+            profile: profile.clone(),
+            workspace: ws.path().to_path_buf(),
+            limits: Limits::default(),
+        })
+    };
+    let r = run("ask_user(question='why?')\n");
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(r.value, json!("answer to why?"));
+    assert_eq!(r.trace[0].tool, "ask_user");
+    let r = run("withdrawn()\n");
+    let e = r.error.expect("error");
+    assert_eq!(e.type_name, "ToolFailed");
+    assert_eq!(
+        e.message,
+        "virtual tool \"withdrawn\" is not provided by this host"
+    );
+    providers::set_host_tools(None);
+}
