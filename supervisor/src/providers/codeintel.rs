@@ -144,31 +144,32 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             format!("{tool}() argument 'name' must be a Python name such as 'load' or 'Config.load', not {name:?}"),
         ));
     }
-    let files = collect(ws)?;
-    let tool_owned = tool.to_string();
-    let work = move || -> Result<Data, ToolFailure> {
-        let indexed = index_all(files);
+    let root = open_root(ws)?;
+    let work = || -> Result<Data, ToolFailure> {
+        let indexed = index_tree(&root);
         match which.as_str() {
             "find_definitions" => definitions(&indexed, &name),
             "find_callers" => callers(&indexed, &name),
             other => Err(fail(
                 "ToolFailed",
-                format!("{tool_owned}: no code-intelligence function {other:?}"),
+                format!("{tool}: no code-intelligence function {other:?}"),
             )),
         }
     };
-    std::thread::Builder::new()
-        .name("codeintel".into())
-        .stack_size(STACK_BYTES)
-        .spawn(work)
-        .map_err(|e| {
-            fail(
-                "ToolFailed",
-                format!("{tool}: cannot start the indexer: {e}"),
-            )
-        })?
-        .join()
-        .unwrap_or_else(|_| Err(fail("ToolFailed", format!("{tool}: the indexer failed"))))
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("codeintel".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, work)
+            .map_err(|e| {
+                fail(
+                    "ToolFailed",
+                    format!("{tool}: cannot start the indexer: {e}"),
+                )
+            })?
+            .join()
+            .unwrap_or_else(|_| Err(fail("ToolFailed", format!("{tool}: the indexer failed"))))
+    })
 }
 
 fn valid_name(name: &str) -> bool {
@@ -279,26 +280,51 @@ fn list_dir(fd: &OwnedFd) -> Vec<(String, std::fs::FileType)> {
 
 const SKIP_DIRS: &[&str] = &["__pycache__", "node_modules", "site-packages"];
 
-/// Workspace-relative paths of the `.py` files to index.
-fn collect(ws: &Workspace) -> Result<Vec<(String, OwnedFd)>, ToolFailure> {
-    let root =
-        openat2(ws.fd(), &cstr(".")?, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| {
-            fail(
-                "ToolFailed",
-                format!(
-                    "cannot open the workspace: {}",
-                    std::io::Error::from_raw_os_error(e)
-                ),
-            )
-        })?;
-    let mut files = Vec::new();
-    let mut stack: Vec<(String, OwnedFd)> = vec![(String::new(), root)];
+/// The workspace root as a readable directory descriptor.
+fn open_root(ws: &Workspace) -> Result<OwnedFd, ToolFailure> {
+    openat2(ws.fd(), &cstr(".")?, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| {
+        fail(
+            "ToolFailed",
+            format!(
+                "cannot open the workspace: {}",
+                std::io::Error::from_raw_os_error(e)
+            ),
+        )
+    })
+}
+
+/// Walk the tree beneath `root` and index every `.py` file (from the cache
+/// when its content was seen before). At most one directory and one file
+/// descriptor are open at a time: pending directories are kept as
+/// workspace-relative paths and reopened beneath `root` (`RESOLVE_BENEATH`,
+/// final component `O_NOFOLLOW`), so no tree shape can exhaust descriptors.
+fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<String> = vec![String::new()];
     let mut dirs = 0usize;
-    while let Some((rel, fd)) = stack.pop() {
+    let mut files = 0usize;
+    while let Some(rel) = stack.pop() {
         dirs += 1;
-        if dirs > MAX_DIRS {
+        if dirs > MAX_DIRS || files >= MAX_FILES {
             break;
         }
+        let fd = if rel.is_empty() {
+            match root.try_clone() {
+                Ok(fd) => fd,
+                Err(_) => continue,
+            }
+        } else {
+            let Ok(c) = cstr(&rel) else { continue };
+            match openat2(
+                root.as_raw_fd(),
+                &c,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                0,
+            ) {
+                Ok(fd) => fd,
+                Err(_) => continue,
+            }
+        };
         let entries = list_dir(&fd);
         if !rel.is_empty() && entries.iter().any(|(n, _)| n == "pyvenv.cfg") {
             continue; // a virtual environment
@@ -313,40 +339,31 @@ fn collect(ws: &Workspace) -> Result<Vec<(String, OwnedFd)>, ToolFailure> {
             } else {
                 format!("{rel}/{name}")
             };
-            let Ok(c) = cstr(&name) else { continue };
             if ft.is_dir() {
-                if SKIP_DIRS.contains(&name.as_str()) {
-                    continue;
+                if !SKIP_DIRS.contains(&name.as_str()) {
+                    subdirs.push(path);
                 }
-                if let Ok(sub) = openat2(
-                    fd.as_raw_fd(),
-                    &c,
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                    0,
-                ) {
-                    subdirs.push((path, sub));
-                }
-            } else if ft.is_file() && name.ends_with(".py") && files.len() < MAX_FILES {
-                if let Ok(f) = openat2(
+            } else if ft.is_file() && name.ends_with(".py") && files < MAX_FILES {
+                let Ok(c) = cstr(&name) else { continue };
+                let Ok(f) = openat2(
                     fd.as_raw_fd(),
                     &c,
                     libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
                     0,
-                ) {
-                    files.push((path, f));
+                ) else {
+                    continue;
+                };
+                files += 1;
+                if let Some(src) = read_file(f) {
+                    out.push((path.clone(), index_cached(&src, &path)));
                 }
             }
         }
         // Depth-first, names in order (the final sort makes order exact).
         stack.extend(subdirs.into_iter().rev());
-        // Hold at most a bounded number of open file descriptors: read
-        // nothing yet, but cap what is pending by closing extra handles.
-        if files.len() >= MAX_FILES {
-            break;
-        }
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files)
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 fn read_file(fd: OwnedFd) -> Option<String> {
@@ -366,34 +383,30 @@ fn read_file(fd: OwnedFd) -> Option<String> {
     String::from_utf8(buf).ok()
 }
 
-fn index_all(files: Vec<(String, OwnedFd)>) -> Vec<(String, Arc<FileIndex>)> {
-    let mut out = Vec::with_capacity(files.len());
-    for (path, fd) in files {
-        let Some(src) = read_file(fd) else { continue };
-        let key = {
-            let c = match cache().lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
-            let k = (c.hasher.hash_one(src.as_bytes()), src.len());
-            if let Some(idx) = c.files.get(&k) {
-                out.push((path, idx.clone()));
-                continue;
-            }
-            k
-        };
-        let idx = Arc::new(index_source(&src, &path).unwrap_or_default());
-        let mut c = match cache().lock() {
+/// One file's index, from the cache when this exact content was indexed
+/// before.
+fn index_cached(src: &str, path: &str) -> Arc<FileIndex> {
+    let key = {
+        let c = match cache().lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        if c.files.len() >= CACHE_ENTRIES {
-            c.files.clear();
+        let k = (c.hasher.hash_one(src.as_bytes()), src.len());
+        if let Some(idx) = c.files.get(&k) {
+            return idx.clone();
         }
-        c.files.insert(key, idx.clone());
-        out.push((path, idx));
+        k
+    };
+    let idx = Arc::new(index_source(src, path).unwrap_or_default());
+    let mut c = match cache().lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    if c.files.len() >= CACHE_ENTRIES {
+        c.files.clear();
     }
-    out
+    c.files.insert(key, idx.clone());
+    idx
 }
 
 // ---------------------------------------------------------------------------
