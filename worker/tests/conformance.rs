@@ -1066,7 +1066,6 @@ fn fake_tools_match_the_python_shims() {
 
 /// The differential comparison itself: CPython vs lackpy's interpreter.
 #[test]
-#[ignore = "interpreter not implemented yet"]
 fn corpus_matches_cpython() {
     let cases = load_corpus();
     let py_results = python_results(&cases);
@@ -1535,7 +1534,6 @@ fn gen_operand(rng: &mut Rng) -> String {
 /// (`CONFORMANCE_SEED`, default fixed) and count (`CONFORMANCE_RANDOM`,
 /// default 1500) make any failure reproducible.
 #[test]
-#[ignore = "interpreter not complete yet (see corpus_matches_cpython)"]
 fn random_expressions_match_cpython() {
     let seed = std::env::var("CONFORMANCE_SEED")
         .ok()
