@@ -18,6 +18,8 @@
 //!   `tests/conformance/DIFFERENCES.md`; not compared with CPython, unless the
 //!   program also has `# lackpy-repr: <repr>`, in which case lackpy's repr
 //!   must equal that text (and stdout must still equal CPython's).
+//! - `# xfail: <reason>` — a known interpreter bug: the comparison must
+//!   fail (strictly: once it passes, the test fails until the marker goes).
 //!
 //! `CONFORMANCE_FILTER=substr` restricts every test here to programs whose
 //! name contains `substr`. The reference is CPython 3.11: `python3.11` if
@@ -78,6 +80,8 @@ struct Case {
     message_any: bool,
     expect_difference: Option<String>,
     lackpy_repr: Option<String>,
+    /// A known interpreter bug (`# xfail: <reason>`): the comparison must fail.
+    xfail: Option<String>,
     uses_tools: bool,
 }
 
@@ -119,6 +123,7 @@ fn load_corpus() -> Vec<Case> {
             message_any: annotation(&source, "# message:").is_some_and(|m| m == "any"),
             expect_difference: annotation(&source, "# expect-difference:").map(str::to_string),
             lackpy_repr: annotation(&source, "# lackpy-repr:").map(str::to_string),
+            xfail: annotation(&source, "# xfail:").map(str::to_string),
             uses_tools: TOOLS.iter().any(|t| source.contains(&format!("{t}("))),
             name,
             source,
@@ -912,6 +917,12 @@ fn corpus_behaves_as_labelled_under_cpython() {
                 py.lint.join("; ")
             ));
         }
+        if case.xfail.is_some() && case.expect_difference.is_some() {
+            bad.push(format!(
+                "{}: both # xfail and # expect-difference",
+                case.name
+            ));
+        }
         if case.lackpy_repr.is_some() && case.expect_difference.is_none() {
             bad.push(format!(
                 "{}: # lackpy-repr without # expect-difference",
@@ -1069,7 +1080,7 @@ fn fake_tools_match_the_python_shims() {
 fn corpus_matches_cpython() {
     let cases = load_corpus();
     let py_results = python_results(&cases);
-    let (mut passed, mut skipped) = (0usize, 0usize);
+    let (mut passed, mut skipped, mut xfailed) = (0usize, 0usize, 0usize);
     let mut failures = Vec::new();
     for (case, py) in cases.iter().zip(&py_results) {
         if case.expect_difference.is_some() && case.lackpy_repr.is_none() {
@@ -1077,13 +1088,18 @@ fn corpus_matches_cpython() {
             continue;
         }
         let lp = run_lackpy(case);
-        match compare(case, py, &lp) {
-            Ok(()) => passed += 1,
-            Err(why) => failures.push(format!("{}:\n    {why}", case.name)),
+        match (compare(case, py, &lp), &case.xfail) {
+            (Ok(()), None) => passed += 1,
+            (Err(_), Some(_)) => xfailed += 1,
+            (Err(why), None) => failures.push(format!("{}:\n    {why}", case.name)),
+            (Ok(()), Some(reason)) => failures.push(format!(
+                "{}:\n    XPASS: now matches CPython; remove its `# xfail: {reason}` line",
+                case.name
+            )),
         }
     }
     let summary = format!(
-        "{passed} passed, {} failed, {skipped} skipped (deliberate differences)",
+        "{passed} passed, {} failed, {xfailed} known failures (# xfail), {skipped} skipped (deliberate differences)",
         failures.len()
     );
     if !failures.is_empty() {
@@ -1554,6 +1570,7 @@ fn random_expressions_match_cpython() {
             message_any: false,
             expect_difference: None,
             lackpy_repr: None,
+            xfail: None,
             uses_tools: false,
         })
         .collect();
