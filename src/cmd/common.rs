@@ -155,6 +155,8 @@ pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
         let ws = Config::parse(&read_capped_text(&ws_file)?, &ws_file)?;
         config = Config::merge(config, ws);
     }
+    // Tools of `[mcp_servers]` (discovered once per process).
+    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
     let mut kits = Kits::default();
     let kit_dir = workspace.join(".lackpy").join("kits");
     if let Ok(rd) = std::fs::read_dir(&kit_dir) {

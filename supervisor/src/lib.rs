@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod json;
+pub mod mcp_source;
 pub mod providers;
 pub mod sha256;
 pub mod spawn;

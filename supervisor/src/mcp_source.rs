@@ -1,0 +1,635 @@
+//! MCP servers as tool sources (`[mcp_servers.NAME]`).
+//!
+//! Each configured stdio server is started as a child of this process (its
+//! environment cleared except for the handful of variables the MCP SDKs pass
+//! by default and the table's own `env`; cwd = the workspace; stdin/stdout
+//! piped for newline-delimited JSON-RPC; stderr inherited), and spoken to as
+//! an MCP client with `rmcp`. [`discover`] asks every server for its tools
+//! once per process and turns them into [`ToolSpec`]s with provider `mcp`;
+//! [`call`] answers an authorized program call with `tools/call`.
+//!
+//! Grades come from the tool annotations unless
+//! `[mcp_servers.NAME.tools.TOOL] grade = {w, d}` overrides them (see
+//! [`grade_from_annotations`]). Annotations are hints from a server the
+//! operator chose to configure; the override is how an operator corrects them.
+//!
+//! Failures never break a run: a server that fails to start or to list is
+//! skipped with one warning on stderr; a call that outlives its timeout
+//! (`timeout_seconds` in the server's table, default 30 s) is a `Timeout`
+//! tool error and the server is killed (the next call starts a new one); a
+//! server found dead before a call is restarted once; one that dies during a
+//! call, or answers `isError: true`, is a `ToolFailed` tool error.
+//!
+//! All MCP I/O runs on one process-wide tokio runtime (one worker thread);
+//! callers on ordinary threads wait on a channel, so this works the same
+//! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
+
+use crate::json::to_json;
+use crate::providers::value::from_plain;
+use crate::tools::fs::{fail, Workspace};
+use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec};
+use lackpy_policy::lang::Grade;
+use lackpy_policy::wire::{Data, ToolFailure};
+use rmcp::model::{CallToolRequestParams, Tool, ToolAnnotations};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Default per-call timeout when the server's table sets no `timeout_seconds`.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Upper bound on starting a server and listing its tools.
+/// Why 10 s: every CLI invocation with the server configured waits for it;
+/// a real server starts in well under a second.
+pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest accepted `timeout_seconds` (one hour).
+const MAX_TIMEOUT_SECONDS: u64 = 3600;
+
+/// Environment variables passed through to a server (the set the official
+/// MCP SDKs inherit by default), before the table's own `env`.
+const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpSourceError {
+    /// The table cannot be used (no command, http transport, ...).
+    #[error("{0}")]
+    Config(String),
+    /// The process could not be started.
+    #[error("cannot start the server: {0}")]
+    Spawn(std::io::Error),
+    /// The MCP handshake or a request failed.
+    #[error("{0}")]
+    Protocol(String),
+    /// The server did not answer in time.
+    #[error("the server did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The client runtime is unavailable.
+    #[error("the MCP client runtime could not be started: {0}")]
+    Runtime(String),
+}
+
+/// Which process a tool lives in: one server table run in one workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ServerKey {
+    name: String,
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    workspace: PathBuf,
+}
+
+type Conn = Arc<RunningService<RoleClient, ()>>;
+
+static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+static CONNS: OnceLock<Mutex<HashMap<ServerKey, Conn>>> = OnceLock::new();
+type Discovered = Result<Vec<Tool>, String>;
+static DISCOVERED: OnceLock<Mutex<HashMap<ServerKey, Discovered>>> = OnceLock::new();
+
+fn runtime() -> Result<&'static tokio::runtime::Runtime, McpSourceError> {
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("lackpy-mcp-client")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| McpSourceError::Runtime(e.clone()))
+}
+
+fn conns() -> &'static Mutex<HashMap<ServerKey, Conn>> {
+    CONNS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn discovered() -> &'static Mutex<HashMap<ServerKey, Discovered>> {
+    DISCOVERED.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Run `fut` on the client runtime and wait for it from this (non-async)
+/// thread, at most `timeout`.
+fn run_on<T, F>(fut: F, timeout: Duration) -> Result<T, McpSourceError>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let rt = runtime()?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let r = tokio::time::timeout(timeout, fut).await;
+        let _ = tx.send(r);
+    });
+    // The timeout runs inside the runtime; the margin here only guards
+    // against a runtime that stopped answering altogether.
+    match rx.recv_timeout(timeout.saturating_add(Duration::from_secs(5))) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(_)) | Err(_) => Err(McpSourceError::Timeout(timeout)),
+    }
+}
+
+fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey, McpSourceError> {
+    if server.transport != "stdio" {
+        return Err(McpSourceError::Config(format!(
+            "transport {:?} is not supported (only \"stdio\")",
+            server.transport
+        )));
+    }
+    let Some(command) = server.command.clone().filter(|c| !c.is_empty()) else {
+        return Err(McpSourceError::Config("no `command` given".into()));
+    };
+    Ok(ServerKey {
+        name: name.to_string(),
+        command,
+        args: server.args.clone(),
+        env: server
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        workspace: workspace.to_path_buf(),
+    })
+}
+
+/// `command` as given when it names a path, else found on our `PATH`
+/// (the child's environment is cleared, so it cannot search for itself).
+fn resolve_program(command: &str) -> PathBuf {
+    if command.contains('/') {
+        return PathBuf::from(command);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(command);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    PathBuf::from(command)
+}
+
+/// Start the server and complete the MCP handshake (on the runtime).
+async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
+    let mut cmd = tokio::process::Command::new(resolve_program(&key.command));
+    cmd.args(&key.args)
+        .env_clear()
+        .current_dir(&key.workspace)
+        .kill_on_drop(true);
+    for var in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(var) {
+            cmd.env(var, v);
+        }
+    }
+    for (k, v) in &key.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: the closure runs in the forked child before exec and only
+    // calls prctl, which is async-signal-safe; it touches no memory shared
+    // with the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            // The server dies with the runtime thread that started it (which
+            // lives as long as this process).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(McpSourceError::Spawn)?;
+    let svc = ()
+        .serve(transport)
+        .await
+        .map_err(|e| McpSourceError::Protocol(format!("MCP initialize failed: {e}")))?;
+    Ok(Arc::new(svc))
+}
+
+/// The live connection for `key`, starting the server when there is none
+/// or the previous one has closed.
+fn connection(key: &ServerKey, timeout: Duration) -> Result<Conn, McpSourceError> {
+    if let Ok(map) = conns().lock() {
+        if let Some(c) = map.get(key) {
+            if !c.is_closed() && !c.is_transport_closed() {
+                return Ok(Arc::clone(c));
+            }
+        }
+    }
+    drop_connection(key);
+    let c = run_on(connect(key.clone()), timeout)??;
+    if let Ok(mut map) = conns().lock() {
+        map.insert(key.clone(), Arc::clone(&c));
+    }
+    Ok(c)
+}
+
+/// Forget (and so stop) the server process for `key`.
+fn drop_connection(key: &ServerKey) {
+    let old = conns().lock().ok().and_then(|mut m| m.remove(key));
+    if let (Some(c), Ok(rt)) = (old, runtime()) {
+        // Dropped on the runtime: the transport's cleanup spawns a kill task.
+        rt.spawn(async move { drop(c) });
+    }
+}
+
+/// The tools one server lists, cached per process (failures too, so a
+/// broken server costs one attempt and one warning).
+fn list_tools(key: &ServerKey, timeout: Duration) -> Discovered {
+    if let Some(r) = discovered().lock().ok().and_then(|m| m.get(key).cloned()) {
+        return r;
+    }
+    let r = (|| {
+        let c = connection(key, timeout)?;
+        let peer = c.peer().clone();
+        run_on(async move { peer.list_all_tools().await }, timeout)?
+            .map_err(|e| McpSourceError::Protocol(format!("tools/list failed: {e}")))
+    })()
+    .map_err(|e| e.to_string());
+    if r.is_err() {
+        drop_connection(key);
+    }
+    if let Ok(mut m) = discovered().lock() {
+        m.insert(key.clone(), r.clone());
+    }
+    r
+}
+
+/// The grade the annotations claim (hints; `[mcp_servers.X.tools.T] grade`
+/// overrides them):
+/// - `w`: `openWorldHint: true` → 3, else `readOnlyHint: true` → 1, else 2;
+/// - `d`: `readOnlyHint: true` → 0, else `destructiveHint: true` → 3,
+///   `destructiveHint: false` → 1 when `idempotentHint: true` else 2;
+/// - absent hints are conservative: no annotations at all is w2/d2.
+pub fn grade_from_annotations(a: Option<&ToolAnnotations>) -> Grade {
+    let read_only = a.and_then(|a| a.read_only_hint) == Some(true);
+    let open_world = a.and_then(|a| a.open_world_hint) == Some(true);
+    let w = if open_world {
+        3
+    } else if read_only {
+        1
+    } else {
+        2
+    };
+    let d = if read_only {
+        0
+    } else {
+        match a.and_then(|a| a.destructive_hint) {
+            Some(true) => 3,
+            Some(false) if a.and_then(|a| a.idempotent_hint) == Some(true) => 1,
+            _ => 2,
+        }
+    };
+    Grade { w, d }
+}
+
+/// A Python identifier for an MCP tool or parameter name (`read-file` →
+/// `read_file`); `None` when nothing usable is left or it is a keyword.
+fn py_name(name: &str) -> Option<String> {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.chars().all(|c| c == '_') {
+        return None;
+    }
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    const KEYWORDS: &[&str] = &[
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+        "try", "while", "with", "yield",
+    ];
+    (!KEYWORDS.contains(&s.as_str())).then_some(s)
+}
+
+fn py_type(schema: &Value) -> String {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => "str",
+        Some("integer") => "int",
+        Some("number") => "float",
+        Some("boolean") => "bool",
+        Some("array") => "list",
+        Some("object") => "dict",
+        _ => "",
+    }
+    .to_string()
+}
+
+/// Arguments from an input schema: the `required` properties in their
+/// order, then the rest in the schema's order.
+fn args_of(schema: &Map<String, Value>) -> Vec<ArgSpec> {
+    let empty = Map::new();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut names: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|r| props.contains_key(*r))
+        .collect();
+    for k in props.keys() {
+        if !names.contains(&k.as_str()) {
+            names.push(k);
+        }
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let p = props.get(n).unwrap_or(&Value::Null);
+            ArgSpec {
+                name: n.to_string(),
+                type_name: py_type(p),
+                description: p
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            }
+        })
+        .collect()
+}
+
+/// `timeout_seconds` of `[mcp_servers.NAME]`, read from the config's files
+/// (the policy parser keeps only the keys it knows); the last file wins.
+fn timeout_of(config: &Config, name: &str) -> Duration {
+    let mut out = DEFAULT_CALL_TIMEOUT;
+    for f in &config.files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let Ok(doc) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let t = doc
+            .get("mcp_servers")
+            .and_then(|s| s.get(name))
+            .and_then(|s| s.get("timeout_seconds"));
+        let secs = match t {
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(toml::Value::Float(x)) => *x,
+            _ => continue,
+        };
+        if secs.is_finite() && secs > 0.0 {
+            out = Duration::from_secs_f64(secs.min(MAX_TIMEOUT_SECONDS as f64));
+        }
+    }
+    out
+}
+
+/// The [`ToolSpec`] for one listed tool of server `name`.
+fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Option<ToolSpec> {
+    let bare = py_name(&tool.name)?;
+    let grade = server
+        .tool_grades
+        .get(tool.name.as_ref())
+        .or_else(|| server.tool_grades.get(&bare))
+        .copied()
+        .unwrap_or_else(|| grade_from_annotations(tool.annotations.as_ref()));
+    let mut pc = Map::new();
+    pc.insert("server".into(), Value::String(name.to_string()));
+    pc.insert("tool".into(), Value::String(tool.name.to_string()));
+    pc.insert(
+        "timeout_ms".into(),
+        Value::from(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
+    );
+    Some(ToolSpec {
+        name: bare,
+        provider: "mcp".into(),
+        provider_config: pc,
+        description: tool.description.as_deref().unwrap_or_default().to_string(),
+        args: args_of(&tool.input_schema),
+        returns: String::new(),
+        grade_w: grade.w,
+        effects_ceiling: grade.d,
+        docs: None,
+    })
+}
+
+/// Start (once per process) every `[mcp_servers]` entry of `config` in
+/// `workspace` and return their tools as [`ToolSpec`]s (provider `mcp`,
+/// `provider_config = {server, tool, timeout_ms}`), servers in name order.
+/// A server that cannot be used is left out and reported in the second list
+/// (`"mcp server NAME: why"`). Names are not deduplicated here; see
+/// [`extend_config`].
+pub fn discover(config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String>) {
+    let mut tools = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, server) in &config.mcp_servers {
+        let timeout = timeout_of(config, name);
+        let listed = key_of(name, server, workspace)
+            .map_err(|e| e.to_string())
+            .and_then(|key| list_tools(&key, DISCOVERY_TIMEOUT.min(timeout)));
+        match listed {
+            Ok(list) => tools.extend(
+                list.iter()
+                    .filter_map(|t| spec_of(name, server, t, timeout)),
+            ),
+            Err(e) => warnings.push(format!("mcp server {name}: {e}; its tools are unavailable")),
+        }
+    }
+    (tools, warnings)
+}
+
+static WARNED: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+
+/// Add the tools of `config`'s MCP servers to `config.tools` so that the
+/// toolbox, profiles and the validator know them. Builtins, `[[tools]]` and
+/// `[[virtual_tools]]` keep their names; among servers the first (by server
+/// name) wins; a shadowed tool is dropped. Warnings go to stderr, once per
+/// process each.
+pub fn extend_config(config: &mut Config, workspace: &Path) {
+    if config.mcp_servers.is_empty() {
+        return;
+    }
+    let (found, warnings) = discover(config, workspace);
+    let warned = WARNED.get_or_init(|| Mutex::new(Vec::new()));
+    for w in warnings {
+        if let Ok(mut seen) = warned.lock() {
+            if seen.contains(&w) {
+                continue;
+            }
+            seen.push(w.clone());
+        }
+        eprintln!("lackpy: warning: {w}");
+    }
+    let taken: Vec<String> = config.toolbox().tools.into_iter().map(|t| t.name).collect();
+    let mut added: Vec<String> = Vec::new();
+    for t in found {
+        if taken.contains(&t.name) || added.contains(&t.name) {
+            tracing::debug!("mcp tool {} is shadowed; dropped", t.name);
+            continue;
+        }
+        added.push(t.name.clone());
+        config.tools.push(t);
+    }
+}
+
+/// The workspace's path, from its open descriptor.
+fn workspace_path(ws: &Workspace) -> Result<PathBuf, ToolFailure> {
+    std::fs::read_link(format!("/proc/self/fd/{}", ws.fd()))
+        .map_err(|e| fail("ToolFailed", format!("cannot locate the workspace: {e}")))
+}
+
+/// Run one authorized call of an `mcp` tool (positional arguments in the
+/// spec's order, mapped to the input schema's property names; fewer
+/// arguments than declared leave the rest out).
+///
+/// The server is found again from the current configuration of the
+/// workspace (`[mcp_servers.SERVER]`) only through the spec: the spec
+/// carries the server name, and the command line comes from the process's
+/// discovery cache.
+///
+/// # Errors
+/// `Timeout` when the server does not answer in time; `ToolFailed` when it
+/// cannot be started, dies, answers an error or `isError: true`, or returns
+/// something that is not plain data.
+pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+    let name = &spec.name;
+    let server = spec
+        .provider_config
+        .get("server")
+        .and_then(Value::as_str)
+        .ok_or_else(|| fail("ToolFailed", format!("{name}(): no MCP server configured")))?;
+    let tool = spec
+        .provider_config
+        .get("tool")
+        .and_then(Value::as_str)
+        .unwrap_or(name)
+        .to_string();
+    let timeout = spec
+        .provider_config
+        .get("timeout_ms")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
+    let workspace = workspace_path(ws)?;
+    let key = server_key(server, &workspace).ok_or_else(|| {
+        fail(
+            "ToolFailed",
+            format!("{name}(): MCP server {server:?} was not started for this workspace"),
+        )
+    })?;
+    let mut arguments = Map::new();
+    for (i, a) in args.iter().enumerate() {
+        let Some(arg) = spec.args.get(i) else {
+            return Err(fail(
+                "BadArgument",
+                format!("{name}() takes {} arguments", spec.args.len()),
+            ));
+        };
+        arguments.insert(arg.name.clone(), to_json(a));
+    }
+    let conn = connection(&key, timeout).map_err(|e| {
+        fail(
+            "ToolFailed",
+            format!("{name}(): MCP server {server:?}: {e}"),
+        )
+    })?;
+    let peer = conn.peer().clone();
+    drop(conn);
+    let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+    let result = match run_on(async move { peer.call_tool(params).await }, timeout) {
+        Err(McpSourceError::Timeout(_)) => {
+            // A hung server is killed; the next call starts a fresh one.
+            drop_connection(&key);
+            return Err(fail(
+                "Timeout",
+                format!("{name}() did not answer within {timeout:?} (MCP server {server:?})"),
+            ));
+        }
+        Err(e) => return Err(fail("ToolFailed", format!("{name}(): {e}"))),
+        Ok(Err(e)) => {
+            let closed = matches!(
+                e,
+                rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+            ) || conns()
+                .lock()
+                .ok()
+                .and_then(|m| {
+                    m.get(&key)
+                        .map(|c| c.is_closed() || c.is_transport_closed())
+                })
+                .unwrap_or(true);
+            if closed {
+                drop_connection(&key);
+                return Err(fail(
+                    "ToolFailed",
+                    format!("{name}(): MCP server {server:?} died during the call"),
+                ));
+            }
+            return Err(fail("ToolFailed", format!("{name}(): {e}")));
+        }
+        Ok(Ok(r)) => r,
+    };
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        let msg = if text.is_empty() {
+            "the tool reported an error".to_string()
+        } else {
+            text
+        };
+        return Err(fail("ToolFailed", format!("{name}(): {msg}")));
+    }
+    match result.structured_content {
+        Some(v) => from_plain(&v, 0)
+            .map_err(|e| fail("ToolFailed", format!("{name}(): unusable result: {e}"))),
+        None if result.content.is_empty() => Ok(Data::None),
+        None => Ok(Data::Str(text)),
+    }
+}
+
+/// The key under which `server` was discovered for `workspace`.
+fn server_key(server: &str, workspace: &Path) -> Option<ServerKey> {
+    let m = discovered().lock().ok()?;
+    let mut keys: Vec<&ServerKey> = m
+        .keys()
+        .filter(|k| k.name == server && k.workspace == workspace)
+        .collect();
+    keys.sort_by(|a, b| (&a.command, &a.args).cmp(&(&b.command, &b.args)));
+    keys.first().map(|k| (*k).clone())
+}
+
+/// Forget every cached discovery and stop every server (for tests and for
+/// long-running front ends that reload configuration).
+pub fn reset() {
+    if let Ok(mut m) = discovered().lock() {
+        m.clear();
+    }
+    let keys: Vec<ServerKey> = conns()
+        .lock()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    for k in keys {
+        drop_connection(&k);
+    }
+}
