@@ -113,6 +113,7 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// `depth` limit.
     pub fn enter(&mut self) -> R<()> {
+        super::budget::stack_check("")?;
         self.depth += 1;
         if self.depth > self.limits.max_depth.max(1) * 2 {
             self.depth -= 1;
@@ -396,7 +397,6 @@ impl<'a> Interp<'a> {
     }
 
     fn eval_slow(&mut self, e: &E) -> R<Value> {
-        super::budget::stack_check("")?;
         Ok(match &e.k {
             EK::Const(v) => v.clone(),
             EK::Name(s) => self.load(*s)?,

@@ -1289,8 +1289,14 @@ impl<'a> Interp<'a> {
             None => items.clone(),
         };
         let mut idx: Vec<usize> = (0..items.len()).collect();
-        if let Err(e) = merge_sort(&mut idx, &keys) {
-            return Err((e, items));
+        let sorted_fast = match fast_sort(&mut idx, &keys) {
+            Ok(done) => done,
+            Err(e) => return Err((e, items)),
+        };
+        if !sorted_fast {
+            if let Err(e) = merge_sort(&mut idx, &keys) {
+                return Err((e, items));
+            }
         }
         let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
         let mut out: Vec<Value> = idx
@@ -1590,6 +1596,65 @@ pub fn reverse_flag(v: Option<&Value>) -> R<bool> {
             o.type_name()
         ))),
     }
+}
+
+/// Stable sorts for homogeneous keys with a total order (all ints, all
+/// strs, or equal-length tuples of ints), using native comparisons. Returns
+/// whether it sorted; `false` means "use the general sort".
+fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
+    let n = keys.len() as u64;
+    if n < 2 {
+        return Ok(true);
+    }
+    let cost = n * (64 - n.leading_zeros() as u64);
+    if keys.iter().all(|k| matches!(k, Value::Int(_))) {
+        tick(cost / 4)?;
+        let ks: Vec<i64> = keys
+            .iter()
+            .map(|k| if let Value::Int(i) = k { *i } else { 0 })
+            .collect();
+        idx.sort_by_key(|i| ks[*i]);
+        return Ok(true);
+    }
+    if keys.iter().all(|k| matches!(k, Value::Str(_))) {
+        tick(cost / 2)?;
+        let ks: Vec<&str> = keys
+            .iter()
+            .map(|k| {
+                if let Value::Str(s) = k {
+                    s.s.as_str()
+                } else {
+                    ""
+                }
+            })
+            .collect();
+        idx.sort_by(|a, b| ks[*a].cmp(ks[*b]));
+        return Ok(true);
+    }
+    let width = match &keys[0] {
+        Value::Tuple(t) => t.v.len(),
+        _ => return Ok(false),
+    };
+    if width == 0 || width > 8 {
+        return Ok(false);
+    }
+    let mut flat: Vec<i64> = Vec::with_capacity(keys.len() * width);
+    for k in keys {
+        match k {
+            Value::Tuple(t) if t.v.len() == width => {
+                for x in &t.v {
+                    match x {
+                        Value::Int(i) => flat.push(*i),
+                        _ => return Ok(false),
+                    }
+                }
+            }
+            _ => return Ok(false),
+        }
+    }
+    tick(cost / 2)?;
+    idx.sort_by(|a, b| flat[a * width..(a + 1) * width].cmp(&flat[b * width..(b + 1) * width]));
+    Ok(true)
 }
 
 /// Stable merge sort of indices by `keys` using only `<` (fallible).

@@ -169,6 +169,7 @@ fn basics() {
         "isinstance(1, int), isinstance(True, int), isinstance(1, (str, float)), isinstance([], list)",
         "sorted([3, 1, 2]), sorted('bca', reverse=True), sorted([(1, 'b'), (0, 'a'), (1, 'a')], key=lambda t: t[0])",
         "sorted(['bb', 'a', 'ccc'], key=len)",
+        "xs = [(i * 37) % 11 for i in range(40)]\n(sorted(range(40), key=lambda i: (xs[i] % 3, -xs[i])), sorted(range(40), key=lambda i: xs[i] % 4, reverse=True), sorted([str(x) for x in xs], reverse=True), sorted(xs, key=lambda x: -x), sorted(['b', 'A', 'é', 'a']))",
         "counts = {'a': 3, 'b': 1, 'c': 2}\nsorted(counts, key=counts.get)",
         "min([3, 1, 2]), max([3, 1, 2]), min(3, 1, 2), max('abc'), min([], default=7), max([1, -5], key=abs)",
         "sum([1, 2, 3]), sum([0.1] * 10), sum([[1], [2]], []), sum(range(101), 10)",
