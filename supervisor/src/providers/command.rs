@@ -36,7 +36,9 @@
 //! 2. new user (uid/gid mapped to the caller's), network (no interfaces:
 //!    no network at all), IPC, UTS and cgroup namespaces;
 //! 3. rlimits: no core dumps, CPU seconds = timeout + 1, address space
-//!    `memory_mb`, 256 open files, file size 0 unless writable (64 MiB then);
+//!    `memory_mb`, 256 open files, file size 0 unless writable (64 MiB then),
+//!    `max_procs` processes (default 64, counted in its user namespace;
+//!    not enforced by the kernel when lackpy runs as root);
 //! 4. `PR_SET_NO_NEW_PRIVS`;
 //! 5. landlock (every filesystem and TCP right handled, plus signal and
 //!    abstract-socket scoping): read+execute beneath `/usr /lib /lib64 /lib32
@@ -69,6 +71,8 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 /// Default address-space limit of a command, in MiB.
 pub const DEFAULT_MEMORY_MB: u64 = 2048;
+/// Default process limit of a command (itself and everything it forks).
+pub const DEFAULT_MAX_PROCS: u64 = 64;
 /// Bytes of a failing command's stderr quoted in the error message.
 const STDERR_QUOTE: usize = 2048;
 /// Directories a jailed command may read and execute from.
@@ -324,6 +328,7 @@ struct JailPrep {
     cpu_seconds: u64,
     as_bytes: u64,
     fsize: u64,
+    nproc: u64,
 }
 
 fn landlock_ruleset(
@@ -416,6 +421,11 @@ fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
         (libc::RLIMIT_AS, p.as_bytes),
         (libc::RLIMIT_NOFILE, 256),
         (libc::RLIMIT_FSIZE, p.fsize),
+        // Counted per user namespace (Linux >= 5.14), so this bounds only
+        // the command's own processes: no fork bomb, and nothing can
+        // double-fork out of the process group in numbers. (The kernel
+        // exempts uid 0: when lackpy runs as root this limit is void.)
+        (libc::RLIMIT_NPROC, p.nproc),
     ] {
         let lim = libc::rlimit {
             rlim_cur: v,
@@ -545,6 +555,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         cpu_seconds: timeout.ceil() as u64 + 1,
         as_bytes: memory_mb.saturating_mul(1024 * 1024),
         fsize: if writable { 64 * 1024 * 1024 } else { 0 },
+        nproc: cfg_f64(spec, "max_procs").map_or(DEFAULT_MAX_PROCS, |n| n as u64),
     };
     let mut cmd = Command::new(&program);
     cmd.arg0(&argv[0])
@@ -832,6 +843,27 @@ mod tests {
         let mut big = tool(&["sh", "-c", "yes | head -c 100000"], &[]);
         big.provider_config.insert("max_bytes".into(), 1000.into());
         assert_eq!(call(&big, &[], &ws).unwrap_err().type_name, "TooLarge");
+        // A fork bomb is bounded by max_procs: count the children that ran.
+        let mut bomb = tool(
+            &[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 100 ]; do (echo x >> forks.txt; sleep 1) >/dev/null 2>&1 & \
+                 i=$((i+1)); done 2>/dev/null; sleep 0.5; wc -l < forks.txt",
+            ],
+            &[],
+        );
+        bomb.effects_ceiling = 3;
+        bomb.provider_config.insert("writable".into(), true.into());
+        bomb.provider_config.insert("max_procs".into(), 10.into());
+        let n: i64 = match call(&bomb, &[], &ws).unwrap() {
+            Data::Str(t) => t.trim().parse().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        // The kernel exempts (init-namespace) root from RLIMIT_NPROC.
+        if !nix::unistd::getuid().is_root() {
+            assert!((1..10).contains(&n), "{n} children ran");
+        }
         let envt = tool(&["env"], &[]);
         assert_eq!(
             call(&envt, &[], &ws).unwrap(),

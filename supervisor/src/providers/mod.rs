@@ -325,7 +325,7 @@ mod tests {
         let ws = Workspace::open(d.path()).unwrap();
         let spec = ToolSpec {
             name: "x".into(),
-            provider: "mcp".into(),
+            provider: "no-such-provider".into(),
             ..ToolSpec::default()
         };
         let e = call(&spec, &[], &ws).unwrap_err();
