@@ -568,3 +568,187 @@ const ALL: &[&str] = &[
     "bit_length",
     "is_integer",
 ];
+
+#[test]
+fn hostile_programs_end_with_limits() {
+    let quick = Limits {
+        wall_ms: 200,
+        fuel: u64::MAX / 2,
+        ..Limits::default()
+    };
+    assert_eq!(
+        err_type(&run_lim("for i in range(1000000000):\n    pass", &quick)),
+        "Limit:timeout"
+    );
+    let d = Limits::default();
+    let big = "n = int('1' + '0' * 18)\n";
+    assert_eq!(
+        err_type(&run_lim(&format!("{big}'x'.center(n)"), &d)),
+        "Limit:memory"
+    );
+    assert_eq!(
+        err_type(&run_lim(&format!("{big}'x'.zfill(n)"), &d)),
+        "Limit:memory"
+    );
+    assert_eq!(
+        err_type(&run_lim(&format!("{big}a = [1]\na *= n"), &d)),
+        "Limit:memory"
+    );
+    assert_eq!(err_type(&run_lim("f'{1:99999999}'", &d)), "Limit:memory");
+    assert_eq!(
+        err_type(&run_lim("'ab\\tc'.expandtabs(1000000000000)", &d)),
+        "Limit:memory"
+    );
+    let r = run_lim(&format!("{big}(len([] * n), len(() * n), len('' * n))"), &d);
+    assert_eq!(r.repr.as_deref(), Some("(0, 0, 0)"), "{:?}", r.error);
+    let r = run_lim("x = int('1' * 4000)\ny = x * x\ny % 7", &d);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(
+        err_type(&run_lim("x = int('1' * 4000)\nstr(x * x)", &d)),
+        "Runtime:ValueError"
+    );
+    // Many keys: no quadratic blow-up, no panic.
+    let r = run_lim(
+        "d = {}\nfor i in range(200000):\n    d[i * 4096] = i\nlen(d)",
+        &d,
+    );
+    assert_eq!(r.repr.as_deref(), Some("200000"), "{:?}", r.error);
+    // Self-referencing generator.
+    let r = run_lim("g = None\ng = (x for x in [1, 2] if list(g))\nlist(g)", &d);
+    assert_eq!(err_type(&r), "Runtime:ValueError");
+    // i64 edge cases never panic.
+    let r = run_lim("m = -9223372036854775807 - 1\n(m // -1, m * -1, abs(m), -m, m / 3, [1, 2, 3][::m], m % -1)", &d);
+    assert!(r.error.is_none(), "{:?}", r.error);
+}
+
+/// A tiny deterministic PRNG (xorshift64*), so property tests need no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+#[test]
+fn property_float_repr_matches_cpython() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut floats = Vec::new();
+    for _ in 0..400 {
+        let f = f64::from_bits(rng.next());
+        if f.is_finite() {
+            floats.push(f);
+        }
+        // Also "ordinary" magnitudes and short decimals.
+        floats.push((rng.next() % 10_000_000) as f64 / 10f64.powi((rng.next() % 12) as i32));
+    }
+    // Express each float exactly via its bits, so both sides see the same value.
+    let lits: Vec<String> = floats.iter().map(|f| format!("{:e}", f)).collect();
+    let prog = format!("[{}]", lits.join(", "));
+    differential(&[prog.as_str()]);
+}
+
+#[test]
+fn property_arithmetic_and_comparisons_match_cpython() {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let atoms = [
+        "0",
+        "1",
+        "-1",
+        "7",
+        "-7",
+        "3",
+        "2.5",
+        "-0.5",
+        "0.1",
+        "1e300",
+        "-1e-300",
+        "9007199254740993",
+        "-9223372036854775808",
+        "9223372036854775807",
+        "123456789012345678901234567890",
+        "-98765432109876543210",
+        "True",
+        "False",
+        "1e16",
+        "0.0",
+        "-0.0",
+        "4.0",
+    ];
+    let ops = [
+        "+", "-", "*", "/", "//", "%", "<", "<=", "==", "!=", ">", ">=",
+    ];
+    let mut progs = Vec::new();
+    for _ in 0..300 {
+        let a = rng.pick(&atoms);
+        let b = rng.pick(&atoms);
+        let c = rng.pick(&atoms);
+        let o1 = rng.pick(&ops);
+        let o2 = rng.pick(&["+", "-", "*", "/", "//", "%"]);
+        progs.push(format!("({a}) {o1} (({b}) {o2} ({c}))"));
+    }
+    let refs: Vec<&str> = progs.iter().map(String::as_str).collect();
+    differential(&refs);
+}
+
+#[test]
+fn property_string_methods_match_cpython() {
+    let mut rng = Rng(0xA076_1D64_78BD_642F);
+    let strs = [
+        "''",
+        "'abc'",
+        "'  a b  '",
+        "'a,b,,c'",
+        "'ÉtÉ ß'",
+        "'x\\ty\\nz'",
+        "'ΣΑΣ'",
+        "'aaa'",
+        "'Hello World'",
+        "'-12'",
+    ];
+    let calls = [
+        "split()",
+        "split(',')",
+        "rsplit(None, 1)",
+        "strip()",
+        "strip('a')",
+        "upper()",
+        "lower()",
+        "title()",
+        "capitalize()",
+        "swapcase()",
+        "casefold()",
+        "find('a')",
+        "rfind('a', 1)",
+        "count('a')",
+        "replace('a', 'xy')",
+        "center(9, '*')",
+        "zfill(6)",
+        "partition(',')",
+        "rpartition(' ')",
+        "splitlines()",
+        "expandtabs(4)",
+        "isalpha()",
+        "isdigit()",
+        "istitle()",
+        "startswith('a')",
+        "endswith(('c', 'z'))",
+        "removeprefix('a')",
+        "ljust(7, '.')",
+        "index('a')",
+    ];
+    let mut progs = Vec::new();
+    for _ in 0..200 {
+        let s = rng.pick(&strs);
+        let c = rng.pick(&calls);
+        progs.push(format!("{s}.{c}"));
+    }
+    let refs: Vec<&str> = progs.iter().map(String::as_str).collect();
+    differential(&refs);
+}
