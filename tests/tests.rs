@@ -11,3 +11,4 @@ mod delegate;
 mod layer_matrix;
 mod providers;
 mod serve;
+mod mcp_source;

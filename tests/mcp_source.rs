@@ -1,0 +1,322 @@
+//! MCP servers as tool sources: `[mcp_servers.X]` in a workspace config,
+//! driven through the real `lackpy` binary against a small stdio MCP server
+//! (tests/fixtures/mcp_server.py, stdlib Python).
+
+use crate::util;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py")
+}
+
+fn have_python() -> bool {
+    std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A workspace whose config declares the fake server (plus `extra` TOML).
+fn ws_with(extra: &str) -> tempfile::TempDir {
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}]\ntimeout_seconds = 2\n\n{extra}",
+        fixture().display().to_string()
+    );
+    util::workspace(&[(".lackpy/config.toml", &cfg), ("hello.txt", "hi there")])
+}
+
+fn run(ws: &Path, tools: &str, program: &str) -> (Output, Value) {
+    let out = util::run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--tools",
+            tools,
+            "-",
+        ],
+        program,
+        None,
+    );
+    let v = util::json(&out);
+    (out, v)
+}
+
+fn tools_json(ws: &Path) -> (Output, Value) {
+    let out = util::run_with_stdin(
+        &["tools", "--json", "--workspace", ws.to_str().unwrap_or(".")],
+        "",
+        None,
+    );
+    let v = util::json(&out);
+    (out, v)
+}
+
+/// The entry for `name` in `lackpy tools --json` (an array or `{tools: [...]}`).
+fn tool<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    let list = v
+        .as_array()
+        .or_else(|| v.get("tools").and_then(Value::as_array))?;
+    list.iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+}
+
+fn grade_of(t: &Value) -> (u64, u64) {
+    let g = |k: &str, alt: &str| {
+        t.get("grade")
+            .and_then(|g| g.get(k))
+            .or_else(|| t.get(alt))
+            .and_then(Value::as_u64)
+            .unwrap_or(99)
+    };
+    (g("w", "grade_w"), g("d", "effects_ceiling"))
+}
+
+#[test]
+fn tools_lists_discovered_tools_with_grades_from_annotations() {
+    if !have_python() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let ws = ws_with("");
+    let (out, v) = tools_json(ws.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let echo = tool(&v, "echo").expect("echo listed");
+    assert_eq!(grade_of(echo), (1, 0), "read-only: {echo}");
+    let wipe = tool(&v, "wipe").expect("wipe listed");
+    assert_eq!(grade_of(wipe), (2, 3), "destructive: {wipe}");
+    let plain = tool(&v, "plain").expect("plain listed");
+    assert_eq!(grade_of(plain), (2, 2), "no annotations: {plain}");
+    // Builtins keep their names and are still there.
+    assert!(tool(&v, "read_file").is_some());
+    // Arguments come from the schema, `required` order first.
+    let add = tool(&v, "add").expect("add listed").to_string();
+    let (a, b) = (add.find("\"a\""), add.find("\"b\""));
+    assert!(a.is_some() && b.is_some() && a < b, "{add}");
+}
+
+#[test]
+fn grade_override_applies() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("[mcp_servers.fake.tools.plain]\ngrade = { w = 0, d = 1 }\n");
+    let (_, v) = tools_json(ws.path());
+    let plain = tool(&v, "plain").expect("plain listed");
+    assert_eq!(grade_of(plain), (0, 1), "{plain}");
+    let (out, r) = run(ws.path(), "plain", "plain('q')");
+    assert_eq!(
+        r["ok"],
+        true,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["value"], "plain:q");
+    assert_eq!(r["grade"]["w"], 0);
+    assert_eq!(r["grade"]["d"], 1);
+}
+
+#[test]
+fn read_only_tool_call_works_and_is_traced() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let prog = "r = echo('hi')\ns = add(2, b=3)\n[r, s['sum'], whereami()['cwd']]";
+    let (out, r) = run(ws.path(), "echo,add,whereami", prog);
+    assert_eq!(
+        r["ok"],
+        true,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cwd = ws.path().canonicalize().expect("canonical ws");
+    assert_eq!(r["value"][0], "hi");
+    assert_eq!(r["value"][1], 5);
+    assert_eq!(r["value"][2], cwd.to_str().unwrap_or(""));
+    assert_eq!(r["grade"]["w"], 1);
+    assert_eq!(r["grade"]["d"], 0);
+    let trace = r["trace"].as_array().expect("trace");
+    let names: Vec<&str> = trace.iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert_eq!(names, ["echo", "add", "whereami"]);
+    assert_eq!(trace[0]["args"], serde_json::json!(["hi"]));
+    assert_eq!(trace[1]["args"], serde_json::json!([2, 3]));
+    assert!(trace.iter().all(|t| t["ok"] == true));
+}
+
+#[test]
+fn server_environment_is_restricted() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("[mcp_servers.fake.env]\nFAKE_TOKEN = \"abc\"\n");
+    let mut c = util::lackpy();
+    c.args([
+        "run",
+        "--json",
+        "--tools",
+        "whereami",
+        "-c",
+        "whereami()['env']",
+    ])
+    .arg("--workspace")
+    .arg(ws.path())
+    .env("LACKPY_SECRET_SHOULD_NOT_LEAK", "1");
+    let out = c.output().expect("run lackpy");
+    let r = util::json(&out);
+    assert_eq!(r["ok"], true, "{r}");
+    let env: Vec<&str> = r["value"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(env.contains(&"FAKE_TOKEN"), "{env:?}");
+    assert!(!env.contains(&"LACKPY_SECRET_SHOULD_NOT_LEAK"), "{env:?}");
+}
+
+#[test]
+fn is_error_result_is_a_tool_failure() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let (out, r) = run(ws.path(), "fail", "fail()");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["error"]["kind"], "tool", "{r}");
+    assert_eq!(r["error"]["type"], "ToolFailed");
+    assert!(r["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("it went wrong")));
+    assert_eq!(r["trace"][0]["ok"], false);
+}
+
+#[test]
+fn broken_server_is_skipped_with_a_warning() {
+    if !have_python() {
+        return;
+    }
+    let extra = format!(
+        "[mcp_servers.broken]\ncommand = \"python3\"\nargs = [{:?}, \"--exit-at-start\"]\n\n\
+         [mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n",
+        fixture().display().to_string()
+    );
+    let ws = ws_with(&extra);
+    let (out, r) = run(
+        ws.path(),
+        "echo,read_file",
+        "[echo('a'), read_file('hello.txt')]",
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["value"], serde_json::json!(["a", "hi there"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mcp server broken"), "{err}");
+    assert!(err.contains("mcp server missing"), "{err}");
+}
+
+#[test]
+fn hanging_call_times_out_within_the_bound() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let t0 = Instant::now();
+    let (out, r) = run(
+        ws.path(),
+        "hang,echo",
+        "echo('before')\nhang()\necho('after')",
+    );
+    let took = t0.elapsed();
+    // timeout_seconds = 2 in the config.
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["error"]["kind"], "tool", "{r}");
+    assert_eq!(r["error"]["type"], "Timeout", "{r}");
+    let trace = r["trace"].as_array().expect("trace");
+    assert_eq!(trace.len(), 2, "{r}");
+    assert_eq!(trace[1]["ok"], false);
+    assert!(trace[1]["error"]
+        .as_str()
+        .is_some_and(|e| e.starts_with("Timeout")));
+}
+
+#[test]
+fn server_dying_mid_call_is_a_tool_failure() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let (out, r) = run(ws.path(), "crash", "crash()");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["error"]["type"], "ToolFailed", "{r}");
+    assert!(r["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("died")));
+}
+
+#[test]
+fn unknown_mcp_tool_is_a_validation_error() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let out = util::run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            "--tools",
+            "nosuch",
+            "-",
+        ],
+        "1",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+}
+
+/// The published filesystem server, when it is already installed
+/// (`npm i -g @modelcontextprotocol/server-filesystem`); never downloaded here.
+#[test]
+fn published_filesystem_server_when_installed() {
+    let Some(bin) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("mcp-server-filesystem"))
+            .find(|p| p.is_file())
+    }) else {
+        eprintln!("skipped: mcp-server-filesystem is not installed");
+        return;
+    };
+    let ws = util::workspace(&[("notes/a.txt", "alpha")]);
+    let root = ws.path().canonicalize().expect("canonical ws");
+    let cfg = format!(
+        "[mcp_servers.fs]\ncommand = {:?}\nargs = [{:?}]\n",
+        bin.display().to_string(),
+        root.display().to_string()
+    );
+    std::fs::write(ws.path().join(".lackpy/config.toml"), "").ok();
+    std::fs::create_dir_all(ws.path().join(".lackpy")).expect("mkdir");
+    std::fs::write(ws.path().join(".lackpy/config.toml"), cfg).expect("config");
+    let (_, v) = tools_json(ws.path());
+    // `read_file` is a builtin and wins the bare name; `read_text_file` is the server's.
+    let t = tool(&v, "read_text_file").expect("read_text_file discovered");
+    assert_eq!(grade_of(t).1, 0, "read-only: {t}");
+    let path = root.join("notes/a.txt");
+    let prog = format!("read_text_file({:?})", path.display().to_string());
+    let (out, r) = run(ws.path(), "read_text_file", &prog);
+    assert_eq!(
+        r["ok"],
+        true,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(r["value"].to_string().contains("alpha"), "{r}");
+}
