@@ -186,7 +186,23 @@ fn basics() {
         "(1,), (), [], {}, [[]], ([],)",
         "True + True, True * 3, -True, 3 / True",
         "x = None\nx is None, x is not None, [] is [], 1 is 1",
+        "x = 5\ny = 'a'\nf'{x = }|{x=:>4}|{y=!s}|{y=}|{x * 2 = }|{3.0=}'",
+        "d = {'a': 3, 'b': 1}\n(max(d, key=d.get), sorted(d.items(), key=lambda kv: kv[1]), min(d.values()), list(d), [k for k in d if d[k] > 1])",
+        "xs = [[1, 2], [3]]\n[y for x in xs for y in x], [[y * 2 for y in x] for x in xs], {x: [y for y in range(x)] for x in range(3)}",
+        "i = 'outer'\n[i for i in range(3)], i, [j for j in [i]]",
+        "total = 0\nfor k, v in {'a': 1, 'b': 2}.items():\n    total += v\ntotal",
+        "s = 'hello world'\n{c: s.count(c) for c in sorted(set(s)) if c != ' '}",
+        "print(*[1, 2], sep=', ')\nprint(*'ab')\nprint('x', end='')\nprint()",
+        "a = [3, 1, 2]\nb = a\na = a + [4]\n(a, b)",
+        "r = range(10)\n(r[::-1], r[1:8:3], list(r[::-3]), len(r[5:]), r.count(3) if False else 0)",
+        "'%' in 'a%b', 'abc'[::-1], 'a' 'b', \"it's\", 'say \"hi\"', 'both \\' \"'",
+        "int('  -0b101  ', 0), int('0o17', 0), int('z', 36), float('1_000.5'), float('-.5e-3'), int(-0.9), round(-2.5), round(0.125, 2), round(-1.5)",
     ]);
+}
+
+#[test]
+fn more_basics() {
+    differential(&["x = 1"]);
 }
 
 #[test]
