@@ -50,6 +50,13 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// a real server starts in well under a second.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Most tools taken from one server (a server listing more is truncated).
+const MAX_TOOLS_PER_SERVER: usize = 512;
+
+/// Serializes starting servers, so that concurrent front-end threads never
+/// start the same server twice.
+static START_LOCK: Mutex<()> = Mutex::new(());
+
 /// Largest accepted `timeout_seconds` (one hour).
 const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
@@ -220,6 +227,15 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
 /// The live connection for `key`, starting the server when there is none
 /// or the previous one has closed.
 fn connection(key: &ServerKey, timeout: Duration) -> Result<Conn, McpSourceError> {
+    if let Ok(map) = conns().lock() {
+        if let Some(c) = map.get(key) {
+            if !c.is_closed() && !c.is_transport_closed() {
+                return Ok(Arc::clone(c));
+            }
+        }
+    }
+    let _guard = START_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // Another thread may have started it while this one waited.
     if let Ok(map) = conns().lock() {
         if let Some(c) = map.get(key) {
             if !c.is_closed() && !c.is_transport_closed() {
@@ -448,6 +464,7 @@ pub fn discover(config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String
         match listed {
             Ok(list) => tools.extend(
                 list.iter()
+                    .take(MAX_TOOLS_PER_SERVER)
                     .filter_map(|t| spec_of(name, server, t, timeout)),
             ),
             Err(e) => warnings.push(format!("mcp server {name}: {e}; its tools are unavailable")),
@@ -631,5 +648,182 @@ pub fn reset() {
         .unwrap_or_default();
     for k in keys {
         drop_connection(&k);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ann(v: Value) -> ToolAnnotations {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn grades_from_annotations() {
+        let g = |a: Option<ToolAnnotations>| {
+            let g = grade_from_annotations(a.as_ref());
+            (g.w, g.d)
+        };
+        assert_eq!(g(None), (2, 2));
+        assert_eq!(g(Some(ann(json!({})))), (2, 2));
+        assert_eq!(
+            g(Some(ann(
+                json!({"readOnlyHint": true, "openWorldHint": false})
+            ))),
+            (1, 0)
+        );
+        assert_eq!(
+            g(Some(ann(
+                json!({"readOnlyHint": true, "openWorldHint": true})
+            ))),
+            (3, 0)
+        );
+        assert_eq!(g(Some(ann(json!({"destructiveHint": true})))), (2, 3));
+        assert_eq!(
+            g(Some(ann(
+                json!({"destructiveHint": false, "idempotentHint": true})
+            ))),
+            (2, 1)
+        );
+        assert_eq!(g(Some(ann(json!({"destructiveHint": false})))), (2, 2));
+    }
+
+    #[test]
+    fn python_names() {
+        assert_eq!(py_name("read-file").as_deref(), Some("read_file"));
+        assert_eq!(py_name("2fa").as_deref(), Some("_2fa"));
+        assert_eq!(py_name("a.b").as_deref(), Some("a_b"));
+        assert_eq!(py_name("class"), None);
+        assert_eq!(py_name("--"), None);
+        assert_eq!(py_name(""), None);
+    }
+
+    #[test]
+    fn args_required_first() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"z": {"type": "string"}, "a": {"type": "integer", "description": "n"}, "m": {}},
+            "required": ["m", "a", "ghost"]
+        });
+        let args = args_of(schema.as_object().unwrap());
+        let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["m", "a", "z"]);
+        assert_eq!(args[1].type_name, "int");
+        assert_eq!(args[1].description, "n");
+        assert_eq!(args[0].type_name, "");
+        assert!(args_of(&Map::new()).is_empty());
+        // A hostile schema (properties not an object) yields no arguments.
+        let bad = json!({"properties": [1, 2], "required": "x"});
+        assert!(args_of(bad.as_object().unwrap()).is_empty());
+    }
+
+    #[test]
+    fn timeout_from_config_files() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("config.toml");
+        std::fs::write(
+            &f,
+            "[mcp_servers.a]\ntimeout_seconds = 3\n[mcp_servers.b]\ntimeout_seconds = 0.5\n\
+             [mcp_servers.c]\ntimeout_seconds = -1\n[mcp_servers.d]\ntimeout_seconds = 1e12\n",
+        )
+        .unwrap();
+        let cfg = Config {
+            files: vec![f],
+            ..Config::default()
+        };
+        assert_eq!(timeout_of(&cfg, "a"), Duration::from_secs(3));
+        assert_eq!(timeout_of(&cfg, "b"), Duration::from_millis(500));
+        assert_eq!(timeout_of(&cfg, "c"), DEFAULT_CALL_TIMEOUT);
+        assert_eq!(
+            timeout_of(&cfg, "d"),
+            Duration::from_secs(MAX_TIMEOUT_SECONDS)
+        );
+        assert_eq!(timeout_of(&cfg, "none"), DEFAULT_CALL_TIMEOUT);
+    }
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_server.py")
+    }
+
+    fn have_python() -> bool {
+        std::process::Command::new("python3")
+            .args(["-c", "pass"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn server(extra: &[&str]) -> McpServer {
+        let mut args = vec![fixture().display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        McpServer {
+            transport: "stdio".into(),
+            command: Some("python3".into()),
+            args,
+            ..McpServer::default()
+        }
+    }
+
+    #[test]
+    fn unusable_tables_are_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let mut cfg = Config::default();
+        cfg.mcp_servers.insert(
+            "web".into(),
+            McpServer {
+                transport: "http".into(),
+                url: Some("http://127.0.0.1:1/".into()),
+                ..McpServer::default()
+            },
+        );
+        cfg.mcp_servers.insert(
+            "nocmd".into(),
+            McpServer {
+                transport: "stdio".into(),
+                ..McpServer::default()
+            },
+        );
+        let (tools, warnings) = discover(&cfg, d.path());
+        assert!(tools.is_empty());
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+    }
+
+    #[test]
+    fn dead_server_is_restarted_for_the_next_call() {
+        if !have_python() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let ws_path = d.path().canonicalize().unwrap();
+        let mut cfg = Config::default();
+        cfg.mcp_servers.insert("unit".into(), server(&[]));
+        // Shadowing: a [[tools]] entry named echo wins the bare name.
+        cfg.tools.push(ToolSpec {
+            name: "echo".into(),
+            provider: "command".into(),
+            ..ToolSpec::default()
+        });
+        extend_config(&mut cfg, &ws_path);
+        let tb = cfg.toolbox();
+        assert_eq!(tb.get("echo").map(|t| t.provider.as_str()), Some("command"));
+        let crash = tb.get("crash").cloned().unwrap();
+        let add = tb.get("add").cloned().unwrap();
+        assert_eq!(add.provider, "mcp");
+        let ws = Workspace::open(&ws_path).unwrap();
+        let r = call(&add, &[Data::Int(2), Data::Int(40)], &ws).unwrap();
+        assert_eq!(
+            r,
+            Data::Dict(vec![(Data::Str("sum".into()), Data::Int(42))])
+        );
+        let e = call(&crash, &[], &ws).unwrap_err();
+        assert_eq!(e.type_name, "ToolFailed", "{e:?}");
+        // The server died; the next call starts it again.
+        let r = call(&add, &[Data::Int(1), Data::Int(1)], &ws).unwrap();
+        assert_eq!(r, Data::Dict(vec![(Data::Str("sum".into()), Data::Int(2))]));
+        // Too many arguments never reach the server.
+        let e = call(&add, &[Data::Int(1), Data::Int(1), Data::Int(1)], &ws).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
     }
 }
