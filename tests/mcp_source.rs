@@ -320,3 +320,56 @@ fn published_filesystem_server_when_installed() {
     );
     assert!(r["value"].to_string().contains("alpha"), "{r}");
 }
+
+/// `lackpy mcp` (a long-running front end) discovers the servers of its
+/// workspace and runs programs that call their tools; calls reuse the
+/// server, and one that hung is replaced for the next call.
+#[tokio::test]
+async fn lackpy_mcp_front_end_uses_discovered_tools() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let mut cmd = tokio::process::Command::new(util::bin());
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
+    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
+    let transport = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn lackpy mcp")
+        .0;
+    let c = ().serve(transport).await.expect("MCP initialize");
+    let run = |program: &str, tools: &[&str]| {
+        let mut args = serde_json::Map::new();
+        args.insert("program".into(), Value::from(program));
+        args.insert("tools".into(), serde_json::json!(tools));
+        CallToolRequestParams::new("run_program").with_arguments(args)
+    };
+    for _ in 0..2 {
+        let r = c
+            .call_tool(run("add(20, 22)['sum']", &["add"]))
+            .await
+            .expect("tools/call");
+        let sc = r.structured_content.expect("structuredContent");
+        assert_eq!(sc["ok"], true, "{sc}");
+        assert_eq!(sc["value"], 42);
+    }
+    let r = c
+        .call_tool(run("hang()", &["hang"]))
+        .await
+        .expect("tools/call");
+    assert_eq!(r.is_error, Some(true));
+    let sc = r.structured_content.expect("structuredContent");
+    assert_eq!(sc["error"]["type"], "Timeout", "{sc}");
+    let r = c
+        .call_tool(run("echo('again')", &["echo"]))
+        .await
+        .expect("tools/call");
+    let sc = r.structured_content.expect("structuredContent");
+    assert_eq!(sc["value"], "again", "{sc}");
+    c.cancel().await.expect("close");
+}

@@ -15,7 +15,7 @@
 //!
 //! Failures never break a run: a server that fails to start or to list is
 //! skipped with one warning on stderr; a call that outlives its timeout
-//! (`timeout_seconds` in the server's table, default 30 s) is a `Timeout`
+//! (`timeout_seconds` in the server's table, default 10 s) is a `Timeout`
 //! tool error and the server is killed (the next call starts a new one); a
 //! server found dead before a call is restarted once; one that dies during a
 //! call, or answers `isError: true`, is a `ToolFailed` tool error.
@@ -43,7 +43,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Default per-call timeout when the server's table sets no `timeout_seconds`.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Why 10 s: it is the default wall-clock limit of a whole run (a tool call
+/// counts against it), and the `command` provider's default.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Upper bound on starting a server and listing its tools.
 /// Why 10 s: every CLI invocation with the server configured waits for it;
