@@ -40,7 +40,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default per-call timeout when the server's table sets no `timeout_seconds`.
 /// Why 10 s: it is the default wall-clock limit of a whole run (a tool call
@@ -102,7 +102,11 @@ type Conn = Arc<RunningService<RoleClient, ()>>;
 static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
 static CONNS: OnceLock<Mutex<HashMap<ServerKey, Conn>>> = OnceLock::new();
 type Discovered = Result<Vec<Tool>, String>;
-static DISCOVERED: OnceLock<Mutex<HashMap<ServerKey, Discovered>>> = OnceLock::new();
+static DISCOVERED: OnceLock<Mutex<HashMap<ServerKey, (Discovered, Instant)>>> = OnceLock::new();
+
+/// How long a failed discovery is remembered before a long-running front
+/// end (`lackpy mcp`, `serve`) tries the server again.
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
 
 fn runtime() -> Result<&'static tokio::runtime::Runtime, McpSourceError> {
     RUNTIME
@@ -122,7 +126,7 @@ fn conns() -> &'static Mutex<HashMap<ServerKey, Conn>> {
     CONNS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn discovered() -> &'static Mutex<HashMap<ServerKey, Discovered>> {
+fn discovered() -> &'static Mutex<HashMap<ServerKey, (Discovered, Instant)>> {
     DISCOVERED.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -265,8 +269,11 @@ fn drop_connection(key: &ServerKey) {
 /// The tools one server lists, cached per process (failures too, so a
 /// broken server costs one attempt and one warning).
 fn list_tools(key: &ServerKey, timeout: Duration) -> Discovered {
-    if let Some(r) = discovered().lock().ok().and_then(|m| m.get(key).cloned()) {
-        return r;
+    let cached = discovered().lock().ok().and_then(|m| m.get(key).cloned());
+    if let Some((r, at)) = cached {
+        if r.is_ok() || at.elapsed() < RETRY_FAILED_AFTER {
+            return r;
+        }
     }
     let r = (|| {
         let c = connection(key, timeout)?;
@@ -279,7 +286,7 @@ fn list_tools(key: &ServerKey, timeout: Duration) -> Discovered {
         drop_connection(key);
     }
     if let Ok(mut m) = discovered().lock() {
-        m.insert(key.clone(), r.clone());
+        m.insert(key.clone(), (r.clone(), Instant::now()));
     }
     r
 }
@@ -432,6 +439,13 @@ fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Op
     let mut pc = Map::new();
     pc.insert("server".into(), Value::String(name.to_string()));
     pc.insert("tool".into(), Value::String(tool.name.to_string()));
+    let required: Vec<Value> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter(|x| x.is_string()).cloned().collect())
+        .unwrap_or_default();
+    pc.insert("required".into(), Value::Array(required));
     pc.insert(
         "timeout_ms".into(),
         Value::from(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
@@ -451,7 +465,7 @@ fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Op
 
 /// Start (once per process) every `[mcp_servers]` entry of `config` in
 /// `workspace` and return their tools as [`ToolSpec`]s (provider `mcp`,
-/// `provider_config = {server, tool, timeout_ms}`), servers in name order.
+/// `provider_config = {server, tool, required, timeout_ms}`), servers in name order.
 /// A server that cannot be used is left out and reported in the second list
 /// (`"mcp server NAME: why"`). Names are not deduplicated here; see
 /// [`extend_config`].
@@ -561,6 +575,16 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 format!("{name}() takes {} arguments", spec.args.len()),
             ));
         };
+        // `None` for an optional parameter leaves it out (so a program can
+        // skip one positionally: `read_text_file(p, None, 2)`).
+        let required = spec
+            .provider_config
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(arg.name.as_str())));
+        if *a == Data::None && !required {
+            continue;
+        }
         arguments.insert(arg.name.clone(), to_json(a));
     }
     let conn = connection(&key, timeout).map_err(|e| {
@@ -824,6 +848,14 @@ mod tests {
         // The server died; the next call starts it again.
         let r = call(&add, &[Data::Int(1), Data::Int(1)], &ws).unwrap();
         assert_eq!(r, Data::Dict(vec![(Data::Str("sum".into()), Data::Int(2))]));
+        // None for an optional parameter leaves it out.
+        let plain = tb.get("plain").cloned().unwrap();
+        let r = call(&plain, &[Data::None], &ws).unwrap();
+        assert_eq!(r, Data::Str("plain:<absent>".into()));
+        let r = call(&plain, &[Data::Str("v".into())], &ws).unwrap();
+        assert_eq!(r, Data::Str("plain:v".into()));
+        let r = call(&add, &[Data::Int(1), Data::None], &ws);
+        assert!(r.is_err(), "a required None is sent as null: {r:?}");
         // Too many arguments never reach the server.
         let e = call(&add, &[Data::Int(1), Data::Int(1), Data::Int(1)], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
