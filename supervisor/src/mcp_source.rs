@@ -390,11 +390,17 @@ fn args_of(schema: &Map<String, Value>) -> Vec<ArgSpec> {
             ArgSpec {
                 name: n.to_string(),
                 type_name: py_type(p),
-                description: p
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
+                description: {
+                    let d = p
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    match (required.contains(&n), d.is_empty()) {
+                        (true, _) => d.to_string(),
+                        (false, true) => "optional (None leaves it out)".to_string(),
+                        (false, false) => format!("optional (None leaves it out): {d}"),
+                    }
+                },
             }
         })
         .collect()
@@ -456,7 +462,11 @@ fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Op
         provider_config: pc,
         description: tool.description.as_deref().unwrap_or_default().to_string(),
         args: args_of(&tool.input_schema),
-        returns: String::new(),
+        returns: if tool.output_schema.is_some() {
+            "dict".into()
+        } else {
+            String::new()
+        },
         grade_w: grade.w,
         effects_ceiling: grade.d,
         docs: None,
@@ -739,6 +749,7 @@ mod tests {
         assert_eq!(names, ["m", "a", "z"]);
         assert_eq!(args[1].type_name, "int");
         assert_eq!(args[1].description, "n");
+        assert_eq!(args[2].description, "optional (None leaves it out)");
         assert_eq!(args[0].type_name, "");
         assert!(args_of(&Map::new()).is_empty());
         // A hostile schema (properties not an object) yields no arguments.
