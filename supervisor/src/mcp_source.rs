@@ -543,10 +543,10 @@ fn workspace_path(ws: &Workspace) -> Result<PathBuf, ToolFailure> {
 /// spec's order, mapped to the input schema's property names; fewer
 /// arguments than declared leave the rest out).
 ///
-/// The server is found again from the current configuration of the
-/// workspace (`[mcp_servers.SERVER]`) only through the spec: the spec
-/// carries the server name, and the command line comes from the process's
-/// discovery cache.
+/// The spec names the server; its command line, arguments and environment
+/// come from this process's discovery cache (so they never appear in tool
+/// listings), which means the tool must have been discovered in this process
+/// for this workspace ([`discover`] / [`extend_config`]).
 ///
 /// # Errors
 /// `Timeout` when the server does not answer in time; `ToolFailed` when it
