@@ -1,0 +1,717 @@
+#!/usr/bin/env python3
+"""lackpy side by side with its peers (driven by scripts/bench; standard library only
+in this process — peers run in child processes of .venv-bench/bin/python).
+
+    bench_peers.py setup                 install peers into .venv-bench/ (pip) and bubblewrap (apt)
+    bench_peers.py SECTION               cold | warm | toolcall | memory | mcp  (prints a markdown table)
+    bench_peers.py peer NAME             (internal) run one in-process peer, print JSON
+    bench_peers.py docs OUTDIR           (internal) write docs/BENCHMARKS.md from captured section outputs
+
+Every program is first run once in every system; the answers are normalised
+through JSON (tuples become lists) and compared with lackpy's before anything is
+timed. A peer that cannot install, cannot start, or gives a different answer is
+shown as such in the table instead of being timed.
+
+Environment: BENCH_TMP (cache dir shared by the sections of one scripts/bench run),
+BENCH_REPS (warm repetitions, default 200).
+"""
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, ".venv-bench")
+VPY = os.path.join(VENV, "bin", "python")
+LACKPY = os.path.join(ROOT, "target", "release", "lackpy")
+PEERS_RS = os.path.join(ROOT, "target", "release", "examples", "bench_peers_rs")
+TMP = os.environ.get("BENCH_TMP") or tempfile.mkdtemp(prefix="lackpy-bench-")
+REPS = int(os.environ.get("BENCH_REPS", "200"))
+
+# The shared program set (warm section). Each one ends in an expression whose value is compared.
+PROGRAMS = {
+    "loop+dict": "d = {}\nfor i in range(100):\n    d[i % 7] = d.get(i % 7, 0) + i\nsorted(d.items())\n",
+    "1+1": "1 + 1\n",
+    "strings": 'words = "The quick brown fox jumps over the lazy dog and the end".split()\n'
+    '", ".join(sorted({w.lower() for w in words}))\n',
+    "comprehension": "xs = [i * i for i in range(300) if i % 3 == 0]\n[sum(xs), max(xs), len(xs)]\n",
+    "def+recursion": "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\nfib(15)\n",
+}
+TOOL_MANY = "for i in range(500):\n    read_file('t.txt')\n"
+TOOL_NONE = "for i in range(500):\n    'tiny'\n"
+TOOL_ONE = "read_file('t.txt')\n"
+WS_FILE = "tiny\n"
+
+
+def real_python():
+    """The interpreter binary behind `python3` (pyenv shims are shell scripts)."""
+    exe = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"],
+                         capture_output=True, text=True).stdout.strip()
+    return os.path.realpath(exe) if exe else sys.executable
+
+
+def norm(v):
+    return json.loads(json.dumps(v, default=repr))
+
+
+def workspace():
+    ws = os.path.join(TMP, "ws")
+    os.makedirs(ws, exist_ok=True)
+    with open(os.path.join(ws, "t.txt"), "w") as f:
+        f.write(WS_FILE)
+    return ws
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    return xs[min(len(xs) - 1, round((len(xs) - 1) * p))]
+
+
+def fmt_us(us):
+    if us != us:  # nan
+        return "—"
+    if us >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+def ratio(lk, peer, words=("faster", "slower")):
+    """lackpy / peer, worded (time by default; memory passes ("smaller", "larger"))."""
+    if not lk or not peer or lk != lk or peer != peer:
+        return "—"
+    r = lk / peer
+    if r <= 1:
+        return f"{r:.2f} ({1 / r:.1f}x {words[0]})"
+    return f"{r:.2f} ({r:.1f}x {words[1]})"
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def cached(name, fn):
+    path = os.path.join(TMP, name + ".json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    v = fn()
+    with open(path, "w") as f:
+        json.dump(v, f)
+    return v
+
+
+# ---------------------------------------------------------------- setup
+
+def setup():
+    ok = True
+    if not os.path.exists(VPY):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=False)
+    for pkg, mod in (("lackpy", "lackpy"), ("mcp[cli]<2", "mcp.server.fastmcp"), ("pydantic-monty", "pydantic_monty"),
+                     ("smolagents", "smolagents")):
+        if subprocess.run([VPY, "-c", f"import {mod}"], capture_output=True).returncode != 0:
+            print(f"bench: installing {pkg} into .venv-bench/", file=sys.stderr)
+            r = subprocess.run([VPY, "-m", "pip", "install", "-q", pkg], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"bench: could not install {pkg}: {r.stderr.strip()[-300:]}", file=sys.stderr)
+                ok = False
+    if not shutil.which("bwrap"):
+        print("bench: installing bubblewrap (apt)", file=sys.stderr)
+        r = subprocess.run(["apt-get", "install", "-y", "bubblewrap"], capture_output=True)
+        if r.returncode != 0:
+            subprocess.run(["apt-get", "update"], capture_output=True)
+            subprocess.run(["apt-get", "install", "-y", "bubblewrap"], capture_output=True)
+        if not shutil.which("bwrap"):
+            print("bench: bubblewrap unavailable; its rows will say so", file=sys.stderr)
+    return 0 if ok else 0  # a missing peer is reported in the tables, not fatal
+
+
+# ---------------------------------------------------------------- in-process peers (child processes)
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _time_loop(fn, reps):
+    fn()
+    xs = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        xs.append((time.perf_counter() - t) * 1e6)
+    return xs
+
+
+def _toolcall(fn_many, fn_none):
+    a, b = [], []
+    for _ in range(20):
+        t = time.perf_counter()
+        fn_many()
+        a.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fn_none()
+        b.append(time.perf_counter() - t)
+    return max(0.0, statistics.median(a) - statistics.median(b)) * 1e6 / 500
+
+
+def peer_main(name):
+    """Runs inside .venv-bench/bin/python: {warm: {prog: {ok, value, samples_us}}, toolcall_us, rss_kib}."""
+    ws = workspace()
+    os.chdir(ws)
+    res = {"warm": {}, "toolcall_us": None, "rss_kib": None, "note": ""}
+    read_file = lambda p: open(os.path.join(ws, p)).read()  # noqa: E731
+
+    if name == "monty":
+        import pydantic_monty as pm
+        pool = pm.Monty()
+        pool.__enter__()
+        sess_cm = pool.checkout()
+        s = sess_cm.__enter__()
+        res["rss_kib"] = rss_kib(s.worker_pid)
+        res["note"] = "one reused worker session (state persists between feeds)"
+
+        def run(src, tools=False):
+            if not tools:
+                return s.feed_run(src)
+            # Monty caps external-call suspensions per session (1000, cumulative), so the
+            # tool-call runs use a fresh session each; the checkout cost cancels in the
+            # (many − none) difference.
+            with pool.checkout() as s2:
+                return s2.feed_run(src, external_lookup={"read_file": read_file})
+    elif name == "orig":
+        import asyncio
+        from pathlib import Path
+        from lackpy.service import LackpyService
+        svc = LackpyService(workspace=Path(ws))
+        loop = asyncio.new_event_loop()
+        res["note"] = "in-process, no isolation"
+
+        def run(src, tools=False):
+            r = loop.run_until_complete(svc.run_program(src, profile=["read_file"]))
+            if not r.success:
+                raise RuntimeError(str(r.error))
+            return r.output
+        run("1")
+        res["rss_kib"] = rss_kib(os.getpid())
+    elif name == "smol":
+        from smolagents.local_python_executor import LocalPythonExecutor
+        ex = LocalPythonExecutor(additional_authorized_imports=[])
+        ex.send_tools({})
+        ex.static_tools["read_file"] = read_file
+        res["note"] = "in-process AST evaluator, no isolation"
+
+        def run(src, tools=False):
+            return ex(src).output
+        run("1")
+        res["rss_kib"] = rss_kib(os.getpid())
+    else:
+        raise SystemExit(f"unknown peer {name}")
+
+    for pname, src in PROGRAMS.items():
+        try:
+            v = norm(run(src))
+            samples = _time_loop(lambda: run(src), REPS)
+            res["warm"][pname] = {"ok": True, "value": v, "samples_us": samples}
+        except Exception as e:  # noqa: BLE001 — a peer failing a program is a table entry
+            res["warm"][pname] = {"ok": False, "value": f"{type(e).__name__}: {str(e)[:120]}", "samples_us": []}
+    try:
+        if norm(run(TOOL_ONE, True)) != WS_FILE:
+            raise RuntimeError("read_file gave a different answer")
+        res["toolcall_us"] = _toolcall(lambda: run(TOOL_MANY, True), lambda: run(TOOL_NONE, True))
+    except Exception as e:  # noqa: BLE001
+        res["toolcall_err"] = f"{type(e).__name__}: {str(e)[:120]}"
+    print(json.dumps(res))
+    sys.stdout.flush()
+    os._exit(0)  # skip slow teardown of pools / loops
+
+
+PEER_LABEL = {
+    "orig": "original lackpy 0.15 (PyPI, in-process)",
+    "monty": "Monty (pydantic-monty, reused worker)",
+    "smol": "smolagents LocalPythonExecutor",
+}
+
+
+def run_peer(name):
+    if not os.path.exists(VPY):
+        return {"error": "not installed (.venv-bench missing)"}
+    try:
+        r = subprocess.run([VPY, os.path.abspath(__file__), "peer", name], capture_output=True,
+                           text=True, timeout=300, env=dict(os.environ, BENCH_TMP=TMP))
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out"}
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "could not run: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160]}
+
+
+def lackpy_rs():
+    if not os.path.exists(PEERS_RS):
+        return {"error": "bench_peers_rs not built"}
+    ws = workspace()
+    r = subprocess.run([PEERS_RS, LACKPY, ws, str(REPS)], input=json.dumps(PROGRAMS),
+                       capture_output=True, text=True, timeout=600)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "failed: " + r.stderr.strip()[-300:]}
+
+
+def all_results():
+    return cached("peers", lambda: {"lackpy": lackpy_rs(), **{p: run_peer(p) for p in PEER_LABEL}})
+
+
+# ---------------------------------------------------------------- sections
+
+def section_warm():
+    res = all_results()
+    lk = res["lackpy"]
+    if "error" in lk:
+        print(f"lackpy: {lk['error']}")
+        return
+    print(f"Warm per-run latency, {REPS} runs per program after one checked run. lackpy: a fresh "
+          "single-use worker from the warm pool, every jail layer on, `Supervisor::run` (validation + "
+          "IPC + run + trace). Peers: their documented in-process / reused-worker call.\n")
+    rows, notes = [], []
+    for pname, src in PROGRAMS.items():
+        lw = lk["warm"].get(pname, {})
+        l50 = statistics.median(lw["samples_us"]) if lw.get("samples_us") else float("nan")
+        row = [f"`{pname}`", f"{fmt_us(l50)} / {fmt_us(pct(lw.get('samples_us', []), 0.99))}"
+               if lw.get("ok") else "cannot run (by design)"]
+        for p in PEER_LABEL:
+            pr = res[p]
+            if "error" in pr:
+                row.append(pr["error"])
+                continue
+            pw = pr["warm"].get(pname, {})
+            if not pw.get("ok") and not lw.get("ok"):
+                row.append("cannot run (neither can lackpy)")
+            elif not pw.get("ok"):
+                row.append("cannot run")
+                notes.append(f"{PEER_LABEL[p]} on `{pname}`: {pw.get('value')}")
+            elif not lw.get("ok"):
+                p50 = statistics.median(pw["samples_us"])
+                row.append(f"{fmt_us(p50)} / {fmt_us(pct(pw['samples_us'], 0.99))}")
+            elif pw["value"] != lw["value"]:
+                row.append("different answer")
+                notes.append(f"{PEER_LABEL[p]} on `{pname}`: {json.dumps(pw['value'])[:80]} "
+                             f"vs lackpy {json.dumps(lw['value'])[:80]}")
+            else:
+                p50 = statistics.median(pw["samples_us"])
+                row.append(f"{fmt_us(p50)} / {fmt_us(pct(pw['samples_us'], 0.99))} — {ratio(l50, p50)}")
+        rows.append(row)
+    print(table(["program", "lackpy p50 / p99"] + [f"{PEER_LABEL[p]} p50 / p99 — lackpy÷peer" for p in PEER_LABEL],
+                rows))
+    for pname in PROGRAMS:
+        lw = lk["warm"].get(pname, {})
+        if not lw.get("ok"):
+            err = lw.get("value")
+            err = (err.get("error") or {}).get("message", err) if isinstance(err, dict) else err
+            notes.insert(0, f"lackpy on `{pname}`: {str(err)[:200]} — the language subset has no "
+                         "`def` (DESIGN.md); the row stays to show who else can run it.")
+    for n in notes:
+        print(f"\n- {n}")
+
+
+def section_toolcall():
+    res = all_results()
+    lk = res["lackpy"]
+    print("One tool-call round trip (`read_file('t.txt')` of a 5-byte file): median of 20 runs of 500 "
+          "calls minus median of 20 runs of 500 constant expressions, ÷ 500 (Monty caps external calls at 1000 per session, so its tool-call runs each use a fresh session). lackpy: worker → "
+          "bincode over SOCK_SEQPACKET → supervisor (openat2 in the workspace, trace entry) → worker. "
+          "Answers checked first.\n")
+    l = lk.get("toolcall_us")
+    rows = [["lackpy (jailed worker ↔ supervisor)", fmt_us(l) if l is not None else lk.get("error", "—"), ""]]
+    for p in PEER_LABEL:
+        pr = res[p]
+        v = pr.get("toolcall_us")
+        if v is None:
+            rows.append([PEER_LABEL[p], pr.get("error") or pr.get("toolcall_err", "cannot run"), ""])
+        else:
+            rows.append([PEER_LABEL[p], fmt_us(v), ratio(l, v)])
+    print(table(["system", "per call (median)", "lackpy÷peer"], rows))
+    print("\nMonty's external call crosses its process boundary (worker → host Python); the original "
+          "lackpy and smolagents call a Python function in the same process.")
+
+
+def _idle_rss(argv, ready_marker=b"r"):
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        return None, str(e)
+    try:
+        p.stdout.read(1)
+        return rss_kib(p.pid), None
+    finally:
+        p.kill()
+        p.wait()
+
+
+MEM = ("smaller", "larger")
+
+
+def section_memory():
+    res = all_results()
+    py = real_python()
+    wait = "import sys; sys.stdout.write('r'); sys.stdout.flush(); sys.stdin.read()"
+    rows = []
+    lr = res["lackpy"].get("rss_kib")
+    ltot = (lr["jailed"] + lr["reaper"]) if lr else None
+    rows.append(["lackpy executor worker, Ready (jailed pid 1 + its reaper)",
+                 f"{ltot / 1024:.1f} MiB ({lr['jailed']} + {lr['reaper']} KiB)" if lr else "failed", ""])
+    for label, argv in (("python3 -c (idle)", [py, "-c", wait]),
+                        ("python3 -I -S -c (idle)", [py, "-I", "-S", "-c", wait])):
+        v, err = _idle_rss(argv)
+        rows.append([label, f"{v / 1024:.1f} MiB" if v else err, ratio(ltot, v, MEM)])
+    for p in PEER_LABEL:
+        pr = res[p]
+        v = pr.get("rss_kib")
+        what = {"monty": "Monty worker process (after one checkout)",
+                "orig": "original lackpy: the host Python process after one run (no separate worker)",
+                "smol": "smolagents: the host Python process after one run (no separate worker)"}[p]
+        rows.append([what, f"{v / 1024:.1f} MiB" if v else pr.get("error", "—"), ratio(ltot, v, MEM)])
+    print("Resident memory (VmRSS, includes shared pages) per worker.\n")
+    print(table(["process", "RSS", "lackpy÷peer"], rows))
+
+
+def time_cmd(argv, n, expect=None):
+    """Median and p99 (µs) of n runs; checks stdout contains `expect` on the first run."""
+    try:
+        first = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"cannot run: {e}"
+    if first.returncode != 0:
+        return None, f"exit {first.returncode}: {first.stderr.strip()[-100:]}"
+    if expect is not None and expect not in first.stdout:
+        return None, f"different answer: {first.stdout.strip()[:80]}"
+    xs = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        xs.append((time.perf_counter() - t) * 1e6)
+    return xs, None
+
+
+def section_cold():
+    ws = workspace()
+    py = real_python()
+    bw = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+          "--proc", "/proc", "--tmpfs", "/tmp"]
+    orig = ("import asyncio; from pathlib import Path; from lackpy.service import LackpyService; "
+            f"r = asyncio.run(LackpyService(workspace=Path({ws!r})).run_program('1 + 1', profile=['read_file'])); "
+            "print(r.output)")
+    N = 40
+    cases = [
+        ("`lackpy run --json -c '1 + 1'` (every jail layer on)", [LACKPY, "run", "--json", "--workspace", ws, "-c", "1 + 1"], '"value":2', True),
+        ("`bwrap --unshare-all … python3 -c 'print(1 + 1)'`", bw + [py, "-c", "print(1 + 1)"], "2", True),
+        ("`python3 -c 'print(1 + 1)'` (no isolation)", [py, "-c", "print(1 + 1)"], "2", True),
+        ("`python3 -I -S -c 'print(1 + 1)'` (no isolation)", [py, "-I", "-S", "-c", "print(1 + 1)"], "2", True),
+        ("original lackpy: fresh Python, import, `run_program('1 + 1')`", [VPY, "-c", orig], "2", True),
+        ("`bwrap --unshare-all --ro-bind / / true` (no program)", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"], None, False),
+        ("`unshare -Urnmpif --mount-proc true` (no program)", ["unshare", "-Urnmpif", "--mount-proc", "true"], None, False),
+        ("`python3 -I -S -c pass` (no program)", [py, "-I", "-S", "-c", "pass"], None, False),
+    ]
+    print(f"Cold start of one run, whole process spawned from Python's subprocess (same overhead for every "
+          f"row), median / p99 of {N}. Answers (2) checked first. python3 is `{py}`.\n")
+    results = []
+    for label, argv, expect, _ in cases:
+        xs, err = time_cmd(argv, N if "original" not in label else 10, expect)
+        results.append((label, xs, err))
+    l50 = statistics.median(results[0][1]) if results[0][1] else None
+    rows = []
+    for label, xs, err in results:
+        if xs is None:
+            rows.append([label, err, ""])
+        else:
+            m = statistics.median(xs)
+            rows.append([label, f"{fmt_us(m)} / {fmt_us(pct(xs, 0.99))}",
+                         "" if label.startswith("`lackpy") else ratio(l50, m)])
+    print(table(["command", "p50 / p99", "lackpy÷this"], rows))
+
+
+# ---------------------------------------------------------------- MCP over stdio
+
+class StdioMcp:
+    def __init__(self, argv, cwd):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, cwd=cwd)
+        self.next_id = 1
+
+    def request(self, method, params=None):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise EOFError("server closed stdout")
+            try:
+                resp = json.loads(line)
+            except ValueError:
+                continue
+            if resp.get("id") == rid:
+                return resp
+
+    def initialize(self):
+        r = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "lackpy-bench", "version": "0"}})
+        self.p.stdin.write((json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n").encode())
+        self.p.stdin.flush()
+        return r
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
+def mcp_value(resp):
+    """The program's value from either server's tools/call response."""
+    if "error" in resp:
+        raise RuntimeError(json.dumps(resp["error"])[:160])
+    res = resp["result"]
+    sc = res.get("structuredContent")
+    if sc is None:
+        texts = [c.get("text", "") for c in res.get("content", []) if c.get("type") == "text"]
+        try:
+            sc = json.loads("".join(texts))
+        except ValueError:
+            raise RuntimeError("unparseable result: " + "".join(texts)[:160])
+    if isinstance(sc, dict) and "result" in sc and len(sc) == 1:
+        sc = sc["result"]
+    if "ok" in sc:
+        if not sc["ok"]:
+            raise RuntimeError(json.dumps(sc.get("error"))[:160])
+        return sc["value"]
+    if not sc.get("success"):
+        raise RuntimeError(str(sc.get("error"))[:160])
+    return sc.get("output")
+
+
+def bench_mcp_server(argv, extra, n=200, spawns=5):
+    ws = workspace()
+    init = []
+    for _ in range(spawns):
+        t = time.perf_counter()
+        c = StdioMcp(argv, ws)
+        try:
+            r = c.initialize()
+        except (EOFError, OSError) as e:
+            c.close()
+            return {"error": f"cannot start: {e}"}
+        init.append((time.perf_counter() - t) * 1e6)
+        c.close()
+        if "error" in r:
+            return {"error": "initialize failed: " + json.dumps(r["error"])[:120]}
+    c = StdioMcp(argv, ws)
+    try:
+        c.initialize()
+        time.sleep(0.3)  # let a warm pool fill
+        out = {"init": init}
+        for label, prog, want in (("1 + 1", "1 + 1", 2), ("read_file", "len(read_file('t.txt'))", len(WS_FILE))):
+            args = dict(program=prog, **extra)
+            v = mcp_value(c.request("tools/call", {"name": "run_program", "arguments": args}))
+            if v != want:
+                out[label] = {"error": f"different answer: {v!r}"}
+                continue
+            xs = []
+            for _ in range(n):
+                t = time.perf_counter()
+                mcp_value(c.request("tools/call", {"name": "run_program", "arguments": args}))
+                xs.append((time.perf_counter() - t) * 1e6)
+            out[label] = {"samples": xs}
+        return out
+    except (RuntimeError, EOFError, OSError) as e:
+        return {"error": str(e)[:160]}
+    finally:
+        c.close()
+
+
+def section_mcp():
+    lk = bench_mcp_server([LACKPY, "mcp", "--workspace", workspace()], {})
+    orig_bin = os.path.join(VENV, "bin", "lackpy-mcp")
+    if os.path.exists(orig_bin):
+        og = bench_mcp_server([orig_bin, "--workspace", workspace()], {"profile": ["read_file"]})
+    else:
+        og = {"error": "original lackpy not installed"}
+    print("MCP over stdio, both servers driven by the same client (newline-delimited JSON-RPC): "
+          "spawn → `initialize` answered (median of 5), then `run_program` p50/p99 over 200 sequential "
+          "calls in one session. Answers checked first. The original's server is `lackpy-mcp` (FastMCP).\n")
+    rows = []
+
+    def cell(d, key):
+        if "error" in d:
+            return d["error"], None
+        v = d.get(key, {})
+        if "error" in v:
+            return v["error"], None
+        xs = v["samples"] if key != "init" else d["init"]
+        return f"{fmt_us(statistics.median(xs))} / {fmt_us(pct(xs, 0.99))}", statistics.median(xs)
+    for key, label in (("init", "spawn → initialized"), ("1 + 1", "`run_program` `1 + 1`"),
+                       ("read_file", "`run_program` `len(read_file('t.txt'))`")):
+        a, am = cell(lk, key)
+        b, bm = cell(og, key)
+        rows.append([label, a, b, ratio(am, bm) if am and bm else "—"])
+    print(table(["measure", "`lackpy mcp` p50 / p99", "original `lackpy-mcp` p50 / p99", "lackpy÷original"], rows))
+
+
+# ---------------------------------------------------------------- docs
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    pyv = subprocess.run([real_python(), "--version"], capture_output=True, text=True).stdout.strip()
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    return {"cores": os.cpu_count(), "kernel": platform.release(), "cpu": cpu, "python": pyv,
+            "rustc": rustc, "load": " ".join(load)}
+
+
+SECTION_TITLES = {
+    "validate": "Validation latency",
+    "interp": "Interpreter throughput vs CPython",
+    "cold": "Cold start of one jailed run",
+    "warm": "Warm per-run latency",
+    "toolcall": "Tool-call round trip",
+    "memory": "Memory per worker",
+    "mcp": "MCP `run_program` latency",
+    "serve": "`lackpy serve` throughput (scripts/soak --runs 2000 --clients 8)",
+    "run": "Jailed runs (supervisor example)",
+    "providers": "Tool providers",
+}
+
+READING = """\
+## Reading
+
+These numbers come from one run on a shared 2-core machine while other builds were running (load
+average above), so treat single rows as ±30 %; the ratios, measured in the same run, are the point.
+
+- **Isolation at a small price.** lackpy is the only system here that runs each program in a fresh,
+  single-use, jailed process (user/pid/net/mount/ipc/uts namespaces, empty root, landlock, seccomp,
+  rlimits). The original lackpy and smolagents run untrusted code *inside the host Python process*;
+  Monty runs it in a reused worker whose state persists between programs. A warm lackpy run therefore
+  pays for a validation pass, a program frame over IPC, a trace line, and the pool refilling behind it —
+  the peers pay for none of that.
+- **Cold start.** A whole `lackpy run` process (every jail layer on) is compared with starting CPython
+  alone and under bubblewrap; lackpy has no interpreter to initialise, so this is where it is furthest
+  ahead.
+- **Warm runs and tool calls.** See the ratios: where lackpy is slower than an unjailed in-process peer,
+  the time goes to the per-run fixed cost above (measured in `warm` on `1+1`, where the program itself is
+  negligible) rather than to interpretation; where a program is compute-heavy, the interpreter's speed
+  (section `interp`) dominates.
+- **Memory.** An executor worker is a re-exec of the static-ish lackpy binary that has not loaded an
+  interpreter runtime; the Python peers carry CPython plus their imports.
+- **MCP.** Both servers are driven over stdio by the same client; the original's `run_program` goes
+  through FastMCP and pydantic validation of every message, lackpy's through a small hand-written
+  JSON-RPC loop and a warm pool.
+
+### Where lackpy is behind, and the plan
+
+Rows marked "slower" above are the ones to look at. The expected places are the warm per-run latency
+against in-process, unisolated evaluators on trivial programs (fixed cost: validation, one IPC frame each
+way, trace append with fsync to the workspace, pool refill competing for the 2 cores), and compute-heavy
+programs against CPython's bytecode interpreter. Plan: (1) move the trace fsync off the reply path
+(batch per run, fsync before acknowledging the *next* run or on shutdown) — it is the largest fixed cost
+on a loaded disk; (2) keep the pool refill at lower priority than the run being answered; (3) for
+compute-heavy programs, cache validated ASTs by program hash and keep optimising the interpreter's
+hot paths (name lookup, small-int arithmetic) measured by `scripts/bench interp`.
+"""
+
+
+def docs(outdir, order):
+    m = machine()
+    parts = ["# lackpy benchmarks", "",
+             "Generated by `scripts/bench --write-docs` — one command reproduces every table. "
+             "Do not edit by hand.", "",
+             "## Method", "",
+             "- Every section runs on this machine in one invocation; peers are installed on demand into "
+             "`.venv-bench/` (pip: `lackpy`, `pydantic-monty`, `smolagents`) and bubblewrap via apt.",
+             "- The same programs run in every system that can run them; answers are normalised through "
+             "JSON and compared with lackpy's **before** anything is timed. A peer that cannot run a "
+             "program, or answers differently, is shown as such instead of a time.",
+             "- Medians of many repetitions (p99 where relevant); ratios are lackpy time ÷ peer time "
+             "(< 1 means lackpy is faster).",
+             "- lackpy is built with `cargo build --release`; every jail layer is on for every lackpy row.",
+             "",
+             "## Machine", "",
+             f"- CPU: {m['cpu']} — {m['cores']} cores", f"- kernel: {m['kernel']}",
+             f"- {m['python']}; {m['rustc']}",
+             f"- load average at generation: {m['load']} (other builds were running: numbers are noisy)",
+             f"- generated: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    for s in order:
+        path = os.path.join(outdir, s + ".out")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            body = f.read().strip()
+        body = re.sub(r"\x1b\[[0-9;]*m", "", body)
+        parts += [f"## {SECTION_TITLES.get(s, s)}", ""]
+        if s in ("validate", "interp", "serve", "run", "providers"):
+            parts += ["```text", body, "```", ""]
+        else:
+            parts += [body, ""]
+    parts.append(READING)
+    os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
+    with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as f:
+        f.write("\n".join(parts))
+    print("wrote docs/BENCHMARKS.md")
+
+
+def main():
+    a = sys.argv[1:]
+    if not a:
+        print(__doc__, file=sys.stderr)
+        return 3
+    cmd = a[0]
+    if cmd == "setup":
+        return setup()
+    if cmd == "peer":
+        peer_main(a[1])
+        return 0
+    if cmd == "docs":
+        docs(a[1], a[2:])
+        return 0
+    fn = {"cold": section_cold, "warm": section_warm, "toolcall": section_toolcall,
+          "memory": section_memory, "mcp": section_mcp}.get(cmd)
+    if fn is None:
+        print(f"bench_peers.py: unknown section {cmd!r}", file=sys.stderr)
+        return 3
+    fn()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+//! lackpy's side of `scripts/bench_peers.py`: runs the shared program set on
+//! warm-pool workers (every jail layer on) and prints one JSON object, so the
+//! Python driver can check answers against the peers and build the tables.
+//!
+//! ```text
+//! cargo build --release --bin lackpy
+//! cargo run --release -p lackpy-supervisor --example bench_peers_rs -- \
+//!     target/release/lackpy WORKSPACE REPS < programs.json
+//! ```
+//!
+//! stdin: `{"name": "program source", ...}`. stdout:
+//! `{"warm": {name: {"value": .., "ok": .., "samples_us": [..]}},
+//!   "toolcall_us": .., "rss_kib": {"jailed": .., "reaper": ..}}`.
+
+use lackpy_policy::config::ResolvedProfile;
+use lackpy_policy::wire::Limits;
+use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
+use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+use serde_json::{json, Map, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn profile() -> ResolvedProfile {
+    ResolvedProfile {
+        name: "bench".into(),
+        tools: ["read_file", "find_files"]
+            .iter()
+            .filter_map(|t| lackpy_supervisor::tools::builtin_spec(t).map(|s| (t.to_string(), s)))
+            .collect(),
+        limits: Limits::default(),
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn wait_pool(sup: &Supervisor) {
+    let t0 = Instant::now();
+    while sup.pool_ready() < 1 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+fn run(sup: &Supervisor, ws: &Path, prog: &str) -> (Duration, bool, Value) {
+    wait_pool(sup);
+    let t0 = Instant::now();
+    let r = sup.run(RunRequest {
+        source: prog.as_bytes().to_vec(),
+        profile: profile(),
+        workspace: ws.to_path_buf(),
+        limits: Limits::default(),
+    });
+    let el = t0.elapsed();
+    let v = if r.ok {
+        r.value
+    } else {
+        json!({ "error": r.error })
+    };
+    (el, r.ok, v)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut a = std::env::args().skip(1);
+    let bin = PathBuf::from(a.next().unwrap_or_else(|| "target/release/lackpy".into()));
+    let ws = PathBuf::from(a.next().ok_or("usage: bench_peers_rs BIN WORKSPACE REPS")?);
+    let reps: usize = a.next().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input)?;
+    let programs: Map<String, Value> = serde_json::from_str(&input)?;
+
+    let exe = ExeHandle::open(&bin)?;
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: JailLevel::full(),
+        pool_size: 2,
+        worker_role: vec!["executor".into()],
+    };
+    let sup = Supervisor::new(cfg)?;
+
+    let mut warm = Map::new();
+    for (name, src) in &programs {
+        let src = src.as_str().unwrap_or_default();
+        let (_, ok, value) = run(&sup, &ws, src);
+        let mut samples = Vec::with_capacity(reps);
+        if ok {
+            for _ in 0..reps {
+                samples.push(run(&sup, &ws, src).0.as_secs_f64() * 1e6);
+            }
+        }
+        warm.insert(
+            name.clone(),
+            json!({"ok": ok, "value": value, "samples_us": samples}),
+        );
+    }
+
+    // One tool-call round trip: (500 read_file calls − 500 constant
+    // expressions) / 500, medians of 20 runs each, interleaved.
+    let many = "for i in range(500):\n    read_file('t.txt')\n";
+    let none = "for i in range(500):\n    'tiny'\n";
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        x.push(run(&sup, &ws, many).0);
+        y.push(run(&sup, &ws, none).0);
+    }
+    let per = median(&mut x).saturating_sub(median(&mut y)).as_secs_f64() * 1e6 / 500.0;
+    drop(sup);
+
+    // RSS of a Ready worker: the jailed pid 1 (and anything under it) plus its reaper.
+    let mut rss = json!(null);
+    let exe = ExeHandle::open(&bin)?;
+    let spec = JailLevel::full().executor_spec(&Limits::default());
+    if let Ok(mut w) = spawn::spawn(&exe, "executor", &[], &spec) {
+        if let (Ok(Greeting::Ready), Some(pid)) =
+            (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid())
+        {
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            let inner: u64 = kids
+                .split_whitespace()
+                .filter_map(|k| k.parse().ok())
+                .map(rss_kib)
+                .sum();
+            rss = json!({"jailed": inner, "reaper": rss_kib(pid)});
+        }
+        w.kill_and_reap();
+    }
+
+    println!(
+        "{}",
+        json!({"warm": warm, "toolcall_us": per, "rss_kib": rss})
+    );
+    Ok(())
+}
