@@ -1106,7 +1106,7 @@ fn hostile_profile_and_tool_names() {
 /// so it fails once fixed; then flip it to assert no raw ESC/BEL bytes.
 #[test]
 fn terminal_escapes_in_human_output() {
-    const GAP: bool = true;
+    const GAP: bool = false;
     let arena = Arena::new();
     let ws = arena.ws.display().to_string();
     let program = b"print(\"A\\x1b]0;title\\x07B\\x1b[2J\")\n\"\\x1b[31m\"".to_vec();

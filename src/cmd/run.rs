@@ -85,7 +85,11 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         limits,
     });
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        use std::io::Write;
+        let line = serde_json::to_string(&report)?;
+        // A closed pipe (`lackpy run --json | head -c1`) is not an error.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     } else {
         print_human(&report, &String::from_utf8_lossy(&source));
     }
@@ -96,10 +100,10 @@ fn print_human(report: &RunReport, source: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Some(r) = &report.repr {
-        let _ = writeln!(out, "{r}");
+        let _ = writeln!(out, "{}", for_terminal(r));
     }
     if !report.stdout.is_empty() {
-        let _ = out.write_all(report.stdout.as_bytes());
+        let _ = out.write_all(for_terminal(&report.stdout).as_bytes());
         if !report.stdout.ends_with('\n') {
             let _ = writeln!(out);
         }
@@ -121,6 +125,47 @@ fn print_human(report: &RunReport, source: &str) {
         report.run_id
     );
     if let Some(e) = &report.error {
-        eprint!("error: {}", common::render_error(source, e));
+        eprint!("error: {}", for_terminal(&common::render_error(source, e)));
+    }
+}
+
+/// Program-controlled text shown to a human: control characters other than
+/// newline and tab are shown escaped (`\x1b`), so a program cannot drive the
+/// operator's terminal (titles, screen clears, fake prompts). `--json`
+/// output is escaped by JSON itself.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            let n = c as u32;
+            if n <= 0xff {
+                out.push_str(&format!("\\x{n:02x}"));
+            } else {
+                out.push_str(&format!("\\u{n:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_terminal;
+
+    #[test]
+    fn control_characters_are_escaped_for_terminals() {
+        assert_eq!(for_terminal("a\tb\nc"), "a\tb\nc");
+        assert_eq!(
+            for_terminal("A\x1b]0;t\x07B\u{9b}2J\r"),
+            "A\\x1b]0;t\\x07B\\x9b2J\\x0d"
+        );
     }
 }

@@ -313,6 +313,91 @@ fn next_tmp_name(name: &str) -> String {
     format!(".{name}.lackpy-{}-{n}.tmp", std::process::id())
 }
 
+/// The workspace's control directory (config, kits, templates, traces).
+pub const CONTROL_DIR: &str = ".lackpy";
+
+fn control_dir_refusal(path: &str) -> ToolFailure {
+    fail(
+        "PathOutsideWorkspace",
+        format!(
+            "{path:?} is inside {CONTROL_DIR}/, lackpy's own config and traces; programs may not write there"
+        ),
+    )
+}
+
+/// (dev, ino) of the directory `name` inside `dir` (not following symlinks).
+fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstatat writes one stat struct; AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH only inspect `dir` or a name in it.
+    let rc = unsafe {
+        libc::fstatat(
+            dir,
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: fstatat succeeded.
+    let st = unsafe { st.assume_init() };
+    Some((st.st_dev, st.st_ino))
+}
+
+/// Refuse when `dir` is the workspace's control directory or lies below it,
+/// however the path reached it (symlinks inside the workspace included):
+/// walk `..` from `dir` up to the workspace root comparing inodes.
+fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Result<(), ToolFailure> {
+    let empty = cstr("")?;
+    let Some(root) = dir_id(ws.fd(), &empty) else {
+        return Err(fail("ToolFailed", "cannot stat the workspace"));
+    };
+    let Some(control) = dir_id(ws.fd(), &cstr(CONTROL_DIR)?) else {
+        return Ok(()); // no control directory: nothing to protect below
+    };
+    let dotdot = cstr("..")?;
+    let mut cur: Option<OwnedFd> = None;
+    // Bounded: a path of at most PATH_CAP bytes cannot be deeper than this.
+    for _ in 0..=PATH_CAP {
+        let fd = cur.as_ref().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
+        let Some(id) = dir_id(fd, &empty) else {
+            return Err(fail(
+                "ToolFailed",
+                format!("cannot stat a parent of {path:?}"),
+            ));
+        };
+        if id == control {
+            return Err(control_dir_refusal(path));
+        }
+        if id == root {
+            return Ok(());
+        }
+        // SAFETY: `..` of an open directory descriptor; O_PATH opens nothing for I/O.
+        let up = unsafe {
+            libc::openat(
+                fd,
+                dotdot.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            )
+        };
+        if up < 0 {
+            return Err(fail("ToolFailed", format!("cannot walk up from {path:?}")));
+        }
+        // SAFETY: `up` is a fresh descriptor we own.
+        let up = unsafe { OwnedFd::from_raw_fd(up) };
+        if dir_id(up.as_raw_fd(), &empty) == Some(id) {
+            // Reached `/` without meeting the workspace: not beneath it.
+            return Err(fail(
+                "PathOutsideWorkspace",
+                format!("{path:?} resolves outside the workspace"),
+            ));
+        }
+        cur = Some(up);
+    }
+    Err(fail("BadArgument", format!("path too deep: {path:?}")))
+}
+
 /// Write `content` to `path` atomically: a temp file in the same directory,
 /// fsync, then `renameat` over the target (a killed run never leaves a torn file).
 ///
@@ -330,7 +415,13 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
         ));
     }
     let (comps, name) = split_parent(path)?;
+    // `.lackpy/` holds config, kits, templates and traces that later runs
+    // trust: a program must never write there (it could grant itself tools).
+    if comps.first().copied().unwrap_or(name) == CONTROL_DIR {
+        return Err(control_dir_refusal(path));
+    }
     let dir = open_parent(ws, &comps, true, path)?;
+    refuse_inside_control_dir(ws, &dir, path)?;
     let cname = cstr(name)?;
     // An existing target must be a regular file (or a symlink, which rename replaces).
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -409,6 +500,37 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let w = Workspace::open(d.path()).unwrap();
         (d, w)
+    }
+
+    #[test]
+    fn writes_never_reach_the_control_dir() {
+        let (d, w) = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy/kits")).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(".lackpy", d.path().join("cfg")).unwrap();
+        std::os::unix::fs::symlink("../.lackpy/kits", d.path().join("sub/k")).unwrap();
+        for p in [
+            ".lackpy/config.toml",
+            "./.lackpy/config.toml",
+            "sub/../.lackpy/config.toml",
+            ".lackpy/kits/x.kit",
+            ".lackpy",
+            "cfg/config.toml",
+            "sub/k/evil.kit",
+        ] {
+            let e = write_text(&w, p, "x").unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {e:?}");
+            assert!(e.message.contains(".lackpy/"), "{p}: {}", e.message);
+        }
+        assert!(!d.path().join(".lackpy/config.toml").exists());
+        assert!(!d.path().join(".lackpy/kits/evil.kit").exists());
+        // A directory merely named .lackpy deeper down is ordinary data.
+        write_text(&w, "sub/.lackpy/notes.txt", "ok").unwrap();
+        write_text(&w, "sub/a.txt", "ok").unwrap();
+        // Without a control directory, creating one is refused too.
+        let (d2, w2) = ws();
+        assert!(write_text(&w2, ".lackpy/config.toml", "x").is_err());
+        assert!(!d2.path().join(".lackpy").exists());
     }
 
     #[test]
