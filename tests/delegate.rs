@@ -521,6 +521,8 @@ mod jail {
             program: String::new(),
             tools: vec![],
             limits: Limits::default(),
+            globals: vec![],
+            want_globals: false,
         };
         w.chan
             .send(&run, Some(Instant::now() + Duration::from_secs(5)))

@@ -312,6 +312,8 @@ fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
             repr: Some("{...}".into()),
             error: None,
             fuel_used: u64::MAX,
+            globals: vec![],
+            skipped_globals: vec![],
         }),
     ];
     let to = vec![
@@ -323,6 +325,8 @@ fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
                 args: vec!["path".into()],
             }],
             limits: Limits::default(),
+            globals: vec![],
+            want_globals: false,
         },
         ToWorker::ToolResult {
             id: 7,

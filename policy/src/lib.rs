@@ -5,5 +5,7 @@ pub mod config;
 pub mod lang;
 pub mod wire;
 
-pub use lang::{validate, validate_bytes, Grade, Namespace, Program, ToolEntry};
+pub use lang::{
+    validate, validate_bytes, validate_with_predefined, Grade, Namespace, Program, ToolEntry,
+};
 pub use wire::{Data, ErrorInfo, ErrorKind, Limits};

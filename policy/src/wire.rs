@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Protocol version, sent in the first frame in each direction.
 /// Bump it whenever any message enum below changes shape.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest frame either side will send or accept, in bytes.
 /// Why: a run's result is capped at 8 MiB by default ([`Limits::result_bytes`]),
@@ -386,6 +386,11 @@ pub enum ToWorker {
         tools: Vec<ToolSig>,
         /// The run's limits.
         limits: Limits,
+        /// Variables bound before the program starts (a session's earlier
+        /// cells), plain data only. Names are checked like program names.
+        globals: Vec<(String, FlatData)>,
+        /// Whether to report the plain-data top-level variables at the end.
+        want_globals: bool,
     },
     /// The answer to `FromWorker::ToolCall` with the same `id`.
     ToolResult {
@@ -407,6 +412,12 @@ pub struct Outcome {
     pub error: Option<WireError>,
     /// Fuel used.
     pub fuel_used: u64,
+    /// Plain-data top-level variables the program left (only when `Run`
+    /// asked for them), in slot order; bounded in total by `result_bytes`.
+    pub globals: Vec<(String, FlatData)>,
+    /// Top-level variables not reported: not plain data (iterators, ranges,
+    /// views, functions) or beyond the size bound.
+    pub skipped_globals: Vec<String>,
 }
 
 /// [`ErrorInfo`] in wire form.

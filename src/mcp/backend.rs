@@ -40,6 +40,9 @@ pub struct RunOutcome {
     /// Plain-data top-level variables the program left, when the backend can
     /// report them; `None` when it cannot (sessions then carry nothing over).
     pub vars: Option<Vec<(String, Data)>>,
+    /// Variables the run left that could not be kept (not plain data, or
+    /// beyond the worker's size bound); empty when unknown.
+    pub skipped_vars: Vec<String>,
 }
 
 /// A program to validate.
@@ -154,6 +157,11 @@ impl Cancel {
     /// Whether stop was asked.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+    /// The shared flag itself, for a supervisor to poll while it waits on a
+    /// worker (`lackpy_supervisor::RunOptions::cancel`).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
     }
 }
 

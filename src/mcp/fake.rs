@@ -87,6 +87,7 @@ impl Backend for Fake {
                 RunOutcome {
                     report: failed_run(ErrorInfo::new(ErrorKind::Limit, "timeout", "slept")),
                     vars: None,
+                    skipped_vars: Vec::new(),
                 }
             }
             "nap" => {
@@ -94,6 +95,7 @@ impl Backend for Fake {
                 RunOutcome {
                     report: ok_run(json!(1), "1"),
                     vars: None,
+                    skipped_vars: Vec::new(),
                 }
             }
             "boom" => {
@@ -104,6 +106,7 @@ impl Backend for Fake {
                 RunOutcome {
                     report: failed_run(e),
                     vars: None,
+                    skipped_vars: Vec::new(),
                 }
             }
             "vars" => {
@@ -112,6 +115,7 @@ impl Backend for Fake {
                 RunOutcome {
                     report: ok_run(json!(names), &format!("{names:?}")),
                     vars: Some(vec![(format!("v{n}"), Data::Int(n))]),
+                    skipped_vars: Vec::new(),
                 }
             }
             "big" => {
@@ -119,11 +123,13 @@ impl Backend for Fake {
                 RunOutcome {
                     report: ok_run(json!(xs), &format!("{xs:?}")),
                     vars: None,
+                    skipped_vars: Vec::new(),
                 }
             }
             other => RunOutcome {
                 report: ok_run(json!(other.len()), &other.len().to_string()),
                 vars: None,
+                skipped_vars: Vec::new(),
             },
         };
         self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);

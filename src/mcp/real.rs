@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 pub const POOL_SIZE: usize = 4;
 
 /// Runs in flight at once per backend (beyond the pool, fresh workers are
-/// spawned). Why 8: a cancelled run keeps its slot until its worker ends
-/// (the supervisor has no kill hook yet), so a few runaways must not starve
-/// other calls; 8 CPU-bound workers on 2 cores still finish within their
+/// spawned). Why 8: a cancelled run's worker is killed within
+/// `lackpy_supervisor::CANCEL_POLL_MS`, but runs the client merely abandons
+/// keep their slot until they end, so a few runaways must not starve other
+/// calls; 8 CPU-bound workers on 2 cores still finish within their
 /// wall-clock limits.
 pub const MAX_IN_FLIGHT: usize = 8;
 
@@ -177,6 +178,7 @@ impl Backend for RealBackend {
             return RunOutcome {
                 report: failed_run(e),
                 vars: None,
+                skipped_vars: Vec::new(),
             };
         }
         let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
@@ -185,24 +187,33 @@ impl Backend for RealBackend {
                 return RunOutcome {
                     report: failed_run(e),
                     vars: None,
+                    skipped_vars: Vec::new(),
                 }
             }
         };
-        // Sessions: the worker protocol has no initial variables yet, so
-        // `req.initial_vars` cannot be passed on and no variables come back.
-        if req.want_vars {
-            tracing::debug!(
-                carried = req.initial_vars.len(),
-                "session variables are not supported by the worker yet"
-            );
-        }
         let limits = profile.limits.clone();
-        let report = self.supervisor.run(lackpy_supervisor::RunRequest {
-            source: req.program.into_bytes(),
-            profile,
-            workspace: self.workspace.clone(),
-            limits,
-        });
+        let opts = lackpy_supervisor::RunOptions {
+            initial_vars: req.initial_vars,
+            want_vars: req.want_vars,
+            cancel: Some(cancel.flag()),
+        };
+        let mut report = self.supervisor.run_with(
+            lackpy_supervisor::RunRequest {
+                source: req.program.into_bytes(),
+                profile,
+                workspace: self.workspace.clone(),
+                limits,
+            },
+            &opts,
+        );
+        // A run that did not report variables (validation failed, a limit
+        // or a cancel killed the worker) leaves the session unchanged.
+        let vars = if req.want_vars {
+            Some(report.vars.take().unwrap_or_default())
+        } else {
+            None
+        };
+        let skipped_vars = std::mem::take(&mut report.skipped_vars);
         let report = serde_json::to_value(&report).unwrap_or_else(|e| {
             failed_run(ErrorInfo::new(
                 ErrorKind::Internal,
@@ -210,7 +221,11 @@ impl Backend for RealBackend {
                 format!("cannot encode the report: {e}"),
             ))
         });
-        RunOutcome { report, vars: None }
+        RunOutcome {
+            report,
+            vars,
+            skipped_vars,
+        }
     }
 
     fn validate(&self, req: ValidateRequest) -> Value {

@@ -347,14 +347,24 @@ impl LackpyServer {
                         Ok(mut st) => Some(st.save(&id, initial_vars, left)),
                         Err(_) => None,
                     };
-                    match saved {
+                    let mut info = match saved {
                         Some(saved) => json!({
                             "id": id,
                             "variables": saved.vars.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
                             "dropped": saved.dropped,
                         }),
                         None => json!({"id": id, "variables": [], "dropped": []}),
+                    };
+                    if !outcome.skipped_vars.is_empty() {
+                        if let Some(o) = info.as_object_mut() {
+                            o.insert("not_kept".into(), json!(outcome.skipped_vars));
+                            o.insert(
+                                "note".into(),
+                                json!("variables in not_kept hold values that are not plain data (range, iterator, dict view) or are too large; convert them, e.g. list(r), to keep them"),
+                            );
+                        }
                     }
+                    info
                 }
                 None => json!({
                     "id": id,

@@ -331,6 +331,7 @@ impl Backend for ClientBackend {
             RunOutcome {
                 report: failed_run(e),
                 vars: None,
+                skipped_vars: Vec::new(),
             }
         };
         match self.check_profile(req.profile.as_deref(), req.tools.as_deref()) {

@@ -19,8 +19,8 @@ pub mod trace;
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{
-    Data, ErrorInfo, ErrorKind, FromWorker, Limits, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
-    PROTOCOL_VERSION,
+    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, Limits, ToWorker, ToolFailure, ToolSig,
+    MAX_DATA_DEPTH, PROTOCOL_VERSION,
 };
 use lackpy_worker::ipc::FrameError;
 use lackpy_worker::jail::{Filter, JailSpec};
@@ -177,6 +177,28 @@ pub struct RunRequest {
     pub limits: Limits,
 }
 
+/// Session and cancellation options of a run ([`Supervisor::run_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Variables bound before the program starts (a session's earlier
+    /// cells). Names that a program could not assign (a `_` prefix, a
+    /// builtin or tool name) are dropped; the program may read the rest.
+    pub initial_vars: Vec<(String, Data)>,
+    /// Report the plain-data top-level variables the program leaves in
+    /// [`RunReport::vars`].
+    pub want_vars: bool,
+    /// Cancellation: when set (by another thread) while the run is in
+    /// flight, the worker is SIGKILLed (its pid namespace dies with it)
+    /// within about [`CANCEL_POLL_MS`] and the run ends with error kind
+    /// `internal`, type `Cancelled`.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// How often a cancellable run checks its cancel flag while waiting on
+/// its worker. Why 20 ms: cancellation should feel immediate to a client
+/// (well under a second) while costing a waiting thread ~50 wakeups/s.
+pub const CANCEL_POLL_MS: i32 = 20;
+
 /// The result of a run: serializes to exactly the CLI contract's object
 /// (`ok value repr stdout grade trace error`).
 #[derive(Debug, Clone, Serialize)]
@@ -204,6 +226,16 @@ pub struct RunReport {
     /// Tools the program names (from validation).
     #[serde(skip)]
     pub calls: Vec<String>,
+    /// With [`RunOptions::want_vars`]: the plain-data top-level variables
+    /// the program left (also after a runtime error; `None` when the worker
+    /// never reported, e.g. validation failed, a limit killed it, or it was
+    /// cancelled).
+    #[serde(skip)]
+    pub vars: Option<Vec<(String, Data)>>,
+    /// Top-level variables the worker left out of `vars`: not plain data
+    /// (ranges, iterators, views) or beyond the `result_bytes` bound.
+    #[serde(skip)]
+    pub skipped_vars: Vec<String>,
 }
 
 impl RunReport {
@@ -351,6 +383,12 @@ impl Supervisor {
     /// Validate and run one program. Never panics on hostile input; every
     /// outcome, including internal failures, is a report (and a trace line).
     pub fn run(&self, req: RunRequest) -> RunReport {
+        self.run_with(req, &RunOptions::default())
+    }
+
+    /// [`Supervisor::run`] with session variables and cancellation (see
+    /// [`RunOptions`]).
+    pub fn run_with(&self, req: RunRequest, opts: &RunOptions) -> RunReport {
         let started = Instant::now();
         let time = trace::now_rfc3339();
         let run_id = trace::new_run_id();
@@ -366,8 +404,10 @@ impl Supervisor {
             run_id: run_id.clone(),
             jail_level: spec.level(),
             calls: Vec::new(),
+            vars: None,
+            skipped_vars: Vec::new(),
         };
-        self.execute(&req, &spec, &mut report);
+        self.execute(&req, opts, &spec, &mut report);
         report.ok = report.error.is_none();
         if !report.ok {
             report.value = serde_json::Value::Null;
@@ -412,7 +452,13 @@ impl Supervisor {
         report
     }
 
-    fn execute(&self, req: &RunRequest, spec: &JailSpec, report: &mut RunReport) {
+    fn execute(
+        &self,
+        req: &RunRequest,
+        opts: &RunOptions,
+        spec: &JailSpec,
+        report: &mut RunReport,
+    ) {
         let limits = &req.limits;
         // Validate here first: an invalid program never reaches a worker.
         if req.source.len() as u64 > limits.source_bytes {
@@ -442,15 +488,23 @@ impl Supervisor {
             }
         };
         let ns = req.profile.namespace();
-        let program = match lackpy_policy::validate(source, &ns, limits) {
-            Ok(p) => p,
-            Err(errors) => {
-                report.error = Some(errors.into_iter().next().unwrap_or_else(|| {
-                    ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
-                }));
-                return;
-            }
-        };
+        let initial: Vec<(String, Data)> = opts
+            .initial_vars
+            .iter()
+            .filter(|(n, _)| lackpy_policy::lang::is_predefinable(n, &ns))
+            .cloned()
+            .collect();
+        let predefined: Vec<String> = initial.iter().map(|(n, _)| n.clone()).collect();
+        let program =
+            match lackpy_policy::validate_with_predefined(source, &ns, limits, &predefined) {
+                Ok(p) => p,
+                Err(errors) => {
+                    report.error = Some(errors.into_iter().next().unwrap_or_else(|| {
+                        ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
+                    }));
+                    return;
+                }
+            };
         report.grade = program.grade;
         report.calls = program.calls.clone();
         let ws = match tools::fs::Workspace::open(&req.workspace) {
@@ -484,6 +538,11 @@ impl Supervisor {
                 })
                 .collect(),
             limits: limits.clone(),
+            globals: initial
+                .iter()
+                .map(|(n, d)| (n.clone(), d.to_flat()))
+                .collect(),
+            want_globals: opts.want_vars,
         };
         let deadline = Instant::now() + Duration::from_millis(limits.wall_ms);
         let mut session = Session {
@@ -493,6 +552,8 @@ impl Supervisor {
             worker: &mut worker,
             deadline,
             calls: 0,
+            cancel: opts.cancel.as_deref(),
+            want_vars: opts.want_vars,
         };
         session.drive(&run);
         // SIGKILL now (the pid namespace dies with it); the wait happens off
@@ -708,6 +769,8 @@ struct Session<'a> {
     worker: &'a mut Worker,
     deadline: Instant,
     calls: u64,
+    cancel: Option<&'a AtomicBool>,
+    want_vars: bool,
 }
 
 enum Step {
@@ -716,12 +779,47 @@ enum Step {
 }
 
 impl Session<'_> {
+    /// Check and keep the variables a worker reported: names a program
+    /// could assign, well-formed data, `result_bytes` in total.
+    fn take_vars(
+        &mut self,
+        globals: &[(String, FlatData)],
+        skipped: Vec<String>,
+    ) -> Result<(), ErrorInfo> {
+        let ns = self.req.profile.namespace();
+        let cap = self.req.limits.result_bytes;
+        let mut total = 0u64;
+        let mut vars = Vec::with_capacity(globals.len());
+        for (name, flat) in globals {
+            if !lackpy_policy::lang::is_predefinable(name, &ns) {
+                return Err(self.violation(format!("reported a variable named {name:?}")));
+            }
+            total = total
+                .saturating_add(flat.0.iter().map(node_bytes).sum::<u64>())
+                .saturating_add(name.len() as u64);
+            if total > cap.saturating_mul(2) {
+                return Err(self.violation("reported variables beyond the size bound".into()));
+            }
+            match Data::from_flat(flat, MAX_DATA_DEPTH) {
+                Ok(d) => vars.push((name.clone(), d)),
+                Err(e) => return Err(self.violation(format!("malformed variable {name}: {e}"))),
+            }
+        }
+        self.report.vars = Some(vars);
+        self.report.skipped_vars = skipped;
+        Ok(())
+    }
+
     fn drive(&mut self, run: &ToWorker) {
         if let Err(e) = self.worker.chan.send(run, Some(self.deadline)) {
             self.report.error = Some(self.frame_error(e));
             return;
         }
         loop {
+            if let Err(e) = self.wait_or_cancel() {
+                self.report.error = Some(e);
+                return;
+            }
             let msg = match self.worker.chan.recv::<FromWorker>(Some(self.deadline)) {
                 Ok(m) => m,
                 Err(e) => {
@@ -736,6 +834,45 @@ impl Session<'_> {
                     self.report.error = Some(e);
                     return;
                 }
+            }
+        }
+    }
+
+    /// With a cancel flag: wait until the worker has something to say (a
+    /// frame or a hang-up) or the deadline passes, checking the flag every
+    /// [`CANCEL_POLL_MS`]; when it is set, SIGKILL the worker and end.
+    fn wait_or_cancel(&mut self) -> Result<(), ErrorInfo> {
+        let Some(flag) = self.cancel else {
+            return Ok(());
+        };
+        loop {
+            if flag.load(Ordering::SeqCst) {
+                self.worker.kill_and_reap();
+                let mut e = internal("Cancelled", "the run was cancelled by the client");
+                e.hint = Some("the worker was killed; no variables were kept from this run".into());
+                return Err(e);
+            }
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // recv reports the timeout.
+                return Ok(());
+            }
+            let wait = i32::try_from(left.as_millis())
+                .unwrap_or(i32::MAX)
+                .clamp(1, CANCEL_POLL_MS);
+            let mut pfd = libc::pollfd {
+                fd: self.worker.chan.raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: `pfd` is one valid pollfd on a descriptor the channel owns.
+            let rc = unsafe { libc::poll(&mut pfd, 1, wait) };
+            if rc > 0 {
+                // Readable, hung up or errored: recv tells which.
+                return Ok(());
+            }
+            if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return Ok(());
             }
         }
     }
@@ -887,6 +1024,9 @@ impl Session<'_> {
                 // shows EOF at once, so this wait costs well-behaved runs nothing.
                 if self.worker.chan.has_pending(AFTER_DONE_WAIT_MS) {
                     return Err(self.violation("sent a frame after Done".into()));
+                }
+                if self.want_vars {
+                    self.take_vars(&outcome.globals, outcome.skipped_globals.clone())?;
                 }
                 if let Some(e) = outcome.error {
                     self.report.error = Some(e.0);
@@ -1076,6 +1216,8 @@ mod tests {
             run_id: "x".into(),
             jail_level: "full".into(),
             calls: vec![],
+            vars: None,
+            skipped_vars: vec![],
         };
         let v = serde_json::to_value(&r).unwrap_or_default();
         let mut keys: Vec<_> = v

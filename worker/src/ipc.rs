@@ -422,6 +422,8 @@ mod tests {
                 program: "1+1\n".into(),
                 tools: vec![],
                 limits: Limits::default(),
+                globals: vec![("x".into(), Data::Int(41).to_flat())],
+                want_globals: true,
             },
             ToWorker::ToolResult {
                 id: u64::MAX,
@@ -483,6 +485,8 @@ mod tests {
                     args: vec!["a".into()],
                 }],
                 limits: Limits::default(),
+                globals: vec![("g".into(), FlatData(vec![Node::Int(7)]))],
+                want_globals: true,
             },
             ToWorker::ToolResult {
                 id: 1,
@@ -527,6 +531,8 @@ mod tests {
                     hint: Some("h".into()),
                 })),
                 fuel_used: 3,
+                globals: vec![("g".into(), FlatData(vec![Node::Int(8)]))],
+                skipped_globals: vec!["r".into()],
             }),
         ];
         for m in &from {
@@ -541,8 +547,8 @@ mod tests {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        assert_eq!(PROTOCOL_VERSION, 1, "protocol bumped: update GOLDEN below");
-        const GOLDEN: &str = "00010170010174010161fb1027fc80f0fa02fc00000010fc00001000fb1027fc00008000fc00000100640101000a080105016b060700010102030314313233343536373839303132333435363738393004000000000000e03f070009000102010154016d0001010173020164020101740101020201016b010003016f0401010100010546616c73650102046675656c016d01010001016803";
+        assert_eq!(PROTOCOL_VERSION, 2, "protocol bumped: update GOLDEN below");
+        const GOLDEN: &str = "00020170010174010161fb1027fc80f0fa02fc00000010fc00001000fb1027fc00008000fc000001006401016701020e010101000a080105016b060700010102030314313233343536373839303132333435363738393004000000000000e03f070009000102010154016d0002010173020164020101740101020201016b010003016f0401010100010546616c73650102046675656c016d01010001016803010167010210010172";
         assert_eq!(
             hex, GOLDEN,
             "a message enum changed shape: bump PROTOCOL_VERSION"

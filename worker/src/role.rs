@@ -101,13 +101,15 @@ pub fn executor(spec: &JailSpec) -> i32 {
 /// Receive `Run`, validate, interpret, stream stdout, send `Done`.
 fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let run = chan.borrow_mut().recv::<ToWorker>(None)?;
-    let (program, tools, limits) = match run {
+    let (program, tools, limits, globals, want_globals) = match run {
         ToWorker::Run {
             protocol,
             program,
             tools,
             limits,
-        } if protocol == PROTOCOL_VERSION => (program, tools, limits),
+            globals,
+            want_globals,
+        } if protocol == PROTOCOL_VERSION => (program, tools, limits, globals, want_globals),
         _ => {
             return Err(FrameError::Malformed(
                 "expected Run with our protocol version",
@@ -125,7 +127,22 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
             })
             .collect(),
     };
-    let outcome = match lackpy_policy::validate(&program, &ns, &limits) {
+    // Initial variables: plain data, names a program could assign.
+    let mut initial = Vec::with_capacity(globals.len());
+    for (name, flat) in globals {
+        if !lackpy_policy::lang::is_predefinable(&name, &ns) {
+            return Err(FrameError::Malformed(
+                "initial variable with a forbidden name",
+            ));
+        }
+        match Data::from_flat(&flat, MAX_DATA_DEPTH) {
+            Ok(d) => initial.push((name, d)),
+            Err(_) => return Err(FrameError::Malformed("malformed initial variable")),
+        }
+    }
+    let predefined: Vec<String> = initial.iter().map(|(n, _)| n.clone()).collect();
+    let outcome = match lackpy_policy::validate_with_predefined(&program, &ns, &limits, &predefined)
+    {
         Err(errors) => {
             let first = errors.into_iter().next().unwrap_or_else(|| {
                 ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
@@ -135,6 +152,8 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
                 repr: None,
                 error: Some(WireError(first)),
                 fuel_used: 0,
+                globals: Vec::new(),
+                skipped_globals: Vec::new(),
             }
         }
         Ok(prog) => {
@@ -148,13 +167,33 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
                 chan: Rc::clone(&chan),
                 next_id: 0,
             };
-            let r = interp::run(&prog, &mut host, &mut out, &limits);
+            let (r, g) = if want_globals || !initial.is_empty() {
+                interp::run_with_globals(&prog, &mut host, &mut out, &limits, initial)
+            } else {
+                (
+                    interp::run(&prog, &mut host, &mut out, &limits),
+                    interp::Globals::default(),
+                )
+            };
             out.flush()?;
+            let (globals, skipped_globals) = if want_globals {
+                (
+                    g.vars
+                        .iter()
+                        .map(|(n, d)| (n.clone(), d.to_flat()))
+                        .collect(),
+                    g.skipped,
+                )
+            } else {
+                (Vec::new(), Vec::new())
+            };
             Outcome {
                 value: r.value.as_ref().map(Data::to_flat),
                 repr: r.repr,
                 error: r.error.map(WireError),
                 fuel_used: r.fuel_used,
+                globals,
+                skipped_globals,
             }
         }
     };

@@ -219,6 +219,23 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
 /// Every violation found, each an [`ErrorInfo`] of kind `validation`,
 /// sorted by position.
 pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
+    validate_with_predefined(source, ns, limits, &[])
+}
+
+/// Like [`validate`], with `predefined` names that are already assigned
+/// before the program starts (a session's variables from earlier cells), so
+/// reading them is not an `UnknownName`. A predefined name that breaks the
+/// naming rules (a `_` prefix) or is a builtin or tool name is ignored: it
+/// cannot be a variable.
+///
+/// # Errors
+/// As [`validate`].
+pub fn validate_with_predefined(
+    source: &str,
+    ns: &Namespace,
+    limits: &Limits,
+    predefined: &[String],
+) -> Result<Program, Vec<ErrorInfo>> {
     if let Some(e) = too_large(source.len(), limits) {
         return Err(vec![e]);
     }
@@ -276,7 +293,12 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
     // bound the depth. The AST bound has a little slack over the pre-scan's
     // (which is the primary check) because the two count slightly differently.
     let ast_limit = max_depth + 8;
-    let (assigned, deep_at) = first_pass(&mut body, ast_limit);
+    let (mut assigned, deep_at) = first_pass(&mut body, ast_limit);
+    for name in predefined {
+        if is_predefinable(name, ns) {
+            assigned.insert(name.clone());
+        }
+    }
     if let Some(off) = deep_at {
         walk::dismantle(body);
         return Err(vec![too_deep(
@@ -305,6 +327,63 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
         calls,
         line_starts: starts,
     })
+}
+
+/// Whether `name` may be bound before a program starts: an ASCII or
+/// NFKC-normal identifier, no `_` prefix, not a builtin or tool.
+pub fn is_predefinable(name: &str, ns: &Namespace) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    (first.is_alphabetic() || first == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+        && !name.starts_with('_')
+        && name.nfkc().eq(name.chars())
+        && !is_keyword(name)
+        && !tables::is_builtin(name)
+        && ns.get(name).is_none()
+}
+
+fn is_keyword(name: &str) -> bool {
+    matches!(
+        name,
+        "False"
+            | "None"
+            | "True"
+            | "and"
+            | "as"
+            | "assert"
+            | "async"
+            | "await"
+            | "break"
+            | "class"
+            | "continue"
+            | "def"
+            | "del"
+            | "elif"
+            | "else"
+            | "except"
+            | "finally"
+            | "for"
+            | "from"
+            | "global"
+            | "if"
+            | "import"
+            | "in"
+            | "is"
+            | "lambda"
+            | "nonlocal"
+            | "not"
+            | "or"
+            | "pass"
+            | "raise"
+            | "return"
+            | "try"
+            | "while"
+            | "with"
+            | "yield"
+    )
 }
 
 fn too_deep(source: &str, starts: &[u32], off: usize, what: &str, max: usize) -> ErrorInfo {

@@ -79,6 +79,8 @@ fn frame_seeds() -> Vec<Vec<u8>> {
             repr: Some("1".into()),
             error: None,
             fuel_used: 3,
+            globals: vec![],
+            skipped_globals: vec![],
         }),
     ];
     for m in &from {
@@ -93,6 +95,8 @@ fn frame_seeds() -> Vec<Vec<u8>> {
                 args: vec!["path".into()],
             }],
             limits: Limits::default(),
+            globals: vec![],
+            want_globals: false,
         },
         ToWorker::ToolResult {
             id: 1,

@@ -223,6 +223,8 @@ pub struct Code {
     pub names: Vec<Rc<str>>,
     /// Lambdas, by index.
     pub lambdas: Vec<Lambda>,
+    /// Top-level variables and their slots, in slot order.
+    pub globals: Vec<(Rc<str>, u32)>,
 }
 
 struct Cx<'a> {
@@ -831,8 +833,15 @@ pub fn compile(body: &[ast::Stmt], is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
     };
     // Pre-bind every assigned global so `key=len` style checks see them.
     let body = cx.stmts(body)?;
+    let mut globals: Vec<(Rc<str>, u32)> = cx
+        .globals
+        .iter()
+        .map(|(n, s)| (Rc::from(n.as_str()), *s))
+        .collect();
+    globals.sort_by_key(|(_, s)| *s);
     Ok(Code {
         body,
+        globals,
         nslots: cx.names.len(),
         names: cx.names,
         lambdas: cx.lambdas,

@@ -90,9 +90,54 @@ pub fn run_with(
     out: &mut dyn Output,
     limits: &Limits,
 ) -> RunResult {
+    run_inner(program, is_tool, host, out, limits, None).0
+}
+
+/// The top-level variables a run left (see [`run_with_globals`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Globals {
+    /// Plain-data variables, in slot (first-appearance) order.
+    pub vars: Vec<(String, Data)>,
+    /// Variables left out: not plain data (iterators, ranges, views,
+    /// lambdas) or beyond the size bound (`limits.result_bytes` in total).
+    pub skipped: Vec<String>,
+}
+
+/// Like [`run`], for notebook-style sessions: `initial` variables are bound
+/// before the program starts (the program must have been validated with
+/// their names predefined, see `lackpy_policy::validate_with_predefined`),
+/// and the plain-data top-level variables are returned at the end, also
+/// when the run failed part-way (as a notebook keeps a failed cell's
+/// assignments). Initial variables the program never mentions are not
+/// returned (the caller keeps them). Only plain data is kept: `None`,
+/// bool, int, float, str, and lists/tuples/dicts/sets of those; a `range`,
+/// an iterator or a dict view is skipped (named in [`Globals::skipped`]),
+/// never converted. The reported variables total at most
+/// `limits.result_bytes` (approximate encoded size); later ones beyond it
+/// are skipped.
+pub fn run_with_globals(
+    program: &Program,
+    host: &mut dyn ToolHost,
+    out: &mut dyn Output,
+    limits: &Limits,
+    initial: Vec<(String, Data)>,
+) -> (RunResult, Globals) {
+    let tools: Vec<String> = program.calls.clone();
+    let is_tool = |n: &str| tools.iter().any(|t| t == n);
+    run_inner(program, &is_tool, host, out, limits, Some(initial))
+}
+
+fn run_inner(
+    program: &Program,
+    is_tool: &dyn Fn(&str) -> bool,
+    host: &mut dyn ToolHost,
+    out: &mut dyn Output,
+    limits: &Limits,
+    initial: Option<Vec<(String, Data)>>,
+) -> (RunResult, Globals) {
     let code = match compile::compile(&program.body, is_tool) {
         Ok(c) => c,
-        Err(e) => return fail(program, &e, 0),
+        Err(e) => return (fail(program, &e, 0), Globals::default()),
     };
     budget::start(limits.fuel, limits.memory_bytes, limits.wall_ms);
     let mut it = Interp {
@@ -105,7 +150,17 @@ pub fn run_with(
         out_bytes: 0,
         depth: 0,
     };
-    let r = exec_program(&mut it, limits);
+    let want = initial.is_some();
+    let bound = bind_globals(&mut it, initial.unwrap_or_default());
+    let r = match bound {
+        Ok(()) => exec_program(&mut it, limits),
+        Err(e) => Err(e),
+    };
+    let globals = if want {
+        collect_globals(&mut it, limits)
+    } else {
+        Globals::default()
+    };
     let fuel_used = budget::fuel_used();
     let result = match r {
         Ok(Some((data, repr))) => RunResult {
@@ -125,7 +180,73 @@ pub fn run_with(
     // Drop the program's values while the budget is still installed, then remove it.
     drop(it);
     budget::finish();
-    result
+    (result, globals)
+}
+
+/// Bind the initial variables the program mentions (others have no slot).
+fn bind_globals(it: &mut Interp, initial: Vec<(String, Data)>) -> R<()> {
+    let code = it.code;
+    for (name, data) in initial {
+        let Some((_, slot)) = code.globals.iter().find(|(n, _)| **n == *name) else {
+            continue;
+        };
+        let v = eval::from_data(&data, 0)?;
+        if let Some(s) = it.slots.get_mut(*slot as usize) {
+            *s = Some(v);
+        }
+    }
+    Ok(())
+}
+
+/// The plain-data top-level variables, bounded in total by `result_bytes`.
+fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
+    let code = it.code;
+    let cap = usize::try_from(limits.result_bytes).unwrap_or(usize::MAX);
+    let mut used = 0usize;
+    let mut g = Globals::default();
+    for (name, slot) in &code.globals {
+        let Some(Some(v)) = it.slots.get(*slot as usize).cloned() else {
+            continue;
+        };
+        match it.to_data(&v, false) {
+            Ok(d) => {
+                let size = approx_size(&d).saturating_add(name.len());
+                if used.saturating_add(size) <= cap {
+                    used += size;
+                    g.vars.push((name.to_string(), d));
+                } else {
+                    g.skipped.push(name.to_string());
+                }
+            }
+            Err(_) => g.skipped.push(name.to_string()),
+        }
+    }
+    g
+}
+
+/// Approximate encoded size of plain data, in bytes (iterative: data from
+/// a program may be deep).
+fn approx_size(d: &Data) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![d];
+    while let Some(d) = stack.pop() {
+        total = total.saturating_add(match d {
+            Data::Str(s) | Data::BigInt(s) => s.len() + 2,
+            Data::Int(_) | Data::Float(_) => 9,
+            _ => 2,
+        });
+        match d {
+            Data::List(v) | Data::Tuple(v) | Data::Set(v) => stack.extend(v.iter()),
+            Data::Dict(v) => {
+                for (k, x) in v {
+                    stack.push(k);
+                    stack.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    total
 }
 
 fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {

@@ -26,6 +26,8 @@ fn report(chan: &mut Channel, line: String) {
             repr: None,
             error: None,
             fuel_used: 0,
+            globals: Vec::new(),
+            skipped_globals: Vec::new(),
         }),
         None,
     );
@@ -298,6 +300,8 @@ pub fn hostile(spec: &JailSpec, args: &[String]) -> i32 {
         repr: Some("None".into()),
         error: None,
         fuel_used: 0,
+        globals: Vec::new(),
+        skipped_globals: Vec::new(),
     });
     let _ = match mode {
         "garbage" => chan.send_payload(
