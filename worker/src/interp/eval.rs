@@ -243,6 +243,7 @@ impl<'a> Interp<'a> {
                 tick(1 + total / 16)?;
                 let mut v = l.v.borrow_mut();
                 if n == 0 || len == 0 {
+                    l.shrink(v.len());
                     v.clear();
                 } else {
                     let orig: Vec<Value> = v.clone();
@@ -947,6 +948,7 @@ impl<'a> Interp<'a> {
             let stop = (stop.max(start as i64)) as usize;
             l.grow(items.len());
             let removed: Vec<Value> = l.v.borrow_mut().splice(start..stop, items).collect();
+            l.shrink(removed.len());
             drop(removed);
             return Ok(());
         }

@@ -1124,6 +1124,7 @@ impl<'a> Interp<'a> {
             M::Clear => {
                 no_args(&a, "list.clear")?;
                 let old = std::mem::take(&mut *l.v.borrow_mut());
+                l.shrink(old.len());
                 drop(old);
                 Ok(Value::None)
             }
@@ -1204,6 +1205,7 @@ impl<'a> Interp<'a> {
                     return Err(Exc::py("IndexError", "pop index out of range"));
                 }
                 tick(1 + (n - i) as u64 / 64)?;
+                l.shrink(1);
                 Ok(v.remove(i as usize))
             }
             M::Remove => {
@@ -1214,6 +1216,7 @@ impl<'a> Interp<'a> {
                     if item.is(&x) || eq(item, &x)? {
                         let mut v = l.v.borrow_mut();
                         if i < v.len() {
+                            l.shrink(1);
                             v.remove(i);
                         }
                         return Ok(Value::None);

@@ -768,3 +768,14 @@ fn property_string_methods_match_cpython() {
     let refs: Vec<&str> = progs.iter().map(String::as_str).collect();
     differential(&refs);
 }
+
+#[test]
+fn memory_is_given_back() {
+    // Appending and popping forever must not look like growth.
+    let l = Limits {
+        memory_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let r = run_lim("s = []\nd = {}\nfor i in range(200000):\n    s.append(i)\n    s.pop()\n    d[i] = i\n    d.pop(i)\nfor i in range(200000):\n    t = 'x' * 100\nlen(s) + len(d)", &l);
+    assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
+}

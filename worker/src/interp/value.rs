@@ -179,6 +179,13 @@ impl List {
         mem_charge(c);
         self.charged.set(self.charged.get() + c);
     }
+    /// Give back the charge for `n` removed slots.
+    #[inline]
+    pub fn shrink(&self, n: usize) {
+        let c = (n * SLOT).min(self.charged.get().saturating_sub(OBJ));
+        mem_release(c);
+        self.charged.set(self.charged.get() - c);
+    }
 }
 
 impl Drop for List {
@@ -223,6 +230,9 @@ pub struct Dict {
     charged: usize,
     /// Bumped whenever a key is added or removed (iteration checks it).
     keys_version: u64,
+    /// Deleted slots in `indices` (they count towards the load factor, so
+    /// the table always keeps an EMPTY slot and probing terminates).
+    tombs: usize,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -281,7 +291,7 @@ impl Dict {
         let mask = n - 1;
         let mut i = (h as usize) & mask;
         let mut first_tomb = usize::MAX;
-        loop {
+        for _ in 0..n {
             let ix = self.indices[i];
             if ix == EMPTY {
                 return Err(if first_tomb != usize::MAX {
@@ -301,6 +311,8 @@ impl Dict {
             }
             i = (i + 1) & mask;
         }
+        // Unreachable while the load factor holds; never loop forever.
+        Err(first_tomb)
     }
 
     fn rebuild(&mut self, cap: usize) {
@@ -314,6 +326,7 @@ impl Dict {
             self.entries.push(Some(e));
         }
         self.indices = vec![EMPTY; size];
+        self.tombs = 0;
         let mask = size - 1;
         for (pos, e) in self.entries.iter().enumerate() {
             if let Some((h, _, _)) = e {
@@ -358,14 +371,27 @@ impl Dict {
                 false
             }
             Err(_) => {
-                if (self.entries.len() + 1) * 3 >= self.indices.len() * 2 {
+                let used = self.entries.len().max(self.live + self.tombs);
+                if (used + 1) * 3 >= self.indices.len() * 2 {
                     self.rebuild((self.live + 1) * 2);
                 }
-                let slot = match self.find(h, &key) {
+                let mut slot = match self.find(h, &key) {
                     Err(s) => s,
                     Ok(s) => s,
                 };
-                self.indices[slot] = self.entries.len() as u32;
+                if slot >= self.indices.len() {
+                    self.rebuild((self.live + 1) * 2);
+                    slot = match self.find(h, &key) {
+                        Err(s) | Ok(s) => s,
+                    };
+                }
+                let Some(cell) = self.indices.get_mut(slot) else {
+                    return false;
+                };
+                if *cell == TOMB {
+                    self.tombs -= 1;
+                }
+                *cell = self.entries.len() as u32;
                 self.entries.push(Some((h, key, val)));
                 self.live += 1;
                 self.keys_version += 1;
@@ -399,9 +425,13 @@ impl Dict {
             Ok(i) => {
                 let ix = self.indices[i] as usize;
                 self.indices[i] = TOMB;
+                self.tombs += 1;
                 let e = self.entries.get_mut(ix).and_then(|e| e.take());
                 self.live -= 1;
                 self.keys_version += 1;
+                let give = ENTRY.min(self.charged);
+                self.charged -= give;
+                mem_release(give);
                 // Trim trailing deleted entries so popitem stays O(1).
                 while matches!(self.entries.last(), Some(None)) {
                     self.entries.pop();
@@ -434,8 +464,11 @@ impl Dict {
     pub fn clear(&mut self) {
         let old = std::mem::take(&mut self.entries);
         self.indices.clear();
+        self.tombs = 0;
         self.live = 0;
         self.keys_version += 1;
+        mem_release(self.charged);
+        self.charged = 0;
         let mut vals = Vec::with_capacity(old.len() * 2);
         for (_, k, v) in old.into_iter().flatten() {
             vals.push(k);
