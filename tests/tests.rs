@@ -4,6 +4,7 @@
 mod util;
 mod escapes;
 mod mcp;
+mod sessions;
 mod fuzz_smoke;
 mod jail;
 mod run;
