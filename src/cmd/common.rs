@@ -138,6 +138,73 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
 /// # Errors
 /// [`CliError`] for a missing workspace, an unreadable file or bad config.
 pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
+    let (mut config, kits) = load_files(workspace)?;
+    // Tools of `[mcp_servers]` (discovered once per process).
+    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
+    Ok((config, kits))
+}
+
+/// What [`load_files`] read, for a cheap "did anything change?" check:
+/// (path, (mtime, size, inode)) of the user config, the workspace config,
+/// the kits directory and each file in it (`None` = absent).
+pub type ConfigStamp = Vec<(PathBuf, Option<(std::time::SystemTime, u64, u64)>)>;
+
+/// The current [`ConfigStamp`] of `workspace`'s config files (a few
+/// `stat` calls; no file is read).
+pub fn config_stamp(workspace: &Path) -> ConfigStamp {
+    use std::os::unix::fs::MetadataExt;
+    let stat = |p: &Path| {
+        std::fs::metadata(p).ok().map(|m| {
+            (
+                m.modified().unwrap_or(std::time::UNIX_EPOCH),
+                m.len(),
+                m.ino(),
+            )
+        })
+    };
+    let mut out = Vec::new();
+    if let Some(user) = user_config_path() {
+        let s = stat(&user);
+        out.push((user, s));
+    }
+    let dot = workspace.join(".lackpy");
+    for p in [dot.join("config.toml"), dot.join("kits")] {
+        let s = stat(&p);
+        out.push((p, s));
+    }
+    if let Ok(rd) = std::fs::read_dir(dot.join("kits")) {
+        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            let s = stat(&p);
+            out.push((p, s));
+        }
+    }
+    out
+}
+
+/// The jail level `config`'s `[sandbox] lower` asks for (full when unset).
+///
+/// # Errors
+/// An unknown layer name (the config parser already rejects these).
+pub fn jail_level(config: &Config) -> Result<lackpy_supervisor::JailLevel, CliError> {
+    let names: &[String] = config.sandbox_lower.as_deref().unwrap_or(&[]);
+    lackpy_supervisor::JailLevel::lowered(names).map_err(|e| {
+        let file = config
+            .files
+            .last()
+            .map(|f| f.display().to_string())
+            .unwrap_or_default();
+        CliError::Usage(format!("config error: {file}: sandbox.lower: {e}"))
+    })
+}
+
+/// Like [`load_config`] without the `[mcp_servers]` discovery: only the
+/// user config, the workspace config and the kit files.
+///
+/// # Errors
+/// A config or kit file cannot be read or parsed.
+pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     let mut config = Config::default();
     let user_explicit = std::env::var_os("LACKPY_CONFIG").is_some_and(|p| !p.is_empty());
     if let Some(user) = user_config_path() {
@@ -155,8 +222,6 @@ pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
         let ws = Config::parse(&read_capped_text(&ws_file)?, &ws_file)?;
         config = Config::merge(config, ws);
     }
-    // Tools of `[mcp_servers]` (discovered once per process).
-    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
     let mut kits = Kits::default();
     let kit_dir = workspace.join(".lackpy").join("kits");
     if let Ok(rd) = std::fs::read_dir(&kit_dir) {

@@ -149,7 +149,21 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         let code = e.exit_code();
         return (failed(&e, Some(&d)), code);
     };
-    let sup = match SupervisorConfig::new().and_then(Supervisor::new) {
+    let jail_level = match common::jail_level(&loaded.config) {
+        Ok(l) => l,
+        Err(e) => {
+            let info = ErrorInfo::new(
+                lackpy_policy::wire::ErrorKind::Validation,
+                "ConfigError",
+                e.to_string(),
+            );
+            return (failed(&info, Some(&d)), e.exit_code());
+        }
+    };
+    let sup = match SupervisorConfig::new().and_then(|mut c| {
+        c.jail_level = jail_level;
+        Supervisor::new(c)
+    }) {
         Ok(s) => s,
         Err(e) => {
             let e = ErrorInfo::new(

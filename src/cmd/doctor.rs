@@ -13,9 +13,12 @@ pub struct Args {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
-    /// Layers the operator lowered (as `[sandbox] lower`), comma-separated.
+    /// Layers to lower, comma-separated (default: the config's `[sandbox] lower`).
     #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
-    lower: Vec<String>,
+    lower: Option<Vec<String>>,
+    /// Workspace whose config gives `[sandbox] lower` (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<std::path::PathBuf>,
 }
 
 #[derive(serde::Serialize)]
@@ -45,7 +48,30 @@ fn try_level(exe: &ExeHandle, level: JailLevel) -> Result<Duration, String> {
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let exe = ExeHandle::current()?;
-    let lowered = match JailLevel::lowered(&args.lower) {
+    // Where the lowered layers come from: --lower, else the config.
+    let (names, source) = match &args.lower {
+        Some(l) => (l.clone(), "--lower".to_string()),
+        None => {
+            let ws = args.workspace.clone().unwrap_or_else(|| ".".into());
+            match super::common::load_files(&ws) {
+                Ok((c, _)) => match &c.sandbox_lower {
+                    Some(l) => {
+                        let file = c.files.last().map(|f| f.display().to_string());
+                        (
+                            l.clone(),
+                            format!("[sandbox] lower in {}", file.unwrap_or_default()),
+                        )
+                    }
+                    None => (Vec::new(), "default".to_string()),
+                },
+                Err(e) => {
+                    eprintln!("lackpy doctor: {e}");
+                    return Ok(e.exit_code());
+                }
+            }
+        }
+    };
+    let lowered = match JailLevel::lowered(&names) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("lackpy doctor: {e}");
@@ -121,6 +147,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         let v = serde_json::json!({
             "ok": failed.is_empty() && full.is_ok(),
             "jail_level": level,
+            "jail_level_source": source,
             "landlock_abi": abi,
             "layers": layers,
             "full_jail": match &full { Ok(t) => serde_json::json!({"ok": true, "spawn_us": t.as_micros() as u64}), Err(e) => serde_json::json!({"ok": false, "error": e}) },
@@ -135,10 +162,10 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         }
         match &full {
             Ok(t) => println!(
-                "jail level  {level}: a jailed worker starts in {} us",
+                "jail level  {level} (from {source}): a jailed worker starts in {} us",
                 t.as_micros()
             ),
-            Err(e) => println!("jail level  {level}: FAILED: {e}"),
+            Err(e) => println!("jail level  {level} (from {source}): FAILED: {e}"),
         }
     }
     if !failed.is_empty() {

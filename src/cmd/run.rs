@@ -77,7 +77,16 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             }
         }
     };
-    let sup = Supervisor::new(SupervisorConfig::new()?)?;
+    let jail_level = match common::jail_level(&loaded.config) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lackpy run: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let mut sup_cfg = SupervisorConfig::new()?;
+    sup_cfg.jail_level = jail_level;
+    let sup = Supervisor::new(sup_cfg)?;
     let report = sup.run(RunRequest {
         source: source.clone(),
         profile: loaded.profile,

@@ -1,8 +1,10 @@
 //! The real backend: configuration from disk (`cmd::common`), the validator
 //! (`lackpy_policy`), and the supervisor's warm pool of jailed workers.
 //!
-//! Config and kits are re-read on every call, so edits to
-//! `.lackpy/config.toml` take effect without restarting the server.
+//! Config and kits are re-checked on every call (a few `stat`s; re-read and
+//! re-parsed only when a file's mtime, size or inode changed), so edits to
+//! `.lackpy/config.toml` take effect without restarting the server. The
+//! jail level (`[sandbox] lower`) is read once, at startup.
 
 use crate::cmd::common::{self, CliError};
 use crate::mcp::backend::{
@@ -37,6 +39,8 @@ pub struct RealBackend {
     workspace: PathBuf,
     default_profile: Option<String>,
     supervisor: Supervisor,
+    /// The last successfully parsed config files, with their stamp.
+    cache: std::sync::Mutex<Option<(common::ConfigStamp, Config, Kits)>>,
 }
 
 impl RealBackend {
@@ -64,13 +68,25 @@ impl RealBackend {
         if !workspace.is_dir() {
             anyhow::bail!("workspace {} is not a directory", workspace.display());
         }
+        // The jail level is per process: read `[sandbox] lower` now. A config
+        // that does not parse yet keeps the full jail (its errors surface on
+        // every call until fixed).
+        let jail_level = match common::load_files(&workspace) {
+            Ok((config, _)) => common::jail_level(&config).map_err(|e| anyhow::anyhow!("{e}"))?,
+            Err(e) => {
+                tracing::warn!("config not loaded at startup ({e}); full jail");
+                lackpy_supervisor::JailLevel::full()
+            }
+        };
         let mut cfg = SupervisorConfig::new()?;
         cfg.pool_size = pool_size;
+        cfg.jail_level = jail_level;
         let supervisor = Supervisor::new(cfg)?;
         Ok(RealBackend {
             workspace,
             default_profile,
             supervisor,
+            cache: std::sync::Mutex::new(None),
         })
     }
 
@@ -80,7 +96,28 @@ impl RealBackend {
     }
 
     fn config(&self) -> Result<(Config, Kits), ErrorInfo> {
-        common::load_config(&self.workspace).map_err(cli_error)
+        let stamp = common::config_stamp(&self.workspace);
+        let cached = match self.cache.lock() {
+            Ok(c) => c
+                .as_ref()
+                .filter(|(s, _, _)| *s == stamp)
+                .map(|(_, c, k)| (c.clone(), k.clone())),
+            Err(_) => None,
+        };
+        let (mut config, kits) = match cached {
+            Some(ck) => ck,
+            None => {
+                let (c, k) = common::load_files(&self.workspace).map_err(cli_error)?;
+                if let Ok(mut slot) = self.cache.lock() {
+                    *slot = Some((stamp, c.clone(), k.clone()));
+                }
+                (c, k)
+            }
+        };
+        // Tools of `[mcp_servers]` (discovery is cached per process, and
+        // retried after a failure, so this stays per call).
+        lackpy_supervisor::mcp_source::extend_config(&mut config, &self.workspace);
+        Ok((config, kits))
     }
 
     fn resolve(

@@ -21,7 +21,9 @@
 //!   project's extras `fuel`, `max_tool_calls` (or `tool_calls`),
 //!   `stdout_bytes`, `result_bytes`, `source_bytes`, `max_depth`, `wall_ms`,
 //!   `memory_bytes`. `enabled` (the original's) is accepted and ignored:
-//!   the jail is always on.
+//!   the jail is always on. `lower = ["seccomp", ...]` (global `[sandbox]`
+//!   only) lowers the named jail layers ([`JAIL_LAYERS`]); every run then
+//!   records the degraded level in its trace. An unknown name is an error.
 //! - `[inference]`: `order`, `mode`, `[inference.providers.NAME]` with
 //!   `plugin`, `model`, `base_url`/`host`, `api_key_env`, `temperature`,
 //!   ... (parsed into [`Inference`]; the raw table is kept too).
@@ -247,6 +249,10 @@ impl ConfigError {
     }
 }
 
+/// Jail layer names `[sandbox] lower` accepts, in jail order (the same
+/// names as `lackpy doctor --lower` and the supervisor's `JailLevel::lowered`).
+pub const JAIL_LAYERS: [&str; 4] = ["namespaces", "rlimits", "landlock", "seccomp"];
+
 /// Limit overrides from `[sandbox]` or `[profiles.X.sandbox]`; `None` keeps
 /// the value underneath.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -397,6 +403,9 @@ pub struct Config {
     /// The raw `[sandbox]` table (merged key by key), for keys other
     /// components own (e.g. a jail level).
     pub sandbox_raw: toml::Table,
+    /// `[sandbox] lower`: jail layers the operator lowered (each one of
+    /// [`JAIL_LAYERS`], no duplicates); `None` when no file set the key.
+    pub sandbox_lower: Option<Vec<String>>,
     /// `[inference]`.
     pub inference: Inference,
     /// The raw `[inference]` table (for the inferencer's own parser).
@@ -527,6 +536,8 @@ struct RawSandbox {
     source_bytes: Option<i64>,
     #[serde(default)]
     max_depth: Option<i64>,
+    #[serde(default)]
+    lower: Option<toml::Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -692,6 +703,26 @@ impl Ctx<'_> {
         Ok(Some((f * scale).round() as u64))
     }
 
+    fn jail_lower(&self, lower: &toml::Spanned<Vec<String>>) -> Result<Vec<String>, ConfigError> {
+        let mut out: Vec<String> = Vec::new();
+        for name in lower.get_ref() {
+            if !JAIL_LAYERS.contains(&name.as_str()) {
+                return Err(self.err(
+                    Some(lower.span()),
+                    "sandbox.lower",
+                    format!(
+                        "unknown jail layer {name:?} (known: {})",
+                        JAIL_LAYERS.join(", ")
+                    ),
+                ));
+            }
+            if !out.contains(name) {
+                out.push(name.clone());
+            }
+        }
+        Ok(out)
+    }
+
     fn sandbox(&self, prefix: &str, s: &RawSandbox) -> Result<LimitOverrides, ConfigError> {
         let k = |name: &str| format!("{prefix}.{name}");
         let wall = match self.number(&k("timeout_seconds"), &s.timeout_seconds, 1000.0)? {
@@ -838,7 +869,16 @@ impl Config {
                 (None, None) => ToolSelection::List(Vec::new()),
             };
             let limits = match &p.sandbox {
-                Some(s) => ctx.sandbox(&format!("profiles.{name}.sandbox"), s)?,
+                Some(s) => {
+                    if let Some(l) = &s.lower {
+                        return Err(ctx.err(
+                            Some(l.span()),
+                            &format!("profiles.{name}.sandbox.lower"),
+                            "the jail level is set for the whole process: use the global [sandbox] lower",
+                        ));
+                    }
+                    ctx.sandbox(&format!("profiles.{name}.sandbox"), s)?
+                }
                 None => LimitOverrides::default(),
             };
             cfg.profiles.insert(
@@ -860,6 +900,9 @@ impl Config {
         }
         if let Some(s) = &raw.sandbox {
             cfg.sandbox = ctx.sandbox("sandbox", s)?;
+            if let Some(lower) = &s.lower {
+                cfg.sandbox_lower = Some(ctx.jail_lower(lower)?);
+            }
         }
         if let Some(inf) = raw.inference {
             cfg.inference.order = inf.order;
@@ -993,6 +1036,7 @@ impl Config {
             },
             default_profile: over.default_profile.or(under.default_profile),
             sandbox: over.sandbox.or(under.sandbox),
+            sandbox_lower: over.sandbox_lower.or(under.sandbox_lower),
             sandbox_raw: {
                 let mut t = under.sandbox_raw;
                 t.extend(over.sandbox_raw);

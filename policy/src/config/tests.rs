@@ -313,3 +313,34 @@ fn docs_index_and_meta() {
     );
     assert_eq!(c.profile_meta(Some("none"), &k).source, "builtin");
 }
+
+#[test]
+fn sandbox_lower_is_typed_validated_and_merged() {
+    let c = p("[sandbox]\nlower = [\"seccomp\", \"landlock\", \"seccomp\"]\n").expect("parses");
+    assert_eq!(
+        c.sandbox_lower,
+        Some(vec!["seccomp".to_string(), "landlock".to_string()])
+    );
+    assert_eq!(
+        p("[sandbox]\nfuel = 5\n").expect("parses").sandbox_lower,
+        None
+    );
+    let e = p("[sandbox]\n\nlower = [\"selinux\"]\n").expect_err("unknown layer");
+    assert_eq!(e.key.as_deref(), Some("sandbox.lower"));
+    assert_eq!(e.line, Some(3), "{e}");
+    let s = e.to_string();
+    assert!(s.starts_with("/ws/.lackpy/config.toml:3: "), "{s}");
+    assert!(s.contains("selinux") && s.contains("seccomp"), "{s}");
+    let e = p("[sandbox]\nlower = \"seccomp\"\n").expect_err("not a list");
+    assert!(e.line.is_some(), "{e}");
+    let e = p("[profiles.x]\ntools = []\n[profiles.x.sandbox]\nlower = [\"seccomp\"]\n")
+        .expect_err("profile-level lower");
+    assert_eq!(e.key.as_deref(), Some("profiles.x.sandbox.lower"));
+    // Workspace over user: the workspace's list wins when it sets one.
+    let user = p("[sandbox]\nlower = [\"landlock\"]\n").expect("user");
+    let ws = p("[sandbox]\nfuel = 9\n").expect("ws");
+    let m = Config::merge(user.clone(), ws);
+    assert_eq!(m.sandbox_lower, Some(vec!["landlock".to_string()]));
+    let ws = p("[sandbox]\nlower = []\n").expect("ws");
+    assert_eq!(Config::merge(user, ws).sandbox_lower, Some(vec![]));
+}
