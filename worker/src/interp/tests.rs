@@ -778,4 +778,6 @@ fn memory_is_given_back() {
     };
     let r = run_lim("s = []\nd = {}\nfor i in range(200000):\n    s.append(i)\n    s.pop()\n    d[i] = i\n    d.pop(i)\nfor i in range(200000):\n    t = 'x' * 100\nlen(s) + len(d)", &l);
     assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
+    let r = run_lim("s = set(range(100000))\nfor i in range(100000):\n    s.pop()\nd = {}\nfor i in range(100000):\n    d[i] = 1\n    d.pop(i)\nlen(s) + len(d)", &Limits::default());
+    assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
 }

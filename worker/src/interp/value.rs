@@ -233,6 +233,8 @@ pub struct Dict {
     /// Deleted slots in `indices` (they count towards the load factor, so
     /// the table always keeps an EMPTY slot and probing terminates).
     tombs: usize,
+    /// Every entry before this position is deleted (see `pop_first`).
+    head: usize,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -327,6 +329,7 @@ impl Dict {
         }
         self.indices = vec![EMPTY; size];
         self.tombs = 0;
+        self.head = 0;
         let mask = size - 1;
         for (pos, e) in self.entries.iter().enumerate() {
             if let Some((h, _, _)) = e {
@@ -453,9 +456,17 @@ impl Dict {
 
     /// Remove and return the first entry.
     pub fn pop_first(&mut self) -> Option<(Value, Value)> {
-        let (h, k) = match self.entries.iter().flatten().next() {
-            Some((h, k, _)) => (*h, k.clone()),
-            None => return None,
+        // `head`: entries before it are known to be deleted, so repeated pops
+        // from the front stay amortised O(1).
+        if self.head > self.entries.len() {
+            self.head = 0;
+        }
+        while matches!(self.entries.get(self.head), Some(None)) {
+            self.head += 1;
+        }
+        let (h, k) = match self.entries.get(self.head) {
+            Some(Some((h, k, _))) => (*h, k.clone()),
+            _ => return None,
         };
         self.remove_h(h, &k)
     }
@@ -465,6 +476,7 @@ impl Dict {
         let old = std::mem::take(&mut self.entries);
         self.indices.clear();
         self.tombs = 0;
+        self.head = 0;
         self.live = 0;
         self.keys_version += 1;
         mem_release(self.charged);
