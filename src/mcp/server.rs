@@ -369,7 +369,7 @@ impl LackpyServer {
                 None => json!({
                     "id": id,
                     "variables": initial_vars.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-                    "note": "this build's worker does not report variables yet; nothing new was kept",
+                    "note": "this backend does not report variables; nothing new was kept",
                 }),
             };
             if let Some(obj) = report.as_object_mut() {

@@ -96,3 +96,19 @@ fn loop_variables_and_comprehension_locals() {
     // A comprehension's variable is local to it, as in Python 3.
     assert_eq!(var(&g, "k"), None);
 }
+
+#[test]
+fn variables_survive_a_fuel_limit() {
+    let l = Limits {
+        fuel: 10_000,
+        ..Limits::default()
+    };
+    let (r, g) = cell(
+        "a = [1, 2]\nn = 0\nfor i in range(100000000):\n    n += 1",
+        vec![],
+        &l,
+    );
+    assert_eq!(r.error.map(|e| e.type_name).as_deref(), Some("fuel"));
+    assert!(var(&g, "a").is_some(), "{g:?}");
+    assert!(var(&g, "n").is_some(), "{g:?}");
+}

@@ -156,12 +156,15 @@ fn run_inner(
         Ok(()) => exec_program(&mut it, limits),
         Err(e) => Err(e),
     };
+    let fuel_used = budget::fuel_used();
     let globals = if want {
+        // The run may have spent its fuel or time: collect under a fresh
+        // budget (the work is bounded by `result_bytes`).
+        budget::start(limits.fuel, limits.memory_bytes, limits.wall_ms);
         collect_globals(&mut it, limits)
     } else {
         Globals::default()
     };
-    let fuel_used = budget::fuel_used();
     let result = match r {
         Ok(Some((data, repr))) => RunResult {
             value: Some(data),
@@ -208,8 +211,22 @@ fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
         let Some(Some(v)) = it.slots.get(*slot as usize).cloned() else {
             continue;
         };
-        match it.to_data(&v, false) {
-            Ok(d) => {
+        // Bound the size before converting: the repr (stopped at the room
+        // left) is never much smaller than the data.
+        let room = cap.saturating_sub(used);
+        let mut repr = String::new();
+        let fits = it
+            .repr_into(&v, &mut repr, &mut Vec::new(), 0, false, room)
+            .is_ok()
+            && repr.len() <= room;
+        drop(repr);
+        let data = if fits {
+            it.to_data(&v, false).ok()
+        } else {
+            None
+        };
+        match data {
+            Some(d) => {
                 let size = approx_size(&d).saturating_add(name.len());
                 if used.saturating_add(size) <= cap {
                     used += size;
@@ -218,7 +235,7 @@ fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
                     g.skipped.push(name.to_string());
                 }
             }
-            Err(_) => g.skipped.push(name.to_string()),
+            None => g.skipped.push(name.to_string()),
         }
     }
     g
