@@ -38,6 +38,11 @@ use trace::{TraceEntry, TraceRecord};
 /// hostile worker takes longer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Pool workers started at once by the refill thread before it waits for
+/// their greetings. Why 2: the target machines have 2 cores; more in flight
+/// only queue for the same CPUs.
+const REFILL_BATCH: usize = 2;
+
 /// How long to watch for frames sent after `Done` (ms).
 /// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
 /// once); a hostile one that keeps talking is caught instead of ignored.
@@ -594,24 +599,58 @@ impl Job {
             }
             Job::Trace(ws, rec) => {
                 if let Err(e) = trace::append(&ws, &rec) {
-                    tracing::warn!(
-                        "could not write the trace to {}: {e}",
-                        trace::trace_dir(&ws).display()
-                    );
-                    eprintln!(
-                        "lackpy: warning: trace not written ({}): {e}",
-                        trace::trace_dir(&ws).display()
-                    );
+                    trace_warning(&ws, &e);
                 }
             }
         }
     }
 }
 
+/// Most jobs handled per batch of [`background_loop`].
+const BG_BATCH: usize = 256;
+
+/// Reaps and trace appends, off the runs' critical path. Jobs that queued
+/// up meanwhile are handled as one batch: reaps first (they free processes
+/// and descriptors), then the traces grouped by workspace in arrival order
+/// with one `fdatasync` per file (group commit), so a burst of runs costs
+/// one disk flush instead of one each.
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
-    while let Ok(job) = rx.recv() {
-        job.run();
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BG_BATCH {
+            match rx.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let mut traces: Vec<(PathBuf, Vec<Box<TraceRecord>>)> = Vec::new();
+        for job in batch {
+            match job {
+                Job::Trace(ws, rec) => match traces.iter_mut().find(|(w, _)| *w == ws) {
+                    Some((_, recs)) => recs.push(rec),
+                    None => traces.push((ws, vec![rec])),
+                },
+                reap => reap.run(),
+            }
+        }
+        for (ws, recs) in traces {
+            let refs: Vec<&TraceRecord> = recs.iter().map(|r| &**r).collect();
+            if let Err(e) = trace::append_many(&ws, &refs) {
+                trace_warning(&ws, &e);
+            }
+        }
     }
+}
+
+fn trace_warning(ws: &std::path::Path, e: &std::io::Error) {
+    tracing::warn!(
+        "could not write the trace to {}: {e}",
+        trace::trace_dir(ws).display()
+    );
+    eprintln!(
+        "lackpy: warning: trace not written ({}): {e}",
+        trace::trace_dir(ws).display()
+    );
 }
 
 impl Drop for Supervisor {
@@ -641,7 +680,7 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
         .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
     let mut backoff = Duration::from_millis(10);
     loop {
-        {
+        let missing = {
             let Ok(mut q) = pool.workers.lock() else {
                 return;
             };
@@ -651,26 +690,33 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
                     Err(_) => return,
                 };
             }
-        }
+            cfg.pool_size.saturating_sub(q.len())
+        };
         if pool.stop.load(Ordering::SeqCst) {
             return;
         }
-        let ready = spawn::spawn(&cfg.exe, role, args, spec)
-            .ok()
-            .and_then(|mut w| greet(&mut w).ok().map(|()| w));
-        match ready {
-            Some(w) => {
+        // Start up to REFILL_BATCH workers before waiting for any greeting:
+        // a worker spends its start-up (exec, jail) on its own, so several
+        // in flight keep both cores busy instead of one spawn at a time.
+        let started: Vec<Worker> = (0..missing.clamp(1, REFILL_BATCH))
+            .filter_map(|_| spawn::spawn(&cfg.exe, role, args, spec).ok())
+            .collect();
+        let mut any_failed = started.is_empty();
+        for mut w in started {
+            if greet(&mut w).is_ok() {
                 backoff = Duration::from_millis(10);
                 if let Ok(mut q) = pool.workers.lock() {
                     q.push_back(w);
                 }
+            } else {
+                any_failed = true;
             }
-            None => {
-                // A jail that cannot be set up fails every run with a clear
-                // error from a fresh spawn; do not spin here.
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            }
+        }
+        if any_failed {
+            // A jail that cannot be set up fails every run with a clear
+            // error from a fresh spawn; do not spin here.
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }
 }

@@ -67,20 +67,45 @@ pub fn trace_dir(workspace: &Path) -> PathBuf {
 /// # Errors
 /// I/O errors (the caller warns and continues: a read-only workspace must not fail runs).
 pub fn append(workspace: &Path, rec: &TraceRecord) -> std::io::Result<PathBuf> {
+    append_many(workspace, &[rec])
+}
+
+/// Append records (in order) to their day's files, with one `fdatasync`
+/// per file rather than per record (group commit): every record is on disk
+/// when this returns. Returns the last file written.
+///
+/// # Errors
+/// I/O errors (records before the failing one may have been written).
+pub fn append_many(workspace: &Path, recs: &[&TraceRecord]) -> std::io::Result<PathBuf> {
     let dir = trace_dir(workspace);
     std::fs::create_dir_all(&dir)?;
-    let day = rec.time.get(..10).unwrap_or("unknown");
-    let path = dir.join(format!("{day}.jsonl"));
-    let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    // One write call per record so concurrent appenders never interleave within a line.
-    f.write_all(&line)?;
-    f.sync_data()?;
-    Ok(path)
+    let mut open: Option<(PathBuf, std::fs::File)> = None;
+    let mut last = dir.clone();
+    for rec in recs {
+        let day = rec.time.get(..10).unwrap_or("unknown");
+        let path = dir.join(format!("{day}.jsonl"));
+        let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        if open.as_ref().is_none_or(|(p, _)| *p != path) {
+            if let Some((_, f)) = open.take() {
+                f.sync_data()?;
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            open = Some((path.clone(), f));
+        }
+        if let Some((_, f)) = open.as_mut() {
+            // One write call per record so concurrent appenders never interleave within a line.
+            f.write_all(&line)?;
+        }
+        last = path;
+    }
+    if let Some((_, f)) = open {
+        f.sync_data()?;
+    }
+    Ok(last)
 }
 
 /// Every record of the workspace, oldest first; unreadable lines are skipped.
@@ -195,5 +220,33 @@ mod tests {
         let all = read_all(d.path());
         assert_eq!(all, vec![rec.clone(), rec]);
         assert_eq!(new_run_id().len(), 14 + 1 + 12);
+    }
+
+    #[test]
+    fn append_many_keeps_order_across_day_files() {
+        let d = tempfile::tempdir().unwrap();
+        let mk = |id: &str, time: &str| TraceRecord {
+            run_id: id.into(),
+            time: time.into(),
+            program_sha256: "00".into(),
+            program: "1+1".into(),
+            profile: "(default)".into(),
+            grade: serde_json::json!({"w": 0, "d": 0}),
+            jail_level: "lowered(-seccomp)".into(),
+            calls: vec![],
+            outcome: "ok".into(),
+            error: None,
+            limit_hit: None,
+            limits: serde_json::json!({}),
+            duration_us: 1,
+        };
+        let a = mk("a", "2026-11-29T23:59:59Z");
+        let b = mk("b", "2026-11-30T00:00:00Z");
+        let c = mk("c", "2026-11-30T00:00:01Z");
+        let last = append_many(d.path(), &[&a, &b, &c]).unwrap();
+        assert!(last.ends_with("2026-11-30.jsonl"), "{}", last.display());
+        append_many(d.path(), &[]).unwrap();
+        let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
     }
 }
