@@ -113,8 +113,8 @@ pub struct Globals {
 /// bool, int, float, str, and lists/tuples/dicts/sets of those; a `range`,
 /// an iterator or a dict view is skipped (named in [`Globals::skipped`]),
 /// never converted. The reported variables total at most
-/// `limits.result_bytes` (approximate encoded size); later ones beyond it
-/// are skipped.
+/// `limits.result_bytes` and at most a quarter of `MAX_FRAME_BYTES`
+/// (approximate encoded size); later ones beyond it are skipped.
 pub fn run_with_globals(
     program: &Program,
     host: &mut dyn ToolHost,
@@ -204,7 +204,10 @@ fn bind_globals(it: &mut Interp, initial: Vec<(String, Data)>) -> R<()> {
 /// The plain-data top-level variables, bounded in total by `result_bytes`.
 fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
     let code = it.code;
-    let cap = usize::try_from(limits.result_bytes).unwrap_or(usize::MAX);
+    // Also at most a quarter frame, so `Done` (value + variables) always fits.
+    let cap = usize::try_from(limits.result_bytes)
+        .unwrap_or(usize::MAX)
+        .min(lackpy_policy::wire::MAX_FRAME_BYTES / 4);
     let mut used = 0usize;
     let mut g = Globals::default();
     for (name, slot) in &code.globals {
