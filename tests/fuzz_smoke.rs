@@ -47,10 +47,7 @@ const REGRESSIONS: &[&str] = &[
 /// substring of their message: counted and printed, not failed. Strict: a
 /// known panic that no longer happens fails the test, so the entry is
 /// removed with the fix.
-const KNOWN_PANICS: &[(&str, &str)] = &[(
-    "Formatting argument out of range",
-    "format precision above 65535 panics (worker/src/interp/format.rs formats with Rust's {:.*})",
-)];
+const KNOWN_PANICS: &[(&str, &str)] = &[];
 
 /// Small limits so thousands of programs finish in seconds in a debug build.
 fn small_limits() -> Limits {

@@ -574,6 +574,41 @@ fn strip_zeros(s: &str) -> String {
     s.to_string()
 }
 
+/// Precision past which an f64's decimal expansion is all zeros: a double
+/// has at most 1074 fractional binary digits, hence at most 1074 decimal
+/// ones, and at most 767 significant decimal digits. Rust's formatter also
+/// refuses precisions above `u16::MAX`, so larger ones are padded by hand.
+const EXACT_DIGITS: usize = 1100;
+
+/// `format!("{:.p$}", a)` for any `p` (exact: the padding digits are zeros).
+pub(crate) fn fixed_digits(a: f64, p: usize) -> String {
+    if p <= EXACT_DIGITS {
+        return format!("{:.*}", p, a);
+    }
+    let mut s = format!("{:.*}", EXACT_DIGITS, a);
+    s.extend(std::iter::repeat_n('0', p - EXACT_DIGITS));
+    s
+}
+
+/// `format!("{:.p$e}", a)` for any `p` (exact: the padding digits are zeros).
+fn sci_digits(a: f64, p: usize) -> String {
+    if p <= EXACT_DIGITS {
+        return format!("{:.*e}", p, a);
+    }
+    let s = format!("{:.*e}", EXACT_DIGITS, a);
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let mut out = String::with_capacity(p + 8);
+            out.push_str(m);
+            out.extend(std::iter::repeat_n('0', p - EXACT_DIGITS));
+            out.push('e');
+            out.push_str(e);
+            out
+        }
+        None => s,
+    }
+}
+
 /// Render |f| under a float presentation type (no sign, no padding).
 fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
     let upper = ty.is_ascii_uppercase();
@@ -584,14 +619,14 @@ fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
         return if upper { "INF".into() } else { "inf".into() };
     }
     let sci = |p: usize| -> (String, i32) {
-        let s = format!("{:.*e}", p, a);
+        let s = sci_digits(a, p);
         let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
         (m.to_string(), e.parse().unwrap_or(0))
     };
     let mut s = match ty {
         'f' | 'F' | '%' => {
             let p = prec.unwrap_or(6);
-            let mut s = format!("{:.*}", p, a);
+            let mut s = fixed_digits(a, p);
             if alt && p == 0 {
                 s.push('.');
             }
@@ -613,7 +648,7 @@ fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
             let limit = if ty == 'r' { p as i64 - 1 } else { p as i64 };
             if e >= -4 && (e as i64) < limit {
                 let dec = (p as i64 - 1 - e as i64).max(0) as usize;
-                let s = format!("{:.*}", dec, a);
+                let s = fixed_digits(a, dec);
                 if alt {
                     if s.contains('.') {
                         s
