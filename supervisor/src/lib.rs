@@ -39,9 +39,10 @@ use trace::{TraceEntry, TraceRecord};
 pub const READY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Pool workers started at once by the refill thread before it waits for
-/// their greetings. Why 2: the target machines have 2 cores; more in flight
-/// only queue for the same CPUs.
-const REFILL_BATCH: usize = 2;
+/// their greetings. Why 1: 2 in flight (one per core) measured no better
+/// under `scripts/soak` on the loaded 2-core machine (174 vs 181–209
+/// runs/s), since runs compete for the same CPUs; kept as a knob.
+const REFILL_BATCH: usize = 1;
 
 /// How long to watch for frames sent after `Done` (ms).
 /// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
