@@ -1,15 +1,15 @@
 //! The one integration test binary (ripgrep's layout: one link instead of
 //! many). Each module drives the real `lackpy` binary.
 
-mod util;
+mod delegate;
 mod escapes;
-mod mcp;
-mod sessions;
 mod fuzz_smoke;
 mod jail;
-mod run;
-mod delegate;
 mod layer_matrix;
-mod providers;
-mod serve;
+mod mcp;
 mod mcp_source;
+mod providers;
+mod run;
+mod serve;
+mod sessions;
+mod util;

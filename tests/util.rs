@@ -23,7 +23,10 @@ pub fn lackpy() -> Command {
 /// Run `lackpy` with `args`, feeding `stdin`.
 pub fn run_with_stdin(args: &[&str], stdin: &str, cwd: Option<&Path>) -> Output {
     let mut c = lackpy();
-    c.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(d) = cwd {
         c.current_dir(d);
     }

@@ -81,11 +81,23 @@ fn main() {
 
     println!("lackpy jailed execution benchmarks ({bin_s})");
     println!("{:-<72}", "");
-    let cold = time_cmd(&[&bin_s, "run", "--json", "--workspace", &ws_s, "-c", "1+1"], 50);
-    println!("{:<52} {}", "cold `lackpy run` of 1+1 (median of 50)", cold.map_or("failed".into(), ms));
+    let cold = time_cmd(
+        &[&bin_s, "run", "--json", "--workspace", &ws_s, "-c", "1+1"],
+        50,
+    );
+    println!(
+        "{:<52} {}",
+        "cold `lackpy run` of 1+1 (median of 50)",
+        cold.map_or("failed".into(), ms)
+    );
 
     let exe = ExeHandle::open(&bin).expect("open binary");
-    let cfg = SupervisorConfig { exe, jail_level: JailLevel::full(), pool_size: 2, worker_role: vec!["executor".into()] };
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: JailLevel::full(),
+        pool_size: 2,
+        worker_role: vec!["executor".into()],
+    };
     let sup = Supervisor::new(cfg).expect("supervisor");
     let wait_pool = |sup: &Supervisor| {
         let t0 = Instant::now();
@@ -104,14 +116,20 @@ fn main() {
         assert!(r.ok, "{prog}: {:?}", r.error);
         t0.elapsed()
     };
-    let small = "d = {}\nfor i in range(100):\n    d[i % 7] = d.get(i % 7, 0) + i\nsorted(d.items())\n";
+    let small =
+        "d = {}\nfor i in range(100):\n    d[i % 7] = d.get(i % 7, 0) + i\nsorted(d.items())\n";
     let mut warm = Vec::new();
     for _ in 0..200 {
         wait_pool(&sup);
         warm.push(run(&sup, small));
     }
     let (p50, p99) = (pct(&mut warm, 0.5), pct(&mut warm, 0.99));
-    println!("{:<52} p50 {}  p99 {}", "warm-pool run, small loop+dict program (200 runs)", ms(p50), ms(p99));
+    println!(
+        "{:<52} p50 {}  p99 {}",
+        "warm-pool run, small loop+dict program (200 runs)",
+        ms(p50),
+        ms(p99)
+    );
 
     let many = "for i in range(1000):\n    read_file('t.txt')\n";
     let none = "for i in range(1000):\n    'tiny'\n";
@@ -123,16 +141,27 @@ fn main() {
         b.push(run(&sup, none));
     }
     let per = pct(&mut a, 0.5).saturating_sub(pct(&mut b, 0.5)) / 1000;
-    println!("{:<52} {:.1} us", "one tool-call round trip (read_file, median)", per.as_secs_f64() * 1e6);
+    println!(
+        "{:<52} {:.1} us",
+        "one tool-call round trip (read_file, median)",
+        per.as_secs_f64() * 1e6
+    );
     drop(sup);
 
     // RSS of a Ready worker: the reaper (direct child) and the jailed pid 1.
     let exe = ExeHandle::open(&bin).expect("open binary");
     let spec = JailLevel::full().executor_spec(&Limits::default());
     if let Ok(mut w) = spawn::spawn(&exe, "executor", &[], &spec) {
-        if let (Ok(Greeting::Ready), Some(pid)) = (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid()) {
-            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-            let inner: u64 = kids.split_whitespace().filter_map(|k| k.parse().ok()).map(rss_kib).sum();
+        if let (Ok(Greeting::Ready), Some(pid)) =
+            (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid())
+        {
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            let inner: u64 = kids
+                .split_whitespace()
+                .filter_map(|k| k.parse().ok())
+                .map(rss_kib)
+                .sum();
             println!(
                 "{:<52} jailed {} KiB + reaper {} KiB",
                 "executor worker RSS (Ready, VmRSS)",
@@ -146,13 +175,23 @@ fn main() {
     println!("{:-<72}", "");
     println!("alternatives on this machine (median of 20):");
     let alts: [(&str, Vec<&str>); 4] = [
-        ("unshare -Urnmpif --mount-proc true", vec!["unshare", "-Urnmpif", "--mount-proc", "true"]),
-        ("bwrap --unshare-all --ro-bind / / true", vec!["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]),
-        ("python3 -I -S -c pass", vec!["python3", "-I", "-S", "-c", "pass"]),
+        (
+            "unshare -Urnmpif --mount-proc true",
+            vec!["unshare", "-Urnmpif", "--mount-proc", "true"],
+        ),
+        (
+            "bwrap --unshare-all --ro-bind / / true",
+            vec!["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"],
+        ),
+        (
+            "python3 -I -S -c pass",
+            vec!["python3", "-I", "-S", "-c", "pass"],
+        ),
         ("python3 -c pass", vec!["python3", "-c", "pass"]),
     ];
     for (name, argv) in alts {
-        let found = Path::new("/usr/bin").join(argv[0]).exists() || Path::new("/bin").join(argv[0]).exists();
+        let found = Path::new("/usr/bin").join(argv[0]).exists()
+            || Path::new("/bin").join(argv[0]).exists();
         let r = if found { time_cmd(&argv, 20) } else { None };
         println!("  {:<50} {}", name, r.map_or("unavailable".into(), ms));
     }
