@@ -313,6 +313,19 @@ impl ClientBackend {
     }
 }
 
+fn track(list: &Mutex<Vec<Cancel>>, cancel: &Cancel) {
+    if let Ok(mut c) = list.lock() {
+        c.push(cancel.clone());
+    }
+}
+
+fn forget(list: &Mutex<Vec<Cancel>>, cancel: &Cancel) {
+    let flag = cancel.flag();
+    if let Ok(mut c) = list.lock() {
+        c.retain(|t| !Arc::ptr_eq(&t.flag(), &flag));
+    }
+}
+
 fn outcome_of(report: &Value) -> &str {
     if report.get("ok").and_then(Value::as_bool) == Some(true) {
         return "ok";
@@ -342,18 +355,13 @@ impl Backend for ClientBackend {
             Ok(s) => s,
             Err(e) => return refuse(e),
         };
-        if let Ok(mut c) = self.cancels.lock() {
-            c.retain(|t| !t.is_cancelled());
-            c.push(cancel.clone());
-        }
-        if let Ok(mut c) = self.shared.cancels.lock() {
-            c.retain(|t| !t.is_cancelled());
-            // Bounded: one token per run in flight, pruned as runs end.
-            if c.len() < 4096 {
-                c.push(cancel.clone());
-            }
-        }
+        // Tracked while the run is in flight (bounded by the quotas), so a
+        // closed connection or the drain deadline can stop it.
+        track(&self.cancels, cancel);
+        track(&self.shared.cancels, cancel);
         let out = self.inner.run_program(req, cancel);
+        forget(&self.cancels, cancel);
+        forget(&self.shared.cancels, cancel);
         drop(slot);
         let calls = out
             .report
