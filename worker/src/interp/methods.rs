@@ -1,7 +1,6 @@
-//! The per-type method allowlist (DESIGN.md "Language details") and each
-//! method's CPython semantics. The allowlist is defined once, here:
-//! [`STR_METHODS`], [`LIST_METHODS`], [`DICT_METHODS`], [`SET_METHODS`],
-//! [`TUPLE_METHODS`], [`INT_METHODS`], [`FLOAT_METHODS`].
+//! Each allowlisted method's CPython semantics. The allowlist itself is
+//! defined once, in `lackpy_policy::lang::METHODS` (the validator's table);
+//! [`has_method`] dispatches exactly those, and a test keeps the two equal.
 
 use super::budget::{mem_check, mem_check_n, tick};
 use super::err::{type_err, value_err, Exc, R};
@@ -50,94 +49,6 @@ methods! {
     Union = "union",
     BitLength = "bit_length", IsInteger = "is_integer",
 }
-
-/// Methods of `str`.
-pub const STR_METHODS: &[&str] = &[
-    "capitalize",
-    "casefold",
-    "center",
-    "count",
-    "endswith",
-    "expandtabs",
-    "find",
-    "index",
-    "isalnum",
-    "isalpha",
-    "isascii",
-    "isdecimal",
-    "isdigit",
-    "isidentifier",
-    "islower",
-    "isnumeric",
-    "isspace",
-    "istitle",
-    "isupper",
-    "join",
-    "ljust",
-    "lower",
-    "lstrip",
-    "partition",
-    "removeprefix",
-    "removesuffix",
-    "replace",
-    "rfind",
-    "rindex",
-    "rjust",
-    "rpartition",
-    "rsplit",
-    "rstrip",
-    "split",
-    "splitlines",
-    "startswith",
-    "strip",
-    "swapcase",
-    "title",
-    "upper",
-    "zfill",
-];
-/// Methods of `list`.
-pub const LIST_METHODS: &[&str] = &[
-    "append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse",
-    "sort",
-];
-/// Methods of `dict`.
-pub const DICT_METHODS: &[&str] = &[
-    "clear",
-    "copy",
-    "get",
-    "items",
-    "keys",
-    "pop",
-    "popitem",
-    "setdefault",
-    "update",
-    "values",
-];
-/// Methods of `set`.
-pub const SET_METHODS: &[&str] = &[
-    "add",
-    "clear",
-    "copy",
-    "difference",
-    "difference_update",
-    "discard",
-    "intersection",
-    "intersection_update",
-    "isdisjoint",
-    "issubset",
-    "issuperset",
-    "pop",
-    "remove",
-    "symmetric_difference",
-    "union",
-    "update",
-];
-/// Methods of `tuple`.
-pub const TUPLE_METHODS: &[&str] = &["count", "index"];
-/// Methods of `int`.
-pub const INT_METHODS: &[&str] = &["bit_length"];
-/// Methods of `float`.
-pub const FLOAT_METHODS: &[&str] = &["is_integer"];
 
 /// Does `v`'s type have method `m` on the allowlist?
 pub fn has_method(v: &Value, m: M) -> bool {
