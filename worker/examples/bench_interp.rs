@@ -2,12 +2,19 @@
 //! interpreter and under `python3` in the same run, printing medians, the
 //! ratio, and the interpreter's peak accounted memory.
 //!
-//! `cargo run --release -p lackpy-worker --example bench_interp [-- RUNS]`
+//! `cargo run --release -p lackpy-worker --example bench_interp [-- RUNS [FILTER]]`
+//!
+//! Honesty rules: both systems run the same program text; CPython's timed
+//! region is `exec` of the precompiled module (lackpy's includes parsing and
+//! validation, so any bias is against lackpy); runs alternate between the two
+//! systems (one CPython run, one lackpy run, ...) so that load changes on a
+//! shared machine hit both alike; and the repr of each program's value is
+//! compared, a mismatch failing the benchmark.
 
 use lackpy_policy::wire::{Data, Limits, ToolFailure};
 use lackpy_worker::interp::{run_source, value, ToolHost};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 struct NoTools;
@@ -48,26 +55,80 @@ const CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// CPython side: reads one JSON `[src]` per line, runs it once, answers
+/// `{"ms": elapsed, "repr": repr(value of the last expression)}`. The last
+/// expression statement's value is captured by turning it into an
+/// assignment to a global (one STORE_NAME, outside nothing else).
 const PY: &str = r#"
-import sys, json, time, statistics
-cases = json.load(sys.stdin)
-runs = int(sys.argv[1])
-out = {}
-for name, src in cases:
-    code = compile(src, name, "exec")
-    ts = []
-    for _ in range(runs):
-        g = {}
-        t = time.perf_counter()
-        exec(code, g)
-        ts.append((time.perf_counter() - t) * 1000)
-    out[name] = statistics.median(ts)
-print(json.dumps(out))
+import sys, json, time, ast
+cache = {}
+for line in sys.stdin:
+    (src,) = json.loads(line)
+    if src not in cache:
+        tree = ast.parse(src)
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, ast.Expr):
+            tree.body[-1] = ast.Assign(targets=[ast.Name(id="lackpy_bench_value", ctx=ast.Store())], value=last.value)
+            ast.fix_missing_locations(tree)
+        cache[src] = compile(tree, "<bench>", "exec")
+    code = cache[src]
+    g = {}
+    t = time.perf_counter()
+    exec(code, g)
+    ms = (time.perf_counter() - t) * 1000
+    r = repr(g["lackpy_bench_value"]) if "lackpy_bench_value" in g else None
+    print(json.dumps({"ms": ms, "repr": r}), flush=True)
 "#;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A running `python3` answering one program run per request.
+struct Py {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Py {
+    fn start() -> Option<Py> {
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(PY)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Py {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    /// Run `src` once: (milliseconds, repr of the value).
+    fn run(&mut self, src: &str) -> Option<(f64, Option<String>)> {
+        let req = serde_json::to_string(&[src]).ok()?;
+        writeln!(self.stdin, "{req}").ok()?;
+        self.stdin.flush().ok()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+        let ms = v.get("ms")?.as_f64()?;
+        let repr = v.get("repr").and_then(|r| r.as_str()).map(str::to_string);
+        Some((ms, repr))
+    }
+}
+
+impl Drop for Py {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn main() {
@@ -94,23 +155,40 @@ fn main() {
         .unwrap_or(7);
     let filter = std::env::args().nth(2).unwrap_or_default();
     // LACKPY_BENCH_NOPY=1 skips CPython (for profiling the interpreter alone).
-    let py = if std::env::var_os("LACKPY_BENCH_NOPY").is_some() {
+    let mut py = if std::env::var_os("LACKPY_BENCH_NOPY").is_some() {
         None
     } else {
-        python_times(runs)
+        Py::start()
     };
     println!(
         "{:<22} {:>10} {:>10} {:>7} {:>12}",
         "case", "lackpy ms", "python ms", "ratio", "peak mem KiB"
     );
     let mut logs = Vec::new();
+    let mut mismatches = 0;
     for (name, src) in CASES {
         if !name.contains(filter.as_str()) {
             continue;
         }
         let mut ts = Vec::new();
+        let mut pts = Vec::new();
         let mut peak = 0;
+        let mut ours_repr = None;
+        let mut theirs_repr = None;
         for _ in 0..runs {
+            // Alternate: one CPython run, then one lackpy run.
+            if let Some(p) = py.as_mut() {
+                match p.run(src) {
+                    Some((ms, r)) => {
+                        pts.push(ms);
+                        theirs_repr = Some(r);
+                    }
+                    None => {
+                        eprintln!("{name}: python3 failed");
+                        py = None;
+                    }
+                }
+            }
             let mut out = String::new();
             value::mem_peak_reset();
             let t = Instant::now();
@@ -120,46 +198,38 @@ fn main() {
             if let Some(e) = r.error {
                 eprintln!("{name}: {e:?}");
             }
+            ours_repr = Some(r.repr);
+        }
+        if let (Some(a), Some(b)) = (&ours_repr, &theirs_repr) {
+            if a != b {
+                mismatches += 1;
+                eprintln!("{name}: ANSWERS DIFFER\n  lackpy:  {a:?}\n  CPython: {b:?}");
+            }
         }
         let ours = median(ts);
-        let theirs = py
-            .as_ref()
-            .and_then(|p| p.get(*name))
-            .and_then(|v| v.as_f64());
-        match theirs {
-            Some(p) => {
-                let ratio = ours / p;
-                logs.push(ratio.ln());
-                println!(
-                    "{name:<22} {ours:>10.2} {p:>10.2} {ratio:>7.2} {:>12}",
-                    peak / 1024
-                );
-            }
-            None => println!(
+        if pts.is_empty() {
+            println!(
                 "{name:<22} {ours:>10.2} {:>10} {:>7} {:>12}",
                 "-",
                 "-",
                 peak / 1024
-            ),
+            );
+        } else {
+            let p = median(pts);
+            let ratio = ours / p;
+            logs.push(ratio.ln());
+            println!(
+                "{name:<22} {ours:>10.2} {p:>10.2} {ratio:>7.2} {:>12}",
+                peak / 1024
+            );
         }
     }
     if !logs.is_empty() {
         let gm = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
         println!("geometric mean ratio (lackpy / CPython): {gm:.2}");
     }
-}
-
-fn python_times(runs: usize) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(PY)
-        .arg(runs.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let input = serde_json::to_string(CASES).ok()?;
-    child.stdin.as_mut()?.write_all(input.as_bytes()).ok()?;
-    let out = child.wait_with_output().ok()?;
-    serde_json::from_slice(&out.stdout).ok()
+    if mismatches > 0 {
+        eprintln!("{mismatches} case(s) gave a different answer from CPython");
+        std::process::exit(1);
+    }
 }
