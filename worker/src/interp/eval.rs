@@ -522,8 +522,7 @@ impl<'a> Interp<'a> {
             EK::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
-                let tn = r.type_name();
-                let a = self.args(args, &|| format!("{tn}.{}", m.name()))?;
+                let a = self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?;
                 self.call_method(&r, *m, a)?
             }
             EK::Comp(c) => self.comprehension(c)?,
@@ -1304,6 +1303,20 @@ impl<'a> Interp<'a> {
         let r = match c.kind {
             CompKind::List => {
                 let mut out = Vec::new();
+                // One `for` without `if`: the result has exactly as many
+                // items as the source, so size it once (when the memory
+                // budget allows it; otherwise grow as before).
+                if c.gens.len() == 1 && c.gens[0].ifs.is_empty() {
+                    let n = match &first {
+                        Iter::Range { left, .. } => *left,
+                        Iter::List(l, i) => l.v.borrow().len().saturating_sub(*i),
+                        Iter::Tuple(t, i) => t.v.len().saturating_sub(*i),
+                        _ => 0,
+                    };
+                    if n > 0 && mem_check_n(n as u64, SLOT as u64).is_ok() {
+                        out.reserve_exact(n);
+                    }
+                }
                 let r = self.comp_loop(c, 0, first, &mut |me, c| {
                     let v = me.eval(&c.elt)?;
                     if out.len() % 1024 == 1023 {
@@ -1627,6 +1640,22 @@ impl<'a> Interp<'a> {
         for p in parts {
             match p {
                 FPart::Lit(t) => s.push_str(t),
+                FPart::Val(e, None, Some(spec)) if matches!(&spec[..], [FPart::Lit(_)]) => {
+                    // A literal spec: try the fast numeric path first.
+                    let v = self.eval(e)?;
+                    let spec_s = match spec.first() {
+                        Some(FPart::Lit(t)) => &**t,
+                        _ => "",
+                    };
+                    if super::format::format_simple_into(&v, spec_s, s).map_err(|x| at(x, e.pos))? {
+                        mem_check(s.len() as u64)?;
+                        continue;
+                    }
+                    let text = format_value(&v, spec_s, &|x| self.str_of_simple(x))
+                        .map_err(|x| at(x, e.pos))?;
+                    mem_check((s.len() + text.len()) as u64)?;
+                    s.push_str(&text);
+                }
                 FPart::Val(e, conv, spec) => {
                     let v = self.eval(e)?;
                     let v = match conv {

@@ -849,8 +849,186 @@ pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>)
     }
 }
 
+/// Fast path of the format-spec mini-language for the commonest numeric
+/// specs, written straight into `out`: `[0][width](d|)` for an int and
+/// `[0][width].prec f` for a float (no fill, align, sign, grouping or `#`).
+/// Returns `Ok(false)` without writing when the spec or value is anything
+/// else (the general path then handles it); the output is identical to
+/// [`format_value`]'s, and so is the memory preflight of the width.
+///
+/// # Errors
+/// `memory` limit error (the same preflight as [`parse_spec`]).
+pub fn format_simple_into(v: &Value, spec: &str, out: &mut String) -> R<bool> {
+    let b = spec.as_bytes();
+    let mut i = 0;
+    let zero = b.first() == Some(&b'0');
+    if zero {
+        i += 1;
+    }
+    let mut width = 0usize;
+    let w0 = i;
+    while i < b.len() && b[i].is_ascii_digit() && i - w0 < 4 {
+        width = width * 10 + usize::from(b[i] - b'0');
+        i += 1;
+    }
+    let mut prec = None;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let p0 = i;
+        let mut p = 0usize;
+        while i < b.len() && b[i].is_ascii_digit() && i - p0 < 2 {
+            p = p * 10 + usize::from(b[i] - b'0');
+            i += 1;
+        }
+        if i == p0 {
+            return Ok(false);
+        }
+        prec = Some(p);
+    }
+    let ty = match &b[i..] {
+        [] => None,
+        [t] => Some(*t),
+        _ => return Ok(false),
+    };
+    let mut digits = [0u8; 64];
+    let (neg, body): (bool, &[u8]) = match (v, ty, prec) {
+        (Value::Int(n), None | Some(b'd'), None) => {
+            let mut k = digits.len();
+            let mut u = n.unsigned_abs();
+            loop {
+                k -= 1;
+                digits[k] = b'0' + (u % 10) as u8;
+                u /= 10;
+                if u == 0 {
+                    break;
+                }
+            }
+            (*n < 0, &digits[k..])
+        }
+        (Value::Float(f), Some(b'f'), Some(p)) if p <= 18 => {
+            let Some(n) = fixed_scaled(f.abs(), p as u32) else {
+                return Ok(false);
+            };
+            let mut k = digits.len();
+            let mut u = n;
+            let mut emitted = 0;
+            loop {
+                if p > 0 && emitted == p {
+                    k -= 1;
+                    digits[k] = b'.';
+                }
+                k -= 1;
+                digits[k] = b'0' + (u % 10) as u8;
+                u /= 10;
+                emitted += 1;
+                if u == 0 && emitted > p {
+                    break;
+                }
+            }
+            (f.is_sign_negative(), &digits[k..])
+        }
+        _ => return Ok(false),
+    };
+    // The same preflight as parse_spec (width and precision size the output).
+    super::budget::mem_check((width as u64) * 4 + prec.unwrap_or(0) as u64)?;
+    let len = body.len() + usize::from(neg);
+    let padn = width.saturating_sub(len);
+    if !zero {
+        out.extend(std::iter::repeat_n(' ', padn));
+    }
+    if neg {
+        out.push('-');
+    }
+    if zero {
+        out.extend(std::iter::repeat_n('0', padn));
+    }
+    // `body` is ASCII digits and '.', so every byte is a char.
+    out.extend(body.iter().map(|c| char::from(*c)));
+    Ok(true)
+}
+
+/// `round_half_even(a * 10^p)` exactly, for finite `0 <= a < 1e17` and
+/// `p <= 18` (None otherwise). Why exact: `a = m * 2^e` with `m < 2^53`,
+/// so `m * 10^p < 2^113` fits a u128 and the division by `2^-e` is a shift
+/// whose remainder decides the rounding — CPython's correctly rounded
+/// `'%.*f'`.
+fn fixed_scaled(a: f64, p: u32) -> Option<u128> {
+    if !a.is_finite() || a >= 1e17 || p > 18 {
+        return None;
+    }
+    let bits = a.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), exp - 1075)
+    };
+    let scale = 10u128.pow(p);
+    if e >= 0 {
+        // a < 1e17 < 2^57, so the shift and the product stay below 2^117.
+        return Some((u128::from(m) << e) * scale);
+    }
+    let k = (-e) as u32;
+    let prod = u128::from(m) * scale;
+    if k >= 120 {
+        // prod < 2^113 < 2^(k-1): less than half a unit, rounds to 0.
+        return Some(0);
+    }
+    let q = prod >> k;
+    let r = prod & ((1u128 << k) - 1);
+    let half = 1u128 << (k - 1);
+    Some(if r > half || (r == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    })
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn simple_spec_fast_path_matches_general_path() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let specs = [
+            "05d", "d", "", "3", "012", "0", "00", "1.3f", ".0f", ".3f", "010.2f", "8.18f", ".17f",
+            "07.1f",
+        ];
+        let mut floats: Vec<f64> = vec![
+            0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.0625, 1e16, 9.999e16, 5e-324, 1e-300, 0.1,
+            0.3, 2.675, 1.0005, 123.4565,
+        ];
+        for _ in 0..20000 {
+            let x = f64::from_bits(next());
+            if x.is_finite() {
+                floats.push(x);
+            }
+            let y = (next() % 2_000_000) as f64 / 7.0 - 100_000.0;
+            floats.push(y);
+            floats.push((next() % 100_000) as f64 / 1000.0);
+        }
+        let ints = [0i64, 7, -7, 42, -12345, i64::MAX, i64::MIN, 99999, 100000];
+        for spec in specs {
+            let mut vals: Vec<Value> = floats.iter().map(|f| Value::Float(*f)).collect();
+            vals.extend(ints.iter().map(|i| Value::Int(*i)));
+            for v in &vals {
+                let mut fast = String::new();
+                let took = format_simple_into(v, spec, &mut fast).unwrap_or(false);
+                if took {
+                    let slow = format_value(v, spec, &|_| Ok(String::new())).unwrap_or_default();
+                    assert_eq!(fast, slow, "{v:?} with {spec:?}");
+                }
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -131,8 +131,21 @@ pub fn has_method(v: &Value, m: M) -> bool {
     }
 }
 
-fn no_args(a: &CallArgs, qual: &str) -> R<()> {
-    a.no_kw(qual)?;
+/// A method's qualified name (`str.upper`), rendered only when an error
+/// message needs it (building it eagerly cost an allocation per call).
+#[derive(Clone, Copy)]
+struct Qual(&'static str, M);
+
+impl std::fmt::Display for Qual {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1.name())
+    }
+}
+
+fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> R<()> {
+    if !a.kw.is_empty() {
+        return Err(type_err(format!("{qual}() takes no keyword arguments")));
+    }
     if !a.pos.is_empty() {
         return Err(type_err(format!(
             "{qual}() takes no arguments ({} given)",
@@ -142,8 +155,10 @@ fn no_args(a: &CallArgs, qual: &str) -> R<()> {
     Ok(())
 }
 
-fn one_arg(a: &mut CallArgs, qual: &str) -> R<Value> {
-    a.no_kw(qual)?;
+fn one_arg(a: &mut CallArgs, qual: impl std::fmt::Display) -> R<Value> {
+    if !a.kw.is_empty() {
+        return Err(type_err(format!("{qual}() takes no keyword arguments")));
+    }
     if a.pos.len() != 1 {
         return Err(type_err(format!(
             "{qual}() takes exactly one argument ({} given)",
@@ -312,6 +327,53 @@ fn strip_chars<'s>(s: &'s str, chars: Option<&str>, left: bool, right: bool) -> 
         r = r.trim_end_matches(f);
     }
     r
+}
+
+/// Python's `str.isspace` for one ASCII byte.
+#[inline]
+fn ascii_isspace(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | 0x1c..=b' ')
+}
+
+/// A str value from text known to be ASCII.
+#[inline]
+fn ascii_str(s: String) -> Value {
+    let n = s.len();
+    Value::Str(std::rc::Rc::new(super::value::PyStr::with_nchars(s, n)))
+}
+
+/// Whitespace split (sep=None) of ASCII text, straight into a list value.
+/// Same result and the same memory preflight as `new_strs(split_ws(..))`,
+/// without the intermediate `Vec<String>`.
+fn split_ws_ascii(s: &str, maxsplit: i64) -> R<Value> {
+    let b = s.as_bytes();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    let mut n = 0;
+    while i < b.len() && ascii_isspace(b[i]) {
+        i += 1;
+    }
+    while i < b.len() {
+        if maxsplit >= 0 && n >= maxsplit {
+            spans.push((i, b.len()));
+            break;
+        }
+        let start = i;
+        while i < b.len() && !ascii_isspace(b[i]) {
+            i += 1;
+        }
+        spans.push((start, i));
+        n += 1;
+        while i < b.len() && ascii_isspace(b[i]) {
+            i += 1;
+        }
+    }
+    mem_check_n(spans.len() as u64, 64)?;
+    let mut out = Vec::with_capacity(spans.len());
+    for (x, y) in spans {
+        out.push(ascii_str(s.get(x..y).unwrap_or_default().to_string()));
+    }
+    Ok(Value::list(out))
 }
 
 /// Whitespace split (sep=None).
@@ -524,12 +586,16 @@ impl<'a> Interp<'a> {
         };
         let s: &str = &ps.s;
         tick(1 + s.len() as u64 / 64)?;
-        let qual = |n: &str| format!("str.{n}");
+        let qual = |_: &str| Qual("str", m);
         match m {
             M::Upper | M::Lower | M::Capitalize | M::Casefold | M::Swapcase | M::Title => {
-                no_args(&a, &qual(m.name()))?;
+                no_args(&a, qual(m.name()))?;
                 mem_check(s.len() as u64 * 3)?;
                 let r = match m {
+                    // ASCII text: byte-wise case mapping, and the result is
+                    // known to be ASCII (no recount of its code points).
+                    M::Upper if ps.is_ascii() => return Ok(ascii_str(s.to_ascii_uppercase())),
+                    M::Lower if ps.is_ascii() => return Ok(ascii_str(s.to_ascii_lowercase())),
                     M::Upper => upper_str(s),
                     M::Lower => lower_str(s),
                     M::Casefold => {
@@ -588,7 +654,7 @@ impl<'a> Interp<'a> {
             | M::Isspace
             | M::Istitle
             | M::Isupper => {
-                no_args(&a, &qual(m.name()))?;
+                no_args(&a, qual(m.name()))?;
                 let ne = !s.is_empty();
                 let b = match m {
                     M::Isalnum => {
@@ -650,6 +716,9 @@ impl<'a> Interp<'a> {
                     None => -1,
                 };
                 let parts: Vec<String> = match &sep {
+                    Value::None if m == M::Split && ps.is_ascii() => {
+                        return split_ws_ascii(s, maxsplit);
+                    }
                     Value::None => {
                         if m == M::Split {
                             split_ws(s, maxsplit)
@@ -762,11 +831,20 @@ impl<'a> Interp<'a> {
                     Some(v) => as_index(v)?,
                     None => -1,
                 };
+                // One ASCII byte replaced by ASCII text: byte loops (a
+                // substring searcher costs more to set up than it saves).
+                let byte = match (old.as_bytes(), new.is_ascii()) {
+                    ([b], true) if b.is_ascii() => Some(*b),
+                    _ => None,
+                };
                 let occurrences = if old.is_empty() {
                     ps.nchars + 1
+                } else if let Some(b) = byte {
+                    s.bytes().filter(|x| *x == b).count()
                 } else {
                     s.matches(old).count()
                 };
+
                 let n = if count < 0 {
                     occurrences
                 } else {
@@ -775,6 +853,10 @@ impl<'a> Interp<'a> {
                 let est = s.len() as u64 + (n as u64).saturating_mul(new.len() as u64);
                 mem_check(est)?;
                 tick(est / 256)?;
+                if n == 0 {
+                    // Nothing replaced: CPython returns the same object.
+                    return Ok(recv.clone());
+                }
                 let r = if old.is_empty() {
                     let mut out = String::with_capacity(est as usize);
                     let mut done = 0;
@@ -789,6 +871,18 @@ impl<'a> Interp<'a> {
                         out.push_str(new);
                     }
                     out
+                } else if let (Some(b), true) = (byte, ps.is_ascii() && n == occurrences) {
+                    let mut out = String::with_capacity(est as usize);
+                    let mut last = 0;
+                    for (i, x) in s.bytes().enumerate() {
+                        if x == b {
+                            out.push_str(s.get(last..i).unwrap_or_default());
+                            out.push_str(new);
+                            last = i + 1;
+                        }
+                    }
+                    out.push_str(s.get(last..).unwrap_or_default());
+                    return Ok(ascii_str(out));
                 } else if count < 0 {
                     s.replace(old, new)
                 } else {
@@ -963,7 +1057,7 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(out))
             }
             M::Partition | M::Rpartition => {
-                let sep = one_arg(&mut a, &qual(m.name()))?;
+                let sep = one_arg(&mut a, qual(m.name()))?;
                 let sep = str_arg(&sep, "must be str, not ")?.to_string();
                 if sep.is_empty() {
                     return Err(value_err("empty separator"));
@@ -994,7 +1088,7 @@ impl<'a> Interp<'a> {
                 ]))
             }
             M::Removeprefix | M::Removesuffix => {
-                let p = one_arg(&mut a, &qual(m.name()))?;
+                let p = one_arg(&mut a, qual(m.name()))?;
                 let p = str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
                 let r = if m == M::Removeprefix {
                     s.strip_prefix(p)
@@ -1237,7 +1331,7 @@ impl<'a> Interp<'a> {
                 })
             }
             M::Keys | M::Values | M::Items => {
-                no_args(&a, &format!("dict.{}", m.name()))?;
+                no_args(&a, Qual("dict", m))?;
                 let k = match m {
                     M::Keys => ViewKind::Keys,
                     M::Values => ViewKind::Values,
@@ -1363,15 +1457,15 @@ impl<'a> Interp<'a> {
         let Value::Set(s) = recv else {
             return Err(Exc::internal("set method on non-set"));
         };
-        let qual = format!("set.{}", m.name());
+        let qual = Qual("set", m);
         match m {
             M::Add => {
-                let x = one_arg(&mut a, &qual)?;
+                let x = one_arg(&mut a, qual)?;
                 s.d.borrow_mut().insert(x, Value::None)?;
                 Ok(Value::None)
             }
             M::Discard | M::Remove => {
-                let x = one_arg(&mut a, &qual)?;
+                let x = one_arg(&mut a, qual)?;
                 let r = s.d.borrow_mut().remove(&x)?;
                 if r.is_none() && m == M::Remove {
                     return Err(Exc::py("KeyError", self.repr(&x)?));
@@ -1379,7 +1473,7 @@ impl<'a> Interp<'a> {
                 Ok(Value::None)
             }
             M::Pop => {
-                no_args(&a, &qual)?;
+                no_args(&a, qual)?;
                 let r = s.d.borrow_mut().pop_first();
                 match r {
                     Some((k, _)) => Ok(k),
@@ -1387,12 +1481,12 @@ impl<'a> Interp<'a> {
                 }
             }
             M::Clear => {
-                no_args(&a, &qual)?;
+                no_args(&a, qual)?;
                 s.d.borrow_mut().clear();
                 Ok(Value::None)
             }
             M::Copy => {
-                no_args(&a, &qual)?;
+                no_args(&a, qual)?;
                 let c = s.d.borrow().copy();
                 Ok(Value::set(c))
             }
@@ -1448,7 +1542,7 @@ impl<'a> Interp<'a> {
                 }
             }
             M::SymmetricDifference => {
-                let o = one_arg(&mut a, &qual)?;
+                let o = one_arg(&mut a, qual)?;
                 let other = self.set_of(&o)?;
                 let mine = s.d.borrow().copy();
                 let mut d = Dict::new();
@@ -1467,7 +1561,7 @@ impl<'a> Interp<'a> {
                 Ok(Value::set(d))
             }
             M::Isdisjoint | M::Issubset | M::Issuperset => {
-                let o = one_arg(&mut a, &qual)?;
+                let o = one_arg(&mut a, qual)?;
                 let other = self.set_of(&o)?;
                 let mine = s.d.borrow();
                 let r = match m {

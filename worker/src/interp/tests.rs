@@ -248,6 +248,23 @@ fn formats() {
     ]);
 }
 
+/// The interpreter's fast paths (ASCII split/upper/lower/replace, literal
+/// numeric format specs, presized comprehensions, cached str hashes) against
+/// CPython, including the edges where they must hand over to the general path.
+#[test]
+fn fast_paths_match_cpython() {
+    differential(&[
+        "('alpha beta  gamma\\t\\n delta \\x1c eps\\x1f' * 3).split(), ' a b c '.split(None, 1), ' a b c '.split(None, 0), ''.split(), '   '.split(), 'a\\x85b c'.split(), 'é b'.split()",
+        "s = 'abc'\n(s.replace('x', 'y') is s, s.replace('a', 'b', 0) is s, s.replace('', '-', 0) is s, 'aXbXc'.replace('X', '--'), 'aXbXc'.replace('X', ''), 'aXbXc'.replace('X', 'é'), 'éXa'.replace('X', 'y'), 'aaa'.replace('a', 'b', 2), 'aaa'.replace('a', 'b', -1))",
+        "('Hello World 1'.upper(), 'Hello World 1'.lower(), 'straße'.upper(), 'ÀB'.lower(), ''.upper(), len('abc'.upper()), 'abc'.upper()[1])",
+        "[f'{i:05d}|{i / 7:.3f}|{-i:4}|{i:0}|{-i:06d}|{i * 1.5:8.1f}|{-i / 3:09.2f}|{i:d}' for i in range(-3, 40)]",
+        "[f'{x:.0f}|{x:.1f}|{x:.2f}|{x:.18f}|{x:5.3f}' for x in [0.5, 1.5, 2.5, -0.5, -0.0, 0.0, 2.675, 1e16, 9.99e16, 1e17, 1e300, 5e-324, 0.1, 1/3, float('inf'), float('nan'), -float('inf')]]",
+        "[f'{n:05d}|{n:3}|{n:0}' for n in [0, -1, 1000000000000000000, -1000000000000000000, 9223372036854775807, -9223372036854775808, 18446744073709551616, -1180591620717411303424]]",
+        "xs = [i * 2 + 1 for i in range(1000)]\nys = [x for x in xs]\nzs = [x for x in (1, 2, 3)]\nws = [x for x in xs if x % 3]\n(len(xs), xs[-1], ys[:3], zs, len(ws))",
+        "d = {}\nfor i in range(200):\n    k = str(i % 37) + ':' + str(i % 11)\n    d[k] = d.get(k, 0) + i\nks = list(d)\n(len(d), sum(d.values()), d[ks[5]], ks[5] in d, (ks[5] + '') in d, {k: 1 for k in ks}[ks[7]])",
+    ]);
+}
+
 #[test]
 fn runtime_errors() {
     differential(&[

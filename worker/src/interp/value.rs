@@ -109,6 +109,9 @@ pub struct PyStr {
     pub s: String,
     /// Number of code points (== `s.len()` when ASCII).
     pub nchars: usize,
+    /// Cached hash (0: not computed yet), as CPython caches str hashes:
+    /// a key looked up and then stored is hashed once.
+    hash: Cell<u64>,
 }
 
 impl PyStr {
@@ -120,7 +123,33 @@ impl PyStr {
             s.chars().count()
         };
         mem_charge(s.len() + OBJ);
-        PyStr { s, nchars }
+        PyStr {
+            s,
+            nchars,
+            hash: Cell::new(0),
+        }
+    }
+    /// Wrap text whose code-point count is already known (no rescan).
+    #[inline]
+    pub fn with_nchars(s: String, nchars: usize) -> PyStr {
+        debug_assert_eq!(nchars, s.chars().count());
+        mem_charge(s.len() + OBJ);
+        PyStr {
+            s,
+            nchars,
+            hash: Cell::new(0),
+        }
+    }
+    /// The str's hash (computed once).
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        let h = self.hash.get();
+        if h != 0 {
+            return h;
+        }
+        let h = hash_str(&self.s);
+        self.hash.set(h);
+        h
     }
     /// Is every code point ASCII?
     #[inline]
@@ -890,7 +919,7 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
                 mix(f.to_bits() ^ 0xf1f1)
             }
         }
-        Value::Str(s) => hash_str(&s.s),
+        Value::Str(s) => s.hash(),
         Value::Tuple(t) => {
             if depth > MAX_REC {
                 return Err(Exc::py(
