@@ -84,6 +84,24 @@ fn cpython_parse_us(src: &str) -> Option<f64> {
 }
 
 fn main() {
+    // Profiling aid: `BENCH_LOOP=N [BENCH_PARSE_ONLY=1] bench_validate` runs
+    // only the 20-line program N times (for `perf record`), printing nothing.
+    if let Some(n) = std::env::var("BENCH_LOOP")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let parse_only = std::env::var_os("BENCH_PARSE_ONLY").is_some();
+        let (ns, limits) = (ns(), Limits::default());
+        for _ in 0..n {
+            if parse_only {
+                let r = rustpython_parser::parse(TYPICAL, rustpython_parser::Mode::Module, "<p>");
+                assert!(r.is_ok());
+            } else {
+                assert!(validate(TYPICAL, &ns, &limits).is_ok());
+            }
+        }
+        return;
+    }
     println!(
         "parser alone, 20-line program: median {:.1} µs",
         parse_only().as_secs_f64() * 1e6

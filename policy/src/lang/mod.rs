@@ -17,6 +17,7 @@
 //! [`tables`] and are re-exported here.
 
 mod check;
+mod fastparse;
 pub mod prescan;
 pub mod tables;
 mod walk;
@@ -259,8 +260,19 @@ pub fn validate_with_predefined(
         Ok(p) => p,
         Err(t) => return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]),
     };
-    let module = match rustpython_parser::parse(source, Mode::Module, "<program>") {
-        Ok(m) => m,
+    let parsed = match fastparse::parse(source) {
+        Some(body) => {
+            #[cfg(debug_assertions)]
+            check_fast_parse(source, &body);
+            Ok(body)
+        }
+        None => rustpython_parser::parse(source, Mode::Module, "<program>").map(|m| match m {
+            ast::Mod::Module(m) => m.body,
+            _ => Vec::new(),
+        }),
+    };
+    let mut body = match parsed {
+        Ok(b) => b,
         Err(e) => {
             if let Some(p) = bracket_problem {
                 let msg =
@@ -284,10 +296,6 @@ pub fn validate_with_predefined(
                 Some("the program must be valid Python 3.11 syntax".to_string()),
             )]);
         }
-    };
-    let mut body = match module {
-        ast::Mod::Module(m) => m.body,
-        _ => Vec::new(),
     };
     // Pass 1 (iterative): normalise identifiers, collect assigned names,
     // bound the depth. The AST bound has a little slack over the pre-scan's
@@ -327,6 +335,22 @@ pub fn validate_with_predefined(
         calls,
         line_starts: starts,
     })
+}
+
+/// Debug builds only: the fast parser must build exactly rustpython-parser's
+/// tree (every test in the workspace then doubles as a differential test).
+#[cfg(debug_assertions)]
+fn check_fast_parse(source: &str, fast: &[ast::Stmt]) {
+    let reference = rustpython_parser::parse(source, Mode::Module, "<program>");
+    match reference {
+        Ok(ast::Mod::Module(m)) => {
+            debug_assert_eq!(fast, &m.body[..], "fast parser disagrees on {source:?}");
+        }
+        other => debug_assert!(
+            false,
+            "fast parser accepted what rustpython-parser rejects: {source:?}: {other:?}"
+        ),
+    }
 }
 
 /// Whether `name` may be bound before a program starts: an ASCII or
