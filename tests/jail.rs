@@ -519,3 +519,170 @@ fn pool_serves_single_use_workers() {
     drop(sup);
     assert!(children_of_self().is_empty(), "{:?}", children_of_self());
 }
+
+// ---- workers forked by the zygote -----------------------------------------
+
+/// A pooled supervisor: its workers come from a zygote (a pre-jailed parent
+/// that forks them) instead of one exec each.
+fn pooled(role: &[&str]) -> Supervisor {
+    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy binary");
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: JailLevel::full(),
+        pool_size: 1,
+        worker_role: role.iter().map(|s| s.to_string()).collect(),
+    };
+    Supervisor::new(cfg).expect("supervisor")
+}
+
+fn wait_pool(sup: &Supervisor) {
+    let t0 = std::time::Instant::now();
+    while sup.pool_ready() < 1 && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(sup.pool_ready() >= 1, "the pool never filled");
+}
+
+/// Zygote processes that are children of this test process.
+fn zygotes_of_self() -> usize {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let ppid_ok = stat
+                .rsplit_once(')')
+                .map(|(_, r)| r.split_whitespace().nth(1) == Some(me.as_str()))
+                .unwrap_or(false);
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            ppid_ok && String::from_utf8_lossy(&cmd).contains("__worker\0zygote\0")
+        })
+        .count()
+}
+
+fn probe_forked(action: &str, arg: &str) -> Probe {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = pooled(&["probe", action, arg]);
+    wait_pool(&sup);
+    assert!(zygotes_of_self() >= 1, "no zygote is running");
+    let r = run(&sup, ws.path(), "1", Limits::default());
+    match (&r.error, r.stdout.split_once(' ')) {
+        (None, Some(("allowed", d))) => Probe::Allowed(d.to_string()),
+        (None, Some(("denied", e))) => Probe::Denied(e.trim().parse().unwrap_or(-1)),
+        (Some(e), _) => Probe::Killed(format!("{}: {}", e.type_name, e.message)),
+        _ => panic!("unexpected probe report: {r:?}"),
+    }
+}
+
+#[test]
+fn forked_workers_hold_every_probe() {
+    let _g = serial();
+    // The probe is honest in a forked worker too.
+    assert_eq!(
+        probe_forked("nothing", ""),
+        Probe::Allowed("nothing".into())
+    );
+    let canary = tempfile::NamedTempFile::new().expect("canary");
+    std::fs::write(canary.path(), "CANARY-SECRET").expect("write canary");
+    let canary = canary.path().to_str().unwrap_or("").to_string();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    l.set_nonblocking(true).expect("nonblocking");
+    let port = l.local_addr().expect("addr").port().to_string();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let victim_pid = victim.id().to_string();
+    let cases: Vec<(&str, &str)> = vec![
+        ("read_file", "/etc/passwd"),
+        ("read_file", &canary),
+        ("write_file", "/tmp/lackpy-probe-forked-escape"),
+        ("write_file", "x"),
+        ("list_root", ""),
+        ("socket_inet", ""),
+        ("socket_inet6", ""),
+        ("socket_unix", ""),
+        ("socket_netlink", ""),
+        ("socket_packet", ""),
+        ("connect", &port),
+        ("execve", ""),
+        ("fork", ""),
+        ("clone_thread", ""),
+        ("ptrace", ""),
+        ("mount", ""),
+        ("unshare", ""),
+        ("setns", ""),
+        ("chroot", ""),
+        ("kill", &victim_pid),
+        ("tiocsti", ""),
+        ("keyctl", ""),
+        ("bpf", ""),
+        ("perf_event_open", ""),
+        ("userfaultfd", ""),
+        ("io_uring_setup", ""),
+        ("proc_self_mem", ""),
+        ("raise_rlimit", ""),
+    ];
+    for (action, arg) in cases {
+        assert_stopped(
+            probe_forked(action, arg),
+            &format!("forked: {action} {arg}"),
+        );
+    }
+    assert!(!Path::new("/tmp/lackpy-probe-forked-escape").exists());
+    assert!(
+        l.accept().is_err(),
+        "a forked worker reached the host listener"
+    );
+    assert!(
+        victim.try_wait().expect("try_wait").is_none(),
+        "a forked worker killed a host process"
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
+    // 4 GiB against the 768 MiB address-space limit.
+    let p = probe_forked("alloc", "4096");
+    assert!(
+        matches!(p, Probe::Denied(libc::ENOMEM) | Probe::Killed(_)),
+        "{p:?}"
+    );
+    // Every zygote and worker is gone once its supervisor is.
+    let t0 = std::time::Instant::now();
+    while zygotes_of_self() > 0 && t0.elapsed() < std::time::Duration::from_secs(3) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(zygotes_of_self(), 0, "a zygote outlived its supervisor");
+    assert!(no_children_soon(), "leftover: {:?}", children_of_self());
+}
+
+#[test]
+fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = pooled(&["executor"]);
+    wait_pool(&sup);
+    let limits = Limits {
+        wall_ms: 300,
+        fuel: u64::MAX / 4,
+        ..Limits::default()
+    };
+    let t0 = std::time::Instant::now();
+    let r = run(
+        &sup,
+        ws.path(),
+        "n = 0\nfor i in range(1000000000000):\n    n += i\nn",
+        limits,
+    );
+    let took = t0.elapsed();
+    let e = r.error.as_ref().expect("the run must time out");
+    assert_eq!(e.kind, ErrorKind::Limit, "{e:?}");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    // The next runs are served by fresh forked workers.
+    for i in 0..5 {
+        let r = run(&sup, ws.path(), &format!("{i} * 2"), Limits::default());
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.value, serde_json::json!(i * 2));
+    }
+}

@@ -8,7 +8,8 @@ use lackpy_worker::jail::JailSpec;
 /// Arguments of `lackpy __worker`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Role: `executor` (and, in test builds, `probe` or `hostile`).
+    /// Role: `executor`, `inferencer`, `zygote` (its ARGS are the role its
+    /// forked workers serve), and in test builds `probe` or `hostile`.
     role: String,
     /// The jail spec the supervisor built (see `JailSpec::to_arg`).
     #[arg(long)]
@@ -31,6 +32,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     Ok(match args.role.as_str() {
         "executor" => lackpy_worker::role::executor(&spec),
         "inferencer" => lackpy_inferencer::worker::role(&spec),
+        "zygote" => lackpy_worker::zygote::run(&spec, &args.rest),
         #[cfg(feature = "test-roles")]
         "probe" => lackpy_worker::role::test_roles::probe(&spec, &args.rest),
         #[cfg(feature = "test-roles")]

@@ -44,6 +44,19 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// runs/s), since runs compete for the same CPUs; kept as a knob.
 const REFILL_BATCH: usize = 1;
 
+/// Pool workers forked at once by the zygote before the refill thread waits
+/// for their greetings. Why 8: a fork costs the zygote well under a
+/// millisecond and each child finishes its jail in parallel, so a burst of
+/// runs that emptied the pool is refilled in one round.
+const ZYGOTE_BATCH: usize = 8;
+
+/// How long a run waits for a pooled worker when the pool is empty but a
+/// zygote is refilling it, before it spawns a fresh worker itself.
+/// Why 50 ms: a zygote refill takes about a millisecond; a fresh exec'd
+/// worker costs several milliseconds of CPU that the refill would then
+/// compete with.
+const POOL_WAIT: Duration = Duration::from_millis(50);
+
 /// How long to watch for frames sent after `Done` (ms).
 /// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
 /// once); a hostile one that keeps talking is caught instead of ignored.
@@ -258,6 +271,8 @@ struct Pool {
     workers: Mutex<VecDeque<Worker>>,
     cv: Condvar,
     stop: AtomicBool,
+    /// A zygote is refilling the pool (refills take about a millisecond).
+    fast: AtomicBool,
 }
 
 /// The supervisor. `Send + Sync`: front ends call [`Supervisor::run`] from many threads.
@@ -292,6 +307,7 @@ impl Supervisor {
             workers: Mutex::new(VecDeque::new()),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
+            fast: AtomicBool::new(false),
         });
         let pool_spec = cfg.jail_level.executor_spec(&Limits::default());
         let refill = if cfg.pool_size > 0 {
@@ -372,18 +388,35 @@ impl Supervisor {
             && spec.cpu_seconds <= self.pool_spec.cpu_seconds;
         let overridden = self.role_override.lock().is_ok_and(|r| r.is_some());
         if fits && self.cfg.pool_size > 0 && !overridden {
-            let taken = self
-                .pool
-                .workers
-                .lock()
-                .ok()
-                .and_then(|mut q| q.pop_front());
-            self.pool.cv.notify_all();
-            if let Some(w) = taken {
+            if let Some(w) = self.pool_take() {
                 return Ok(w);
             }
         }
         self.fresh_worker(spec)
+    }
+
+    /// A worker from the pool; when it is empty but a zygote is refilling
+    /// it, wait up to [`POOL_WAIT`] for one.
+    fn pool_take(&self) -> Option<Worker> {
+        let deadline = Instant::now() + POOL_WAIT;
+        let mut q = self.pool.workers.lock().ok()?;
+        loop {
+            if let Some(w) = q.pop_front() {
+                // The pool is short now: wake the refill thread. (While the
+                // pool is empty it is busy refilling and needs no wake-up,
+                // so waiting runs do not wake each other in a loop.)
+                self.pool.cv.notify_all();
+                return Some(w);
+            }
+            let now = Instant::now();
+            if now >= deadline
+                || !self.pool.fast.load(Ordering::SeqCst)
+                || self.pool.stop.load(Ordering::SeqCst)
+            {
+                return None;
+            }
+            q = self.pool.cv.wait_timeout(q, deadline - now).ok()?.0;
+        }
     }
 
     /// Validate and run one program. Never panics on hostile input; every
@@ -674,11 +707,70 @@ impl Drop for Supervisor {
     }
 }
 
+/// The refill thread's source of workers: the zygote when it can be used,
+/// else a fresh exec per worker.
+struct WorkerSource {
+    zygote: Option<spawn::Zygote>,
+    /// Whether this pool's workers can come from a zygote at all.
+    usable: bool,
+    /// Earliest time to try starting a zygote again after a failure.
+    retry_at: Instant,
+}
+
+/// Wait before retrying a zygote that failed to start or answer.
+const ZYGOTE_RETRY: Duration = Duration::from_secs(5);
+
+impl WorkerSource {
+    fn new(cfg: &SupervisorConfig, spec: &JailSpec) -> Self {
+        // The zygote needs its namespaces, and its children serve only the
+        // roles `lackpy_worker::role::after_jail` knows.
+        let role = cfg.worker_role.first().map(String::as_str);
+        let usable = spec.namespaces
+            && matches!(role, Some("executor") | Some("probe"))
+            && std::env::var_os("LACKPY_NO_ZYGOTE").is_none();
+        WorkerSource {
+            zygote: None,
+            usable,
+            retry_at: Instant::now(),
+        }
+    }
+
+    fn worker(
+        &mut self,
+        cfg: &SupervisorConfig,
+        role: &str,
+        args: &[String],
+        spec: &JailSpec,
+    ) -> Option<Worker> {
+        if self.usable && self.zygote.is_none() && Instant::now() >= self.retry_at {
+            match spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
+                Ok(z) => self.zygote = Some(z),
+                Err(e) => {
+                    tracing::warn!("{e}; pool workers are exec'd one by one until it starts");
+                    self.retry_at = Instant::now() + ZYGOTE_RETRY;
+                }
+            }
+        }
+        if let Some(z) = self.zygote.as_mut() {
+            match z.fork_worker(spec) {
+                Ok(w) => return Some(w),
+                Err(e) => {
+                    tracing::warn!("zygote failed to fork a worker ({e}); replacing it");
+                    self.zygote = None;
+                    self.retry_at = Instant::now() + ZYGOTE_RETRY;
+                }
+            }
+        }
+        spawn::spawn(&cfg.exe, role, args, spec).ok()
+    }
+}
+
 fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
     let (role, args) = cfg
         .worker_role
         .split_first()
         .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+    let mut zyg = WorkerSource::new(cfg, spec);
     let mut backoff = Duration::from_millis(10);
     loop {
         let missing = {
@@ -697,11 +789,17 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
             return;
         }
         // Start up to REFILL_BATCH workers before waiting for any greeting:
-        // a worker spends its start-up (exec, jail) on its own, so several
-        // in flight keep both cores busy instead of one spawn at a time.
-        let started: Vec<Worker> = (0..missing.clamp(1, REFILL_BATCH))
-            .filter_map(|_| spawn::spawn(&cfg.exe, role, args, spec).ok())
+        // a worker spends its start-up (jail, greeting) on its own, so
+        // several in flight keep both cores busy instead of one at a time.
+        let batch = if zyg.zygote.is_some() {
+            ZYGOTE_BATCH
+        } else {
+            REFILL_BATCH
+        };
+        let started: Vec<Worker> = (0..missing.clamp(1, batch))
+            .filter_map(|_| zyg.worker(cfg, role, args, spec))
             .collect();
+        pool.fast.store(zyg.zygote.is_some(), Ordering::SeqCst);
         let mut any_failed = started.is_empty();
         for mut w in started {
             if greet(&mut w).is_ok() {
@@ -709,6 +807,7 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
                 if let Ok(mut q) = pool.workers.lock() {
                     q.push_back(w);
                 }
+                pool.cv.notify_all();
             } else {
                 any_failed = true;
             }

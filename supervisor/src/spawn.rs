@@ -71,11 +71,24 @@ impl ExeHandle {
     }
 }
 
+/// How a worker process is held: our own child (exec'd by [`spawn`]), or a
+/// zygote's child (forked by [`Zygote::fork_worker`]) that we signal through
+/// its pidfd and whose wait status the zygote writes to a pipe.
+#[derive(Debug)]
+enum Proc {
+    Child(Child),
+    Forked {
+        pid: u32,
+        pidfd: OwnedFd,
+        status: OwnedFd,
+    },
+}
+
 /// A spawned worker: its process and our end of the socket. Dropping it
 /// kills and reaps the process.
 #[derive(Debug)]
 pub struct Worker {
-    child: Option<Child>,
+    child: Option<Proc>,
     /// Our end of the IPC socketpair.
     pub chan: Channel,
     /// The jail spec it was started with.
@@ -146,7 +159,7 @@ pub fn spawn(
     let child = cmd.spawn()?;
     drop(theirs);
     Ok(Worker {
-        child: Some(child),
+        child: Some(Proc::Child(child)),
         chan: Channel::new(ours),
         spec: spec.clone(),
         spawned: Instant::now(),
@@ -270,10 +283,98 @@ fn child_setup(sock: RawFd, is_root: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+impl Proc {
+    /// The exit status if the process has exited, without blocking (for a
+    /// forked worker: waiting up to `wait_ms` for the zygote's report).
+    /// `Some(None)`: it is gone but its status is unknown (the zygote died).
+    fn try_status(&mut self, wait_ms: i32) -> Option<Option<ExitStatus>> {
+        match self {
+            Proc::Child(c) => match c.try_wait() {
+                Ok(Some(st)) => Some(Some(st)),
+                Ok(None) => None,
+                Err(_) => Some(None),
+            },
+            Proc::Forked { status, .. } => read_status(status, wait_ms),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Proc::Child(c) => {
+                let _ = c.kill();
+            }
+            Proc::Forked { pidfd, .. } => {
+                // SAFETY: pidfd_send_signal on a pidfd we own; no siginfo.
+                // The pidfd names exactly this process, never a reused pid.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        pidfd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0u32,
+                    )
+                };
+            }
+        }
+    }
+
+    /// Block until the process is reaped (a forked worker: until the zygote
+    /// reports, at most [`FORKED_REAP_WAIT_MS`]).
+    fn wait(&mut self) -> Option<ExitStatus> {
+        match self {
+            Proc::Child(c) => c.wait().ok(),
+            Proc::Forked { status, .. } => read_status(status, FORKED_REAP_WAIT_MS).flatten(),
+        }
+    }
+}
+
+/// How long to wait for the zygote's status report of a killed worker.
+/// Why 2 s: SIGKILL'd processes are reaped in microseconds; only a stuck
+/// zygote takes longer, and then the status is simply unknown.
+const FORKED_REAP_WAIT_MS: i32 = 2000;
+
+/// Read a forked worker's wait status from its status pipe, waiting up to
+/// `wait_ms`. `None`: not yet; `Some(None)`: pipe closed without a status.
+fn read_status(fd: &OwnedFd, wait_ms: i32) -> Option<Option<ExitStatus>> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        if rc < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if rc <= 0 {
+            return if rc == 0 { None } else { Some(None) };
+        }
+        break;
+    }
+    let mut buf = [0u8; 4];
+    // SAFETY: reading at most 4 bytes into a live array from a pipe we own.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n == 4 {
+        Some(Some(ExitStatus::from_raw(i32::from_le_bytes(buf))))
+    } else {
+        Some(None)
+    }
+}
+
 impl Worker {
     /// Process id of the spawned process (outside the worker's pid namespace).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        match self.child.as_ref()? {
+            Proc::Child(c) => Some(c.id()),
+            Proc::Forked { pid, .. } => Some(*pid),
+        }
+    }
+
+    /// Whether this worker was forked by a zygote (rather than exec'd).
+    pub fn is_forked(&self) -> bool {
+        matches!(self.child, Some(Proc::Forked { .. }))
     }
 
     /// Wait for the first frame until `deadline`.
@@ -306,14 +407,12 @@ impl Worker {
     /// SIGKILL the worker without waiting (reap later with [`Worker::kill_and_reap`]).
     pub fn kill(&mut self) {
         if let Some(child) = self.child.as_mut() {
-            match child.try_wait() {
-                Ok(Some(st)) => {
-                    self.status = Some(st);
+            match child.try_status(0) {
+                Some(st) => {
+                    self.status = st;
                     self.child = None;
                 }
-                _ => {
-                    let _ = child.kill();
-                }
+                None => child.kill(),
             }
         }
     }
@@ -322,12 +421,12 @@ impl Worker {
     /// Idempotent; returns the exit status.
     pub fn kill_and_reap(&mut self) -> Option<ExitStatus> {
         if let Some(mut child) = self.child.take() {
-            // If it already exited, try_wait reaps it and keeps its real status.
-            match child.try_wait() {
-                Ok(Some(st)) => self.status = Some(st),
-                _ => {
-                    let _ = child.kill();
-                    self.status = child.wait().ok();
+            // If it already exited, keep its real status.
+            match child.try_status(0) {
+                Some(st) => self.status = st,
+                None => {
+                    child.kill();
+                    self.status = child.wait();
                 }
             }
         }
@@ -339,16 +438,20 @@ impl Worker {
     pub fn reap_by(&mut self, deadline: Instant) -> Option<ExitStatus> {
         if let Some(child) = self.child.as_mut() {
             loop {
-                match child.try_wait() {
-                    Ok(Some(st)) => {
-                        self.status = Some(st);
+                let left = deadline.saturating_duration_since(Instant::now());
+                let slice = i32::try_from(left.as_millis().min(5)).unwrap_or(5);
+                match child.try_status(slice) {
+                    Some(st) => {
+                        self.status = st;
                         self.child = None;
                         break;
                     }
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(std::time::Duration::from_micros(200))
+                    None if Instant::now() < deadline => {
+                        if matches!(child, Proc::Child(_)) {
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
                     }
-                    _ => return self.kill_and_reap(),
+                    None => return self.kill_and_reap(),
                 }
             }
         }
@@ -367,4 +470,103 @@ impl Drop for Worker {
 pub fn death_signal(st: &ExitStatus) -> Option<i32> {
     st.signal()
         .or_else(|| st.code().filter(|c| *c > 128 && *c < 160).map(|c| c - 128))
+}
+
+/// A running zygote (see `lackpy_worker::zygote`): a pre-jailed process
+/// that forks pool workers in a fraction of the cost of [`spawn`]. Dropping
+/// it closes the control socket; the zygote exits and takes every worker it
+/// forked with it.
+#[derive(Debug)]
+pub struct Zygote {
+    proc: Worker,
+}
+
+/// How long the zygote may take to answer one fork request.
+/// Why 2 s: a fork takes well under a millisecond; only a stuck or dead
+/// zygote takes longer, and then it is replaced.
+const ZYGOTE_ANSWER: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Zygote {
+    /// Spawn a zygote whose workers serve `child_role` (`["executor"]`)
+    /// under `spec`, and wait for it to be jailed.
+    ///
+    /// # Errors
+    /// The spawn errno, or a description of why the zygote did not come up.
+    pub fn start(
+        exe: &ExeHandle,
+        child_role: &[String],
+        spec: &JailSpec,
+    ) -> Result<Zygote, String> {
+        let mut proc = spawn(exe, "zygote", child_role, spec)
+            .map_err(|e| format!("cannot spawn the zygote: {e}"))?;
+        match proc.greeting(Instant::now() + std::time::Duration::from_secs(5)) {
+            Ok(Greeting::Ready) => Ok(Zygote { proc }),
+            Ok(Greeting::SetupFailed { step, detail, .. }) => {
+                Err(format!("zygote jail step `{step}` failed: {detail}"))
+            }
+            Err(e) => Err(format!("zygote did not start: {e}")),
+        }
+    }
+
+    /// Fork one worker (jailed by `spec`, which must be the zygote's). The
+    /// worker still has to say `Ready` on its channel.
+    ///
+    /// # Errors
+    /// A socket/pipe errno, the zygote's errno, or `ETIMEDOUT` / `EPIPE`
+    /// when the zygote is stuck or gone (then drop and replace it).
+    pub fn fork_worker(&mut self, spec: &JailSpec) -> std::io::Result<Worker> {
+        let (ours, theirs) = ipc::socketpair()?;
+        let mut p = [-1 as RawFd; 2];
+        // SAFETY: `p` is a valid array of two ints that pipe2 fills in.
+        if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just returned by pipe2 and are ours alone.
+        let (status_r, status_w) =
+            unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+        let ctrl = self.proc.chan.raw_fd();
+        ipc::send_fds(
+            ctrl,
+            &[lackpy_worker::zygote::REQUEST_FORK],
+            &[theirs.as_raw_fd(), status_w.as_raw_fd()],
+        )?;
+        drop(theirs);
+        drop(status_w);
+        let mut buf = [0u8; 8];
+        let (n, mut fds) = ipc::recv_fds(ctrl, &mut buf, Some(Instant::now() + ZYGOTE_ANSWER))?;
+        if n == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
+        }
+        if n != 4 {
+            return Err(std::io::Error::from_raw_os_error(libc::EPROTO));
+        }
+        let v = i32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        if v <= 0 {
+            return Err(std::io::Error::from_raw_os_error(if v < 0 {
+                -v
+            } else {
+                libc::EPROTO
+            }));
+        }
+        let pidfd = match (fds.pop(), fds.is_empty()) {
+            (Some(fd), true) => fd,
+            _ => return Err(std::io::Error::from_raw_os_error(libc::EPROTO)),
+        };
+        Ok(Worker {
+            child: Some(Proc::Forked {
+                pid: v.unsigned_abs(),
+                pidfd,
+                status: status_r,
+            }),
+            chan: Channel::new(ours),
+            spec: spec.clone(),
+            spawned: Instant::now(),
+            status: None,
+        })
+    }
+
+    /// The zygote's own pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.proc.pid()
+    }
 }

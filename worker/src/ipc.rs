@@ -398,6 +398,134 @@ impl Channel {
     }
 }
 
+/// Most descriptors one [`send_fds`] / [`recv_fds`] message carries.
+pub const MAX_PASSED_FDS: usize = 4;
+
+/// Control-message buffer big enough for [`MAX_PASSED_FDS`] descriptors
+/// (u64 elements keep it aligned for `cmsghdr`).
+type CmsgBuf = [u64; 8];
+
+/// Send one seqpacket message `bytes` with `fds` attached (`SCM_RIGHTS`).
+/// Used only between the supervisor and its zygote (see `crate::zygote`).
+///
+/// # Errors
+/// The `sendmsg` errno; `EINVAL` for more than [`MAX_PASSED_FDS`] descriptors.
+pub fn send_fds(sock: RawFd, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
+    if fds.len() > MAX_PASSED_FDS {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut cbuf: CmsgBuf = [0; 8];
+    let fd_bytes = std::mem::size_of_val(fds) as u32;
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    // SAFETY: msghdr is plain data; every field we rely on is set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE only computes a size.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
+        // SAFETY: msg_control points at `cbuf`, which is larger than
+        // CMSG_SPACE(4 * MAX_PASSED_FDS) and aligned for cmsghdr; the header
+        // and data written stay inside it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
+            std::ptr::copy_nonoverlapping(
+                fds.as_ptr().cast::<u8>(),
+                libc::CMSG_DATA(c),
+                fd_bytes as usize,
+            );
+        }
+    }
+    loop {
+        // SAFETY: `msg` points at live buffers (iov, cbuf) for the call.
+        let rc = unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) };
+        if rc >= 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Receive one seqpacket message into `buf` with up to [`MAX_PASSED_FDS`]
+/// attached descriptors (made close-on-exec). Returns the byte count (0 =
+/// the peer closed) and the descriptors. A truncated message or truncated
+/// control data is an error (the descriptors that did arrive are closed).
+/// With a deadline, waits at most until then.
+///
+/// # Errors
+/// The `recvmsg` errno, `EMSGSIZE` on truncation, `ETIMEDOUT` at the deadline.
+pub fn recv_fds(
+    sock: RawFd,
+    buf: &mut [u8],
+    deadline: Option<Instant>,
+) -> std::io::Result<(usize, Vec<OwnedFd>)> {
+    use std::os::fd::FromRawFd;
+    if deadline.is_some() {
+        match wait_ready(sock, libc::POLLIN, deadline) {
+            Ok(()) => {}
+            Err(FrameError::Timeout) => {
+                return Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT))
+            }
+            Err(FrameError::Io(e)) => return Err(e),
+            Err(_) => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
+        }
+    }
+    let mut cbuf: CmsgBuf = [0; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is plain data; every field we rely on is set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of::<CmsgBuf>() as _;
+    let n = loop {
+        // SAFETY: `msg` points at live buffers (iov, cbuf) for the call.
+        let rc = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if rc >= 0 {
+            break rc as usize;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    };
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into `cbuf`
+    // (msg_controllen was updated to the bytes written); each SCM_RIGHTS
+    // payload holds whole ints, which we take ownership of exactly once.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c);
+                let len = (*c).cmsg_len as usize - (data as usize - c as usize);
+                for i in 0..len / std::mem::size_of::<RawFd>() {
+                    let fd = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
+                    fds.push(OwnedFd::from_raw_fd(fd));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 || fds.len() > MAX_PASSED_FDS {
+        return Err(std::io::Error::from_raw_os_error(libc::EMSGSIZE));
+    }
+    Ok((n, fds))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)]
 mod tests {

@@ -6,3 +6,4 @@ pub mod interp;
 pub mod ipc;
 pub mod jail;
 pub mod role;
+pub mod zygote;

@@ -98,6 +98,65 @@ pub fn executor(spec: &JailSpec) -> i32 {
     }
 }
 
+/// Serve one run on a worker whose jail is already complete and who
+/// already said `Ready` (a zygote's child): `role` is `executor` (or, in
+/// test builds, `probe ACTION [ARG]`). Returns the exit status.
+pub fn after_jail(chan: Channel, role: &[String]) -> i32 {
+    match role.first().map(String::as_str) {
+        Some("executor") => match serve_one(Rc::new(RefCell::new(chan))) {
+            Ok(()) => 0,
+            Err(_) => EXIT_SETUP,
+        },
+        #[cfg(feature = "test-roles")]
+        Some("probe") => test_roles::probe_jailed(chan, role.get(1..).unwrap_or(&[])),
+        _ => EXIT_SETUP,
+    }
+}
+
+/// A program touching the common paths of the parser, validator and
+/// interpreter (loops, dicts, comprehensions, strings, f-strings, sorting,
+/// a tool call), run once by a zygote's worker before it says `Ready`.
+const WARM_UP: &str =
+    "d = {}\nfor i in range(20):\n    k = str(i % 3)\n    d[k] = d.get(k, 0) + i\n\
+xs = [x * 2 for x in range(10) if x % 2 == 0]\nnames = ['b', 'a', 'c']\n\
+s = ', '.join(sorted(names)).upper().split(',')\nt = f'{len(xs):>4} {1.5:.2f} {d}'\n\
+r = read_file('x')\nprint(t, s, r)\nsorted(d.items(), key=lambda kv: kv[1], reverse=True)\n";
+
+/// Run [`WARM_UP`] with a tool host that answers every call with `None`.
+///
+/// Why: a forked worker starts with none of the binary's code mapped in its
+/// page tables (fork does not copy them for file-backed mappings) and an
+/// untouched heap; the first run pays a few hundred microseconds of page
+/// faults. A pooled worker is forked ahead of time, so it pays them here,
+/// off the run's critical path. The interpreter keeps no state between
+/// runs, so nothing of this run is visible to the real one.
+pub fn warm_up() {
+    struct NoTools;
+    impl ToolHost for NoTools {
+        fn call(
+            &mut self,
+            _name: &str,
+            _args: Vec<Data>,
+            _kwargs: Vec<(String, Data)>,
+        ) -> Result<Data, ToolFailure> {
+            Ok(Data::None)
+        }
+    }
+    let ns = Namespace {
+        tools: vec![ToolEntry {
+            target: "read_file".into(),
+            name: "read_file".into(),
+            args: vec!["path".into()],
+            grade: Default::default(),
+        }],
+    };
+    let limits = lackpy_policy::wire::Limits::default();
+    if let Ok(prog) = lackpy_policy::validate_with_predefined(WARM_UP, &ns, &limits, &[]) {
+        let mut out = String::new();
+        let _ = interp::run(&prog, &mut NoTools, &mut out, &limits);
+    }
+}
+
 /// Receive `Run`, validate, interpret, stream stdout, send `Done`.
 fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let run = chan.borrow_mut().recv::<ToWorker>(None)?;

@@ -367,6 +367,116 @@ pub fn enter(spec: &JailSpec) -> Result<JailStatus, JailError> {
     })
 }
 
+/// The one flag set the zygote forks a worker with: a new pid namespace
+/// (the worker is its pid 1), a new ipc namespace, a pidfd for the
+/// supervisor, SIGCHLD to the zygote. The zygote's seccomp filter allows
+/// `clone` with exactly these flags and nothing else.
+pub const ZYGOTE_CLONE_FLAGS: u64 =
+    (libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_PIDFD | libc::SIGCHLD) as u64;
+
+/// What [`enter_zygote`] prepared for the workers it will fork.
+pub struct ZygoteJail {
+    /// The executor filter, compiled once for pid 1 (every worker is pid 1
+    /// of its own namespace); `None` when the seccomp layer is lowered.
+    child_filter: Option<seccompiler::BpfProgram>,
+    /// The worker rlimits (`None` when the rlimits layer is lowered).
+    rlimits: Option<(u64, u64)>,
+    /// Readable when a worker exited (SIGCHLD, blocked, via signalfd).
+    sigchld: std::os::fd::OwnedFd,
+}
+
+impl fmt::Debug for ZygoteJail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZygoteJail")
+            .field("child_filter", &self.child_filter.as_ref().map(Vec::len))
+            .field("rlimits", &self.rlimits)
+            .field("sigchld", &self.sigchld)
+            .finish()
+    }
+}
+
+/// Confine the calling (single-threaded) process as a *zygote*: the long-lived
+/// parent of pooled executor workers. It gets every layer a worker gets —
+/// user, mount (empty read-only root), net, ipc, uts and cgroup namespaces,
+/// no-new-privs, a locked-down capability state, landlock, seccomp — except
+/// that it stays in the supervisor's pid namespace, keeps `CAP_SYS_ADMIN`
+/// in its own user namespace (to give each worker a pid namespace) and its
+/// filter ([`Filter::Zygote`]) also allows forking a worker and handing it
+/// over. Each forked worker then finishes its own jail with
+/// [`ZygoteJail::confine_worker`].
+///
+/// Requires the namespaces layer (the zygote is pointless without it).
+///
+/// # Errors
+/// The first step that failed.
+pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
+    use steps::*;
+    if !spec.namespaces {
+        return Err(JailError::UnshareOthers(libc::EINVAL));
+    }
+    let (uid, gid) = outer_ids();
+    unshare_user()?;
+    write_id_maps(uid, gid)?;
+    unshare_zygote_namespaces(spec.keep_net)?;
+    pivot_to_empty_root()?;
+    if spec.rlimits {
+        set_zygote_rlimits(spec.as_bytes)?;
+    }
+    set_no_new_privs()?;
+    keep_only_sys_admin()?;
+    close_inherited_fds()?;
+    let sigchld = sigchld_fd()?;
+    if spec.landlock {
+        restrict_landlock(spec.connect_port)?;
+    }
+    let child_filter = match spec.seccomp {
+        Some(f) => Some(seccomp::compile_for_pid(
+            f,
+            1,
+            seccompiler::SeccompAction::KillProcess,
+        )?),
+        None => None,
+    };
+    if spec.seccomp.is_some() {
+        seccomp::install(Filter::Zygote)?;
+    }
+    Ok(ZygoteJail {
+        child_filter,
+        rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),
+        sigchld,
+    })
+}
+
+impl ZygoteJail {
+    /// The signalfd that becomes readable when a forked worker exits.
+    pub fn sigchld_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sigchld.as_raw_fd()
+    }
+
+    /// In a freshly forked worker (pid 1 of its own pid namespace, its
+    /// socket already on fd 3): die with the zygote, close every other
+    /// descriptor, set the worker rlimits (NPROC=0 from here on), drop the
+    /// last capability, and install the executor filter last.
+    ///
+    /// # Errors
+    /// The first step that failed.
+    pub fn confine_worker(&self) -> Result<(), JailError> {
+        use steps::*;
+        die_with_parent()?;
+        unblock_sigchld()?;
+        close_inherited_fds()?;
+        if let Some((as_bytes, cpu)) = self.rlimits {
+            set_rlimits(as_bytes, cpu)?;
+        }
+        clear_capabilities()?;
+        if let Some(prog) = &self.child_filter {
+            seccompiler::apply_filter(prog).map_err(|e| JailError::Seccomp(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
 /// The landlock ABI version the running kernel offers (0 if none).
 pub fn landlock_abi() -> u8 {
     steps::landlock_abi()

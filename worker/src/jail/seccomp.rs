@@ -26,6 +26,10 @@ pub enum Filter {
     Executor,
     /// Inferencer workers: the executor's list plus one outbound TCP connection.
     Inferencer,
+    /// The zygote that forks executors: the executor's list plus what
+    /// forking and handing over a worker needs ([`ZYGOTE_EXTRAS`]). Its
+    /// children install [`Filter::Executor`] on top before serving.
+    Zygote,
 }
 
 impl Filter {
@@ -34,6 +38,7 @@ impl Filter {
         match self {
             Filter::Executor => "executor",
             Filter::Inferencer => "inferencer",
+            Filter::Zygote => "zygote",
         }
     }
 
@@ -42,6 +47,7 @@ impl Filter {
         match name {
             "executor" => Some(Filter::Executor),
             "inferencer" => Some(Filter::Inferencer),
+            "zygote" => Some(Filter::Zygote),
             _ => None,
         }
     }
@@ -64,6 +70,10 @@ pub enum Cond {
     GetFd,
     /// Argument 1 (the request) is `FIONBIO`: only toggling non-blocking mode.
     Fionbio,
+    /// Argument 0 (clone flags) is exactly [`super::ZYGOTE_CLONE_FLAGS`].
+    CloneWorker,
+    /// Argument 0 (the prctl option) is this value.
+    PrctlOption(i32),
 }
 
 /// One allowlist row.
@@ -137,11 +147,35 @@ pub const INFERENCER_EXTRAS: &[Allow] = &[
     row("clock_nanosleep", libc::SYS_clock_nanosleep, Cond::Any, "backoff pause between retries of the model call"),
 ];
 
+/// What the zygote needs on top of [`EXECUTOR`]: fork a worker into its
+/// own pid and ipc namespaces, hand its descriptors over, reap it and
+/// report its status. Everything else stays denied; in particular no
+/// `execve`, no `clone3` and no clone flag combination but the one it uses.
+#[rustfmt::skip]
+pub const ZYGOTE_EXTRAS: &[Allow] = &[
+    row("clone",          libc::SYS_clone,          Cond::CloneWorker, "fork one worker (new pid+ipc namespace, pidfd) — exactly these flags"),
+    row("sendmsg",        libc::SYS_sendmsg,        Cond::IpcFd, "answer the supervisor with the worker's pid and pidfd"),
+    row("wait4",          libc::SYS_wait4,          Cond::Any, "reap exited workers"),
+    row("read",           libc::SYS_read,           Cond::Any, "drain the SIGCHLD signalfd"),
+    row("write(any)",     libc::SYS_write,          Cond::Any, "report a reaped worker's status on its status pipe"),
+    row("poll",           libc::SYS_poll,           Cond::Any, "wait for a request or a child's exit"),
+    row("ppoll",          libc::SYS_ppoll,          Cond::Any, "wait for a request or a child's exit"),
+    row("dup3",           libc::SYS_dup3,           Cond::Any, "child: its socket becomes fd 3"),
+    row("close_range",    libc::SYS_close_range,    Cond::Any, "child: close every other descriptor"),
+    row("prlimit64",      libc::SYS_prlimit64,      Cond::Any, "child: per-worker rlimits"),
+    row("capset",         libc::SYS_capset,         Cond::Any, "child: drop the last capabilities"),
+    row("prctl(PDEATHSIG)", libc::SYS_prctl,        Cond::PrctlOption(libc::PR_SET_PDEATHSIG), "child: die with the zygote"),
+    row("prctl(NO_NEW_PRIVS)", libc::SYS_prctl,     Cond::PrctlOption(libc::PR_SET_NO_NEW_PRIVS), "child: seccompiler sets it before installing"),
+    row("seccomp",        libc::SYS_seccomp,        Cond::Any, "child: install the executor filter"),
+];
+
 /// The rows of a filter.
 pub fn table(filter: Filter) -> Vec<Allow> {
     let mut rows = EXECUTOR.to_vec();
-    if filter == Filter::Inferencer {
-        rows.extend_from_slice(INFERENCER_EXTRAS);
+    match filter {
+        Filter::Executor => {}
+        Filter::Inferencer => rows.extend_from_slice(INFERENCER_EXTRAS),
+        Filter::Zygote => rows.extend_from_slice(ZYGOTE_EXTRAS),
     }
     rows
 }
@@ -180,6 +214,15 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
         Cond::OwnPid => {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
         }
+        Cond::CloneWorker => SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::Eq,
+            super::ZYGOTE_CLONE_FLAGS,
+        )?,
+        Cond::PrctlOption(op) => {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, op as u64)?
+        }
         Cond::GetFd => SeccompCondition::new(
             1,
             SeccompCmpArgLen::Dword,
@@ -195,9 +238,24 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
 /// # Errors
 /// [`JailError::Seccomp`] if seccompiler rejects the table.
 pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, JailError> {
-    let err = |e: &dyn std::fmt::Display| JailError::Seccomp(e.to_string());
     // SAFETY: getpid cannot fail.
-    let own_pid = unsafe { libc::getpid() } as u64;
+    let own_pid = unsafe { libc::getpid() } as u32;
+    compile_for_pid(filter, own_pid, mismatch)
+}
+
+/// [`compile`] for a process whose pid will be `own_pid` (the zygote
+/// compiles its children's filter once: each child is pid 1 of its own
+/// pid namespace).
+///
+/// # Errors
+/// [`JailError::Seccomp`] if seccompiler rejects the table.
+pub fn compile_for_pid(
+    filter: Filter,
+    own_pid: u32,
+    mismatch: SeccompAction,
+) -> Result<BpfProgram, JailError> {
+    let err = |e: &dyn std::fmt::Display| JailError::Seccomp(e.to_string());
+    let own_pid = u64::from(own_pid);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // A syscall with any unconditional row is allowed outright.
     let mut unconditional = Vec::new();

@@ -339,6 +339,12 @@ const SECUREBITS_LOCKED_DOWN: libc::c_ulong = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 |
 /// namespaces the process is unprivileged already, and the calls that need
 /// CAP_SETPCAP are skipped when they fail with EPERM.
 pub fn drop_capabilities() -> Result<(), JailError> {
+    drop_capabilities_keeping_sets()?;
+    capset(0, 0)
+}
+
+/// Securebits, bounding and ambient sets (everything but capset).
+fn drop_capabilities_keeping_sets() -> Result<(), JailError> {
     // SAFETY: prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS_LOCKED_DOWN, 0, 0, 0) };
     if rc != 0 && errno() != libc::EPERM {
@@ -376,22 +382,6 @@ pub fn drop_capabilities() -> Result<(), JailError> {
     if rc != 0 && errno() != libc::EINVAL {
         return Err(JailError::Capabilities {
             what: "PR_CAP_AMBIENT_CLEAR_ALL",
-            errno: errno(),
-        });
-    }
-    let mut hdr = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: capset reads one header and two data structs (version 3 layout).
-    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) } != 0 {
-        return Err(JailError::Capabilities {
-            what: "capset",
             errno: errno(),
         });
     }
@@ -461,4 +451,144 @@ pub fn restrict_landlock(connect_port: Option<u16>) -> Result<(LayerStatus, u8),
         }
     };
     Ok((layer, abi))
+}
+
+/// Why (zygote): the zygote gets every namespace a worker gets except the
+/// pid namespace, which each forked worker gets for itself (so it is pid 1
+/// of a namespace holding nothing else, and the zygote, staying in the
+/// supervisor's pid namespace, hands the supervisor a pid it can name).
+pub fn unshare_zygote_namespaces(keep_net: bool) -> Result<(), JailError> {
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWCGROUP;
+    if !keep_net {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: unshare takes only flags.
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(JailError::UnshareOthers(errno()));
+    }
+    Ok(())
+}
+
+/// Descriptors the zygote may hold: its control socket, the signalfd, and
+/// one status pipe per live worker (bounded by `MAX_LIVE` in the zygote loop).
+pub const ZYGOTE_NOFILE: u64 = 1100;
+
+/// Why (zygote): the zygote itself never dumps core, writes files or locks
+/// memory, and its address space is bounded like a worker's; CPU and NPROC
+/// stay as they are because it lives long and forks (each child sets its
+/// own with [`set_rlimits`]).
+pub fn set_zygote_rlimits(as_bytes: u64) -> Result<(), JailError> {
+    setrlimit("RLIMIT_AS", libc::RLIMIT_AS, as_bytes)?;
+    setrlimit("RLIMIT_CORE", libc::RLIMIT_CORE, 0)?;
+    setrlimit("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, ZYGOTE_NOFILE)?;
+    setrlimit("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, 0)?;
+    setrlimit("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK, 0)?;
+    setrlimit("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE, 0)?;
+    Ok(())
+}
+
+fn capset(effective: u32, permitted: u32) -> Result<(), JailError> {
+    let mut hdr = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [
+        CapData {
+            effective,
+            permitted,
+            inheritable: 0,
+        },
+        CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        },
+    ];
+    // SAFETY: capset reads one header and two data structs (version 3 layout).
+    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) } != 0 {
+        return Err(JailError::Capabilities {
+            what: "capset",
+            errno: errno(),
+        });
+    }
+    Ok(())
+}
+
+/// Why (zygote): like [`drop_capabilities`] (securebits locked, bounding and
+/// ambient sets empty), except that `CAP_SYS_ADMIN` stays effective in the
+/// zygote's user namespace: creating each worker's pid namespace needs it.
+/// Every worker clears it ([`clear_capabilities`]) before running anything.
+pub fn keep_only_sys_admin() -> Result<(), JailError> {
+    drop_capabilities_but(1 << CAP_SYS_ADMIN)
+}
+
+/// Why (forked worker): the last capability inherited from the zygote goes;
+/// the bounding set and securebits were already locked down by the zygote.
+pub fn clear_capabilities() -> Result<(), JailError> {
+    capset(0, 0)
+}
+
+fn drop_capabilities_but(keep: u32) -> Result<(), JailError> {
+    drop_capabilities_keeping_sets()?;
+    capset(keep, keep)
+}
+
+/// `CAP_SYS_ADMIN` (linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// Die when the parent (the zygote) dies.
+pub fn die_with_parent() -> Result<(), JailError> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(JailError::Fork(errno()));
+    }
+    Ok(())
+}
+
+fn sigchld_set() -> libc::sigset_t {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises the set; sigaddset adds a valid signal.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), libc::SIGCHLD);
+        set.assume_init()
+    }
+}
+
+/// Why (zygote): exited workers are noticed through a descriptor the loop
+/// polls alongside the control socket, not through a signal handler.
+pub fn sigchld_fd() -> Result<std::os::fd::OwnedFd, JailError> {
+    use std::os::fd::FromRawFd;
+    let set = sigchld_set();
+    // SAFETY: `set` is an initialised sigset; no old mask wanted.
+    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
+        return Err(JailError::Fork(errno()));
+    }
+    // SAFETY: -1 creates a new signalfd for the initialised `set`.
+    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(JailError::Fork(errno()));
+    }
+    // SAFETY: `fd` was just returned by signalfd and is owned by nobody else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// A forked worker does not inherit the zygote's blocked SIGCHLD.
+pub fn unblock_sigchld() -> Result<(), JailError> {
+    let set = sigchld_set();
+    // SAFETY: `set` is an initialised sigset; no old mask wanted.
+    if unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } != 0 {
+        return Err(JailError::Fork(errno()));
+    }
+    Ok(())
 }

@@ -74,6 +74,11 @@ pub fn probe(spec: &JailSpec, args: &[String]) -> i32 {
     if super::jail_and_greet(&mut chan, spec).is_err() {
         return super::EXIT_SETUP;
     }
+    probe_jailed(chan, args)
+}
+
+/// The probe after the jail and `Ready` (also what a zygote's child runs).
+pub fn probe_jailed(mut chan: Channel, args: &[String]) -> i32 {
     // Wait for Run like an executor would (the supervisor sends it first).
     let _ = chan.recv::<ToWorker>(None);
     let action = args.first().map_or("nothing", String::as_str);
