@@ -273,7 +273,19 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// Unpacking and item-assignment errors.
+    #[inline]
     pub fn assign(&mut self, t: &T, v: Value) -> R<()> {
+        // Plain names are by far the commonest target: no call for them.
+        if let T::Name(slot) = t {
+            if let Some(s) = self.slots.get_mut(*slot as usize) {
+                *s = Some(v);
+                return Ok(());
+            }
+        }
+        self.assign_slow(t, v)
+    }
+
+    fn assign_slow(&mut self, t: &T, v: Value) -> R<()> {
         match t {
             T::Name(slot) => {
                 self.slots[*slot as usize] = Some(v);
