@@ -357,7 +357,9 @@ impl<'a> Interp<'a> {
                     Value::Str(s) => s.nchars,
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
-                    Value::Dict(d) | Value::View(d, _) => d.d.borrow().len(),
+                    Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
+                        d.d.borrow().len()
+                    }
                     Value::Set(s) => s.d.borrow().len(),
                     Value::Range(r) => {
                         let n = r.len128();
@@ -460,19 +462,24 @@ impl<'a> Interp<'a> {
                     Value::Tuple(t) => t.v.len(),
                     Value::Str(s) => s.nchars,
                     Value::Range(r) => r.len(),
-                    Value::Dict(d) | Value::View(d, ViewKind::Keys) => {
+                    Value::Dict(d) | Value::Keys(d) => {
                         let mut keys: Vec<Value> = d.d.borrow().keys().cloned().collect();
                         keys.reverse();
                         let t = Value::tuple(keys);
                         let it = self.iterate(&t)?;
                         return self.iter_value(it);
                     }
-                    Value::View(d, kind) => {
+                    Value::Values(d) | Value::Items(d) => {
+                        let kind = if matches!(v, Value::Values(_)) {
+                            ViewKind::Values
+                        } else {
+                            ViewKind::Items
+                        };
                         let mut vals: Vec<Value> =
                             d.d.borrow()
                                 .iter()
                                 .map(|(k, x)| {
-                                    if *kind == ViewKind::Values {
+                                    if kind == ViewKind::Values {
                                         x.clone()
                                     } else {
                                         Value::tuple(vec![k.clone(), x.clone()])

@@ -712,9 +712,9 @@ impl<'a> Interp<'a> {
                     x.type_name()
                 ))),
             },
-            Value::Dict(d) | Value::View(d, ViewKind::Keys) => d.d.borrow().contains(x),
+            Value::Dict(d) | Value::Keys(d) => d.d.borrow().contains(x),
             Value::Set(s) => s.d.borrow().contains(x),
-            Value::View(d, ViewKind::Items) => {
+            Value::Items(d) => {
                 let Value::Tuple(t) = x else { return Ok(false) };
                 if t.v.len() != 2 {
                     return Ok(false);
@@ -749,7 +749,7 @@ impl<'a> Interp<'a> {
                 };
                 Ok(inside && (i - start) % step == 0)
             }
-            Value::View(..) | Value::Iter(_) => {
+            Value::Values(_) | Value::Iter(_) => {
                 let mut it = self.iterate(container)?;
                 while let Some(item) = self.next(&mut it)? {
                     tick(1)?;
@@ -990,7 +990,9 @@ impl<'a> Interp<'a> {
                 | Value::Dict(_)
                 | Value::Set(_)
                 | Value::Range(_)
-                | Value::View(..)
+                | Value::Keys(_)
+                | Value::Values(_)
+                | Value::Items(_)
                 | Value::Iter(_)
         )
     }
@@ -1013,9 +1015,10 @@ impl<'a> Interp<'a> {
                 let dd = d.d.borrow();
                 Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.keys_version())
             }
-            Value::View(d, k) => {
+            Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
+                let k = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
                 let dd = d.d.borrow();
-                Iter::Dict(d.clone(), 0, dd.len(), *k, dd.keys_version())
+                Iter::Dict(d.clone(), 0, dd.len(), k, dd.keys_version())
             }
             Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
             Value::Iter(i) => Iter::Shared(i.clone()),
@@ -1866,7 +1869,8 @@ impl<'a> Interp<'a> {
                     out.push_str(&format!("range({}, {}, {})", r.start, r.stop, r.step));
                 }
             }
-            Value::View(d, kind) => {
+            Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
+                let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
                 let id = Rc::as_ptr(d) as usize;
                 let name = match kind {
                     ViewKind::Keys => "dict_keys",

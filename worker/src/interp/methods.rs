@@ -1337,7 +1337,7 @@ impl<'a> Interp<'a> {
                     M::Values => ViewKind::Values,
                     _ => ViewKind::Items,
                 };
-                Ok(Value::View(d.clone(), k))
+                Ok(Value::view(d.clone(), k))
             }
             M::Pop => {
                 range_args(&a, "pop", 1, 2)?;

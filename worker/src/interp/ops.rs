@@ -163,7 +163,9 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
         BinOp::Add => add_seq(a, b),
         BinOp::Mul => mul_seq(a, b),
         BinOp::Sub => match (a, b) {
-            (Value::View(..), Value::Set(_) | Value::View(..)) | (Value::Set(_), Value::View(..)) => {
+            _ if (a.as_view().is_some() && (b.as_view().is_some() || matches!(b, Value::Set(_))))
+                || (matches!(a, Value::Set(_)) && b.as_view().is_some()) =>
+            {
                 let to_set = |v: &Value| -> R<Dict> {
                     let mut d = Dict::new();
                     match v {
@@ -172,7 +174,8 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
                                 d.insert(k.clone(), Value::None)?;
                             }
                         }
-                        Value::View(src, kind) => {
+                        Value::Keys(src) | Value::Values(src) | Value::Items(src) => {
+                            let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
                             for (k, x) in src.d.borrow().iter() {
                                 tick(1)?;
                                 let item = match kind {
@@ -187,7 +190,7 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
                     }
                     Ok(d)
                 };
-                if matches!(a, Value::View(_, ViewKind::Values)) || matches!(b, Value::View(_, ViewKind::Values)) {
+                if matches!(a, Value::Values(_)) || matches!(b, Value::Values(_)) {
                     return Err(unsupported("-", a, b));
                 }
                 let (x, y) = (to_set(a)?, to_set(b)?);
@@ -662,13 +665,11 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
             let (lx, ly) = (x.len(), y.len());
             lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
         }
-        (Value::View(x, ViewKind::Keys), Value::Set(s))
-        | (Value::Set(s), Value::View(x, ViewKind::Keys)) => {
+        (Value::Keys(x), Value::Set(s)) | (Value::Set(s), Value::Keys(x)) => {
             let (x, s) = (x.d.borrow(), s.d.borrow());
             x.len() == s.len() && subset(&s, &x)?
         }
-        (Value::View(x, ViewKind::Items), Value::Set(s))
-        | (Value::Set(s), Value::View(x, ViewKind::Items)) => {
+        (Value::Items(x), Value::Set(s)) | (Value::Set(s), Value::Items(x)) => {
             let (x, s) = (x.d.borrow(), s.d.borrow());
             if x.len() != s.len() {
                 return Ok(false);
@@ -681,7 +682,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
             }
             true
         }
-        (Value::View(x, ViewKind::Keys), Value::View(y, ViewKind::Keys)) => {
+        (Value::Keys(x), Value::Keys(y)) => {
             let (x, y) = (x.d.borrow(), y.d.borrow());
             x.len() == y.len() && subset(&x, &y)?
         }
