@@ -1949,4 +1949,351 @@ mod tests {
         let fast = handle.join().expect("no stack overflow");
         assert!(fast > 0);
     }
+
+    /// Random programs from the fast subset's grammar (with random spacing,
+    /// comments, line breaks inside brackets, trailing commas): nearly all
+    /// take the fast path, and every tree must equal rustpython-parser's.
+    #[test]
+    fn generated_programs_agree() {
+        let mut g = Gen(0x2545_f491_4f6c_dd1d);
+        let (mut n, mut fast) = (0, 0);
+        for _ in 0..3000 {
+            let mut src = String::new();
+            g.block(&mut src, 0, 0);
+            n += 1;
+            let ok = agree(&src);
+            fast += usize::from(ok);
+            if !ok && std::env::var_os("SHOW_DECLINED").is_some() {
+                let valid = reference(&src).is_some();
+                eprintln!("declined (valid: {valid}): {src:?}");
+            }
+        }
+        eprintln!("generated: fast path took {fast} of {n}");
+        assert!(fast * 10 > n * 8, "{fast} of {n}");
+    }
+
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+            v[self.below(v.len() as u64) as usize]
+        }
+        fn sp(&mut self, out: &mut String, nested: bool) {
+            match self.below(12) {
+                0 => out.push_str("  "),
+                1 if nested => out.push_str("\n   "),
+                2 if nested => out.push_str(" # c\n "),
+                3..=6 => out.push(' '),
+                _ => {}
+            }
+        }
+        fn name(&mut self, out: &mut String) {
+            let n = self.pick(&[
+                "a", "b", "xs", "item", "n1", "key", "f", "d", "len", "print",
+            ]);
+            out.push_str(n);
+        }
+        fn string(&mut self, out: &mut String, depth: u32) {
+            let q = if self.below(2) == 0 { '"' } else { '\'' };
+            let f = self.below(3) == 0 && depth < 3;
+            if f {
+                out.push('f');
+            }
+            out.push(q);
+            for _ in 0..self.below(4) {
+                match self.below(9) {
+                    0 => out.push_str("\\n"),
+                    1 => out.push_str("\\t"),
+                    2 if q == '"' => out.push_str("it's"),
+                    3 => out.push('é'),
+                    4 if f => out.push_str("{{}}"),
+                    5 | 6 if f => {
+                        out.push('{');
+                        self.sp(out, false);
+                        out.push_str(self.pick(&[
+                            "x",
+                            "len(xs)",
+                            "d[k]",
+                            "a + 1",
+                            "xs[1:]",
+                            "f(a, b)",
+                            "x.strip()",
+                            "-a",
+                            "a if b else c",
+                            "not a",
+                            "[x for x in xs]",
+                            "(a, b)[0]",
+                            "{1, 2}",
+                            "(x for x in xs)",
+                            "a < b",
+                            "g(*a, **k)",
+                            "xs[::2]",
+                        ]));
+                        self.sp(out, false);
+                        out.push_str(self.pick(&["", "", "!r", "!s", "!a"]));
+                        out.push_str(self.pick(&["", "", ":>10", ":.2f", ":", ":%H:%M"]));
+                        out.push('}');
+                    }
+                    _ => out.push_str(self.pick(&["x", " ", "abc", ":", "#", "="])),
+                }
+            }
+            out.push(q);
+        }
+        fn atom(&mut self, out: &mut String, depth: u32, nested: bool) {
+            let choice = if depth > 4 {
+                self.below(4)
+            } else {
+                self.below(16)
+            };
+            match choice {
+                0 | 1 => self.name(out),
+                2 => out.push_str(self.pick(&["0", "1", "42", "10.5", "0.25", "True", "None"])),
+                3 => {
+                    self.string(out, depth);
+                    if self.below(4) == 0 {
+                        out.push(' ');
+                        self.sp(out, nested);
+                        self.string(out, depth);
+                    }
+                }
+                4 | 5 => {
+                    // Call with positional, starred, keyword and ** arguments.
+                    self.name(out);
+                    out.push('(');
+                    let k = self.below(4);
+                    for i in 0..k {
+                        self.sp(out, true);
+                        match self.below(6) {
+                            0 if i == 0 && k == 1 => {
+                                self.expr(out, depth + 1, true);
+                                out.push_str(" for a in b");
+                            }
+                            1 => {
+                                out.push('*');
+                                self.expr(out, depth + 1, true);
+                            }
+                            _ => self.expr(out, depth + 1, true),
+                        }
+                        out.push(',');
+                    }
+                    if self.below(2) == 0 {
+                        out.push_str(self.pick(&[
+                            " key=lambda kv: kv[1]",
+                            " reverse=True",
+                            " sep=''",
+                        ]));
+                    } else if k > 0 && self.below(2) == 0 {
+                        out.pop();
+                    }
+                    out.push(')');
+                }
+                6 => {
+                    out.push('[');
+                    let k = self.below(4);
+                    for i in 0..k {
+                        self.sp(out, true);
+                        self.expr(out, depth + 1, true);
+                        if i + 1 < k || self.below(2) == 0 {
+                            out.push(',');
+                        }
+                    }
+                    out.push(']');
+                }
+                7 => {
+                    out.push('[');
+                    self.expr(out, depth + 1, true);
+                    out.push_str(self.pick(&[
+                        " for x in xs",
+                        " for i, x in enumerate(xs)",
+                        " for a, *b in c",
+                    ]));
+                    if self.below(2) == 0 {
+                        out.push_str(" if ");
+                        self.expr(out, depth + 1, true);
+                    }
+                    out.push(']');
+                }
+                8 => {
+                    out.push('{');
+                    let k = self.below(3);
+                    for _ in 0..k {
+                        self.sp(out, true);
+                        if self.below(4) == 0 {
+                            out.push_str("**");
+                            self.name(out);
+                        } else {
+                            self.string(out, depth + 1);
+                            out.push_str(": ");
+                            self.expr(out, depth + 1, true);
+                        }
+                        out.push(',');
+                    }
+                    out.push('}');
+                }
+                9 => {
+                    out.push_str(self.pick(&[
+                        "{k: v for k, v in d.items()}",
+                        "{x for x in xs if x}",
+                        "{1, 2}",
+                        "(x for x in xs)",
+                    ]));
+                }
+                10 => {
+                    out.push('(');
+                    self.expr(out, depth + 1, true);
+                    out.push_str(self.pick(&[")", ",)", ", b)", ", *b)"]));
+                }
+                11 | 12 => {
+                    self.name(out);
+                    match self.below(4) {
+                        0 => out.push_str(".strip()"),
+                        1 => {
+                            out.push('[');
+                            self.expr(out, depth + 1, true);
+                            out.push(']');
+                        }
+                        2 => out.push_str(
+                            self.pick(&["[1:]", "[:2]", "[::-1]", "[a:b:c]", "[1, 2]", "[a:]"]),
+                        ),
+                        _ => out.push_str(".get(key, 0)"),
+                    }
+                }
+                _ => out.push_str("()"),
+            }
+        }
+        /// An expression that may follow a binary operator (no lambda,
+        /// no conditional expression).
+        fn operand(&mut self, out: &mut String, depth: u32, nested: bool) {
+            if self.below(3) == 0 {
+                out.push_str(self.pick(&["-", "+", "- "]));
+            }
+            self.atom(out, depth, nested);
+            if self.below(3) == 0 {
+                out.push_str(self.pick(&[" + ", " * ", " < ", " and ", " or ", " % "]));
+                self.operand(out, depth + 1, nested);
+            }
+        }
+        fn expr(&mut self, out: &mut String, depth: u32, nested: bool) {
+            if depth > 6 {
+                self.name(out);
+                return;
+            }
+            match self.below(10) {
+                0 => {
+                    out.push_str(self.pick(&["not ", "-", "+", "- "]));
+                    self.atom(out, depth + 1, nested);
+                }
+                1 | 2 => {
+                    self.atom(out, depth + 1, nested);
+                    out.push(' ');
+                    self.sp(out, nested);
+                    out.push_str(self.pick(&[
+                        "+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "in",
+                        "not in", "is", "is not", "and", "or",
+                    ]));
+                    out.push(' ');
+                    self.operand(out, depth + 1, nested);
+                }
+                3 => {
+                    self.atom(out, depth + 1, nested);
+                    out.push_str(" if ");
+                    self.atom(out, depth + 1, nested);
+                    out.push_str(" else ");
+                    self.expr(out, depth + 1, nested);
+                }
+                4 => {
+                    out.push_str("lambda v: ");
+                    self.expr(out, depth + 1, nested);
+                }
+                _ => self.atom(out, depth, nested),
+            }
+        }
+        fn block(&mut self, out: &mut String, indent: usize, depth: u32) {
+            let k = 1 + self.below(4);
+            for i in 0..k {
+                let pad = " ".repeat(indent);
+                out.push_str(&pad);
+                // The first statement of a block is a real one.
+                let choice = match self.below(if depth < 2 { 14 } else { 10 }) {
+                    4 | 5 if i == 0 => 6,
+                    c => c,
+                };
+                match choice {
+                    0 | 1 => {
+                        self.name(out);
+                        out.push_str(
+                            self.pick(&[" = ", " += ", " -= ", " *= ", " //= ", " = b = "]),
+                        );
+                        self.expr(out, 0, false);
+                    }
+                    2 => {
+                        out.push_str(self.pick(&[
+                            "a, b = ",
+                            "a, *b = ",
+                            "[a, b] = ",
+                            "d[k] = ",
+                            "d[k] += ",
+                            "x, = ",
+                        ]));
+                        self.expr(out, 0, false);
+                        if self.below(2) == 0 {
+                            out.push_str(", 1");
+                        }
+                    }
+                    3 => out.push_str(self.pick(&["pass", "break", "continue"])),
+                    4 => out.push_str("# a comment"),
+                    5 => {}
+                    10 | 11 => {
+                        out.push_str("if ");
+                        self.expr(out, 0, false);
+                        out.push_str(":\n");
+                        self.block(out, indent + 4, depth + 1);
+                        while self.below(3) == 0 {
+                            out.push_str(&pad);
+                            out.push_str("elif ");
+                            self.expr(out, 0, false);
+                            out.push_str(":\n");
+                            self.block(out, indent + 4, depth + 1);
+                        }
+                        if self.below(2) == 0 {
+                            out.push_str(&pad);
+                            out.push_str("else:\n");
+                            self.block(out, indent + 4, depth + 1);
+                        }
+                        continue;
+                    }
+                    12 | 13 => {
+                        out.push_str(self.pick(&["for x in ", "for i, x in ", "for x, in "]));
+                        self.expr(out, 0, false);
+                        if self.below(3) == 0 {
+                            out.push_str(": pass\n");
+                        } else {
+                            out.push_str(":\n");
+                            self.block(out, indent + 4, depth + 1);
+                        }
+                        if self.below(3) == 0 {
+                            out.push_str(&pad);
+                            out.push_str("else:\n");
+                            self.block(out, indent + 4, depth + 1);
+                        }
+                        continue;
+                    }
+                    _ => self.expr(out, 0, false),
+                }
+                if self.below(5) == 0 {
+                    out.push_str("  # trailing");
+                }
+                out.push('\n');
+            }
+        }
+    }
 }
