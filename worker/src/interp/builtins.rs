@@ -661,7 +661,7 @@ impl<'a> Interp<'a> {
                             return Err(value_err("int() base must be >= 2 and <= 36, or 0"));
                         }
                         match &x {
-                            Value::Str(s) => parse_int(&s.s, base as u32),
+                            Value::Str(s) => parse_int(s.as_str(), base as u32),
                             _ => Err(type_err("int() can't convert non-string with explicit base")),
                         }
                     }
@@ -669,7 +669,7 @@ impl<'a> Interp<'a> {
                         Value::Int(_) | Value::Big(_) => Ok(x),
                         Value::Bool(b) => Ok(Value::Int(*b as i64)),
                         Value::Float(f) => float_to_int(f.trunc()),
-                        Value::Str(s) => parse_int(&s.s, 10),
+                        Value::Str(s) => parse_int(s.as_str(), 10),
                         _ => Err(type_err(format!(
                             "int() argument must be a string, a bytes-like object or a real number, not '{}'",
                             x.type_name()
@@ -687,7 +687,7 @@ impl<'a> Interp<'a> {
                         Value::Int(i) => *i as f64,
                         Value::Bool(b) => *b as i64 as f64,
                         Value::Big(b) => big_to_f64(b)?,
-                        Value::Str(s) => parse_float(&s.s)?,
+                        Value::Str(s) => parse_float(s.as_str())?,
                         _ => {
                             return Err(type_err(format!(
                                 "float() argument must be a string or a real number, not '{}'",
@@ -775,7 +775,7 @@ impl<'a> Interp<'a> {
                 let get = |v: Option<Value>, d: &str, what: &str| -> R<String> {
                     match v {
                         None | Some(Value::None) => Ok(d.to_string()),
-                        Some(Value::Str(s)) => Ok(s.s.clone()),
+                        Some(Value::Str(s)) => Ok(s.as_str().to_string()),
                         Some(o) => Err(type_err(format!(
                             "{what} must be None or a string, not {}",
                             o.type_name()
@@ -790,7 +790,7 @@ impl<'a> Interp<'a> {
                         text.push_str(&sep);
                     }
                     match v {
-                        Value::Str(s) => text.push_str(&s.s),
+                        Value::Str(s) => text.push_str(s.as_str()),
                         _ => text.push_str(&self.to_str(v)?),
                     }
                 }

@@ -615,13 +615,13 @@ impl<'a> Interp<'a> {
                         for (k, x) in d.d.borrow().iter() {
                             match k {
                                 Value::Str(s) => {
-                                    if kw.iter().any(|(k, _)| **k == *s.s) {
+                                    if kw.iter().any(|(k, _)| **k == *s.as_str()) {
                                         return Err(type_err(format!(
                                             "got multiple values for keyword argument '{}'",
-                                            s.s
+                                            s.as_str()
                                         )));
                                     }
-                                    kw.push((Rc::from(s.s.as_str()), x.clone()))
+                                    kw.push((Rc::from(s.as_str()), x.clone()))
                                 }
                                 _ => return Err(type_err("keywords must be strings")),
                             }
@@ -704,8 +704,8 @@ impl<'a> Interp<'a> {
             }
             Value::Str(s) => match x {
                 Value::Str(sub) => {
-                    tick(1 + s.s.len() as u64 / 64)?;
-                    Ok(s.s.contains(sub.s.as_str()))
+                    tick(1 + s.len() as u64 / 64)?;
+                    Ok(s.as_str().contains(sub.as_str()))
                 }
                 _ => Err(type_err(format!(
                     "'in <string>' requires string as left operand, not {}",
@@ -802,7 +802,7 @@ impl<'a> Interp<'a> {
                 let c = s
                     .char_at(i)
                     .ok_or_else(|| Exc::py("IndexError", "string index out of range"))?;
-                Ok(Value::str(c.to_string()))
+                Ok(Value::str(c))
             }
             Value::Dict(d) => {
                 let d = d.d.borrow();
@@ -890,15 +890,15 @@ impl<'a> Interp<'a> {
             }
             Value::Str(s) => {
                 let (start, stop, step) = slice_adjust(lo, hi, st, s.nchars)?;
-                tick(1 + s.s.len() as u64 / 64)?;
+                tick(1 + s.len() as u64 / 64)?;
                 if step == 1 {
                     if start >= stop {
                         return Ok(Value::str(""));
                     }
                     let (a, b) = (s.byte_offset(start as usize), s.byte_offset(stop as usize));
-                    return Ok(Value::str(&s.s[a..b]));
+                    return Ok(Value::str(&s.as_str()[a..b]));
                 }
-                let chars: Vec<char> = s.s.chars().collect();
+                let chars: Vec<char> = s.as_str().chars().collect();
                 let idx = slice_indices(lo, hi, st, chars.len())?;
                 Ok(Value::str(
                     idx.iter().map(|i| chars[*i]).collect::<String>(),
@@ -1065,10 +1065,10 @@ impl<'a> Interp<'a> {
                 }
                 None => Ok(None),
             },
-            Iter::Str(s, b) => match s.s[*b..].chars().next() {
+            Iter::Str(s, b) => match s.as_str()[*b..].chars().next() {
                 Some(c) => {
                     *b += c.len_utf8();
-                    Ok(Some(Value::str(c.to_string())))
+                    Ok(Some(Value::str(c)))
                 }
                 None => Ok(None),
             },
@@ -1597,7 +1597,7 @@ impl<'a> Interp<'a> {
             Value::Int(i) => Data::Int(*i),
             Value::Big(b) => Data::BigInt(b.to_string()),
             Value::Float(f) => Data::Float(*f),
-            Value::Str(s) => Data::Str(s.s.clone()),
+            Value::Str(s) => Data::Str(s.as_str().to_string()),
             Value::List(l) => {
                 let items = l.v.borrow().clone();
                 Data::List(
@@ -1694,8 +1694,8 @@ impl<'a> Interp<'a> {
                     };
                     if spec_s.is_empty() {
                         if let Value::Str(x) = &v {
-                            mem_check((s.len() + x.s.len()) as u64)?;
-                            s.push_str(&x.s);
+                            mem_check((s.len() + x.len()) as u64)?;
+                            s.push_str(x.as_str());
                             continue;
                         }
                     }
@@ -1711,7 +1711,7 @@ impl<'a> Interp<'a> {
 
     fn str_of_simple(&self, v: &Value) -> R<String> {
         match v {
-            Value::Str(s) => Ok(s.s.clone()),
+            Value::Str(s) => Ok(s.as_str().to_string()),
             Value::Int(i) => Ok(i.to_string()),
             Value::Float(f) => Ok(float_repr(*f)),
             Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
@@ -1789,8 +1789,8 @@ impl<'a> Interp<'a> {
             Value::Big(b) => out.push_str(&big_to_str(b)?),
             Value::Float(f) => out.push_str(&float_repr(*f)),
             Value::Str(s) => {
-                tick(1 + s.s.len() as u64 / 256)?;
-                str_repr_into(&s.s, out, ascii)
+                tick(1 + s.len() as u64 / 256)?;
+                str_repr_into(s.as_str(), out, ascii)
             }
             Value::List(l) => {
                 let id = Rc::as_ptr(l) as usize;
@@ -1943,7 +1943,7 @@ fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<R<Value>> {
         (B::Len, Value::Dict(d)) => Value::Int(d.d.borrow().len() as i64),
         (B::Len, Value::Set(d)) => Value::Int(d.d.borrow().len() as i64),
         (B::Str, Value::Str(_)) => v.clone(),
-        (B::Str, Value::Int(i)) => Value::str(i.to_string()),
+        (B::Str, Value::Int(i)) => Value::str(*i),
         (B::Int, Value::Int(_)) => v.clone(),
         (B::Float, Value::Float(_)) => v.clone(),
         (B::Float, Value::Int(i)) => Value::Float(*i as f64),

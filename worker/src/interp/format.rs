@@ -832,9 +832,9 @@ pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>)
         Value::Float(f) => format_float(*f, spec),
         Value::Str(s) => {
             if spec.is_empty() {
-                return Ok(s.s.clone());
+                return Ok(s.as_str().to_string());
             }
-            format_str(&s.s, spec)
+            format_str(s.as_str(), spec)
         }
         _ => {
             if spec.is_empty() {

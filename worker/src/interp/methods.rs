@@ -209,7 +209,7 @@ fn as_index(v: &Value) -> R<i64> {
 
 fn str_arg<'v>(v: &'v Value, msg: &str) -> R<&'v str> {
     match v {
-        Value::Str(s) => Ok(&s.s),
+        Value::Str(s) => Ok(s.as_str()),
         _ => Err(type_err(format!("{msg}{}", v.type_name()))),
     }
 }
@@ -371,7 +371,11 @@ fn split_ws_ascii(s: &str, maxsplit: i64) -> R<Value> {
     mem_check_n(spans.len() as u64, 64)?;
     let mut out = Vec::with_capacity(spans.len());
     for (x, y) in spans {
-        out.push(ascii_str(s.get(x..y).unwrap_or_default().to_string()));
+        let w = s.get(x..y).unwrap_or_default();
+        out.push(Value::Str(std::rc::Rc::new(super::value::PyStr::copy_n(
+            w,
+            w.len(),
+        ))));
     }
     Ok(Value::list(out))
 }
@@ -430,7 +434,7 @@ fn rsplit_ws(s: &str, maxsplit: i64) -> Vec<String> {
 /// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
 fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(usize, usize)>> {
     if matches!((start, end), (Value::None, Value::None)) {
-        return Ok(Some((0, s.s.len())));
+        return Ok(Some((0, s.len())));
     }
     let (a, b, _) = slice_adjust(start, end, &Value::None, s.nchars)?;
     // find() with start > len returns -1 even for an empty needle.
@@ -467,7 +471,8 @@ fn fill_char(a: &CallArgs, i: usize) -> R<char> {
                     "The fill character must be exactly one character long",
                 ));
             }
-            s.s.chars()
+            s.as_str()
+                .chars()
                 .next()
                 .ok_or_else(|| type_err("The fill character must be exactly one character long"))
         }
@@ -584,7 +589,7 @@ impl<'a> Interp<'a> {
         let Value::Str(ps) = recv else {
             return Err(Exc::internal("str method on non-str"));
         };
-        let s: &str = &ps.s;
+        let s: &str = ps.as_str();
         tick(1 + s.len() as u64 / 64)?;
         let qual = |_: &str| Qual("str", m);
         match m {
@@ -687,7 +692,7 @@ impl<'a> Interp<'a> {
                 range_args(&a, m.name(), 0, 1)?;
                 let chars = match a.pos.first() {
                     None | Some(Value::None) => None,
-                    Some(Value::Str(c)) => Some(c.s.as_str()),
+                    Some(Value::Str(c)) => Some(c.as_str()),
                     Some(_) => {
                         return Err(type_err(format!("{} arg must be None or str", m.name())))
                     }
@@ -727,23 +732,23 @@ impl<'a> Interp<'a> {
                         }
                     }
                     Value::Str(sep) => {
-                        if sep.s.is_empty() {
+                        if sep.is_empty() {
                             return Err(value_err("empty separator"));
                         }
                         if maxsplit < 0 && m == M::Split {
-                            s.split(sep.s.as_str()).map(String::from).collect()
+                            s.split(sep.as_str()).map(String::from).collect()
                         } else if maxsplit < 0 {
                             let mut v: Vec<String> =
-                                s.rsplit(sep.s.as_str()).map(String::from).collect();
+                                s.rsplit(sep.as_str()).map(String::from).collect();
                             v.reverse();
                             v
                         } else if m == M::Split {
-                            s.splitn(maxsplit as usize + 1, sep.s.as_str())
+                            s.splitn(maxsplit as usize + 1, sep.as_str())
                                 .map(String::from)
                                 .collect()
                         } else {
                             let mut v: Vec<String> = s
-                                .rsplitn(maxsplit as usize + 1, sep.s.as_str())
+                                .rsplitn(maxsplit as usize + 1, sep.as_str())
                                 .map(String::from)
                                 .collect();
                             v.reverse();
@@ -801,7 +806,7 @@ impl<'a> Interp<'a> {
                 let mut total = 0usize;
                 for (i, x) in items.iter().enumerate() {
                     match x {
-                        Value::Str(p) => total += p.s.len() + s.len(),
+                        Value::Str(p) => total += p.len() + s.len(),
                         _ => {
                             return Err(type_err(format!(
                                 "sequence item {i}: expected str instance, {} found",
@@ -818,7 +823,7 @@ impl<'a> Interp<'a> {
                         out.push_str(s);
                     }
                     if let Value::Str(p) = x {
-                        out.push_str(&p.s);
+                        out.push_str(p.as_str());
                     }
                 }
                 Ok(Value::str(out))
@@ -954,12 +959,12 @@ impl<'a> Interp<'a> {
                     }
                 };
                 match &a.pos[0] {
-                    Value::Str(p) => Ok(Value::Bool(test(&p.s))),
+                    Value::Str(p) => Ok(Value::Bool(test(p.as_str()))),
                     Value::Tuple(t) => {
                         for x in &t.v {
                             match x {
                                 Value::Str(p) => {
-                                    if test(&p.s) {
+                                    if test(p.as_str()) {
                                         return Ok(Value::Bool(true));
                                     }
                                 }
@@ -1630,7 +1635,7 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
             .iter()
             .map(|k| {
                 if let Value::Str(s) = k {
-                    s.s.as_str()
+                    s.as_str()
                 } else {
                     ""
                 }

@@ -408,12 +408,9 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
 fn add_seq(a: &Value, b: &Value) -> R<Value> {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => {
-            mem_check((x.s.len() + y.s.len()) as u64)?;
-            tick(1 + (x.s.len() + y.s.len()) as u64 / 256)?;
-            let mut s = String::with_capacity(x.s.len() + y.s.len());
-            s.push_str(&x.s);
-            s.push_str(&y.s);
-            Ok(Value::str(s))
+            mem_check((x.len() + y.len()) as u64)?;
+            tick(1 + (x.len() + y.len()) as u64 / 256)?;
+            Ok(Value::Str(Rc::new(super::value::PyStr::concat(x, y))))
         }
         (Value::List(x), Value::List(y)) => {
             let (x, y) = (x.v.borrow(), y.v.borrow());
@@ -484,10 +481,10 @@ fn mul_seq(a: &Value, b: &Value) -> R<Value> {
     };
     match seq {
         Value::Str(s) => {
-            let total = (s.s.len() as u64).saturating_mul(n as u64);
+            let total = (s.len() as u64).saturating_mul(n as u64);
             mem_check(total)?;
             tick(1 + total / 256)?;
-            Ok(Value::str(s.s.repeat(n)))
+            Ok(Value::str(s.as_str().repeat(n)))
         }
         Value::List(l) => {
             let l = l.v.borrow();
@@ -626,7 +623,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
     super::budget::stack_check(" in comparison")?;
     Ok(match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.s == y.s,
+        (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.as_bytes() == y.as_bytes(),
         (Value::None, Value::None) => true,
         (Value::List(x), Value::List(y)) => {
             if Rc::ptr_eq(x, y) {
@@ -781,7 +778,8 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
         });
     }
     match (a, b) {
-        (Value::Str(x), Value::Str(y)) => Ok(op.test(x.s.cmp(&y.s))),
+        // UTF-8 byte order is code point order.
+        (Value::Str(x), Value::Str(y)) => Ok(op.test(x.as_bytes().cmp(y.as_bytes()))),
         (Value::List(x), Value::List(y)) => {
             let (x, y) = (x.v.borrow(), y.v.borrow());
             seq_cmp(op, &x, &y, depth)
@@ -816,8 +814,8 @@ fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
                 continue;
             }
             (Value::Str(p), Value::Str(q)) => {
-                if p.s != q.s {
-                    return Ok(op.test(p.s.cmp(&q.s)));
+                if p.as_bytes() != q.as_bytes() {
+                    return Ok(op.test(p.as_bytes().cmp(q.as_bytes())));
                 }
                 continue;
             }

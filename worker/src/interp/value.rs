@@ -60,6 +60,72 @@ pub fn mem_used() -> i64 {
     MEM.with(|m| m.get())
 }
 
+/// Text a str value can be made from.
+pub trait IntoPyStr {
+    /// Make the `PyStr` (charged).
+    fn into_pystr(self) -> PyStr;
+}
+
+impl IntoPyStr for String {
+    #[inline]
+    fn into_pystr(self) -> PyStr {
+        PyStr::new(self)
+    }
+}
+
+impl IntoPyStr for &str {
+    #[inline]
+    fn into_pystr(self) -> PyStr {
+        PyStr::copy(self)
+    }
+}
+
+impl IntoPyStr for char {
+    #[inline]
+    fn into_pystr(self) -> PyStr {
+        let mut b = [0u8; 4];
+        PyStr::copy_n(self.encode_utf8(&mut b), 1)
+    }
+}
+
+impl IntoPyStr for i64 {
+    /// `str(int)` for an i64, formatted on the stack.
+    fn into_pystr(self) -> PyStr {
+        let mut b = [0u8; 21];
+        let mut k = b.len();
+        let mut u = self.unsigned_abs();
+        loop {
+            k -= 1;
+            b[k] = b'0' + (u % 10) as u8;
+            u /= 10;
+            if u == 0 {
+                break;
+            }
+        }
+        if self < 0 {
+            k -= 1;
+            b[k] = b'-';
+        }
+        // ASCII digits (and '-'): at most 20 bytes, always inline.
+        let d = &b[k..];
+        let mut buf = [0u8; INLINE];
+        buf[..d.len()].copy_from_slice(d);
+        mem_charge(d.len() + OBJ);
+        PyStr {
+            text: Text::Inline(d.len() as u8, buf),
+            nchars: d.len(),
+            hash: Cell::new(0),
+        }
+    }
+}
+
+impl IntoPyStr for &String {
+    #[inline]
+    fn into_pystr(self) -> PyStr {
+        PyStr::copy(self)
+    }
+}
+
 /// Accounted size of one value slot inside a container.
 pub const SLOT: usize = std::mem::size_of::<Value>();
 
@@ -106,32 +172,69 @@ pub fn drop_values(v: Vec<Value>) {
     DROPPING.with(|d| d.set(false));
 }
 
-/// A Python `str`: UTF-8 text plus its length in code points.
+/// Longest text kept inside the `PyStr` itself. Why 22: the inline
+/// buffer then makes `Text` 24 bytes, the same as a `String`, so the
+/// `Rc<PyStr>` allocation stays within one 64-byte malloc chunk.
+const INLINE: usize = 22;
+// `str(i64)` (at most 20 bytes) is always built inline.
+const _: () = assert!(INLINE >= 20);
+
+/// A str's bytes: short text inline (one allocation per str, as in
+/// CPython, instead of an `Rc` plus a `String` buffer), longer text boxed.
 #[derive(Debug)]
+enum Text {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<str>),
+}
+
+impl Text {
+    fn new(s: &str) -> Text {
+        if s.len() <= INLINE {
+            let mut b = [0u8; INLINE];
+            b[..s.len()].copy_from_slice(s.as_bytes());
+            Text::Inline(s.len() as u8, b)
+        } else {
+            Text::Heap(s.into())
+        }
+    }
+    fn from_string(s: String) -> Text {
+        if s.len() <= INLINE {
+            Text::new(&s)
+        } else {
+            Text::Heap(s.into_boxed_str())
+        }
+    }
+}
+
+/// A Python `str`: UTF-8 text plus its length in code points.
 pub struct PyStr {
-    /// The text.
-    pub s: String,
-    /// Number of code points (== `s.len()` when ASCII).
+    text: Text,
+    /// Number of code points (== the byte length when ASCII).
     pub nchars: usize,
     /// Cached hash (0: not computed yet), as CPython caches str hashes:
     /// a key looked up and then stored is hashed once.
     hash: Cell<u64>,
 }
 
+impl std::fmt::Debug for PyStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+fn count_chars(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
 impl PyStr {
     /// Wrap text, counting its code points.
     pub fn new(s: String) -> PyStr {
-        let nchars = if s.is_ascii() {
-            s.len()
-        } else {
-            s.chars().count()
-        };
-        mem_charge(s.len() + OBJ);
-        PyStr {
-            s,
-            nchars,
-            hash: Cell::new(0),
-        }
+        let n = count_chars(&s);
+        PyStr::with_nchars(s, n)
     }
     /// Wrap text whose code-point count is already known (no rescan).
     #[inline]
@@ -139,10 +242,80 @@ impl PyStr {
         debug_assert_eq!(nchars, s.chars().count());
         mem_charge(s.len() + OBJ);
         PyStr {
-            s,
+            text: Text::from_string(s),
             nchars,
             hash: Cell::new(0),
         }
+    }
+    /// Copy text (no intermediate `String` for short text).
+    pub fn copy(s: &str) -> PyStr {
+        PyStr::copy_n(s, count_chars(s))
+    }
+    /// Copy text whose code-point count is already known.
+    #[inline]
+    pub fn copy_n(s: &str, nchars: usize) -> PyStr {
+        debug_assert_eq!(nchars, s.chars().count());
+        mem_charge(s.len() + OBJ);
+        PyStr {
+            text: Text::new(s),
+            nchars,
+            hash: Cell::new(0),
+        }
+    }
+    /// The concatenation `a + b` (no intermediate `String` when short).
+    pub fn concat(a: &PyStr, b: &PyStr) -> PyStr {
+        let n = a.len() + b.len();
+        mem_charge(n + OBJ);
+        let text = if n <= INLINE {
+            // Two whole UTF-8 texts back to back are UTF-8.
+            let (x, y) = (a.as_bytes(), b.as_bytes());
+            let mut buf = [0u8; INLINE];
+            buf[..x.len()].copy_from_slice(x);
+            buf[x.len()..n].copy_from_slice(y);
+            Text::Inline(n as u8, buf)
+        } else {
+            let mut s = String::with_capacity(n);
+            s.push_str(a.as_str());
+            s.push_str(b.as_str());
+            Text::Heap(s.into_boxed_str())
+        };
+        PyStr {
+            text,
+            nchars: a.nchars + b.nchars,
+            hash: Cell::new(0),
+        }
+    }
+    /// The text's UTF-8 bytes (no validation: for ==, ordering, hashing
+    /// and copying, which mean the same on bytes as on text).
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.text {
+            Text::Inline(n, b) => b.get(..usize::from(*n)).unwrap_or_default(),
+            Text::Heap(s) => s.as_bytes(),
+        }
+    }
+    /// The text.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        match &self.text {
+            // Built from a `&str` prefix that ends on a char boundary (the
+            // whole text), so this never fails; no `unsafe` needed.
+            Text::Inline(n, b) => std::str::from_utf8(&b[..usize::from(*n)]).unwrap_or_default(),
+            Text::Heap(s) => s,
+        }
+    }
+    /// Length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.text {
+            Text::Inline(n, _) => usize::from(*n),
+            Text::Heap(s) => s.len(),
+        }
+    }
+    /// Is it the empty string?
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
     /// The str's hash (computed once).
     #[inline]
@@ -151,39 +324,39 @@ impl PyStr {
         if h != 0 {
             return h;
         }
-        let h = hash_str(&self.s);
+        let h = hash_str(self.as_bytes());
         self.hash.set(h);
         h
     }
     /// Is every code point ASCII?
     #[inline]
     pub fn is_ascii(&self) -> bool {
-        self.nchars == self.s.len()
+        self.nchars == self.len()
     }
     /// The code point at index `i` (0-based, in range).
     pub fn char_at(&self, i: usize) -> Option<char> {
         if self.is_ascii() {
-            self.s.as_bytes().get(i).map(|b| *b as char)
+            self.as_str().as_bytes().get(i).map(|b| *b as char)
         } else {
-            self.s.chars().nth(i)
+            self.as_str().chars().nth(i)
         }
     }
     /// Byte offset of code point `i` (clamped to the end).
     pub fn byte_offset(&self, i: usize) -> usize {
         if self.is_ascii() {
-            i.min(self.s.len())
+            i.min(self.len())
         } else {
-            self.s
+            self.as_str()
                 .char_indices()
                 .nth(i)
-                .map_or(self.s.len(), |(b, _)| b)
+                .map_or(self.len(), |(b, _)| b)
         }
     }
 }
 
 impl Drop for PyStr {
     fn drop(&mut self) {
-        mem_release(self.s.len() + OBJ);
+        mem_release(self.len() + OBJ);
     }
 }
 
@@ -745,9 +918,11 @@ impl Value {
             _ => None,
         }
     }
-    /// A new str value.
-    pub fn str(s: impl Into<String>) -> Value {
-        Value::Str(Rc::new(PyStr::new(s.into())))
+    /// A new str value (from a `String`, moved, or a `&str`, copied —
+    /// short text then needs no intermediate `String`).
+    #[inline]
+    pub fn str(s: impl IntoPyStr) -> Value {
+        Value::Str(Rc::new(s.into_pystr()))
     }
     /// A new list value.
     pub fn list(v: Vec<Value>) -> Value {
@@ -839,7 +1014,7 @@ impl Value {
             Value::Int(i) => *i != 0,
             Value::Big(_) => true,
             Value::Float(f) => *f != 0.0,
-            Value::Str(s) => !s.s.is_empty(),
+            Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.v.borrow().is_empty(),
             Value::Tuple(t) => !t.v.is_empty(),
             Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
@@ -860,7 +1035,9 @@ impl Value {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Big(a), Value::Big(b)) => Rc::ptr_eq(a, b),
             (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
-            (Value::Str(a), Value::Str(b)) => Rc::ptr_eq(a, b) || (a.s.len() <= 1 && a.s == b.s),
+            (Value::Str(a), Value::Str(b)) => {
+                Rc::ptr_eq(a, b) || (a.len() <= 1 && a.as_str() == b.as_str())
+            }
             (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
             (Value::Tuple(a), Value::Tuple(b)) => {
                 Rc::ptr_eq(a, b) || (a.v.is_empty() && b.v.is_empty())
@@ -932,9 +1109,8 @@ fn hash_big(b: &BigInt) -> u64 {
     h
 }
 
-fn hash_str(s: &str) -> u64 {
+fn hash_str(bytes: &[u8]) -> u64 {
     // Keyed multiply-rotate over 8-byte words, then mixed.
-    let bytes = s.as_bytes();
     let mut h: u64 = seed() ^ (bytes.len() as u64).wrapping_mul(0xcbf2_9ce4_8422_2325);
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
@@ -1022,7 +1198,7 @@ pub fn float_to_big(f: f64) -> Option<BigInt> {
 /// Equality of hashable keys (cannot fail; depth is bounded by hashing first).
 pub fn key_eq(a: &Value, b: &Value) -> bool {
     if let (Value::Str(x), Value::Str(y)) = (a, b) {
-        return Rc::ptr_eq(x, y) || x.s == y.s;
+        return Rc::ptr_eq(x, y) || x.as_bytes() == y.as_bytes();
     }
     a.is(b) || super::ops::eq(a, b).unwrap_or(false)
 }
