@@ -1232,7 +1232,11 @@ fn escapes_corpus_over_mcp() {
             };
             let stateless = !matches!(c.category.as_str(), "paths" | "tools");
             match got {
-                None => bad.push(format!("{}: outcome ok={ok:?} kind={kind:?}", c.name)),
+                None => bad.push(format!(
+                    "{}: outcome ok={ok:?} kind={kind:?} error={:?}",
+                    c.name,
+                    s.get("error")
+                )),
                 Some(g) if stateless && !c.allowed().contains(&g) => {
                     bad.push(format!("{}: expected {:?}, got {g:?}", c.name, c.expect))
                 }

@@ -57,6 +57,11 @@ const ZYGOTE_BATCH: usize = 8;
 /// compete with.
 const POOL_WAIT: Duration = Duration::from_millis(50);
 
+/// How long the supervisor polls for a worker's next frame before it sleeps.
+/// Why 50 µs: a program between two tool calls usually computes for less;
+/// longer computations cost the supervisor this much CPU once per frame.
+const FRAME_SPIN: Duration = Duration::from_micros(50);
+
 /// How long to watch for frames sent after `Done` (ms).
 /// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
 /// once); a hostile one that keeps talking is caught instead of ignored.
@@ -401,6 +406,12 @@ impl Supervisor {
         let deadline = Instant::now() + POOL_WAIT;
         let mut q = self.pool.workers.lock().ok()?;
         loop {
+            // Drop pooled workers that died meanwhile (e.g. with their zygote).
+            while q.front().is_some_and(|w| !w.idle_and_alive()) {
+                if let Some(dead) = q.pop_front() {
+                    self.background(Job::Reap(Box::new(dead)));
+                }
+            }
             if let Some(w) = q.pop_front() {
                 // The pool is short now: wake the refill thread. (While the
                 // pool is empty it is busy refilling and needs no wake-up,
@@ -988,6 +999,11 @@ impl Session<'_> {
     /// frame or a hang-up) or the deadline passes, checking the flag every
     /// [`CANCEL_POLL_MS`]; when it is set, SIGKILL the worker and end.
     fn wait_or_cancel(&mut self) -> Result<(), ErrorInfo> {
+        // The worker's next frame (a tool call, Done) often follows within
+        // microseconds: poll briefly before sleeping (see `Channel::set_spin`).
+        if self.worker.chan.spin_readable(FRAME_SPIN) {
+            return Ok(());
+        }
         let Some(flag) = self.cancel else {
             return Ok(());
         };

@@ -372,6 +372,20 @@ impl Worker {
         }
     }
 
+    /// Whether a pooled (Ready, idle) worker is still usable: it has said
+    /// nothing since `Ready` and has not hung up. (Pooled workers die when
+    /// their zygote dies; a run must not be handed a dead one.)
+    pub fn idle_and_alive(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.chan.raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on a descriptor the channel owns; zero timeout.
+        let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
+        rc == 0
+    }
+
     /// Whether this worker was forked by a zygote (rather than exec'd).
     pub fn is_forked(&self) -> bool {
         matches!(self.child, Some(Proc::Forked { .. }))

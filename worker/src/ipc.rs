@@ -117,6 +117,8 @@ pub fn decode<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
 pub struct Channel {
     fd: OwnedFd,
     buf: Vec<u8>,
+    /// How long a receive polls without sleeping before it blocks.
+    spin: std::time::Duration,
 }
 
 /// Create a connected `SOCK_SEQPACKET | SOCK_CLOEXEC` socketpair.
@@ -189,6 +191,7 @@ impl Channel {
         Channel {
             fd,
             buf: vec![0u8; CHUNK_BYTES],
+            spin: std::time::Duration::ZERO,
         }
     }
 
@@ -263,14 +266,55 @@ impl Channel {
         }
     }
 
+    /// Let receives poll (non-blocking `recvmsg`, yielding the CPU between
+    /// tries) for up to `d` before they sleep.
+    ///
+    /// Why: a round trip where both sides sleep costs two wake-ups, each
+    /// tens of microseconds on a virtual CPU that halted; a tool call
+    /// usually answers within a few microseconds. `sched_yield` between
+    /// tries hands the CPU to anything else runnable, so a busy machine
+    /// loses little.
+    pub fn set_spin(&mut self, d: std::time::Duration) {
+        self.spin = d;
+    }
+
+    /// Poll (without sleeping) up to `d` for the socket to become readable
+    /// (a message or a hang-up). Returns whether it did.
+    pub fn spin_readable(&self, d: std::time::Duration) -> bool {
+        let until = Instant::now() + d;
+        loop {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: `pfd` is one valid pollfd; zero timeout.
+            if unsafe { libc::poll(&mut pfd, 1, 0) } > 0 {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            // SAFETY: sched_yield takes no arguments and cannot fail.
+            unsafe { libc::sched_yield() };
+        }
+    }
+
     /// Receive one seqpacket message into the internal buffer; returns its length.
     /// 0 means the peer closed.
     fn recv_chunk(&mut self, deadline: Option<Instant>) -> Result<usize, FrameError> {
         let fd = self.fd.as_raw_fd();
-        if deadline.is_some() {
+        let mut spin_until = (!self.spin.is_zero()).then(|| Instant::now() + self.spin);
+        if deadline.is_some() && spin_until.is_none() {
             wait_ready(fd, libc::POLLIN, deadline)?;
         }
         loop {
+            let flags = libc::MSG_CMSG_CLOEXEC
+                | if spin_until.is_some() {
+                    libc::MSG_DONTWAIT
+                } else {
+                    0
+                };
             let mut iov = libc::iovec {
                 iov_base: self.buf.as_mut_ptr().cast(),
                 iov_len: self.buf.len(),
@@ -281,13 +325,26 @@ impl Channel {
             hdr.msg_iovlen = 1;
             // SAFETY: `hdr` points at one iovec describing `self.buf`, which
             // stays alive and unaliased for the duration of the call.
-            let rc = unsafe { libc::recvmsg(fd, &mut hdr, libc::MSG_CMSG_CLOEXEC) };
+            let rc = unsafe { libc::recvmsg(fd, &mut hdr, flags) };
             if rc < 0 {
                 let err = std::io::Error::last_os_error();
                 match err.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     Some(libc::EAGAIN) => {
-                        wait_ready(fd, libc::POLLIN, deadline)?;
+                        match spin_until {
+                            Some(t) if Instant::now() < t => {
+                                // SAFETY: sched_yield takes no arguments and cannot fail.
+                                unsafe { libc::sched_yield() };
+                            }
+                            Some(_) => {
+                                // Spun long enough: sleep until the message (or deadline).
+                                spin_until = None;
+                                if deadline.is_some() {
+                                    wait_ready(fd, libc::POLLIN, deadline)?;
+                                }
+                            }
+                            None => wait_ready(fd, libc::POLLIN, deadline)?,
+                        }
                         continue;
                     }
                     Some(libc::ECONNRESET) => return Ok(0),

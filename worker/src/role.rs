@@ -160,6 +160,9 @@ pub fn warm_up() {
 /// Receive `Run`, validate, interpret, stream stdout, send `Done`.
 fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let run = chan.borrow_mut().recv::<ToWorker>(None)?;
+    // Tool results usually come back within microseconds: poll briefly
+    // before sleeping (see `Channel::set_spin`).
+    chan.borrow_mut().set_spin(TOOL_RESULT_SPIN);
     let (program, tools, limits, globals, want_globals) = match run {
         ToWorker::Run {
             protocol,
@@ -259,6 +262,11 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let r = chan.borrow_mut().send(&FromWorker::Done(outcome), None);
     r
 }
+
+/// How long the worker polls for a tool result before it sleeps.
+/// Why 50 µs: covers a builtin tool's answer (read_file of a small file
+/// is ~10 µs); slower tools cost this much CPU once per call.
+const TOOL_RESULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Flush printed text in chunks of this size.
 /// Why: one frame per `print` would cost a round of syscalls each; 32 KiB

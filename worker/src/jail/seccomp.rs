@@ -74,6 +74,8 @@ pub enum Cond {
     CloneWorker,
     /// Argument 0 (the prctl option) is this value.
     PrctlOption(i32),
+    /// Argument 0 is pid 1 (tgkill by a zygote's worker: pid 1 of its namespace).
+    Pid1,
 }
 
 /// One allowlist row.
@@ -167,6 +169,7 @@ pub const ZYGOTE_EXTRAS: &[Allow] = &[
     row("prctl(PDEATHSIG)", libc::SYS_prctl,        Cond::PrctlOption(libc::PR_SET_PDEATHSIG), "child: die with the zygote"),
     row("prctl(NO_NEW_PRIVS)", libc::SYS_prctl,     Cond::PrctlOption(libc::PR_SET_NO_NEW_PRIVS), "child: seccompiler sets it before installing"),
     row("seccomp",        libc::SYS_seccomp,        Cond::Any, "child: install the executor filter"),
+    row("tgkill(pid 1)",  libc::SYS_tgkill,         Cond::Pid1, "child: abort() raises SIGABRT at itself, pid 1 of its namespace (both filters judge it)"),
 ];
 
 /// The rows of a filter.
@@ -220,6 +223,7 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
             SeccompCmpOp::Eq,
             super::ZYGOTE_CLONE_FLAGS,
         )?,
+        Cond::Pid1 => SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 1)?,
         Cond::PrctlOption(op) => {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, op as u64)?
         }
