@@ -5,7 +5,8 @@
 //! 2. a linear pre-scan bounding nesting (`limits.max_depth`,
 //!    `NestingTooDeep`; see [`prescan`]) so neither the parser nor any tree
 //!    walk can exhaust the stack;
-//! 3. the parser (`SyntaxError`);
+//! 3. the parser (`SyntaxError`): `fastparse` for the common subset,
+//!    rustpython-parser for everything else (the trees are identical);
 //! 4. an iterative first pass: NFKC-normalises every identifier in place (as
 //!    CPython does, so `ｏｐｅｎ` *is* `open`), collects the assigned names
 //!    and re-checks the tree's depth;
