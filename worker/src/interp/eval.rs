@@ -165,7 +165,7 @@ impl<'a> Interp<'a> {
                 let mut iter = self.iterate(&itv).map_err(|e| at(e, it.pos))?;
                 drop(itv);
                 loop {
-                    let Some(v) = self.next(&mut iter).map_err(|e| at(e, it.pos))? else {
+                    let Some(v) = self.next_fast(&mut iter).map_err(|e| at(e, it.pos))? else {
                         return self.exec_block(orelse);
                     };
                     tick(1).map_err(|e| at(e, s.pos))?;
@@ -1031,6 +1031,39 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// [`Interp::next`] with the two commonest cases (a range, a list)
+    /// inlined into the loops that call it; the same results.
+    ///
+    /// # Errors
+    /// Whatever producing the next item raises.
+    #[inline]
+    pub fn next_fast(&mut self, it: &mut Iter) -> R<Option<Value>> {
+        match it {
+            Iter::Range { cur, left, step } => {
+                if *left == 0 {
+                    return Ok(None);
+                }
+                let v = *cur;
+                *left -= 1;
+                if *left > 0 {
+                    *cur += *step;
+                }
+                Ok(Some(Value::from_i128(v)))
+            }
+            Iter::List(l, i) => {
+                let v = l.v.borrow();
+                match v.get(*i) {
+                    Some(x) => {
+                        *i += 1;
+                        Ok(Some(x.clone()))
+                    }
+                    None => Ok(None),
+                }
+            }
+            _ => self.next(it),
+        }
+    }
+
     /// Advance an iterator.
     ///
     /// # Errors
@@ -1332,14 +1365,20 @@ impl<'a> Interp<'a> {
                         out.reserve_exact(n);
                     }
                 }
-                let r = self.comp_loop(c, 0, first, &mut |me, c| {
-                    let v = me.eval(&c.elt)?;
-                    if out.len() % 1024 == 1023 {
-                        mem_check_n(out.len() as u64, SLOT as u64)?;
-                    }
-                    out.push(v);
-                    Ok(())
-                });
+                let r = if c.gens.len() == 1 {
+                    // The same steps as `comp_loop` with the push inlined
+                    // (no dynamic call per element).
+                    self.list_comp1(c, first, &mut out)
+                } else {
+                    self.comp_loop(c, 0, first, &mut |me, c| {
+                        let v = me.eval(&c.elt)?;
+                        if out.len() % 1024 == 1023 {
+                            mem_check_n(out.len() as u64, SLOT as u64)?;
+                        }
+                        out.push(v);
+                        Ok(())
+                    })
+                };
                 r.map(|_| Value::list(out))
             }
             CompKind::Set => {
@@ -1373,6 +1412,25 @@ impl<'a> Interp<'a> {
         r
     }
 
+    fn list_comp1(&mut self, c: &Comp, mut it: Iter, out: &mut Vec<Value>) -> R<()> {
+        let g = &c.gens[0];
+        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, g.iter.pos))? {
+            tick(1)?;
+            self.assign(&g.target, v)?;
+            for cond in &g.ifs {
+                if !self.eval(cond)?.truthy() {
+                    continue 'outer;
+                }
+            }
+            let v = self.eval(&c.elt)?;
+            if out.len() % 1024 == 1023 {
+                mem_check_n(out.len() as u64, SLOT as u64)?;
+            }
+            out.push(v);
+        }
+        Ok(())
+    }
+
     fn comp_loop(
         &mut self,
         c: &Comp,
@@ -1381,7 +1439,7 @@ impl<'a> Interp<'a> {
         emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>,
     ) -> R<()> {
         let g = &c.gens[level];
-        'outer: while let Some(v) = self.next(&mut it).map_err(|e| at(e, g.iter.pos))? {
+        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, g.iter.pos))? {
             tick(1)?;
             self.assign(&g.target, v)?;
             for cond in &g.ifs {
@@ -1434,7 +1492,7 @@ impl<'a> Interp<'a> {
                 let Some(it) = g.iters.last_mut() else {
                     return Ok(None);
                 };
-                self.next(it).map_err(|e| at(e, gen.iter.pos))?
+                self.next_fast(it).map_err(|e| at(e, gen.iter.pos))?
             };
             let Some(v) = next else {
                 g.iters.pop();
