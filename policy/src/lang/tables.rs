@@ -143,9 +143,85 @@ pub const METHODS: &[(&str, &[&str])] = &[
     ("float", &["is_integer"]),
 ];
 
+/// A cheap pre-filter over a name table: bit `len` of `by_first[c - 'a']`
+/// is set when some entry starts with the lowercase ASCII letter `c` and has
+/// `len` bytes (entries starting otherwise, or longer than 63 bytes, set
+/// `other`). A name that fails the filter is not in the table, so lookups of
+/// ordinary variable names skip the string comparisons entirely.
+struct NameFilter {
+    by_first: [u64; 26],
+    other: bool,
+}
+
+impl NameFilter {
+    const fn add(mut self, name: &str) -> Self {
+        let b = name.as_bytes();
+        if !b.is_empty() && b[0].is_ascii_lowercase() && b.len() < 64 {
+            self.by_first[(b[0] - b'a') as usize] |= 1u64 << b.len();
+        } else {
+            self.other = true;
+        }
+        self
+    }
+
+    const fn of_names(names: &[&str]) -> Self {
+        let mut f = NameFilter {
+            by_first: [0; 26],
+            other: false,
+        };
+        let mut i = 0;
+        while i < names.len() {
+            f = f.add(names[i]);
+            i += 1;
+        }
+        f
+    }
+
+    /// `false` only if `name` is certainly not in the table.
+    fn may_contain(&self, name: &str) -> bool {
+        let b = name.as_bytes();
+        match b.first() {
+            Some(c) if c.is_ascii_lowercase() && b.len() < 64 => {
+                self.by_first[usize::from(c - b'a')] & (1u64 << b.len()) != 0
+            }
+            _ => self.other,
+        }
+    }
+}
+
+const BUILTIN_FILTER: NameFilter = NameFilter::of_names(BUILTINS);
+
+const METHOD_FILTER: NameFilter = {
+    let mut f = NameFilter::of_names(&[]);
+    let mut t = 0;
+    while t < METHODS.len() {
+        let ms = METHODS[t].1;
+        let mut i = 0;
+        while i < ms.len() {
+            f = f.add(ms[i]);
+            i += 1;
+        }
+        t += 1;
+    }
+    f
+};
+
+const FORBIDDEN_FILTER: NameFilter = {
+    let mut f = NameFilter::of_names(&[]);
+    let mut i = 0;
+    while i < FORBIDDEN_NAMES.len() {
+        f = f.add(FORBIDDEN_NAMES[i].0);
+        i += 1;
+    }
+    f
+};
+
 /// Is `method` on `type_name`'s allowlist? (`type_name` is a Python type
 /// name: `str list dict set tuple int float`; `bool` uses `int`'s list.)
 pub fn method_allowed(type_name: &str, method: &str) -> bool {
+    if !METHOD_FILTER.may_contain(method) {
+        return false;
+    }
     let type_name = if type_name == "bool" {
         "int"
     } else {
@@ -158,12 +234,12 @@ pub fn method_allowed(type_name: &str, method: &str) -> bool {
 
 /// Is `method` on any type's allowlist?
 pub fn method_allowed_any(method: &str) -> bool {
-    METHODS.iter().any(|(_, ms)| ms.contains(&method))
+    METHOD_FILTER.may_contain(method) && METHODS.iter().any(|(_, ms)| ms.contains(&method))
 }
 
 /// Is `name` an allowed builtin?
 pub fn is_builtin(name: &str) -> bool {
-    BUILTINS.contains(&name)
+    BUILTIN_FILTER.may_contain(name) && BUILTINS.contains(&name)
 }
 
 const HINT_INTROSPECTION: &str =
@@ -245,6 +321,9 @@ pub const FORBIDDEN_NAMES: &[(&str, &str)] = &[
 
 /// The hint for a forbidden name, or `None` if the name is not forbidden.
 pub fn forbidden_hint(name: &str) -> Option<&'static str> {
+    if !FORBIDDEN_FILTER.may_contain(name) {
+        return None;
+    }
     FORBIDDEN_NAMES
         .iter()
         .find(|(n, _)| *n == name)
@@ -292,3 +371,43 @@ pub const UNKNOWN_NAME_HINTS: &[(&str, &str)] = &[
     ("null", "Python spells it None"),
     ("none", "Python spells it None"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_pass_every_entry_and_lookups_match_the_tables() {
+        for b in BUILTINS {
+            assert!(is_builtin(b), "{b}");
+        }
+        for (n, h) in FORBIDDEN_NAMES {
+            assert_eq!(forbidden_hint(n), Some(*h), "{n}");
+        }
+        for (t, ms) in METHODS {
+            for m in *ms {
+                assert!(method_allowed(t, m), "{t}.{m}");
+                assert!(method_allowed_any(m), "{m}");
+            }
+        }
+        for other in [
+            "",
+            "x",
+            "files",
+            "Len",
+            "LEN",
+            "_len",
+            "lens",
+            "appendx",
+            "__import_",
+            "ｅval",
+            "é",
+        ] {
+            assert!(!is_builtin(other), "{other}");
+            assert!(!method_allowed_any(other), "{other}");
+            assert_eq!(forbidden_hint(other), None, "{other}");
+        }
+        assert!(method_allowed("bool", "bit_length"));
+        assert!(!method_allowed("str", "append"));
+    }
+}
