@@ -36,6 +36,10 @@ use rustpython_parser::text_size::{TextRange, TextSize};
 /// driver does not recurse; the result is the same tree either way.
 const MAX_NEST: u32 = if cfg!(debug_assertions) { 8 } else { 32 };
 
+/// Most keyword arguments of one call, or parameters of one lambda, checked
+/// for duplicates by linear scan; longer lists take the fallback.
+const MAX_LINEAR_SCAN: usize = 16;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum K {
     Name,
@@ -589,6 +593,14 @@ impl Parser<'_> {
     }
 
     fn suite(&mut self) -> Option<Vec<Stmt>> {
+        // Blocks nest by recursion too: they count towards MAX_NEST.
+        self.enter()?;
+        let body = self.suite_inner();
+        self.leave();
+        body
+    }
+
+    fn suite_inner(&mut self) -> Option<Vec<Stmt>> {
         if self.peek() == K::Newline {
             self.bump()?;
             self.expect(K::Indent)?;
@@ -854,7 +866,10 @@ impl Parser<'_> {
         loop {
             let t = self.expect(K::Name)?;
             let name = self.text(t);
-            if name.starts_with('_') || args.iter().any(|a| a.def.arg.as_str() == name) {
+            if name.starts_with('_')
+                || args.len() >= MAX_LINEAR_SCAN
+                || args.iter().any(|a| a.def.arg.as_str() == name)
+            {
                 return None;
             }
             let def = ast::Arg {
@@ -1125,9 +1140,12 @@ impl Parser<'_> {
                     let t = self.bump()?;
                     self.bump()?;
                     let name = self.text(t);
-                    if keywords
-                        .iter()
-                        .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))
+                    // The duplicate check below is quadratic: long keyword
+                    // lists take the fallback (which hashes).
+                    if keywords.len() >= MAX_LINEAR_SCAN
+                        || keywords
+                            .iter()
+                            .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))
                     {
                         return None;
                     }
@@ -1956,6 +1974,20 @@ mod tests {
             programs.push(format!("x = {}y\n", "lambda a: ".repeat(k)));
             programs.push(format!("x = {}y{}\n", "d[".repeat(k), "]".repeat(k)));
             programs.push(format!("x = f'{{{}y{}}}'\n", "(".repeat(k), ")".repeat(k)));
+            programs.push(
+                (0..k)
+                    .map(|d| format!("{}if x:\n", " ".repeat(d)))
+                    .collect::<String>()
+                    + &" ".repeat(k)
+                    + "pass\n",
+            );
+            programs.push(
+                (0..k)
+                    .map(|d| format!("{}for x in y: \n", " ".repeat(d)))
+                    .collect::<String>()
+                    + &" ".repeat(k)
+                    + "f(d[(lambda a: -a)(x)])\n",
+            );
         }
         let handle = std::thread::Builder::new()
             .stack_size(256 * 1024)
