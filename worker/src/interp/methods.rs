@@ -7,7 +7,8 @@ use super::err::{type_err, value_err, Exc, R};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
-use super::value::{hash_value, Dict, Value, ViewKind, SLOT};
+use super::value::{hash_value, Dict, PyStr, Value, ViewKind, SLOT};
+use std::rc::Rc;
 
 macro_rules! methods {
     ($($v:ident = $s:literal),* $(,)?) => {
@@ -483,6 +484,34 @@ fn fill_char(a: &CallArgs, i: usize) -> R<char> {
     }
 }
 
+/// `sep.join(items)` once the items are at hand.
+fn join_strs(sep: &str, items: &[Value]) -> R<Value> {
+    let mut total = 0usize;
+    for (i, x) in items.iter().enumerate() {
+        match x {
+            Value::Str(p) => total += p.len() + sep.len(),
+            _ => {
+                return Err(type_err(format!(
+                    "sequence item {i}: expected str instance, {} found",
+                    x.type_name()
+                )))
+            }
+        }
+    }
+    mem_check(total as u64)?;
+    tick(items.len() as u64 + total as u64 / 256)?;
+    let mut out = String::with_capacity(total);
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        if let Value::Str(p) = x {
+            out.push_str(p.as_str());
+        }
+    }
+    Ok(Value::str(out))
+}
+
 fn new_strs(v: Vec<String>) -> R<Value> {
     mem_check_n(v.len() as u64, 64)?;
     Ok(Value::list(v.into_iter().map(Value::str).collect()))
@@ -599,8 +628,24 @@ impl<'a> Interp<'a> {
                 let r = match m {
                     // ASCII text: byte-wise case mapping, and the result is
                     // known to be ASCII (no recount of its code points).
-                    M::Upper if ps.is_ascii() => return Ok(ascii_str(s.to_ascii_uppercase())),
-                    M::Lower if ps.is_ascii() => return Ok(ascii_str(s.to_ascii_lowercase())),
+                    M::Upper | M::Lower if ps.is_ascii() => {
+                        let up = m == M::Upper;
+                        let b = s.as_bytes();
+                        let short = PyStr::ascii_inline(b.len(), |out| {
+                            for (o, c) in out.iter_mut().zip(b) {
+                                *o = if up {
+                                    c.to_ascii_uppercase()
+                                } else {
+                                    c.to_ascii_lowercase()
+                                };
+                            }
+                        });
+                        return Ok(match short {
+                            Some(p) => Value::Str(Rc::new(p)),
+                            None if up => ascii_str(s.to_ascii_uppercase()),
+                            None => ascii_str(s.to_ascii_lowercase()),
+                        });
+                    }
                     M::Upper => upper_str(s),
                     M::Lower => lower_str(s),
                     M::Casefold => {
@@ -802,31 +847,25 @@ impl<'a> Interp<'a> {
                 if !self.is_iterable(&it) {
                     return Err(type_err("can only join an iterable"));
                 }
-                let items = self.collect(&it)?;
-                let mut total = 0usize;
-                for (i, x) in items.iter().enumerate() {
-                    match x {
-                        Value::Str(p) => total += p.len() + s.len(),
-                        _ => {
-                            return Err(type_err(format!(
-                                "sequence item {i}: expected str instance, {} found",
-                                x.type_name()
-                            )))
-                        }
+                // A list or tuple is read in place (the same fuel and memory
+                // checks as `collect`, without cloning every item).
+                match &it {
+                    Value::List(l) => {
+                        let items = l.v.borrow();
+                        tick(1 + items.len() as u64 / 16)?;
+                        mem_check_n(items.len() as u64, SLOT as u64)?;
+                        join_strs(s, &items)
+                    }
+                    Value::Tuple(t) => {
+                        tick(1 + t.v.len() as u64 / 16)?;
+                        mem_check_n(t.v.len() as u64, SLOT as u64)?;
+                        join_strs(s, &t.v)
+                    }
+                    _ => {
+                        let items = self.collect(&it)?;
+                        join_strs(s, &items)
                     }
                 }
-                mem_check(total as u64)?;
-                tick(items.len() as u64 + total as u64 / 256)?;
-                let mut out = String::with_capacity(total);
-                for (i, x) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(s);
-                    }
-                    if let Value::Str(p) = x {
-                        out.push_str(p.as_str());
-                    }
-                }
-                Ok(Value::str(out))
             }
             M::Replace => {
                 range_args(&a, "replace", 2, 3)?;
@@ -877,6 +916,29 @@ impl<'a> Interp<'a> {
                     }
                     out
                 } else if let (Some(b), true) = (byte, ps.is_ascii() && n == occurrences) {
+                    // Short result: written straight into the new str.
+                    let nb = new.as_bytes();
+                    // Each of the n matches is one byte, replaced by `new`.
+                    let exact = s.len() - n + n * nb.len();
+                    let short = PyStr::ascii_inline(exact, |out| {
+                        let mut k = 0;
+                        for x in s.bytes() {
+                            if x == b {
+                                for (o, c) in out.iter_mut().skip(k).zip(nb) {
+                                    *o = *c;
+                                }
+                                k += nb.len();
+                            } else {
+                                if let Some(o) = out.get_mut(k) {
+                                    *o = x;
+                                }
+                                k += 1;
+                            }
+                        }
+                    });
+                    if let Some(p) = short {
+                        return Ok(Value::Str(Rc::new(p)));
+                    }
                     let mut out = String::with_capacity(est as usize);
                     let mut last = 0;
                     for (i, x) in s.bytes().enumerate() {

@@ -262,6 +262,23 @@ impl PyStr {
             hash: Cell::new(0),
         }
     }
+    /// A short ASCII str written straight into its inline buffer by
+    /// `fill` (which gets exactly `n` bytes and must write ASCII), or None
+    /// when `n` is too long to be inline. No intermediate `String`.
+    pub fn ascii_inline(n: usize, fill: impl FnOnce(&mut [u8])) -> Option<PyStr> {
+        if n > INLINE {
+            return None;
+        }
+        let mut buf = [0u8; INLINE];
+        fill(&mut buf[..n]);
+        debug_assert!(buf[..n].is_ascii());
+        mem_charge(n + OBJ);
+        Some(PyStr {
+            text: Text::Inline(n as u8, buf),
+            nchars: n,
+            hash: Cell::new(0),
+        })
+    }
     /// The concatenation `a + b` (no intermediate `String` when short).
     pub fn concat(a: &PyStr, b: &PyStr) -> PyStr {
         let n = a.len() + b.len();
