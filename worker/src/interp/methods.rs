@@ -8,7 +8,6 @@ use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
 use super::value::{hash_value, Dict, PyStr, Value, ViewKind, SLOT};
-use std::rc::Rc;
 
 macro_rules! methods {
     ($($v:ident = $s:literal),* $(,)?) => {
@@ -641,7 +640,7 @@ impl<'a> Interp<'a> {
                             }
                         });
                         return Ok(match short {
-                            Some(p) => Value::Str(Rc::new(p)),
+                            Some(v) => v,
                             None if up => ascii_str(s.to_ascii_uppercase()),
                             None => ascii_str(s.to_ascii_lowercase()),
                         });
@@ -936,8 +935,8 @@ impl<'a> Interp<'a> {
                             }
                         }
                     });
-                    if let Some(p) = short {
-                        return Ok(Value::Str(Rc::new(p)));
+                    if let Some(v) = short {
+                        return Ok(v);
                     }
                     let mut out = String::with_capacity(est as usize);
                     let mut last = 0;

@@ -410,7 +410,7 @@ fn add_seq(a: &Value, b: &Value) -> R<Value> {
         (Value::Str(x), Value::Str(y)) => {
             mem_check((x.len() + y.len()) as u64)?;
             tick(1 + (x.len() + y.len()) as u64 / 256)?;
-            Ok(Value::Str(Rc::new(super::value::PyStr::concat(x, y))))
+            Ok(super::value::PyStr::concat(x, y))
         }
         (Value::List(x), Value::List(y)) => {
             let (x, y) = (x.v.borrow(), y.v.borrow());

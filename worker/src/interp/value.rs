@@ -264,8 +264,10 @@ impl PyStr {
     }
     /// A short ASCII str written straight into its inline buffer by
     /// `fill` (which gets exactly `n` bytes and must write ASCII), or None
-    /// when `n` is too long to be inline. No intermediate `String`.
-    pub fn ascii_inline(n: usize, fill: impl FnOnce(&mut [u8])) -> Option<PyStr> {
+    /// when `n` is too long to be inline. No intermediate `String`. (It
+    /// returns the finished value: a `PyStr` returned by value and then
+    /// moved into its `Rc` was copied twice.)
+    pub fn ascii_inline(n: usize, fill: impl FnOnce(&mut [u8])) -> Option<Value> {
         if n > INLINE {
             return None;
         }
@@ -273,14 +275,14 @@ impl PyStr {
         fill(&mut buf[..n]);
         debug_assert!(buf[..n].is_ascii());
         mem_charge(n + OBJ);
-        Some(PyStr {
+        Some(Value::Str(Rc::new(PyStr {
             text: Text::Inline(n as u8, buf),
             nchars: n,
             hash: Cell::new(0),
-        })
+        })))
     }
     /// The concatenation `a + b` (no intermediate `String` when short).
-    pub fn concat(a: &PyStr, b: &PyStr) -> PyStr {
+    pub fn concat(a: &PyStr, b: &PyStr) -> Value {
         let n = a.len() + b.len();
         mem_charge(n + OBJ);
         let text = if n <= INLINE {
@@ -296,11 +298,11 @@ impl PyStr {
             s.push_str(b.as_str());
             Text::Heap(s.into_boxed_str())
         };
-        PyStr {
+        Value::Str(Rc::new(PyStr {
             text,
             nchars: a.nchars + b.nchars,
             hash: Cell::new(0),
-        }
+        }))
     }
     /// The text's UTF-8 bytes (no validation: for ==, ordering, hashing
     /// and copying, which mean the same on bytes as on text).
