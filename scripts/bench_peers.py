@@ -378,6 +378,11 @@ def section_memory():
     ltot = (lr["jailed"] + lr["reaper"]) if lr else None
     rows.append(["lackpy executor worker, Ready (jailed pid 1 + its reaper)",
                  f"{ltot / 1024:.1f} MiB ({lr['jailed']} + {lr['reaper']} KiB)" if lr else "failed", ""])
+    fk = res["lackpy"].get("forked_kib")
+    if fk:
+        rows.append(["lackpy pooled worker, Ready (forked by the zygote; private pages in brackets)",
+                     f"{fk['rss'] / 1024:.1f} MiB ({fk['private'] / 1024:.1f} MiB private)",
+                     ratio(fk["rss"], ltot, MEM) + " vs the exec'd worker" if ltot else ""])
     for label, argv in (("python3 -c (idle)", [py, "-c", wait]),
                         ("python3 -I -S -c (idle)", [py, "-I", "-S", "-c", wait])):
         v, err = _idle_rss(argv)

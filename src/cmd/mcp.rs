@@ -45,7 +45,20 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let result = rt.block_on(mcp::serve_stdio(backend));
+    let result = rt.block_on(async {
+        // A session can last days: give freed heap back to the kernel now
+        // and then (see `release_free_memory`).
+        let trim = tokio::spawn(async {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let _ = tokio::task::spawn_blocking(lackpy_supervisor::spawn::release_free_memory)
+                    .await;
+            }
+        });
+        let r = mcp::serve_stdio(backend).await;
+        trim.abort();
+        r
+    });
     // Blocking tasks still waiting on a worker must not hold the exit: the
     // process is about to end, and its workers die with it (PDEATHSIG).
     rt.shutdown_timeout(Duration::from_millis(100));

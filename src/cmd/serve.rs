@@ -93,6 +93,11 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, String> {
     Ok(l)
 }
 
+/// How often a server gives freed heap back to the kernel.
+/// Why 2 s: a trim costs well under a millisecond; under load the arenas
+/// regrow within seconds, so trimming rarely lets RSS creep.
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) -> i32 {
     let own_uid = nix::unistd::geteuid().as_raw();
     // Only the owner can connect unless rules admit other users; peer
@@ -132,6 +137,15 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     if let Some(ml) = metrics_listener {
         tokio::spawn(serve_metrics(ml, shared.clone()));
     }
+    // Return freed heap to the kernel every few seconds (see
+    // `release_free_memory`): keeps a server's RSS flat under load.
+    tokio::spawn(async {
+        loop {
+            tokio::time::sleep(TRIM_EVERY).await;
+            let _ =
+                tokio::task::spawn_blocking(lackpy_supervisor::spawn::release_free_memory).await;
+        }
+    });
     tracing::info!(socket = %args.socket.display(), "lackpy serve: listening");
     eprintln!("lackpy serve: listening on {}", args.socket.display());
     let mut conns = tokio::task::JoinSet::new();

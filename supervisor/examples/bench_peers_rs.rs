@@ -137,9 +137,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         w.kill_and_reap();
     }
 
+    // A pooled worker as the pool gets it: forked by the zygote, Ready.
+    // VmRSS counts the pages it shares with the zygote; Private_* are its own.
+    let mut forked = json!(null);
+    if let Ok(mut z) = spawn::Zygote::start(&exe, &["executor".to_string()], &spec) {
+        if let Ok(mut w) = z.fork_worker(&spec) {
+            if let (Ok(Greeting::Ready), Some(pid)) =
+                (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid())
+            {
+                forked = json!({
+                    "rss": rss_kib(pid),
+                    "private": private_kib(pid),
+                    "zygote_rss": z.pid().map(rss_kib),
+                });
+            }
+            w.kill_and_reap();
+        }
+    }
+
     println!(
         "{}",
-        json!({"warm": warm, "toolcall_us": per, "rss_kib": rss})
+        json!({"warm": warm, "toolcall_us": per, "rss_kib": rss, "forked_kib": forked})
     );
     Ok(())
+}
+
+/// Private_Clean + Private_Dirty of a process (pages no other process maps).
+fn private_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    s.lines()
+        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
 }

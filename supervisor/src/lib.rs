@@ -607,9 +607,14 @@ impl Supervisor {
         };
         session.drive(&run);
         // SIGKILL now (the pid namespace dies with it); the wait happens off
-        // the run's critical path.
+        // the run's critical path. A forked worker is reaped by its zygote:
+        // dropping it only closes its descriptors.
         worker.kill();
-        self.background(Job::Reap(Box::new(worker)));
+        if worker.is_forked() {
+            drop(worker);
+        } else {
+            self.background(Job::Reap(Box::new(worker)));
+        }
     }
 
     /// Hand work to the background thread (or do it here if it is gone).

@@ -319,20 +319,18 @@ impl Proc {
         }
     }
 
-    /// Block until the process is reaped (a forked worker: until the zygote
-    /// reports, at most [`FORKED_REAP_WAIT_MS`]).
+    /// After SIGKILL: reap. Our own child is waited for; a forked worker is
+    /// reaped by its zygote, so only a status already reported is taken —
+    /// nobody needs the status of a worker we killed, and waiting for the
+    /// zygote here would hold the caller (and the worker's buffers) for
+    /// nothing.
     fn wait(&mut self) -> Option<ExitStatus> {
         match self {
             Proc::Child(c) => c.wait().ok(),
-            Proc::Forked { status, .. } => read_status(status, FORKED_REAP_WAIT_MS).flatten(),
+            Proc::Forked { status, .. } => read_status(status, 0).flatten(),
         }
     }
 }
-
-/// How long to wait for the zygote's status report of a killed worker.
-/// Why 2 s: SIGKILL'd processes are reaped in microseconds; only a stuck
-/// zygote takes longer, and then the status is simply unknown.
-const FORKED_REAP_WAIT_MS: i32 = 2000;
 
 /// Read a forked worker's wait status from its status pipe, waiting up to
 /// `wait_ms`. `None`: not yet; `Some(None)`: pipe closed without a status.
@@ -582,5 +580,19 @@ impl Zygote {
     /// The zygote's own pid.
     pub fn pid(&self) -> Option<u32> {
         self.proc.pid()
+    }
+}
+
+/// Give memory the allocator keeps in its free lists back to the kernel
+/// (glibc `malloc_trim(0)`: every arena, including the free pages inside
+/// them). A long-running server calls it now and then: runs are served by
+/// many threads, each allocating from its own arena, and freed memory would
+/// otherwise stay resident (fragmentation, not a leak).
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists under its
+    // locks; it takes an integer and touches no memory of ours.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
