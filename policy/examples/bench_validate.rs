@@ -1,4 +1,5 @@
-//! Validation latency: a typical 20-line program, and ~16/32/64 KiB
+//! Validation latency: a typical 20-line program (on the fast parser and,
+//! with one `;` added, on the rustpython-parser fallback), and ~16/32/64 KiB
 //! programs (to check that time grows linearly with size).
 //!
 //! Run: `cargo run --release -p lackpy-policy --example bench_validate`
@@ -103,7 +104,7 @@ fn main() {
         return;
     }
     println!(
-        "parser alone, 20-line program: median {:.1} µs",
+        "rustpython-parser alone, 20-line program: median {:.1} µs",
         parse_only().as_secs_f64() * 1e6
     );
     let (m, p) = measure(TYPICAL, 5000);
@@ -112,6 +113,15 @@ fn main() {
         TYPICAL.len(),
         m.as_secs_f64() * 1e6,
         p.as_secs_f64() * 1e6
+    );
+    // The same program with one `;` (outside the fast parser's subset):
+    // what validation costs on the rustpython-parser fallback path.
+    let fallback = TYPICAL.replacen("todos = []\ncounts = {}", "todos = []; counts = {}", 1);
+    let (fm, fp) = measure(&fallback, 5000);
+    println!(
+        "20-line program, fallback path (rustpython-parser): median {:.1} µs, p99 {:.1} µs",
+        fm.as_secs_f64() * 1e6,
+        fp.as_secs_f64() * 1e6
     );
     if let Some(py) = cpython_parse_us(TYPICAL) {
         println!(
