@@ -112,6 +112,11 @@ pub(crate) fn parse(src: &str) -> Option<Vec<Stmt>> {
     if u32::try_from(src.len()).is_err() {
         return None;
     }
+    // rustpython's lexer ends a line (and a comment) at a lone `\r`; the
+    // tokenizer here only knows `\n`.
+    if src.contains('\r') {
+        return None;
+    }
     let toks = tokenize(src, 0, src.len(), false)?;
     let mut p = Parser {
         src,
@@ -1949,6 +1954,9 @@ mod tests {
             "s = 'a\\\nb'\n",
             "x = 1 + \\\n 2\n",
             "x = a\ny = b\n\n\nz = c",
+            "x = 1 # c\ry = 2\n",
+            "# c\ry = 2\n",
+            "x = 1\r\ny = 2\r\n",
         ];
         for c in cases {
             if !agree(c) {
