@@ -1793,6 +1793,31 @@ mod tests {
             "%",
             "//",
             "+=",
+            "\r",
+            "\r\n",
+            "\t",
+            "\x0c",
+            "é",
+            "\\",
+            "\\\n",
+            "_",
+            ";",
+            "\"\"\"",
+            "\'\'\'",
+            "1e5",
+            "0x1",
+            "f'{",
+            "!r}",
+            ":>3}",
+            "{{",
+            "\\n",
+            "\\{",
+            "u'",
+            "r\"",
+            "b'",
+            "elif ",
+            "else:",
+            "match ",
         ];
         let (mut n, mut fast) = (0, 0);
         for (_, src) in corpus() {
@@ -1811,7 +1836,7 @@ mod tests {
                     fast += usize::from(agree(&v));
                 }
             }
-            for _ in 0..12 {
+            for _ in 0..24 {
                 let bytes = src.as_bytes();
                 if bytes.is_empty() {
                     break;
