@@ -339,7 +339,7 @@ fn ascii_isspace(b: u8) -> bool {
 #[inline]
 fn ascii_str(s: String) -> Value {
     let n = s.len();
-    Value::Str(std::rc::Rc::new(super::value::PyStr::with_nchars(s, n)))
+    Value::Str(PyStr::rc_string(s, n))
 }
 
 /// Whitespace split (sep=None) of ASCII text, straight into a list value.
@@ -372,10 +372,7 @@ fn split_ws_ascii(s: &str, maxsplit: i64) -> R<Value> {
     let mut out = Vec::with_capacity(spans.len());
     for (x, y) in spans {
         let w = s.get(x..y).unwrap_or_default();
-        out.push(Value::Str(std::rc::Rc::new(super::value::PyStr::copy_n(
-            w,
-            w.len(),
-        ))));
+        out.push(Value::Str(PyStr::rc_copy(w, w.len())));
     }
     Ok(Value::list(out))
 }

@@ -62,35 +62,43 @@ pub fn mem_used() -> i64 {
 
 /// Text a str value can be made from.
 pub trait IntoPyStr {
-    /// Make the `PyStr` (charged).
-    fn into_pystr(self) -> PyStr;
+    /// Make the str object (charged).
+    fn into_rc(self) -> Rc<PyStr>;
 }
 
 impl IntoPyStr for String {
     #[inline]
-    fn into_pystr(self) -> PyStr {
-        PyStr::new(self)
+    fn into_rc(self) -> Rc<PyStr> {
+        let n = count_chars(&self);
+        PyStr::rc_string(self, n)
     }
 }
 
 impl IntoPyStr for &str {
     #[inline]
-    fn into_pystr(self) -> PyStr {
-        PyStr::copy(self)
+    fn into_rc(self) -> Rc<PyStr> {
+        PyStr::rc_copy(self, count_chars(self))
+    }
+}
+
+impl IntoPyStr for &String {
+    #[inline]
+    fn into_rc(self) -> Rc<PyStr> {
+        PyStr::rc_copy(self, count_chars(self))
     }
 }
 
 impl IntoPyStr for char {
     #[inline]
-    fn into_pystr(self) -> PyStr {
+    fn into_rc(self) -> Rc<PyStr> {
         let mut b = [0u8; 4];
-        PyStr::copy_n(self.encode_utf8(&mut b), 1)
+        PyStr::rc_copy(self.encode_utf8(&mut b), 1)
     }
 }
 
 impl IntoPyStr for i64 {
     /// `str(int)` for an i64, formatted on the stack.
-    fn into_pystr(self) -> PyStr {
+    fn into_rc(self) -> Rc<PyStr> {
         let mut b = [0u8; 21];
         let mut k = b.len();
         let mut u = self.unsigned_abs();
@@ -108,21 +116,8 @@ impl IntoPyStr for i64 {
         }
         // ASCII digits (and '-'): at most 20 bytes, always inline.
         let d = &b[k..];
-        let mut buf = [0u8; INLINE];
-        buf[..d.len()].copy_from_slice(d);
         mem_charge(d.len() + OBJ);
-        PyStr {
-            text: Text::Inline(d.len() as u8, buf),
-            nchars: d.len(),
-            hash: Cell::new(0),
-        }
-    }
-}
-
-impl IntoPyStr for &String {
-    #[inline]
-    fn into_pystr(self) -> PyStr {
-        PyStr::copy(self)
+        PyStr::rc_inline(d.len(), d.len(), |out| out.copy_from_slice(d))
     }
 }
 
@@ -262,6 +257,48 @@ impl PyStr {
             hash: Cell::new(0),
         }
     }
+    /// A new str object whose inline text (`n` bytes, `nchars` code
+    /// points) `fill` writes in place, inside the allocation (the caller
+    /// charges it). Why in place: a buffer filled byte by byte and then
+    /// moved into the `Rc` was re-read whole right after the byte stores,
+    /// which stalls store-to-load forwarding.
+    fn rc_inline(n: usize, nchars: usize, fill: impl FnOnce(&mut [u8])) -> Rc<PyStr> {
+        let mut rc = Rc::new(PyStr {
+            text: Text::Inline(n.min(INLINE) as u8, [0u8; INLINE]),
+            nchars,
+            hash: Cell::new(0),
+        });
+        if let Some(PyStr {
+            text: Text::Inline(_, buf),
+            ..
+        }) = Rc::get_mut(&mut rc)
+        {
+            if let Some(out) = buf.get_mut(..n) {
+                fill(out);
+            }
+        }
+        rc
+    }
+    /// [`PyStr::with_nchars`], as a new str object.
+    #[inline]
+    pub fn rc_string(s: String, nchars: usize) -> Rc<PyStr> {
+        if s.len() <= INLINE {
+            PyStr::rc_copy(&s, nchars)
+        } else {
+            Rc::new(PyStr::with_nchars(s, nchars))
+        }
+    }
+    /// [`PyStr::copy_n`], as a new str object.
+    #[inline]
+    pub fn rc_copy(s: &str, nchars: usize) -> Rc<PyStr> {
+        debug_assert_eq!(nchars, s.chars().count());
+        if s.len() <= INLINE {
+            mem_charge(s.len() + OBJ);
+            PyStr::rc_inline(s.len(), nchars, |out| out.copy_from_slice(s.as_bytes()))
+        } else {
+            Rc::new(PyStr::copy_n(s, nchars))
+        }
+    }
     /// A short ASCII str written straight into its inline buffer by
     /// `fill` (which gets exactly `n` bytes and must write ASCII), or None
     /// when `n` is too long to be inline. No intermediate `String`. (It
@@ -271,28 +308,23 @@ impl PyStr {
         if n > INLINE {
             return None;
         }
-        let mut buf = [0u8; INLINE];
-        fill(&mut buf[..n]);
-        debug_assert!(buf[..n].is_ascii());
         mem_charge(n + OBJ);
-        Some(Value::Str(Rc::new(PyStr {
-            text: Text::Inline(n as u8, buf),
-            nchars: n,
-            hash: Cell::new(0),
-        })))
+        Some(Value::Str(PyStr::rc_inline(n, n, fill)))
     }
     /// The concatenation `a + b` (no intermediate `String` when short).
     pub fn concat(a: &PyStr, b: &PyStr) -> Value {
         let n = a.len() + b.len();
         mem_charge(n + OBJ);
-        let text = if n <= INLINE {
+        if n <= INLINE {
             // Two whole UTF-8 texts back to back are UTF-8.
             let (x, y) = (a.as_bytes(), b.as_bytes());
-            let mut buf = [0u8; INLINE];
-            buf[..x.len()].copy_from_slice(x);
-            buf[x.len()..n].copy_from_slice(y);
-            Text::Inline(n as u8, buf)
-        } else {
+            return Value::Str(PyStr::rc_inline(n, a.nchars + b.nchars, |out| {
+                let (l, r) = out.split_at_mut(x.len());
+                l.copy_from_slice(x);
+                r.copy_from_slice(y);
+            }));
+        }
+        let text = {
             let mut s = String::with_capacity(n);
             s.push_str(a.as_str());
             s.push_str(b.as_str());
@@ -941,7 +973,7 @@ impl Value {
     /// short text then needs no intermediate `String`).
     #[inline]
     pub fn str(s: impl IntoPyStr) -> Value {
-        Value::Str(Rc::new(s.into_pystr()))
+        Value::Str(s.into_rc())
     }
     /// A new list value.
     pub fn list(v: Vec<Value>) -> Value {
