@@ -5,8 +5,10 @@
 //! `cargo run --release -p lackpy-worker --example bench_interp [-- RUNS [FILTER]]`
 //!
 //! Honesty rules: both systems run the same program text; CPython's timed
-//! region is `exec` of the precompiled module (lackpy's includes parsing and
-//! validation, so any bias is against lackpy); runs alternate between the two
+//! region is `exec` of the precompiled module plus clearing its globals (so
+//! both sides free the program's objects inside the timed region, as a
+//! lackpy run does before it returns; lackpy's region also includes parsing
+//! and validation, so any bias is against lackpy); runs alternate between the two
 //! systems (one CPython run, one lackpy run, ...) so that load changes on a
 //! shared machine hit both alike; and the repr of each program's value is
 //! compared, a mismatch failing the benchmark.
@@ -67,6 +69,7 @@ const CASES: &[(&str, &str)] = &[
 const PY: &str = r#"
 import sys, json, time, ast
 cache = {}
+missing = object()
 for line in sys.stdin:
     (src,) = json.loads(line)
     if src not in cache:
@@ -80,8 +83,10 @@ for line in sys.stdin:
     g = {}
     t = time.perf_counter()
     exec(code, g)
+    v = g.get("lackpy_bench_value", missing)
+    g.clear()
     ms = (time.perf_counter() - t) * 1000
-    r = repr(g["lackpy_bench_value"]) if "lackpy_bench_value" in g else None
+    r = None if v is missing else repr(v)
     print(json.dumps({"ms": ms, "repr": r}), flush=True)
 "#;
 
