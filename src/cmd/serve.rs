@@ -94,9 +94,9 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, String> {
 }
 
 /// How often a server gives freed heap back to the kernel.
-/// Why 2 s: a trim costs well under a millisecond; under load the arenas
+/// Why 500 ms: a trim costs well under a millisecond; under load the arenas
 /// regrow within seconds, so trimming rarely lets RSS creep.
-const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) -> i32 {
     let own_uid = nix::unistd::geteuid().as_raw();

@@ -771,8 +771,17 @@ impl WorkerSource {
             match z.fork_worker(spec) {
                 Ok(w) => return Some(w),
                 Err(e) => {
+                    // It died or stopped answering: start a new one right
+                    // away (only a zygote that cannot start backs off).
                     tracing::warn!("zygote failed to fork a worker ({e}); replacing it");
                     self.zygote = None;
+                    if let Ok(z) = spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
+                        self.zygote = Some(z);
+                        if let Some(w) = self.zygote.as_mut().and_then(|z| z.fork_worker(spec).ok())
+                        {
+                            return Some(w);
+                        }
+                    }
                     self.retry_at = Instant::now() + ZYGOTE_RETRY;
                 }
             }
@@ -816,23 +825,25 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
             .filter_map(|_| zyg.worker(cfg, role, args, spec))
             .collect();
         pool.fast.store(zyg.zygote.is_some(), Ordering::SeqCst);
-        let mut any_failed = started.is_empty();
+        let mut ready = 0usize;
         for mut w in started {
             if greet(&mut w).is_ok() {
-                backoff = Duration::from_millis(10);
+                ready += 1;
                 if let Ok(mut q) = pool.workers.lock() {
                     q.push_back(w);
                 }
                 pool.cv.notify_all();
-            } else {
-                any_failed = true;
             }
         }
-        if any_failed {
+        if ready == 0 {
             // A jail that cannot be set up fails every run with a clear
-            // error from a fresh spawn; do not spin here.
+            // error from a fresh spawn; do not spin here. (Single workers
+            // that die before `Ready` — killed from outside — do not count
+            // as long as others in the batch come up.)
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(2));
+        } else {
+            backoff = Duration::from_millis(10);
         }
     }
 }
