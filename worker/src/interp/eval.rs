@@ -534,7 +534,11 @@ impl<'a> Interp<'a> {
             EK::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
-                let a = self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?;
+                let a = if args.pos.is_empty() && args.kw.is_empty() {
+                    CallArgs::default()
+                } else {
+                    self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?
+                };
                 self.call_method(&r, *m, a)?
             }
             EK::Comp(c) => self.comprehension(c)?,
