@@ -1350,14 +1350,21 @@ impl Toolbox {
 
 /// The shipped builtin tools, parsed from [`DEFAULT_TOOLS_TOML`].
 pub fn builtin_tools() -> Vec<ToolSpec> {
-    // The embedded file is tested to parse; an error here is a build defect,
-    // and falling back to no builtins keeps this path panic-free.
-    Config::parse(
-        DEFAULT_TOOLS_TOML,
-        Path::new("<builtin default_tools.toml>"),
-    )
-    .map(|c| c.tools)
-    .unwrap_or_default()
+    // Parsed once per process: every profile resolution starts from the
+    // builtins, and parsing the TOML was most of a `validate` call's cost.
+    static BUILTINS: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
+    BUILTINS
+        .get_or_init(|| {
+            // The embedded file is tested to parse; an error here is a build
+            // defect, and falling back to no builtins keeps this path panic-free.
+            Config::parse(
+                DEFAULT_TOOLS_TOML,
+                Path::new("<builtin default_tools.toml>"),
+            )
+            .map(|c| c.tools)
+            .unwrap_or_default()
+        })
+        .clone()
 }
 
 #[cfg(test)]
