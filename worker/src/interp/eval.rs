@@ -13,8 +13,9 @@ use super::compile::{Args, CmpK, Code, Comp, CompKind, Elt, FPart, E, EK, S, SK,
 use super::err::{type_err, value_err, Exc, ExcKind, R};
 use super::format::{float_repr, format_value, str_repr_into};
 use super::iter::{GenState, Iter};
+use super::methods::M;
 use super::ops::{self, binop, compare, eq, BinOp, Ord4};
-use super::value::{hash_value, Dict, Func, RangeV, Value, ViewKind, MAX_REC, SLOT};
+use super::value::{hash_value, Dict, DictObj, Func, RangeV, Value, ViewKind, MAX_REC, SLOT};
 use super::{Output, ToolHost};
 
 /// Control flow out of a statement.
@@ -88,6 +89,17 @@ pub struct Interp<'a> {
     pub out_bytes: u64,
     /// Dynamic nesting (generators, key functions).
     pub depth: u32,
+}
+
+/// `d.get(key, default)` without building an argument vector (the same
+/// lookup `dict.get` makes: TypeError for an unhashable key).
+#[inline]
+fn dict_get(d: &DictObj, key: &Value, default: Value) -> R<Value> {
+    let h = hash_value(key)?;
+    Ok(match d.d.borrow().get_h(h, key) {
+        Some(v) => v.clone(),
+        None => default,
+    })
 }
 
 fn at(mut e: Box<Exc>, pos: u32) -> Box<Exc> {
@@ -534,10 +546,32 @@ impl<'a> Interp<'a> {
             EK::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
-                let a = if args.pos.is_empty() && args.kw.is_empty() {
-                    CallArgs::default()
-                } else {
-                    self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?
+                let a = match (args.pos.as_slice(), args.kw.is_empty()) {
+                    ([], true) => CallArgs::default(),
+                    ([Elt::One(x)], true) => {
+                        let v = self.eval(x)?;
+                        // `d.get(k)`: looked up here, no argument vector.
+                        if let (M::Get, Value::Dict(d)) = (*m, &r) {
+                            return dict_get(d, &v, Value::None);
+                        }
+                        CallArgs {
+                            pos: smallvec::smallvec![v],
+                            kw: Vec::new(),
+                        }
+                    }
+                    ([Elt::One(x), Elt::One(y)], true) => {
+                        let v = self.eval(x)?;
+                        let w = self.eval(y)?;
+                        // `d.get(k, default)` (the counting idiom).
+                        if let (M::Get, Value::Dict(d)) = (*m, &r) {
+                            return dict_get(d, &v, w);
+                        }
+                        CallArgs {
+                            pos: smallvec::smallvec![v, w],
+                            kw: Vec::new(),
+                        }
+                    }
+                    _ => self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?,
                 };
                 self.call_method(&r, *m, a)?
             }
