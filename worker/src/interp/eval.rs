@@ -94,11 +94,16 @@ pub struct Interp<'a> {
 /// `d.get(key, default)` without building an argument vector (the same
 /// lookup `dict.get` makes: TypeError for an unhashable key).
 #[inline]
-fn dict_get(d: &DictObj, key: &Value, default: Value) -> R<Value> {
-    let h = hash_value(key)?;
+fn dict_get(d: &DictObj, key: &Value, default: &Value) -> R<Value> {
+    // The default is borrowed, not moved: moving a just-computed value
+    // through memory stalls on store forwarding.
+    let h = match key {
+        Value::Str(s) => s.hash(),
+        _ => hash_value(key)?,
+    };
     Ok(match d.d.borrow().get_h(h, key) {
         Some(v) => v.clone(),
-        None => default,
+        None => default.clone(),
     })
 }
 
@@ -552,7 +557,7 @@ impl<'a> Interp<'a> {
                         let v = self.eval(x)?;
                         // `d.get(k)`: looked up here, no argument vector.
                         if let (M::Get, Value::Dict(d)) = (*m, &r) {
-                            return dict_get(d, &v, Value::None);
+                            return dict_get(d, &v, &Value::None);
                         }
                         CallArgs {
                             pos: smallvec::smallvec![v],
@@ -564,7 +569,7 @@ impl<'a> Interp<'a> {
                         let w = self.eval(y)?;
                         // `d.get(k, default)` (the counting idiom).
                         if let (M::Get, Value::Dict(d)) = (*m, &r) {
-                            return dict_get(d, &v, w);
+                            return dict_get(d, &v, &w);
                         }
                         CallArgs {
                             pos: smallvec::smallvec![v, w],
@@ -902,7 +907,10 @@ impl<'a> Interp<'a> {
                 }
             }
             Value::Dict(d) => {
-                let h = hash_value(&idx)?;
+                let h = match &idx {
+                    Value::Str(s) => s.hash(),
+                    _ => hash_value(&idx)?,
+                };
                 d.d.borrow_mut().insert_h(h, idx, v);
                 Ok(())
             }
