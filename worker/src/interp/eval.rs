@@ -1321,6 +1321,16 @@ impl<'a> Interp<'a> {
                 Ok((0..r.len()).map(|i| r.at(i)).collect())
             }
             _ => {
+                // A generator expression (`''.join(f(x) for x in xs)`) runs
+                // to the end here: resume it in a loop with its variables
+                // swapped in once, not once per item.
+                if let Value::Iter(rc) = v {
+                    if let Ok(mut inner) = rc.try_borrow_mut() {
+                        if let Iter::Gen(g) = &mut *inner {
+                            return self.collect_gen(g);
+                        }
+                    }
+                }
                 let mut it = self.iterate(v)?;
                 let mut out = Vec::new();
                 while let Some(x) = self.next(&mut it)? {
@@ -1333,6 +1343,68 @@ impl<'a> Interp<'a> {
                 Ok(out)
             }
         }
+    }
+
+    /// [`Interp::collect`] of a generator: the same steps, fuel, memory
+    /// checks, depth and final state as pulling its items one by one
+    /// through the shared iterator (two levels entered per item, one tick
+    /// in the generator and one in the collecting loop per item, a memory
+    /// check every 1024 items; an error or the end marks it done, a limit
+    /// hit while collecting leaves it resumable).
+    fn collect_gen(&mut self, g: &mut GenState) -> R<Vec<Value>> {
+        let mut out = Vec::new();
+        self.enter()?;
+        if let Err(e) = self.enter() {
+            self.leave();
+            return Err(e);
+        }
+        let r = self.collect_gen_in(g, &mut out);
+        self.leave();
+        self.leave();
+        r.map(|()| out)
+    }
+
+    fn collect_gen_in(&mut self, g: &mut GenState, out: &mut Vec<Value>) -> R<()> {
+        if g.done {
+            return Ok(());
+        }
+        let c = g.comp.clone();
+        for (s, v) in c.slots.iter().zip(g.saved.iter_mut()) {
+            std::mem::swap(&mut self.slots[*s as usize], v);
+        }
+        let mut finished = false;
+        let r = loop {
+            match self.gen_step(g, &c) {
+                Ok(Some(x)) => {
+                    if let Err(e) = tick(1) {
+                        break Err(e);
+                    }
+                    if out.len() % 1024 == 1023 {
+                        if let Err(e) = mem_check_n(out.len() as u64, SLOT as u64) {
+                            break Err(e);
+                        }
+                    }
+                    out.push(x);
+                }
+                Ok(None) => {
+                    finished = true;
+                    break Ok(());
+                }
+                Err(e) => {
+                    finished = true;
+                    break Err(e);
+                }
+            }
+        };
+        for (s, v) in c.slots.iter().zip(g.saved.iter_mut()) {
+            std::mem::swap(&mut self.slots[*s as usize], v);
+        }
+        if finished {
+            g.done = true;
+            g.iters.clear();
+            g.saved.iter_mut().for_each(|v| *v = None);
+        }
+        r
     }
 
     /// Nesting of an iterator chain (enumerate(enumerate(...))).

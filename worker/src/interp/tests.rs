@@ -254,6 +254,12 @@ fn formats() {
 #[test]
 fn fast_paths_match_cpython() {
     differential(&[
+        "x = 7\ng = (x for x in range(3))\n(' '.join(str(y) for y in g), x, list(g))",
+        "sum(10 // (2 - x) for x in range(5))",
+        "g = (x for x in range(6))\nz = list(zip(g, range(2)))\n(z, list(g), list(g))",
+        "g = (x for x in range(5))\n([y for y in g if y > 1][:0], sorted(x * x for x in range(4)), max(x % 3 for x in range(10)), ''.join(c.upper() for c in 'abc' if c != 'b'), list(x + y for x in range(3) for y in range(x)))",
+        "g = (list(g) for x in range(2))\nlist(g)",
+        "g = (' '.join(str(i % 7) for i in range(j)) for j in range(4))\nlist(g)",
         "('alpha beta  gamma\\t\\n delta \\x1c eps\\x1f' * 3).split(), ' a b c '.split(None, 1), ' a b c '.split(None, 0), ''.split(), '   '.split(), 'a\\x85b c'.split(), 'é b'.split()",
         "s = 'abc'\n(s.replace('x', 'y') is s, s.replace('a', 'b', 0) is s, s.replace('', '-', 0) is s, 'aXbXc'.replace('X', '--'), 'aXbXc'.replace('X', ''), 'aXbXc'.replace('X', 'é'), 'éXa'.replace('X', 'y'), 'aaa'.replace('a', 'b', 2), 'aaa'.replace('a', 'b', -1))",
         "('Hello World 1'.upper(), 'Hello World 1'.lower(), 'straße'.upper(), 'ÀB'.lower(), ''.upper(), len('abc'.upper()), 'abc'.upper()[1])",
