@@ -1008,8 +1008,10 @@ impl<'a> Interp<'a> {
                 else {
                     return Ok(Value::Bool(false));
                 };
-                let hay = &s[b0..b1];
-                let test = |p: &str| {
+                // On bytes (a UTF-8 prefix/suffix test is a byte test), so
+                // no prefix is re-validated as text.
+                let hay = s.as_bytes().get(b0..b1).unwrap_or_default();
+                let test = |p: &[u8]| {
                     if m == M::Startswith {
                         hay.starts_with(p)
                     } else {
@@ -1017,12 +1019,12 @@ impl<'a> Interp<'a> {
                     }
                 };
                 match &a.pos[0] {
-                    Value::Str(p) => Ok(Value::Bool(test(p.as_str()))),
+                    Value::Str(p) => Ok(Value::Bool(test(p.as_bytes()))),
                     Value::Tuple(t) => {
                         for x in &t.v {
                             match x {
                                 Value::Str(p) => {
-                                    if test(p.as_str()) {
+                                    if test(p.as_bytes()) {
                                         return Ok(Value::Bool(true));
                                     }
                                 }

@@ -254,6 +254,7 @@ fn formats() {
 #[test]
 fn fast_paths_match_cpython() {
     differential(&[
+        "s = 'éaé€b'\n(s.startswith('é'), s.startswith('a', 1), s.startswith(('x', 'é€'), 2), s.endswith('€', 0, 4), s.endswith(('b', 'q'), -1), s.startswith('', 5), s.startswith('', 6), s.endswith('é', 1, 1), s.endswith(('',), 3, 2), s.startswith('éa', -9, 99))",
         "x = 7\ng = (x for x in range(3))\n(' '.join(str(y) for y in g), x, list(g))",
         "sum(10 // (2 - x) for x in range(5))",
         "g = (x for x in range(6))\nz = list(zip(g, range(2)))\n(z, list(g), list(g))",
