@@ -984,6 +984,7 @@ impl Session<'_> {
     }
 
     fn drive(&mut self, run: &ToWorker) {
+        self.worker.chan.set_spin(FRAME_SPIN);
         if let Err(e) = self.worker.chan.send(run, Some(self.deadline)) {
             self.report.error = Some(self.frame_error(e));
             return;
@@ -1015,14 +1016,16 @@ impl Session<'_> {
     /// frame or a hang-up) or the deadline passes, checking the flag every
     /// [`CANCEL_POLL_MS`]; when it is set, SIGKILL the worker and end.
     fn wait_or_cancel(&mut self) -> Result<(), ErrorInfo> {
-        // The worker's next frame (a tool call, Done) often follows within
-        // microseconds: poll briefly before sleeping (see `Channel::set_spin`).
-        if self.worker.chan.spin_readable(FRAME_SPIN) {
-            return Ok(());
-        }
+        // Without a cancel flag the receive itself spins, then sleeps until
+        // the deadline (see `Channel::set_spin` in `drive`).
         let Some(flag) = self.cancel else {
             return Ok(());
         };
+        // The worker's next frame (a tool call, Done) often follows within
+        // microseconds: poll briefly before sleeping in slices.
+        if self.worker.chan.spin_readable(FRAME_SPIN) {
+            return Ok(());
+        }
         loop {
             if flag.load(Ordering::SeqCst) {
                 self.worker.kill_and_reap();
