@@ -62,6 +62,12 @@ const POOL_WAIT: Duration = Duration::from_millis(50);
 /// longer computations cost the supervisor this much CPU once per frame.
 const FRAME_SPIN: Duration = Duration::from_micros(50);
 
+/// A run still computing after this long is demoted to the lowest CPU
+/// priority. Why 20 ms: typical runs finish in well under a millisecond;
+/// a program still busy after 20 ms is long-running, and its latency
+/// matters less than everyone else's.
+const DEMOTE_AFTER: Duration = Duration::from_millis(20);
+
 /// How long to watch for frames sent after `Done` (ms).
 /// Why: a well-behaved worker exits right after `Done` (EOF ends the wait at
 /// once); a hostile one that keeps talking is caught instead of ignored.
@@ -604,6 +610,8 @@ impl Supervisor {
             calls: 0,
             cancel: opts.cancel.as_deref(),
             want_vars: opts.want_vars,
+            started: Instant::now(),
+            demoted: false,
         };
         session.drive(&run);
         // SIGKILL now (the pid namespace dies with it); the wait happens off
@@ -944,6 +952,10 @@ struct Session<'a> {
     calls: u64,
     cancel: Option<&'a AtomicBool>,
     want_vars: bool,
+    /// When the run was handed to the worker.
+    started: Instant,
+    /// The worker's CPU priority was lowered (it ran past [`DEMOTE_AFTER`]).
+    demoted: bool,
 }
 
 enum Step {
@@ -1012,6 +1024,17 @@ impl Session<'_> {
         }
     }
 
+    /// A worker still computing after [`DEMOTE_AFTER`] gets the lowest CPU
+    /// priority (nice 19), so a runaway program on a shared server yields
+    /// the cores to short runs instead of slowing every other client down.
+    fn demote_if_long(&mut self) {
+        if self.demoted || self.started.elapsed() < DEMOTE_AFTER {
+            return;
+        }
+        self.demoted = true;
+        self.worker.lower_priority();
+    }
+
     /// With a cancel flag: wait until the worker has something to say (a
     /// frame or a hang-up) or the deadline passes, checking the flag every
     /// [`CANCEL_POLL_MS`]; when it is set, SIGKILL the worker and end.
@@ -1026,6 +1049,7 @@ impl Session<'_> {
         if self.worker.chan.spin_readable(FRAME_SPIN) {
             return Ok(());
         }
+        self.demote_if_long();
         loop {
             if flag.load(Ordering::SeqCst) {
                 self.worker.kill_and_reap();

@@ -384,6 +384,40 @@ impl Worker {
         rc == 0
     }
 
+    /// Give the worker the lowest CPU priority (nice 19). Best effort; only
+    /// while it is known to be alive. An exec'd worker's jailed process is
+    /// the child of our (unreaped, so stable) reaper child. A forked
+    /// worker's exit is reported by its zygote right after the reap; in
+    /// that microsecond window its pid could name another process of the
+    /// same user, which would merely run at a lower priority.
+    pub fn lower_priority(&mut self) {
+        let pid = match self.child.as_mut() {
+            Some(Proc::Child(c)) => {
+                let reaper = c.id();
+                let kids =
+                    std::fs::read_to_string(format!("/proc/{reaper}/task/{reaper}/children"))
+                        .unwrap_or_default();
+                match kids.split_whitespace().next().and_then(|k| k.parse().ok()) {
+                    Some(jailed) => jailed,
+                    None => return,
+                }
+            }
+            Some(p @ Proc::Forked { .. }) => match p.try_status(0) {
+                None => match p {
+                    Proc::Forked { pid, .. } => *pid,
+                    Proc::Child(_) => return,
+                },
+                Some(_) => return,
+            },
+            None => return,
+        };
+        // SAFETY: setpriority with integer arguments; it only changes the
+        // scheduling weight of the named process (our worker).
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, pid, 19);
+        }
+    }
+
     /// Whether this worker was forked by a zygote (rather than exec'd).
     pub fn is_forked(&self) -> bool {
         matches!(self.child, Some(Proc::Forked { .. }))
