@@ -1135,19 +1135,15 @@ impl Session<'_> {
                         ),
                     ));
                 }
-                let Some((_, spec)) = self
-                    .req
-                    .profile
-                    .tools
-                    .iter()
-                    .find(|(alias, _)| *alias == name)
+                // Borrowed from the request (not from `self`), so no copy.
+                let req = self.req;
+                let Some((_, spec)) = req.profile.tools.iter().find(|(alias, _)| *alias == name)
                 else {
                     return Err(self.violation(format!(
                         "called tool {name:?}, which profile {:?} does not grant",
-                        self.req.profile.name
+                        req.profile.name
                     )));
                 };
-                let spec = spec.clone();
                 let mut values = Vec::with_capacity(args.len());
                 for a in &args {
                     match Data::from_flat(a, MAX_DATA_DEPTH) {
