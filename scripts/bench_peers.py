@@ -622,35 +622,45 @@ SECTION_TITLES = {
 READING_WHY = """\
 ### Why, and the plan where lackpy is behind
 
+Profiles taken with `perf` on this machine (2026-11-30, idle) unless noted.
+
 - **What each system isolates.** lackpy is the only system here that runs every program in a fresh,
   single-use, jailed process (user/pid/net/mount/ipc/uts/cgroup namespaces, empty root, landlock,
   seccomp, rlimits). The original lackpy and smolagents evaluate untrusted code *inside the host Python
   process* with no isolation; Monty runs it in a reused worker whose state persists between programs.
-  So a warm lackpy run pays, per run, for validation, one program frame and one result frame over IPC,
-  an fsync'd trace line, and a replacement worker being forked and jailed behind it on a 2-core machine
-  that is also running the measurement — the in-process peers pay for none of that.
-- **Where the time goes (warm).** The `1+1` row is almost pure fixed cost (the program itself takes
-  microseconds in the interpreter — see `interp`); the other rows minus `1+1` are the interpreter. That
-  fixed cost has **not been profiled yet** (no `perf` run under this load); the candidates, in the order
-  to check them, are the trace append + fsync in the workspace, the pool refill (fork + namespaces +
-  landlock + seccomp) competing with the measured run for the two cores, and validation. The issue's
-  target (warm p50 < 0.4 ms) is not met in this run; a run on an idle machine is needed to tell machine
-  load from real cost.
-- **Tool calls.** A lackpy tool call is two IPC frames plus a confined `openat2` and a trace entry in the
-  supervisor; the in-process peers call a Python function directly. Monty, which also crosses a process
-  boundary, is the fair comparison.
-- **Cold start.** A whole `lackpy run` process has no interpreter runtime to initialise, so it compares
-  well with any row that starts CPython; bare `unshare`/`bwrap true` rows start no program at all and are
-  the floor for setting up namespaces.
-- **Memory.** An executor worker is the lackpy binary re-exec'd with nothing loaded but the interpreter;
-  the Python peers carry CPython plus their imports. Monty's worker is a comparable small Rust process.
+  Every warm lackpy run therefore includes a process that was never used before, two IPC frames, a
+  kill, and a trace line; the in-process peers pay for none of that.
+- **Warm runs (pool).** Pooled workers are forked by a pre-jailed zygote (see SECURITY.md), so the
+  refill behind a run costs a fork (~0.1 ms of CPU in the zygote, plus the worker's own rlimits,
+  capability drop, seccomp filter and a warm-up run), not an exec with fresh namespaces (5–9 ms). Time
+  of one `1+1` run through MCP, instrumented: profile resolution ~16 µs, validation ~5–20 µs,
+  `Run` → `Done` in the pooled worker ~100–125 µs (waking a sleeping process, decoding, validating
+  again inside the jail, interpreting, encoding), hang-up + kill + report ~80 µs, JSON ~50 µs. The rows
+  minus `1+1` are interpreter time (see the interpreter table, where lackpy is at or below CPython).
+  Monty's ~20 µs is a call into a worker that is reused and never killed.
+- **Tool calls.** Syscall-bound (perf: `__schedule`, `recvmsg`, `sched_yield`, `openat2`): the worker
+  sends a frame, the supervisor (polling briefly instead of sleeping) decodes it, checks it against the
+  profile, opens the file beneath the workspace with `openat2`, reads, closes, records a trace entry and
+  answers. The in-process peers call a Python function; Monty, which also crosses a process boundary,
+  is the fair comparison.
+- **Cold start.** `lackpy run` is two execs of the 15 MB binary (dynamic loading: ~0.85 ms each, mostly
+  page faults and `ld.so` symbol lookups — perf `do_lookup_x`, `filemap_map_pages`), a user namespace,
+  a network namespace (`unshare` of the net namespace alone is ~0.8 ms), a reaper fork for the pid
+  namespace, the empty root, landlock, seccomp and an `fdatasync` of the trace (~0.45 ms). The bare
+  `unshare`/`bwrap true` rows start no program at all: they are the floor for namespaces.
+- **MCP.** The stdio transport itself is cheap (a `ping` round trip is ~26 µs); `run_program` is the
+  warm run above plus one hop to a blocking thread and JSON both ways. The original `lackpy-mcp` runs
+  the program inside its own process with no isolation.
+- **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
+  worker shares its pages with the zygote (its private pages are shown separately). The Python peers
+  carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
-Plan for the rows marked *slower*: (1) take the trace fsync off the reply path (write the line, reply,
-fsync before the next run's reply or at shutdown — still durable before anyone can observe a later
-run); (2) run the pool refill at lower priority than the run being answered and refill after replying;
-(3) cache validated programs by hash (MCP clients resend the same program); (4) keep optimising the
-interpreter's hot paths (name lookup, small-int arithmetic, dict get/set) measured by
-`scripts/bench interp`. Re-run `scripts/bench --write-docs` on an idle machine before quoting numbers.
+Plan for the rows marked *slower*: (1) cold start — clone the worker straight into its namespaces from
+the supervisor (no reaper process), link statically to drop the dynamic-loading cost, load config
+lazily; (2) warm/MCP — run the request on the protocol thread (`block_in_place`) instead of hopping to
+a blocking thread, and let a freshly pooled worker poll briefly for its `Run` before sleeping;
+(3) tool calls — one `read` for small files, no trace JSON until the run ends; (4) interpreter —
+allocator tuning (a glibc trim/mmap threshold setting measured `counting_words` 17.3 → 13.6 ms).
 """
 
 
