@@ -765,6 +765,21 @@ impl WorkerSource {
         role: &str,
         args: &[String],
         spec: &JailSpec,
+        fast: &AtomicBool,
+    ) -> Option<Worker> {
+        let w = self.worker_inner(cfg, role, args, spec, fast);
+        // Runs wait for the pool only while a zygote is refilling it.
+        fast.store(w.as_ref().is_some_and(Worker::is_forked), Ordering::SeqCst);
+        w
+    }
+
+    fn worker_inner(
+        &mut self,
+        cfg: &SupervisorConfig,
+        role: &str,
+        args: &[String],
+        spec: &JailSpec,
+        fast: &AtomicBool,
     ) -> Option<Worker> {
         if self.usable && self.zygote.is_none() && Instant::now() >= self.retry_at {
             match spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
@@ -782,6 +797,7 @@ impl WorkerSource {
                     // It died or stopped answering: start a new one right
                     // away (only a zygote that cannot start backs off).
                     tracing::warn!("zygote failed to fork a worker ({e}); replacing it");
+                    fast.store(false, Ordering::SeqCst);
                     self.zygote = None;
                     if let Ok(z) = spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
                         self.zygote = Some(z);
@@ -830,9 +846,8 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
             REFILL_BATCH
         };
         let started: Vec<Worker> = (0..missing.clamp(1, batch))
-            .filter_map(|_| zyg.worker(cfg, role, args, spec))
+            .filter_map(|_| zyg.worker(cfg, role, args, spec, &pool.fast))
             .collect();
-        pool.fast.store(zyg.zygote.is_some(), Ordering::SeqCst);
         let mut ready = 0usize;
         for mut w in started {
             if greet(&mut w).is_ok() {
