@@ -1180,9 +1180,9 @@ impl Session<'_> {
                 let t0 = Instant::now();
                 // The trace shows the call as bound (keywords in their positions).
                 let mut shown = values;
-                let result = match bind_kwargs(&name, &spec, shown.clone(), kw) {
+                let result = match bind_kwargs(&name, spec, shown.clone(), kw) {
                     Ok(positional) => {
-                        let r = tools::call(&spec, &positional, self.ws);
+                        let r = tools::call(spec, &positional, self.ws);
                         shown = positional;
                         r
                     }
