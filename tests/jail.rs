@@ -63,7 +63,11 @@ enum Probe {
 fn probe_with(level: JailLevel, action: &str, arg: &str) -> Probe {
     let ws = tempfile::tempdir().expect("tempdir");
     let sup = supervisor(level, &["probe", action, arg]);
-    let r = run(&sup, ws.path(), "1", Limits::default());
+    probe_report(&run(&sup, ws.path(), "1", Limits::default()))
+}
+
+/// What a probe run reported.
+fn probe_report(r: &RunReport) -> Probe {
     match (&r.error, r.stdout.split_once(' ')) {
         (None, Some(("allowed", d))) => Probe::Allowed(d.to_string()),
         (None, Some(("denied", e))) => Probe::Denied(e.trim().parse().unwrap_or(-1)),
@@ -567,13 +571,7 @@ fn probe_forked(action: &str, arg: &str) -> Probe {
     let sup = pooled(&["probe", action, arg]);
     wait_pool(&sup);
     assert!(zygotes_of_self() >= 1, "no zygote is running");
-    let r = run(&sup, ws.path(), "1", Limits::default());
-    match (&r.error, r.stdout.split_once(' ')) {
-        (None, Some(("allowed", d))) => Probe::Allowed(d.to_string()),
-        (None, Some(("denied", e))) => Probe::Denied(e.trim().parse().unwrap_or(-1)),
-        (Some(e), _) => Probe::Killed(format!("{}: {}", e.type_name, e.message)),
-        _ => panic!("unexpected probe report: {r:?}"),
-    }
+    probe_report(&run(&sup, ws.path(), "1", Limits::default()))
 }
 
 #[test]

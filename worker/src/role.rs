@@ -55,28 +55,33 @@ pub fn jail_and_greet(
     chan: &mut Channel,
     spec: &JailSpec,
 ) -> Result<jail::JailStatus, jail::JailError> {
-    match jail::enter(spec) {
-        Ok(status) => {
-            // If the supervisor is gone there is nobody to serve.
-            let _ = chan.send(
-                &FromWorker::Ready {
-                    protocol: PROTOCOL_VERSION,
-                },
-                None,
-            );
-            Ok(status)
-        }
-        Err(e) => {
-            let _ = chan.send(
-                &FromWorker::SetupFailed {
-                    step: e.step().to_string(),
-                    errno: e.errno(),
-                    detail: e.to_string(),
-                },
-                None,
-            );
-            Err(e)
-        }
+    let r = jail::enter(spec);
+    // If the supervisor is gone there is nobody to serve; the caller exits.
+    let _ = greet(chan, r.as_ref().map(|_| ()));
+    r
+}
+
+/// Tell the supervisor how the jail went: `Ready`, or `SetupFailed` naming
+/// the step and errno.
+///
+/// # Errors
+/// The send failed (the supervisor is gone).
+pub fn greet(chan: &mut Channel, jailed: Result<(), &jail::JailError>) -> Result<(), FrameError> {
+    match jailed {
+        Ok(()) => chan.send(
+            &FromWorker::Ready {
+                protocol: PROTOCOL_VERSION,
+            },
+            None,
+        ),
+        Err(e) => chan.send(
+            &FromWorker::SetupFailed {
+                step: e.step().to_string(),
+                errno: e.errno(),
+                detail: e.to_string(),
+            },
+            None,
+        ),
     }
 }
 

@@ -29,7 +29,6 @@
 use crate::ipc::{self, Channel};
 use crate::jail::{self, JailSpec, ZygoteJail, ZYGOTE_CLONE_FLAGS};
 use crate::role::{self, EXIT_SETUP};
-use lackpy_policy::wire::{FromWorker, PROTOCOL_VERSION};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// The request byte: fork one worker.
@@ -51,32 +50,14 @@ pub fn run(spec: &JailSpec, child_role: &[String]) -> i32 {
             return EXIT_SETUP;
         }
     };
-    let jail = match jail::enter_zygote(spec) {
-        Ok(j) => j,
-        Err(e) => {
-            let _ = chan.send(
-                &FromWorker::SetupFailed {
-                    step: e.step().to_string(),
-                    errno: e.errno(),
-                    detail: e.to_string(),
-                },
-                None,
-            );
-            return EXIT_SETUP;
-        }
-    };
-    if chan
-        .send(
-            &FromWorker::Ready {
-                protocol: PROTOCOL_VERSION,
-            },
-            None,
-        )
-        .is_err()
-    {
+    let jail = jail::enter_zygote(spec);
+    if role::greet(&mut chan, jail.as_ref().map(|_| ())).is_err() {
         return EXIT_SETUP;
     }
-    serve(&chan, &jail, child_role)
+    match jail {
+        Ok(jail) => serve(&chan, &jail, child_role),
+        Err(_) => EXIT_SETUP,
+    }
 }
 
 fn errno() -> i32 {
@@ -239,27 +220,11 @@ fn worker_main(jail: &ZygoteJail, sock: RawFd, child_role: &[String]) -> i32 {
     // process (the zygote's Channel value for fd 3 is never used or dropped
     // here: this process ends with _exit).
     let mut chan = Channel::new(unsafe { OwnedFd::from_raw_fd(3) });
-    if let Err(e) = jail.confine_worker() {
-        let _ = chan.send(
-            &FromWorker::SetupFailed {
-                step: e.step().to_string(),
-                errno: e.errno(),
-                detail: e.to_string(),
-            },
-            None,
-        );
-        return EXIT_SETUP;
+    let confined = jail.confine_worker();
+    if confined.is_ok() {
+        role::warm_up();
     }
-    role::warm_up();
-    if chan
-        .send(
-            &FromWorker::Ready {
-                protocol: PROTOCOL_VERSION,
-            },
-            None,
-        )
-        .is_err()
-    {
+    if role::greet(&mut chan, confined.as_ref().map(|_| ())).is_err() || confined.is_err() {
         return EXIT_SETUP;
     }
     role::after_jail(chan, child_role)
