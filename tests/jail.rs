@@ -684,3 +684,76 @@ fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
         assert_eq!(r.value, serde_json::json!(i * 2));
     }
 }
+
+/// Nice values of the zygote-forked workers (children of a zygote) on this machine
+/// whose zygote is a child of this test process.
+fn forked_worker_nices() -> Vec<i64> {
+    let me = std::process::id().to_string();
+    let stat_of =
+        |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields = |stat: &str| -> Vec<String> {
+        stat.rsplit_once(')')
+            .map(|(_, r)| r.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let mut zygotes = Vec::new();
+    let mut all = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let f = fields(&stat_of(&pid));
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if f.get(1) == Some(&me) && String::from_utf8_lossy(&cmd).contains("__worker\0zygote\0") {
+            zygotes.push(pid.clone());
+        }
+        all.push((pid, f));
+    }
+    all.into_iter()
+        .filter(|(_, f)| f.get(1).is_some_and(|pp| zygotes.contains(pp)))
+        .filter_map(|(_, f)| f.get(16).and_then(|n| n.parse().ok()))
+        .collect()
+}
+
+#[test]
+fn a_long_running_cancellable_run_is_demoted_to_nice_19() {
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = std::sync::Arc::new(pooled(&["executor"]));
+    wait_pool(&sup);
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (s2, c2, ws2) = (sup.clone(), cancel.clone(), ws.path().to_path_buf());
+    let runner = std::thread::spawn(move || {
+        s2.run_with(
+            RunRequest {
+                source: b"n = 0\nfor i in range(1000000000000):\n    n += 1\nn".to_vec(),
+                profile: profile(&["read_file"]),
+                workspace: ws2,
+                limits: Limits {
+                    wall_ms: 10_000,
+                    fuel: u64::MAX / 4,
+                    ..Limits::default()
+                },
+            },
+            &lackpy_supervisor::RunOptions {
+                cancel: Some(c2),
+                ..Default::default()
+            },
+        )
+    });
+    // Past DEMOTE_AFTER (20 ms) and a few cancel-poll slices.
+    let t0 = std::time::Instant::now();
+    let mut demoted = false;
+    while t0.elapsed() < std::time::Duration::from_secs(5) && !demoted {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        demoted = forked_worker_nices().contains(&19);
+    }
+    cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = runner.join().expect("runner");
+    assert!(demoted, "the runaway worker was never demoted to nice 19");
+    assert_eq!(
+        r.error.as_ref().map(|e| e.type_name.as_str()),
+        Some("Cancelled")
+    );
+}

@@ -1064,7 +1064,6 @@ impl Session<'_> {
         if self.worker.chan.spin_readable(FRAME_SPIN) {
             return Ok(());
         }
-        self.demote_if_long();
         loop {
             if flag.load(Ordering::SeqCst) {
                 self.worker.kill_and_reap();
@@ -1072,6 +1071,8 @@ impl Session<'_> {
                 e.hint = Some("the worker was killed; no variables were kept from this run".into());
                 return Err(e);
             }
+            // Checked every slice: a runaway computes without sending frames.
+            self.demote_if_long();
             let left = self.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 // recv reports the timeout.
