@@ -46,15 +46,8 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         .enable_all()
         .build()?;
     let result = rt.block_on(async {
-        // A session can last days: give freed heap back to the kernel now
-        // and then (see `release_free_memory`).
-        let trim = tokio::spawn(async {
-            loop {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                let _ = tokio::task::spawn_blocking(lackpy_supervisor::spawn::release_free_memory)
-                    .await;
-            }
-        });
+        // A session can last days: give freed heap back now and then.
+        let trim = mcp::spawn_heap_trimmer(Duration::from_secs(2));
         let r = mcp::serve_stdio(backend).await;
         trim.abort();
         r

@@ -137,15 +137,8 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     if let Some(ml) = metrics_listener {
         tokio::spawn(serve_metrics(ml, shared.clone()));
     }
-    // Return freed heap to the kernel every few seconds (see
-    // `release_free_memory`): keeps a server's RSS flat under load.
-    tokio::spawn(async {
-        loop {
-            tokio::time::sleep(TRIM_EVERY).await;
-            let _ =
-                tokio::task::spawn_blocking(lackpy_supervisor::spawn::release_free_memory).await;
-        }
-    });
+    // Keeps the server's RSS flat under load.
+    crate::mcp::spawn_heap_trimmer(TRIM_EVERY);
     tracing::info!(socket = %args.socket.display(), "lackpy serve: listening");
     eprintln!("lackpy serve: listening on {}", args.socket.display());
     let mut conns = tokio::task::JoinSet::new();

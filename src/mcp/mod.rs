@@ -87,6 +87,20 @@ where
     outcome
 }
 
+/// Give freed heap back to the kernel every `every`, on a blocking thread
+/// (see `lackpy_supervisor::spawn::release_free_memory`): a long-running
+/// server's runs allocate from many threads' arenas, and without this its
+/// RSS creeps with fragmentation. Abort the handle to stop it.
+pub fn spawn_heap_trimmer(every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let _ =
+                tokio::task::spawn_blocking(lackpy_supervisor::spawn::release_free_memory).await;
+        }
+    })
+}
+
 /// Serve on the process's stdin/stdout; see the module docs for how stdout
 /// is kept clean.
 ///

@@ -415,7 +415,7 @@ impl Supervisor {
             // Drop pooled workers that died meanwhile (e.g. with their zygote).
             while q.front().is_some_and(|w| !w.idle_and_alive()) {
                 if let Some(dead) = q.pop_front() {
-                    self.background(Job::Reap(Box::new(dead)));
+                    self.dispose(dead);
                 }
             }
             if let Some(w) = q.pop_front() {
@@ -618,6 +618,13 @@ impl Supervisor {
         // the run's critical path. A forked worker is reaped by its zygote:
         // dropping it only closes its descriptors.
         worker.kill();
+        self.dispose(worker);
+    }
+
+    /// Get rid of a killed (or dead) worker. A forked worker is reaped by
+    /// its zygote, so dropping it only closes its descriptors; our own
+    /// child is waited for on the background thread, off the caller's path.
+    fn dispose(&self, worker: Worker) {
         if worker.is_forked() {
             drop(worker);
         } else {
@@ -759,6 +766,11 @@ impl WorkerSource {
         }
     }
 
+    /// One pool worker: forked by the zygote when there is one (starting it
+    /// if needed), else exec'd. A zygote that fails to fork is replaced at
+    /// once, one time; only a zygote that cannot start (or fails again)
+    /// backs off for [`ZYGOTE_RETRY`]. `fast` tells waiting runs whether a
+    /// zygote is refilling the pool.
     fn worker(
         &mut self,
         cfg: &SupervisorConfig,
@@ -767,49 +779,37 @@ impl WorkerSource {
         spec: &JailSpec,
         fast: &AtomicBool,
     ) -> Option<Worker> {
-        let w = self.worker_inner(cfg, role, args, spec, fast);
-        // Runs wait for the pool only while a zygote is refilling it.
-        fast.store(w.as_ref().is_some_and(Worker::is_forked), Ordering::SeqCst);
-        w
-    }
-
-    fn worker_inner(
-        &mut self,
-        cfg: &SupervisorConfig,
-        role: &str,
-        args: &[String],
-        spec: &JailSpec,
-        fast: &AtomicBool,
-    ) -> Option<Worker> {
-        if self.usable && self.zygote.is_none() && Instant::now() >= self.retry_at {
-            match spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
-                Ok(z) => self.zygote = Some(z),
-                Err(e) => {
-                    tracing::warn!("{e}; pool workers are exec'd one by one until it starts");
-                    self.retry_at = Instant::now() + ZYGOTE_RETRY;
+        for attempt in 0..2 {
+            if self.usable && self.zygote.is_none() && Instant::now() >= self.retry_at {
+                match spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
+                    Ok(z) => self.zygote = Some(z),
+                    Err(e) => {
+                        tracing::warn!("{e}; pool workers are exec'd one by one until it starts");
+                        self.retry_at = Instant::now() + ZYGOTE_RETRY;
+                    }
                 }
             }
-        }
-        if let Some(z) = self.zygote.as_mut() {
+            let Some(z) = self.zygote.as_mut() else {
+                break;
+            };
             match z.fork_worker(spec) {
-                Ok(w) => return Some(w),
+                Ok(w) => {
+                    fast.store(true, Ordering::SeqCst);
+                    return Some(w);
+                }
                 Err(e) => {
-                    // It died or stopped answering: start a new one right
-                    // away (only a zygote that cannot start backs off).
+                    // It died or stopped answering: runs stop waiting for
+                    // the pool until a replacement forks.
                     tracing::warn!("zygote failed to fork a worker ({e}); replacing it");
                     fast.store(false, Ordering::SeqCst);
                     self.zygote = None;
-                    if let Ok(z) = spawn::Zygote::start(&cfg.exe, &cfg.worker_role, spec) {
-                        self.zygote = Some(z);
-                        if let Some(w) = self.zygote.as_mut().and_then(|z| z.fork_worker(spec).ok())
-                        {
-                            return Some(w);
-                        }
+                    if attempt == 1 {
+                        self.retry_at = Instant::now() + ZYGOTE_RETRY;
                     }
-                    self.retry_at = Instant::now() + ZYGOTE_RETRY;
                 }
             }
         }
+        fast.store(false, Ordering::SeqCst);
         spawn::spawn(&cfg.exe, role, args, spec).ok()
     }
 }

@@ -332,9 +332,9 @@ impl Proc {
     }
 }
 
-/// Read a forked worker's wait status from its status pipe, waiting up to
-/// `wait_ms`. `None`: not yet; `Some(None)`: pipe closed without a status.
-fn read_status(fd: &OwnedFd, wait_ms: i32) -> Option<Option<ExitStatus>> {
+/// Wait up to `wait_ms` for a status pipe to have something to say: the
+/// status, or the zygote's hang-up (or an error, which reading reports).
+fn status_ready(fd: &OwnedFd, wait_ms: i32) -> bool {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: libc::POLLIN,
@@ -346,10 +346,15 @@ fn read_status(fd: &OwnedFd, wait_ms: i32) -> Option<Option<ExitStatus>> {
         if rc < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
             continue;
         }
-        if rc <= 0 {
-            return if rc == 0 { None } else { Some(None) };
-        }
-        break;
+        return rc != 0;
+    }
+}
+
+/// Read a forked worker's wait status from its status pipe, waiting up to
+/// `wait_ms`. `None`: not yet; `Some(None)`: pipe closed without a status.
+fn read_status(fd: &OwnedFd, wait_ms: i32) -> Option<Option<ExitStatus>> {
+    if !status_ready(fd, wait_ms) {
+        return None;
     }
     let mut buf = [0u8; 4];
     // SAFETY: reading at most 4 bytes into a live array from a pipe we own.
@@ -390,8 +395,8 @@ impl Worker {
     /// worker's exit is reported by its zygote right after the reap; in
     /// that microsecond window its pid could name another process of the
     /// same user, which would merely run at a lower priority.
-    pub fn lower_priority(&mut self) {
-        let pid = match self.child.as_mut() {
+    pub fn lower_priority(&self) {
+        let pid = match self.child.as_ref() {
             Some(Proc::Child(c)) => {
                 let reaper = c.id();
                 let kids =
@@ -402,13 +407,14 @@ impl Worker {
                     None => return,
                 }
             }
-            Some(p @ Proc::Forked { .. }) => match p.try_status(0) {
-                None => match p {
-                    Proc::Forked { pid, .. } => *pid,
-                    Proc::Child(_) => return,
-                },
-                Some(_) => return,
-            },
+            Some(Proc::Forked { pid, status, .. }) => {
+                // Exited already (reported, or the zygote is gone): leave the
+                // status unread for whoever reaps it.
+                if status_ready(status, 0) {
+                    return;
+                }
+                *pid
+            }
             None => return,
         };
         // SAFETY: setpriority with integer arguments; it only changes the

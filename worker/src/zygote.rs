@@ -134,8 +134,7 @@ fn serve(chan: &Channel, jail: &ZygoteJail, child_role: &[String]) -> i32 {
 }
 
 fn reply(ctrl: RawFd, value: i32, fd: Option<RawFd>) {
-    let fds: Vec<RawFd> = fd.into_iter().collect();
-    let _ = ipc::send_fds(ctrl, &value.to_le_bytes(), &fds);
+    let _ = ipc::send_fds(ctrl, &value.to_le_bytes(), fd.as_slice());
 }
 
 fn drain_signalfd(sig: RawFd) {

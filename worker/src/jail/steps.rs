@@ -141,19 +141,7 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
         unsafe { libc::_exit(code) };
     }
     // Child: die with the parent.
-    // SAFETY: prctl with integer arguments.
-    if unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    } != 0
-    {
-        return Err(JailError::Fork(errno()));
-    }
+    die_with_parent()?;
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(pipe[1]) };
     let mut pfd = libc::pollfd {
@@ -537,7 +525,7 @@ fn drop_capabilities_but(keep: u32) -> Result<(), JailError> {
 /// `CAP_SYS_ADMIN` (linux/capability.h).
 const CAP_SYS_ADMIN: u32 = 21;
 
-/// Die when the parent (the zygote) dies.
+/// Die when the parent (the reaper, or the zygote) dies.
 pub fn die_with_parent() -> Result<(), JailError> {
     // SAFETY: prctl with integer arguments.
     if unsafe {
