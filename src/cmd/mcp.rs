@@ -41,6 +41,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 return Ok(4);
             }
         };
+    lackpy_supervisor::spawn::limit_heap_arenas();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

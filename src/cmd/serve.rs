@@ -62,6 +62,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             return Ok(3);
         }
     };
+    lackpy_supervisor::spawn::limit_heap_arenas();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(128)

@@ -57,6 +57,9 @@ const ZYGOTE_BATCH: usize = 8;
 /// compete with.
 const POOL_WAIT: Duration = Duration::from_millis(50);
 
+/// How often the refill thread checks a full, idle pool for dead workers.
+const POOL_CHECK: Duration = Duration::from_secs(1);
+
 /// How long the supervisor polls for a worker's next frame before it sleeps.
 /// Why 50 µs: a program between two tool calls usually computes for less;
 /// longer computations cost the supervisor this much CPU once per frame.
@@ -412,11 +415,19 @@ impl Supervisor {
         let deadline = Instant::now() + POOL_WAIT;
         let mut q = self.pool.workers.lock().ok()?;
         loop {
-            // Drop pooled workers that died meanwhile (e.g. with their zygote).
+            // Drop pooled workers that died meanwhile (e.g. with their zygote),
+            // and tell the refill thread the pool is short: it only wakes
+            // when told, and nothing else would tell it (no worker is taken),
+            // so every later run would wait out POOL_WAIT and exec its own.
+            let mut pruned = false;
             while q.front().is_some_and(|w| !w.idle_and_alive()) {
                 if let Some(dead) = q.pop_front() {
                     self.dispose(dead);
+                    pruned = true;
                 }
+            }
+            if pruned {
+                self.pool.cv.notify_all();
             }
             if let Some(w) = q.pop_front() {
                 // The pool is short now: wake the refill thread. (While the
@@ -827,10 +838,13 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
                 return;
             };
             while !pool.stop.load(Ordering::SeqCst) && q.len() >= cfg.pool_size {
-                q = match pool.cv.wait(q) {
-                    Ok(q) => q,
+                q = match pool.cv.wait_timeout(q, POOL_CHECK) {
+                    Ok((q, _)) => q,
                     Err(_) => return,
                 };
+                // A full but idle pool can die whole (its zygote killed):
+                // find out now, not when the next run finds it dead.
+                q.retain(Worker::idle_and_alive);
             }
             cfg.pool_size.saturating_sub(q.len())
         };

@@ -636,3 +636,21 @@ pub fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Keep the allocator to its one main heap arena (glibc `M_ARENA_MAX` = 1),
+/// for a long-running server. Call before starting threads. Why: glibc gives
+/// new threads their own arenas (up to 8 per core), a server's runs hop
+/// between many blocking threads, and `malloc_trim` gives back the free top
+/// of the main arena only, so the other arenas' tops stay resident. Measured
+/// with `scripts/soak --faults` (4k runs, 8 clients, RSS at rest): default
+/// arenas 36–38 MiB and +10–37 % growth; two arenas 13–19 MiB, still +4–38 %
+/// (in use: 1.4 MiB); one arena 13 MiB, +3–5 %, same throughput (small
+/// allocations are served from per-thread caches without the arena lock).
+pub fn limit_heap_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets one allocator parameter under the allocator's own
+    // lock; it takes two integers and touches no memory of ours.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
