@@ -549,6 +549,11 @@ fn wait_pool(sup: &Supervisor) {
 
 /// Zygote processes that are children of this test process.
 fn zygotes_of_self() -> usize {
+    zygote_pids_of_self().len()
+}
+
+/// Pids of the zygote processes that are children of this test process.
+fn zygote_pids_of_self() -> Vec<i32> {
     let me = std::process::id().to_string();
     std::fs::read_dir("/proc")
         .into_iter()
@@ -563,7 +568,40 @@ fn zygotes_of_self() -> usize {
             let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             ppid_ok && String::from_utf8_lossy(&cmd).contains("__worker\0zygote\0")
         })
-        .count()
+        .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
+/// An idle pool whose zygote is killed (taking every pooled worker with it)
+/// is noticed and refilled by a new zygote without waiting for a run; the
+/// next run gets a live worker.
+#[test]
+fn idle_pool_recovers_when_its_zygote_is_killed() {
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = pooled(&["executor"]);
+    wait_pool(&sup);
+    let old = zygote_pids_of_self();
+    assert_eq!(old.len(), 1, "expected one zygote, found {old:?}");
+    // SAFETY: kill(2) on a pid we just read as our own child.
+    assert_eq!(unsafe { libc::kill(old[0], libc::SIGKILL) }, 0);
+    let t0 = std::time::Instant::now();
+    let mut recovered = false;
+    while t0.elapsed() < std::time::Duration::from_secs(10) {
+        let now = zygote_pids_of_self();
+        if now.len() == 1 && now[0] != old[0] && !forked_worker_nices().is_empty() {
+            recovered = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        recovered,
+        "no new zygote and pooled worker within 10 s of the old zygote's death"
+    );
+    let r = run(&sup, ws.path(), "6 * 7", Limits::default());
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.value, serde_json::json!(42));
 }
 
 fn probe_forked(action: &str, arg: &str) -> Probe {
