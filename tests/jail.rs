@@ -589,7 +589,7 @@ fn idle_pool_recovers_when_its_zygote_is_killed() {
     let mut recovered = false;
     while t0.elapsed() < std::time::Duration::from_secs(10) {
         let now = zygote_pids_of_self();
-        if now.len() == 1 && now[0] != old[0] && !forked_worker_nices().is_empty() {
+        if now.len() == 1 && now[0] != old[0] && !forked_worker_sched().is_empty() {
             recovered = true;
             break;
         }
@@ -723,9 +723,9 @@ fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
     }
 }
 
-/// Nice values of the zygote-forked workers (children of a zygote) on this machine
-/// whose zygote is a child of this test process.
-fn forked_worker_nices() -> Vec<i64> {
+/// `(nice, scheduling policy)` of the zygote-forked workers (children of a
+/// zygote) on this machine whose zygote is a child of this test process.
+fn forked_worker_sched() -> Vec<(i64, i64)> {
     let me = std::process::id().to_string();
     let stat_of =
         |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -750,12 +750,16 @@ fn forked_worker_nices() -> Vec<i64> {
     }
     all.into_iter()
         .filter(|(_, f)| f.get(1).is_some_and(|pp| zygotes.contains(pp)))
-        .filter_map(|(_, f)| f.get(16).and_then(|n| n.parse().ok()))
+        .filter_map(|(_, f)| {
+            let num = |i: usize| f.get(i).and_then(|n| n.parse::<i64>().ok());
+            // stat fields 19 (nice) and 41 (policy), counted from 1.
+            Some((num(16)?, num(38)?))
+        })
         .collect()
 }
 
 #[test]
-fn a_long_running_cancellable_run_is_demoted_to_nice_19() {
+fn a_long_running_cancellable_run_is_demoted_to_sched_idle() {
     let _g = serial();
     let ws = tempfile::tempdir().expect("tempdir");
     let sup = std::sync::Arc::new(pooled(&["executor"]));
@@ -785,11 +789,13 @@ fn a_long_running_cancellable_run_is_demoted_to_nice_19() {
     let mut demoted = false;
     while t0.elapsed() < std::time::Duration::from_secs(5) && !demoted {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        demoted = forked_worker_nices().contains(&19);
+        demoted = forked_worker_sched()
+            .iter()
+            .any(|&(_, policy)| policy == i64::from(libc::SCHED_IDLE));
     }
     cancel.store(true, std::sync::atomic::Ordering::SeqCst);
     let r = runner.join().expect("runner");
-    assert!(demoted, "the runaway worker was never demoted to nice 19");
+    assert!(demoted, "the runaway worker was never moved to SCHED_IDLE");
     assert_eq!(
         r.error.as_ref().map(|e| e.type_name.as_str()),
         Some("Cancelled")

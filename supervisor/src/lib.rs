@@ -1054,7 +1054,7 @@ impl Session<'_> {
     }
 
     /// A worker still computing after [`DEMOTE_AFTER`] gets the lowest CPU
-    /// priority (nice 19), so a runaway program on a shared server yields
+    /// priority (`SCHED_IDLE`), so a runaway program on a shared server yields
     /// the cores to short runs instead of slowing every other client down.
     fn demote_if_long(&mut self) {
         if self.demoted || self.started.elapsed() < DEMOTE_AFTER {

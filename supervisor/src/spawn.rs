@@ -389,7 +389,7 @@ impl Worker {
         rc == 0
     }
 
-    /// Give the worker the lowest CPU priority (nice 19). Best effort; only
+    /// Give the worker the lowest CPU priority (`SCHED_IDLE`, else nice 19). Best effort; only
     /// while it is known to be alive. An exec'd worker's jailed process is
     /// the child of our (unreaped, so stable) reaper child. A forked
     /// worker's exit is reported by its zygote right after the reap; in
@@ -417,10 +417,22 @@ impl Worker {
             }
             None => return,
         };
-        // SAFETY: setpriority with integer arguments; it only changes the
-        // scheduling weight of the named process (our worker).
+        // SCHED_IDLE rather than nice 19: an idle-policy task runs only when
+        // nothing else wants the CPU, a waking task always preempts it, and
+        // the scheduler places waking tasks on CPUs that run only idle-policy
+        // tasks, so a runaway costs other runs almost nothing. Nice 19 is
+        // the fallback where the policy cannot be set.
+        let Ok(spid) = libc::pid_t::try_from(pid) else {
+            return;
+        };
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler and setpriority with integer arguments
+        // and a valid sched_param; they only change how the named process
+        // (our worker) is scheduled.
         unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, pid, 19);
+            if libc::sched_setscheduler(spid, libc::SCHED_IDLE, &param) != 0 {
+                libc::setpriority(libc::PRIO_PROCESS, pid, 19);
+            }
         }
     }
 
