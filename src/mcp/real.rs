@@ -372,6 +372,8 @@ impl Backend for RealBackend {
     }
 
     fn traces(&self, limit: usize) -> Result<Vec<Value>, ErrorInfo> {
+        // Runs that already answered may still have their traces queued.
+        self.supervisor.flush_traces();
         let all = lackpy_supervisor::trace::read_all(&self.workspace);
         Ok(all
             .iter()

@@ -632,6 +632,15 @@ impl Supervisor {
         self.dispose(worker);
     }
 
+    /// Wait (up to 5 s) until the traces of every run that has returned are
+    /// on disk. Readers of the trace files in this process call it first, so
+    /// a client that asks for traces right after a run sees that run.
+    pub fn flush_traces(&self) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.background(Job::Flush(tx));
+        let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
+
     /// Get rid of a killed (or dead) worker. A forked worker is reaped by
     /// its zygote, so dropping it only closes its descriptors; our own
     /// child is waited for on the background thread, off the caller's path.
@@ -665,6 +674,8 @@ impl Supervisor {
 enum Job {
     Reap(Box<Worker>),
     Trace(PathBuf, Box<TraceRecord>),
+    /// Answer once every trace queued before this one is on disk.
+    Flush(std::sync::mpsc::SyncSender<()>),
 }
 
 impl Job {
@@ -678,6 +689,9 @@ impl Job {
                     trace_warning(&ws, &e);
                 }
             }
+            Job::Flush(done) => {
+                let _ = done.send(());
+            }
         }
     }
 }
@@ -685,35 +699,63 @@ impl Job {
 /// Most jobs handled per batch of [`background_loop`].
 const BG_BATCH: usize = 256;
 
+/// How long [`background_loop`] waits for more runs' traces before writing a
+/// batch. Why 2 ms: a busy server then pays one `fdatasync` (a disk flush,
+/// and a VM exit on this kind of machine) per few runs instead of one per
+/// run, and a trace is still on disk milliseconds after its run ended.
+/// Nobody waits on it: results go out before their traces are written, a
+/// [`Supervisor::flush_traces`] ends the wait at once, and so does the
+/// supervisor shutting down (`lackpy run` exits without waiting).
+const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
 /// Reaps and trace appends, off the runs' critical path. Jobs that queued
-/// up meanwhile are handled as one batch: reaps first (they free processes
-/// and descriptors), then the traces grouped by workspace in arrival order
-/// with one `fdatasync` per file (group commit), so a burst of runs costs
-/// one disk flush instead of one each.
+/// up meanwhile (and, when there are traces, those arriving within
+/// [`GROUP_COMMIT`]) are handled as one batch: reaps first (they free
+/// processes and descriptors), then the traces grouped by workspace in
+/// arrival order with one `fdatasync` per file (group commit), then the
+/// flush requests are answered.
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
+    let mut files = trace::TraceFiles::default();
     while let Ok(first) = rx.recv() {
+        let since = Instant::now();
         let mut batch = vec![first];
-        while batch.len() < BG_BATCH {
-            match rx.try_recv() {
-                Ok(j) => batch.push(j),
-                Err(_) => break,
+        loop {
+            if batch.len() >= BG_BATCH {
+                break;
+            }
+            let waiting = batch.iter().any(|j| matches!(j, Job::Trace(..)))
+                && !batch.iter().any(|j| matches!(j, Job::Flush(_)));
+            let left = GROUP_COMMIT.saturating_sub(since.elapsed());
+            let next = if waiting && !left.is_zero() {
+                rx.recv_timeout(left).ok()
+            } else {
+                rx.try_recv().ok()
+            };
+            match next {
+                Some(j) => batch.push(j),
+                None => break,
             }
         }
         let mut traces: Vec<(PathBuf, Vec<Box<TraceRecord>>)> = Vec::new();
+        let mut flushes = Vec::new();
         for job in batch {
             match job {
                 Job::Trace(ws, rec) => match traces.iter_mut().find(|(w, _)| *w == ws) {
                     Some((_, recs)) => recs.push(rec),
                     None => traces.push((ws, vec![rec])),
                 },
+                Job::Flush(done) => flushes.push(done),
                 reap => reap.run(),
             }
         }
         for (ws, recs) in traces {
             let refs: Vec<&TraceRecord> = recs.iter().map(|r| &**r).collect();
-            if let Err(e) = trace::append_many(&ws, &refs) {
+            if let Err(e) = files.append_many(&ws, &refs) {
                 trace_warning(&ws, &e);
             }
+        }
+        for done in flushes {
+            let _ = done.send(());
         }
     }
 }

@@ -77,35 +77,85 @@ pub fn append(workspace: &Path, rec: &TraceRecord) -> std::io::Result<PathBuf> {
 /// # Errors
 /// I/O errors (records before the failing one may have been written).
 pub fn append_many(workspace: &Path, recs: &[&TraceRecord]) -> std::io::Result<PathBuf> {
-    let dir = trace_dir(workspace);
-    std::fs::create_dir_all(&dir)?;
-    let mut open: Option<(PathBuf, std::fs::File)> = None;
-    let mut last = dir.clone();
-    for rec in recs {
-        let day = rec.time.get(..10).unwrap_or("unknown");
-        let path = dir.join(format!("{day}.jsonl"));
-        let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        if open.as_ref().is_none_or(|(p, _)| *p != path) {
-            if let Some((_, f)) = open.take() {
+    TraceFiles::default().append_many(workspace, recs)
+}
+
+/// Most trace files [`TraceFiles`] keeps open (one per workspace and day).
+const MAX_OPEN: usize = 16;
+
+/// Trace files kept open between appends, so a busy server does not open
+/// and close a file for every batch of runs. Before each use the path is
+/// checked to still name the open file (same device and inode): a trace file
+/// that was moved or deleted (rotated by the operator) is reopened by path.
+#[derive(Debug, Default)]
+pub struct TraceFiles {
+    /// Most recently used last.
+    open: Vec<(PathBuf, std::fs::File)>,
+}
+
+impl TraceFiles {
+    /// [`append_many`], reusing this cache's open files.
+    ///
+    /// # Errors
+    /// I/O errors (records before the failing one may have been written).
+    pub fn append_many(
+        &mut self,
+        workspace: &Path,
+        recs: &[&TraceRecord],
+    ) -> std::io::Result<PathBuf> {
+        let dir = trace_dir(workspace);
+        let mut last = dir.clone();
+        let mut dirty: Vec<PathBuf> = Vec::new();
+        for rec in recs {
+            let day = rec.time.get(..10).unwrap_or("unknown");
+            let path = dir.join(format!("{day}.jsonl"));
+            let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            let f = self.file(&dir, &path)?;
+            // One write call per record so concurrent appenders never interleave within a line.
+            f.write_all(&line)?;
+            if !dirty.contains(&path) {
+                dirty.push(path.clone());
+            }
+            last = path;
+        }
+        for path in dirty {
+            if let Some((_, f)) = self.open.iter().find(|(p, _)| *p == path) {
                 f.sync_data()?;
             }
+        }
+        Ok(last)
+    }
+
+    /// The open file for `path`, opened (and `dir` created) if needed.
+    fn file(&mut self, dir: &Path, path: &Path) -> std::io::Result<&mut std::fs::File> {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
+            let (p, f) = self.open.remove(i);
+            let same = match (std::fs::metadata(&p), f.metadata()) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                _ => false,
+            };
+            if same {
+                self.open.push((p, f));
+            }
+        }
+        if self.open.last().is_none_or(|(p, _)| p != path) {
+            std::fs::create_dir_all(dir)?;
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(&path)?;
-            open = Some((path.clone(), f));
+                .open(path)?;
+            if self.open.len() >= MAX_OPEN {
+                self.open.remove(0);
+            }
+            self.open.push((path.to_path_buf(), f));
         }
-        if let Some((_, f)) = open.as_mut() {
-            // One write call per record so concurrent appenders never interleave within a line.
-            f.write_all(&line)?;
+        match self.open.last_mut() {
+            Some((_, f)) => Ok(f),
+            None => Err(std::io::Error::other("trace file cache is empty")),
         }
-        last = path;
     }
-    if let Some((_, f)) = open {
-        f.sync_data()?;
-    }
-    Ok(last)
 }
 
 /// Every record of the workspace, oldest first; unreadable lines are skipped.
@@ -248,5 +298,47 @@ mod tests {
         append_many(d.path(), &[]).unwrap();
         let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
         assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn cached_files_follow_rotation_and_deletion() {
+        let d = tempfile::tempdir().unwrap();
+        let mk = |id: &str| TraceRecord {
+            run_id: id.into(),
+            time: "2026-11-30T10:00:00Z".into(),
+            program_sha256: "00".into(),
+            program: "1+1".into(),
+            profile: "(default)".into(),
+            grade: serde_json::json!({"w": 0, "d": 0}),
+            jail_level: "full".into(),
+            calls: vec![],
+            outcome: "ok".into(),
+            error: None,
+            limit_hit: None,
+            limits: serde_json::json!({}),
+            duration_us: 1,
+        };
+        let ids = |p: &Path| -> Vec<String> {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<TraceRecord>(l).ok())
+                .map(|r| r.run_id)
+                .collect()
+        };
+        let mut files = TraceFiles::default();
+        let path = files.append_many(d.path(), &[&mk("a")]).unwrap();
+        files.append_many(d.path(), &[&mk("b")]).unwrap();
+        assert_eq!(ids(&path), ["a", "b"]);
+        // Rotated away: the next record starts a new file at the same path.
+        let rotated = d.path().join("rotated.jsonl");
+        std::fs::rename(&path, &rotated).unwrap();
+        files.append_many(d.path(), &[&mk("c")]).unwrap();
+        assert_eq!(ids(&rotated), ["a", "b"]);
+        assert_eq!(ids(&path), ["c"]);
+        // Deleted, directory and all: recreated.
+        std::fs::remove_dir_all(trace_dir(d.path())).unwrap();
+        files.append_many(d.path(), &[&mk("d")]).unwrap();
+        assert_eq!(ids(&path), ["d"]);
     }
 }
