@@ -214,13 +214,8 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
             format!("{path:?} is {size} bytes; the limit is {READ_CAP}"),
         ));
     }
-    let mut buf = Vec::with_capacity(size as usize);
     let mut file = std::fs::File::from(fd);
-    use std::io::Read;
-    (&mut file)
-        .take(READ_CAP + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| resolve_error(path, e.raw_os_error().unwrap_or(libc::EIO)))?;
+    let buf = read_capped(&mut file, size).map_err(|e| resolve_error(path, e))?;
     if buf.len() as u64 > READ_CAP {
         return Err(fail(
             "TooLarge",
@@ -236,6 +231,45 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
             ),
         )
     })
+}
+
+/// Largest file [`read_capped`] reads with a single `read` call.
+const ONE_READ_MAX: u64 = 64 * 1024;
+
+/// Read a regular file that `fstat` said is `size` bytes, up to
+/// `READ_CAP + 1` bytes (so the caller can tell it was too large).
+///
+/// Why not just `read_to_end`: with a buffer of exactly `size` bytes it
+/// needs a second `read` to see the end of the file. Asking for one byte
+/// more than `size` gets the whole file and proves the end in one call: a
+/// regular file's `read` returns fewer bytes than asked only at its end. A
+/// file that grew since the `fstat` is read on to its (capped) end.
+fn read_capped(file: &mut std::fs::File, size: u64) -> Result<Vec<u8>, i32> {
+    use std::io::Read;
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    let mut buf = Vec::new();
+    if size < ONE_READ_MAX {
+        let want = size as usize + 1;
+        buf.resize(want, 0);
+        let n = loop {
+            match file.read(&mut buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(errno(e)),
+            }
+        };
+        buf.truncate(n);
+        if n < want {
+            return Ok(buf);
+        }
+    } else {
+        buf.reserve(size as usize);
+    }
+    let have = buf.len() as u64;
+    file.take((READ_CAP + 1).saturating_sub(have))
+        .read_to_end(&mut buf)
+        .map_err(errno)?;
+    Ok(buf)
 }
 
 /// Split a relative path into (parent components, file name), lexically
@@ -634,5 +668,21 @@ mod tests {
         std::os::unix::fs::symlink(&target, d.path().join("victim_link")).unwrap();
         write_text(&w, "victim_link", "x").unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "safe");
+    }
+
+    #[test]
+    fn reads_whole_files_of_every_size_and_files_that_grew() {
+        let (d, w) = ws();
+        for n in [0usize, 1, 12, 4095, 4096, 65_535, 65_536, 65_537, 300_000] {
+            let text: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            std::fs::write(d.path().join("f.txt"), &text).unwrap();
+            assert_eq!(read_text(&w, "f.txt").unwrap(), text, "size {n}");
+        }
+        // A file longer than the size fstat gave (it grew): read to its end.
+        std::fs::write(d.path().join("g.txt"), "0123456789").unwrap();
+        let mut f = std::fs::File::open(d.path().join("g.txt")).unwrap();
+        assert_eq!(read_capped(&mut f, 3).unwrap(), b"0123456789");
+        let mut f = std::fs::File::open(d.path().join("g.txt")).unwrap();
+        assert_eq!(read_capped(&mut f, 100_000).unwrap(), b"0123456789");
     }
 }
