@@ -430,10 +430,15 @@ impl Supervisor {
                 self.pool.cv.notify_all();
             }
             if let Some(w) = q.pop_front() {
-                // The pool is short now: wake the refill thread. (While the
-                // pool is empty it is busy refilling and needs no wake-up,
-                // so waiting runs do not wake each other in a loop.)
-                self.pool.cv.notify_all();
+                // The pool is short now. The refill thread is woken when this
+                // run has ended (see `execute`), so forking the replacement
+                // does not compete with the run for the CPU; only a pool
+                // left empty is refilled at once. (While the pool is empty
+                // the thread is busy refilling and needs no wake-up, so
+                // waiting runs do not wake each other in a loop.)
+                if q.is_empty() {
+                    self.pool.cv.notify_all();
+                }
                 return Some(w);
             }
             let now = Instant::now();
@@ -630,6 +635,8 @@ impl Supervisor {
         // dropping it only closes its descriptors.
         worker.kill();
         self.dispose(worker);
+        // Now replace the pooled worker this run may have taken.
+        self.pool.cv.notify_all();
     }
 
     /// Wait (up to 5 s) until the traces of every run that has returned are
