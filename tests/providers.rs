@@ -164,6 +164,45 @@ fn python_crash_and_hang_are_contained() {
     assert!(t0.elapsed() < Duration::from_secs(8));
 }
 
+/// A tool's own timeout is cut to what is left of the run's wall clock: a
+/// hung tool ends the run at its wall-clock limit (kind `limit`), not at the
+/// tool's longer timeout.
+#[test]
+fn a_hung_tool_cannot_outlive_the_run_wall_clock() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let cfg = ws.path().join(".lackpy/config.toml");
+    let mut text = std::fs::read_to_string(&cfg).expect("config");
+    text.push_str(
+        "\n[profiles.quick]\ntools = [\"hang\"]\n[profiles.quick.sandbox]\nwall_ms = 300\n",
+    );
+    std::fs::write(&cfg, text).expect("write config");
+    let t0 = Instant::now();
+    let out = run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+            "--profile",
+            "quick",
+        ],
+        "hang()\n",
+        None,
+    );
+    let took = t0.elapsed();
+    let v = json(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert!(
+        took < Duration::from_millis(900),
+        "the run took {took:?}; the hung tool's own 1 s timeout should have been cut to 300 ms"
+    );
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+}
+
 #[test]
 fn original_lackpy_builtin_entries_keep_working() {
     let ws = fixture();

@@ -1246,13 +1246,29 @@ impl Session<'_> {
                 let mut shown = values;
                 let result = match bind_kwargs(&name, spec, shown.clone(), kw) {
                     Ok(positional) => {
-                        let r = tools::call(spec, &positional, self.ws);
+                        let ws = self.ws;
+                        let r = providers::with_run_deadline(self.deadline, || {
+                            tools::call(spec, &positional, ws)
+                        });
                         shown = positional;
                         r
                     }
                     Err(e) => Err(e),
                 };
                 let duration_us = t0.elapsed().as_micros() as u64;
+                if Instant::now() >= self.deadline {
+                    // The call used up the run's time (its timeout was cut
+                    // to the deadline): the run ends as any run out of time.
+                    self.report.trace.push(TraceEntry {
+                        tool: name,
+                        args: shown.iter().map(json::to_json).collect(),
+                        ok: false,
+                        duration_us,
+                        error: Some("Timeout: the run's wall-clock limit was reached".into()),
+                        result_bytes: None,
+                    });
+                    return Err(self.frame_error(FrameError::Timeout));
+                }
                 let (reply, entry_err, bytes) = match result {
                     Ok(d) => {
                         let flat = d.to_flat();

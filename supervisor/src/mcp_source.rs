@@ -570,6 +570,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .get("timeout_ms")
         .and_then(Value::as_u64)
         .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
+    let timeout = crate::providers::clamp_timeout(timeout);
     let workspace = workspace_path(ws)?;
     let key = server_key(server, &workspace).ok_or_else(|| {
         fail(

@@ -524,6 +524,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(3600.0);
+    let timeout = super::clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let memory_mb = cfg_f64(spec, "memory_mb").map_or(DEFAULT_MEMORY_MB, |m| m as u64);
     let writable = spec.effects_ceiling >= 2

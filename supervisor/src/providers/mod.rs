@@ -29,6 +29,43 @@ use std::sync::{Arc, RwLock};
 /// they are served by lackpy's own builtins, confined to the workspace.
 pub const LEGACY_BUILTINS_MODULE: &str = "lackpy.sources.builtins";
 
+thread_local! {
+    /// The wall-clock deadline of the run whose tool call this thread is
+    /// executing (see [`with_run_deadline`]).
+    static RUN_DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` (one tool call) with the run's wall-clock deadline in force:
+/// every provider's own per-call timeout is cut to what is left of it
+/// ([`clamp_timeout`]), so a slow or hung tool cannot keep a run alive past
+/// its wall-clock limit.
+pub fn with_run_deadline<T>(deadline: std::time::Instant, f: impl FnOnce() -> T) -> T {
+    let before = RUN_DEADLINE.with(|d| d.replace(Some(deadline)));
+    let out = f();
+    RUN_DEADLINE.with(|d| d.set(before));
+    out
+}
+
+/// A provider's per-call timeout `own`, cut to the time left before the
+/// current run's deadline (at least 1 ms, so the call fails fast with the
+/// provider's own timeout error rather than not being tried).
+pub fn clamp_timeout(own: std::time::Duration) -> std::time::Duration {
+    let left = RUN_DEADLINE.with(std::cell::Cell::get).map(|d| {
+        d.saturating_duration_since(std::time::Instant::now())
+            .max(std::time::Duration::from_millis(1))
+    });
+    left.map_or(own, |l| own.min(l))
+}
+
+/// [`clamp_timeout`] for timeouts in seconds.
+pub fn clamp_timeout_secs(own: f64) -> f64 {
+    match std::time::Duration::try_from_secs_f64(own) {
+        Ok(d) => clamp_timeout(d).as_secs_f64(),
+        Err(_) => own,
+    }
+}
+
 /// Tools an embedding host supplies at run time (`[[virtual_tools]]`, the
 /// original's `harness_resolver`). Register one with [`set_host_tools`].
 ///

@@ -273,6 +273,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(MAX_TIMEOUT_SECS);
+    let timeout = super::clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let workspace = workspace_path(ws)?;
     let found = find_python(cfg_str(spec, "python").unwrap_or("python3"))?;
