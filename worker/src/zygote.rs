@@ -51,6 +51,9 @@ pub fn run(spec: &JailSpec, child_role: &[String]) -> i32 {
         }
     };
     let jail = jail::enter_zygote(spec);
+    if jail.is_ok() {
+        role::warm_up();
+    }
     if role::greet(&mut chan, jail.as_ref().map(|_| ())).is_err() {
         return EXIT_SETUP;
     }
@@ -220,9 +223,6 @@ fn worker_main(jail: &ZygoteJail, sock: RawFd, child_role: &[String]) -> i32 {
     // here: this process ends with _exit).
     let mut chan = Channel::new(unsafe { OwnedFd::from_raw_fd(3) });
     let confined = jail.confine_worker();
-    if confined.is_ok() {
-        role::warm_up();
-    }
     if role::greet(&mut chan, confined.as_ref().map(|_| ())).is_err() || confined.is_err() {
         return EXIT_SETUP;
     }
