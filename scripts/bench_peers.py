@@ -632,7 +632,10 @@ Profiles taken with `perf` on this machine (2026-11-30, idle) unless noted.
   kill, and a trace line; the in-process peers pay for none of that.
 - **Warm runs (pool).** Pooled workers are forked by a pre-jailed zygote (see SECURITY.md), so the
   refill behind a run costs a fork (~0.1 ms of CPU in the zygote, plus the worker's own rlimits,
-  capability drop, seccomp filter and a warm-up run), not an exec with fresh namespaces (5–9 ms). Time
+  capability drop and seccomp filter; the interpreter is warmed up once, in the zygote), not an exec
+  with fresh namespaces (5–9 ms). The refill starts when a run has ended, so it does not compete with
+  that run for the two cores; with back-to-back calls it still competes with the next one, and that,
+  not the run itself, is most of the gap between p10 (~0.35 ms) and p50. Time
   of one `1+1` run through MCP, instrumented: profile resolution ~16 µs, validation ~5–20 µs,
   `Run` → `Done` in the pooled worker ~100–125 µs (waking a sleeping process, decoding, validating
   again inside the jail, interpreting, encoding), hang-up + kill + report ~80 µs, JSON ~50 µs. The rows
@@ -650,17 +653,25 @@ Profiles taken with `perf` on this machine (2026-11-30, idle) unless noted.
   `unshare`/`bwrap true` rows start no program at all: they are the floor for namespaces.
 - **MCP.** The stdio transport itself is cheap (a `ping` round trip is ~26 µs); `run_program` is the
   warm run above plus one hop to a blocking thread and JSON both ways. The original `lackpy-mcp` runs
-  the program inside its own process with no isolation.
+  the program inside its own process with no isolation. Whole-system CPU per sequential `1 + 1` call
+  (server, zygote, workers; `getrusage` of the server's process tree) is 0.85–1.05 ms, so two cores
+  are nearly saturated by one client calling back to back: about 11 context switches per call in the
+  server (protocol thread, blocking thread, refill thread, trace thread), a fork, a worker's jail
+  steps, and its exit. A runaway program is moved to `SCHED_IDLE` after 20 ms; what it still costs
+  other calls is mostly below the scheduler (a plain `SCHED_IDLE` busy loop slows the same calls by
+  20–25 % on this VM).
 - **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
 Plan for the rows marked *slower*: (1) cold start — clone the worker straight into its namespaces from
-the supervisor (no reaper process), link statically to drop the dynamic-loading cost, load config
-lazily; (2) warm/MCP — run the request on the protocol thread (`block_in_place`) instead of hopping to
-a blocking thread, and let a freshly pooled worker poll briefly for its `Run` before sleeping;
-(3) tool calls — one `read` for small files, no trace JSON until the run ends; (4) interpreter —
-allocator tuning (a glibc trim/mmap threshold setting measured `counting_words` 17.3 → 13.6 ms).
+the supervisor (no reaper process) and start it before the supervisor loads its config, so the
+network namespace (~0.8 ms) is built while the supervisor works; the floor is set by `unshare`
+itself (~3 ms here); (2) warm/MCP — fewer thread hops per call (run on the protocol thread with
+`block_in_place`, reap and trace without waking a thread per run), fewer per-worker steps; (3) tool
+calls — no trace JSON until the run ends (small files are already read with one `read`);
+(4) interpreter — allocator tuning (a glibc trim/mmap threshold setting measured `counting_words`
+17.3 → 13.6 ms).
 """
 
 
