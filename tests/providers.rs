@@ -56,6 +56,22 @@ fn run(ws: &Path, tools: &str, program: &str) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), json(&out))
 }
 
+/// Run `program` under `profile` of the workspace's config.
+fn run_profile(ws: &Path, profile: &str, program: &str) -> std::process::Output {
+    run_with_stdin(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--profile",
+            profile,
+        ],
+        program,
+        None,
+    )
+}
+
 fn tool_error(v: &Value) -> (String, String) {
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["kind"], "tool", "{v}");
@@ -180,18 +196,7 @@ fn a_hung_tool_cannot_outlive_the_run_wall_clock() {
     );
     std::fs::write(&cfg, text).expect("write config");
     let t0 = Instant::now();
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "--profile",
-            "quick",
-        ],
-        "hang()\n",
-        None,
-    );
+    let out = run_profile(ws.path(), "quick", "hang()\n");
     let took = t0.elapsed();
     let v = json(&out);
     assert_eq!(v["ok"], false, "{v}");
@@ -330,19 +335,12 @@ fn code_intelligence_on_a_fixture_package() {
 #[test]
 fn aliases_resolve_for_every_provider() {
     let ws = fixture();
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "--profile",
-            "aliased",
-        ],
+    let out = run_profile(
+        ws.path(),
+        "aliased",
         "[defs('helper')[0]['name'], plus(2, 3) if PY else 5, shout('a', 'b')]\n"
             .replace("PY", if python_available() { "True" } else { "False" })
             .as_str(),
-        None,
     );
     let v = json(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");

@@ -247,12 +247,11 @@ mod tests {
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 
-    #[test]
-    fn append_and_read_back() {
-        let d = tempfile::tempdir().unwrap();
-        let rec = TraceRecord {
-            run_id: new_run_id(),
-            time: now_rfc3339(),
+    /// A minimal record with this id and time.
+    fn record(id: &str, time: &str) -> TraceRecord {
+        TraceRecord {
+            run_id: id.into(),
+            time: time.into(),
             program_sha256: "00".into(),
             program: "1+1".into(),
             profile: "(default)".into(),
@@ -264,7 +263,13 @@ mod tests {
             limit_hit: None,
             limits: serde_json::json!({}),
             duration_us: 1,
-        };
+        }
+    }
+
+    #[test]
+    fn append_and_read_back() {
+        let d = tempfile::tempdir().unwrap();
+        let rec = record(&new_run_id(), &now_rfc3339());
         append(d.path(), &rec).unwrap();
         append(d.path(), &rec).unwrap();
         let all = read_all(d.path());
@@ -276,19 +281,8 @@ mod tests {
     fn append_many_keeps_order_across_day_files() {
         let d = tempfile::tempdir().unwrap();
         let mk = |id: &str, time: &str| TraceRecord {
-            run_id: id.into(),
-            time: time.into(),
-            program_sha256: "00".into(),
-            program: "1+1".into(),
-            profile: "(default)".into(),
-            grade: serde_json::json!({"w": 0, "d": 0}),
             jail_level: "lowered(-seccomp)".into(),
-            calls: vec![],
-            outcome: "ok".into(),
-            error: None,
-            limit_hit: None,
-            limits: serde_json::json!({}),
-            duration_us: 1,
+            ..record(id, time)
         };
         let a = mk("a", "2026-11-29T23:59:59Z");
         let b = mk("b", "2026-11-30T00:00:00Z");
@@ -303,21 +297,7 @@ mod tests {
     #[test]
     fn cached_files_follow_rotation_and_deletion() {
         let d = tempfile::tempdir().unwrap();
-        let mk = |id: &str| TraceRecord {
-            run_id: id.into(),
-            time: "2026-11-30T10:00:00Z".into(),
-            program_sha256: "00".into(),
-            program: "1+1".into(),
-            profile: "(default)".into(),
-            grade: serde_json::json!({"w": 0, "d": 0}),
-            jail_level: "full".into(),
-            calls: vec![],
-            outcome: "ok".into(),
-            error: None,
-            limit_hit: None,
-            limits: serde_json::json!({}),
-            duration_us: 1,
-        };
+        let mk = |id: &str| record(id, "2026-11-30T10:00:00Z");
         let ids = |p: &Path| -> Vec<String> {
             std::fs::read_to_string(p)
                 .unwrap_or_default()
