@@ -153,6 +153,32 @@ fn read_only_tool_call_works_and_is_traced() {
     assert!(trace.iter().all(|t| t["ok"] == true));
 }
 
+/// Optional parameters of a server tool can be left out by keyword as well
+/// as positionally; a required one cannot.
+#[test]
+fn optional_parameters_can_be_skipped_by_keyword() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let prog = "[window(text='a', tail=2), window('b'), window(text='c'), window('d', None, 5)]";
+    let (out, r) = run(ws.path(), "window", prog);
+    assert_eq!(
+        r["ok"],
+        true,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        r["value"],
+        serde_json::json!(["a|-|2", "b|-|-", "c|-|-", "d|-|5"])
+    );
+    let (_, r) = run(ws.path(), "window", "window(tail=2)");
+    assert_eq!(r["ok"], false, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("missing required argument: 'text'"), "{r}");
+}
+
 #[test]
 fn server_environment_is_restricted() {
     if !have_python() {

@@ -1411,10 +1411,17 @@ fn bind_kwargs(
         }
         slots[i] = Some(v);
     }
+    // Slots after the last one given are left off, as if the call had been
+    // positional (the tool then applies its own defaults or reports the
+    // missing argument). A gap before it is filled with None when the
+    // argument is optional (an MCP server tool's non-required parameter,
+    // which None leaves out); otherwise it is an error.
+    let last = slots.iter().rposition(Option::is_some).unwrap_or(0);
     let mut out = Vec::new();
-    for (i, s) in slots.into_iter().enumerate() {
+    for (i, s) in slots.into_iter().enumerate().take(last + 1) {
         match s {
             Some(d) => out.push(d),
+            None if optional_arg(spec, i) => out.push(Data::None),
             None => {
                 let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
                 return Err(tools::fs::fail(
@@ -1425,6 +1432,20 @@ fn bind_kwargs(
         }
     }
     Ok(out)
+}
+
+/// Whether argument `i` of `spec` may be left out: only an MCP server
+/// tool's parameters outside its schema's `required` list.
+fn optional_arg(spec: &lackpy_policy::config::ToolSpec, i: usize) -> bool {
+    let Some(arg) = spec.args.get(i) else {
+        return false;
+    };
+    spec.provider == "mcp"
+        && !spec
+            .provider_config
+            .get("required")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(arg.name.as_str())))
 }
 
 /// Why a worker died without `Done`.
@@ -1553,5 +1574,46 @@ mod tests {
             vec![("path".into(), s("c"))]
         )
         .is_err());
+        // Trailing slots not given are left off, as a positional call would.
+        assert_eq!(
+            bind_kwargs("write_file", &spec, vec![], vec![("path".into(), s("p"))]).ok(),
+            Some(vec![s("p")])
+        );
+        // A gap before a given keyword: an error for a required argument...
+        let r = bind_kwargs(
+            "write_file",
+            &spec,
+            vec![],
+            vec![("content".into(), s("c"))],
+        );
+        assert!(r.is_err_and(|e| e.message.contains("'path'")));
+        // ...and None for an MCP server tool's optional parameter.
+        let mut mcp = lackpy_policy::config::ToolSpec {
+            provider: "mcp".into(),
+            args: ["path", "head", "tail"]
+                .iter()
+                .map(|n| lackpy_policy::config::ArgSpec {
+                    name: (*n).into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        mcp.provider_config
+            .insert("required".into(), serde_json::json!(["path"]));
+        let r = bind_kwargs(
+            "read_text_file",
+            &mcp,
+            vec![],
+            vec![("path".into(), s("p")), ("tail".into(), Data::Int(2))],
+        );
+        assert_eq!(r.ok(), Some(vec![s("p"), Data::None, Data::Int(2)]));
+        let r = bind_kwargs(
+            "read_text_file",
+            &mcp,
+            vec![],
+            vec![("tail".into(), Data::Int(2))],
+        );
+        assert!(r.is_err_and(|e| e.message.contains("'path'")));
     }
 }
