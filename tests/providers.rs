@@ -421,3 +421,79 @@ fn embedding_host_supplies_virtual_tools() {
     );
     providers::set_host_tools(None);
 }
+
+/// A python tool call that must wait for the workspace's helper (busy with
+/// another run's hung call) waits no longer than its own run's wall clock.
+#[test]
+fn waiting_for_a_busy_python_helper_is_bounded_by_the_run_deadline() {
+    use lackpy_policy::config::{ArgSpec, ResolvedProfile, ToolSpec};
+    use lackpy_policy::wire::{ErrorKind, Limits};
+    use lackpy_supervisor::spawn::ExeHandle;
+    use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let py = |function: &str, args: &[&str]| {
+        let mut spec = ToolSpec {
+            name: function.into(),
+            provider: "python".into(),
+            args: args
+                .iter()
+                .map(|a| ArgSpec {
+                    name: (*a).into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        spec.provider_config
+            .insert("module".into(), json!("mytools"));
+        spec.provider_config
+            .insert("function".into(), json!(function));
+        spec.provider_config.insert("timeout".into(), json!(3));
+        spec
+    };
+    let profile = ResolvedProfile {
+        name: "py".into(),
+        tools: vec![
+            ("hang".into(), py("hang", &[])),
+            ("add".into(), py("add", &["a", "b"])),
+        ],
+        limits: Limits::default(),
+    };
+    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("exe");
+    let sup = std::sync::Arc::new(
+        Supervisor::new(SupervisorConfig {
+            exe,
+            jail_level: JailLevel::full(),
+            pool_size: 0,
+            worker_role: vec!["executor".into()],
+        })
+        .expect("supervisor"),
+    );
+    let req = |program: &str, wall_ms: u64| RunRequest {
+        source: program.as_bytes().to_vec(),
+        profile: profile.clone(),
+        workspace: ws.path().to_path_buf(),
+        limits: Limits {
+            wall_ms,
+            ..Limits::default()
+        },
+    };
+    let (s2, hung) = (sup.clone(), req("hang()", 4_000));
+    let first = std::thread::spawn(move || s2.run(hung));
+    // Let the first run's call take the helper.
+    std::thread::sleep(Duration::from_millis(700));
+    let t0 = Instant::now();
+    let r = sup.run(req("add(1, 2)", 300));
+    let took = t0.elapsed();
+    let e = r.error.as_ref().expect("the second run must not finish");
+    assert_eq!(e.kind, ErrorKind::Limit, "{e:?}");
+    assert!(
+        took < Duration::from_millis(1_200),
+        "waited {took:?} for a busy helper with a 300 ms wall clock"
+    );
+    let first = first.join().expect("first run");
+    assert!(first.error.is_some());
+}

@@ -283,9 +283,25 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         env: cfg_env(spec)?,
     };
     let slot = slot(key.clone());
-    let mut guard = match slot.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
+    // One call at a time per helper: wait for another run's call, but not
+    // past this call's own timeout (already cut to the run's deadline).
+    let wait_until = Instant::now() + Duration::from_secs_f64(timeout);
+    let mut guard = loop {
+        match slot.try_lock() {
+            Ok(g) => break g,
+            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if Instant::now() >= wait_until {
+                    return Err(fail(
+                        "Timeout",
+                        format!(
+                            "{tool}() could not start within {timeout} s: the workspace's python helper was busy with another run's call"
+                        ),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
     };
     // A helper that died between calls (killed from outside) is replaced.
     if let Some(h) = guard.as_mut() {
