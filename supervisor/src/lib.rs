@@ -645,7 +645,15 @@ impl Supervisor {
     pub fn flush_traces(&self) {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.background(Job::Flush(tx));
+        self.wake_background();
         let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
+
+    /// End the background thread's group-commit wait now.
+    fn wake_background(&self) {
+        if let Some(t) = self.bg.as_ref() {
+            t.thread().unpark();
+        }
     }
 
     /// Get rid of a killed (or dead) worker. A forked worker is reaped by
@@ -717,31 +725,40 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 
 /// Reaps and trace appends, off the runs' critical path. Jobs that queued
 /// up meanwhile (and, when there are traces, those arriving within
-/// [`GROUP_COMMIT`]) are handled as one batch: reaps first (they free
+/// [`GROUP_COMMIT`], a wait no new job interrupts) are handled as one batch: reaps first (they free
 /// processes and descriptors), then the traces grouped by workspace in
 /// arrival order with one `fdatasync` per file (group commit), then the
 /// flush requests are answered.
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
+    use std::sync::mpsc::TryRecvError;
     let mut files = trace::TraceFiles::default();
     while let Ok(first) = rx.recv() {
         let since = Instant::now();
         let mut batch = vec![first];
+        let mut closed = false;
         loop {
-            if batch.len() >= BG_BATCH {
-                break;
+            while batch.len() < BG_BATCH {
+                match rx.try_recv() {
+                    Ok(j) => batch.push(j),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        closed = true;
+                        break;
+                    }
+                }
             }
-            let waiting = batch.iter().any(|j| matches!(j, Job::Trace(..)))
+            let wait = !closed
+                && batch.len() < BG_BATCH
+                && batch.iter().any(|j| matches!(j, Job::Trace(..)))
                 && !batch.iter().any(|j| matches!(j, Job::Flush(_)));
             let left = GROUP_COMMIT.saturating_sub(since.elapsed());
-            let next = if waiting && !left.is_zero() {
-                rx.recv_timeout(left).ok()
-            } else {
-                rx.try_recv().ok()
-            };
-            match next {
-                Some(j) => batch.push(j),
-                None => break,
+            if !wait || left.is_zero() {
+                break;
             }
+            // Sleep through the window without being woken by every run's
+            // job (senders do not wake this thread): only a flush request
+            // or the supervisor shutting down unparks it.
+            std::thread::park_timeout(left);
         }
         let mut traces: Vec<(PathBuf, Vec<Box<TraceRecord>>)> = Vec::new();
         let mut flushes = Vec::new();
@@ -784,6 +801,7 @@ impl Drop for Supervisor {
         if let Ok(mut tx) = self.jobs.lock() {
             tx.take();
         }
+        self.wake_background();
         if let Some(t) = self.bg.take() {
             let _ = t.join();
         }
