@@ -208,6 +208,27 @@ fn model_through_jailed_worker() {
     assert!(req.contains("shout the first note") && req.contains("read_file(path: str) -> str"));
 }
 
+/// A virtual tool with no host to supply it is not offered to the model.
+#[test]
+fn unavailable_virtual_tools_are_not_in_the_prompt() {
+    let fake = Fake::start(vec![ollama(
+        "```python\nlen(read_file('notes/b.txt'))\n```",
+    )]);
+    let ws = ws_with_config(&format!(
+        "[[virtual_tools]]\nname = \"ask_user\"\ndescription = \"Ask the person a question\"\nargs = [{{ name = \"question\", type = \"str\" }}]\n\n\
+         [profiles.p]\ntools = [\"read_file\", \"ask_user\"]\n\n\
+         [inference]\norder = [\"local\"]\n{}",
+        provider("local", "ollama", &fake.url, "")
+    ));
+    let out = delegate(ws.path(), "count the second note", &["--profile", "p"]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["value"], 4);
+    let req = &fake.seen()[0];
+    assert!(req.contains("read_file(path: str) -> str"), "{req}");
+    assert!(!req.contains("ask_user"), "{req}");
+}
+
 #[test]
 fn streaming_chat_through_jailed_worker() {
     let piece = |t: &str, done: bool| {

@@ -121,10 +121,13 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
             return (failed(&e, None), 4);
         }
     };
+    // Only tools that can be called here are shown to the model: a virtual
+    // tool with no host to supply it would only produce a failing program.
     let tools: Vec<ToolDoc> = loaded
         .profile
         .tools
         .iter()
+        .filter(|(_, spec)| lackpy_supervisor::providers::available(spec))
         .map(|(alias, spec)| ToolDoc::from_spec(alias, spec))
         .collect();
     let ns = loaded.profile.namespace();
