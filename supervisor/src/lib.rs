@@ -725,10 +725,10 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 
 /// Reaps and trace appends, off the runs' critical path. Jobs that queued
 /// up meanwhile (and, when there are traces, those arriving within
-/// [`GROUP_COMMIT`], a wait no new job interrupts) are handled as one batch: reaps first (they free
-/// processes and descriptors), then the traces grouped by workspace in
-/// arrival order with one `fdatasync` per file (group commit), then the
-/// flush requests are answered.
+/// [`GROUP_COMMIT`], a wait no new job interrupts) are handled as one
+/// batch: reaps first (they free processes and descriptors), then the
+/// traces grouped by workspace in arrival order with one `fdatasync` per
+/// file (group commit), then the flush requests are answered.
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
     use std::sync::mpsc::TryRecvError;
     let mut files = trace::TraceFiles::default();
@@ -1274,19 +1274,18 @@ impl Session<'_> {
                     Err(e) => Err(e),
                 };
                 let duration_us = t0.elapsed().as_micros() as u64;
-                if Instant::now() >= self.deadline {
-                    // The call used up the run's time (its timeout was cut
-                    // to the deadline): the run ends as any run out of time.
-                    self.report.trace.push(TraceEntry {
-                        tool: name,
-                        args: shown.iter().map(json::to_json).collect(),
-                        ok: false,
-                        duration_us,
-                        error: Some("Timeout: the run's wall-clock limit was reached".into()),
-                        result_bytes: None,
-                    });
-                    return Err(self.frame_error(FrameError::Timeout));
-                }
+                // A call that used up the run's time (its timeout was cut to
+                // the deadline) is traced as failed, and the run ends as any
+                // run out of time.
+                let out_of_time = Instant::now() >= self.deadline;
+                let result = if out_of_time {
+                    Err(tools::fs::fail(
+                        "Timeout",
+                        "the run's wall-clock limit was reached",
+                    ))
+                } else {
+                    result
+                };
                 let (reply, entry_err, bytes) = match result {
                     Ok(d) => {
                         let flat = d.to_flat();
@@ -1306,6 +1305,9 @@ impl Session<'_> {
                     error: entry_err,
                     result_bytes: bytes,
                 });
+                if out_of_time {
+                    return Err(self.frame_error(FrameError::Timeout));
+                }
                 let msg = ToWorker::ToolResult { id, result: reply };
                 match self.worker.chan.send(&msg, Some(self.deadline)) {
                     Ok(()) => Ok(Step::Continue),
@@ -1458,12 +1460,7 @@ fn optional_arg(spec: &lackpy_policy::config::ToolSpec, i: usize) -> bool {
     let Some(arg) = spec.args.get(i) else {
         return false;
     };
-    spec.provider == "mcp"
-        && !spec
-            .provider_config
-            .get("required")
-            .and_then(serde_json::Value::as_array)
-            .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(arg.name.as_str())))
+    spec.provider == "mcp" && !mcp_source::is_required(spec, &arg.name)
 }
 
 /// Why a worker died without `Done`.

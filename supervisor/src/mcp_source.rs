@@ -473,6 +473,16 @@ fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Op
     })
 }
 
+/// Whether `name` is in the `required` list that discovery copied from the
+/// server tool's input schema into `spec.provider_config`. A parameter that
+/// is not may be left out of a call (`None` leaves it out).
+pub fn is_required(spec: &ToolSpec, name: &str) -> bool {
+    spec.provider_config
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)))
+}
+
 /// Start (once per process) every `[mcp_servers]` entry of `config` in
 /// `workspace` and return their tools as [`ToolSpec`]s (provider `mcp`,
 /// `provider_config = {server, tool, required, timeout_ms}`), servers in name order.
@@ -588,12 +598,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         };
         // `None` for an optional parameter leaves it out (so a program can
         // skip one positionally: `read_text_file(p, None, 2)`).
-        let required = spec
-            .provider_config
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(arg.name.as_str())));
-        if *a == Data::None && !required {
+        if *a == Data::None && !is_required(spec, &arg.name) {
             continue;
         }
         arguments.insert(arg.name.clone(), to_json(a));

@@ -389,8 +389,8 @@ impl Worker {
         rc == 0
     }
 
-    /// Give the worker the lowest CPU priority (`SCHED_IDLE`, else nice 19). Best effort; only
-    /// while it is known to be alive. An exec'd worker's jailed process is
+    /// Give the worker the lowest CPU priority (`SCHED_IDLE`, else nice
+    /// 19). Best effort; only while it is known to be alive. An exec'd worker's jailed process is
     /// the child of our (unreaped, so stable) reaper child. A forked
     /// worker's exit is reported by its zygote right after the reap; in
     /// that microsecond window its pid could name another process of the

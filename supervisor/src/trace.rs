@@ -127,34 +127,35 @@ impl TraceFiles {
         Ok(last)
     }
 
-    /// The open file for `path`, opened (and `dir` created) if needed.
+    /// The open file for `path`, opened (and `dir` created) if needed, and
+    /// moved to the most-recently-used end of the cache.
     fn file(&mut self, dir: &Path, path: &Path) -> std::io::Result<&mut std::fs::File> {
         use std::os::unix::fs::MetadataExt;
-        if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
-            let (p, f) = self.open.remove(i);
-            let same = match (std::fs::metadata(&p), f.metadata()) {
-                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-                _ => false,
-            };
-            if same {
-                self.open.push((p, f));
+        let cached = self
+            .open
+            .iter()
+            .position(|(p, _)| p == path)
+            .map(|i| self.open.remove(i).1);
+        let still_named = |f: &std::fs::File| match (std::fs::metadata(path), f.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        let f = match cached {
+            Some(f) if still_named(&f) => f,
+            _ => {
+                std::fs::create_dir_all(dir)?;
+                if self.open.len() >= MAX_OPEN {
+                    self.open.remove(0);
+                }
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?
             }
-        }
-        if self.open.last().is_none_or(|(p, _)| p != path) {
-            std::fs::create_dir_all(dir)?;
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            if self.open.len() >= MAX_OPEN {
-                self.open.remove(0);
-            }
-            self.open.push((path.to_path_buf(), f));
-        }
-        match self.open.last_mut() {
-            Some((_, f)) => Ok(f),
-            None => Err(std::io::Error::other("trace file cache is empty")),
-        }
+        };
+        self.open.push((path.to_path_buf(), f));
+        let last = self.open.len() - 1;
+        Ok(&mut self.open[last].1)
     }
 }
 
