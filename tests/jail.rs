@@ -106,30 +106,70 @@ fn no_children_soon() -> bool {
     false
 }
 
-/// Test-role workers (probe/hostile) that are children of this test process.
-/// (Other test modules spawn executor and inferencer workers concurrently,
-/// so only the roles these tests use are counted.)
-fn children_of_self() -> Vec<String> {
-    let me = std::process::id().to_string();
+/// One process of this machine, from `/proc`.
+#[derive(Debug)]
+struct ProcInfo {
+    pid: i32,
+    /// `/proc/PID/stat` fields after the command name: field 3 (state)
+    /// onwards, so index 1 is the ppid.
+    fields: Vec<String>,
+    /// The command line, NULs kept.
+    cmdline: String,
+}
+
+impl ProcInfo {
+    fn ppid(&self) -> Option<i32> {
+        self.fields.get(1).and_then(|p| p.parse().ok())
+    }
+
+    /// stat field `n`, counted from 1 as in proc(5).
+    fn stat_num(&self, n: usize) -> Option<i64> {
+        self.fields
+            .get(n.checked_sub(3)?)
+            .and_then(|v| v.parse().ok())
+    }
+
+    fn runs(&self, role: &str) -> bool {
+        self.cmdline.contains(&format!("__worker\0{role}"))
+    }
+}
+
+/// Every process visible in `/proc` now.
+fn processes() -> Vec<ProcInfo> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
         };
         // pid (comm) state ppid ...
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        let Some((_, rest)) = stat.rsplit_once(')') else {
             continue;
         };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        let is_worker =
-            cmdline.contains("__worker\0hostile") || cmdline.contains("__worker\0probe");
-        if fields.get(1) == Some(&me.as_str()) && is_worker {
-            out.push(stat);
-        }
+        out.push(ProcInfo {
+            pid,
+            fields: rest.split_whitespace().map(str::to_string).collect(),
+            cmdline: String::from_utf8_lossy(&cmdline).into_owned(),
+        });
     }
     out
+}
+
+fn my_pid() -> i32 {
+    i32::try_from(std::process::id()).unwrap_or(-1)
+}
+
+/// Test-role workers (probe/hostile) that are children of this test process.
+/// (Other test modules spawn executor and inferencer workers concurrently,
+/// so only the roles these tests use are counted.)
+fn children_of_self() -> Vec<ProcInfo> {
+    processes()
+        .into_iter()
+        .filter(|p| p.ppid() == Some(my_pid()) && (p.runs("hostile") || p.runs("probe")))
+        .collect()
 }
 
 #[test]
@@ -473,16 +513,10 @@ fn worker_killed_mid_run_is_reported_and_reaped() {
     let t0 = std::time::Instant::now();
     let mut killed = false;
     while t0.elapsed() < std::time::Duration::from_secs(5) && !killed {
-        for stat in children_of_self() {
-            if let Some(pid) = stat
-                .split_whitespace()
-                .next()
-                .and_then(|p| p.parse::<i32>().ok())
-            {
-                // SAFETY: signalling a child process of this test.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                killed = true;
-            }
+        for child in children_of_self() {
+            // SAFETY: signalling a child process of this test.
+            unsafe { libc::kill(child.pid, libc::SIGKILL) };
+            killed = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -554,21 +588,10 @@ fn zygotes_of_self() -> usize {
 
 /// Pids of the zygote processes that are children of this test process.
 fn zygote_pids_of_self() -> Vec<i32> {
-    let me = std::process::id().to_string();
-    std::fs::read_dir("/proc")
+    processes()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let ppid_ok = stat
-                .rsplit_once(')')
-                .map(|(_, r)| r.split_whitespace().nth(1) == Some(me.as_str()))
-                .unwrap_or(false);
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            ppid_ok && String::from_utf8_lossy(&cmd).contains("__worker\0zygote\0")
-        })
-        .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+        .filter(|p| p.ppid() == Some(my_pid()) && p.runs("zygote\0"))
+        .map(|p| p.pid)
         .collect()
 }
 
@@ -726,35 +749,12 @@ fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
 /// `(nice, scheduling policy)` of the zygote-forked workers (children of a
 /// zygote) on this machine whose zygote is a child of this test process.
 fn forked_worker_sched() -> Vec<(i64, i64)> {
-    let me = std::process::id().to_string();
-    let stat_of =
-        |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields = |stat: &str| -> Vec<String> {
-        stat.rsplit_once(')')
-            .map(|(_, r)| r.split_whitespace().map(str::to_string).collect())
-            .unwrap_or_default()
-    };
-    let mut zygotes = Vec::new();
-    let mut all = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let pid = e.file_name().to_string_lossy().into_owned();
-        if !pid.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let f = fields(&stat_of(&pid));
-        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        if f.get(1) == Some(&me) && String::from_utf8_lossy(&cmd).contains("__worker\0zygote\0") {
-            zygotes.push(pid.clone());
-        }
-        all.push((pid, f));
-    }
-    all.into_iter()
-        .filter(|(_, f)| f.get(1).is_some_and(|pp| zygotes.contains(pp)))
-        .filter_map(|(_, f)| {
-            let num = |i: usize| f.get(i).and_then(|n| n.parse::<i64>().ok());
-            // stat fields 19 (nice) and 41 (policy), counted from 1.
-            Some((num(16)?, num(38)?))
-        })
+    let zygotes = zygote_pids_of_self();
+    processes()
+        .into_iter()
+        .filter(|p| p.ppid().is_some_and(|pp| zygotes.contains(&pp)))
+        // stat fields 19 (nice) and 41 (policy).
+        .filter_map(|p| Some((p.stat_num(19)?, p.stat_num(41)?)))
         .collect()
 }
 
