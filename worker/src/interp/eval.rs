@@ -97,10 +97,7 @@ pub struct Interp<'a> {
 fn dict_get(d: &DictObj, key: &Value, default: &Value) -> R<Value> {
     // The default is borrowed, not moved: moving a just-computed value
     // through memory stalls on store forwarding.
-    let h = match key {
-        Value::Str(s) => s.hash(),
-        _ => hash_value(key)?,
-    };
+    let h = hash_value(key)?;
     Ok(match d.d.borrow().get_h(h, key) {
         Some(v) => v.clone(),
         None => default.clone(),
@@ -907,10 +904,7 @@ impl<'a> Interp<'a> {
                 }
             }
             Value::Dict(d) => {
-                let h = match &idx {
-                    Value::Str(s) => s.hash(),
-                    _ => hash_value(&idx)?,
-                };
+                let h = hash_value(&idx)?;
                 d.d.borrow_mut().insert_h(h, idx, v);
                 Ok(())
             }

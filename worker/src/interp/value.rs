@@ -1186,8 +1186,13 @@ fn hash_str(bytes: &[u8]) -> u64 {
 ///
 /// # Errors
 /// `TypeError: unhashable type: 'list'` and friends.
+#[inline]
 pub fn hash_value(v: &Value) -> R<u64> {
-    hash_rec(v, 0)
+    // Strings (most dict keys) carry their hash: no call into the general case.
+    match v {
+        Value::Str(s) => Ok(s.hash()),
+        _ => hash_rec(v, 0),
+    }
 }
 
 fn hash_rec(v: &Value, depth: usize) -> R<u64> {
