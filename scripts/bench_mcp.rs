@@ -5,7 +5,8 @@
 //! calls in one session; throughput with 8 calls in flight; and how long
 //! quick calls take (p50/p99 of 50) while a runaway program is running.
 //!
-//! Needs `target/release/lackpy` (the bench script builds it).
+//! Needs `target/release/lackpy` (the bench script builds it), or the
+//! binary named by `LACKPY_BIN`.
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
@@ -38,7 +39,11 @@ fn ms(d: Duration) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let exe = std::env::current_dir()?.join("target/release/lackpy");
+    // LACKPY_BIN picks another build (for A/B runs of two binaries).
+    let exe = match std::env::var_os("LACKPY_BIN") {
+        Some(b) => std::path::PathBuf::from(b),
+        None => std::env::current_dir()?.join("target/release/lackpy"),
+    };
     let ws = tempfile::tempdir()?;
     std::fs::write(ws.path().join("a.txt"), "hello\n")?;
 

@@ -276,6 +276,26 @@ fn probe_kernel_attack_surface() {
     }
 }
 
+/// What a zygote may do and its workers may not (its seccomp extras), and
+/// the IPC a shared ipc namespace would expose: an exec'd worker is denied
+/// them too (`forked_workers_hold_every_probe` checks the forked side).
+#[test]
+fn probe_zygote_extras_and_ipc() {
+    let _g = serial();
+    for action in [
+        "sysv_shm",
+        "mq_open",
+        "write_stdout",
+        "dup3",
+        "sendmsg_fd",
+        "wait4",
+        "prctl",
+        "clone_worker",
+    ] {
+        assert_stopped(probe(action, ""), action);
+    }
+}
+
 #[test]
 fn probe_raise_rlimit() {
     let _g = serial();
@@ -683,6 +703,14 @@ fn forked_workers_hold_every_probe() {
         ("io_uring_setup", ""),
         ("proc_self_mem", ""),
         ("raise_rlimit", ""),
+        ("sysv_shm", ""),
+        ("mq_open", ""),
+        ("write_stdout", ""),
+        ("dup3", ""),
+        ("sendmsg_fd", ""),
+        ("wait4", ""),
+        ("prctl", ""),
+        ("clone_worker", ""),
     ];
     for (action, arg) in cases {
         assert_stopped(

@@ -7,14 +7,15 @@
 //! once: it is exec'd like any worker, jails itself with
 //! [`jail::enter_zygote`] (every layer, but no pid namespace of its own and
 //! `CAP_SYS_ADMIN` kept inside its user namespace), and then only forks.
-//! Each forked worker is pid 1 of a fresh pid and ipc namespace, finishes
-//! its own jail ([`jail::ZygoteJail::confine_worker`]: rlimits, no
-//! capabilities, the executor seccomp filter), says `Ready` on its own
-//! socket and serves exactly one run — the same single-use contract as an
-//! exec'd worker. Workers share the zygote's empty network, mount, uts and
-//! cgroup namespaces, in which they can do nothing (no sockets, no mounts,
-//! no filesystem access), and never see each other (separate pid
-//! namespaces).
+//! Each forked worker is pid 1 of a fresh pid namespace, finishes its own
+//! jail ([`jail::ZygoteJail::confine_worker`]: rlimits, no capabilities, a
+//! seccomp filter that takes the zygote's extras away), says `Ready` on its
+//! own socket and serves exactly one run — the same single-use contract as
+//! an exec'd worker. Workers share the zygote's empty network, mount, ipc,
+//! uts and cgroup namespaces, in which they can do nothing (no sockets, no
+//! mounts, no filesystem access, no IPC syscalls), and never see each other
+//! (separate pid namespaces; a separate ipc namespace too when the seccomp
+//! layer is lowered).
 //!
 //! Control protocol (seqpacket, fd 3, the supervisor is trusted here but
 //! still bounded): the supervisor sends `b"F"` with two descriptors
@@ -27,7 +28,7 @@
 //! dies with it (`PR_SET_PDEATHSIG`).
 
 use crate::ipc::{self, Channel};
-use crate::jail::{self, JailSpec, ZygoteJail, ZYGOTE_CLONE_FLAGS};
+use crate::jail::{self, JailSpec, ZygoteJail};
 use crate::role::{self, EXIT_SETUP};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -185,7 +186,7 @@ fn fork_worker(
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
-            ZYGOTE_CLONE_FLAGS,
+            jail.clone_flags(),
             0usize,
             &mut pidfd as *mut libc::c_int,
             0usize,

@@ -368,21 +368,37 @@ pub fn enter(spec: &JailSpec) -> Result<JailStatus, JailError> {
 }
 
 /// The one flag set the zygote forks a worker with: a new pid namespace
-/// (the worker is its pid 1), a new ipc namespace, a pidfd for the
-/// supervisor, SIGCHLD to the zygote. The zygote's seccomp filter allows
-/// `clone` with exactly these flags and nothing else.
-pub const ZYGOTE_CLONE_FLAGS: u64 =
-    (libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_PIDFD | libc::SIGCHLD) as u64;
+/// (the worker is its pid 1), a pidfd for the supervisor, SIGCHLD to the
+/// zygote. The zygote's seccomp filter allows `clone` with exactly these
+/// flags and nothing else.
+///
+/// No ipc namespace per worker: the workers of one zygote share its
+/// private one (never the host's), and with the seccomp layer on none of
+/// them can reach it — every SysV IPC and POSIX message-queue syscall is
+/// killed. Creating and tearing one down per worker cost ~10 % of a pooled
+/// worker's CPU (an mqueue mount, sysctl tables, and an RCU grace period
+/// on the way out). When the operator lowers the seccomp layer, each worker
+/// gets its own again ([`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`]).
+pub const ZYGOTE_CLONE_FLAGS: u64 = (libc::CLONE_NEWPID | libc::CLONE_PIDFD | libc::SIGCHLD) as u64;
+
+/// [`ZYGOTE_CLONE_FLAGS`] plus a new ipc namespace: the fork flags when the
+/// seccomp layer is lowered (then nothing else keeps sibling workers'
+/// SysV IPC apart).
+pub const ZYGOTE_CLONE_FLAGS_NO_SECCOMP: u64 = ZYGOTE_CLONE_FLAGS | libc::CLONE_NEWIPC as u64;
 
 /// What [`enter_zygote`] prepared for the workers it will fork.
 pub struct ZygoteJail {
-    /// The executor filter, compiled once for pid 1 (every worker is pid 1
-    /// of its own namespace); `None` when the seccomp layer is lowered.
+    /// The filter each worker stacks on the zygote's, compiled once
+    /// ([`seccomp::compile_zygote_child`]: together they allow exactly the
+    /// executor list for pid 1); `None` when the seccomp layer is lowered.
     child_filter: Option<seccompiler::BpfProgram>,
     /// The worker rlimits (`None` when the rlimits layer is lowered).
     rlimits: Option<(u64, u64)>,
     /// Readable when a worker exited (SIGCHLD, blocked, via signalfd).
     sigchld: std::os::fd::OwnedFd,
+    /// The `clone` flags of a worker ([`ZYGOTE_CLONE_FLAGS`], or
+    /// [`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`] when seccomp is lowered).
+    clone_flags: u64,
 }
 
 impl fmt::Debug for ZygoteJail {
@@ -391,6 +407,7 @@ impl fmt::Debug for ZygoteJail {
             .field("child_filter", &self.child_filter.as_ref().map(Vec::len))
             .field("rlimits", &self.rlimits)
             .field("sigchld", &self.sigchld)
+            .field("clone_flags", &self.clone_flags)
             .finish()
     }
 }
@@ -430,11 +447,7 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
         restrict_landlock(spec.connect_port)?;
     }
     let child_filter = match spec.seccomp {
-        Some(f) => Some(seccomp::compile_for_pid(
-            f,
-            1,
-            seccompiler::SeccompAction::KillProcess,
-        )?),
+        Some(f) => Some(seccomp::compile_zygote_child(f)?),
         None => None,
     };
     if spec.seccomp.is_some() {
@@ -444,10 +457,20 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
         child_filter,
         rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),
         sigchld,
+        clone_flags: if spec.seccomp.is_some() {
+            ZYGOTE_CLONE_FLAGS
+        } else {
+            ZYGOTE_CLONE_FLAGS_NO_SECCOMP
+        },
     })
 }
 
 impl ZygoteJail {
+    /// The `clone` flags to fork a worker with.
+    pub fn clone_flags(&self) -> u64 {
+        self.clone_flags
+    }
+
     /// The signalfd that becomes readable when a forked worker exits.
     pub fn sigchld_fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
@@ -457,7 +480,9 @@ impl ZygoteJail {
     /// In a freshly forked worker (pid 1 of its own pid namespace, its
     /// socket already on fd 3): die with the zygote, close every other
     /// descriptor, set the worker rlimits (NPROC=0 from here on), drop the
-    /// last capability, and install the executor filter last.
+    /// last capability, and install the worker's filter last (stacked on
+    /// the inherited zygote filter, the pair allows exactly the executor
+    /// list).
     ///
     /// # Errors
     /// The first step that failed.

@@ -61,6 +61,14 @@ pub const PROBE_ACTIONS: &[&str] = &[
     "io_uring_setup",
     "proc_self_mem",
     "raise_rlimit",
+    "sysv_shm",
+    "mq_open",
+    "write_stdout",
+    "dup3",
+    "sendmsg_fd",
+    "wait4",
+    "prctl",
+    "clone_worker",
     "alloc",
     "nothing",
 ];
@@ -219,6 +227,67 @@ fn attempt(action: &str, arg: &str) -> Result<String, i32> {
                 rlim_max: 1 << 20,
             };
             check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } as i64)
+        }
+        // SysV shared memory and POSIX message queues: nothing to share
+        // with sibling workers in a common ipc namespace.
+        "sysv_shm" => {
+            check(unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) } as i64)
+        }
+        "mq_open" => check(unsafe {
+            libc::syscall(
+                libc::SYS_mq_open,
+                c"lackpy-probe".as_ptr(),
+                libc::O_CREAT | libc::O_RDWR,
+                0o600,
+                0,
+            )
+        }),
+        // What a zygote may do and its workers may not.
+        "write_stdout" => check(unsafe { libc::write(1, b"x".as_ptr().cast(), 1) } as i64),
+        "dup3" => check(unsafe { libc::dup3(3, 50, 0) } as i64),
+        "sendmsg_fd" => {
+            // Pass a descriptor (our own socket) to the supervisor.
+            let fd: libc::c_int = 3;
+            let mut cbuf = [0u64; 4];
+            let mut iov = libc::iovec {
+                iov_base: b"x".as_ptr() as *mut libc::c_void,
+                iov_len: 1,
+            };
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as _;
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+                std::ptr::copy_nonoverlapping(&fd, libc::CMSG_DATA(c).cast(), 1);
+            }
+            check(unsafe { libc::sendmsg(3, &msg, 0) } as i64)
+        }
+        "wait4" => {
+            let mut st = 0;
+            check(unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } as i64)
+        }
+        "prctl" => check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0) } as i64),
+        "clone_worker" => {
+            // The exact flags the zygote forks with.
+            let pid = unsafe {
+                libc::syscall(
+                    libc::SYS_clone,
+                    libc::CLONE_NEWPID | libc::SIGCHLD,
+                    0usize,
+                    0usize,
+                    0usize,
+                    0usize,
+                )
+            };
+            if pid == 0 {
+                unsafe { libc::_exit(0) };
+            }
+            check(pid)
         }
         "alloc" => {
             let mb: usize = arg.parse().unwrap_or(4096);
