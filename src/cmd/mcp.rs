@@ -42,8 +42,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             }
         };
     lackpy_supervisor::spawn::limit_heap_arenas();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = rt.block_on(async {

@@ -128,8 +128,9 @@ pub struct Channel {
 /// `memset`, a `malloc_consolidate` of the allocator's fast bins, and, in a
 /// freshly forked worker, sixteen page faults. Anonymous memory reads as
 /// zero without being written, and only the pages a frame actually fills
-/// are ever faulted in (one, for the usual small frame). Falls back to the
-/// heap if the mapping fails.
+/// are ever faulted in (one, for the usual small frame). A dropped buffer
+/// goes to a short spare list for the next channel ([`SPARE_MAX`]). Falls
+/// back to the heap if the mapping fails.
 #[derive(Debug)]
 struct ChunkBuf {
     ptr: *mut u8,
@@ -143,8 +144,26 @@ unsafe impl Send for ChunkBuf {}
 // SAFETY: `&ChunkBuf` only gives read access (`as_slice`); no interior mutability.
 unsafe impl Sync for ChunkBuf {}
 
+/// Most receive buffers kept mapped for reuse after their channel is gone.
+/// Why: the supervisor opens a channel per run, and is multi-threaded, so
+/// every `munmap` there is a TLB shootdown (an interrupt to each other CPU
+/// running its threads, a VM exit each on a virtual machine). Sixteen
+/// covers the runs in flight of any pool size in use; more are unmapped.
+const SPARE_MAX: usize = 16;
+
+/// Addresses of unused [`CHUNK_BYTES`] mappings, owned by this list.
+static SPARE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
 impl ChunkBuf {
     fn new() -> Self {
+        if let Some(addr) = SPARE.lock().ok().and_then(|mut s| s.pop()) {
+            // A previous channel's buffer: its old contents are never read
+            // (a receive reads only the bytes the kernel just wrote).
+            return ChunkBuf {
+                ptr: addr as *mut u8,
+                heap: Vec::new(),
+            };
+        }
         // SAFETY: an anonymous private mapping of CHUNK_BYTES at an address
         // of the kernel's choosing; no existing memory is affected.
         let p = unsafe {
@@ -192,11 +211,19 @@ impl ChunkBuf {
 
 impl Drop for ChunkBuf {
     fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: unmapping exactly the mapping `new` created, once; no
-            // slice into it outlives `self`.
-            unsafe { libc::munmap(self.ptr.cast(), CHUNK_BYTES) };
+        if self.ptr.is_null() {
+            return;
         }
+        if let Ok(mut spare) = SPARE.lock() {
+            if spare.len() < SPARE_MAX {
+                // Ownership of the mapping moves to the list.
+                spare.push(self.ptr as usize);
+                return;
+            }
+        }
+        // SAFETY: unmapping exactly the mapping `new` created (or took from
+        // the spare list), once; no slice into it outlives `self`.
+        unsafe { libc::munmap(self.ptr.cast(), CHUNK_BYTES) };
     }
 }
 
