@@ -45,6 +45,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(args) = cmd::worker::fast_args(&argv) {
+        return exit_code(cmd::worker::main(args));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -68,6 +72,10 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::main(a),
         Command::Worker(a) => cmd::worker::main(a),
     };
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<i32>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(4)),
         Err(e) => {

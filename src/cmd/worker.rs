@@ -19,6 +19,32 @@ pub struct Args {
     rest: Vec<String>,
 }
 
+/// The supervisor's exact argv shape, `__worker ROLE --jail SPEC [ARGS...]`
+/// (after the program name), parsed without building the whole command
+/// line interface: every exec'd worker starts here, and clap's builder for
+/// every subcommand was a measurable slice of a cold run. Anything else
+/// (a person typing it) returns `None` and goes through clap.
+pub fn fast_args(argv: &[std::ffi::OsString]) -> Option<Args> {
+    let s = |i: usize| argv.get(i).and_then(|a| a.to_str());
+    if s(0)? != "__worker" || s(2)? != "--jail" {
+        return None;
+    }
+    let (role, jail) = (s(1)?, s(3)?);
+    if role.starts_with('-') {
+        return None;
+    }
+    let rest = argv
+        .get(4..)?
+        .iter()
+        .map(|a| a.to_str().map(String::from))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Args {
+        role: role.to_string(),
+        jail: jail.to_string(),
+        rest,
+    })
+}
+
 /// Run the worker role; the exit status is the worker's.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let spec = match JailSpec::from_arg(&args.jail) {
@@ -28,7 +54,6 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             return Ok(lackpy_worker::role::EXIT_SETUP);
         }
     };
-    let _ = &args.rest;
     Ok(match args.role.as_str() {
         "executor" => lackpy_worker::role::executor(&spec),
         "inferencer" => lackpy_inferencer::worker::role(&spec),
@@ -42,4 +67,37 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             lackpy_worker::role::EXIT_SETUP
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fast_args;
+    use std::ffi::OsString;
+
+    fn v(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_supervisors_argv_takes_the_fast_path() {
+        let a = fast_args(&v(&["__worker", "zygote", "--jail", "ns=1", "executor"])).unwrap();
+        assert_eq!((a.role.as_str(), a.jail.as_str()), ("zygote", "ns=1"));
+        assert_eq!(a.rest, vec!["executor".to_string()]);
+        let a = fast_args(&v(&["__worker", "executor", "--jail", "x"])).unwrap();
+        assert!(a.rest.is_empty());
+    }
+
+    #[test]
+    fn anything_else_goes_to_clap() {
+        for argv in [
+            &["run", "x"][..],
+            &["__worker"],
+            &["__worker", "executor"],
+            &["__worker", "--help"],
+            &["__worker", "executor", "--help"],
+            &["__worker", "--jail", "x", "executor"],
+        ] {
+            assert!(fast_args(&v(argv)).is_none(), "{argv:?}");
+        }
+    }
 }

@@ -726,9 +726,9 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 /// Reaps and trace appends, off the runs' critical path. Jobs that queued
 /// up meanwhile (and, when there are traces, those arriving within
 /// [`GROUP_COMMIT`], a wait no new job interrupts) are handled as one
-/// batch: reaps first (they free processes and descriptors), then the
-/// traces grouped by workspace in arrival order with one `fdatasync` per
-/// file (group commit), then the flush requests are answered.
+/// batch: the traces grouped by workspace in arrival order with one
+/// `fdatasync` per file (group commit), then the flush requests are
+/// answered, then the reaps.
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
     use std::sync::mpsc::TryRecvError;
     let mut files = trace::TraceFiles::default();
@@ -762,6 +762,7 @@ fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
         }
         let mut traces: Vec<(PathBuf, Vec<Box<TraceRecord>>)> = Vec::new();
         let mut flushes = Vec::new();
+        let mut reaps = Vec::new();
         for job in batch {
             match job {
                 Job::Trace(ws, rec) => match traces.iter_mut().find(|(w, _)| *w == ws) {
@@ -769,7 +770,7 @@ fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
                     None => traces.push((ws, vec![rec])),
                 },
                 Job::Flush(done) => flushes.push(done),
-                reap => reap.run(),
+                reap => reaps.push(reap),
             }
         }
         for (ws, recs) in traces {
@@ -780,6 +781,12 @@ fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
         }
         for done in flushes {
             let _ = done.send(());
+        }
+        // Reaps last: a killed worker's exit (its namespaces torn down)
+        // proceeds meanwhile, so the wait overlaps the trace's fdatasync
+        // instead of coming before it (`lackpy run` waits for both).
+        for reap in reaps {
+            reap.run();
         }
     }
 }
