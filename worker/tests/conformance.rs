@@ -22,7 +22,8 @@
 //!   fail (strictly: once it passes, the test fails until the marker goes).
 //!
 //! `CONFORMANCE_FILTER=substr` restricts every test here to programs whose
-//! name contains `substr`. The reference is CPython 3.11: `python3.11` if
+//! name contains `substr`; `CONFORMANCE_DIR=dir` reads the programs from
+//! `dir` instead of `tests/conformance/` (scratch programs). The reference is CPython 3.11: `python3.11` if
 //! present, else `python3` (which must then be 3.11), or the interpreter
 //! named by `CONFORMANCE_PYTHON`.
 //!
@@ -68,6 +69,16 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance")
 }
 
+/// Where the programs are read from: `tests/conformance/`, or the directory
+/// named by `CONFORMANCE_DIR` (scratch programs while hunting differences;
+/// the fixture and `run_cpython.py` still come from the corpus).
+fn programs_dir() -> PathBuf {
+    match std::env::var_os("CONFORMANCE_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => corpus_dir(),
+    }
+}
+
 /// One corpus program and its annotations.
 #[derive(Debug, Clone)]
 struct Case {
@@ -94,7 +105,7 @@ fn annotation<'a>(source: &'a str, prefix: &str) -> Option<&'a str> {
 
 fn load_corpus() -> Vec<Case> {
     let filter = std::env::var("CONFORMANCE_FILTER").unwrap_or_default();
-    let dir = corpus_dir();
+    let dir = programs_dir();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -185,11 +185,76 @@ fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
     }
     if n > max {
         return Err(type_err(format!(
-            "{name} expected at most {max} argument{}, got {n}",
+            "{name} expected {}{max} argument{}, got {n}",
+            if min == max { "" } else { "at most " },
             if max == 1 { "" } else { "s" }
         )));
     }
     Ok(())
+}
+
+/// Positional-only arity as `PyArg_ParseTuple` words it (`find() takes at
+/// least 1 argument (0 given)`), for the str methods CPython 3.11 still
+/// parses that way (find, index, count, startswith, ...).
+fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
+    a.no_kw(name)?;
+    let n = a.pos.len();
+    let (how, k) = if n < min {
+        (if min == max { "exactly" } else { "at least" }, min)
+    } else if n > max {
+        (if min == max { "exactly" } else { "at most" }, max)
+    } else {
+        return Ok(());
+    };
+    Err(type_err(format!(
+        "{name}() takes {how} {k} argument{} ({n} given)",
+        if k == 1 { "" } else { "s" }
+    )))
+}
+
+/// Arguments of an Argument Clinic method whose parameters (`names`, none
+/// required) may be passed by keyword, the first `maxpos` also by position:
+/// CPython 3.11's `_PyArg_UnpackKeywords` checks and messages, in its order.
+/// Returns one slot per name.
+fn clinic_args(
+    a: &mut CallArgs,
+    fname: &str,
+    names: &[&str],
+    maxpos: usize,
+) -> R<Vec<Option<Value>>> {
+    let npos = a.pos.len();
+    let total = npos + a.kw.len();
+    let maxargs = names.len();
+    if total > maxargs {
+        return Err(type_err(format!(
+            "{fname}() takes at most {maxargs} {}argument{} ({total} given)",
+            if npos == 0 { "keyword " } else { "" },
+            if maxargs == 1 { "" } else { "s" }
+        )));
+    }
+    if npos > maxpos {
+        if maxpos == 0 {
+            return Err(type_err(format!("{fname}() takes no positional arguments")));
+        }
+        return Err(type_err(format!(
+            "{fname}() takes at most {maxpos} positional argument{} ({npos} given)",
+            if maxpos == 1 { "" } else { "s" }
+        )));
+    }
+    let mut out: Vec<Option<Value>> = std::mem::take(&mut a.pos).into_iter().map(Some).collect();
+    for name in &names[npos..] {
+        out.push(a.take_kw(name));
+    }
+    if let Some((k, _)) = a.kw.first() {
+        if let Some(i) = names[..npos].iter().position(|n| **n == **k) {
+            return Err(type_err(format!(
+                "argument for {fname}() given by name ('{k}') and position ({})",
+                i + 1
+            )));
+        }
+    }
+    a.no_more_kw(fname)?;
+    Ok(out)
 }
 
 fn as_index(v: &Value) -> R<i64> {
@@ -745,19 +810,9 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(r))
             }
             M::Split | M::Rsplit => {
-                let sep = a.take_kw("sep");
-                let maxsplit = a.take_kw("maxsplit");
-                a.no_more_kw(m.name())?;
-                if a.pos.len() > 2 {
-                    return Err(type_err(format!(
-                        "{}() takes at most 2 arguments ({} given)",
-                        m.name(),
-                        a.pos.len()
-                    )));
-                }
-                let mut it = a.pos.into_iter();
-                let sep = it.next().or(sep).unwrap_or(Value::None);
-                let maxsplit = match it.next().or(maxsplit) {
+                let mut it = clinic_args(&mut a, m.name(), &["sep", "maxsplit"], 2)?.into_iter();
+                let sep = it.next().flatten().unwrap_or(Value::None);
+                let maxsplit = match it.next().flatten() {
                     Some(v) => as_index(&v)?,
                     None => -1,
                 };
@@ -806,15 +861,10 @@ impl<'a> Interp<'a> {
                 new_strs(parts)
             }
             M::Splitlines => {
-                let ke = a.take_kw("keepends");
-                a.no_more_kw("splitlines")?;
-                if a.pos.len() > 1 {
-                    return Err(type_err(format!(
-                        "splitlines() takes at most 1 argument ({} given)",
-                        a.pos.len()
-                    )));
-                }
-                let keep = a.pos.first().cloned().or(ke).is_some_and(|v| v.truthy());
+                let keep = clinic_args(&mut a, "splitlines", &["keepends"], 1)?
+                    .pop()
+                    .flatten()
+                    .is_some_and(|v| v.truthy());
                 let mut out = Vec::new();
                 let mut cur = String::new();
                 let mut cs = s.chars().peekable();
@@ -954,10 +1004,7 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(r))
             }
             M::Find | M::Rfind | M::Index | M::Rindex | M::Count => {
-                if a.pos.is_empty() && m == M::Count {
-                    return Err(type_err("count() takes at least 1 argument (0 given)"));
-                }
-                range_args(&a, m.name(), 1, 3)?;
+                tuple_args(&a, m.name(), 1, 3)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
                 let none = Value::None;
                 let Some((b0, b1)) = sub_range(
@@ -998,7 +1045,7 @@ impl<'a> Interp<'a> {
                 }
             }
             M::Startswith | M::Endswith => {
-                range_args(&a, m.name(), 1, 3)?;
+                tuple_args(&a, m.name(), 1, 3)?;
                 let none = Value::None;
                 let Some((b0, b1)) = sub_range(
                     ps,
@@ -1091,9 +1138,10 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(format!("{sign}{}{rest}", "0".repeat(n))))
             }
             M::Expandtabs => {
-                let ts = a.take_kw("tabsize");
-                a.no_more_kw("expandtabs")?;
-                let tabsize = match a.pos.first().cloned().or(ts) {
+                let tabsize = match clinic_args(&mut a, "expandtabs", &["tabsize"], 1)?
+                    .pop()
+                    .flatten()
+                {
                     Some(v) => as_index(&v)?,
                     None => 8,
                 };
@@ -1261,15 +1309,15 @@ impl<'a> Interp<'a> {
             }
             M::Pop => {
                 range_args(&a, "pop", 0, 1)?;
+                let i = match a.pos.first() {
+                    Some(x) => as_index(x)?,
+                    None => -1,
+                };
                 let mut v = l.v.borrow_mut();
                 if v.is_empty() {
                     return Err(Exc::py("IndexError", "pop from empty list"));
                 }
                 let n = v.len() as i64;
-                let i = match a.pos.first() {
-                    Some(x) => as_index(x)?,
-                    None => -1,
-                };
                 let i = if i < 0 { i + n } else { i };
                 if i < 0 || i >= n {
                     return Err(Exc::py("IndexError", "pop index out of range"));
@@ -1300,12 +1348,9 @@ impl<'a> Interp<'a> {
                 Ok(Value::None)
             }
             M::Sort => {
-                if !a.pos.is_empty() {
-                    return Err(type_err("sort() takes no positional arguments"));
-                }
-                let key = a.take_kw("key");
-                let rev = a.take_kw("reverse");
-                a.no_more_kw("sort")?;
+                let mut it = clinic_args(&mut a, "sort", &["key", "reverse"], 0)?.into_iter();
+                let key = it.next().flatten();
+                let rev = it.next().flatten();
                 let reverse = reverse_flag(rev.as_ref())?;
                 let items = std::mem::take(&mut *l.v.borrow_mut());
                 let r = self.sort_values(items, key.as_ref(), reverse);

@@ -1,0 +1,2 @@
+row = "a\tb"
+row.expandtabs(4, 8)

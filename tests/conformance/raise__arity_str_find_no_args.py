@@ -1,0 +1,2 @@
+line = "key=value"
+line.find()

@@ -1,0 +1,2 @@
+csv = "a,b,c"
+csv.split(",", sep=",")

@@ -1,0 +1,2 @@
+csv = "a,b,c"
+csv.split(",", 1, maxsplit=1)
