@@ -1,4 +1,1 @@
-line = "a b  c d"
-print(line.split(maxsplit=1), line.rsplit(maxsplit=1))
-print(line.split(sep=" ", maxsplit=2), line.rsplit(" ", maxsplit=2))
-print("x\ny\n".splitlines(keepends=True), "\tq".expandtabs(tabsize=2))
+['a,b,c'.split(sep=','), 'a b c'.split(maxsplit=1), 'a,b,c'.rsplit(sep=',', maxsplit=1), 'a b'.split(None), 'x\ny'.splitlines(keepends=False)]
