@@ -152,6 +152,8 @@ pub struct Comp {
 pub struct Gen {
     /// Loop target.
     pub target: T,
+    /// Where the target is (unpacking errors are located there).
+    pub tpos: u32,
     /// Iterable.
     pub iter: E,
     /// Conditions.
@@ -233,6 +235,8 @@ struct Cx<'a> {
     names: Vec<Rc<str>>,
     lambdas: Vec<Lambda>,
     tools: &'a dyn Fn(&str) -> bool,
+    /// The program text (for line-sensitive error positions).
+    source: &'a str,
 }
 
 fn bad(what: &str) -> Box<Exc> {
@@ -243,6 +247,22 @@ fn bad(what: &str) -> Box<Exc> {
 
 fn off<N: Ranged>(r: &N) -> u32 {
     u32::from(r.start())
+}
+
+impl Cx<'_> {
+    /// Where CPython 3.11 locates an attribute access (and a method call
+    /// through it) that starts at `start`: the start, unless the attribute
+    /// name sits on a later line (`(rows\n  .split(","))`), then the name.
+    fn attr_pos(&self, start: u32, a: &ast::ExprAttribute) -> u32 {
+        let end = u32::from(a.range.end());
+        let name = end.saturating_sub(u32::try_from(a.attr.len()).unwrap_or(0));
+        let between = self.source.get(start as usize..name as usize);
+        if between.is_some_and(|t| t.contains('\n')) {
+            name
+        } else {
+            start
+        }
+    }
 }
 
 impl<'a> Cx<'a> {
@@ -495,7 +515,13 @@ impl<'a> Cx<'a> {
                     other => EK::Sub(obj, self.boxed(other)?),
                 }
             }
-            ast::Expr::Attribute(a) => EK::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str())),
+            ast::Expr::Attribute(a) => {
+                let k = EK::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str()));
+                return Ok(E {
+                    k,
+                    pos: self.attr_pos(pos, a),
+                });
+            }
             ast::Expr::Call(c) => return self.call(c, pos),
             ast::Expr::ListComp(c) => {
                 EK::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?)
@@ -594,7 +620,12 @@ impl<'a> Cx<'a> {
             self.bind_target(&g.target, &mut slots)?;
             let target = self.target(&g.target)?;
             let ifs = g.ifs.iter().map(|c| self.expr(c)).collect::<R<Vec<_>>>()?;
-            out.push(Gen { target, iter, ifs });
+            out.push(Gen {
+                target,
+                tpos: off(&g.target),
+                iter,
+                ifs,
+            });
         }
         let elt = self.expr(elt)?;
         let val = self.opt(val)?;
@@ -610,7 +641,24 @@ impl<'a> Cx<'a> {
     }
 
     fn args(&mut self, c: &ast::ExprCall, allow_key_funcs: bool) -> R<Args> {
-        let pos = self.elts(&c.args)?;
+        let mut pos = self.elts(&c.args)?;
+        // `f(x for x in xs)`: CPython's generator expression starts at the
+        // call's `(` (where its iteration errors are located).
+        if let ([ast::Expr::GeneratorExp(g)], [Elt::One(e)]) = (&c.args[..], &mut pos[..]) {
+            let start = off(g);
+            let before = self.source.get(..start as usize).unwrap_or("");
+            let trimmed = before.trim_end();
+            let own_paren = self.source.as_bytes().get(start as usize) == Some(&b'(');
+            if !own_paren && trimmed.ends_with('(') {
+                let paren = u32::try_from(trimmed.len() - 1).unwrap_or(start);
+                e.pos = paren;
+                if let EK::Comp(comp) = &mut e.k {
+                    if let Some(comp) = Rc::get_mut(comp) {
+                        comp.pos = paren;
+                    }
+                }
+            }
+        }
         let mut kw = Vec::new();
         for k in &c.keywords {
             let name = k.arg.as_ref().map(|a| Rc::from(a.as_str()));
@@ -713,7 +761,7 @@ impl<'a> Cx<'a> {
         Builtin::from_name(name).is_some() && !(self.tools)(name)
     }
 
-    fn call(&mut self, c: &ast::ExprCall, pos: u32) -> R<E> {
+    fn call(&mut self, c: &ast::ExprCall, mut pos: u32) -> R<E> {
         let k = match &*c.func {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
@@ -737,6 +785,14 @@ impl<'a> Cx<'a> {
             }
             ast::Expr::Attribute(a) => {
                 let recv = self.boxed(&a.value)?;
+                // CPython 3.11 locates a method call at its attribute
+                // (LOAD_METHOD/CALL), except a call with `*`/`**`
+                // arguments (CALL_FUNCTION_EX at the call).
+                let spread = c.args.iter().any(|x| matches!(x, ast::Expr::Starred(_)))
+                    || c.keywords.iter().any(|k| k.arg.is_none());
+                if !spread {
+                    pos = self.attr_pos(pos, a);
+                }
                 match M::from_name(a.attr.as_str()) {
                     Some(m) => {
                         let key_ok = m == M::Sort;
@@ -819,12 +875,14 @@ fn constant(c: &ast::Constant) -> R<Value> {
     })
 }
 
-/// Compile a validated program. `is_tool` says whether a name is a tool.
+/// Compile a validated program (`source` is its text, for error
+/// positions). `is_tool` says whether a name is a tool.
 ///
 /// # Errors
 /// An internal error for a construct the validator should have rejected.
-pub fn compile(body: &[ast::Stmt], is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
+pub fn compile(body: &[ast::Stmt], source: &str, is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
     let mut cx = Cx {
+        source,
         globals: HashMap::new(),
         scopes: Vec::new(),
         names: Vec::new(),

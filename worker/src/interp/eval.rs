@@ -104,6 +104,19 @@ fn dict_get(d: &DictObj, key: &Value, default: &Value) -> R<Value> {
     })
 }
 
+/// Where starred items are unpacked, which words CPython's error for a
+/// non-iterable `*x`.
+#[derive(Clone, Copy)]
+enum Star<'f> {
+    /// A list or tuple display (and a call with more than one positional
+    /// item): `Value after * must be an iterable`.
+    Display,
+    /// A set display: `'int' object is not iterable`.
+    Set,
+    /// The arguments of a call (the callee's name, for a lone `*x`).
+    Call(&'f dyn Fn() -> String),
+}
+
 fn at(mut e: Box<Exc>, pos: u32) -> Box<Exc> {
     if e.pos.is_none() {
         e.pos = Some(pos);
@@ -176,10 +189,11 @@ impl<'a> Interp<'a> {
             SK::Aug(t, op, e) => self.aug(t, *op, e).map_err(|e| at(e, s.pos))?,
             SK::For(t, it, body, orelse) => {
                 let itv = self.eval(it)?;
-                let mut iter = self.iterate(&itv).map_err(|e| at(e, it.pos))?;
+                // GET_ITER / FOR_ITER errors are located at the `for`.
+                let mut iter = self.iterate(&itv).map_err(|e| at(e, s.pos))?;
                 drop(itv);
                 loop {
-                    let Some(v) = self.next_fast(&mut iter).map_err(|e| at(e, it.pos))? else {
+                    let Some(v) = self.next_fast(&mut iter).map_err(|e| at(e, s.pos))? else {
                         return self.exec_block(orelse);
                     };
                     tick(1).map_err(|e| at(e, s.pos))?;
@@ -270,7 +284,12 @@ impl<'a> Interp<'a> {
                 return Ok(cur);
             }
         }
-        binop(op, &cur, rhs).map_err(|mut e| {
+        let r = if op == BinOp::Sub && (cur.as_view().is_some() || rhs.as_view().is_some()) {
+            self.view_sub(&cur, rhs)
+        } else {
+            binop(op, &cur, rhs)
+        };
+        r.map_err(|mut e| {
             let pre = format!("unsupported operand type(s) for {}:", op.sym());
             if e.kind == ExcKind::Py("TypeError") && e.msg.starts_with(&pre) {
                 e.msg = format!(
@@ -430,7 +449,11 @@ impl<'a> Interp<'a> {
             EK::Bin(op, a, b) => {
                 let x = self.eval(a)?;
                 let y = self.eval(b)?;
-                binop(*op, &x, &y)?
+                if *op == BinOp::Sub && (x.as_view().is_some() || y.as_view().is_some()) {
+                    self.view_sub(&x, &y)?
+                } else {
+                    binop(*op, &x, &y)?
+                }
             }
             EK::Cmp(first, rest) => {
                 let mut left = self.eval(first)?;
@@ -479,7 +502,7 @@ impl<'a> Interp<'a> {
             EK::List(es) => Value::list(self.elts(es)?),
             EK::Tuple(es) => Value::tuple(self.elts(es)?),
             EK::Set(es) => {
-                let items = self.elts(es)?;
+                let items = self.elts_in(es, Star::Set)?;
                 let mut d = Dict::new();
                 for x in items {
                     d.insert(x, Value::None)?;
@@ -493,7 +516,8 @@ impl<'a> Interp<'a> {
                         Some(k) => {
                             let kv = self.eval(k)?;
                             let vv = self.eval(v)?;
-                            d.insert(kv, vv).map_err(|x| at(x, k.pos))?;
+                            // BUILD_MAP: located at the display.
+                            d.insert(kv, vv)?;
                         }
                         None => {
                             let m = self.eval(v)?;
@@ -599,10 +623,10 @@ impl<'a> Interp<'a> {
     }
 
     fn elts(&mut self, es: &[Elt]) -> R<Vec<Value>> {
-        self.elts_in(es, None)
+        self.elts_in(es, Star::Display)
     }
 
-    fn elts_in(&mut self, es: &[Elt], callee: Option<&dyn Fn() -> String>) -> R<Vec<Value>> {
+    fn elts_in(&mut self, es: &[Elt], star: Star<'_>) -> R<Vec<Value>> {
         let mut out = Vec::with_capacity(es.len());
         for e in es {
             match e {
@@ -610,14 +634,22 @@ impl<'a> Interp<'a> {
                 Elt::Star(x) => {
                     let v = self.eval(x)?;
                     if !self.is_iterable(&v) {
-                        let what = match callee {
-                            Some(f) => format!("{}() argument after *", f()),
-                            None => "Value after *".to_string(),
+                        let what = match star {
+                            Star::Call(f) if es.len() == 1 => format!("{}() argument after *", f()),
+                            Star::Set => {
+                                return Err(type_err(format!(
+                                    "'{}' object is not iterable",
+                                    v.type_name()
+                                )))
+                            }
+                            _ => "Value after *".to_string(),
                         };
-                        return Err(at(
-                            type_err(format!("{what} must be an iterable, not {}", v.type_name())),
-                            x.pos,
-                        ));
+                        // LIST_EXTEND / CALL_FUNCTION_EX: located at the
+                        // display or call, not at the starred value.
+                        return Err(type_err(format!(
+                            "{what} must be an iterable, not {}",
+                            v.type_name()
+                        )));
                     }
                     let items = self.collect(&v)?;
                     out.extend(items);
@@ -636,7 +668,7 @@ impl<'a> Interp<'a> {
                 }
             }
         } else {
-            pos.extend(self.elts_in(&a.pos, Some(callee))?);
+            pos.extend(self.elts_in(&a.pos, Star::Call(callee))?);
         }
         let mut kw = Vec::with_capacity(a.kw.len());
         for (name, e) in &a.kw {
@@ -645,7 +677,8 @@ impl<'a> Interp<'a> {
                 Some(n) => {
                     if kw.iter().any(|(k, _): &(Rc<str>, Value)| k == n) {
                         return Err(type_err(format!(
-                            "got multiple values for keyword argument '{n}'"
+                            "{}() got multiple values for keyword argument '{n}'",
+                            callee()
                         )));
                     }
                     kw.push((n.clone(), v))
@@ -657,7 +690,8 @@ impl<'a> Interp<'a> {
                                 Value::Str(s) => {
                                     if kw.iter().any(|(k, _)| **k == *s.as_str()) {
                                         return Err(type_err(format!(
-                                            "got multiple values for keyword argument '{}'",
+                                            "{}() got multiple values for keyword argument '{}'",
+                                            callee(),
                                             s.as_str()
                                         )));
                                     }
@@ -669,7 +703,8 @@ impl<'a> Interp<'a> {
                     }
                     _ => {
                         return Err(type_err(format!(
-                            "argument after ** must be a mapping, not {}",
+                            "{}() argument after ** must be a mapping, not {}",
+                            callee(),
                             v.type_name()
                         )))
                     }
@@ -1339,6 +1374,32 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// `a - b` where either side is a dict view: as CPython's
+    /// `dictviews_sub`, when either side is a keys or items view the result
+    /// is `set(a)` with every item of the iterable `b` discarded (so
+    /// `d.keys() - ["a"]` and `[1, 2] - d.keys()` work); otherwise (values
+    /// views only) the usual unsupported-operand TypeError.
+    ///
+    /// # Errors
+    /// TypeError for non-iterables, unhashable items; limits.
+    fn view_sub(&mut self, a: &Value, b: &Value) -> R<Value> {
+        let keyish = |v: &Value| matches!(v.as_view(), Some((_, ViewKind::Keys | ViewKind::Items)));
+        if !keyish(a) && !keyish(b) {
+            return binop(BinOp::Sub, a, b);
+        }
+        let mut d = Dict::new();
+        for x in self.collect(a)? {
+            tick(1)?;
+            d.insert(x, Value::None)?;
+        }
+        let mut it = self.iterate(b)?;
+        while let Some(x) = self.next(&mut it)? {
+            tick(1)?;
+            d.remove(&x)?;
+        }
+        Ok(Value::set(d))
+    }
+
     /// [`Interp::collect`] of a generator: the same steps, fuel, memory
     /// checks, depth and final state as pulling its items one by one
     /// through the shared iterator (two levels entered per item, one tick
@@ -1440,9 +1501,9 @@ impl<'a> Interp<'a> {
 
     fn comprehension(&mut self, c: &Rc<Comp>) -> R<Value> {
         let first_v = self.eval(&c.gens[0].iter)?;
-        let first = self
-            .iterate(&first_v)
-            .map_err(|e| at(e, c.gens[0].iter.pos))?;
+        // Iteration errors (and SET_ADD/MAP_ADD's) are located at the
+        // comprehension, unpacking errors at the target, as in CPython.
+        let first = self.iterate(&first_v).map_err(|e| at(e, c.pos))?;
         drop(first_v);
         if c.kind == CompKind::Gen {
             let g = GenState {
@@ -1497,7 +1558,7 @@ impl<'a> Interp<'a> {
                 let mut d = Dict::new();
                 let r = self.comp_loop(c, 0, first, &mut |me, c| {
                     let v = me.eval(&c.elt)?;
-                    d.insert(v, Value::None).map_err(|e| at(e, c.elt.pos))?;
+                    d.insert(v, Value::None).map_err(|e| at(e, c.pos))?;
                     Ok(())
                 });
                 r.map(|_| Value::set(d))
@@ -1510,7 +1571,7 @@ impl<'a> Interp<'a> {
                         Some(ve) => me.eval(ve)?,
                         None => Value::None,
                     };
-                    d.insert(k, v).map_err(|e| at(e, c.elt.pos))?;
+                    d.insert(k, v).map_err(|e| at(e, c.pos))?;
                     Ok(())
                 });
                 r.map(|_| Value::dict(d))
@@ -1526,9 +1587,9 @@ impl<'a> Interp<'a> {
 
     fn list_comp1(&mut self, c: &Comp, mut it: Iter, out: &mut Vec<Value>) -> R<()> {
         let g = &c.gens[0];
-        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, g.iter.pos))? {
+        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, c.pos))? {
             tick(1)?;
-            self.assign(&g.target, v)?;
+            self.assign(&g.target, v).map_err(|e| at(e, g.tpos))?;
             for cond in &g.ifs {
                 if !self.eval(cond)?.truthy() {
                     continue 'outer;
@@ -1551,9 +1612,9 @@ impl<'a> Interp<'a> {
         emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>,
     ) -> R<()> {
         let g = &c.gens[level];
-        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, g.iter.pos))? {
+        'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, c.pos))? {
             tick(1)?;
-            self.assign(&g.target, v)?;
+            self.assign(&g.target, v).map_err(|e| at(e, g.tpos))?;
             for cond in &g.ifs {
                 if !self.eval(cond)?.truthy() {
                     continue 'outer;
@@ -1561,9 +1622,7 @@ impl<'a> Interp<'a> {
             }
             if level + 1 < c.gens.len() {
                 let nv = self.eval(&c.gens[level + 1].iter)?;
-                let nit = self
-                    .iterate(&nv)
-                    .map_err(|e| at(e, c.gens[level + 1].iter.pos))?;
+                let nit = self.iterate(&nv).map_err(|e| at(e, c.pos))?;
                 self.comp_loop(c, level + 1, nit, emit)?;
             } else {
                 emit(self, c)?;
@@ -1604,14 +1663,14 @@ impl<'a> Interp<'a> {
                 let Some(it) = g.iters.last_mut() else {
                     return Ok(None);
                 };
-                self.next_fast(it).map_err(|e| at(e, gen.iter.pos))?
+                self.next_fast(it).map_err(|e| at(e, c.pos))?
             };
             let Some(v) = next else {
                 g.iters.pop();
                 continue;
             };
             tick(1)?;
-            self.assign(&gen.target, v)?;
+            self.assign(&gen.target, v).map_err(|e| at(e, gen.tpos))?;
             for cond in &gen.ifs {
                 if !self.eval(cond)?.truthy() {
                     continue 'outer;
@@ -1619,9 +1678,7 @@ impl<'a> Interp<'a> {
             }
             if lvl + 1 < c.gens.len() {
                 let nv = self.eval(&c.gens[lvl + 1].iter)?;
-                let nit = self
-                    .iterate(&nv)
-                    .map_err(|e| at(e, c.gens[lvl + 1].iter.pos))?;
+                let nit = self.iterate(&nv).map_err(|e| at(e, c.pos))?;
                 g.iters.push(nit);
                 continue;
             }

@@ -135,7 +135,7 @@ fn run_inner(
     limits: &Limits,
     initial: Option<Vec<(String, Data)>>,
 ) -> (RunResult, Globals) {
-    let code = match compile::compile(&program.body, is_tool) {
+    let code = match compile::compile(&program.body, &program.source, is_tool) {
         Ok(c) => c,
         Err(e) => return (fail(program, &e, 0), Globals::default()),
     };

@@ -1,0 +1,2 @@
+opts = ["sep", ","]
+words = sorted(["b", "a"], **opts)

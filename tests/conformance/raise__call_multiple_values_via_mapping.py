@@ -1,0 +1,2 @@
+opts = {"sep": ","}
+print("a", "b", sep=";", **opts)

@@ -1,0 +1,2 @@
+extra = None
+print("a", *extra)

@@ -1,0 +1,5 @@
+config = {"paths": None}
+for p in (
+    config["paths"]
+):
+    print(p)

@@ -1,0 +1,3 @@
+data = {"n": 3}
+total = sum(
+    v for v in data["n"])

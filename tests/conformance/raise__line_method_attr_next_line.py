@@ -1,0 +1,3 @@
+text = "x=1\ny=2"
+rows = text.split(
+    "\n").index("z=3")
