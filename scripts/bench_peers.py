@@ -349,6 +349,12 @@ def section_toolcall():
         else:
             rows.append([PEER_LABEL[p], fmt_us(v), ratio(l, v)])
     print(table(["system", "per call (median)", "lackpy÷peer"], rows))
+    w = lk.get("tool_work_us")
+    if l is not None and w is not None:
+        print(f"\nOf lackpy's {fmt_us(l)}, {fmt_us(w)} is `read_file`'s own work in the supervisor "
+              f"(openat2, fstat, read, close — the same call made in-process in this run); the "
+              f"crossing itself (encode, send, wake, dispatch, authorize, trace, reply) is "
+              f"{fmt_us(max(l - w, 0.0))}.")
     print("\nMonty's external call crosses its process boundary (worker → host Python); the original "
           "lackpy and smolagents call a Python function in the same process.")
 

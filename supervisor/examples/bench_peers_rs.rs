@@ -10,7 +10,8 @@
 //!
 //! stdin: `{"name": "program source", ...}`. stdout:
 //! `{"warm": {name: {"value": .., "ok": .., "samples_us": [..]}},
-//!   "toolcall_us": .., "rss_kib": {"jailed": .., "reaper": ..}}`.
+//!   "toolcall_us": .., "tool_work_us": .., "rss_kib": {"jailed": .., "reaper": ..}}`
+//! (`tool_work_us`: the same `read_file` called in-process, no crossing).
 
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::wire::Limits;
@@ -117,6 +118,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let per = median(&mut x).saturating_sub(median(&mut y)).as_secs_f64() * 1e6 / 500.0;
     drop(sup);
 
+    // What the tool itself costs (the same read_file, called in-process,
+    // median of 20 runs of 500): the rest of a round trip is the crossing.
+    let spec = lackpy_supervisor::tools::builtin_spec("read_file").ok_or("no read_file")?;
+    let fs_ws = lackpy_supervisor::tools::fs::Workspace::open(&ws)?;
+    let arg = vec![lackpy_policy::wire::Data::Str("t.txt".into())];
+    let mut z = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        for _ in 0..500 {
+            let _ = lackpy_supervisor::tools::call(&spec, &arg, &fs_ws);
+        }
+        z.push(t0.elapsed());
+    }
+    let tool_us = median(&mut z).as_secs_f64() * 1e6 / 500.0;
+
     // RSS of a Ready worker: the jailed pid 1 (and anything under it) plus its reaper.
     let mut rss = json!(null);
     let exe = ExeHandle::open(&bin)?;
@@ -157,7 +173,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!(
         "{}",
-        json!({"warm": warm, "toolcall_us": per, "rss_kib": rss, "forked_kib": forked})
+        json!({"warm": warm, "toolcall_us": per, "tool_work_us": tool_us, "rss_kib": rss, "forked_kib": forked})
     );
     Ok(())
 }
