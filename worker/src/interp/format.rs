@@ -476,11 +476,6 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         'd' | 'n' | 'b' | 'o' | 'x' | 'X' | 'c' => {}
         c => return Err(unknown(c, tyname)),
     }
-    if sp.precision.is_some() {
-        return Err(value_err(
-            "Precision not allowed in integer format specifier",
-        ));
-    }
     if let Some(g) = sp.grouping {
         let ok = match ty {
             'd' => true,
@@ -490,6 +485,16 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
         if !ok {
             return Err(value_err(format!("Cannot specify '{g}' with '{ty}'.")));
         }
+    }
+    if sp.precision.is_some() {
+        return Err(value_err(
+            "Precision not allowed in integer format specifier",
+        ));
+    }
+    if sp.z {
+        return Err(value_err(
+            "Negative zero coercion (z) not allowed in integer format specifier",
+        ));
     }
     if ty == 'c' {
         if sp.sign.is_some() {
@@ -764,6 +769,9 @@ pub fn format_str(s: &str, spec: &str) -> R<String> {
         None | Some('s') => {}
         Some(c) => return Err(unknown(c, "str")),
     }
+    if let Some(g) = sp.grouping {
+        return Err(value_err(format!("Cannot specify '{g}' with 's'.")));
+    }
     if let Some(sign) = sp.sign {
         return Err(value_err(if sign == ' ' {
             "Space not allowed in string format specifier"
@@ -771,13 +779,15 @@ pub fn format_str(s: &str, spec: &str) -> R<String> {
             "Sign not allowed in string format specifier"
         }));
     }
+    if sp.z {
+        return Err(value_err(
+            "Negative zero coercion (z) not allowed in string format specifier",
+        ));
+    }
     if sp.alt {
         return Err(value_err(
             "Alternate form (#) not allowed in string format specifier",
         ));
-    }
-    if let Some(g) = sp.grouping {
-        return Err(value_err(format!("Cannot specify '{g}' with 's'.")));
     }
     if sp.align == Some('=') {
         if sp.zero && spec.find('=').is_none() {

@@ -1,0 +1,2 @@
+label = "total"
+f"{label:+,}"
