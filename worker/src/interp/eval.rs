@@ -2039,6 +2039,17 @@ impl<'a> Interp<'a> {
                 seen.pop();
             }
             Value::Tuple(t) => {
+                if t.v.is_empty() {
+                    out.push_str("()");
+                    return Ok(());
+                }
+                // A tuple reached again through a list inside it: `(...)`.
+                let id = Rc::as_ptr(t) as usize;
+                if seen.contains(&id) {
+                    out.push_str("(...)");
+                    return Ok(());
+                }
+                seen.push(id);
                 out.push('(');
                 for (i, x) in t.v.iter().enumerate() {
                     if i > 0 {
@@ -2051,6 +2062,7 @@ impl<'a> Interp<'a> {
                     out.push(',');
                 }
                 out.push(')');
+                seen.pop();
             }
             Value::Dict(d) => {
                 let id = Rc::as_ptr(d) as usize;
@@ -2098,14 +2110,18 @@ impl<'a> Interp<'a> {
             }
             Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
                 let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
-                let id = Rc::as_ptr(d) as usize;
-                let name = match kind {
-                    ViewKind::Keys => "dict_keys",
-                    ViewKind::Values => "dict_values",
-                    ViewKind::Items => "dict_items",
+                // The view, not its dict, is what is being rendered (as in
+                // CPython, the dict inside renders in full once): its id is
+                // the dict's address plus 1..3, which no (8-aligned) `Rc`
+                // address equals.
+                let (name, tag) = match kind {
+                    ViewKind::Keys => ("dict_keys", 1),
+                    ViewKind::Values => ("dict_values", 2),
+                    ViewKind::Items => ("dict_items", 3),
                 };
+                let id = (Rc::as_ptr(d) as usize).wrapping_add(tag);
                 if seen.contains(&id) {
-                    out.push_str(&format!("{name}(...)"));
+                    out.push_str("...");
                     return Ok(());
                 }
                 seen.push(id);
