@@ -25,6 +25,92 @@ fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
     Ok(a.pos.remove(0))
 }
 
+/// `enumerate(iterable, start=0)`'s hand-written argument parsing in
+/// CPython 3.11 (`enumerate_vectorcall`), messages and order included.
+fn enumerate_args(a: CallArgs) -> R<(Value, Option<Value>)> {
+    let CallArgs { pos, kw } = a;
+    let (nargs, nkw) = (pos.len(), kw.len());
+    let names: Vec<Rc<str>> = kw.iter().map(|(k, _)| k.clone()).collect();
+    let check = |i: usize, want: &str| -> R<()> {
+        match names.get(i) {
+            Some(k) if &**k != want => Err(type_err(format!(
+                "'{k}' is an invalid keyword argument for enumerate()"
+            ))),
+            _ => Ok(()),
+        }
+    };
+    let mut vals = pos.into_iter().chain(kw.into_iter().map(|(_, v)| v));
+    match nargs + nkw {
+        2 => {
+            if nkw == 1 {
+                check(0, "start")?;
+            } else if nkw == 2 {
+                if names.first().is_some_and(|k| &**k == "start") {
+                    check(1, "iterable")?;
+                    let start = vals.next();
+                    return Ok((vals.next().unwrap_or(Value::None), start));
+                }
+                check(0, "iterable")?;
+                check(1, "start")?;
+            }
+            let it = vals.next().unwrap_or(Value::None);
+            Ok((it, vals.next()))
+        }
+        1 => {
+            if nkw == 1 {
+                check(0, "iterable")?;
+            }
+            Ok((vals.next().unwrap_or(Value::None), None))
+        }
+        _ if nargs == 0 => Err(type_err("enumerate() missing required argument 'iterable'")),
+        n => Err(type_err(format!(
+            "enumerate() takes at most 2 arguments ({n} given)"
+        ))),
+    }
+}
+
+/// `sort_by(items, key, reverse=False)` bound as the Python function it is
+/// specified as (keyword errors, then too many, then missing arguments).
+fn sort_by_args(mut a: CallArgs) -> R<(Value, Value, Option<Value>)> {
+    const NAMES: [&str; 3] = ["items", "key", "reverse"];
+    let nargs = a.pos.len();
+    let mut slots: [Option<Value>; 3] = [None, None, None];
+    for (i, v) in std::mem::take(&mut a.pos).into_iter().enumerate().take(3) {
+        slots[i] = Some(v);
+    }
+    for (k, v) in std::mem::take(&mut a.kw) {
+        let Some(i) = NAMES.iter().position(|n| **n == *k) else {
+            return Err(type_err(format!(
+                "sort_by() got an unexpected keyword argument '{k}'"
+            )));
+        };
+        if slots[i].is_some() {
+            return Err(type_err(format!(
+                "sort_by() got multiple values for argument '{k}'"
+            )));
+        }
+        slots[i] = Some(v);
+    }
+    if nargs > 3 {
+        return Err(type_err(format!(
+            "sort_by() takes from 2 to 3 positional arguments but {nargs} were given"
+        )));
+    }
+    let [items, key, rev] = slots;
+    match (items, key) {
+        (Some(i), Some(k)) => Ok((i, k, rev)),
+        (None, None) => Err(type_err(
+            "sort_by() missing 2 required positional arguments: 'items' and 'key'",
+        )),
+        (None, Some(_)) => Err(type_err(
+            "sort_by() missing 1 required positional argument: 'items'",
+        )),
+        (Some(_), None) => Err(type_err(
+            "sort_by() missing 1 required positional argument: 'key'",
+        )),
+    }
+}
+
 fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
     if a.pos.len() > max {
         return Err(type_err(format!(
@@ -400,14 +486,8 @@ impl<'a> Interp<'a> {
                 Ok(Value::Range(Rc::new(RangeV { start, stop, step })))
             }
             Builtin::Enumerate => {
-                let start = a.take_kw("start");
-                let it = a.take_kw("iterable");
-                a.no_more_kw("enumerate")?;
-                let mut p = a.pos.into_iter();
-                let it = p.next().or(it).ok_or_else(|| {
-                    type_err("enumerate() missing required argument 'iterable' (pos 1)")
-                })?;
-                let start = p.next().or(start).unwrap_or(Value::Int(0));
+                let (it, start) = enumerate_args(a)?;
+                let start = start.unwrap_or(Value::Int(0));
                 if !matches!(start, Value::Int(_) | Value::Big(_) | Value::Bool(_)) {
                     return Err(type_err(format!(
                         "'{}' object cannot be interpreted as an integer",
@@ -423,8 +503,13 @@ impl<'a> Interp<'a> {
                 self.iter_value(Iter::Enumerate(Box::new(inner), start))
             }
             Builtin::Zip => {
-                let strict = a.take_kw("strict").is_some_and(|v| v.truthy());
-                a.no_more_kw("zip")?;
+                let pos = std::mem::take(&mut a.pos);
+                let strict = a
+                    .clinic("zip", 0, &["strict"], 0, 0)?
+                    .pop()
+                    .flatten()
+                    .is_some_and(|v| v.truthy());
+                a.pos = pos;
                 let mut its = Vec::with_capacity(a.pos.len());
                 for (i, v) in a.pos.iter().enumerate() {
                     if !self.is_iterable(v) {
@@ -439,16 +524,20 @@ impl<'a> Interp<'a> {
                 self.iter_value(Iter::Zip(its, strict))
             }
             Builtin::Sorted => {
-                let key = a.take_kw("key");
-                let rev = a.take_kw("reverse");
-                a.no_more_kw("sort")?;
+                // As CPython: the positional count, then `list(iterable)`,
+                // then `list.sort`'s own keyword checks.
                 if a.pos.len() != 1 {
                     return Err(type_err(format!(
                         "sorted expected 1 argument, got {}",
                         a.pos.len()
                     )));
                 }
-                let items = self.collect(&a.pos[0])?;
+                let src = a.pos.remove(0);
+                let items = self.collect(&src)?;
+                drop(src);
+                let mut kw = a.clinic("sort", 0, &["key", "reverse"], 0, 0)?.into_iter();
+                let key = kw.next().flatten();
+                let rev = kw.next().flatten();
                 let reverse = super::methods::reverse_flag(rev.as_ref())?;
                 match self.sort_values(items, key.as_ref(), reverse) {
                     Ok(v) => Ok(Value::list(v)),
@@ -456,7 +545,14 @@ impl<'a> Interp<'a> {
                 }
             }
             Builtin::Reversed => {
-                let v = exactly_one(&mut a, "reversed")?;
+                a.no_kw("reversed")?;
+                if a.pos.len() != 1 {
+                    return Err(type_err(format!(
+                        "reversed expected 1 argument, got {}",
+                        a.pos.len()
+                    )));
+                }
+                let v = a.pos.remove(0);
                 let n = match &v {
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
@@ -502,15 +598,9 @@ impl<'a> Interp<'a> {
             }
             Builtin::Min | Builtin::Max => self.min_max(b, a),
             Builtin::Sum => {
-                let start = a.take_kw("start");
-                a.no_more_kw("sum")?;
-                if a.pos.is_empty() {
-                    return Err(type_err(
-                        "sum() takes at least 1 positional argument (0 given)",
-                    ));
-                }
-                at_most(&a, "sum", 2)?;
-                let start = a.pos.get(1).cloned().or(start).unwrap_or(Value::Int(0));
+                let mut p = a.clinic("sum", 1, &["start"], 1, 2)?.into_iter();
+                let src = p.next().flatten().unwrap_or(Value::None);
+                let start = p.next().flatten().unwrap_or(Value::Int(0));
                 match &start {
                     Value::Str(_) => {
                         return Err(type_err(
@@ -521,7 +611,7 @@ impl<'a> Interp<'a> {
                     _ => {}
                 }
                 let mut acc = start;
-                let mut it = self.iterate(&a.pos[0])?;
+                let mut it = self.iterate(&src)?;
                 while let Some(x) = self.next(&mut it)? {
                     tick(1)?;
                     acc = match (&acc, &x) {
@@ -566,15 +656,11 @@ impl<'a> Interp<'a> {
                 })
             }
             Builtin::Round => {
-                let nd = a.take_kw("ndigits");
-                let num = a.take_kw("number");
-                a.no_more_kw("round")?;
-                at_most(&a, "round", 2)?;
-                let mut p = a.pos.into_iter();
-                let x = p.next().or(num).ok_or_else(|| {
-                    type_err("round() missing required argument 'number' (pos 1)")
-                })?;
-                let nd = p.next().or(nd).filter(|v| !matches!(v, Value::None));
+                let mut p = a
+                    .clinic("round", 0, &["number", "ndigits"], 1, 2)?
+                    .into_iter();
+                let x = p.next().flatten().unwrap_or(Value::None);
+                let nd = p.next().flatten().filter(|v| !matches!(v, Value::None));
                 let nd = match nd {
                     Some(v) => Some(match &v {
                         Value::Int(i) => *i,
@@ -630,15 +716,35 @@ impl<'a> Interp<'a> {
                 }
             }
             Builtin::Str => {
-                if let Some(o) = a.take_kw("object") {
-                    a.pos.insert(0, o);
+                let mut p = a
+                    .clinic("str", 0, &["object", "encoding", "errors"], 0, 3)?
+                    .into_iter();
+                let obj = p.next().flatten();
+                let (enc, errs) = (p.next().flatten(), p.next().flatten());
+                if enc.is_some() || errs.is_some() {
+                    // str(x, encoding, errors) decodes bytes, which lackpy
+                    // does not have: CPython's conversion errors.
+                    for (what, v) in [("encoding", &enc), ("errors", &errs)] {
+                        if let Some(v) = v.as_ref().filter(|v| !matches!(v, Value::Str(_))) {
+                            return Err(type_err(format!(
+                                "str() argument '{what}' must be str, not {}",
+                                v.type_name()
+                            )));
+                        }
+                    }
+                    return match obj {
+                        None => Ok(Value::str("")),
+                        Some(Value::Str(_)) => Err(type_err("decoding str is not supported")),
+                        Some(v) => Err(type_err(format!(
+                            "decoding to str: need a bytes-like object, {} found",
+                            v.type_name()
+                        ))),
+                    };
                 }
-                a.no_more_kw("str")?;
-                at_most(&a, "str", 1)?;
-                match a.pos.first() {
+                match obj {
                     None => Ok(Value::str("")),
-                    Some(v @ Value::Str(_)) => Ok(v.clone()),
-                    Some(v) => Ok(Value::str(self.to_str(v)?)),
+                    Some(v @ Value::Str(_)) => Ok(v),
+                    Some(v) => Ok(Value::str(self.to_str(&v)?)),
                 }
             }
             Builtin::Repr => {
@@ -646,12 +752,9 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(self.repr(&v)?))
             }
             Builtin::Int => {
-                let base_kw = a.take_kw("base");
-                a.no_more_kw("int")?;
-                at_most(&a, "int", 2)?;
-                let mut p = a.pos.into_iter();
-                let x = p.next();
-                let base = p.next().or(base_kw);
+                let mut p = a.clinic("int", 1, &["base"], 0, 2)?.into_iter();
+                let x = p.next().flatten();
+                let base = p.next().flatten();
                 match (x, base) {
                     (None, None) => Ok(Value::Int(0)),
                     (None, Some(_)) => Err(type_err("int() missing string argument")),
@@ -768,10 +871,13 @@ impl<'a> Interp<'a> {
                 Ok(Value::Bool(r))
             }
             Builtin::Print => {
-                let sep = a.take_kw("sep");
-                let end = a.take_kw("end");
-                let _ = a.take_kw("flush");
-                a.no_more_kw("print")?;
+                let args = std::mem::take(&mut a.pos);
+                let mut kw = a
+                    .clinic("print", 0, &["sep", "end", "file", "flush"], 0, 0)?
+                    .into_iter();
+                let (sep, end) = (kw.next().flatten(), kw.next().flatten());
+                let file = kw.next().flatten().filter(|f| !matches!(f, Value::None));
+                a.pos = args;
                 let get = |v: Option<Value>, d: &str, what: &str| -> R<String> {
                     match v {
                         None | Some(Value::None) => Ok(d.to_string()),
@@ -784,6 +890,13 @@ impl<'a> Interp<'a> {
                 };
                 let sep = get(sep, " ", "sep")?;
                 let end = get(end, "\n", "end")?;
+                if let Some(f) = file {
+                    // Nothing a program holds has a `write` method.
+                    return Err(Exc::py(
+                        "AttributeError",
+                        format!("'{}' object has no attribute 'write'", f.type_name()),
+                    ));
+                }
                 let mut text = String::new();
                 for (i, v) in a.pos.iter().enumerate() {
                     if i > 0 {
@@ -799,17 +912,11 @@ impl<'a> Interp<'a> {
                 Ok(Value::None)
             }
             Builtin::SortBy => {
-                let rev = a.take_kw("reverse");
-                a.no_more_kw("sort_by")?;
-                if a.pos.len() < 2 || a.pos.len() > 3 {
-                    return Err(type_err(format!(
-                        "sort_by() takes 2 or 3 arguments ({} given)",
-                        a.pos.len()
-                    )));
-                }
-                let reverse = a.pos.get(2).cloned().or(rev).is_some_and(|v| v.truthy());
-                let items = self.collect(&a.pos[0])?;
-                let field = a.pos[1].clone();
+                let (items, field, rev) = sort_by_args(a)?;
+                let items = self.collect(&items)?;
+                // `sorted(items, key=..., reverse=reverse)`: the flag is
+                // converted before any key is computed.
+                let reverse = super::methods::reverse_flag(rev.as_ref())?;
                 let mut keys = Vec::with_capacity(items.len());
                 for it in &items {
                     tick(1)?;
@@ -863,14 +970,16 @@ impl<'a> Interp<'a> {
 
     fn min_max(&mut self, b: Builtin, mut a: CallArgs) -> R<Value> {
         let name = b.name();
-        let key = a.take_kw("key").filter(|k| !matches!(k, Value::None));
-        let default = a.take_kw("default");
-        a.no_more_kw(name)?;
         if a.pos.is_empty() {
             return Err(type_err(format!(
                 "{name} expected at least 1 argument, got 0"
             )));
         }
+        let pos = std::mem::take(&mut a.pos);
+        let mut kw = a.clinic(name, 0, &["key", "default"], 0, 0)?.into_iter();
+        a.pos = pos;
+        let key = kw.next().flatten().filter(|k| !matches!(k, Value::None));
+        let default = kw.next().flatten();
         let items = if a.pos.len() == 1 {
             self.collect(&a.pos[0])?
         } else {

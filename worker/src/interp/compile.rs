@@ -640,7 +640,7 @@ impl<'a> Cx<'a> {
         }))
     }
 
-    fn args(&mut self, c: &ast::ExprCall, allow_key_funcs: bool) -> R<Args> {
+    fn args(&mut self, c: &ast::ExprCall) -> R<Args> {
         let mut pos = self.elts(&c.args)?;
         // `f(x for x in xs)`: CPython's generator expression starts at the
         // call's `(` (where its iteration errors are located).
@@ -663,7 +663,7 @@ impl<'a> Cx<'a> {
         for k in &c.keywords {
             let name = k.arg.as_ref().map(|a| Rc::from(a.as_str()));
             let is_key = name.as_deref() == Some("key");
-            let v = if is_key && allow_key_funcs {
+            let v = if is_key {
                 self.key_func(&k.value)?
             } else {
                 self.expr(&k.value)?
@@ -766,13 +766,14 @@ impl<'a> Cx<'a> {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
                 if (self.tools)(name) {
-                    EK::Tool(Rc::from(name), Box::new(self.args(c, false)?))
+                    // A `key=` function given to a tool is refused when the
+                    // call converts its arguments to plain data.
+                    EK::Tool(Rc::from(name), Box::new(self.args(c)?))
                 } else if let Some(b) = Builtin::from_name(name) {
-                    let key_ok = matches!(
-                        b,
-                        Builtin::Sorted | Builtin::Min | Builtin::Max | Builtin::SortBy
-                    );
-                    let mut args = self.args(c, key_ok)?;
+                    // `key=` is compiled as a function for every callee
+                    // (the validator allows it anywhere): those without a
+                    // `key` parameter then raise CPython's TypeError.
+                    let mut args = self.args(c)?;
                     if b == Builtin::Isinstance && c.args.len() == 2 {
                         if let Some(t) = self.type_expr(&c.args[1])? {
                             args.pos[1] = Elt::One(t);
@@ -794,10 +795,7 @@ impl<'a> Cx<'a> {
                     pos = self.attr_pos(pos, a);
                 }
                 match M::from_name(a.attr.as_str()) {
-                    Some(m) => {
-                        let key_ok = m == M::Sort;
-                        EK::Method(recv, m, Box::new(self.args(c, key_ok)?))
-                    }
+                    Some(m) => EK::Method(recv, m, Box::new(self.args(c)?)),
                     None => {
                         // Not allowlisted: evaluating it raises AttributeError.
                         EK::Attr(recv, Rc::from(a.attr.as_str()))

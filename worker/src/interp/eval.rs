@@ -57,6 +57,102 @@ impl CallArgs {
         let i = self.kw.iter().position(|(k, _)| &**k == name)?;
         Some(self.kw.remove(i).1)
     }
+    /// Unpack the arguments of a function CPython 3.11 parses with Argument
+    /// Clinic (`_PyArg_UnpackKeywords`), with its checks, messages and
+    /// order: the first `posonly` parameters are positional-only, `names`
+    /// follow (positional-or-keyword up to `maxpos`, keyword-only after),
+    /// the first `minpos` are required. Returns one slot per parameter.
+    ///
+    /// # Errors
+    /// CPython's TypeErrors for too many, missing, duplicated or unknown
+    /// arguments.
+    pub fn clinic(
+        &mut self,
+        fname: &str,
+        posonly: usize,
+        names: &[&str],
+        minpos: usize,
+        maxpos: usize,
+    ) -> R<Vec<Option<Value>>> {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let nargs = self.pos.len();
+        let total = nargs + self.kw.len();
+        let maxargs = posonly + names.len();
+        if total > maxargs {
+            return Err(type_err(format!(
+                "{fname}() takes at most {maxargs} {}argument{} ({total} given)",
+                if nargs == 0 { "keyword " } else { "" },
+                plural(maxargs)
+            )));
+        }
+        if nargs > maxpos {
+            if maxpos == 0 {
+                return Err(type_err(format!("{fname}() takes no positional arguments")));
+            }
+            return Err(type_err(format!(
+                "{fname}() takes {} {maxpos} positional argument{} ({nargs} given)",
+                if minpos < maxpos {
+                    "at most"
+                } else {
+                    "exactly"
+                },
+                plural(maxpos)
+            )));
+        }
+        let minposonly = posonly.min(minpos);
+        if nargs < minposonly {
+            return Err(type_err(format!(
+                "{fname}() takes {} {minposonly} positional argument{} ({nargs} given)",
+                if minposonly < maxpos {
+                    "at least"
+                } else {
+                    "exactly"
+                },
+                plural(minposonly)
+            )));
+        }
+        let mut out: Vec<Option<Value>> = std::mem::take(&mut self.pos)
+            .into_iter()
+            .map(Some)
+            .collect();
+        for i in out.len()..posonly {
+            if i < minpos {
+                return Err(type_err(format!(
+                    "{fname}() missing required argument (pos {})",
+                    i + 1
+                )));
+            }
+            out.push(None);
+        }
+        for (j, name) in names.iter().enumerate() {
+            let i = posonly + j;
+            if i < out.len() {
+                continue;
+            }
+            let v = self.take_kw(name);
+            if v.is_none() && i < minpos {
+                return Err(type_err(format!(
+                    "{fname}() missing required argument '{name}' (pos {})",
+                    i + 1
+                )));
+            }
+            out.push(v);
+        }
+        if let Some((k, _)) = self.kw.first() {
+            let given = names
+                .iter()
+                .take(nargs.saturating_sub(posonly))
+                .position(|n| **n == **k);
+            if let Some(j) = given {
+                return Err(type_err(format!(
+                    "argument for {fname}() given by name ('{k}') and position ({})",
+                    posonly + j + 1
+                )));
+            }
+        }
+        self.no_more_kw(fname)?;
+        Ok(out)
+    }
     /// Refuse any keyword left over.
     ///
     /// # Errors

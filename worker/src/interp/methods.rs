@@ -212,51 +212,6 @@ fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
     )))
 }
 
-/// Arguments of an Argument Clinic method whose parameters (`names`, none
-/// required) may be passed by keyword, the first `maxpos` also by position:
-/// CPython 3.11's `_PyArg_UnpackKeywords` checks and messages, in its order.
-/// Returns one slot per name.
-fn clinic_args(
-    a: &mut CallArgs,
-    fname: &str,
-    names: &[&str],
-    maxpos: usize,
-) -> R<Vec<Option<Value>>> {
-    let npos = a.pos.len();
-    let total = npos + a.kw.len();
-    let maxargs = names.len();
-    if total > maxargs {
-        return Err(type_err(format!(
-            "{fname}() takes at most {maxargs} {}argument{} ({total} given)",
-            if npos == 0 { "keyword " } else { "" },
-            if maxargs == 1 { "" } else { "s" }
-        )));
-    }
-    if npos > maxpos {
-        if maxpos == 0 {
-            return Err(type_err(format!("{fname}() takes no positional arguments")));
-        }
-        return Err(type_err(format!(
-            "{fname}() takes at most {maxpos} positional argument{} ({npos} given)",
-            if maxpos == 1 { "" } else { "s" }
-        )));
-    }
-    let mut out: Vec<Option<Value>> = std::mem::take(&mut a.pos).into_iter().map(Some).collect();
-    for name in &names[npos..] {
-        out.push(a.take_kw(name));
-    }
-    if let Some((k, _)) = a.kw.first() {
-        if let Some(i) = names[..npos].iter().position(|n| **n == **k) {
-            return Err(type_err(format!(
-                "argument for {fname}() given by name ('{k}') and position ({})",
-                i + 1
-            )));
-        }
-    }
-    a.no_more_kw(fname)?;
-    Ok(out)
-}
-
 fn as_index(v: &Value) -> R<i64> {
     if let Value::Big(_) = v {
         return Err(Exc::py(
@@ -810,7 +765,9 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(r))
             }
             M::Split | M::Rsplit => {
-                let mut it = clinic_args(&mut a, m.name(), &["sep", "maxsplit"], 2)?.into_iter();
+                let mut it = a
+                    .clinic(m.name(), 0, &["sep", "maxsplit"], 0, 2)?
+                    .into_iter();
                 let sep = it.next().flatten().unwrap_or(Value::None);
                 let maxsplit = match it.next().flatten() {
                     Some(v) => as_index(&v)?,
@@ -861,7 +818,8 @@ impl<'a> Interp<'a> {
                 new_strs(parts)
             }
             M::Splitlines => {
-                let keep = clinic_args(&mut a, "splitlines", &["keepends"], 1)?
+                let keep = a
+                    .clinic("splitlines", 0, &["keepends"], 0, 1)?
                     .pop()
                     .flatten()
                     .is_some_and(|v| v.truthy());
@@ -1138,7 +1096,8 @@ impl<'a> Interp<'a> {
                 Ok(Value::str(format!("{sign}{}{rest}", "0".repeat(n))))
             }
             M::Expandtabs => {
-                let tabsize = match clinic_args(&mut a, "expandtabs", &["tabsize"], 1)?
+                let tabsize = match a
+                    .clinic("expandtabs", 0, &["tabsize"], 0, 1)?
                     .pop()
                     .flatten()
                 {
@@ -1348,7 +1307,7 @@ impl<'a> Interp<'a> {
                 Ok(Value::None)
             }
             M::Sort => {
-                let mut it = clinic_args(&mut a, "sort", &["key", "reverse"], 0)?.into_iter();
+                let mut it = a.clinic("sort", 0, &["key", "reverse"], 0, 0)?.into_iter();
                 let key = it.next().flatten();
                 let rev = it.next().flatten();
                 let reverse = reverse_flag(rev.as_ref())?;

@@ -1,0 +1,1 @@
+pairs = list(enumerate(start=1))

@@ -1,0 +1,1 @@
+best = max(key=len)

@@ -1,0 +1,2 @@
+rows = [3, 1]
+out = sorted(rows, reversed=True)

@@ -1,0 +1,1 @@
+z = zip([1], strict=True, fill=None)

@@ -1,0 +1,2 @@
+print("start")
+print("x", file=1)
