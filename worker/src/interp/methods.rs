@@ -455,6 +455,9 @@ fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(u
     }
     let (a, b, _) = slice_adjust(start, end, &Value::None, s.nchars)?;
     // find() with start > len returns -1 even for an empty needle.
+    if matches!(start, Value::Big(b) if b.sign() == num_bigint::Sign::Plus) {
+        return Ok(None);
+    }
     if let Some(st) = as_i64(start) {
         let st = if st < 0 {
             (st + s.nchars as i64).max(0)

@@ -453,15 +453,13 @@ pub fn repeat_count(v: &Value) -> R<Option<usize>> {
     Ok(match v {
         Value::Int(i) => Some((*i).max(0) as usize),
         Value::Bool(b) => Some(*b as usize),
-        Value::Big(b) => {
-            if b.is_negative() {
-                Some(0)
-            } else {
-                return Err(Exc::py(
-                    "OverflowError",
-                    "cannot fit 'int' into an index-sized integer",
-                ));
-            }
+        // Beyond the index range either way, as CPython (`[0] * -10**20`
+        // is an OverflowError too, not `[]`).
+        Value::Big(_) => {
+            return Err(Exc::py(
+                "OverflowError",
+                "cannot fit 'int' into an index-sized integer",
+            ));
         }
         _ => None,
     })
