@@ -558,34 +558,13 @@ impl<'a> Interp<'a> {
                     Value::Tuple(t) => t.v.len(),
                     Value::Str(s) => s.nchars,
                     Value::Range(r) => r.len(),
-                    Value::Dict(d) | Value::Keys(d) => {
-                        let mut keys: Vec<Value> = d.d.borrow().keys().cloned().collect();
-                        keys.reverse();
-                        let t = Value::tuple(keys);
-                        let it = self.iterate(&t)?;
-                        return self.iter_value(it);
-                    }
-                    Value::Values(d) | Value::Items(d) => {
-                        let kind = if matches!(v, Value::Values(_)) {
-                            ViewKind::Values
-                        } else {
-                            ViewKind::Items
+                    Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
+                        let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
+                        let (raw, size) = {
+                            let dd = d.d.borrow();
+                            (dd.raw_len(), dd.len())
                         };
-                        let mut vals: Vec<Value> =
-                            d.d.borrow()
-                                .iter()
-                                .map(|(k, x)| {
-                                    if kind == ViewKind::Values {
-                                        x.clone()
-                                    } else {
-                                        Value::tuple(vec![k.clone(), x.clone()])
-                                    }
-                                })
-                                .collect();
-                        vals.reverse();
-                        let t = Value::tuple(vals);
-                        let it = self.iterate(&t)?;
-                        return self.iter_value(it);
+                        return self.iter_value(Iter::RevDict(d.clone(), raw, size, kind));
                     }
                     _ => {
                         return Err(type_err(format!(

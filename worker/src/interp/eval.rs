@@ -1344,6 +1344,27 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Some(v))
             }
+            Iter::RevDict(d, pos, size, kind) => {
+                let dd = d.d.borrow();
+                if dd.len() != *size {
+                    *size = usize::MAX;
+                    return Err(Exc::py(
+                        "RuntimeError",
+                        "dictionary changed size during iteration",
+                    ));
+                }
+                while *pos > 0 {
+                    *pos -= 1;
+                    if let Some((k, v)) = dd.raw_get(*pos) {
+                        return Ok(Some(match kind {
+                            ViewKind::Keys => k.clone(),
+                            ViewKind::Values => v.clone(),
+                            ViewKind::Items => Value::tuple(vec![k.clone(), v.clone()]),
+                        }));
+                    }
+                }
+                Ok(None)
+            }
             Iter::Enumerate(inner, n) => {
                 self.enter()?;
                 let r = self.next(inner);

@@ -45,6 +45,9 @@ pub enum Iter {
     Set(Rc<SetObj>, usize, usize),
     /// `reversed(seq)`: next index to yield is `i - 1`.
     Rev(Value, usize),
+    /// `reversed(dict or view)`: over the live dict from the end (raw entry
+    /// position to look at next is `pos - 1`, size at start).
+    RevDict(Rc<DictObj>, usize, usize, ViewKind),
     /// `enumerate`.
     Enumerate(Box<Iter>, Value),
     /// `zip`.
@@ -69,7 +72,12 @@ impl Iter {
             Iter::Dict(_, _, _, ViewKind::Values, _) => "dict_valueiterator",
             Iter::Dict(_, _, _, ViewKind::Items, _) => "dict_itemiterator",
             Iter::Set(..) => "set_iterator",
-            Iter::Rev(..) => "list_reverseiterator",
+            Iter::Rev(Value::List(_), _) => "list_reverseiterator",
+            Iter::Rev(Value::Range(_), _) => "range_iterator",
+            Iter::Rev(..) => "reversed",
+            Iter::RevDict(_, _, _, ViewKind::Keys) => "dict_reversekeyiterator",
+            Iter::RevDict(_, _, _, ViewKind::Values) => "dict_reversevalueiterator",
+            Iter::RevDict(_, _, _, ViewKind::Items) => "dict_reverseitemiterator",
             Iter::Enumerate(..) => "enumerate",
             Iter::Zip(..) => "zip",
             Iter::Shared(s) => match s.try_borrow() {
