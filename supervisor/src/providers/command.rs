@@ -32,9 +32,9 @@
 //!
 //! The jail, set up between `fork` and `exec` (only raw, async-signal-safe
 //! syscalls there; everything that allocates is prepared before the fork):
-//! 1. its own process group (a timeout kills everything it forked);
+//! 1. its own process group (a timeout kills everything in it);
 //! 2. new user (uid/gid mapped to the caller's), network (no interfaces:
-//!    no network at all), IPC, UTS and cgroup namespaces;
+//!    no network at all), IPC, UTS, cgroup and pid (step 7) namespaces;
 //! 3. rlimits: no core dumps, CPU seconds = timeout + 1, address space
 //!    `memory_mb`, 256 open files, file size 0 unless writable (64 MiB then),
 //!    `max_procs` processes (default 64, counted in its user namespace;
@@ -49,7 +49,10 @@
 //!    `effects_ceiling >= 2` *and* `writable = true`; nothing else (no /tmp,
 //!    no home, no /proc);
 //! 6. every inherited descriptor above 2 marked close-on-exec;
-//!    cwd = the workspace, environment cleared.
+//!    cwd = the workspace, environment cleared;
+//! 7. a new pid namespace with the command as its pid 1 (a parent outside
+//!    relays its exit status): when the command ends or is killed, so is
+//!    everything it started, even a process that left the group (`setsid`).
 //!
 //! A failure to set up any step fails the call (`ToolFailed`, naming it);
 //! there is no unjailed fallback.
@@ -398,7 +401,8 @@ fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
         }
     };
     // Step 2: namespaces. Why: no network, no SysV IPC shared with the host,
-    // and a user namespace so the other namespaces need no privilege.
+    // a pid namespace whose pid 1 is the command (step 7), and a user
+    // namespace so the other namespaces need no privilege.
     // SAFETY: unshare with constant flags in the single-threaded child.
     check(libc::c_long::from(unsafe {
         libc::unshare(
@@ -406,7 +410,8 @@ fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
                 | libc::CLONE_NEWNET
                 | libc::CLONE_NEWIPC
                 | libc::CLONE_NEWUTS
-                | libc::CLONE_NEWCGROUP,
+                | libc::CLONE_NEWCGROUP
+                | libc::CLONE_NEWPID,
         )
     }))?;
     // Map our uid/gid so files the command creates (when writable) are ours.
@@ -458,7 +463,61 @@ fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
             libc::CLOSE_RANGE_CLOEXEC,
         )
     })?;
-    Ok(())
+    // Step 7: the command runs as pid 1 of the new pid namespace, so when
+    // it ends (or is killed at the timeout) every process it started dies
+    // with it — also one that left the process group with setsid(). This
+    // process stays outside as its parent: it closes every descriptor (the
+    // pipes then reach EOF when the command's side closes them), waits,
+    // and ends the way the command ended.
+    // SAFETY: a raw fork-style clone in the single-threaded child; no
+    // memory is shared with the new process.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // The command-to-be. It dies if its parent outside is killed.
+        // SAFETY: prctl with constant integer arguments.
+        check(libc::c_long::from(unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
+        }))?;
+        return Ok(());
+    }
+    relay_exit(pid as libc::pid_t)
+}
+
+/// The parent outside the command's pid namespace (step 7): close every
+/// descriptor, wait for the command, end as it ended. Never returns.
+fn relay_exit(pid: libc::pid_t) -> ! {
+    // SAFETY: closing every descriptor of this process, which execs
+    // nothing and uses none of them from here on.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid int; `pid` is our child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: _exit never returns.
+            unsafe { libc::_exit(127) };
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: default disposition for `sig`, then the same signal at
+        // ourselves: the supervisor sees the command's own death.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+        }
+        // SAFETY: _exit never returns (for a signal whose default is to
+        // be ignored).
+        unsafe { libc::_exit(128 + sig) };
+    }
+    // SAFETY: _exit never returns.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
 }
 
 fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
@@ -865,6 +924,26 @@ mod tests {
         if !nix::unistd::getuid().is_root() {
             assert!((1..10).contains(&n), "{n} children ran");
         }
+        // Nothing it starts outlives it, not even a process that left its
+        // process group (setsid): the command is pid 1 of its own pid
+        // namespace. The marker argument lets us look for survivors.
+        let marker = format!("{}", 4_000_000 + std::process::id() % 1_000_000);
+        let escape = tool(
+            &["sh", "-c", &format!("setsid sleep {marker} & echo started")],
+            &[],
+        );
+        assert_eq!(call(&escape, &[], &ws).unwrap(), s("started\n"));
+        let t0 = Instant::now();
+        let survivor = || {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+            })
+        };
+        while survivor() && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!survivor(), "a setsid() child of a command outlived it");
         let envt = tool(&["env"], &[]);
         assert_eq!(
             call(&envt, &[], &ws).unwrap(),
