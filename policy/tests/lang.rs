@@ -282,6 +282,18 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("vars()", "ForbiddenName", 1, 1, "introspection"),
     ("dir()", "ForbiddenName", 1, 1, "introspection"),
     ("type(1)", "ForbiddenName", 1, 1, "isinstance"),
+    // A data-ish forbidden name assigned in the program is a variable, but
+    // still cannot be called; reflection names stay forbidden as targets.
+    ("type = 'csv'\ntype(1)", "UnknownName", 2, 1, "read_file"),
+    (
+        "id = 1\nx = eval",
+        "ForbiddenName",
+        2,
+        5,
+        "cannot be generated",
+    ),
+    ("getattr = 1", "ForbiddenName", 1, 1, "introspection"),
+    ("x = id", "ForbiddenName", 1, 5, "introspection"),
     ("id(1)", "ForbiddenName", 1, 1, "introspection"),
     ("input()", "ForbiddenName", 1, 1, "cannot read input"),
     ("breakpoint()", "ForbiddenName", 1, 1, "print"),
@@ -630,6 +642,8 @@ fn rejection_table() {
 
 const ACCEPT: &[&str] = &[
     "x = 1",
+    "id = 1\ntype = 'csv'\nformat = 'json'\nnext = id + 1\n[id, type, format, next]",
+    "rows = [{'id': 1}]\nfor row in rows:\n    id = row['id']\nid",
     "x = 1\nx",
     "x = -1.5e3 + +2 - 3 * 4 / 5 // 6 % 7",
     "x = 'a' 'b' \"c\" '''d'''",

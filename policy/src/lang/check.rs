@@ -336,7 +336,8 @@ impl<'a> Checker<'a> {
     /// Check an identifier used as a name (any context) for `_` and the forbidden list.
     /// Returns false when an error was recorded.
     fn name_ok(&mut self, at: usize, id: &str) -> bool {
-        if let Some(hint) = forbidden_hint(id) {
+        let variable = || tables::VARIABLE_OK_NAMES.contains(&id) && self.assigned.contains(id);
+        if let Some(hint) = forbidden_hint(id).filter(|_| !variable()) {
             self.err(
                 at,
                 "ForbiddenName",

@@ -319,6 +319,18 @@ pub const FORBIDDEN_NAMES: &[(&str, &str)] = &[
     ("format", "use an f-string"),
 ];
 
+/// Forbidden names that are also ordinary variable names in data-handling
+/// code (`id = row["id"]`, `type = item["type"]`): a program that assigns
+/// one of these may use it as a variable, as CPython allows (DESIGN.md
+/// forbids assigning only builtins and tools). Calling one stays an error
+/// (only tools and builtins can be called), and a program that never
+/// assigns it still gets the forbidden-name error and hint. Code-generation
+/// and reflection names (`eval`, `open`, `getattr`, ...) are not here.
+pub const VARIABLE_OK_NAMES: &[&str] = &[
+    "id", "type", "format", "input", "object", "hash", "next", "iter", "dir", "vars", "help",
+    "exit", "quit", "property", "callable",
+];
+
 /// The hint for a forbidden name, or `None` if the name is not forbidden.
 pub fn forbidden_hint(name: &str) -> Option<&'static str> {
     if !FORBIDDEN_FILTER.may_contain(name) {
