@@ -427,10 +427,12 @@ fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
         (libc::RLIMIT_NOFILE, 256),
         (libc::RLIMIT_FSIZE, p.fsize),
         // Counted per user namespace (Linux >= 5.14), so this bounds only
-        // the command's own processes: no fork bomb, and nothing can
-        // double-fork out of the process group in numbers. (The kernel
-        // exempts uid 0: when lackpy runs as root this limit is void.)
-        (libc::RLIMIT_NPROC, p.nproc),
+        // the command's own processes: no fork bomb. (The kernel exempts
+        // uid 0: when lackpy runs as root this limit is void; the pid
+        // namespace of step 7 still ends them all with the command.) One
+        // more than `max_procs`: this process, the command's parent outside
+        // its pid namespace, counts too.
+        (libc::RLIMIT_NPROC, p.nproc.saturating_add(1)),
     ] {
         let lim = libc::rlimit {
             rlim_cur: v,
