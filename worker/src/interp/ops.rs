@@ -660,27 +660,10 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
             let (lx, ly) = (x.len(), y.len());
             lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
         }
-        (Value::Keys(x), Value::Set(s)) | (Value::Set(s), Value::Keys(x)) => {
-            let (x, s) = (x.d.borrow(), s.d.borrow());
-            x.len() == s.len() && subset(&s, &x)?
-        }
-        (Value::Items(x), Value::Set(s)) | (Value::Set(s), Value::Items(x)) => {
-            let (x, s) = (x.d.borrow(), s.d.borrow());
-            if x.len() != s.len() {
-                return Ok(false);
-            }
-            for (k, v) in x.iter() {
-                tick(1)?;
-                if !s.contains(&Value::tuple(vec![k.clone(), v.clone()]))? {
-                    return Ok(false);
-                }
-            }
-            true
-        }
-        (Value::Keys(x), Value::Keys(y)) => {
-            let (x, y) = (x.d.borrow(), y.d.borrow());
-            x.len() == y.len() && subset(&x, &y)?
-        }
+        _ if set_view(a) || set_view(b) => match setlike_cmp(None, a, b)? {
+            Some(r) => r,
+            None => a.is(b),
+        },
         _ => match (super::ops::num(a), super::ops::num(b)) {
             (Some(x), Some(y)) => num_cmp(&x, &y) == Some(Ordering::Equal),
             _ => a.is(b),
@@ -792,13 +775,87 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
                 Ord4::Gt => x.len() > y.len() && subset(&y, &x)?,
             })
         }
-        _ => Err(type_err(format!(
-            "'{}' not supported between instances of '{}' and '{}'",
-            op.sym(),
-            a.type_name(),
-            b.type_name()
-        ))),
+        _ => {
+            if set_view(a) || set_view(b) {
+                if let Some(r) = setlike_cmp(Some(op), a, b)? {
+                    return Ok(r);
+                }
+            }
+            Err(type_err(format!(
+                "'{}' not supported between instances of '{}' and '{}'",
+                op.sym(),
+                a.type_name(),
+                b.type_name()
+            )))
+        }
     }
+}
+
+/// Is `v` a set-like dict view (keys or items; values views are not)?
+fn set_view(v: &Value) -> bool {
+    matches!(v, Value::Keys(_) | Value::Items(_))
+}
+
+/// The table behind a set-like operand (a set, a keys view or an items
+/// view) and whether its elements are the `(key, value)` items.
+fn setlike(v: &Value) -> Option<(std::cell::Ref<'_, Dict>, bool)> {
+    match v {
+        Value::Set(s) => Some((s.d.borrow(), false)),
+        Value::Keys(d) => Some((d.d.borrow(), false)),
+        Value::Items(d) => Some((d.d.borrow(), true)),
+        _ => None,
+    }
+}
+
+/// `item in` a set-like operand, as CPython's set and dict-view `in`.
+fn setlike_contains(t: &Dict, items: bool, item: &Value) -> R<bool> {
+    if !items {
+        return t.contains(item);
+    }
+    let Value::Tuple(kv) = item else {
+        return Ok(false);
+    };
+    let [k, v] = kv.v.as_slice() else {
+        return Ok(false);
+    };
+    Ok(match t.get(k)? {
+        Some(w) => w.is(v) || eq(w, v)?,
+        None => false,
+    })
+}
+
+/// CPython's `all_contained_in(x, y)`.
+fn all_contained_in(x: (&Dict, bool), y: (&Dict, bool)) -> R<bool> {
+    for (k, v) in x.0.iter() {
+        tick(1)?;
+        let found = if x.1 {
+            setlike_contains(y.0, y.1, &Value::tuple(vec![k.clone(), v.clone()]))?
+        } else {
+            setlike_contains(y.0, y.1, k)?
+        };
+        if !found {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `==` (`op` None) or an ordering between a dict keys/items view and a
+/// set or another such view (`dictview_richcompare`); `None` when the other
+/// operand is not set-like (CPython's NotImplemented).
+fn setlike_cmp(op: Option<Ord4>, a: &Value, b: &Value) -> R<Option<bool>> {
+    let (Some(x), Some(y)) = (setlike(a), setlike(b)) else {
+        return Ok(None);
+    };
+    let (lx, ly) = (x.0.len(), y.0.len());
+    let (x, y) = ((&*x.0, x.1), (&*y.0, y.1));
+    Ok(Some(match op {
+        None => lx == ly && all_contained_in(x, y)?,
+        Some(Ord4::Lt) => lx < ly && all_contained_in(x, y)?,
+        Some(Ord4::Le) => lx <= ly && all_contained_in(x, y)?,
+        Some(Ord4::Gt) => lx > ly && all_contained_in(y, x)?,
+        Some(Ord4::Ge) => lx >= ly && all_contained_in(y, x)?,
+    }))
 }
 
 fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
