@@ -158,6 +158,17 @@ fn index_arg(v: &Value) -> R<i64> {
     }
 }
 
+/// Whitespace `int()` and `float()` strip: CPython copies ASCII as is and
+/// maps only non-ASCII whitespace to a space before stripping ASCII
+/// whitespace, so `\x1c`..`\x1f` (str.isspace() but not C isspace) stay.
+fn num_space(c: char) -> bool {
+    if c.is_ascii() {
+        matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
+    } else {
+        py_isspace(c)
+    }
+}
+
 /// Parse `int(text, base)` exactly as CPython 3.11.
 ///
 /// # Errors
@@ -170,7 +181,7 @@ pub fn parse_int(orig: &str, base: u32) -> R<Value> {
         ))
     };
     let ascii: String;
-    let s = orig.trim_matches(py_isspace);
+    let s = orig.trim_matches(num_space);
     let s = if s.is_ascii() {
         s
     } else {
@@ -260,7 +271,7 @@ pub fn parse_float(orig: &str) -> R<f64> {
         ))
     };
     let ascii: String;
-    let s = orig.trim_matches(py_isspace);
+    let s = orig.trim_matches(num_space);
     let s = if s.is_ascii() {
         s
     } else {

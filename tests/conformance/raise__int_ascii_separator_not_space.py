@@ -1,0 +1,2 @@
+field = "\x1c7\x1f"
+n = int(field)
