@@ -1352,10 +1352,9 @@ impl<'a> Interp<'a> {
         reverse: bool,
     ) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
         let key = key.filter(|k| !matches!(k, Value::None));
-        if reverse {
-            items.reverse();
-        }
-        let keys: Vec<Value> = match key {
+        // CPython computes the keys in list order, then reverses items and
+        // keys (for stability), sorts forwards and reverses back.
+        let mut keys: Vec<Value> = match key {
             Some(k) => {
                 let mut ks = Vec::with_capacity(items.len());
                 for x in &items {
@@ -1368,14 +1367,25 @@ impl<'a> Interp<'a> {
             }
             None => items.clone(),
         };
+        if reverse {
+            items.reverse();
+            keys.reverse();
+        }
+        // On a failed comparison the items go back in their original order.
+        let restore = |mut items: Vec<Value>| {
+            if reverse {
+                items.reverse();
+            }
+            items
+        };
         let mut idx: Vec<usize> = (0..items.len()).collect();
         let sorted_fast = match fast_sort(&mut idx, &keys) {
             Ok(done) => done,
-            Err(e) => return Err((e, items)),
+            Err(e) => return Err((e, restore(items))),
         };
         if !sorted_fast {
             if let Err(e) = merge_sort(&mut idx, &keys) {
-                return Err((e, items));
+                return Err((e, restore(items)));
             }
         }
         let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
