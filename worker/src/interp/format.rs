@@ -294,7 +294,7 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
         };
         if !ok {
             let t = eff.unwrap_or(' ');
-            let shown = if (' '..'\u{7f}').contains(&t) && t != ' ' {
+            let shown = if (33..128).contains(&(t as u32)) {
                 t.to_string()
             } else {
                 format!("\\x{:x}", t as u32)
@@ -318,8 +318,14 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
 }
 
 fn unknown(c: char, tyname: &str) -> Box<Exc> {
+    // CPython prints the code itself only for 33..=127, else `\x<hex>`.
+    let code = if (33..128).contains(&(c as u32)) {
+        c.to_string()
+    } else {
+        format!("\\x{:x}", c as u32)
+    };
     value_err(format!(
-        "Unknown format code '{c}' for object of type '{tyname}'"
+        "Unknown format code '{code}' for object of type '{tyname}'"
     ))
 }
 
@@ -517,7 +523,7 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
             }
         };
         return match code.filter(|u| *u < 0x110000).and_then(char::from_u32) {
-            Some(c) => Ok(pad(&c.to_string(), "", &sp, '<')),
+            Some(c) => Ok(pad(&c.to_string(), "", &sp, '>')),
             None => Err(Exc::py("OverflowError", "%c arg not in range(0x110000)")),
         };
     }
@@ -710,7 +716,7 @@ fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
                 float_body(a, 'r', sp.precision, sp.alt)
             } else {
                 let mut r = float_repr(a);
-                if sp.alt && !r.contains('.') {
+                if sp.alt && a.is_finite() && !r.contains('.') {
                     match r.find('e') {
                         Some(i) => r.insert(i, '.'),
                         None => r.push('.'),

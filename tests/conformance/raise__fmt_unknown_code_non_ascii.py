@@ -1,0 +1,2 @@
+price = 3.5
+label = f"{price:é}"
