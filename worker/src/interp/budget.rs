@@ -118,7 +118,7 @@ fn check_clock() -> R<()> {
             let ms = WALL_MS.with(|w| w.get());
             return Err(Exc::limit(
                 "timeout",
-                format!("timeout: the program ran longer than its wall-clock limit of {ms} ms"),
+                format!("the program ran longer than its wall-clock limit of {ms} ms"),
             ));
         }
     }
