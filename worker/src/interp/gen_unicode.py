@@ -2,7 +2,11 @@
 # so str predicates, repr escapes and case mappings match CPython exactly.
 import sys, unicodedata
 assert sys.version_info[:2] == (3, 11), sys.version
-F = dict(PRINT=1, ALPHA=2, DECIMAL=4, DIGIT=8, NUMERIC=16, SPACE=32, LOWER=64, UPPER=128, TITLE=256, CASED=512, XID_START=1024, XID_CONT=2048)
+F = dict(PRINT=1, ALPHA=2, DECIMAL=4, DIGIT=8, NUMERIC=16, SPACE=32, LOWER=64, UPPER=128, TITLE=256, CASED=512, XID_START=1024, XID_CONT=2048, CASE_IGNORABLE=4096)
+# Case_Ignorable, read off CPython's own final-sigma rule in str.lower():
+# a case-ignorable X is skipped when looking back from a capital sigma.
+def case_ignorable(ch):
+    return (' ' + ch + '\u03a3').lower()[-1] == '\u03c3' and ('A' + ch + '\u03a3').lower()[-1] == '\u03c2'
 def flags(c):
     ch = chr(c); f = 0
     if ch.isprintable(): f |= F['PRINT']
@@ -17,6 +21,7 @@ def flags(c):
     if ch.islower() or ch.isupper() or unicodedata.category(ch) == 'Lt' or ch.lower() != ch or ch.upper() != ch: f |= F['CASED']
     if ch.isidentifier(): f |= F['XID_START']
     if ('a' + ch).isidentifier(): f |= F['XID_CONT']
+    if case_ignorable(ch): f |= F['CASE_IGNORABLE']
     return f
 runs = []
 prev = None
@@ -25,6 +30,8 @@ for c in range(0x110000):
     if f != prev:
         runs.append((c, f)); prev = f
 title = [(c, chr(c).title()) for c in range(0x110000) if chr(c).title() != chr(c).upper()]
+upper = [(c, chr(c).upper()) for c in range(128, 0x110000) if chr(c).upper() != chr(c)]
+lower = [(c, chr(c).lower()) for c in range(128, 0x110000) if chr(c).lower() != chr(c)]
 fold = [(c, chr(c).casefold()) for c in range(0x110000) if chr(c).casefold() != chr(c).lower()]
 dec0 = [c for c in range(0x110000) if unicodedata.decimal(chr(c), None) == 0]
 for c in dec0:
@@ -47,6 +54,14 @@ out.append("];")
 out.append("/// Title-case mappings that differ from the upper-case mapping.")
 out.append(f"pub static TITLE_MAP: [(u32, &str); {len(title)}] = [")
 for c, t in title: out.append(f"    ({c:#x}, {rs(t)}),")
+out.append("];")
+out.append("/// Full upper-case mappings of non-ASCII code points that have one.")
+out.append(f"pub static UPPER_MAP: [(u32, &str); {len(upper)}] = [")
+for c, t in upper: out.append(f"    ({c:#x}, {rs(t)}),")
+out.append("];")
+out.append("/// Full lower-case mappings of non-ASCII code points that have one.")
+out.append(f"pub static LOWER_MAP: [(u32, &str); {len(lower)}] = [")
+for c, t in lower: out.append(f"    ({c:#x}, {rs(t)}),")
 out.append("];")
 out.append("/// Case-fold mappings that differ from the lower-case mapping.")
 out.append(f"pub static FOLD: [(u32, &str); {len(fold)}] = [")
@@ -95,6 +110,9 @@ fn ascii_flags(c: char) -> u16 {
     if c == '_' {
         f |= XID_START | XID_CONT;
     }
+    if matches!(c, '\\'' | '.' | ':' | '^' | '`') {
+        f |= CASE_IGNORABLE;
+    }
     f
 }
 
@@ -117,11 +135,39 @@ pub fn decimal(c: char) -> Option<u32> {
     }
 }
 
+/// Full upper-case mapping of `c` (CPython's, not the newer Unicode of
+/// Rust's `char::to_uppercase`).
+#[inline]
+pub fn upper(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_uppercase());
+        return;
+    }
+    match UPPER_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
+        Ok(i) => out.push_str(UPPER_MAP[i].1),
+        Err(_) => out.push(c),
+    }
+}
+
+/// Full lower-case mapping of `c`, without the final-sigma rule (CPython's
+/// `_PyUnicode_ToLowerFull`).
+#[inline]
+pub fn lower(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+        return;
+    }
+    match LOWER_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
+        Ok(i) => out.push_str(LOWER_MAP[i].1),
+        Err(_) => out.push(c),
+    }
+}
+
 /// Title-case mapping of `c` (CPython's `str.title` per character).
 pub fn title(c: char, out: &mut String) {
     match TITLE_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
         Ok(i) => out.push_str(TITLE_MAP[i].1),
-        Err(_) => out.extend(c.to_uppercase()),
+        Err(_) => upper(c, out),
     }
 }
 
@@ -129,7 +175,7 @@ pub fn title(c: char, out: &mut String) {
 pub fn fold(c: char, out: &mut String) {
     match FOLD.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
         Ok(i) => out.push_str(FOLD[i].1),
-        Err(_) => out.extend(c.to_lowercase()),
+        Err(_) => lower(c, out),
     }
 }
 """)

@@ -285,24 +285,56 @@ fn py_isupper(s: &str) -> bool {
 }
 
 fn upper_str(s: &str) -> String {
-    s.to_uppercase()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        uc::upper(c, &mut out);
+    }
+    out
+}
+
+/// CPython's `handle_capital_sigma`: is the capital sigma at byte `i` of
+/// `s` in the Final_Sigma context (a cased letter before it and none after
+/// it, skipping case-ignorable characters both ways)?
+fn final_sigma(s: &str, i: usize) -> bool {
+    let skip = |c: &char| !uc::has(*c, uc::CASE_IGNORABLE);
+    let before = s.get(..i).and_then(|b| b.chars().rev().find(skip));
+    if !before.is_some_and(is_cased) {
+        return false;
+    }
+    let after = s
+        .get(i + '\u{3a3}'.len_utf8()..)
+        .and_then(|a| a.chars().find(skip));
+    !after.is_some_and(is_cased)
+}
+
+/// CPython's `lower_ucs4`: the lower-case mapping of `c` at byte `i` of
+/// `s`, with the final-sigma rule.
+fn lower_at(s: &str, i: usize, c: char, out: &mut String) {
+    if c == '\u{3a3}' {
+        out.push(if final_sigma(s, i) {
+            '\u{3c2}'
+        } else {
+            '\u{3c3}'
+        });
+    } else {
+        uc::lower(c, out);
+    }
 }
 
 fn lower_str(s: &str) -> String {
-    s.to_lowercase()
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.char_indices() {
+        lower_at(s, i, c, &mut out);
+    }
+    out
 }
 
 fn title_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev_cased = false;
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
+    for (i, c) in s.char_indices() {
         if prev_cased {
-            if c == '\u{3a3}' && !it.peek().is_some_and(|n| is_cased(*n)) {
-                out.push('\u{3c2}');
-            } else {
-                out.extend(c.to_lowercase());
-            }
+            lower_at(s, i, c, &mut out);
         } else {
             uc::title(c, &mut out);
         }
@@ -676,38 +708,30 @@ impl<'a> Interp<'a> {
                     }
                     M::Swapcase => {
                         let mut o = String::with_capacity(s.len());
-                        let mut prev_cased = false;
-                        let mut it = s.chars().peekable();
-                        while let Some(c) = it.next() {
-                            let cased = is_cased(c);
-                            if c == '\u{3a3}'
-                                && prev_cased
-                                && !it.peek().is_some_and(|n| is_cased(*n))
-                            {
-                                o.push('\u{3c2}');
-                            } else if uc::has(c, uc::UPPER) {
-                                o.extend(c.to_lowercase());
+                        for (i, c) in s.char_indices() {
+                            if uc::has(c, uc::UPPER) {
+                                lower_at(s, i, c, &mut o);
                             } else if uc::has(c, uc::LOWER) {
-                                o.extend(c.to_uppercase());
+                                uc::upper(c, &mut o);
                             } else {
                                 o.push(c);
                             }
-                            prev_cased = cased;
                         }
                         o
                     }
                     M::Title => title_str(s),
                     _ => {
-                        let mut cs = s.chars();
-                        match cs.next() {
-                            Some(f) => {
-                                let mut r = String::with_capacity(s.len());
-                                uc::title(f, &mut r);
-                                r.push_str(&lower_str(cs.as_str()));
-                                r
+                        // The rest is lowered in the context of the whole
+                        // string (final sigma looks back at the first char).
+                        let mut r = String::with_capacity(s.len());
+                        for (i, c) in s.char_indices() {
+                            if i == 0 {
+                                uc::title(c, &mut r);
+                            } else {
+                                lower_at(s, i, c, &mut r);
                             }
-                            None => String::new(),
                         }
+                        r
                     }
                 };
                 Ok(Value::str(r))
