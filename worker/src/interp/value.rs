@@ -1233,6 +1233,10 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
             h
         }
         Value::Range(r) => mix(r.start as u64 ^ mix(r.stop as u64 ^ mix(r.step as u64))),
+        // Functions and iterators hash by identity, as in CPython (their
+        // `==` is identity too).
+        Value::Func(f) => mix(Rc::as_ptr(f) as *const u8 as usize as u64),
+        Value::Iter(i) => mix(Rc::as_ptr(i) as *const u8 as usize as u64),
         other => {
             return Err(Exc::py(
                 "TypeError",
