@@ -1,4 +1,4 @@
-d = dict(key=len, other=len)
+d = dict(key=len)
 f = d["key"]
 g = (x for x in [1, 2])
 seen = {f, g, f, g}
