@@ -668,6 +668,14 @@ impl<'a> Interp<'a> {
             EK::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
+                // LOAD_METHOD comes before the arguments: a missing method
+                // is an AttributeError even when an argument would raise.
+                if !super::methods::has_method(&r, *m) {
+                    return Err(Exc::py(
+                        "AttributeError",
+                        format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
+                    ));
+                }
                 let a = match (args.pos.as_slice(), args.kw.is_empty()) {
                     ([], true) => CallArgs::default(),
                     ([Elt::One(x)], true) => {

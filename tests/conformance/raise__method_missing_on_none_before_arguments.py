@@ -1,0 +1,2 @@
+row = None
+parts = row.split(",", [][0])
