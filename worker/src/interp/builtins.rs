@@ -749,7 +749,12 @@ impl<'a> Interp<'a> {
                     (None, None) => Ok(Value::Int(0)),
                     (None, Some(_)) => Err(type_err("int() missing string argument")),
                     (Some(x), Some(bv)) => {
-                        let base = index_arg(&bv)?;
+                        // PyNumber_AsSsize_t(base, NULL) clamps a huge base,
+                        // which then fails the range check.
+                        let base = match bv {
+                            Value::Big(_) => -1,
+                            _ => index_arg(&bv)?,
+                        };
                         if !(base == 0 || (2..=36).contains(&base)) {
                             return Err(value_err("int() base must be >= 2 and <= 36, or 0"));
                         }

@@ -212,6 +212,19 @@ fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
     )))
 }
 
+/// `list.index`/`tuple.index` bounds (`_PyEval_SliceIndexNotNone`): ints
+/// only, not None; out-of-range ints clamp (in [`slice_adjust`]).
+fn index_bounds_ok(pos: &[Value]) -> R<()> {
+    for v in pos.iter().skip(1) {
+        if !matches!(v, Value::Int(_) | Value::Bool(_) | Value::Big(_)) {
+            return Err(type_err(
+                "slice indices must be integers or have an __index__ method",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn as_index(v: &Value) -> R<i64> {
     if let Value::Big(_) = v {
         return Err(Exc::py(
@@ -621,6 +634,7 @@ impl<'a> Interp<'a> {
                     }
                     _ => {
                         range_args(&a, "index", 1, 3)?;
+                        index_bounds_ok(&a.pos)?;
                         let x = &a.pos[0];
                         let (s, e, _) = slice_adjust(
                             a.pos.get(1).unwrap_or(&Value::None),
@@ -845,11 +859,14 @@ impl<'a> Interp<'a> {
                 new_strs(parts)
             }
             M::Splitlines => {
-                let keep = a
+                let keep = match a
                     .clinic("splitlines", 0, &["keepends"], 0, 1)?
                     .pop()
                     .flatten()
-                    .is_some_and(|v| v.truthy());
+                {
+                    Some(v) => as_c_int(&v)? != 0,
+                    None => false,
+                };
                 let mut out = Vec::new();
                 let mut cur = String::new();
                 let mut cs = s.chars().peekable();
@@ -1128,7 +1145,7 @@ impl<'a> Interp<'a> {
                     .pop()
                     .flatten()
                 {
-                    Some(v) => as_index(&v)?,
+                    Some(v) => as_c_int(&v)?,
                     None => 8,
                 };
                 let mut out = String::new();
@@ -1256,13 +1273,7 @@ impl<'a> Interp<'a> {
                 let x = &a.pos[0];
                 let items = l.v.borrow().clone();
                 let none = Value::None;
-                for v in a.pos.iter().skip(1) {
-                    if as_i64(v).is_none() && !matches!(v, Value::None) {
-                        return Err(type_err(
-                            "slice indices must be integers or have an __index__ method",
-                        ));
-                    }
-                }
+                index_bounds_ok(&a.pos)?;
                 let (s, e, _) = slice_adjust(
                     a.pos.get(1).unwrap_or(&none),
                     a.pos.get(2).unwrap_or(&none),
@@ -1702,10 +1713,22 @@ impl<'a> Interp<'a> {
 pub fn reverse_flag(v: Option<&Value>) -> R<bool> {
     match v {
         None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::Int(i)) => Ok(*i != 0),
-        Some(Value::Big(_)) => Ok(true),
-        Some(o) => Err(type_err(format!(
+        Some(v) => Ok(as_c_int(v)? != 0),
+    }
+}
+
+/// CPython's `_PyLong_AsInt` (the `int` and `bool(accept={int})` argument
+/// converters): an int that fits a C int.
+///
+/// # Errors
+/// TypeError for non-ints, OverflowError beyond the C int range.
+pub fn as_c_int(v: &Value) -> R<i64> {
+    let overflow = || Exc::py("OverflowError", "Python int too large to convert to C int");
+    match v {
+        Value::Bool(b) => Ok(*b as i64),
+        Value::Int(i) if i32::try_from(*i).is_ok() => Ok(*i),
+        Value::Int(_) | Value::Big(_) => Err(overflow()),
+        o => Err(type_err(format!(
             "'{}' object cannot be interpreted as an integer",
             o.type_name()
         ))),

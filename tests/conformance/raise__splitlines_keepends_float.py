@@ -1,0 +1,2 @@
+text = "a\nb"
+text.splitlines(0.5)
