@@ -628,7 +628,7 @@ SECTION_TITLES = {
 READING_WHY = """\
 ### Why, and the plan where lackpy is behind
 
-Profiles taken with `perf` on this machine (2026-11-30, idle) unless noted.
+Profiles taken with `perf` on this machine (2026-11-30) unless noted.
 
 - **What each system isolates.** lackpy is the only system here that runs every program in a fresh,
   single-use, jailed process (user/pid/net/mount/ipc/uts/cgroup namespaces, empty root, landlock,
@@ -636,48 +636,47 @@ Profiles taken with `perf` on this machine (2026-11-30, idle) unless noted.
   process* with no isolation; Monty runs it in a reused worker whose state persists between programs.
   Every warm lackpy run therefore includes a process that was never used before, two IPC frames, a
   kill, and a trace line; the in-process peers pay for none of that.
-- **Warm runs (pool).** Pooled workers are forked by a pre-jailed zygote (see SECURITY.md), so the
-  refill behind a run costs a fork (~0.1 ms of CPU in the zygote, plus the worker's own rlimits,
-  capability drop and seccomp filter; the interpreter is warmed up once, in the zygote), not an exec
-  with fresh namespaces (5–9 ms). The refill starts when a run has ended, so it does not compete with
-  that run for the two cores; with back-to-back calls it still competes with the next one, and that,
-  not the run itself, is most of the gap between p10 (~0.35 ms) and p50. Time
-  of one `1+1` run through MCP, instrumented: profile resolution ~16 µs, validation ~5–20 µs,
-  `Run` → `Done` in the pooled worker ~100–125 µs (waking a sleeping process, decoding, validating
-  again inside the jail, interpreting, encoding), hang-up + kill + report ~80 µs, JSON ~50 µs. The rows
-  minus `1+1` are interpreter time (see the interpreter table, where lackpy is at or below CPython).
+- **Warm runs (pool).** Pooled workers are forked by a pre-jailed zygote (see SECURITY.md): a fork
+  into a new pid namespace, the worker's rlimits and capability drop, and a short seccomp filter
+  stacked on the zygote's. A pooled worker's whole life (fork, jail steps, run, exit) costs
+  ~370–390 µs of CPU here (zygote `task-clock` per fork); what dominates is the kernel's own work
+  on a fresh process — page-table copies at fork, ~30 page faults while the first program runs
+  (the interpreter's text and heap pages, re-faulted in every child), and unmapping at exit. That
+  work, not the interpreter, is most of a warm run on two cores. (Measured and not kept: running
+  the warm-up program again in each child before `Ready` to take the faults off the run's path —
+  slower, since it adds CPU on a machine the refills already saturate.)
   Monty's ~20 µs is a call into a worker that is reused and never killed.
-- **Tool calls.** Syscall-bound (perf: `__schedule`, `recvmsg`, `sched_yield`, `openat2`): the worker
-  sends a frame, the supervisor (polling briefly instead of sleeping) decodes it, checks it against the
-  profile, opens the file beneath the workspace with `openat2`, reads, closes, records a trace entry and
-  answers. The in-process peers call a Python function; Monty, which also crosses a process boundary,
-  is the fair comparison.
-- **Cold start.** `lackpy run` is two execs of the 15 MB binary (dynamic loading: ~0.85 ms each, mostly
-  page faults and `ld.so` symbol lookups — perf `do_lookup_x`, `filemap_map_pages`), a user namespace,
-  a network namespace (`unshare` of the net namespace alone is ~0.8 ms), a reaper fork for the pid
-  namespace, the empty root, landlock, seccomp and an `fdatasync` of the trace (~0.45 ms). The bare
-  `unshare`/`bwrap true` rows start no program at all: they are the floor for namespaces.
-- **MCP.** The stdio transport itself is cheap (a `ping` round trip is ~26 µs); `run_program` is the
-  warm run above plus one hop to a blocking thread and JSON both ways. The original `lackpy-mcp` runs
-  the program inside its own process with no isolation. Whole-system CPU per sequential `1 + 1` call
-  (server, zygote, workers; `getrusage` of the server's process tree) is 0.85–1.05 ms, so two cores
-  are nearly saturated by one client calling back to back: about 11 context switches per call in the
-  server (protocol thread, blocking thread, refill thread, trace thread), a fork, a worker's jail
-  steps, and its exit. A runaway program is moved to `SCHED_IDLE` after 20 ms; what it still costs
-  other calls is mostly below the scheduler (a plain `SCHED_IDLE` busy loop slows the same calls by
-  20–25 % on this VM).
+- **Tool calls.** Syscall-bound (perf: `recvmsg`, `sched_yield`, `openat2`). The table's round trip
+  includes `read_file`'s own work (`openat2` beneath the workspace, `fstat`, `read`, `close`, measured
+  in-process in the same run: ~3.5–4.4 µs here); the crossing itself (encode, `sendto`, the
+  supervisor's poll, decode, authorization, trace entry, reply) is the rest. A bare `SOCK_SEQPACKET`
+  ping-pong between two spinning processes costs ~4 µs on this VM, the floor for any socket design;
+  going below it would take a shared-memory ring, which DESIGN.md's framing does not use.
+- **Cold start.** `lackpy run` is two execs of the binary (process start alone: `lackpy --version`
+  ~1.35–1.8 ms vs `/bin/true` ~0.8–1.1 ms, from ~16k relative relocations and ~200 page faults per
+  exec), a user namespace, a network namespace (`unshare` of the net namespace alone is ~0.8 ms), a
+  reaper fork for the pid namespace, the empty root, landlock, seccomp and an `fdatasync` of the trace
+  (~0.4 ms, now overlapped with the worker's teardown). The bare `unshare`/`bwrap true` rows start no
+  program at all: they are the floor for namespaces. Measured and not kept: DT_RELR packing of the
+  relocations (no change in faults or time); 2 MiB-aligned text (this kernel has no read-only file
+  THP, so text is still mapped in 4 KiB pages).
+- **MCP.** The stdio transport itself is cheap (`validate` round trip ~0.09–0.15 ms); `run_program` is
+  the warm run above plus one hop to a blocking thread and JSON both ways, on a current-thread runtime.
+  The original `lackpy-mcp` runs the program inside its own process with no isolation. About 10
+  context switches per call in the server (protocol thread, blocking thread, refill thread, trace
+  thread) and ~250–300 µs of server CPU; each switch is expensive on this VM. A runaway program is
+  moved to `SCHED_IDLE` after 20 ms.
 - **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
 Plan for the rows marked *slower*: (1) cold start — clone the worker straight into its namespaces from
-the supervisor (no reaper process) and start it before the supervisor loads its config, so the
-network namespace (~0.8 ms) is built while the supervisor works; the floor is set by `unshare`
-itself (~3 ms here); (2) warm/MCP — fewer thread hops per call (run on the protocol thread with
-`block_in_place`, reap and trace without waking a thread per run), fewer per-worker steps; (3) tool
-calls — no trace JSON until the run ends (small files are already read with one `read`);
-(4) interpreter — allocator tuning (a glibc trim/mmap threshold setting measured `counting_words`
-17.3 → 13.6 ms).
+the supervisor (no reaper process); the floor is set by two process starts and `unshare` itself
+(~3 ms here), so a sub-3 ms cold run needs a design change (no second exec); (2) warm/MCP — fewer
+thread hops per call (the refill's fork request and greeting handled without waking a thread per
+run); (3) tool calls — a cheaper readiness probe than `recvmsg` in the spin loops; (4) interpreter —
+allocator tuning (a glibc trim/mmap threshold setting measured `counting_words` 17.3 → 13.6 ms, but
+cost serve throughput).
 """
 
 
