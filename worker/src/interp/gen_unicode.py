@@ -135,6 +135,14 @@ pub fn decimal(c: char) -> Option<u32> {
     }
 }
 
+/// What `map` (sorted by code point) maps `c` to, if anything.
+#[inline]
+fn mapped(map: &'static [(u32, &'static str)], c: char) -> Option<&'static str> {
+    map.binary_search_by(|(s, _)| s.cmp(&(c as u32)))
+        .ok()
+        .map(|i| map[i].1)
+}
+
 /// Full upper-case mapping of `c` (CPython's, not the newer Unicode of
 /// Rust's `char::to_uppercase`).
 #[inline]
@@ -143,9 +151,9 @@ pub fn upper(c: char, out: &mut String) {
         out.push(c.to_ascii_uppercase());
         return;
     }
-    match UPPER_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
-        Ok(i) => out.push_str(UPPER_MAP[i].1),
-        Err(_) => out.push(c),
+    match mapped(&UPPER_MAP, c) {
+        Some(m) => out.push_str(m),
+        None => out.push(c),
     }
 }
 
@@ -157,25 +165,25 @@ pub fn lower(c: char, out: &mut String) {
         out.push(c.to_ascii_lowercase());
         return;
     }
-    match LOWER_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
-        Ok(i) => out.push_str(LOWER_MAP[i].1),
-        Err(_) => out.push(c),
+    match mapped(&LOWER_MAP, c) {
+        Some(m) => out.push_str(m),
+        None => out.push(c),
     }
 }
 
 /// Title-case mapping of `c` (CPython's `str.title` per character).
 pub fn title(c: char, out: &mut String) {
-    match TITLE_MAP.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
-        Ok(i) => out.push_str(TITLE_MAP[i].1),
-        Err(_) => upper(c, out),
+    match mapped(&TITLE_MAP, c) {
+        Some(m) => out.push_str(m),
+        None => upper(c, out),
     }
 }
 
 /// Case fold of `c`.
 pub fn fold(c: char, out: &mut String) {
-    match FOLD.binary_search_by(|(s, _)| s.cmp(&(c as u32))) {
-        Ok(i) => out.push_str(FOLD[i].1),
-        Err(_) => lower(c, out),
+    match mapped(&FOLD, c) {
+        Some(m) => out.push_str(m),
+        None => lower(c, out),
     }
 }
 """)
