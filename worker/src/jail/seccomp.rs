@@ -55,7 +55,7 @@ impl Filter {
 }
 
 /// A condition on a syscall's arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Cond {
     /// Any arguments.
     Any,
@@ -199,42 +199,30 @@ fn arch() -> TargetArch {
 #[allow(clippy::unnecessary_cast)]
 const FIONBIO: u64 = libc::FIONBIO as u64;
 
+/// What `cond` tests: (argument, width, comparison, operand); `None` for
+/// [`Cond::Any`]. `own_pid` is the pid [`Cond::OwnPid`] stands for.
+fn test_of(cond: Cond, own_pid: u64) -> Option<(u8, SeccompCmpArgLen, SeccompCmpOp, u64)> {
+    use SeccompCmpArgLen::{Dword, Qword};
+    use SeccompCmpOp::{Eq, MaskedEq};
+    Some(match cond {
+        Cond::Any => return None,
+        Cond::IpcFd => (0, Dword, Eq, IPC_FD as u64),
+        Cond::Stderr => (0, Dword, Eq, 2),
+        Cond::NoExec => (2, Dword, MaskedEq(libc::PROT_EXEC as u64), 0),
+        Cond::Fionbio => (1, Dword, Eq, FIONBIO),
+        Cond::OwnPid => (0, Dword, Eq, own_pid),
+        Cond::CloneWorker => (0, Qword, Eq, super::ZYGOTE_CLONE_FLAGS),
+        Cond::Pid1 => (0, Dword, Eq, 1),
+        Cond::PrctlOption(op) => (0, Dword, Eq, op as u64),
+        Cond::GetFd => (1, Dword, Eq, libc::F_GETFD as u64),
+    })
+}
+
 fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::BackendError> {
-    let c = match cond {
-        Cond::Any => return Ok(None),
-        Cond::IpcFd => {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, IPC_FD as u64)?
-        }
-        Cond::Stderr => SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 2)?,
-        Cond::NoExec => SeccompCondition::new(
-            2,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
-            0,
-        )?,
-        Cond::Fionbio => {
-            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, FIONBIO)?
-        }
-        Cond::OwnPid => {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, own_pid)?
-        }
-        Cond::CloneWorker => SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Qword,
-            SeccompCmpOp::Eq,
-            super::ZYGOTE_CLONE_FLAGS,
-        )?,
-        Cond::Pid1 => SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 1)?,
-        Cond::PrctlOption(op) => {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, op as u64)?
-        }
-        Cond::GetFd => SeccompCondition::new(
-            1,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            libc::F_GETFD as u64,
-        )?,
+    let Some((arg, len, op, value)) = test_of(cond, own_pid) else {
+        return Ok(None);
     };
+    let c = SeccompCondition::new(arg, len, op, value)?;
     Ok(Some(SeccompRule::new(vec![c])?))
 }
 
@@ -329,9 +317,9 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
             .filter(|a| a.nr == nr)
             .map(|a| normalize(a.cond))
             .collect();
-        allowed.sort_by_key(|c| format!("{c:?}"));
+        allowed.sort_unstable();
         allowed.dedup();
-        want.sort_by_key(|c| format!("{c:?}"));
+        want.sort_unstable();
         want.dedup();
         if want.is_empty() {
             // Only the zygote needs it: kill unconditionally.
@@ -352,22 +340,14 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
     BpfProgram::try_from(f).map_err(|e| err(&e))
 }
 
-/// The condition that holds exactly when `cond` (for pid 1) does not.
+/// The condition that holds exactly when `cond` (for pid 1) does not:
+/// its equality test turned into `!=`.
 fn negated(cond: Cond) -> Result<SeccompCondition, String> {
-    let ne = |arg: u8, value: u64| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, value)
-            .map_err(|e| e.to_string())
-    };
-    match cond {
-        Cond::IpcFd => ne(0, IPC_FD as u64),
-        Cond::Stderr => ne(0, 2),
-        Cond::Pid1 | Cond::OwnPid => ne(0, 1),
-        Cond::GetFd => ne(1, libc::F_GETFD as u64),
-        Cond::Fionbio => ne(1, FIONBIO),
-        Cond::PrctlOption(op) => ne(0, op as u64),
-        Cond::Any | Cond::NoExec | Cond::CloneWorker => {
-            Err(format!("cannot negate the seccomp condition {cond:?}"))
+    match test_of(cond, 1) {
+        Some((arg, len, SeccompCmpOp::Eq, value)) => {
+            SeccompCondition::new(arg, len, SeccompCmpOp::Ne, value).map_err(|e| e.to_string())
         }
+        _ => Err(format!("cannot negate the seccomp condition {cond:?}")),
     }
 }
 
