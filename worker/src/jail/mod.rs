@@ -396,9 +396,6 @@ pub struct ZygoteJail {
     rlimits: Option<(u64, u64)>,
     /// Readable when a worker exited (SIGCHLD, blocked, via signalfd).
     sigchld: std::os::fd::OwnedFd,
-    /// The `clone` flags of a worker ([`ZYGOTE_CLONE_FLAGS`], or
-    /// [`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`] when seccomp is lowered).
-    clone_flags: u64,
 }
 
 impl fmt::Debug for ZygoteJail {
@@ -407,7 +404,6 @@ impl fmt::Debug for ZygoteJail {
             .field("child_filter", &self.child_filter.as_ref().map(Vec::len))
             .field("rlimits", &self.rlimits)
             .field("sigchld", &self.sigchld)
-            .field("clone_flags", &self.clone_flags)
             .finish()
     }
 }
@@ -457,18 +453,19 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
         child_filter,
         rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),
         sigchld,
-        clone_flags: if spec.seccomp.is_some() {
-            ZYGOTE_CLONE_FLAGS
-        } else {
-            ZYGOTE_CLONE_FLAGS_NO_SECCOMP
-        },
     })
 }
 
 impl ZygoteJail {
-    /// The `clone` flags to fork a worker with.
+    /// The `clone` flags to fork a worker with: [`ZYGOTE_CLONE_FLAGS`], or
+    /// [`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`] when the seccomp layer is lowered
+    /// (no child filter).
     pub fn clone_flags(&self) -> u64 {
-        self.clone_flags
+        if self.child_filter.is_some() {
+            ZYGOTE_CLONE_FLAGS
+        } else {
+            ZYGOTE_CLONE_FLAGS_NO_SECCOMP
+        }
     }
 
     /// The signalfd that becomes readable when a forked worker exits.
