@@ -494,18 +494,10 @@ fn relay_exit(pid: libc::pid_t) -> ! {
     // SAFETY: closing every descriptor of this process, which execs
     // nothing and uses none of them from here on.
     unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
-    let mut status: libc::c_int = 0;
-    loop {
-        // SAFETY: `status` is a valid int; `pid` is our child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // SAFETY: _exit never returns.
-            unsafe { libc::_exit(127) };
-        }
-    }
+    let Some(status) = lackpy_worker::jail::wait_status(pid) else {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(127) };
+    };
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
         // SAFETY: default disposition for `sig`, then the same signal at

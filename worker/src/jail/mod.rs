@@ -18,6 +18,7 @@ mod steps;
 use std::fmt;
 
 pub use seccomp::Filter;
+pub use steps::wait_status;
 
 /// What the jail should do. Built by the supervisor, passed to the worker on
 /// its command line (see [`JailSpec::to_arg`]).

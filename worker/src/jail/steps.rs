@@ -118,18 +118,10 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
         // The reaper holds the namespace's capabilities but only ever waits:
         // confine it to wait4/exit (best effort; the child is the real jail).
         confine_reaper();
-        let mut status = 0;
-        loop {
-            // SAFETY: `status` is a valid int to write into.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if r == pid {
-                break;
-            }
-            if r < 0 && errno() != libc::EINTR {
-                // SAFETY: _exit never returns and is always safe to call.
-                unsafe { libc::_exit(4) };
-            }
-        }
+        let Some(status) = wait_status(pid) else {
+            // SAFETY: _exit never returns and is always safe to call.
+            unsafe { libc::_exit(4) };
+        };
         let code = if libc::WIFEXITED(status) {
             libc::WEXITSTATUS(status)
         } else if libc::WIFSIGNALED(status) {
@@ -158,6 +150,25 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
         return Err(JailError::Fork(libc::ESRCH));
     }
     Ok(())
+}
+
+/// Wait for the child `pid` to end, retrying when interrupted: its raw
+/// wait status, or `None` if waiting fails otherwise. Only
+/// async-signal-safe calls, so a process forked from a threaded one may
+/// use it (the command provider's parent outside the command's pid
+/// namespace does).
+pub fn wait_status(pid: libc::pid_t) -> Option<libc::c_int> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid int to write into.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Some(status);
+        }
+        if r < 0 && errno() != libc::EINTR {
+            return None;
+        }
+    }
 }
 
 /// Why: the reaper outside the pid namespace still holds every capability
