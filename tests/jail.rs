@@ -277,21 +277,24 @@ fn probe_kernel_attack_surface() {
 }
 
 /// What a zygote may do and its workers may not (its seccomp extras), and
-/// the IPC a shared ipc namespace would expose: an exec'd worker is denied
-/// them too (`forked_workers_hold_every_probe` checks the forked side).
+/// the IPC a shared ipc namespace would expose. Probed in exec'd workers
+/// here and in forked ones by `forked_workers_hold_every_probe`.
+const ZYGOTE_EXTRA_PROBES: [&str; 8] = [
+    "sysv_shm",
+    "mq_open",
+    "write_stdout",
+    "dup3",
+    "sendmsg_fd",
+    "wait4",
+    "prctl",
+    "clone_worker",
+];
+
+/// An exec'd worker is denied the zygote's extras and the IPC calls too.
 #[test]
 fn probe_zygote_extras_and_ipc() {
     let _g = serial();
-    for action in [
-        "sysv_shm",
-        "mq_open",
-        "write_stdout",
-        "dup3",
-        "sendmsg_fd",
-        "wait4",
-        "prctl",
-        "clone_worker",
-    ] {
+    for action in ZYGOTE_EXTRA_PROBES {
         assert_stopped(probe(action, ""), action);
     }
 }
@@ -703,16 +706,9 @@ fn forked_workers_hold_every_probe() {
         ("io_uring_setup", ""),
         ("proc_self_mem", ""),
         ("raise_rlimit", ""),
-        ("sysv_shm", ""),
-        ("mq_open", ""),
-        ("write_stdout", ""),
-        ("dup3", ""),
-        ("sendmsg_fd", ""),
-        ("wait4", ""),
-        ("prctl", ""),
-        ("clone_worker", ""),
     ];
-    for (action, arg) in cases {
+    let extras = ZYGOTE_EXTRA_PROBES.iter().map(|a| (*a, ""));
+    for (action, arg) in cases.into_iter().chain(extras) {
         assert_stopped(
             probe_forked(action, arg),
             &format!("forked: {action} {arg}"),
