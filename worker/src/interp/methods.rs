@@ -297,12 +297,18 @@ fn py_isupper(s: &str) -> bool {
     cased
 }
 
-fn upper_str(s: &str) -> String {
+/// `s` with each character (and its byte offset) mapped by `f` into the
+/// result: the shape of every case conversion below.
+fn map_str(s: &str, mut f: impl FnMut(usize, char, &mut String)) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        uc::upper(c, &mut out);
+    for (i, c) in s.char_indices() {
+        f(i, c, &mut out);
     }
     out
+}
+
+fn upper_str(s: &str) -> String {
+    map_str(s, |_, c, o| uc::upper(c, o))
 }
 
 /// CPython's `handle_capital_sigma`: is the capital sigma at byte `i` of
@@ -335,25 +341,19 @@ fn lower_at(s: &str, i: usize, c: char, out: &mut String) {
 }
 
 fn lower_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for (i, c) in s.char_indices() {
-        lower_at(s, i, c, &mut out);
-    }
-    out
+    map_str(s, |i, c, o| lower_at(s, i, c, o))
 }
 
 fn title_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
     let mut prev_cased = false;
-    for (i, c) in s.char_indices() {
+    map_str(s, |i, c, o| {
         if prev_cased {
-            lower_at(s, i, c, &mut out);
+            lower_at(s, i, c, o);
         } else {
-            uc::title(c, &mut out);
+            uc::title(c, o);
         }
         prev_cased = is_cased(c);
-    }
-    out
+    })
 }
 
 fn istitle(s: &str) -> bool {
@@ -713,40 +713,26 @@ impl<'a> Interp<'a> {
                     }
                     M::Upper => upper_str(s),
                     M::Lower => lower_str(s),
-                    M::Casefold => {
-                        let mut o = String::with_capacity(s.len());
-                        for c in s.chars() {
-                            uc::fold(c, &mut o);
+                    M::Casefold => map_str(s, |_, c, o| uc::fold(c, o)),
+                    M::Swapcase => map_str(s, |i, c, o| {
+                        if uc::has(c, uc::UPPER) {
+                            lower_at(s, i, c, o);
+                        } else if uc::has(c, uc::LOWER) {
+                            uc::upper(c, o);
+                        } else {
+                            o.push(c);
                         }
-                        o
-                    }
-                    M::Swapcase => {
-                        let mut o = String::with_capacity(s.len());
-                        for (i, c) in s.char_indices() {
-                            if uc::has(c, uc::UPPER) {
-                                lower_at(s, i, c, &mut o);
-                            } else if uc::has(c, uc::LOWER) {
-                                uc::upper(c, &mut o);
-                            } else {
-                                o.push(c);
-                            }
-                        }
-                        o
-                    }
+                    }),
                     M::Title => title_str(s),
-                    _ => {
-                        // The rest is lowered in the context of the whole
-                        // string (final sigma looks back at the first char).
-                        let mut r = String::with_capacity(s.len());
-                        for (i, c) in s.char_indices() {
-                            if i == 0 {
-                                uc::title(c, &mut r);
-                            } else {
-                                lower_at(s, i, c, &mut r);
-                            }
+                    // The rest is lowered in the context of the whole
+                    // string (final sigma looks back at the first char).
+                    _ => map_str(s, |i, c, o| {
+                        if i == 0 {
+                            uc::title(c, o);
+                        } else {
+                            lower_at(s, i, c, o);
                         }
-                        r
-                    }
+                    }),
                 };
                 Ok(Value::str(r))
             }
