@@ -652,15 +652,11 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
             }
             true
         }
-        (Value::Set(x), Value::Set(y)) => {
-            let (x, y) = (x.d.borrow(), y.d.borrow());
-            x.len() == y.len() && subset(&x, &y)?
-        }
         (Value::Range(x), Value::Range(y)) => {
             let (lx, ly) = (x.len(), y.len());
             lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
         }
-        _ if set_view(a) || set_view(b) => match setlike_cmp(None, a, b)? {
+        _ if is_setlike(a) || is_setlike(b) => match setlike_cmp(None, a, b)? {
             Some(r) => r,
             None => a.is(b),
         },
@@ -766,17 +762,8 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
             seq_cmp(op, &x, &y, depth)
         }
         (Value::Tuple(x), Value::Tuple(y)) => seq_cmp(op, &x.v, &y.v, depth),
-        (Value::Set(x), Value::Set(y)) => {
-            let (x, y) = (x.d.borrow(), y.d.borrow());
-            Ok(match op {
-                Ord4::Le => subset(&x, &y)?,
-                Ord4::Lt => x.len() < y.len() && subset(&x, &y)?,
-                Ord4::Ge => subset(&y, &x)?,
-                Ord4::Gt => x.len() > y.len() && subset(&y, &x)?,
-            })
-        }
         _ => {
-            if set_view(a) || set_view(b) {
+            if is_setlike(a) || is_setlike(b) {
                 if let Some(r) = setlike_cmp(Some(op), a, b)? {
                     return Ok(r);
                 }
@@ -791,9 +778,10 @@ fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
     }
 }
 
-/// Is `v` a set-like dict view (keys or items; values views are not)?
-fn set_view(v: &Value) -> bool {
-    matches!(v, Value::Keys(_) | Value::Items(_))
+/// Is `v` set-like: a set, or a keys or items view (values views are not)?
+/// Sets and such views compare with each other through [`setlike_cmp`].
+fn is_setlike(v: &Value) -> bool {
+    matches!(v, Value::Set(_) | Value::Keys(_) | Value::Items(_))
 }
 
 /// The table behind a set-like operand (a set, a keys view or an items
@@ -840,9 +828,9 @@ fn all_contained_in(x: (&Dict, bool), y: (&Dict, bool)) -> R<bool> {
     Ok(true)
 }
 
-/// `==` (`op` None) or an ordering between a dict keys/items view and a
-/// set or another such view (`dictview_richcompare`); `None` when the other
-/// operand is not set-like (CPython's NotImplemented).
+/// `==` (`op` None) or an ordering between two set-like operands (sets,
+/// dict keys/items views: `set_richcompare`, `dictview_richcompare`);
+/// `None` when either is not set-like (CPython's NotImplemented).
 fn setlike_cmp(op: Option<Ord4>, a: &Value, b: &Value) -> R<Option<bool>> {
     let (Some(x), Some(y)) = (setlike(a), setlike(b)) else {
         return Ok(None);
