@@ -208,6 +208,122 @@ fn server_environment_is_restricted() {
     assert!(!env.contains(&"LACKPY_SECRET_SHOULD_NOT_LEAK"), "{env:?}");
 }
 
+/// Run `probe(action, target)` in the fake server of `ws`: (ok, error text).
+fn probe(ws: &Path, action: &str, target: &str) -> (bool, String) {
+    let prog = format!("probe({action:?}, {target:?})");
+    let (out, r) = run(ws, "probe", &prog);
+    assert_eq!(
+        r["ok"],
+        true,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        r["value"]["ok"] == true,
+        r["value"]["error"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// A real escape attempt from a configured server, with the default jail:
+/// it reads the workspace but cannot write it, cannot read a file outside
+/// it (a sibling directory, `/etc/shadow`), has no network, and is pid 1 of
+/// its own pid namespace.
+#[test]
+fn server_is_jailed_by_default() {
+    if !have_python() {
+        return;
+    }
+    let ws = ws_with("");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "s3cret").expect("write secret");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port().to_string();
+
+    assert_eq!(probe(ws.path(), "read", "hello.txt"), (true, String::new()));
+    let (ok, err) = probe(ws.path(), "write", "hello.txt");
+    assert!(!ok && err.contains("PermissionError"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("hello.txt"))
+            .ok()
+            .as_deref(),
+        Some("hi there")
+    );
+    let (ok, err) = probe(ws.path(), "write", "new.txt");
+    assert!(!ok, "{err}");
+    assert!(!ws.path().join("new.txt").exists());
+    for target in [
+        secret.to_str().unwrap_or_default(),
+        "/etc/shadow",
+        "/root/.bashrc",
+    ] {
+        let (ok, err) = probe(ws.path(), "read", target);
+        assert!(!ok, "{target} was readable");
+        assert!(
+            err.contains("PermissionError") || err.contains("FileNotFoundError"),
+            "{target}: {err}"
+        );
+    }
+    let (ok, err) = probe(ws.path(), "connect", &port);
+    assert!(!ok, "connected to the host's loopback: {err}");
+
+    let (out, r) = run(ws.path(), "whereami", "whereami()['pid']");
+    assert_eq!(
+        r["value"],
+        1,
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The table's jail keys open exactly what they name: `workspace =
+/// "write"`, `read_paths`, `network = true`.
+#[test]
+fn server_jail_follows_its_table() {
+    if !have_python() {
+        return;
+    }
+    let outside = tempfile::tempdir().expect("tempdir");
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "s3cret").expect("write secret");
+    let ws = ws_with(&format!(
+        "workspace = \"write\"\nnetwork = true\nread_paths = [{:?}]\n",
+        outside.path().display().to_string()
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    assert_eq!(probe(ws.path(), "write", "new.txt"), (true, String::new()));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("new.txt"))
+            .ok()
+            .as_deref(),
+        Some("written by the server")
+    );
+    assert_eq!(
+        probe(ws.path(), "read", secret.to_str().unwrap_or_default()),
+        (true, String::new())
+    );
+    // Read-only there: `read_paths` grants no write.
+    let (ok, _) = probe(ws.path(), "write", secret.to_str().unwrap_or_default());
+    assert!(!ok);
+    assert_eq!(probe(ws.path(), "connect", &port), (true, String::new()));
+}
+
+/// A misspelt jail key value is a config error naming the key, not a
+/// server silently run with other rights.
+#[test]
+fn bad_jail_keys_are_config_errors() {
+    let ws = ws_with("workspace = \"rw\"\n");
+    let out = util::run_with_stdin(
+        &["run", "--workspace", ws.path().to_str().unwrap_or("."), "-"],
+        "1",
+        None,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("mcp_servers.fake.workspace"), "{err}");
+}
+
 #[test]
 fn is_error_result_is_a_tool_failure() {
     if !have_python() {

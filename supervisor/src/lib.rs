@@ -8,6 +8,7 @@
 //! with a clear error. Workers are single-use.
 #![warn(missing_docs)]
 
+pub mod childjail;
 pub mod json;
 pub mod mcp_source;
 pub mod providers;

@@ -1,9 +1,11 @@
 //! MCP servers as tool sources (`[mcp_servers.NAME]`).
 //!
-//! Each configured stdio server is started as a child of this process (its
-//! environment cleared except for the handful of variables the MCP SDKs pass
-//! by default and the table's own `env`; cwd = the workspace; stdin/stdout
-//! piped for newline-delimited JSON-RPC; stderr inherited), and spoken to as
+//! Each configured stdio server is started as a child of this process, in a
+//! jail of its own ([`crate::childjail`]; what it may read and write is
+//! derived in [`jail_spec`]), with its environment cleared except for the
+//! handful of variables the MCP SDKs pass by default and the table's own
+//! `env`; cwd = the workspace; stdin/stdout piped for newline-delimited
+//! JSON-RPC; stderr inherited. It is spoken to as
 //! an MCP client with `rmcp`. [`discover`] asks every server for its tools
 //! once per process and turns them into [`ToolSpec`]s with provider `mcp`;
 //! [`call`] answers an authorized program call with `tools/call`.
@@ -24,10 +26,11 @@
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
+use crate::childjail::{install_root, Jail, Spec};
 use crate::json::to_json;
 use crate::providers::value::from_plain;
 use crate::tools::fs::{fail, Workspace};
-use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec};
+use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec, WorkspaceAccess};
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{Data, ToolFailure};
 use rmcp::model::{CallToolRequestParams, Tool, ToolAnnotations};
@@ -73,8 +76,8 @@ pub enum McpSourceError {
     /// The table cannot be used (no command, http transport, ...).
     #[error("{0}")]
     Config(String),
-    /// The process could not be started.
-    #[error("cannot start the server: {0}")]
+    /// The process could not be started in its jail.
+    #[error("cannot start the server in its jail: {0}")]
     Spawn(std::io::Error),
     /// The MCP handshake or a request failed.
     #[error("{0}")]
@@ -95,6 +98,12 @@ struct ServerKey {
     args: Vec<String>,
     env: Vec<(String, String)>,
     workspace: PathBuf,
+    network: bool,
+    ws_access: WorkspaceAccess,
+    read_paths: Vec<String>,
+    write_paths: Vec<String>,
+    memory_mb: Option<u64>,
+    max_procs: Option<u64>,
 }
 
 type Conn = Arc<RunningService<RoleClient, ()>>;
@@ -171,6 +180,12 @@ fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey,
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         workspace: workspace.to_path_buf(),
+        network: server.network,
+        ws_access: server.workspace,
+        read_paths: server.read_paths.clone(),
+        write_paths: server.write_paths.clone(),
+        memory_mb: server.memory_mb,
+        max_procs: server.max_procs,
     })
 }
 
@@ -191,12 +206,124 @@ fn resolve_program(command: &str) -> PathBuf {
     PathBuf::from(command)
 }
 
-/// Start the server and complete the MCP handshake (on the runtime).
+/// Default data (heap) limit of a server, in MiB.
+pub const DEFAULT_SERVER_MEMORY_MB: u64 = 2048;
+/// Default number of processes a server may run.
+pub const DEFAULT_SERVER_MAX_PROCS: u64 = 64;
+/// Open files a server may hold.
+const SERVER_NOFILE: u64 = 1024;
+
+/// A configured path: `~/` is the home directory, a relative path is
+/// relative to the workspace.
+fn config_path(p: &str, workspace: &Path) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ if p == "~" => std::env::var_os("HOME").map_or_else(|| PathBuf::from(p), PathBuf::from),
+        _ => workspace.join(p),
+    }
+}
+
+/// The jail of one server (see [`crate::childjail`]): what it may read
+/// follows from its command line, the rest from its table.
+/// - read+execute: the program's installation ([`install_root`] of the
+///   path found on `PATH` and of its canonical target), every argument
+///   that names an existing file (its directory) or directory (itself,
+///   unless it is `/` or the home directory), and `read_paths`;
+/// - the workspace as `workspace` says (default: read-only);
+/// - read/write: `write_paths`;
+/// - the host's network only with `network = true`.
+fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
+    let mut read_exec = vec![install_root(program)];
+    if let Ok(real) = std::fs::canonicalize(program) {
+        read_exec.push(install_root(&real));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for arg in &key.args {
+        // `--root=/srv/data` names a path too.
+        let text = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
+        if text.is_empty() || text.starts_with('-') {
+            continue;
+        }
+        let p = config_path(text, &key.workspace);
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => {
+                if p.parent().is_some() && Some(&p) != home.as_ref() {
+                    read_exec.push(p);
+                }
+            }
+            Ok(_) => read_exec.push(install_root(&p)),
+            Err(_) => {}
+        }
+    }
+    read_exec.extend(
+        key.read_paths
+            .iter()
+            .map(|p| config_path(p, &key.workspace)),
+    );
+    let mut read_only = Vec::new();
+    let mut read_write: Vec<PathBuf> = key
+        .write_paths
+        .iter()
+        .map(|p| config_path(p, &key.workspace))
+        .collect();
+    match key.ws_access {
+        WorkspaceAccess::None => {}
+        WorkspaceAccess::Read => read_only.push(key.workspace.clone()),
+        WorkspaceAccess::Write => read_write.push(key.workspace.clone()),
+    }
+    Spec {
+        network: key.network,
+        fsize: if read_write.is_empty() {
+            0
+        } else {
+            libc::RLIM_INFINITY
+        },
+        read_exec,
+        read_only,
+        read_write,
+        cpu_seconds: None,
+        as_bytes: None,
+        data_bytes: Some(
+            key.memory_mb
+                .unwrap_or(DEFAULT_SERVER_MEMORY_MB)
+                .saturating_mul(1024 * 1024),
+        ),
+        nofile: SERVER_NOFILE,
+        max_procs: key.max_procs.unwrap_or(DEFAULT_SERVER_MAX_PROCS),
+    }
+}
+
+/// What a server that failed to start may have been missing, for the
+/// warning: the jail's defaults, and the keys that open them.
+fn jail_hint(server: &McpServer) -> String {
+    if server.command.is_none() || server.transport != "stdio" {
+        return String::new();
+    }
+    let mut closed = Vec::new();
+    if !server.network {
+        closed.push("no network (`network = true`)");
+    }
+    if server.workspace != WorkspaceAccess::Write {
+        closed.push("no writes to the workspace (`workspace = \"write\"`)");
+    }
+    closed.push("no home directory, /tmp or /proc unless listed (`read_paths`, `write_paths`)");
+    format!(
+        " (hint: it runs jailed: {}; see its stderr above)",
+        closed.join(", ")
+    )
+}
+
+/// Start the server in its jail and complete the MCP handshake (on the
+/// runtime).
 async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
-    let mut cmd = tokio::process::Command::new(resolve_program(&key.command));
+    let program = resolve_program(&key.command);
+    let jail = Jail::prepare(&jail_spec(&key, &program))
+        .map_err(|e| McpSourceError::Config(format!("cannot jail the server: {e}")))?;
+    let mut cmd = tokio::process::Command::new(&program);
     cmd.args(&key.args)
         .env_clear()
         .current_dir(&key.workspace)
+        .process_group(0)
         .kill_on_drop(true);
     for var in INHERITED_ENV {
         if let Some(v) = std::env::var_os(var) {
@@ -206,17 +333,18 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
-    // SAFETY: the closure runs in the forked child before exec and only
-    // calls prctl, which is async-signal-safe; it touches no memory shared
-    // with the parent.
+    // SAFETY: the closure runs in the forked child before exec; prctl and
+    // `Jail::enter` make only raw syscalls on memory prepared before the
+    // fork (`jail` is moved into the closure), so it is async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
-            // The server dies with the runtime thread that started it (which
-            // lives as long as this process).
+        cmd.pre_exec(move || {
+            // The jail's outer process dies with the runtime thread that
+            // started it (which lives as long as this process); the server
+            // inside dies with that process.
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            jail.enter()
         });
     }
     let (transport, _) = TokioChildProcess::builder(cmd)
@@ -503,7 +631,10 @@ pub fn discover(config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String
                     .take(MAX_TOOLS_PER_SERVER)
                     .filter_map(|t| spec_of(name, server, t, timeout)),
             ),
-            Err(e) => warnings.push(format!("mcp server {name}: {e}; its tools are unavailable")),
+            Err(e) => warnings.push(format!(
+                "mcp server {name}: {e}; its tools are unavailable{}",
+                jail_hint(server)
+            )),
         }
     }
     (tools, warnings)

@@ -28,6 +28,8 @@
 //!   `plugin`, `model`, `base_url`/`host`, `api_key_env`, `temperature`,
 //!   ... (parsed into [`Inference`]; the raw table is kept too).
 //! - `[mcp_servers.NAME]`: `transport`, `command`, `args`, `env`, `url`,
+//!   `timeout_seconds`, the server's jail (`network`, `workspace`,
+//!   `read_paths`, `write_paths`, `memory_mb`, `max_procs`),
 //!   `[mcp_servers.NAME.tools.TOOL] grade = {w, d}`; `[mcp] host_configs`.
 //!
 //! Unknown top-level sections and keys are ignored, as the original did;
@@ -381,6 +383,33 @@ pub struct McpServer {
     pub url: Option<String>,
     /// Per-tool grade overrides.
     pub tool_grades: BTreeMap<String, Grade>,
+    /// `network = true`: the server keeps the host's network (default: a
+    /// network namespace with no interfaces).
+    pub network: bool,
+    /// `workspace`: the server's access to the workspace.
+    pub workspace: WorkspaceAccess,
+    /// `read_paths`: more paths it may read (and execute), as written
+    /// (`~/` and workspace-relative paths are resolved by the supervisor).
+    pub read_paths: Vec<String>,
+    /// `write_paths`: paths it may read and write, as written.
+    pub write_paths: Vec<String>,
+    /// `memory_mb`: its data (heap) limit, when set.
+    pub memory_mb: Option<u64>,
+    /// `max_procs`: how many processes it may run, when set.
+    pub max_procs: Option<u64>,
+}
+
+/// What an `[mcp_servers]` child may do with the workspace
+/// (`workspace = "none" | "read" | "write"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum WorkspaceAccess {
+    /// No access at all.
+    None,
+    /// Read files and list directories (the default).
+    #[default]
+    Read,
+    /// Every filesystem right beneath the workspace.
+    Write,
 }
 
 /// A parsed configuration file (or the merge of several).
@@ -582,6 +611,18 @@ struct RawMcpServer {
     url: Option<String>,
     #[serde(default)]
     tools: BTreeMap<String, RawMcpTool>,
+    #[serde(default)]
+    network: Option<bool>,
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    read_paths: Vec<String>,
+    #[serde(default)]
+    write_paths: Vec<String>,
+    #[serde(default)]
+    memory_mb: Option<i64>,
+    #[serde(default)]
+    max_procs: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -954,6 +995,46 @@ impl Config {
                     );
                 }
             }
+            let workspace = match s.workspace.as_deref() {
+                None | Some("read") => WorkspaceAccess::Read,
+                Some("none") => WorkspaceAccess::None,
+                Some("write") => WorkspaceAccess::Write,
+                Some(other) => {
+                    return Err(ctx.err(
+                        None,
+                        &format!("mcp_servers.{name}.workspace"),
+                        format!("expected \"none\", \"read\" or \"write\", got {other:?}"),
+                    ))
+                }
+            };
+            let positive = |key: &str, v: Option<i64>, max: i64| {
+                v.map(|v| {
+                    if (1..=max).contains(&v) {
+                        Ok(v as u64)
+                    } else {
+                        Err(ctx.err(
+                            None,
+                            &format!("mcp_servers.{name}.{key}"),
+                            format!("expected 1..={max}, got {v}"),
+                        ))
+                    }
+                })
+                .transpose()
+            };
+            let memory_mb = positive("memory_mb", s.memory_mb, 1 << 20)?;
+            let max_procs = positive("max_procs", s.max_procs, 4096)?;
+            for (key, paths) in [
+                ("read_paths", &s.read_paths),
+                ("write_paths", &s.write_paths),
+            ] {
+                if let Some(p) = paths.iter().find(|p| p.is_empty() || p.contains('\0')) {
+                    return Err(ctx.err(
+                        None,
+                        &format!("mcp_servers.{name}.{key}"),
+                        format!("{p:?} is not a path"),
+                    ));
+                }
+            }
             cfg.mcp_servers.insert(
                 name,
                 McpServer {
@@ -963,6 +1044,12 @@ impl Config {
                     env: s.env,
                     url: s.url,
                     tool_grades,
+                    network: s.network.unwrap_or(false),
+                    workspace,
+                    read_paths: s.read_paths,
+                    write_paths: s.write_paths,
+                    memory_mb,
+                    max_procs,
                 },
             );
         }

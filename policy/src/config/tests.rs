@@ -103,6 +103,34 @@ fn original_format_parses() {
     assert_eq!(fs.args, vec!["--root", "."]);
     assert_eq!(fs.tool_grades["read_file"], Grade { w: 1, d: 0 });
     assert_eq!(c.mcp_host_configs, vec!["~/.claude.json"]);
+    // The jail defaults: no network, workspace read-only.
+    assert!(!fs.network);
+    assert_eq!(fs.workspace, WorkspaceAccess::Read);
+    assert!(fs.read_paths.is_empty() && fs.memory_mb.is_none());
+}
+
+#[test]
+fn mcp_server_jail_keys() {
+    let c = p("[mcp_servers.x]\ncommand = \"srv\"\nnetwork = true\nworkspace = \"write\"\n\
+               read_paths = [\"~/data\"]\nwrite_paths = [\"out\"]\nmemory_mb = 512\nmax_procs = 8\n")
+    .expect("parses");
+    let x = &c.mcp_servers["x"];
+    assert!(x.network);
+    assert_eq!(x.workspace, WorkspaceAccess::Write);
+    assert_eq!(x.read_paths, vec!["~/data"]);
+    assert_eq!(x.write_paths, vec!["out"]);
+    assert_eq!((x.memory_mb, x.max_procs), (Some(512), Some(8)));
+    for (bad, key) in [
+        ("workspace = \"all\"", "mcp_servers.x.workspace"),
+        ("memory_mb = 0", "mcp_servers.x.memory_mb"),
+        ("max_procs = -1", "mcp_servers.x.max_procs"),
+        ("read_paths = [\"\"]", "mcp_servers.x.read_paths"),
+    ] {
+        let e = p(&format!("[mcp_servers.x]\ncommand = \"srv\"\n{bad}\n"))
+            .expect_err(bad)
+            .to_string();
+        assert!(e.contains(key), "{bad}: {e}");
+    }
 }
 
 #[test]

@@ -30,8 +30,7 @@
 //! environment) — otherwise the environment is only `PATH` =
 //! [`super::CHILD_PATH`] — and `writable` (see below).
 //!
-//! The jail, set up between `fork` and `exec` (only raw, async-signal-safe
-//! syscalls there; everything that allocates is prepared before the fork):
+//! The jail ([`crate::childjail`], set up between `fork` and `exec`):
 //! 1. its own process group (a timeout kills everything in it);
 //! 2. new user (uid/gid mapped to the caller's), network (no interfaces:
 //!    no network at all), IPC, UTS, cgroup and pid (step 7) namespaces;
@@ -43,7 +42,7 @@
 //! 5. landlock (every filesystem and TCP right handled, plus signal and
 //!    abstract-socket scoping): read+execute beneath `/usr /lib /lib64 /lib32
 //!    /bin /sbin /opt` and on the resolved program file, read-only on the
-//!    few `/etc` entries in [`ETC_FILES`] (not `/etc/shadow`, keys, ...), read/write on
+//!    few `/etc` entries in [`crate::childjail::ETC_FILES`] (not `/etc/shadow`, keys, ...), read/write on
 //!    `/dev/null`, read-only (files and directories, no execute) beneath the
 //!    workspace — full write access to the workspace only when the tool's
 //!    `effects_ceiling >= 2` *and* `writable = true`; nothing else (no /tmp,
@@ -59,12 +58,11 @@
 
 use super::pipes::{kill_group, read_both, PipeError};
 use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use crate::childjail::{Jail, Spec};
 use crate::tools::fs::{fail, Workspace, READ_CAP};
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
-use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -78,25 +76,6 @@ pub const DEFAULT_MEMORY_MB: u64 = 2048;
 pub const DEFAULT_MAX_PROCS: u64 = 64;
 /// Bytes of a failing command's stderr quoted in the error message.
 const STDERR_QUOTE: usize = 2048;
-/// Directories a jailed command may read and execute from.
-pub const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt"];
-/// The only parts of `/etc` a jailed command may read: what the dynamic
-/// loader, libc's user/time lookups and `/etc/alternatives` symlinks need.
-/// Why not all of `/etc`: when lackpy runs as root, uid 0 inside the
-/// command's user namespace still owns root's files (`/etc/shadow`, keys).
-pub const ETC_FILES: &[&str] = &[
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/alternatives",
-    "/etc/magic",
-    "/etc/mime.types",
-];
-
 /// One piece of a template item.
 #[derive(Debug, Clone, PartialEq)]
 enum Seg {
@@ -323,214 +302,6 @@ fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
         })
 }
 
-/// Everything the child needs, prepared before the fork.
-struct JailPrep {
-    ruleset: OwnedFd,
-    uid_map: CString,
-    gid_map: CString,
-    cpu_seconds: u64,
-    as_bytes: u64,
-    fsize: u64,
-    nproc: u64,
-}
-
-fn landlock_ruleset(
-    tool: &str,
-    ws: &Path,
-    program: &Path,
-    writable: bool,
-) -> Result<OwnedFd, ToolFailure> {
-    use landlock::{
-        path_beneath_rules, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        Scope, ABI,
-    };
-    let abi = ABI::V7;
-    let err = |e: landlock::RulesetError| {
-        fail(
-            "ToolFailed",
-            format!("{tool}: cannot jail the command (landlock: {e})"),
-        )
-    };
-    let ws_access = if writable {
-        AccessFs::from_all(abi)
-    } else {
-        AccessFs::ReadFile | AccessFs::ReadDir
-    };
-    let created = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(err)?
-        .handle_access(AccessNet::from_all(abi))
-        .map_err(err)?
-        .scope(Scope::from_all(abi))
-        .map_err(err)?
-        .create()
-        .map_err(err)?
-        .add_rules(path_beneath_rules(SYSTEM_DIRS, AccessFs::from_read(abi)))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            ETC_FILES,
-            AccessFs::ReadFile | AccessFs::ReadDir,
-        ))
-        .map_err(err)?
-        .add_rules(path_beneath_rules([program], AccessFs::from_read(abi)))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            ["/dev/null"],
-            AccessFs::ReadFile | AccessFs::WriteFile,
-        ))
-        .map_err(err)?
-        .add_rules(path_beneath_rules([ws], ws_access))
-        .map_err(err)?;
-    let fd: Option<OwnedFd> = created.into();
-    fd.ok_or_else(|| {
-        fail(
-            "ToolFailed",
-            format!("{tool}: cannot jail the command: landlock is not available on this kernel"),
-        )
-    })
-}
-
-/// The child side, between fork and exec. Only raw syscalls on data
-/// prepared beforehand: no allocation, no locks (the parent is threaded).
-fn enter_jail(p: &JailPrep) -> std::io::Result<()> {
-    let check = |r: libc::c_long| {
-        if r < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    };
-    // Step 2: namespaces. Why: no network, no SysV IPC shared with the host,
-    // a pid namespace whose pid 1 is the command (step 7), and a user
-    // namespace so the other namespaces need no privilege.
-    // SAFETY: unshare with constant flags in the single-threaded child.
-    check(libc::c_long::from(unsafe {
-        libc::unshare(
-            libc::CLONE_NEWUSER
-                | libc::CLONE_NEWNET
-                | libc::CLONE_NEWIPC
-                | libc::CLONE_NEWUTS
-                | libc::CLONE_NEWCGROUP
-                | libc::CLONE_NEWPID,
-        )
-    }))?;
-    // Map our uid/gid so files the command creates (when writable) are ours.
-    write_proc(c"/proc/self/uid_map", p.uid_map.as_bytes())?;
-    write_proc(c"/proc/self/setgroups", b"deny")?;
-    write_proc(c"/proc/self/gid_map", p.gid_map.as_bytes())?;
-    // Step 3: rlimits. Why: bound CPU, memory and files even if the timeout
-    // kill were late; no core dumps of whatever the tool read.
-    for (res, v) in [
-        (libc::RLIMIT_CORE, 0),
-        (libc::RLIMIT_CPU, p.cpu_seconds),
-        (libc::RLIMIT_AS, p.as_bytes),
-        (libc::RLIMIT_NOFILE, 256),
-        (libc::RLIMIT_FSIZE, p.fsize),
-        // Counted per user namespace (Linux >= 5.14), so this bounds only
-        // the command's own processes: no fork bomb. (The kernel exempts
-        // uid 0: when lackpy runs as root this limit is void; the pid
-        // namespace of step 7 still ends them all with the command.) One
-        // more than `max_procs`: this process, the command's parent outside
-        // its pid namespace, counts too.
-        (libc::RLIMIT_NPROC, p.nproc.saturating_add(1)),
-    ] {
-        let lim = libc::rlimit {
-            rlim_cur: v,
-            rlim_max: v,
-        };
-        // SAFETY: `lim` is a valid rlimit on the stack.
-        check(libc::c_long::from(unsafe { libc::setrlimit(res, &lim) }))?;
-    }
-    // Step 4: no privilege gain through exec (required by landlock too).
-    // SAFETY: prctl with constant integer arguments.
-    check(libc::c_long::from(unsafe {
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    }))?;
-    // Step 5: landlock, with the ruleset built before the fork.
-    // SAFETY: the ruleset fd is owned by `p` and open; flags 0.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            p.ruleset.as_raw_fd(),
-            0u32,
-        )
-    })?;
-    // Step 6: nothing but stdio crosses exec.
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    })?;
-    // Step 7: the command runs as pid 1 of the new pid namespace, so when
-    // it ends (or is killed at the timeout) every process it started dies
-    // with it — also one that left the process group with setsid(). This
-    // process stays outside as its parent: it closes every descriptor (the
-    // pipes then reach EOF when the command's side closes them), waits,
-    // and ends the way the command ended.
-    // SAFETY: a raw fork-style clone in the single-threaded child; no
-    // memory is shared with the new process.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // The command-to-be. It dies if its parent outside is killed.
-        // SAFETY: prctl with constant integer arguments.
-        check(libc::c_long::from(unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
-        }))?;
-        return Ok(());
-    }
-    relay_exit(pid as libc::pid_t)
-}
-
-/// The parent outside the command's pid namespace (step 7): close every
-/// descriptor, wait for the command, end as it ended. Never returns.
-fn relay_exit(pid: libc::pid_t) -> ! {
-    // SAFETY: closing every descriptor of this process, which execs
-    // nothing and uses none of them from here on.
-    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
-    let Some(status) = lackpy_worker::jail::wait_status(pid) else {
-        // SAFETY: _exit never returns.
-        unsafe { libc::_exit(127) };
-    };
-    if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        // SAFETY: default disposition for `sig`, then the same signal at
-        // ourselves: the supervisor sees the command's own death.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::kill(libc::getpid(), sig);
-        }
-        // SAFETY: _exit never returns (for a signal whose default is to
-        // be ignored).
-        unsafe { libc::_exit(128 + sig) };
-    }
-    // SAFETY: _exit never returns.
-    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
-}
-
-fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
-    // SAFETY: `path` is NUL-terminated; the fd is closed below.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `data` is a valid buffer of `data.len()` bytes.
-    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-    let e = std::io::Error::last_os_error();
-    // SAFETY: `fd` was opened above and is closed once.
-    unsafe { libc::close(fd) };
-    if n < 0 {
-        return Err(e);
-    }
-    Ok(())
-}
-
 fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
     let text = String::from_utf8(out).map_err(|_| {
@@ -600,17 +371,30 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     let env = cfg_env(spec)?;
     let ws_path = workspace_path(ws)?;
     let program = find_program(tool, &argv[0])?;
-    let prep = JailPrep {
-        ruleset: landlock_ruleset(tool, &ws_path, &program, writable)?,
-        uid_map: CString::new(format!("{0} {0} 1", nix::unistd::getuid()))
-            .map_err(|_| fail("ToolFailed", "uid map"))?,
-        gid_map: CString::new(format!("{0} {0} 1", nix::unistd::getgid()))
-            .map_err(|_| fail("ToolFailed", "gid map"))?,
-        cpu_seconds: timeout.ceil() as u64 + 1,
-        as_bytes: memory_mb.saturating_mul(1024 * 1024),
-        fsize: if writable { 64 * 1024 * 1024 } else { 0 },
-        nproc: cfg_f64(spec, "max_procs").map_or(DEFAULT_MAX_PROCS, |n| n as u64),
+    let jail_err = |e: crate::childjail::JailError| {
+        fail(
+            "ToolFailed",
+            format!("{tool}: cannot jail the command ({e})"),
+        )
     };
+    let (read_only, read_write) = if writable {
+        (vec![], vec![ws_path.clone()])
+    } else {
+        (vec![ws_path.clone()], vec![])
+    };
+    let jail = Jail::prepare(&Spec {
+        network: false,
+        read_exec: vec![program.clone()],
+        read_only,
+        read_write,
+        cpu_seconds: Some(timeout.ceil() as u64 + 1),
+        as_bytes: Some(memory_mb.saturating_mul(1024 * 1024)),
+        data_bytes: None,
+        fsize: if writable { 64 * 1024 * 1024 } else { 0 },
+        nofile: 256,
+        max_procs: cfg_f64(spec, "max_procs").map_or(DEFAULT_MAX_PROCS, |n| n as u64),
+    })
+    .map_err(jail_err)?;
     let mut cmd = Command::new(&program);
     cmd.arg0(&argv[0])
         .args(&argv[1..])
@@ -628,10 +412,11 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    // SAFETY: `enter_jail` only makes raw syscalls on memory prepared before
-    // the fork (`prep` outlives the spawn), so it is async-signal-safe.
+    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
+    // before the fork (`jail` outlives the spawn), so it is
+    // async-signal-safe.
     unsafe {
-        cmd.pre_exec(move || enter_jail(&prep));
+        cmd.pre_exec(move || jail.enter());
     }
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
