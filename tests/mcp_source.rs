@@ -309,6 +309,33 @@ fn server_jail_follows_its_table() {
     assert_eq!(probe(ws.path(), "connect", &port), (true, String::new()));
 }
 
+/// An MCP server built with rmcp as a tool source: `lackpy mcp` itself,
+/// started jailed by the outer lackpy. A program calls its `validate` tool.
+/// (The inner server's own attempt to start the same table again is
+/// refused by its jail, so the configuration cannot recurse.)
+#[test]
+fn rmcp_server_as_a_tool_source() {
+    let cfg = format!(
+        "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\"]\n",
+        util::bin().display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let (_, v) = tools_json(ws.path());
+    let t = tool(&v, "validate").expect("validate discovered");
+    assert_eq!(grade_of(t), (1, 0), "read-only by its annotations: {t}");
+    let (out, r) = run(
+        ws.path(),
+        "validate",
+        "v = validate(\"x = read_file('a')\\nx\")\n[v['ok'], v['calls']]",
+    );
+    assert_eq!(
+        r["value"],
+        serde_json::json!([true, ["read_file"]]),
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A misspelt jail key value is a config error naming the key, not a
 /// server silently run with other rights.
 #[test]
