@@ -664,5 +664,6 @@ pub fn limit_heap_arenas() {
     // lock; it takes two integers and touches no memory of ours.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MXFAST, 0);
     }
 }
