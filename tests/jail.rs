@@ -782,6 +782,129 @@ fn forked_worker_sched() -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// The pid of a zygote-forked worker of this test process that runs at
+/// `SCHED_IDLE` (a demoted runaway).
+fn demoted_worker() -> Option<i32> {
+    let zygotes = zygote_pids_of_self();
+    processes()
+        .into_iter()
+        .find(|p| {
+            p.ppid().is_some_and(|pp| zygotes.contains(&pp))
+                && p.stat_num(41) == Some(i64::from(libc::SCHED_IDLE))
+        })
+        .map(|p| p.pid)
+}
+
+/// A process's state letter (`R`, `S`, `T`, ...).
+fn state_of(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// A demoted runaway is stopped while other runs come one after another,
+/// and continues once they have stopped coming (`supervisor/src/freezer.rs`).
+#[test]
+fn a_demoted_runaway_is_stopped_while_other_runs_go_on() {
+    // One quick run at a time crowds the CPUs only on a machine of two.
+    if std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) > 2 {
+        eprintln!("skipped: more than 2 CPUs (one quick run does not crowd them)");
+        return;
+    }
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = std::sync::Arc::new(pooled(&["executor"]));
+    wait_pool(&sup);
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (s2, c2, ws2) = (sup.clone(), cancel.clone(), ws.path().to_path_buf());
+    let runner = std::thread::spawn(move || {
+        s2.run_with(
+            RunRequest {
+                source: b"n = 0\nfor i in range(1000000000000):\n    n += 1\nn".to_vec(),
+                profile: profile(&["read_file"]),
+                workspace: ws2,
+                limits: Limits {
+                    wall_ms: 10_000,
+                    fuel: u64::MAX / 4,
+                    ..Limits::default()
+                },
+            },
+            &lackpy_supervisor::RunOptions {
+                cancel: Some(c2),
+                ..Default::default()
+            },
+        )
+    });
+    let t0 = std::time::Instant::now();
+    let mut pid = None;
+    while t0.elapsed() < std::time::Duration::from_secs(5) && pid.is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        pid = demoted_worker();
+    }
+    let Some(pid) = pid else {
+        cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = runner.join();
+        panic!("the runaway worker was never demoted");
+    };
+    // Alone, it runs.
+    assert_ne!(state_of(pid), Some('T'));
+    // Quick runs back to back (each with a cancel flag, as `lackpy mcp`
+    // and `serve` run them) while this thread watches the runaway.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (s3, st3, ws3) = (sup.clone(), stop.clone(), ws.path().to_path_buf());
+    let quick = std::thread::spawn(move || {
+        let mut n = 0;
+        while !st3.load(std::sync::atomic::Ordering::SeqCst) {
+            let r = s3.run_with(
+                RunRequest {
+                    source: b"1 + 1".to_vec(),
+                    profile: profile(&["read_file"]),
+                    workspace: ws3.clone(),
+                    limits: Limits::default(),
+                },
+                &lackpy_supervisor::RunOptions {
+                    cancel: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+                        false,
+                    ))),
+                    ..Default::default()
+                },
+            );
+            assert_eq!(r.value, serde_json::json!(2), "{:?}", r.error);
+            n += 1;
+        }
+        n
+    });
+    let (mut seen, mut stopped) = (0, 0);
+    let t1 = std::time::Instant::now();
+    while t1.elapsed() < std::time::Duration::from_millis(400) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        seen += 1;
+        if state_of(pid) == Some('T') {
+            stopped += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let quick_runs = quick.join().expect("quick runs");
+    // The quick runs are over: within a few grace periods it runs again.
+    let t2 = std::time::Instant::now();
+    let mut resumed = false;
+    while t2.elapsed() < std::time::Duration::from_secs(2) && !resumed {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        resumed = state_of(pid).is_some_and(|s| s != 'T');
+    }
+    cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = runner.join().expect("runner");
+    assert!(quick_runs > 0);
+    assert!(
+        stopped * 2 > seen,
+        "stopped in {stopped} of {seen} samples during {quick_runs} quick runs"
+    );
+    assert!(resumed, "the runaway stayed stopped after the quick runs");
+    assert_eq!(
+        r.error.as_ref().map(|e| e.type_name.as_str()),
+        Some("Cancelled")
+    );
+}
+
 #[test]
 fn a_long_running_cancellable_run_is_demoted_to_sched_idle() {
     let _g = serial();

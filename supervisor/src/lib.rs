@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod childjail;
+pub mod freezer;
 pub mod json;
 pub mod mcp_source;
 pub mod providers;
@@ -301,6 +302,8 @@ pub struct Supervisor {
     pool: Arc<Pool>,
     pool_spec: JailSpec,
     refill: Option<std::thread::JoinHandle<()>>,
+    /// Stops demoted runaways while other runs need the CPUs.
+    freezer: freezer::Freezer,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -357,6 +360,7 @@ impl Supervisor {
             pool,
             pool_spec,
             refill,
+            freezer: freezer::Freezer::new(),
         })
     }
 
@@ -620,6 +624,7 @@ impl Supervisor {
             want_globals: opts.want_vars,
         };
         let deadline = Instant::now() + Duration::from_millis(limits.wall_ms);
+        let mut token = self.freezer.start();
         let mut session = Session {
             req,
             ws: &ws,
@@ -631,12 +636,14 @@ impl Supervisor {
             want_vars: opts.want_vars,
             started: Instant::now(),
             demoted: false,
+            token: &mut token,
         };
         session.drive(&run);
         // SIGKILL now (the pid namespace dies with it); the wait happens off
         // the run's critical path. A forked worker is reaped by its zygote:
         // dropping it only closes its descriptors.
         worker.kill();
+        drop(token);
         self.dispose(worker);
         // Now replace the pooled worker this run may have taken.
         self.pool.cv.notify_all();
@@ -1053,7 +1060,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// One run's conversation with its worker.
-struct Session<'a> {
+struct Session<'a, 't> {
     req: &'a RunRequest,
     ws: &'a tools::fs::Workspace,
     report: &'a mut RunReport,
@@ -1066,6 +1073,8 @@ struct Session<'a> {
     started: Instant,
     /// The worker's CPU priority was lowered (it ran past [`DEMOTE_AFTER`]).
     demoted: bool,
+    /// Freezes this run's worker while it is demoted and others run.
+    token: &'a mut freezer::RunToken<'t>,
 }
 
 enum Step {
@@ -1073,7 +1082,7 @@ enum Step {
     Finished,
 }
 
-impl Session<'_> {
+impl Session<'_, '_> {
     /// Check and keep the variables a worker reported: names a program
     /// could assign, well-formed data, `result_bytes` in total.
     fn take_vars(
@@ -1143,6 +1152,7 @@ impl Session<'_> {
         }
         self.demoted = true;
         self.worker.lower_priority();
+        self.token.demote(self.worker.pidfd_dup());
     }
 
     /// With a cancel flag: wait until the worker has something to say (a
@@ -1168,6 +1178,14 @@ impl Session<'_> {
             }
             // Checked every slice: a runaway computes without sending frames.
             self.demote_if_long();
+            let slice = if self.demoted {
+                // A demoted worker may be stopped while others run; see
+                // whether it may continue.
+                self.token.tick();
+                freezer::CHECK_EVERY.as_millis() as i32
+            } else {
+                CANCEL_POLL_MS
+            };
             let left = self.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 // recv reports the timeout.
@@ -1175,7 +1193,7 @@ impl Session<'_> {
             }
             let wait = i32::try_from(left.as_millis())
                 .unwrap_or(i32::MAX)
-                .clamp(1, CANCEL_POLL_MS);
+                .clamp(1, slice);
             let mut pfd = libc::pollfd {
                 fd: self.worker.chan.raw_fd(),
                 events: libc::POLLIN,

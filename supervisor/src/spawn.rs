@@ -436,6 +436,15 @@ impl Worker {
         }
     }
 
+    /// A duplicate of a forked worker's pidfd (`None` for an exec'd worker
+    /// or when `dup` fails).
+    pub fn pidfd_dup(&self) -> Option<OwnedFd> {
+        match self.child.as_ref() {
+            Some(Proc::Forked { pidfd, .. }) => pidfd.try_clone().ok(),
+            _ => None,
+        }
+    }
+
     /// Whether this worker was forked by a zygote (rather than exec'd).
     pub fn is_forked(&self) -> bool {
         matches!(self.child, Some(Proc::Forked { .. }))

@@ -1,0 +1,267 @@
+//! Runaways yield the CPUs to other runs: a run still computing after
+//! `DEMOTE_AFTER` is demoted (`SCHED_IDLE`), and while the other runs in
+//! flight need every CPU but one (the front end's), demoted workers are
+//! stopped (`SIGSTOP`). They are continued (`SIGCONT`) once that has not
+//! been so for [`GRACE`]: a client sending quick calls back to back keeps
+//! the runaway stopped between them too, not only during them. (The
+//! runaway's own supervisor thread checks every [`CHECK_EVERY`].)
+//!
+//! Why not `SCHED_IDLE` alone: the scheduler still lets an idle-policy task
+//! run out its slice when the task it displaced is merely runnable (it
+//! yielded, or its own slice ended) rather than waking up, and the displaced
+//! task then waits for the next tick. On a 2-core machine that put 2.5–4 ms
+//! p99s on quick `lackpy mcp` calls while a runaway ran (1000 sequential
+//! calls; ~1.1 ms without one). A stopped process takes no CPU at all.
+//!
+//! A frozen runaway keeps its wall-clock limit, its cancellation and its
+//! SIGKILL at the end: nothing else about the run changes. Only forked
+//! (pooled) workers are frozen, through their pidfd (never a reused pid).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long after the last other run ended a stopped runaway stays stopped.
+/// Why 2 ms: a client turning one result into its next call takes well
+/// under that; a quiet spell longer than it gives the runaway the CPUs.
+pub const GRACE: Duration = Duration::from_millis(2);
+
+/// How often a demoted run's supervisor thread checks whether its worker
+/// may continue ([`RunToken::tick`]).
+pub const CHECK_EVERY: Duration = Duration::from_millis(2);
+
+/// One demoted run's worker.
+#[derive(Debug)]
+struct Demoted {
+    id: u64,
+    pidfd: OwnedFd,
+    stopped: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Runs in flight that are not demoted.
+    active: usize,
+    demoted: Vec<Demoted>,
+    next_id: u64,
+    /// When the last non-demoted run ended.
+    last_end: Option<Instant>,
+}
+
+/// Tracks runs in flight and freezes demoted workers while the others need
+/// the CPUs (see the module docs).
+#[derive(Debug)]
+pub struct Freezer {
+    state: Mutex<State>,
+    /// Non-demoted runs in flight from which on demoted workers are stopped.
+    crowded_at: usize,
+}
+
+/// One run's registration with the [`Freezer`]; dropping it ends the run
+/// there ([`Freezer::end`]).
+#[derive(Debug)]
+pub struct RunToken<'a> {
+    freezer: &'a Freezer,
+    id: u64,
+    demoted: bool,
+}
+
+impl RunToken<'_> {
+    /// This run was demoted; `pidfd` (a duplicate, kept until the run ends)
+    /// names its worker. Without one the run only stops counting as
+    /// active.
+    pub fn demote(&mut self, pidfd: Option<OwnedFd>) {
+        if self.demoted {
+            return;
+        }
+        self.demoted = true;
+        self.freezer.demoted(self.id, pidfd);
+    }
+}
+
+impl RunToken<'_> {
+    /// Continue stopped runaways if the other runs have been gone for
+    /// [`GRACE`] (called by a demoted run every [`CHECK_EVERY`]).
+    pub fn tick(&self) {
+        self.freezer.tick();
+    }
+}
+
+impl Drop for RunToken<'_> {
+    fn drop(&mut self) {
+        self.freezer.end(self.id, self.demoted);
+    }
+}
+
+fn signal(pidfd: &OwnedFd, sig: libc::c_int) {
+    // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo; the pidfd
+    // names exactly the worker, never a reused pid. A worker that already
+    // exited makes it fail with ESRCH, which is fine.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        );
+    }
+}
+
+impl Freezer {
+    /// A freezer for this machine: demoted workers are stopped while the
+    /// other runs in flight number at least the CPUs minus one (at least 1).
+    pub fn new() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Self::with_threshold(cpus.saturating_sub(1).max(1))
+    }
+
+    /// A freezer that stops demoted workers from `crowded_at` other runs on.
+    pub fn with_threshold(crowded_at: usize) -> Self {
+        Freezer {
+            state: Mutex::new(State::default()),
+            crowded_at: crowded_at.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stop or continue every demoted worker as the count of other runs
+    /// (and the [`GRACE`] after the last one) requires.
+    fn apply(&self, st: &mut State) {
+        let stop = st.active >= self.crowded_at || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+        for d in &mut st.demoted {
+            if d.stopped != stop {
+                signal(&d.pidfd, if stop { libc::SIGSTOP } else { libc::SIGCONT });
+                d.stopped = stop;
+            }
+        }
+    }
+
+    /// A run starts; it counts as active until its token is demoted or
+    /// dropped.
+    pub fn start(&self) -> RunToken<'_> {
+        let mut st = self.lock();
+        st.active += 1;
+        st.next_id = st.next_id.wrapping_add(1);
+        let id = st.next_id;
+        self.apply(&mut st);
+        RunToken {
+            freezer: self,
+            id,
+            demoted: false,
+        }
+    }
+
+    fn demoted(&self, id: u64, pidfd: Option<OwnedFd>) {
+        let mut st = self.lock();
+        st.active = st.active.saturating_sub(1);
+        if let Some(pidfd) = pidfd {
+            st.demoted.push(Demoted {
+                id,
+                pidfd,
+                stopped: false,
+            });
+        }
+        self.apply(&mut st);
+    }
+
+    /// The run `id` ended (its worker killed or exited).
+    fn end(&self, id: u64, demoted: bool) {
+        let mut st = self.lock();
+        if demoted {
+            if let Some(i) = st.demoted.iter().position(|d| d.id == id) {
+                let d = st.demoted.swap_remove(i);
+                if d.stopped {
+                    // Let a worker that is still alive run to its end (a
+                    // kill already sent acts on a stopped one too).
+                    signal(&d.pidfd, libc::SIGCONT);
+                }
+            }
+        } else {
+            st.active = st.active.saturating_sub(1);
+            st.last_end = Some(Instant::now());
+        }
+        self.apply(&mut st);
+    }
+
+    fn tick(&self) {
+        let mut st = self.lock();
+        self.apply(&mut st);
+    }
+
+    /// How many demoted workers are stopped right now (for tests).
+    pub fn stopped(&self) -> usize {
+        self.lock().demoted.iter().filter(|d| d.stopped).count()
+    }
+}
+
+impl Default for Freezer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A real child process frozen and thawed through its pidfd.
+    #[test]
+    fn stops_demoted_workers_while_others_run() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: pidfd_open of our own child; the fd is owned below.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh descriptor we own.
+        let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        let state = |pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap()
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let f = Freezer::with_threshold(1);
+        let mut runaway = f.start();
+        runaway.demote(Some(pidfd));
+        // Alone: it keeps running.
+        assert_eq!(f.stopped(), 0);
+        let quick = f.start();
+        assert_eq!(f.stopped(), 1);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(state(pid), "T");
+        drop(quick);
+        // Stopped through the grace period, then continued by a tick.
+        assert_eq!(f.stopped(), 1);
+        std::thread::sleep(GRACE + Duration::from_millis(1));
+        runaway.tick();
+        assert_eq!(f.stopped(), 0);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(state(pid), "S");
+        // Ending a stopped runaway continues it (then it can be reaped).
+        let quick = f.start();
+        assert_eq!(f.stopped(), 1);
+        drop(runaway);
+        assert_eq!(f.stopped(), 0);
+        drop(quick);
+        // Two quick runs on a threshold of two.
+        let f = Freezer::with_threshold(2);
+        let a = f.start();
+        let b = f.start();
+        drop((a, b));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
