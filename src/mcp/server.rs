@@ -402,14 +402,15 @@ fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ErrorInfo> 
 /// `isError` when `ok` is false.
 fn result(value: Value, text: fn(&Value) -> String) -> CallToolResult {
     let ok = value.get("ok").and_then(Value::as_bool).unwrap_or(false);
+    // Not `CallToolResult::structured`: it also renders the whole value as
+    // JSON text, which the bounded text below replaces anyway.
+    let content = vec![ContentBlock::text(text(&value))];
     let mut r = if ok {
-        CallToolResult::structured(value)
+        CallToolResult::success(content)
     } else {
-        CallToolResult::structured_error(value)
+        CallToolResult::error(content)
     };
-    if let Some(v) = &r.structured_content {
-        r.content = vec![ContentBlock::text(text(v))];
-    }
+    r.structured_content = Some(value);
     r
 }
 
