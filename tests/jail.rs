@@ -782,6 +782,34 @@ fn forked_worker_sched() -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// Start a cancellable runaway (an endless loop with the pool's limits, so
+/// a pooled worker serves it) on its own thread.
+fn spawn_runaway(
+    sup: &std::sync::Arc<Supervisor>,
+    ws: &Path,
+    cancel: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<RunReport> {
+    let (s2, c2, ws2) = (sup.clone(), cancel.clone(), ws.to_path_buf());
+    std::thread::spawn(move || {
+        s2.run_with(
+            RunRequest {
+                source: b"n = 0\nfor i in range(1000000000000):\n    n += 1\nn".to_vec(),
+                profile: profile(&["read_file"]),
+                workspace: ws2,
+                limits: Limits {
+                    wall_ms: 10_000,
+                    fuel: u64::MAX / 4,
+                    ..Limits::default()
+                },
+            },
+            &lackpy_supervisor::RunOptions {
+                cancel: Some(c2),
+                ..Default::default()
+            },
+        )
+    })
+}
+
 /// The pid of a zygote-forked worker of this test process that runs at
 /// `SCHED_IDLE` (a demoted runaway).
 fn demoted_worker() -> Option<i32> {
@@ -815,25 +843,7 @@ fn a_demoted_runaway_is_stopped_while_other_runs_go_on() {
     let sup = std::sync::Arc::new(pooled(&["executor"]));
     wait_pool(&sup);
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (s2, c2, ws2) = (sup.clone(), cancel.clone(), ws.path().to_path_buf());
-    let runner = std::thread::spawn(move || {
-        s2.run_with(
-            RunRequest {
-                source: b"n = 0\nfor i in range(1000000000000):\n    n += 1\nn".to_vec(),
-                profile: profile(&["read_file"]),
-                workspace: ws2,
-                limits: Limits {
-                    wall_ms: 10_000,
-                    fuel: u64::MAX / 4,
-                    ..Limits::default()
-                },
-            },
-            &lackpy_supervisor::RunOptions {
-                cancel: Some(c2),
-                ..Default::default()
-            },
-        )
-    });
+    let runner = spawn_runaway(&sup, ws.path(), &cancel);
     let t0 = std::time::Instant::now();
     let mut pid = None;
     while t0.elapsed() < std::time::Duration::from_secs(5) && pid.is_none() {
@@ -912,25 +922,7 @@ fn a_long_running_cancellable_run_is_demoted_to_sched_idle() {
     let sup = std::sync::Arc::new(pooled(&["executor"]));
     wait_pool(&sup);
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (s2, c2, ws2) = (sup.clone(), cancel.clone(), ws.path().to_path_buf());
-    let runner = std::thread::spawn(move || {
-        s2.run_with(
-            RunRequest {
-                source: b"n = 0\nfor i in range(1000000000000):\n    n += 1\nn".to_vec(),
-                profile: profile(&["read_file"]),
-                workspace: ws2,
-                limits: Limits {
-                    wall_ms: 10_000,
-                    fuel: u64::MAX / 4,
-                    ..Limits::default()
-                },
-            },
-            &lackpy_supervisor::RunOptions {
-                cancel: Some(c2),
-                ..Default::default()
-            },
-        )
-    });
+    let runner = spawn_runaway(&sup, ws.path(), &cancel);
     // Past DEMOTE_AFTER (20 ms) and a few cancel-poll slices.
     let t0 = std::time::Instant::now();
     let mut demoted = false;
