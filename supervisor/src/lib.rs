@@ -1143,11 +1143,18 @@ impl Session<'_, '_> {
         }
     }
 
-    /// A worker still computing after [`DEMOTE_AFTER`] gets the lowest CPU
+    /// A worker that has computed for [`DEMOTE_AFTER`] gets the lowest CPU
     /// priority (`SCHED_IDLE`), so a runaway program on a shared server yields
     /// the cores to short runs instead of slowing every other client down.
+    /// CPU time, not wall time, where the worker's clock can be read: a
+    /// short run that is merely slow because others crowd the CPUs is not a
+    /// runaway, and must not be demoted (and then stopped, see
+    /// [`freezer`]) for it.
     fn demote_if_long(&mut self) {
         if self.demoted || self.started.elapsed() < DEMOTE_AFTER {
+            return;
+        }
+        if self.worker.cpu_time().is_some_and(|cpu| cpu < DEMOTE_AFTER) {
             return;
         }
         self.demoted = true;

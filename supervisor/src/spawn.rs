@@ -436,6 +436,32 @@ impl Worker {
         }
     }
 
+    /// CPU time a forked worker has used so far (its process CPU clock);
+    /// `None` for an exec'd worker or when the clock cannot be read.
+    pub fn cpu_time(&self) -> Option<std::time::Duration> {
+        let Some(Proc::Forked { pid, .. }) = self.child.as_ref() else {
+            return None;
+        };
+        let pid = libc::pid_t::try_from(*pid).ok()?;
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: clock_getcpuclockid writes one clockid_t into `clock`.
+        if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
+            return None;
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into `ts`.
+        if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+            return None;
+        }
+        Some(std::time::Duration::new(
+            u64::try_from(ts.tv_sec).ok()?,
+            u32::try_from(ts.tv_nsec).ok()?,
+        ))
+    }
+
     /// A duplicate of a forked worker's pidfd (`None` for an exec'd worker
     /// or when `dup` fails).
     pub fn pidfd_dup(&self) -> Option<OwnedFd> {
