@@ -664,8 +664,13 @@ Profiles taken with `perf` on this machine (2026-11-30) unless noted.
   the warm run above plus one hop to a blocking thread and JSON both ways, on a current-thread runtime.
   The original `lackpy-mcp` runs the program inside its own process with no isolation. About 10
   context switches per call in the server (protocol thread, blocking thread, refill thread, trace
-  thread) and ~250–300 µs of server CPU; each switch is expensive on this VM. A runaway program is
-  moved to `SCHED_IDLE` after 20 ms.
+  thread) and ~250–300 µs of server CPU; each switch is expensive on this VM. Per call the whole
+  machine spends ~0.8 ms of CPU (client included) on its 2 cores, most of it in the single-use worker:
+  fork, its jail steps (a 26-instruction stacked seccomp filter: installing a filter costs per
+  instruction here), ~50 page faults in its first run, and its exit (a third of its CPU, unmapping
+  what it shared with the zygote). A program that has used 20 ms of CPU is moved to `SCHED_IDLE`, and
+  stopped while other runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls during a
+  runaway then see the same p50/p99 as without one (`scripts/bench mcp-rs`).
 - **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
