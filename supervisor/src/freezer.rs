@@ -14,7 +14,10 @@
 //! calls; ~1.1 ms without one). A stopped process takes no CPU at all.
 //!
 //! A frozen runaway keeps its wall-clock limit, its cancellation and its
-//! SIGKILL at the end: nothing else about the run changes. Only forked
+//! SIGKILL at the end: nothing else about the run changes. It is kept
+//! stopped for at most half its wall-clock limit in all (its budget), so a
+//! long but legitimate program still has time to finish under steady load
+//! (at `SCHED_IDLE` once the budget is spent). Only forked
 //! (pooled) workers are frozen, through their pidfd (never a reused pid).
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -35,7 +38,27 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(2);
 struct Demoted {
     id: u64,
     pidfd: OwnedFd,
-    stopped: bool,
+    /// Since when it is stopped (`None`: running).
+    stopped_at: Option<Instant>,
+    /// How long it was stopped before `stopped_at`.
+    stopped_for: Duration,
+    /// How long it may be kept stopped in all; then it only runs at
+    /// `SCHED_IDLE`, as before it was frozen.
+    budget: Duration,
+}
+
+impl Demoted {
+    fn stopped(&self) -> bool {
+        self.stopped_at.is_some()
+    }
+
+    /// Whether its time stopped has used up its budget.
+    fn spent(&self, now: Instant) -> bool {
+        let current = self
+            .stopped_at
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.stopped_for.saturating_add(current) >= self.budget
+    }
 }
 
 #[derive(Debug, Default)]
@@ -68,14 +91,15 @@ pub struct RunToken<'a> {
 
 impl RunToken<'_> {
     /// This run was demoted; `pidfd` (a duplicate, kept until the run ends)
-    /// names its worker. Without one the run only stops counting as
-    /// active.
-    pub fn demote(&mut self, pidfd: Option<OwnedFd>) {
+    /// names its worker, which may be kept stopped for `budget` in all
+    /// (so a long run still gets part of its wall-clock limit to compute
+    /// in). Without a pidfd the run only stops counting as active.
+    pub fn demote(&mut self, pidfd: Option<OwnedFd>, budget: Duration) {
         if self.demoted {
             return;
         }
         self.demoted = true;
-        self.freezer.demoted(self.id, pidfd);
+        self.freezer.demoted(self.id, pidfd, budget);
     }
 }
 
@@ -131,11 +155,24 @@ impl Freezer {
     /// Stop or continue every demoted worker as the count of other runs
     /// (and the [`GRACE`] after the last one) requires.
     fn apply(&self, st: &mut State) {
-        let stop = st.active >= self.crowded_at || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+        let crowded =
+            st.active >= self.crowded_at || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+        let now = Instant::now();
         for d in &mut st.demoted {
-            if d.stopped != stop {
-                signal(&d.pidfd, if stop { libc::SIGSTOP } else { libc::SIGCONT });
-                d.stopped = stop;
+            let stop = crowded && !d.spent(now);
+            match (d.stopped_at, stop) {
+                (None, true) => {
+                    signal(&d.pidfd, libc::SIGSTOP);
+                    d.stopped_at = Some(now);
+                }
+                (Some(t), false) => {
+                    signal(&d.pidfd, libc::SIGCONT);
+                    d.stopped_for = d
+                        .stopped_for
+                        .saturating_add(now.saturating_duration_since(t));
+                    d.stopped_at = None;
+                }
+                _ => {}
             }
         }
     }
@@ -155,14 +192,16 @@ impl Freezer {
         }
     }
 
-    fn demoted(&self, id: u64, pidfd: Option<OwnedFd>) {
+    fn demoted(&self, id: u64, pidfd: Option<OwnedFd>, budget: Duration) {
         let mut st = self.lock();
         st.active = st.active.saturating_sub(1);
         if let Some(pidfd) = pidfd {
             st.demoted.push(Demoted {
                 id,
                 pidfd,
-                stopped: false,
+                stopped_at: None,
+                stopped_for: Duration::ZERO,
+                budget,
             });
         }
         self.apply(&mut st);
@@ -174,7 +213,7 @@ impl Freezer {
         if demoted {
             if let Some(i) = st.demoted.iter().position(|d| d.id == id) {
                 let d = st.demoted.swap_remove(i);
-                if d.stopped {
+                if d.stopped() {
                     // Let a worker that is still alive run to its end (a
                     // kill already sent acts on a stopped one too).
                     signal(&d.pidfd, libc::SIGCONT);
@@ -194,7 +233,7 @@ impl Freezer {
 
     /// How many demoted workers are stopped right now (for tests).
     pub fn stopped(&self) -> usize {
-        self.lock().demoted.iter().filter(|d| d.stopped).count()
+        self.lock().demoted.iter().filter(|d| d.stopped()).count()
     }
 }
 
@@ -235,7 +274,7 @@ mod tests {
         };
         let f = Freezer::with_threshold(1);
         let mut runaway = f.start();
-        runaway.demote(Some(pidfd));
+        runaway.demote(Some(pidfd), Duration::from_secs(5));
         // Alone: it keeps running.
         assert_eq!(f.stopped(), 0);
         let quick = f.start();
@@ -256,6 +295,24 @@ mod tests {
         drop(runaway);
         assert_eq!(f.stopped(), 0);
         drop(quick);
+        // A stop budget: once spent, the runaway is continued for good.
+        let dup = |fd: &OwnedFd| fd.try_clone().unwrap();
+        let fd2 = {
+            // SAFETY: pidfd_open of our own child; the fd is owned below.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            assert!(fd >= 0);
+            // SAFETY: a fresh descriptor we own.
+            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) }
+        };
+        let mut runaway = f.start();
+        runaway.demote(Some(dup(&fd2)), Duration::from_millis(20));
+        let quick = f.start();
+        assert_eq!(f.stopped(), 1);
+        std::thread::sleep(Duration::from_millis(30));
+        runaway.tick();
+        assert_eq!(f.stopped(), 0, "the budget was spent");
+        drop(quick);
+        drop(runaway);
         // Two quick runs on a threshold of two.
         let f = Freezer::with_threshold(2);
         let a = f.start();

@@ -1159,7 +1159,9 @@ impl Session<'_, '_> {
         }
         self.demoted = true;
         self.worker.lower_priority();
-        self.token.demote(self.worker.pidfd_dup());
+        // Kept stopped for at most half the run's wall-clock limit.
+        let budget = self.deadline.saturating_duration_since(self.started) / 2;
+        self.token.demote(self.worker.pidfd_dup(), budget);
     }
 
     /// With a cancel flag: wait until the worker has something to say (a
