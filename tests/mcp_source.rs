@@ -336,6 +336,49 @@ fn rmcp_server_as_a_tool_source() {
     );
 }
 
+/// A server installed in a virtual environment outside the workspace (a
+/// `#!` script whose interpreter links to a Python installed elsewhere)
+/// starts in its jail: the jail follows the `#!` chain.
+#[test]
+fn server_in_a_virtualenv_runs_jailed() {
+    if !have_python() {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    let venv = d.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .output()
+        .expect("python3 -m venv");
+    if !made.status.success() {
+        eprintln!("skipped: python3 -m venv failed");
+        return;
+    }
+    let server = venv.join("bin/fake-server");
+    let body = std::fs::read_to_string(fixture()).expect("fixture");
+    let body = body.replacen(
+        "#!/usr/bin/env python3",
+        &format!("#!{}", venv.join("bin/python").display()),
+        1,
+    );
+    std::fs::write(&server, body).expect("write server");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cfg = format!(
+        "[mcp_servers.venv]\ncommand = {:?}\n",
+        server.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let (out, r) = run(ws.path(), "echo", "echo(text='from the venv')");
+    assert_eq!(
+        r["value"],
+        "from the venv",
+        "{r} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A misspelt jail key value is a config error naming the key, not a
 /// server silently run with other rights.
 #[test]

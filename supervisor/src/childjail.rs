@@ -344,10 +344,144 @@ pub fn install_root(program: &Path) -> PathBuf {
     }
 }
 
+/// How many `#!` interpreters deep [`program_roots`] follows a script (the
+/// kernel's own limit on nested interpreters).
+const MAX_SHEBANG_DEPTH: usize = 4;
+
+/// The file `name` as `execvp` would find it on `PATH` (or `name` itself
+/// when it contains a `/`).
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The interpreter a `#!` script names: the first word of its first line,
+/// or for `#!/usr/bin/env [-S] [-options] NAME` the program `NAME` found on
+/// `PATH`. `None` for anything that is not a readable `#!` script.
+fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head.get(..n)?.strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let interp = words.next()?;
+    if Path::new(interp).file_name().is_some_and(|f| f == "env") {
+        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+        return find_on_path(name);
+    }
+    Some(PathBuf::from(interp))
+}
+
+/// What a program needs to read and execute to start: the installation
+/// ([`install_root`]) of the program as found and of its canonical target,
+/// then the same for each `#!` interpreter in turn (a script in a virtual
+/// environment needs the Python the environment links to, wherever that
+/// is installed).
+pub fn program_roots(program: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut next = Some(program.to_path_buf());
+    for _ in 0..=MAX_SHEBANG_DEPTH {
+        let Some(p) = next.take() else { break };
+        out.push(install_root(&p));
+        let real = std::fs::canonicalize(&p).ok();
+        if let Some(r) = &real {
+            out.push(install_root(r));
+        }
+        next = shebang_interpreter(real.as_deref().unwrap_or(&p));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Files whose presence marks a directory as a project's root.
+const PROJECT_MARKERS: &[&str] = &[
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Cargo.toml",
+    "go.mod",
+    "node_modules",
+    ".git",
+];
+
+/// How many directories up [`project_root`] looks.
+const PROJECT_DEPTH: usize = 6;
+
+/// The project a file belongs to: the nearest directory above it (at most
+/// [`PROJECT_DEPTH`] up) holding a project marker (`package.json`,
+/// `pyproject.toml`, `.git`, ...), so that a server script started as
+/// `node build/index.js` can read its `node_modules`. Never `/` or the home
+/// directory; `None` when there is no such directory.
+pub fn project_root(file: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut dir = file.parent();
+    for _ in 0..PROJECT_DEPTH {
+        let d = dir?;
+        if d.parent().is_none() || Some(d) == home.as_deref() {
+            return None;
+        }
+        if PROJECT_MARKERS.iter().any(|m| d.join(m).exists()) {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shebang_chains_and_projects() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        // A "venv" whose python links to an interpreter installed elsewhere.
+        let inst = root.join("inst/bin");
+        std::fs::create_dir_all(&inst).unwrap();
+        std::fs::write(inst.join("python9"), "#!/bin/sh\n").unwrap();
+        let venv = root.join("proj/.venv/bin");
+        std::fs::create_dir_all(&venv).unwrap();
+        std::os::unix::fs::symlink(inst.join("python9"), venv.join("python")).unwrap();
+        let script = venv.join("my-server");
+        std::fs::write(
+            &script,
+            format!("#!{}\nimport x\n", venv.join("python").display()),
+        )
+        .unwrap();
+        let roots = program_roots(&script);
+        assert!(roots.contains(&root.join("proj/.venv")), "{roots:?}");
+        assert!(roots.contains(&root.join("inst")), "{roots:?}");
+        assert!(roots.contains(&PathBuf::from("/bin")), "{roots:?}");
+        // `#!/usr/bin/env NAME` is looked up on PATH.
+        let envs = root.join("envs");
+        std::fs::write(&envs, "#!/usr/bin/env -S sh -e\n").unwrap();
+        let roots = program_roots(&envs);
+        assert!(
+            roots
+                .iter()
+                .any(|r| r == Path::new("/usr") || r.ends_with("bin")),
+            "{roots:?}"
+        );
+        // The project a script belongs to.
+        std::fs::write(root.join("proj/package.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join("proj/build")).unwrap();
+        assert_eq!(
+            project_root(&root.join("proj/build/index.js")),
+            Some(root.join("proj"))
+        );
+        assert_eq!(project_root(&root.join("inst/bin/python9")), None);
+    }
 
     #[test]
     fn install_roots() {

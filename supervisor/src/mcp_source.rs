@@ -26,7 +26,7 @@
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
-use crate::childjail::{install_root, Jail, Spec};
+use crate::childjail::{install_root, program_roots, project_root, Jail, Spec};
 use crate::json::to_json;
 use crate::providers::value::from_plain;
 use crate::tools::fs::{fail, Workspace};
@@ -225,18 +225,17 @@ fn config_path(p: &str, workspace: &Path) -> PathBuf {
 
 /// The jail of one server (see [`crate::childjail`]): what it may read
 /// follows from its command line, the rest from its table.
-/// - read+execute: the program's installation ([`install_root`] of the
-///   path found on `PATH` and of its canonical target), every argument
-///   that names an existing file (its directory) or directory (itself,
-///   unless it is `/` or the home directory), and `read_paths`;
+/// - read+execute: the program's installation and that of each `#!`
+///   interpreter it names ([`program_roots`]: a script in a virtual
+///   environment needs the Python it links to), every argument that names
+///   an existing file (its directory and the project it belongs to,
+///   [`project_root`]) or directory (itself, unless it is `/` or the home
+///   directory), and `read_paths`;
 /// - the workspace as `workspace` says (default: read-only);
 /// - read/write: `write_paths`;
 /// - the host's network only with `network = true`.
 fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
-    let mut read_exec = vec![install_root(program)];
-    if let Ok(real) = std::fs::canonicalize(program) {
-        read_exec.push(install_root(&real));
-    }
+    let mut read_exec = program_roots(program);
     let home = std::env::var_os("HOME").map(PathBuf::from);
     for arg in &key.args {
         // `--root=/srv/data` names a path too.
@@ -251,7 +250,10 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
                     read_exec.push(p);
                 }
             }
-            Ok(_) => read_exec.push(install_root(&p)),
+            Ok(_) => {
+                read_exec.push(install_root(&p));
+                read_exec.extend(project_root(&p));
+            }
             Err(_) => {}
         }
     }
