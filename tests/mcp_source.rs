@@ -276,6 +276,48 @@ fn server_is_jailed_by_default() {
     );
 }
 
+/// A workspace named in the server's arguments (as `mcp-server-filesystem
+/// .` is configured) is readable by it, never executable: a program may
+/// have written the files there.
+#[test]
+fn workspace_named_in_args_is_not_executable() {
+    if !have_python() {
+        return;
+    }
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \".\"]\n",
+        fixture().display().to_string()
+    );
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", &cfg),
+        ("run.sh", "#!/bin/sh\nexit 0\n"),
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        ws.path().join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    assert_eq!(probe(ws.path(), "read", "run.sh"), (true, String::new()));
+    let (ok, err) = probe(ws.path(), "exec", "./run.sh");
+    assert!(!ok && err.contains("PermissionError"), "{err}");
+    // The same script outside the workspace, named by `read_paths`, runs.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let script = outside.path().join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}]\nread_paths = [{:?}]\n",
+        fixture().display().to_string(),
+        outside.path().display().to_string()
+    );
+    std::fs::write(ws.path().join(".lackpy/config.toml"), cfg).expect("config");
+    assert_eq!(
+        probe(ws.path(), "exec", script.to_str().unwrap_or_default()),
+        (true, String::new())
+    );
+}
+
 /// The table's jail keys open exactly what they name: `workspace =
 /// "write"`, `read_paths`, `network = true`.
 #[test]

@@ -230,12 +230,14 @@ fn config_path(p: &str, workspace: &Path) -> PathBuf {
 ///   environment needs the Python it links to), every argument that names
 ///   an existing file (its directory and the project it belongs to,
 ///   [`project_root`]) or directory (itself, unless it is `/` or the home
-///   directory), and `read_paths`;
+///   directory) outside the workspace, and `read_paths`;
+/// - read-only: what the arguments name inside the workspace;
 /// - the workspace as `workspace` says (default: read-only);
 /// - read/write: `write_paths`;
 /// - the host's network only with `network = true`.
 fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
     let mut read_exec = program_roots(program);
+    let mut from_args = Vec::new();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     for arg in &key.args {
         // `--root=/srv/data` names a path too.
@@ -247,22 +249,29 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
         match std::fs::metadata(&p) {
             Ok(m) if m.is_dir() => {
                 if p.parent().is_some() && Some(&p) != home.as_ref() {
-                    read_exec.push(p);
+                    from_args.push(p);
                 }
             }
             Ok(_) => {
-                read_exec.push(install_root(&p));
-                read_exec.extend(project_root(&p));
+                from_args.push(install_root(&p));
+                from_args.extend(project_root(&p));
             }
             Err(_) => {}
         }
     }
+    // What the arguments name inside the workspace is only readable: a
+    // program may have written files there, and nothing in the workspace
+    // is executable unless `read_paths` says so.
+    let (inside, outside): (Vec<PathBuf>, Vec<PathBuf>) = from_args
+        .into_iter()
+        .partition(|p| p.starts_with(&key.workspace));
+    read_exec.extend(outside);
     read_exec.extend(
         key.read_paths
             .iter()
             .map(|p| config_path(p, &key.workspace)),
     );
-    let mut read_only = Vec::new();
+    let mut read_only = inside;
     let mut read_write: Vec<PathBuf> = key
         .write_paths
         .iter()
