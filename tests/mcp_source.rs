@@ -421,6 +421,51 @@ fn server_in_a_virtualenv_runs_jailed() {
     );
 }
 
+/// `lackpy doctor` shows each server's jail and whether it starts in it.
+#[test]
+fn doctor_reports_server_jails() {
+    if !have_python() {
+        return;
+    }
+    let extra = "[mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n";
+    let ws = ws_with(extra);
+    let out = util::run_with_stdin(
+        &[
+            "doctor",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap_or("."),
+        ],
+        "",
+        None,
+    );
+    let v = util::json(&out);
+    let servers = v["mcp_servers"].as_array().cloned().unwrap_or_default();
+    let by = |n: &str| {
+        servers
+            .iter()
+            .find(|s| s["name"] == n)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let fake = by("fake");
+    assert!(fake["tools"].as_u64().is_some_and(|n| n >= 10), "{fake}");
+    assert!(
+        fake["jail"]
+            .as_str()
+            .is_some_and(|j| j.contains("no network")),
+        "{fake}"
+    );
+    let missing = by("missing");
+    assert!(missing["tools"].is_null(), "{missing}");
+    assert!(
+        missing["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("jail")),
+        "{missing}"
+    );
+}
+
 /// A misspelt jail key value is a config error naming the key, not a
 /// server silently run with other rights.
 #[test]

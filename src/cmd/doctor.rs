@@ -1,5 +1,7 @@
 //! `lackpy doctor`: which jail layers this kernel supports, found by really
-//! spawning jailed workers (one per layer alone, then all together).
+//! spawning jailed workers (one per layer alone, then all together); and
+//! for each `[mcp_servers]` table of the workspace, its jail and whether
+//! the server starts in it and lists its tools.
 
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
@@ -16,7 +18,7 @@ pub struct Args {
     /// Layers to lower, comma-separated (default: the config's `[sandbox] lower`).
     #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
     lower: Option<Vec<String>>,
-    /// Workspace whose config gives `[sandbox] lower` (default: the current directory).
+    /// Workspace whose config gives `[sandbox] lower` and the MCP servers to check (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<std::path::PathBuf>,
 }
@@ -143,6 +145,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     }
     let full = try_level(&exe, lowered);
     let level = lowered.executor_spec(&Limits::default()).level();
+    // The workspace's MCP servers: their jails, and whether they start.
+    let ws = args.workspace.clone().unwrap_or_else(|| ".".into());
+    let ws = std::fs::canonicalize(&ws).unwrap_or(ws);
+    let servers = match super::common::load_files(&ws) {
+        Ok((c, _)) => lackpy_supervisor::mcp_source::check_servers(&c, &ws),
+        Err(_) => Vec::new(),
+    };
     if args.json {
         let v = serde_json::json!({
             "ok": failed.is_empty() && full.is_ok(),
@@ -151,6 +160,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             "landlock_abi": abi,
             "layers": layers,
             "full_jail": match &full { Ok(t) => serde_json::json!({"ok": true, "spawn_us": t.as_micros() as u64}), Err(e) => serde_json::json!({"ok": false, "error": e}) },
+            "mcp_servers": servers,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -166,6 +176,19 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 t.as_micros()
             ),
             Err(e) => println!("jail level  {level} (from {source}): FAILED: {e}"),
+        }
+        for s in &servers {
+            match (&s.tools, &s.error) {
+                (Some(n), _) => println!("mcp server  {:<22} {n} tools", s.name),
+                (None, e) => println!(
+                    "mcp server  {:<22} FAILED: {}",
+                    s.name,
+                    e.as_deref().unwrap_or("unknown error")
+                ),
+            }
+            if !s.jail.is_empty() {
+                println!("{:<11} jail: {}", "", s.jail);
+            }
         }
     }
     if !failed.is_empty() {

@@ -651,6 +651,66 @@ pub fn discover(config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String
     (tools, warnings)
 }
 
+/// What `lackpy doctor` reports for one configured server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerReport {
+    /// The `[mcp_servers.NAME]` name.
+    pub name: String,
+    /// Its jail in one line (network, workspace, what it may read and write).
+    pub jail: String,
+    /// How many tools it listed, when it started.
+    pub tools: Option<usize>,
+    /// Why it could not be used, when it did not.
+    pub error: Option<String>,
+}
+
+/// Start (or reuse) every server of `config` and report its jail and
+/// whether it lists its tools (for `lackpy doctor`).
+pub fn check_servers(config: &Config, workspace: &Path) -> Vec<ServerReport> {
+    let show = |paths: &[PathBuf]| {
+        let v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    config
+        .mcp_servers
+        .iter()
+        .map(|(name, server)| {
+            let timeout = timeout_of(config, name);
+            match key_of(name, server, workspace) {
+                Err(e) => ServerReport {
+                    name: name.clone(),
+                    jail: String::new(),
+                    tools: None,
+                    error: Some(e.to_string()),
+                },
+                Ok(key) => {
+                    let spec = jail_spec(&key, &resolve_program(&key.command));
+                    let jail = format!(
+                        "{}; read+exec (beyond the system directories): {}; read-only: {}; read/write: {}",
+                        if spec.network { "host network" } else { "no network" },
+                        show(&spec.read_exec),
+                        show(&spec.read_only),
+                        show(&spec.read_write),
+                    );
+                    let listed = list_tools(&key, DISCOVERY_TIMEOUT.min(timeout));
+                    ServerReport {
+                        name: name.clone(),
+                        jail,
+                        tools: listed.as_ref().ok().map(Vec::len),
+                        error: listed
+                            .err()
+                            .map(|e| format!("{e}{}", jail_hint(server))),
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
 static WARNED: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
 
 /// Add the tools of `config`'s MCP servers to `config.tools` so that the
