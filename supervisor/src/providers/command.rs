@@ -41,7 +41,10 @@
 //! 4. `PR_SET_NO_NEW_PRIVS`;
 //! 5. landlock (every filesystem and TCP right handled, plus signal and
 //!    abstract-socket scoping): read+execute beneath `/usr /lib /lib64 /lib32
-//!    /bin /sbin /opt` and on the resolved program file, read-only on the
+//!    /bin /sbin /opt`, on the resolved program file and beneath its
+//!    installation and that of each `#!` interpreter it names
+//!    ([`crate::childjail::program_roots`]; read-only when inside the
+//!    workspace), read-only on the
 //!    few `/etc` entries in [`crate::childjail::ETC_FILES`] (not `/etc/shadow`, keys, ...), read/write on
 //!    `/dev/null`, read-only (files and directories, no execute) beneath the
 //!    workspace — full write access to the workspace only when the tool's
@@ -58,7 +61,7 @@
 
 use super::pipes::{kill_group, read_both, PipeError};
 use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
-use crate::childjail::{Jail, Spec};
+use crate::childjail::{program_roots, Jail, Spec};
 use crate::tools::fs::{fail, Workspace, READ_CAP};
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
@@ -377,14 +380,22 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             format!("{tool}: cannot jail the command ({e})"),
         )
     };
-    let (read_only, read_write) = if writable {
-        (vec![], vec![ws_path.clone()])
+    // The program, and the installation of it and of each `#!` interpreter
+    // it names (a script in a virtualenv needs the Python it links to);
+    // inside the workspace only readable, the program file itself aside.
+    let (mut read_only, mut read_exec): (Vec<PathBuf>, Vec<PathBuf>) = program_roots(&program)
+        .into_iter()
+        .partition(|p| p.starts_with(&ws_path));
+    read_exec.push(program.clone());
+    let read_write = if writable {
+        vec![ws_path.clone()]
     } else {
-        (vec![ws_path.clone()], vec![])
+        read_only.push(ws_path.clone());
+        vec![]
     };
     let jail = Jail::prepare(&Spec {
         network: false,
-        read_exec: vec![program.clone()],
+        read_exec,
         read_only,
         read_write,
         cpu_seconds: Some(timeout.ceil() as u64 + 1),
@@ -603,6 +614,37 @@ mod tests {
         let mut t = tool(&["echo"], &[]);
         t.provider_config.remove("argv");
         assert!(expand_argv(&t, &[]).unwrap_err().message.contains("argv"));
+    }
+
+    /// A command installed in a virtualenv (a `#!` script whose Python is
+    /// installed elsewhere) runs in the jail.
+    #[test]
+    fn virtualenv_script_runs_jailed() {
+        let d = tempfile::tempdir().unwrap();
+        let venv = d.path().join("venv");
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .output();
+        if !made.is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: python3 -m venv failed");
+            return;
+        }
+        let script = venv.join("bin/hello");
+        std::fs::write(
+            &script,
+            format!(
+                "#!{}\nimport sys\nprint('hello from', sys.prefix == sys.base_prefix and 'base' or 'venv')\n",
+                venv.join("bin/python").display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ws_dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(ws_dir.path()).unwrap();
+        let t = tool(&[script.to_str().unwrap()], &[]);
+        assert_eq!(call(&t, &[], &ws).unwrap(), s("hello from venv\n"));
     }
 
     #[test]
