@@ -50,28 +50,30 @@ fn try_level(exe: &ExeHandle, level: JailLevel) -> Result<Duration, String> {
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let exe = ExeHandle::current()?;
+    let ws = args.workspace.clone().unwrap_or_else(|| ".".into());
+    let ws = std::fs::canonicalize(&ws).unwrap_or(ws);
+    // The workspace's config, read once: `[sandbox] lower` and the MCP
+    // servers. (With --lower a broken config only hides the servers.)
+    let config = super::common::load_files(&ws).map(|(c, _)| c);
     // Where the lowered layers come from: --lower, else the config.
     let (names, source) = match &args.lower {
         Some(l) => (l.clone(), "--lower".to_string()),
-        None => {
-            let ws = args.workspace.clone().unwrap_or_else(|| ".".into());
-            match super::common::load_files(&ws) {
-                Ok((c, _)) => match &c.sandbox_lower {
-                    Some(l) => {
-                        let file = c.files.last().map(|f| f.display().to_string());
-                        (
-                            l.clone(),
-                            format!("[sandbox] lower in {}", file.unwrap_or_default()),
-                        )
-                    }
-                    None => (Vec::new(), "default".to_string()),
-                },
-                Err(e) => {
-                    eprintln!("lackpy doctor: {e}");
-                    return Ok(e.exit_code());
+        None => match &config {
+            Ok(c) => match &c.sandbox_lower {
+                Some(l) => {
+                    let file = c.files.last().map(|f| f.display().to_string());
+                    (
+                        l.clone(),
+                        format!("[sandbox] lower in {}", file.unwrap_or_default()),
+                    )
                 }
+                None => (Vec::new(), "default".to_string()),
+            },
+            Err(e) => {
+                eprintln!("lackpy doctor: {e}");
+                return Ok(e.exit_code());
             }
-        }
+        },
     };
     let lowered = match JailLevel::lowered(&names) {
         Ok(l) => l,
@@ -146,10 +148,8 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let full = try_level(&exe, lowered);
     let level = lowered.executor_spec(&Limits::default()).level();
     // The workspace's MCP servers: their jails, and whether they start.
-    let ws = args.workspace.clone().unwrap_or_else(|| ".".into());
-    let ws = std::fs::canonicalize(&ws).unwrap_or(ws);
-    let servers = match super::common::load_files(&ws) {
-        Ok((c, _)) => lackpy_supervisor::mcp_source::check_servers(&c, &ws),
+    let servers = match &config {
+        Ok(c) => lackpy_supervisor::mcp_source::check_servers(c, &ws),
         Err(_) => Vec::new(),
     };
     if args.json {

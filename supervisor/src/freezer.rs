@@ -20,7 +20,8 @@
 //! (at `SCHED_IDLE` once the budget is spent). Only forked
 //! (pooled) workers are frozen, through their pidfd (never a reused pid).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use crate::spawn::pidfd_signal;
+use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -101,9 +102,12 @@ impl RunToken<'_> {
         self.demoted = true;
         self.freezer.demoted(self.id, pidfd, budget);
     }
-}
 
-impl RunToken<'_> {
+    /// Whether this run was demoted.
+    pub fn is_demoted(&self) -> bool {
+        self.demoted
+    }
+
     /// Continue stopped runaways if the other runs have been gone for
     /// [`GRACE`] (called by a demoted run every [`CHECK_EVERY`]).
     pub fn tick(&self) {
@@ -114,21 +118,6 @@ impl RunToken<'_> {
 impl Drop for RunToken<'_> {
     fn drop(&mut self) {
         self.freezer.end(self.id, self.demoted);
-    }
-}
-
-fn signal(pidfd: &OwnedFd, sig: libc::c_int) {
-    // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo; the pidfd
-    // names exactly the worker, never a reused pid. A worker that already
-    // exited makes it fail with ESRCH, which is fine.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            sig,
-            std::ptr::null::<libc::siginfo_t>(),
-            0u32,
-        );
     }
 }
 
@@ -162,11 +151,11 @@ impl Freezer {
             let stop = crowded && !d.spent(now);
             match (d.stopped_at, stop) {
                 (None, true) => {
-                    signal(&d.pidfd, libc::SIGSTOP);
+                    pidfd_signal(&d.pidfd, libc::SIGSTOP);
                     d.stopped_at = Some(now);
                 }
                 (Some(t), false) => {
-                    signal(&d.pidfd, libc::SIGCONT);
+                    pidfd_signal(&d.pidfd, libc::SIGCONT);
                     d.stopped_for = d
                         .stopped_for
                         .saturating_add(now.saturating_duration_since(t));
@@ -216,7 +205,7 @@ impl Freezer {
                 if d.stopped() {
                     // Let a worker that is still alive run to its end (a
                     // kill already sent acts on a stopped one too).
-                    signal(&d.pidfd, libc::SIGCONT);
+                    pidfd_signal(&d.pidfd, libc::SIGCONT);
                 }
             }
         } else {

@@ -635,7 +635,6 @@ impl Supervisor {
             cancel: opts.cancel.as_deref(),
             want_vars: opts.want_vars,
             started: Instant::now(),
-            demoted: false,
             token: &mut token,
         };
         session.drive(&run);
@@ -1071,9 +1070,8 @@ struct Session<'a, 't> {
     want_vars: bool,
     /// When the run was handed to the worker.
     started: Instant,
-    /// The worker's CPU priority was lowered (it ran past [`DEMOTE_AFTER`]).
-    demoted: bool,
-    /// Freezes this run's worker while it is demoted and others run.
+    /// Freezes this run's worker while it is demoted (its CPU priority
+    /// lowered once it computed past [`DEMOTE_AFTER`]) and others run.
     token: &'a mut freezer::RunToken<'t>,
 }
 
@@ -1151,13 +1149,12 @@ impl Session<'_, '_> {
     /// runaway, and must not be demoted (and then stopped, see
     /// [`freezer`]) for it.
     fn demote_if_long(&mut self) {
-        if self.demoted || self.started.elapsed() < DEMOTE_AFTER {
+        if self.token.is_demoted() || self.started.elapsed() < DEMOTE_AFTER {
             return;
         }
         if self.worker.cpu_time().is_some_and(|cpu| cpu < DEMOTE_AFTER) {
             return;
         }
-        self.demoted = true;
         self.worker.lower_priority();
         // Kept stopped for at most half the run's wall-clock limit.
         let budget = self.deadline.saturating_duration_since(self.started) / 2;
@@ -1187,7 +1184,7 @@ impl Session<'_, '_> {
             }
             // Checked every slice: a runaway computes without sending frames.
             self.demote_if_long();
-            let slice = if self.demoted {
+            let slice = if self.token.is_demoted() {
                 // A demoted worker may be stopped while others run; see
                 // whether it may continue.
                 self.token.tick();

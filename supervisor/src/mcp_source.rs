@@ -26,7 +26,7 @@
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
-use crate::childjail::{install_root, program_roots, project_root, Jail, Spec};
+use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
 use crate::json::to_json;
 use crate::providers::value::from_plain;
 use crate::tools::fs::{fail, Workspace};
@@ -192,18 +192,7 @@ fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey,
 /// `command` as given when it names a path, else found on our `PATH`
 /// (the child's environment is cleared, so it cannot search for itself).
 fn resolve_program(command: &str) -> PathBuf {
-    if command.contains('/') {
-        return PathBuf::from(command);
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let p = dir.join(command);
-            if p.is_file() {
-                return p;
-            }
-        }
-    }
-    PathBuf::from(command)
+    find_on_path(command).unwrap_or_else(|| PathBuf::from(command))
 }
 
 /// Default data (heap) limit of a server, in MiB.

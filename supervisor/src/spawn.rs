@@ -303,19 +303,7 @@ impl Proc {
             Proc::Child(c) => {
                 let _ = c.kill();
             }
-            Proc::Forked { pidfd, .. } => {
-                // SAFETY: pidfd_send_signal on a pidfd we own; no siginfo.
-                // The pidfd names exactly this process, never a reused pid.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_pidfd_send_signal,
-                        pidfd.as_raw_fd(),
-                        libc::SIGKILL,
-                        std::ptr::null::<libc::siginfo_t>(),
-                        0u32,
-                    )
-                };
-            }
+            Proc::Forked { pidfd, .. } => pidfd_signal(pidfd, libc::SIGKILL),
         }
     }
 
@@ -329,6 +317,22 @@ impl Proc {
             Proc::Child(c) => c.wait().ok(),
             Proc::Forked { status, .. } => read_status(status, 0).flatten(),
         }
+    }
+}
+
+/// Send `sig` to the process `pidfd` names (exactly that process, never a
+/// reused pid). A process that already exited makes it fail with ESRCH,
+/// which callers may ignore: there is nothing left to signal.
+pub fn pidfd_signal(pidfd: &OwnedFd, sig: libc::c_int) {
+    // SAFETY: pidfd_send_signal on a pidfd the caller owns; no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        );
     }
 }
 
