@@ -23,6 +23,7 @@ fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
         jail_level: level,
         pool_size: 0,
         worker_role: role.iter().map(|s| s.to_string()).collect(),
+        trace_limits: Default::default(),
     };
     Supervisor::new(cfg).expect("supervisor")
 }
@@ -565,6 +566,7 @@ fn pool_serves_single_use_workers() {
         jail_level: JailLevel::full(),
         pool_size: 2,
         worker_role: vec!["probe".into(), "nothing".into()],
+        trace_limits: Default::default(),
     };
     let sup = Supervisor::new(cfg).expect("supervisor");
     let t0 = std::time::Instant::now();
@@ -592,6 +594,7 @@ fn pooled(role: &[&str]) -> Supervisor {
         jail_level: JailLevel::full(),
         pool_size: 1,
         worker_role: role.iter().map(|s| s.to_string()).collect(),
+        trace_limits: Default::default(),
     };
     Supervisor::new(cfg).expect("supervisor")
 }

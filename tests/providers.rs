@@ -397,6 +397,7 @@ fn embedding_host_supplies_virtual_tools() {
         jail_level: JailLevel::full(),
         pool_size: 0,
         worker_role: vec!["executor".into()],
+        trace_limits: Default::default(),
     })
     .expect("supervisor");
     providers::set_host_tools(Some(Arc::new(Host)));
@@ -469,6 +470,7 @@ fn waiting_for_a_busy_python_helper_is_bounded_by_the_run_deadline() {
             jail_level: JailLevel::full(),
             pool_size: 0,
             worker_role: vec!["executor".into()],
+            trace_limits: Default::default(),
         })
         .expect("supervisor"),
     );

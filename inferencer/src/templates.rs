@@ -24,30 +24,14 @@ const MAX_SEGMENTS: usize = 32;
 /// Largest workspace templates or ratchet file read, in bytes.
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-/// Read a small workspace file; `Ok(None)` when it does not exist.
-fn read_small(path: &Path) -> Result<Option<String>, TemplateError> {
-    use std::io::Read;
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(path, e)),
-    };
-    let mut buf = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| io_err(path, e))?;
-    if buf.len() as u64 > MAX_FILE_BYTES {
-        return Err(TemplateError::Parse {
-            file: path.display().to_string(),
-            detail: format!("larger than {MAX_FILE_BYTES} bytes"),
-        });
+/// Read a small file of the workspace's control directory (`name` inside
+/// `.lackpy/`), beneath the workspace's descriptor, no symlink followed;
+/// `Ok(None)` when it does not exist.
+fn read_small(ws: &Path, name: &str) -> Result<Option<String>, TemplateError> {
+    match lackpy_beneath::open_control(ws, false)? {
+        None => Ok(None),
+        Some(ctl) => Ok(ctl.read_text(name, MAX_FILE_BYTES)?),
     }
-    String::from_utf8(buf)
-        .map(Some)
-        .map_err(|_| TemplateError::Parse {
-            file: path.display().to_string(),
-            detail: "not UTF-8".into(),
-        })
 }
 
 /// One template.
@@ -101,6 +85,10 @@ pub enum TemplateError {
         /// The error.
         source: std::io::Error,
     },
+    /// A control file was refused (a symlink, not a regular file, too
+    /// large) or could not be opened beneath the workspace.
+    #[error(transparent)]
+    Control(#[from] lackpy_beneath::Error),
 }
 
 /// Lowercase, collapse whitespace, drop trailing punctuation.
@@ -287,7 +275,7 @@ impl TemplateSet {
         let mut templates = Vec::new();
         if let Some(ws) = workspace {
             let path = templates_path(ws);
-            if let Some(text) = read_small(&path)? {
+            if let Some(text) = read_small(ws, TEMPLATES_FILE)? {
                 templates.extend(Self::parse(&text, &path.display().to_string())?);
             }
         }
@@ -303,14 +291,19 @@ impl TemplateSet {
     }
 }
 
-/// `<ws>/.lackpy/templates.toml`.
+/// The workspace templates file's name in `.lackpy/`.
+const TEMPLATES_FILE: &str = "templates.toml";
+/// The ratchet file's name in `.lackpy/`.
+const RATCHET_FILE: &str = "ratchet.json";
+
+/// `<ws>/.lackpy/templates.toml` (for messages: it is opened beneath the workspace).
 pub fn templates_path(ws: &Path) -> PathBuf {
-    ws.join(".lackpy").join("templates.toml")
+    ws.join(lackpy_beneath::CONTROL_DIR).join(TEMPLATES_FILE)
 }
 
 /// `<ws>/.lackpy/ratchet.json`: success counts per normalised intent.
 pub fn ratchet_path(ws: &Path) -> PathBuf {
-    ws.join(".lackpy").join("ratchet.json")
+    ws.join(lackpy_beneath::CONTROL_DIR).join(RATCHET_FILE)
 }
 
 // ---------------------------------------------------------------- rules
@@ -499,23 +492,14 @@ pub enum Ratchet {
     Skipped,
 }
 
-fn io_err(path: &Path, e: std::io::Error) -> TemplateError {
-    TemplateError::Io {
-        file: path.display().to_string(),
-        source: e,
-    }
-}
-
-fn write_atomic(path: &Path, text: &str) -> Result<(), TemplateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    // Unique per process and call: the MCP server records from many threads.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
-    let tmp = dir.join(format!(".{name}.tmp{}-{seq}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+/// Replace `name` in the workspace's `.lackpy/` atomically (created when
+/// absent), beneath the workspace's descriptor, never through a symlink.
+fn write_atomic(ws: &Path, name: &str, text: &str) -> Result<(), TemplateError> {
+    let ctl = lackpy_beneath::open_control(ws, true)?.ok_or_else(|| TemplateError::Io {
+        file: ws.join(lackpy_beneath::CONTROL_DIR).display().to_string(),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    })?;
+    Ok(ctl.write_atomic(name, text.as_bytes())?)
 }
 
 /// Record a delegate run that validated and ran ok. After `promote_after`
@@ -543,7 +527,7 @@ pub fn record_success(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let key = normalise_intent(intent);
     let rpath = ratchet_path(ws);
-    let mut file: RatchetFile = match read_small(&rpath)? {
+    let mut file: RatchetFile = match read_small(ws, RATCHET_FILE)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| TemplateError::Parse {
             file: rpath.display().to_string(),
             detail: e.to_string(),
@@ -576,7 +560,7 @@ pub fn record_success(
         file: rpath.display().to_string(),
         detail: e.to_string(),
     })?;
-    write_atomic(&rpath, &json)?;
+    write_atomic(ws, RATCHET_FILE, &json)?;
     Ok(if promote {
         Ratchet::Promoted
     } else {
@@ -591,7 +575,7 @@ fn promote_template(
     provider: &str,
 ) -> Result<(), TemplateError> {
     let tpath = templates_path(ws);
-    let mut file: TemplatesFile = match read_small(&tpath)? {
+    let mut file: TemplatesFile = match read_small(ws, TEMPLATES_FILE)? {
         Some(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
             file: tpath.display().to_string(),
             detail: e.to_string(),
@@ -612,7 +596,8 @@ fn promote_template(
         detail: e.to_string(),
     })?;
     write_atomic(
-        &tpath,
+        ws,
+        TEMPLATES_FILE,
         &format!("# Written by `lackpy delegate` (the ratchet). Edit freely.\n{text}"),
     )
 }

@@ -81,6 +81,10 @@ pub struct Loaded {
 /// text; anything bigger is a mistake or hostile).
 const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
+/// Most entries read from `.lackpy/kits/` (a kit directory is hand-made;
+/// more is a mistake or hostile).
+const MAX_KIT_FILES: usize = 10_000;
+
 /// Read a whole (small) text file, capped at [`MAX_CONFIG_BYTES`].
 fn read_capped_text(path: &Path) -> Result<String, CliError> {
     let f = std::fs::File::open(path)
@@ -153,8 +157,9 @@ pub type ConfigStamp = Vec<(PathBuf, Option<(std::time::SystemTime, u64, u64)>)>
 /// `stat` calls; no file is read).
 pub fn config_stamp(workspace: &Path) -> ConfigStamp {
     use std::os::unix::fs::MetadataExt;
+    // `symlink_metadata`: a symlink is stamped as itself (the loader refuses it).
     let stat = |p: &Path| {
-        std::fs::metadata(p).ok().map(|m| {
+        std::fs::symlink_metadata(p).ok().map(|m| {
             (
                 m.modified().unwrap_or(std::time::UNIX_EPOCH),
                 m.len(),
@@ -168,7 +173,7 @@ pub fn config_stamp(workspace: &Path) -> ConfigStamp {
         out.push((user, s));
     }
     let dot = workspace.join(".lackpy");
-    for p in [dot.join("config.toml"), dot.join("kits")] {
+    for p in [dot.clone(), dot.join("config.toml"), dot.join("kits")] {
         let s = stat(&p);
         out.push((p, s));
     }
@@ -217,24 +222,43 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
             )));
         }
     }
-    let ws_file = workspace.join(".lackpy").join("config.toml");
-    if ws_file.is_file() {
-        let ws = Config::parse(&read_capped_text(&ws_file)?, &ws_file)?;
+    // The workspace's control directory is opened beneath the workspace
+    // and nothing in it is followed through a symlink: a symlinked
+    // `.lackpy`, `config.toml`, `kits/` or kit file is refused (a program
+    // that can write the workspace could have planted it).
+    let control = |e: lackpy_beneath::Error| CliError::Usage(format!("config error: {e}"));
+    let mut kits = Kits::default();
+    let Some(ctl) = lackpy_beneath::open_control(workspace, false).map_err(control)? else {
+        return Ok((config, kits));
+    };
+    if let Some(text) = ctl
+        .read_text("config.toml", MAX_CONFIG_BYTES)
+        .map_err(control)?
+    {
+        let ws_file = ctl.path().join("config.toml");
+        let ws = Config::parse(&text, &ws_file)?;
         config = Config::merge(config, ws);
     }
-    let mut kits = Kits::default();
-    let kit_dir = workspace.join(".lackpy").join("kits");
-    if let Ok(rd) = std::fs::read_dir(&kit_dir) {
-        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.extension().and_then(|e| e.to_str()) != Some("kit") || !p.is_file() {
-                continue;
-            }
-            let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+    if let Some(kit_dir) = ctl.subdir("kits", false).map_err(control)? {
+        for (name, kind) in kit_dir.entries(MAX_KIT_FILES).map_err(control)? {
+            let Some(stem) = name.strip_suffix(".kit").filter(|s| !s.is_empty()) else {
                 continue;
             };
-            kits.insert_text(stem, &read_capped_text(&p)?);
+            match kind {
+                lackpy_beneath::Kind::File => {}
+                lackpy_beneath::Kind::Symlink => {
+                    return Err(control(lackpy_beneath::Error::Symlink {
+                        path: kit_dir.path().join(&name),
+                    }))
+                }
+                _ => continue,
+            }
+            if let Some(text) = kit_dir
+                .read_text(&name, MAX_CONFIG_BYTES)
+                .map_err(control)?
+            {
+                kits.insert_text(stem, &text);
+            }
         }
     }
     Ok((config, kits))

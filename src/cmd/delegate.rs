@@ -165,6 +165,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
     };
     let sup = match SupervisorConfig::new().and_then(|mut c| {
         c.jail_level = jail_level;
+        c.trace_limits = loaded.config.trace.unwrap_or_default();
         Supervisor::new(c)
     }) {
         Ok(s) => s,

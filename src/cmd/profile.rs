@@ -4,7 +4,6 @@
 use super::common::{self, Select};
 use super::tools::tool_json;
 use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `lackpy profile`.
@@ -283,11 +282,14 @@ fn create(
         tools,
     };
     let body = render_kit(&kit);
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        let mut f = std::fs::File::create(&path)?;
-        f.write_all(body.as_bytes())?;
-        f.sync_all()
+    // Beneath the workspace's descriptor, never through a symlink.
+    let write = || -> Result<(), lackpy_beneath::Error> {
+        lackpy_beneath::open_control(&ws, true)?
+            .and_then(|ctl| ctl.subdir("kits", true).transpose())
+            .transpose()?
+            .map_or(Ok(()), |kits| {
+                kits.write_atomic(&format!("{name}.kit"), body.as_bytes())
+            })
     };
     if let Err(e) = write() {
         eprintln!("lackpy profile: cannot write {}: {e}", path.display());

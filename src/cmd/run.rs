@@ -86,6 +86,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     };
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
+    sup_cfg.trace_limits = loaded.config.trace.unwrap_or_default();
     let sup = Supervisor::new(sup_cfg)?;
     let report = sup.run(RunRequest {
         source: source.clone(),

@@ -71,16 +71,20 @@ impl RealBackend {
         // The jail level is per process: read `[sandbox] lower` now. A config
         // that does not parse yet keeps the full jail (its errors surface on
         // every call until fixed).
-        let jail_level = match common::load_files(&workspace) {
-            Ok((config, _)) => common::jail_level(&config).map_err(|e| anyhow::anyhow!("{e}"))?,
+        let (jail_level, trace_limits) = match common::load_files(&workspace) {
+            Ok((config, _)) => (
+                common::jail_level(&config).map_err(|e| anyhow::anyhow!("{e}"))?,
+                config.trace.unwrap_or_default(),
+            ),
             Err(e) => {
                 tracing::warn!("config not loaded at startup ({e}); full jail");
-                lackpy_supervisor::JailLevel::full()
+                (lackpy_supervisor::JailLevel::full(), Default::default())
             }
         };
         let mut cfg = SupervisorConfig::new()?;
         cfg.pool_size = pool_size;
         cfg.jail_level = jail_level;
+        cfg.trace_limits = trace_limits;
         let supervisor = Supervisor::new(cfg)?;
         Ok(RealBackend {
             workspace,
@@ -358,9 +362,22 @@ impl Backend for RealBackend {
             return Err(unknown());
         }
         match read_doc(&self.workspace, path) {
-            Some(text) => Ok(text),
+            Ok(Some(text)) => Ok(text),
+            Err(e @ lackpy_beneath::Error::BadName { .. })
+            | Err(e @ lackpy_beneath::Error::Io { .. }) => Err(ErrorInfo::new(
+                ErrorKind::Validation,
+                "FileNotFound",
+                e.to_string(),
+            )),
+            Err(e) => {
+                let mut info = ErrorInfo::new(ErrorKind::Validation, "DocRefused", e.to_string());
+                info.hint = Some(
+                    "doc files are read without following symlinks, regular files only, within the size cap".into(),
+                );
+                Err(info)
+            }
             // Builtins ship their docs as data: render the spec.
-            None => match tool {
+            Ok(None) => match tool {
                 Some(t) => Ok(spec_markdown(t)),
                 None => Err(ErrorInfo::new(
                     ErrorKind::Validation,
@@ -406,32 +423,14 @@ impl Backend for RealBackend {
     }
 }
 
-/// Read a doc file beneath the workspace: relative, no `..` component,
-/// canonical path still inside the workspace, capped in size.
-fn read_doc(workspace: &Path, rel: &str) -> Option<String> {
-    use std::io::Read;
-    let p = Path::new(rel);
-    if p.is_absolute()
-        || p.components().any(|c| {
-            !matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        })
-    {
-        return None;
-    }
-    let full = workspace.join(p).canonicalize().ok()?;
-    if !full.starts_with(workspace) || !full.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    std::fs::File::open(&full)
-        .ok()?
-        .take(MAX_DOC_BYTES)
-        .read_to_end(&mut buf)
-        .ok()?;
-    String::from_utf8(buf).ok()
+/// Read a doc file beneath the workspace with one `openat2` (no symlink
+/// followed, regular files only, capped in size): the file may be swapped
+/// by a program between any check and the open, so there is none.
+/// `Ok(None)` when it does not exist.
+fn read_doc(workspace: &Path, rel: &str) -> Result<Option<String>, lackpy_beneath::Error> {
+    // `./` components are spelling only.
+    let rel: Vec<&str> = rel.split('/').filter(|c| *c != ".").collect();
+    lackpy_beneath::Dir::open(workspace)?.read_text(&rel.join("/"), MAX_DOC_BYTES)
 }
 
 /// Markdown for a tool whose doc file is not on disk.
@@ -468,11 +467,23 @@ mod tests {
         let ws = dir.path().canonicalize().expect("canon");
         std::fs::create_dir_all(ws.join("docs")).expect("mkdir");
         std::fs::write(ws.join("docs/a.md"), "# a").expect("write");
-        assert_eq!(read_doc(&ws, "docs/a.md").as_deref(), Some("# a"));
-        assert_eq!(read_doc(&ws, "./docs/a.md").as_deref(), Some("# a"));
-        assert_eq!(read_doc(&ws, "../etc/passwd"), None);
-        assert_eq!(read_doc(&ws, "/etc/passwd"), None);
+        let ok = |p: &str| read_doc(&ws, p).ok().flatten();
+        assert_eq!(ok("docs/a.md").as_deref(), Some("# a"));
+        assert_eq!(ok("./docs/a.md").as_deref(), Some("# a"));
+        assert_eq!(ok("docs/missing.md"), None);
+        assert!(read_doc(&ws, "../etc/passwd").is_err());
+        assert!(read_doc(&ws, "/etc/passwd").is_err());
         std::os::unix::fs::symlink("/etc/passwd", ws.join("docs/evil.md")).expect("symlink");
-        assert_eq!(read_doc(&ws, "docs/evil.md"), None);
+        assert!(read_doc(&ws, "docs/evil.md").is_err_and(|e| e.is_symlink()));
+        // A symlink that stays inside is refused too (a program could swap it).
+        std::os::unix::fs::symlink("a.md", ws.join("docs/in.md")).expect("symlink");
+        assert!(read_doc(&ws, "docs/in.md").is_err_and(|e| e.is_symlink()));
+        // A FIFO neither hangs nor reads.
+        nix::unistd::mkfifo(
+            &ws.join("docs/f.md"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .expect("mkfifo");
+        assert!(read_doc(&ws, "docs/f.md").is_err());
     }
 }

@@ -87,6 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         jail_level: JailLevel::full(),
         pool_size: 2,
         worker_role: vec!["executor".into()],
+        trace_limits: Default::default(),
     };
     let sup = Supervisor::new(cfg)?;
 

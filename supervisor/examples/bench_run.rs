@@ -97,6 +97,7 @@ fn main() {
         jail_level: JailLevel::full(),
         pool_size: 2,
         worker_role: vec!["executor".into()],
+        trace_limits: Default::default(),
     };
     let sup = Supervisor::new(cfg).expect("supervisor");
     let wait_pool = |sup: &Supervisor| {

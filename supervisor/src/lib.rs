@@ -184,6 +184,8 @@ pub struct SupervisorConfig {
     /// point this at the test-only `hostile`/`probe` roles, which exist only
     /// in binaries built with the `test-roles` feature.
     pub worker_role: Vec<String>,
+    /// What run traces keep (`[trace]`).
+    pub trace_limits: trace::TraceLimits,
 }
 
 impl SupervisorConfig {
@@ -197,6 +199,7 @@ impl SupervisorConfig {
             jail_level: JailLevel::full(),
             pool_size: 0,
             worker_role: vec!["executor".into()],
+            trace_limits: trace::TraceLimits::default(),
         })
     }
 }
@@ -254,6 +257,10 @@ pub struct RunReport {
     pub trace: Vec<TraceEntry>,
     /// Set when `ok` is false.
     pub error: Option<ErrorInfo>,
+    /// Things the user should know that did not fail the run (e.g. a trace
+    /// that was refused because its path is a symlink). Absent when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Run id (also in the trace file).
     #[serde(skip)]
     pub run_id: String,
@@ -480,6 +487,7 @@ impl Supervisor {
             grade: Grade::default(),
             trace: Vec::new(),
             error: None,
+            warnings: Vec::new(),
             run_id: run_id.clone(),
             jail_level: spec.level(),
             calls: Vec::new(),
@@ -521,9 +529,20 @@ impl Supervisor {
             limits: serde_json::to_value(&req.limits).unwrap_or_default(),
             duration_us: started.elapsed().as_micros() as u64,
         };
+        // A trace path that is a symlink is refused (never followed): say
+        // so in the run's own report as well as on stderr.
+        if let Err(e) = trace::check_writable(&req.workspace) {
+            let w = format!("trace not written: {e}");
+            eprintln!("lackpy: warning: {w}");
+            report.warnings.push(w);
+        }
         // Appended and fsync'd by the background thread, in order; dropping
         // the supervisor waits until every record is on disk.
-        self.background(Job::Trace(req.workspace.clone(), Box::new(rec)));
+        self.background(Job::Trace(
+            req.workspace.clone(),
+            Box::new(rec),
+            self.cfg.trace_limits,
+        ));
         // Trace entries in the contract object do not carry result sizes.
         for t in &mut report.trace {
             t.result_bytes = None;
@@ -636,6 +655,7 @@ impl Supervisor {
             want_vars: opts.want_vars,
             started: Instant::now(),
             token: &mut token,
+            budget: trace::RunBudget::new(&self.cfg.trace_limits),
         };
         session.drive(&run);
         // SIGKILL now (the pid namespace dies with it); the wait happens off
@@ -697,7 +717,7 @@ impl Supervisor {
 /// Work done after a run returns: reaping its worker, writing its trace.
 enum Job {
     Reap(Box<Worker>),
-    Trace(PathBuf, Box<TraceRecord>),
+    Trace(PathBuf, Box<TraceRecord>, trace::TraceLimits),
     /// Answer once every trace queued before this one is on disk.
     Flush(std::sync::mpsc::SyncSender<()>),
 }
@@ -708,8 +728,8 @@ impl Job {
             Job::Reap(mut w) => {
                 w.kill_and_reap();
             }
-            Job::Trace(ws, rec) => {
-                if let Err(e) = trace::append(&ws, &rec) {
+            Job::Trace(ws, rec, limits) => {
+                if let Err(e) = trace::append_many(&ws, &[&rec], &limits) {
                     trace_warning(&ws, &e);
                 }
             }
@@ -745,6 +765,7 @@ const GROUP_COMMIT: Duration = Duration::from_millis(10);
 fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
     use std::sync::mpsc::TryRecvError;
     let mut files = trace::TraceFiles::default();
+    let mut limits = trace::TraceLimits::default();
     while let Ok(first) = rx.recv() {
         let since = Instant::now();
         let mut batch = vec![first];
@@ -778,17 +799,20 @@ fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
         let mut reaps = Vec::new();
         for job in batch {
             match job {
-                Job::Trace(ws, rec) => match traces.iter_mut().find(|(w, _)| *w == ws) {
-                    Some((_, recs)) => recs.push(rec),
-                    None => traces.push((ws, vec![rec])),
-                },
+                Job::Trace(ws, rec, l) => {
+                    limits = l;
+                    match traces.iter_mut().find(|(w, _)| *w == ws) {
+                        Some((_, recs)) => recs.push(rec),
+                        None => traces.push((ws, vec![rec])),
+                    }
+                }
                 Job::Flush(done) => flushes.push(done),
                 reap => reaps.push(reap),
             }
         }
         for (ws, recs) in traces {
             let refs: Vec<&TraceRecord> = recs.iter().map(|r| &**r).collect();
-            if let Err(e) = files.append_many(&ws, &refs) {
+            if let Err(e) = files.append_many(&ws, &refs, &limits) {
                 trace_warning(&ws, &e);
             }
         }
@@ -804,15 +828,19 @@ fn background_loop(rx: std::sync::mpsc::Receiver<Job>) {
     }
 }
 
-fn trace_warning(ws: &std::path::Path, e: &std::io::Error) {
+fn trace_warning(ws: &std::path::Path, e: &lackpy_beneath::Error) {
     tracing::warn!(
         "could not write the trace to {}: {e}",
         trace::trace_dir(ws).display()
     );
-    eprintln!(
-        "lackpy: warning: trace not written ({}): {e}",
-        trace::trace_dir(ws).display()
-    );
+    // A refused symlink was already reported with the run (stderr and the
+    // report's warnings) by `trace::check_writable`.
+    if !e.is_symlink() {
+        eprintln!(
+            "lackpy: warning: trace not written ({}): {e}",
+            trace::trace_dir(ws).display()
+        );
+    }
 }
 
 impl Drop for Supervisor {
@@ -1073,6 +1101,8 @@ struct Session<'a, 't> {
     /// Freezes this run's worker while it is demoted (its CPU priority
     /// lowered once it computed past [`DEMOTE_AFTER`]) and others run.
     token: &'a mut freezer::RunToken<'t>,
+    /// Bounds what this run's trace entries keep.
+    budget: trace::RunBudget,
 }
 
 enum Step {
@@ -1331,13 +1361,15 @@ impl Session<'_, '_> {
                         (Ok(flat), None, Some(bytes))
                     }
                     Err(f) => {
-                        let msg = format!("{}: {}", f.type_name, f.message);
+                        let msg = self
+                            .budget
+                            .message(format!("{}: {}", f.type_name, f.message));
                         (Err(f), Some(msg), None)
                     }
                 };
                 self.report.trace.push(TraceEntry {
                     tool: name,
-                    args: shown.iter().map(json::to_json).collect(),
+                    args: shown.iter().map(|a| self.budget.arg(a)).collect(),
                     ok: entry_err.is_none(),
                     duration_us,
                     error: entry_err,
@@ -1590,6 +1622,7 @@ mod tests {
                 result_bytes: None,
             }],
             error: None,
+            warnings: Vec::new(),
             run_id: "x".into(),
             jail_level: "full".into(),
             calls: vec![],

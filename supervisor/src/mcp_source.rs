@@ -534,31 +534,16 @@ fn args_of(schema: &Map<String, Value>) -> Vec<ArgSpec> {
         .collect()
 }
 
-/// `timeout_seconds` of `[mcp_servers.NAME]`, read from the config's files
-/// (the policy parser keeps only the keys it knows); the last file wins.
+/// `timeout_seconds` of `[mcp_servers.NAME]` (as parsed with the rest of
+/// the config: never re-read from a file a program might have swapped).
 fn timeout_of(config: &Config, name: &str) -> Duration {
-    let mut out = DEFAULT_CALL_TIMEOUT;
-    for f in &config.files {
-        let Ok(text) = std::fs::read_to_string(f) else {
-            continue;
-        };
-        let Ok(doc) = text.parse::<toml::Table>() else {
-            continue;
-        };
-        let t = doc
-            .get("mcp_servers")
-            .and_then(|s| s.get(name))
-            .and_then(|s| s.get("timeout_seconds"));
-        let secs = match t {
-            Some(toml::Value::Integer(i)) => *i as f64,
-            Some(toml::Value::Float(x)) => *x,
-            _ => continue,
-        };
-        if secs.is_finite() && secs > 0.0 {
-            out = Duration::from_secs_f64(secs.min(MAX_TIMEOUT_SECONDS as f64));
-        }
-    }
-    out
+    config
+        .mcp_servers
+        .get(name)
+        .and_then(|s| s.timeout_ms)
+        .map_or(DEFAULT_CALL_TIMEOUT, |ms| {
+            Duration::from_millis(ms).min(Duration::from_secs(MAX_TIMEOUT_SECONDS))
+        })
 }
 
 /// The [`ToolSpec`] for one listed tool of server `name`.
@@ -955,27 +940,28 @@ mod tests {
     }
 
     #[test]
-    fn timeout_from_config_files() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("config.toml");
-        std::fs::write(
-            &f,
-            "[mcp_servers.a]\ntimeout_seconds = 3\n[mcp_servers.b]\ntimeout_seconds = 0.5\n\
-             [mcp_servers.c]\ntimeout_seconds = -1\n[mcp_servers.d]\ntimeout_seconds = 1e12\n",
-        )
-        .unwrap();
-        let cfg = Config {
-            files: vec![f],
-            ..Config::default()
-        };
+    fn timeout_from_config() {
+        let text = "[mcp_servers.a]\ntimeout_seconds = 3\n[mcp_servers.b]\ntimeout_seconds = 0.5\n\
+             [mcp_servers.d]\ntimeout_seconds = 1e12\n[mcp_servers.e]\ncommand = \"x\"\n";
+        let cfg = Config::parse(text, Path::new("config.toml")).unwrap();
         assert_eq!(timeout_of(&cfg, "a"), Duration::from_secs(3));
         assert_eq!(timeout_of(&cfg, "b"), Duration::from_millis(500));
-        assert_eq!(timeout_of(&cfg, "c"), DEFAULT_CALL_TIMEOUT);
         assert_eq!(
             timeout_of(&cfg, "d"),
             Duration::from_secs(MAX_TIMEOUT_SECONDS)
         );
+        assert_eq!(timeout_of(&cfg, "e"), DEFAULT_CALL_TIMEOUT);
         assert_eq!(timeout_of(&cfg, "none"), DEFAULT_CALL_TIMEOUT);
+        // A non-positive timeout is a config error naming the key.
+        let e = Config::parse(
+            "[mcp_servers.c]\ntimeout_seconds = -1\n",
+            Path::new("config.toml"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("mcp_servers.c.timeout_seconds"),
+            "{e}"
+        );
     }
 
     fn fixture() -> PathBuf {

@@ -1,7 +1,18 @@
 //! Run traces: one JSON line per run, appended (`O_APPEND`, fsync'd) to
-//! `<workspace>/.lackpy/traces/<YYYY-MM-DD>.jsonl`. Failed runs are traced
-//! too. The trace directory is the supervisor's, not the program's: it is
-//! written by path from the supervisor, never through the tools.
+//! `<workspace>/.lackpy/traces/<YYYY-MM-DD>.jsonl` (rotated to
+//! `<YYYY-MM-DD>_NNN.jsonl` when a file reaches its size cap). Failed runs
+//! are traced too. The trace directory is the supervisor's, not the
+//! program's: it is written by the supervisor beneath the workspace's
+//! descriptor ([`lackpy_beneath`]), never through the tools, and never
+//! through a symlink: a symlinked `.lackpy`, `traces/` or trace file is
+//! refused and reported, not followed.
+//!
+//! What a trace keeps is bounded ([`TraceLimits`], the `[trace]` config
+//! section): each argument up to `arg_bytes` (a longer one is kept as a
+//! prefix, its size and its SHA-256), each run's calls up to `run_bytes`
+//! (later calls keep their name, outcome and time, their arguments only
+//! as size and digest), each file up to `file_bytes`, and the whole
+//! directory up to `total_bytes` (the oldest files are removed).
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -57,17 +68,59 @@ pub struct TraceRecord {
     pub duration_us: u64,
 }
 
-/// Directory holding a workspace's traces.
+use lackpy_beneath::{Dir, Kind};
+pub use lackpy_policy::config::TraceLimits;
+
+/// Directory holding a workspace's traces (for messages; it is always
+/// opened beneath the workspace's descriptor, see [`traces_dir`]).
 pub fn trace_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".lackpy").join("traces")
+    workspace.join(lackpy_beneath::CONTROL_DIR).join("traces")
+}
+
+/// Open `<workspace>/.lackpy/traces` beneath the workspace's descriptor,
+/// refusing any symlink on the way (created when `create`; `None` when
+/// absent and not created).
+///
+/// # Errors
+/// [`lackpy_beneath::Error::Symlink`] for a symlinked `.lackpy` or
+/// `traces`, other I/O errors.
+pub fn traces_dir(workspace: &Path, create: bool) -> lackpy_beneath::Result<Option<Dir>> {
+    match lackpy_beneath::open_control(workspace, create)? {
+        Some(ctl) => ctl.subdir("traces", create),
+        None => Ok(None),
+    }
+}
+
+/// Check, without writing, that a trace of `workspace` can be written
+/// without following a symlink: `.lackpy`, `traces/` and today's file
+/// (when they exist) are real. The run's report carries the refusal as a
+/// warning.
+///
+/// # Errors
+/// What [`TraceFiles`] would refuse.
+pub fn check_writable(workspace: &Path) -> lackpy_beneath::Result<()> {
+    let Some(dir) = traces_dir(workspace, false)? else {
+        return Ok(());
+    };
+    let day = &now_rfc3339()[..10];
+    match dir.stamp(&format!("{day}.jsonl")) {
+        Some(st) if st.kind == Kind::Symlink => Err(lackpy_beneath::Error::Symlink {
+            path: dir.path().join(format!("{day}.jsonl")),
+        }),
+        Some(st) if st.kind != Kind::File => Err(lackpy_beneath::Error::NotRegular {
+            path: dir.path().join(format!("{day}.jsonl")),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Append one record to today's file; fsync'd.
 ///
 /// # Errors
-/// I/O errors (the caller warns and continues: a read-only workspace must not fail runs).
-pub fn append(workspace: &Path, rec: &TraceRecord) -> std::io::Result<PathBuf> {
-    append_many(workspace, &[rec])
+/// I/O errors and refused symlinks (the caller warns and continues: a
+/// read-only workspace must not fail runs).
+pub fn append(workspace: &Path, rec: &TraceRecord) -> lackpy_beneath::Result<PathBuf> {
+    append_many(workspace, &[rec], &TraceLimits::default())
 }
 
 /// Append records (in order) to their day's files, with one `fdatasync`
@@ -75,111 +128,386 @@ pub fn append(workspace: &Path, rec: &TraceRecord) -> std::io::Result<PathBuf> {
 /// when this returns. Returns the last file written.
 ///
 /// # Errors
-/// I/O errors (records before the failing one may have been written).
-pub fn append_many(workspace: &Path, recs: &[&TraceRecord]) -> std::io::Result<PathBuf> {
-    TraceFiles::default().append_many(workspace, recs)
+/// As [`append`] (records before the failing one may have been written).
+pub fn append_many(
+    workspace: &Path,
+    recs: &[&TraceRecord],
+    limits: &TraceLimits,
+) -> lackpy_beneath::Result<PathBuf> {
+    TraceFiles::default().append_many(workspace, recs, limits)
 }
 
 /// Most trace files [`TraceFiles`] keeps open (one per workspace and day).
 const MAX_OPEN: usize = 16;
+/// Most files a trace directory may hold before listing it is refused.
+/// Why: `trace list` and the size cap read the listing; a directory a
+/// program filled by other means must not make them unbounded.
+const MAX_FILES: usize = 100_000;
+/// Longest trace line read back, in bytes. Why: a record is bounded by the
+/// source limit plus the run budget; a longer line was not written by us.
+const MAX_LINE: u64 = 64 * 1024 * 1024;
+/// Rotation suffixes per day (`_001` … `_999`).
+const MAX_ROTATIONS: u32 = 999;
+
+/// One open trace file.
+#[derive(Debug)]
+struct Open {
+    workspace: PathBuf,
+    name: String,
+    file: std::fs::File,
+    size: u64,
+}
 
 /// Trace files kept open between appends, so a busy server does not open
-/// and close a file for every batch of runs. Before each use the path is
-/// checked to still name the open file (same device and inode): a trace file
-/// that was moved or deleted (rotated by the operator) is reopened by path.
+/// and close a file for every batch of runs. Before each batch the
+/// workspace's trace directory is opened again beneath the workspace (no
+/// symlink followed) and each cached file is checked to still be the
+/// file of that name there (same device and inode): a trace file that was
+/// moved or deleted (rotated by the operator) is reopened by name.
 #[derive(Debug, Default)]
 pub struct TraceFiles {
     /// Most recently used last.
-    open: Vec<(PathBuf, std::fs::File)>,
+    open: Vec<Open>,
+    /// Current rotation index per (workspace, day).
+    rotation: Vec<(PathBuf, String, u32)>,
+}
+
+/// The file name of a day's `index`th file.
+fn day_file(day: &str, index: u32) -> String {
+    if index == 0 {
+        format!("{day}.jsonl")
+    } else {
+        format!("{day}_{index:03}.jsonl")
+    }
+}
+
+/// The day part of a record's time (`YYYY-MM-DD`), or `unknown` for a
+/// time that is not one (records are ours, but the name must stay plain).
+fn day_of(time: &str) -> &str {
+    match time.get(..10) {
+        Some(d) if d.bytes().all(|b| b.is_ascii_digit() || b == b'-') => d,
+        _ => "unknown",
+    }
 }
 
 impl TraceFiles {
     /// [`append_many`], reusing this cache's open files.
     ///
     /// # Errors
-    /// I/O errors (records before the failing one may have been written).
+    /// As [`append_many`].
     pub fn append_many(
         &mut self,
         workspace: &Path,
         recs: &[&TraceRecord],
-    ) -> std::io::Result<PathBuf> {
-        let dir = trace_dir(workspace);
-        let mut last = dir.clone();
-        let mut dirty: Vec<PathBuf> = Vec::new();
+        limits: &TraceLimits,
+    ) -> lackpy_beneath::Result<PathBuf> {
+        let Some(dir) = traces_dir(workspace, true)? else {
+            return Ok(trace_dir(workspace));
+        };
+        let mut last = dir.path().to_path_buf();
+        let mut dirty: Vec<String> = Vec::new();
+        let mut rotated = false;
         for rec in recs {
-            let day = rec.time.get(..10).unwrap_or("unknown");
-            let path = dir.join(format!("{day}.jsonl"));
-            let mut line = serde_json::to_vec(rec).map_err(std::io::Error::other)?;
+            let day = day_of(&rec.time).to_string();
+            let mut line = serde_json::to_vec(rec).map_err(|e| lackpy_beneath::Error::Io {
+                path: dir.path().to_path_buf(),
+                source: std::io::Error::other(e),
+            })?;
             line.push(b'\n');
-            let f = self.file(&dir, &path)?;
+            let mut index = self.rotation_index(workspace, &dir, &day);
+            let mut f = self.file(workspace, &dir, &day_file(&day, index))?;
+            // Rotate when this line would take the file past its cap (a
+            // single line larger than the cap still goes to a fresh file).
+            while f.size > 0
+                && f.size + line.len() as u64 > limits.file_bytes
+                && index < MAX_ROTATIONS
+            {
+                index += 1;
+                self.set_rotation(workspace, &day, index);
+                rotated = true;
+                f = self.file(workspace, &dir, &day_file(&day, index))?;
+            }
             // One write call per record so concurrent appenders never interleave within a line.
-            f.write_all(&line)?;
-            if !dirty.contains(&path) {
-                dirty.push(path.clone());
+            f.file
+                .write_all(&line)
+                .map_err(|source| lackpy_beneath::Error::Io {
+                    path: dir.path().join(&f.name),
+                    source,
+                })?;
+            f.size += line.len() as u64;
+            if !dirty.contains(&f.name) {
+                dirty.push(f.name.clone());
             }
-            last = path;
+            last = dir.path().join(&f.name);
         }
-        for path in dirty {
-            if let Some((_, f)) = self.open.iter().find(|(p, _)| *p == path) {
-                f.sync_data()?;
+        for name in dirty {
+            if let Some(o) = self
+                .open
+                .iter()
+                .find(|o| o.workspace == workspace && o.name == name)
+            {
+                o.file
+                    .sync_data()
+                    .map_err(|source| lackpy_beneath::Error::Io {
+                        path: dir.path().join(&name),
+                        source,
+                    })?;
             }
+        }
+        if rotated {
+            self.enforce_total(workspace, &dir, limits.total_bytes)?;
         }
         Ok(last)
     }
 
-    /// The open file for `path`, opened (and `dir` created) if needed, and
-    /// moved to the most-recently-used end of the cache.
-    fn file(&mut self, dir: &Path, path: &Path) -> std::io::Result<&mut std::fs::File> {
+    /// The current rotation index of `day` in `workspace` (found by
+    /// listing the directory the first time).
+    fn rotation_index(&mut self, workspace: &Path, dir: &Dir, day: &str) -> u32 {
+        if let Some((_, _, i)) = self
+            .rotation
+            .iter()
+            .find(|(w, d, _)| w == workspace && d == day)
+        {
+            return *i;
+        }
+        let prefix = format!("{day}_");
+        let index = dir
+            .entries(MAX_FILES)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(n, _)| {
+                n.strip_prefix(&prefix)?
+                    .strip_suffix(".jsonl")?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0)
+            .min(MAX_ROTATIONS);
+        self.set_rotation(workspace, day, index);
+        index
+    }
+
+    fn set_rotation(&mut self, workspace: &Path, day: &str, index: u32) {
+        self.rotation
+            .retain(|(w, d, _)| !(w == workspace && d == day));
+        if self.rotation.len() >= MAX_OPEN {
+            self.rotation.remove(0);
+        }
+        self.rotation
+            .push((workspace.to_path_buf(), day.to_string(), index));
+    }
+
+    /// The open file `name` of `dir`, opened if needed (never through a
+    /// symlink), moved to the most-recently-used end of the cache.
+    fn file(
+        &mut self,
+        workspace: &Path,
+        dir: &Dir,
+        name: &str,
+    ) -> lackpy_beneath::Result<&mut Open> {
         use std::os::unix::fs::MetadataExt;
         let cached = self
             .open
             .iter()
-            .position(|(p, _)| p == path)
-            .map(|i| self.open.remove(i).1);
-        let still_named = |f: &std::fs::File| match (std::fs::metadata(path), f.metadata()) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            .position(|o| o.workspace == workspace && o.name == name)
+            .map(|i| self.open.remove(i));
+        let still_named = |o: &Open| match (dir.stamp(name), o.file.metadata()) {
+            (Some(a), Ok(b)) => a.kind == Kind::File && a.dev == b.dev() && a.ino == b.ino(),
             _ => false,
         };
-        let f = match cached {
-            Some(f) if still_named(&f) => f,
+        let o = match cached {
+            Some(o) if still_named(&o) => o,
             _ => {
-                std::fs::create_dir_all(dir)?;
                 if self.open.len() >= MAX_OPEN {
                     self.open.remove(0);
                 }
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?
+                let file = dir.open_append(name)?;
+                let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                Open {
+                    workspace: workspace.to_path_buf(),
+                    name: name.to_string(),
+                    file,
+                    size,
+                }
             }
         };
-        self.open.push((path.to_path_buf(), f));
+        self.open.push(o);
         let last = self.open.len() - 1;
-        Ok(&mut self.open[last].1)
+        Ok(&mut self.open[last])
+    }
+
+    /// Remove the oldest trace files until the directory holds at most
+    /// `total` bytes (never the newest file).
+    fn enforce_total(
+        &mut self,
+        workspace: &Path,
+        dir: &Dir,
+        total: u64,
+    ) -> lackpy_beneath::Result<()> {
+        let files: Vec<(String, u64)> = dir
+            .entries(MAX_FILES)?
+            .into_iter()
+            .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
+            .map(|(n, _)| {
+                let size = dir.stamp(&n).map_or(0, |s| s.size);
+                (n, size)
+            })
+            .collect();
+        let mut sum: u64 = files.iter().map(|f| f.1).sum();
+        // Sorted by name = by day, then rotation: oldest first.
+        for (name, size) in files.iter().take(files.len().saturating_sub(1)) {
+            if sum <= total {
+                break;
+            }
+            dir.remove(name)?;
+            self.open
+                .retain(|o| !(o.workspace == workspace && &o.name == name));
+            sum = sum.saturating_sub(*size);
+            tracing::info!("trace cap: removed {}", dir.path().join(name).display());
+        }
+        Ok(())
     }
 }
 
-/// Every record of the workspace, oldest first; unreadable lines are skipped.
+/// Every record of the workspace, oldest first; unreadable lines are
+/// skipped. A refused trace directory (a symlink) is warned about on
+/// stderr and yields nothing.
 pub fn read_all(workspace: &Path) -> Vec<TraceRecord> {
-    let Ok(rd) = std::fs::read_dir(trace_dir(workspace)) else {
-        return Vec::new();
+    match try_read_all(workspace) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("lackpy: warning: traces not read: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// [`read_all`], with the refusal as an error.
+///
+/// # Errors
+/// A symlinked `.lackpy`, `traces/` or trace file; I/O errors.
+pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>> {
+    use std::io::{BufRead, Read};
+    let Some(dir) = traces_dir(workspace, false)? else {
+        return Ok(Vec::new());
     };
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else {
+    for (name, kind) in dir.entries(MAX_FILES)? {
+        if !name.ends_with(".jsonl") {
+            continue;
+        }
+        if kind != Kind::File {
+            return Err(match kind {
+                Kind::Symlink => lackpy_beneath::Error::Symlink {
+                    path: dir.path().join(&name),
+                },
+                _ => lackpy_beneath::Error::NotRegular {
+                    path: dir.path().join(&name),
+                },
+            });
+        }
+        let Some(f) = dir.open_read(&name)? else {
             continue;
         };
-        out.extend(
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<TraceRecord>(l).ok()),
-        );
+        let mut r = std::io::BufReader::new(f);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = (&mut r)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut line)
+                .map_err(|source| lackpy_beneath::Error::Io {
+                    path: dir.path().join(&name),
+                    source,
+                })?;
+            if n == 0 {
+                break;
+            }
+            if let Ok(rec) = serde_json::from_slice::<TraceRecord>(&line) {
+                out.push(rec);
+            }
+        }
     }
-    out
+    // Files are read in name order (day, then rotation); keep time order.
+    out.sort_by(|a, b| a.time.cmp(&b.time));
+    Ok(out)
+}
+
+/// Bounds one run's trace entries: each argument and error message to
+/// `arg_bytes`, the run's entries together to `run_bytes`.
+#[derive(Debug)]
+pub struct RunBudget {
+    limits: TraceLimits,
+    used: u64,
+}
+
+impl RunBudget {
+    /// A fresh budget for one run.
+    pub fn new(limits: &TraceLimits) -> Self {
+        RunBudget {
+            limits: *limits,
+            used: 0,
+        }
+    }
+
+    /// The traced form of one argument: the JSON value itself when its
+    /// text fits `arg_bytes` and the run's budget, else
+    /// `{"$truncated": {"prefix", "bytes", "sha256"}}` (a prefix of its JSON
+    /// text, the full size and digest), or once the run's budget is used
+    /// up `{"$omitted": {"bytes", "sha256"}}`.
+    pub fn arg(&mut self, v: &lackpy_policy::wire::Data) -> serde_json::Value {
+        let json = crate::json::to_json(v);
+        let text = serde_json::to_string(&json).unwrap_or_default();
+        self.bounded(json, &text)
+    }
+
+    /// The traced form of an error message (bounded like an argument, kept
+    /// as text).
+    pub fn message(&mut self, m: String) -> String {
+        let cap = usize::try_from(self.limits.arg_bytes).unwrap_or(usize::MAX);
+        if m.len() <= cap && self.take(m.len() as u64) {
+            return m;
+        }
+        let keep = if self.take(cap as u64) { cap } else { 0 };
+        format!(
+            "{}… [{} bytes, sha256 {}]",
+            prefix(&m, keep),
+            m.len(),
+            crate::sha256::hex(m.as_bytes())
+        )
+    }
+
+    fn take(&mut self, n: u64) -> bool {
+        if self.used.saturating_add(n) > self.limits.run_bytes {
+            return false;
+        }
+        self.used += n;
+        true
+    }
+
+    fn bounded(&mut self, json: serde_json::Value, text: &str) -> serde_json::Value {
+        let len = text.len() as u64;
+        if len <= self.limits.arg_bytes && self.take(len) {
+            return json;
+        }
+        let digest = crate::sha256::hex(text.as_bytes());
+        let cap = usize::try_from(self.limits.arg_bytes).unwrap_or(usize::MAX);
+        if self.take(cap as u64) {
+            serde_json::json!({"$truncated": {"prefix": prefix(text, cap), "bytes": len, "sha256": digest}})
+        } else {
+            serde_json::json!({"$omitted": {"bytes": len, "sha256": digest}})
+        }
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes ending on a char boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// RFC 3339 UTC timestamp with microseconds.
@@ -288,9 +616,10 @@ mod tests {
         let a = mk("a", "2026-11-29T23:59:59Z");
         let b = mk("b", "2026-11-30T00:00:00Z");
         let c = mk("c", "2026-11-30T00:00:01Z");
-        let last = append_many(d.path(), &[&a, &b, &c]).unwrap();
+        let l = TraceLimits::default();
+        let last = append_many(d.path(), &[&a, &b, &c], &l).unwrap();
         assert!(last.ends_with("2026-11-30.jsonl"), "{}", last.display());
-        append_many(d.path(), &[]).unwrap();
+        append_many(d.path(), &[], &l).unwrap();
         let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
         assert_eq!(ids, ["a", "b", "c"]);
     }
@@ -308,18 +637,115 @@ mod tests {
                 .collect()
         };
         let mut files = TraceFiles::default();
-        let path = files.append_many(d.path(), &[&mk("a")]).unwrap();
-        files.append_many(d.path(), &[&mk("b")]).unwrap();
+        let l = TraceLimits::default();
+        let path = files.append_many(d.path(), &[&mk("a")], &l).unwrap();
+        files.append_many(d.path(), &[&mk("b")], &l).unwrap();
         assert_eq!(ids(&path), ["a", "b"]);
         // Rotated away: the next record starts a new file at the same path.
         let rotated = d.path().join("rotated.jsonl");
         std::fs::rename(&path, &rotated).unwrap();
-        files.append_many(d.path(), &[&mk("c")]).unwrap();
+        files.append_many(d.path(), &[&mk("c")], &l).unwrap();
         assert_eq!(ids(&rotated), ["a", "b"]);
         assert_eq!(ids(&path), ["c"]);
         // Deleted, directory and all: recreated.
         std::fs::remove_dir_all(trace_dir(d.path())).unwrap();
-        files.append_many(d.path(), &[&mk("d")]).unwrap();
+        files.append_many(d.path(), &[&mk("d")], &l).unwrap();
         assert_eq!(ids(&path), ["d"]);
+    }
+
+    #[test]
+    fn symlinked_trace_paths_are_refused_not_followed() {
+        use std::os::unix::fs::symlink;
+        let rec = record("a", "2026-11-30T10:00:00Z");
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        // .lackpy itself, traces/, and the day's file, each a symlink.
+        let cases: [(&str, &dyn Fn(&Path)); 3] = [
+            (".lackpy", &|ws: &Path| {
+                symlink(outside.path(), ws.join(".lackpy")).unwrap()
+            }),
+            ("traces", &|ws: &Path| {
+                std::fs::create_dir(ws.join(".lackpy")).unwrap();
+                symlink(outside.path(), ws.join(".lackpy/traces")).unwrap();
+            }),
+            ("file", &|ws: &Path| {
+                std::fs::create_dir_all(ws.join(".lackpy/traces")).unwrap();
+                symlink(&victim, ws.join(".lackpy/traces/2026-11-30.jsonl")).unwrap();
+            }),
+        ];
+        for (what, plant) in cases {
+            let d = tempfile::tempdir().unwrap();
+            plant(d.path());
+            let e = append(d.path(), &rec).unwrap_err();
+            assert!(e.is_symlink(), "{what}: {e}");
+            assert!(try_read_all(d.path()).is_err(), "{what}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "{what}");
+            assert_eq!(
+                std::fs::read_dir(outside.path()).unwrap().count(),
+                1,
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn files_rotate_and_the_total_is_capped() {
+        let d = tempfile::tempdir().unwrap();
+        let limits = TraceLimits {
+            file_bytes: 2000,
+            total_bytes: 5000,
+            ..TraceLimits::default()
+        };
+        let mut files = TraceFiles::default();
+        for i in 0..60 {
+            let r = record(&format!("r{i:03}"), "2026-11-30T10:00:00Z");
+            files.append_many(d.path(), &[&r], &limits).unwrap();
+        }
+        let dir = trace_dir(d.path());
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let total: u64 = names
+            .iter()
+            .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+            .sum();
+        assert!(names.len() >= 2, "{names:?}");
+        assert!(total <= 5000 + 2000, "{total} {names:?}");
+        for n in &names {
+            assert!(std::fs::metadata(dir.join(n)).unwrap().len() <= 2000, "{n}");
+        }
+        // The newest record survived, the oldest were dropped with their file.
+        let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+        assert_eq!(ids.last().map(String::as_str), Some("r059"));
+        assert!(!ids.contains(&"r000".to_string()), "{ids:?}");
+    }
+
+    #[test]
+    fn arguments_are_bounded_per_call_and_per_run() {
+        use lackpy_policy::wire::Data;
+        let limits = TraceLimits {
+            arg_bytes: 100,
+            run_bytes: 1000,
+            ..TraceLimits::default()
+        };
+        let mut b = RunBudget::new(&limits);
+        assert_eq!(b.arg(&Data::Str("x".into())), serde_json::json!("x"));
+        let big = Data::Str("y".repeat(200_000));
+        let v = b.arg(&big);
+        let t = &v["$truncated"];
+        assert_eq!(t["bytes"], 200_002);
+        assert_eq!(t["prefix"].as_str().unwrap().len(), 100);
+        assert_eq!(t["sha256"].as_str().unwrap().len(), 64);
+        for _ in 0..20 {
+            b.arg(&big);
+        }
+        let v = b.arg(&big);
+        assert!(v.get("$omitted").is_some(), "{v}");
+        assert!(serde_json::to_string(&v).unwrap().len() < 200);
+        let m = b.message("z".repeat(10_000));
+        assert!(m.len() < 200, "{m}");
     }
 }

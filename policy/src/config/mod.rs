@@ -27,6 +27,8 @@
 //! - `[inference]`: `order`, `mode`, `[inference.providers.NAME]` with
 //!   `plugin`, `model`, `base_url`/`host`, `api_key_env`, `temperature`,
 //!   ... (parsed into [`Inference`]; the raw table is kept too).
+//! - `[trace]`: what run traces keep ([`TraceLimits`]): `arg_bytes`,
+//!   `run_bytes`, `file_mb`, `total_mb`. An unknown key is an error.
 //! - `[mcp_servers.NAME]`: `transport`, `command`, `args`, `env`, `url`,
 //!   `timeout_seconds`, the server's jail (`network`, `workspace`,
 //!   `read_paths`, `write_paths`, `memory_mb`, `max_procs`),
@@ -397,6 +399,9 @@ pub struct McpServer {
     pub memory_mb: Option<u64>,
     /// `max_procs`: how many processes it may run, when set.
     pub max_procs: Option<u64>,
+    /// `timeout_seconds`: per-call timeout in milliseconds, when set
+    /// (positive and finite; kept here so nobody re-reads the file).
+    pub timeout_ms: Option<u64>,
 }
 
 /// What an `[mcp_servers]` child may do with the workspace
@@ -443,6 +448,9 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// `[mcp] host_configs`.
     pub mcp_host_configs: Vec<String>,
+    /// `[trace]`, when a file set it (a workspace table replaces the
+    /// user's as a whole; keys it leaves out take the defaults).
+    pub trace: Option<TraceLimits>,
     /// Files this config was read from, lowest precedence first.
     pub files: Vec<PathBuf>,
 }
@@ -469,6 +477,51 @@ struct RawConfig {
     mcp_servers: BTreeMap<String, RawMcpServer>,
     #[serde(default)]
     mcp: Option<RawMcp>,
+    #[serde(default)]
+    trace: Option<toml::Spanned<RawTrace>>,
+}
+
+/// `[trace]`: every key optional.
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawTrace {
+    #[serde(default)]
+    arg_bytes: Option<u64>,
+    #[serde(default)]
+    run_bytes: Option<u64>,
+    #[serde(default)]
+    file_mb: Option<u64>,
+    #[serde(default)]
+    total_mb: Option<u64>,
+}
+
+/// What run traces keep (`[trace]`): bounds on what a program can make
+/// lackpy write and hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceLimits {
+    /// Bytes of one traced argument's JSON text (or error message) kept
+    /// whole; a longer one is kept as this many bytes of prefix, its size
+    /// and its SHA-256 (`arg_bytes`, 64 B to 1 MiB, default 1 KiB).
+    pub arg_bytes: u64,
+    /// Bytes of arguments one run's trace keeps in all; past it, calls keep
+    /// only sizes and digests (`run_bytes`, 1 KiB to 64 MiB, default 1 MiB).
+    pub run_bytes: u64,
+    /// Size at which a trace file is rotated (`file_mb`, 1 to 4096, default 64).
+    pub file_bytes: u64,
+    /// Size of the whole trace directory above which the oldest files are
+    /// removed (`total_mb`, at least `file_mb`, default 512).
+    pub total_bytes: u64,
+}
+
+impl Default for TraceLimits {
+    fn default() -> Self {
+        TraceLimits {
+            arg_bytes: 1024,
+            run_bytes: 1024 * 1024,
+            file_bytes: 64 * 1024 * 1024,
+            total_bytes: 512 * 1024 * 1024,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -623,6 +676,8 @@ struct RawMcpServer {
     memory_mb: Option<i64>,
     #[serde(default)]
     max_procs: Option<i64>,
+    #[serde(default)]
+    timeout_seconds: Option<Number>,
 }
 
 #[derive(Deserialize, Default)]
@@ -762,6 +817,37 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// `[trace]`: each key within its range, unset keys the defaults.
+    fn trace(&self, t: &toml::Spanned<RawTrace>) -> Result<TraceLimits, ConfigError> {
+        const MB: u64 = 1024 * 1024;
+        let span = Some(t.span());
+        let raw = *t.get_ref();
+        let d = TraceLimits::default();
+        let range = |key: &str, v: Option<u64>, lo: u64, hi: u64, unit: u64, def: u64| match v {
+            None => Ok(def),
+            Some(v) if (lo..=hi).contains(&v) => Ok(v.saturating_mul(unit)),
+            Some(v) => Err(self.err(
+                span.clone(),
+                &format!("trace.{key}"),
+                format!("{v} is out of range: {key} is {lo} to {hi}"),
+            )),
+        };
+        let limits = TraceLimits {
+            arg_bytes: range("arg_bytes", raw.arg_bytes, 64, MB, 1, d.arg_bytes)?,
+            run_bytes: range("run_bytes", raw.run_bytes, 1024, 64 * MB, 1, d.run_bytes)?,
+            file_bytes: range("file_mb", raw.file_mb, 1, 4096, MB, d.file_bytes)?,
+            total_bytes: range("total_mb", raw.total_mb, 1, 1024 * 1024, MB, d.total_bytes)?,
+        };
+        if limits.total_bytes < limits.file_bytes {
+            return Err(self.err(
+                span,
+                "trace.total_mb",
+                "total_mb must be at least file_mb (one file is never removed while written)",
+            ));
+        }
+        Ok(limits)
     }
 
     fn sandbox(&self, prefix: &str, s: &RawSandbox) -> Result<LimitOverrides, ConfigError> {
@@ -939,6 +1025,9 @@ impl Config {
             cfg.default_profile = raw.kit.and_then(|k| k.default);
             cfg.default_is_legacy = cfg.default_profile.is_some();
         }
+        if let Some(t) = raw.trace {
+            cfg.trace = Some(ctx.trace(&t)?);
+        }
         if let Some(s) = &raw.sandbox {
             cfg.sandbox = ctx.sandbox("sandbox", s)?;
             if let Some(lower) = &s.lower {
@@ -1023,6 +1112,23 @@ impl Config {
             };
             let memory_mb = positive("memory_mb", s.memory_mb, 1 << 20)?;
             let max_procs = positive("max_procs", s.max_procs, 4096)?;
+            let timeout_ms = match s.timeout_seconds {
+                None => None,
+                Some(n) => {
+                    let secs = match n {
+                        Number::Int(i) => i as f64,
+                        Number::Float(f) => f,
+                    };
+                    if !(secs.is_finite() && secs > 0.0) {
+                        return Err(ctx.err(
+                            None,
+                            &format!("mcp_servers.{name}.timeout_seconds"),
+                            format!("expected a positive number of seconds, got {secs}"),
+                        ));
+                    }
+                    Some((secs * 1000.0).min(u64::MAX as f64) as u64)
+                }
+            };
             for (key, paths) in [
                 ("read_paths", &s.read_paths),
                 ("write_paths", &s.write_paths),
@@ -1050,6 +1156,7 @@ impl Config {
                     write_paths: s.write_paths,
                     memory_mb,
                     max_procs,
+                    timeout_ms,
                 },
             );
         }
@@ -1133,6 +1240,7 @@ impl Config {
             inference_raw,
             mcp_servers,
             mcp_host_configs,
+            trace: over.trace.or(under.trace),
             files,
         }
     }
