@@ -81,6 +81,14 @@ pub struct Spec {
     pub nofile: u64,
     /// Processes the program may run (itself and everything it forks).
     pub max_procs: u64,
+    /// The workspace whose control directory (`.lackpy/`: config, kits,
+    /// tool modules, traces) the program must neither see nor change. It
+    /// is created when absent (so a writable program cannot create it),
+    /// opened beneath the workspace without following a symlink, and
+    /// covered in the program's own mount namespace by an empty read-only
+    /// tmpfs: the program sees an empty directory it can neither write,
+    /// rename nor remove (a mount point).
+    pub hide_control_of: Option<PathBuf>,
 }
 
 /// Why a jail could not be prepared.
@@ -93,6 +101,9 @@ pub enum JailError {
     /// The kernel has no landlock.
     #[error("landlock is not available on this kernel")]
     NoLandlock,
+    /// The workspace's control directory could not be opened to hide it.
+    #[error("control directory: {0}")]
+    Control(#[from] lackpy_beneath::Error),
 }
 
 /// Number of rlimits [`Jail::enter`] sets.
@@ -102,6 +113,13 @@ const RLIMITS: usize = 7;
 #[derive(Debug)]
 pub struct Jail {
     ruleset: OwnedFd,
+    /// The control directory to cover: its path and the (device, inode)
+    /// it had when opened beneath the workspace without following a
+    /// symlink. The child opens the path again in its own mount namespace
+    /// (`O_NOFOLLOW`), checks it is that same directory, and mounts onto
+    /// `/proc/self/fd/N` of that descriptor: never onto a path that could
+    /// have been swapped between the check and the mount.
+    hide: Option<(CString, (u64, u64))>,
     uid_map: CString,
     gid_map: CString,
     flags: libc::c_int,
@@ -125,10 +143,27 @@ impl Jail {
         if !spec.network {
             flags |= libc::CLONE_NEWNET;
         }
+        let hide = match &spec.hide_control_of {
+            None => None,
+            Some(ws) => {
+                flags |= libc::CLONE_NEWNS;
+                let path = ws.join(lackpy_beneath::CONTROL_DIR);
+                let missing = || lackpy_beneath::Error::Io {
+                    path: path.clone(),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                };
+                let dir = lackpy_beneath::open_control(ws, true)?.ok_or_else(missing)?;
+                let st = dir.own_stamp().ok_or_else(missing)?;
+                use std::os::unix::ffi::OsStrExt;
+                let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| missing())?;
+                Some((c, (st.dev, st.ino)))
+            }
+        };
         let uid = nix::unistd::getuid();
         let gid = nix::unistd::getgid();
         Ok(Self {
             ruleset: ruleset(spec)?,
+            hide,
             // Digits and spaces only: never an interior NUL.
             uid_map: CString::new(format!("{uid} {uid} 1")).unwrap_or_default(),
             gid_map: CString::new(format!("{gid} {gid} 1")).unwrap_or_default(),
@@ -169,6 +204,12 @@ impl Jail {
         write_proc(c"/proc/self/uid_map", self.uid_map.as_bytes())?;
         write_proc(c"/proc/self/setgroups", b"deny")?;
         write_proc(c"/proc/self/gid_map", self.gid_map.as_bytes())?;
+        // Step 1b: the control directory covered by an empty read-only
+        // tmpfs in this process's own mount namespace (nothing propagates
+        // back: the tree is made private first).
+        if let Some((path, id)) = &self.hide {
+            hide_control(path, *id)?;
+        }
         // Step 2: rlimits. Why: bound CPU, memory and files even if a
         // timeout kill were late; no core dumps of whatever it read.
         for &(res, v) in &self.limits {
@@ -222,6 +263,82 @@ impl Jail {
         }
         relay_exit(pid as libc::pid_t)
     }
+}
+
+/// Step 1b: cover the control directory at `path`, which must still be the
+/// directory `id` (device, inode), with an empty read-only tmpfs in this
+/// process's own mount namespace (made private first: nothing propagates
+/// back). Raw syscalls only, on prepared data and the stack.
+fn hide_control(path: &CString, id: (u64, u64)) -> std::io::Result<()> {
+    // SAFETY: mount with NUL-terminated constant strings; no memory is written.
+    check(libc::c_long::from(unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    }))?;
+    // SAFETY: `path` is NUL-terminated; O_PATH opens nothing for I/O.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one stat struct into `st`.
+    let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+    // SAFETY: fstat succeeded when rc == 0 (checked before use).
+    let same = rc == 0 && {
+        let st = unsafe { st.assume_init() };
+        (st.st_dev, st.st_ino) == id
+    };
+    if !same {
+        // SAFETY: closing the descriptor opened above, once.
+        unsafe { libc::close(fd) };
+        return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+    }
+    // "/proc/self/fd/" and the descriptor's digits, NUL-terminated, on the stack.
+    let mut buf = [0u8; 32];
+    let prefix = b"/proc/self/fd/";
+    buf[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let mut n = fd as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[prefix.len() + i] = digits[len - 1 - i];
+    }
+    // SAFETY: `buf` is NUL-terminated (zero-filled beyond the digits); the
+    // other strings are constants; no memory is written.
+    let rc = unsafe {
+        libc::mount(
+            c"lackpy-control".as_ptr(),
+            buf.as_ptr().cast(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,nr_inodes=1,mode=0555".as_ptr().cast(),
+        )
+    };
+    let e = std::io::Error::last_os_error();
+    // SAFETY: closing the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    if rc != 0 {
+        return Err(e);
+    }
+    Ok(())
 }
 
 fn check(r: libc::c_long) -> std::io::Result<()> {

@@ -17,6 +17,7 @@ pub mod sha256;
 pub mod spawn;
 pub mod tools;
 pub mod trace;
+pub mod trusted;
 
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::lang::Grade;

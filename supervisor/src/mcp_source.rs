@@ -204,7 +204,7 @@ const SERVER_NOFILE: u64 = 1024;
 
 /// A configured path: `~/` is the home directory, a relative path is
 /// relative to the workspace.
-fn config_path(p: &str, workspace: &Path) -> PathBuf {
+pub(crate) fn config_path(p: &str, workspace: &Path) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ if p == "~" => std::env::var_os("HOME").map_or_else(|| PathBuf::from(p), PathBuf::from),
@@ -255,12 +255,16 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
         .into_iter()
         .partition(|p| p.starts_with(&key.workspace));
     read_exec.extend(outside);
-    read_exec.extend(
-        key.read_paths
-            .iter()
-            .map(|p| config_path(p, &key.workspace)),
-    );
+    // `read_paths` in the program-writable set are readable, never
+    // executable: a program could have written what is there.
+    let (writable, trusted): (Vec<PathBuf>, Vec<PathBuf>) = key
+        .read_paths
+        .iter()
+        .map(|p| config_path(p, &key.workspace))
+        .partition(|p| crate::trusted::in_writable_set(p, &key.workspace));
+    read_exec.extend(trusted);
     let mut read_only = inside;
+    read_only.extend(writable);
     let mut read_write: Vec<PathBuf> = key
         .write_paths
         .iter()
@@ -290,6 +294,7 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
         ),
         nofile: SERVER_NOFILE,
         max_procs: key.max_procs.unwrap_or(DEFAULT_SERVER_MAX_PROCS),
+        hide_control_of: Some(key.workspace.clone()),
     }
 }
 
@@ -313,10 +318,49 @@ fn jail_hint(server: &McpServer) -> String {
     )
 }
 
+/// File endings of scripts an interpreter runs.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "sh", "bash", "rb", "pl", "php", "lua", "jar",
+];
+
+/// The refusal when the server's program, or a script among its
+/// arguments (a file with a script ending or an execute bit), lies in the
+/// program-writable set: a program could rewrite the server's code.
+/// Directories and data files named by arguments stay allowed (read-only).
+fn untrusted_code(key: &ServerKey, program: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = &key.workspace;
+    if crate::trusted::in_writable_set(program, ws) {
+        return Some(crate::trusted::refusal("the server program", program, ws));
+    }
+    for arg in &key.args {
+        let text = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
+        if text.is_empty() || text.starts_with('-') {
+            continue;
+        }
+        let p = config_path(text, ws);
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        let script = meta.is_file()
+            && (meta.permissions().mode() & 0o111 != 0
+                || p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e)));
+        if script && crate::trusted::in_writable_set(&p, ws) {
+            return Some(crate::trusted::refusal("the server script", &p, ws));
+        }
+    }
+    None
+}
+
 /// Start the server in its jail and complete the MCP handshake (on the
 /// runtime).
 async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     let program = resolve_program(&key.command);
+    if let Some(e) = untrusted_code(&key, &program) {
+        return Err(McpSourceError::Config(e));
+    }
     let jail = Jail::prepare(&jail_spec(&key, &program))
         .map_err(|e| McpSourceError::Config(format!("cannot jail the server: {e}")))?;
     let mut cmd = tokio::process::Command::new(&program);

@@ -374,6 +374,15 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     let env = cfg_env(spec)?;
     let ws_path = workspace_path(ws)?;
     let program = find_program(tool, &argv[0])?;
+    if crate::trusted::in_writable_set(&program, &ws_path) {
+        return Err(fail(
+            "ToolFailed",
+            format!(
+                "{tool}: {}",
+                crate::trusted::refusal("the program", &program, &ws_path)
+            ),
+        ));
+    }
     let jail_err = |e: crate::childjail::JailError| {
         fail(
             "ToolFailed",
@@ -404,6 +413,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         fsize: if writable { 64 * 1024 * 1024 } else { 0 },
         nofile: 256,
         max_procs: cfg_f64(spec, "max_procs").map_or(DEFAULT_MAX_PROCS, |n| n as u64),
+        hide_control_of: Some(ws_path.clone()),
     })
     .map_err(jail_err)?;
     let mut cmd = Command::new(&program);

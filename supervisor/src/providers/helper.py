@@ -1,8 +1,14 @@
-# lackpy python-provider helper. Started by the supervisor (python3 -I -c ...)
-# with the workspace as its cwd and an empty environment except what the
-# config passes. Protocol: one JSON request per line on the original stdin,
+# lackpy python-provider helper. Started by the supervisor, jailed
+# (python3 -I -B -c HELPER [PYTHON_PATH...]) with the workspace as its cwd
+# and an empty environment except what the config passes. The workspace is
+# never on sys.path: tool modules of .lackpy/tools/ arrive as source text
+# inside requests ("sources", read by the supervisor without following
+# symlinks) and are served by an in-memory finder; PYTHON_PATH directories
+# (outside the workspace, checked by the supervisor) are appended to sys.path. Protocol: one JSON request per line on the original stdin,
 # one JSON reply per line on the original stdout:
-#   request: {"id": N, "module": "m", "function": "f", "args": [tagged...]}
+#   request: {"id": N, "module": "m", "function": "f", "args": [tagged...],
+#             "sources": {"name": {"source": S, "filename": F, "package": B}}?}
+#            ("sources", when present, replaces the whole set of tool modules)
 #   reply:   {"id": N, "ok": true, "value": tagged}
 #         |  {"id": N, "ok": false, "error": {"type": T, "message": M}}
 # Tagged values: null/bool/str/list as JSON; ints in the i64 range as JSON
@@ -11,6 +17,8 @@
 # The protocol streams are moved off fds 0/1 before any user code runs, so a
 # tool's print() goes to stderr and input() sees /dev/null.
 import importlib
+import importlib.abc
+import importlib.util
 import inspect
 import json
 import os
@@ -28,9 +36,49 @@ os.dup2(2, 1)
 sys.stdin = open(os.devnull, "r")
 sys.stdout = sys.stderr
 
-# Isolated mode (-I) leaves the cwd off sys.path; the user's tool modules
-# live in the workspace, so put it first (as running from it would).
-sys.path.insert(0, os.getcwd())
+# Isolated mode (-I) leaves the cwd off sys.path, and it stays off: a
+# program may have written any file of the workspace.
+for _p in sys.argv[1:]:
+    sys.path.append(_p)
+
+# Tool modules of .lackpy/tools/, by dotted name: {"source", "filename", "package"}.
+_SOURCES = {}
+
+
+class _ToolsLoader(importlib.abc.Loader):
+    def __init__(self, entry):
+        self.entry = entry
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        code = compile(self.entry["source"], self.entry["filename"], "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+
+
+class _ToolsFinder:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        entry = _SOURCES.get(name)
+        if entry is None:
+            return None
+        return importlib.util.spec_from_loader(
+            name, _ToolsLoader(entry), origin=entry["filename"], is_package=bool(entry["package"]))
+
+
+sys.meta_path.insert(0, _ToolsFinder)
+
+
+def set_sources(sources):
+    """Replace the tool modules; forget loaded ones that changed or went away."""
+    for name in list(sys.modules):
+        old, new = _SOURCES.get(name), sources.get(name)
+        if old is not None and old != new:
+            del sys.modules[name]
+    _SOURCES.clear()
+    _SOURCES.update(sources)
+    importlib.invalidate_caches()
 
 
 class NotPlain(Exception):
@@ -118,8 +166,12 @@ _mtimes = {}
 
 
 def load(name):
-    """Import a tool module; re-import it when its file changed since (the
-    helper outlives edits in a long-running `lackpy serve`/`mcp`)."""
+    """Import a tool module. Modules of .lackpy/tools/ are re-executed when
+    their source changed (set_sources); others are re-imported when their
+    file changed since (the helper outlives edits in a long-running
+    `lackpy serve`/`mcp`)."""
+    if name in _SOURCES:
+        return importlib.import_module(name)
     try:
         mod = importlib.import_module(name)
     except ModuleNotFoundError:
@@ -140,6 +192,8 @@ def load(name):
 
 def handle(req):
     rid = req.get("id")
+    if isinstance(req.get("sources"), dict):
+        set_sources(req["sources"])
     try:
         mod = load(req["module"])
     except BaseException as e:  # noqa: B036 - a tool module may raise anything

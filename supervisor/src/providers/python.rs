@@ -1,13 +1,38 @@
 //! The `python` provider, compatible with the original lackpy's
 //! `[[tools]]` entries (`provider = "python"`, `module`, `function`).
 //!
-//! One long-lived helper process per (workspace, interpreter, env) runs the
-//! user's tool functions: `python3 -I -B -c <helper.py>` (isolated mode: no
-//! `PYTHON*` variables, no user site-packages, no `.pyc` writes; the helper puts the workspace
-//! first on `sys.path` itself), cwd = the workspace, environment cleared
-//! except `PATH` ([`super::CHILD_PATH`]) and the tool's `env` table. It is
-//! *not* jailed: tool modules are the operator's trusted code, like any tool
-//! implementation; what reaches them is only what the supervisor authorized.
+//! One long-lived helper process per (workspace, interpreter, env, jail)
+//! runs the user's tool functions: `python3 -I -B -c <helper.py>
+//! [python_path...]` (isolated mode: no `PYTHON*` variables, no user
+//! site-packages, no `.pyc` writes), cwd = the workspace, environment
+//! cleared except `PATH` ([`super::CHILD_PATH`]) and the tool's `env`.
+//!
+//! **Tool code is trusted code, so it never comes from the program-writable
+//! set** (see [`crate::trusted`]). The workspace is never on `sys.path`.
+//! Modules are found, in order, in:
+//! 1. `<workspace>/.lackpy/tools/` — `NAME.py`, `PKG/__init__.py`,
+//!    `PKG/MOD.py` — read by the supervisor beneath the workspace without
+//!    following a symlink ([`lackpy_beneath`]) and sent to the helper as
+//!    source text, which an in-memory finder serves (a changed file is
+//!    re-executed on the next call);
+//! 2. the `python_path` directories of the tool's config, each outside the
+//!    workspace;
+//! 3. the interpreter's own `sys.path` (its standard library and
+//!    site-packages), the interpreter itself outside the workspace.
+//!
+//! A module found in the workspace itself (the original lackpy's place) is
+//! a configuration error that names the file and where to move it.
+//!
+//! **The helper runs jailed** ([`crate::childjail`]): its own user, pid,
+//! ipc, uts, cgroup and mount namespaces, no network unless `network =
+//! true`, landlock (the interpreter's installation and `python_path`
+//! read+execute, the workspace read-only — `workspace = "none" | "read" |
+//! "write"` — `.lackpy/` hidden under an empty read-only tmpfs, no home
+//! directory, `/tmp` or `/proc`), rlimits (`memory_mb`, default 2048; 64
+//! processes; 256 files; no file writes unless `workspace = "write"`), never
+//! the supervisor's environment. The interpreter behind a pyenv/asdf shim
+//! is asked once, jailed too, from `/` (a workspace's `.python-version` is
+//! program-writable and is not consulted).
 //!
 //! Requests and replies are JSON lines ([`super::value`]'s tagged form) on
 //! the helper's original stdin/stdout, which it moves off fds 0/1 before
@@ -16,9 +41,11 @@
 //!
 //! `provider_config` keys: `module`, `function` (required), `python`
 //! (interpreter, default `python3` looked up in lackpy's own `PATH`),
-//! `timeout` (seconds per call, default [`DEFAULT_TIMEOUT_SECS`]),
-//! `max_bytes` (reply size cap, default 8 MiB), `env` (table of strings),
-//! `pass_env` (variable names copied from lackpy's own environment).
+//! `python_path` (list of directories), `workspace`, `network`,
+//! `memory_mb`, `timeout` (seconds per call, default
+//! [`DEFAULT_TIMEOUT_SECS`]), `max_bytes` (reply size cap, default 8 MiB),
+//! `env` (table of strings), `pass_env` (variable names copied from
+//! lackpy's own environment).
 //!
 //! Failures: a Python exception is a tool error whose message is
 //! `"ExceptionType: message"`; its type is `FileNotFound`, `IsADirectory`,
@@ -35,8 +62,9 @@
 
 use super::pipes::{kill_group, read_line, PipeError};
 use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use crate::childjail::{program_roots, Jail, Spec};
 use crate::tools::fs::{fail, Workspace, READ_CAP};
-use lackpy_policy::config::ToolSpec;
+use lackpy_policy::config::{ToolSpec, WorkspaceAccess};
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::collections::HashMap;
 use std::io::Write;
@@ -63,7 +91,25 @@ struct Key {
     workspace: PathBuf,
     python: PathBuf,
     env: Vec<(String, String)>,
+    /// `python_path` directories (outside the workspace).
+    python_path: Vec<PathBuf>,
+    /// `workspace = "none" | "read" | "write"`.
+    ws_access: WorkspaceAccess,
+    /// `network = true`.
+    network: bool,
+    /// `memory_mb`.
+    memory_mb: u64,
 }
+
+/// Default memory (address space) of a helper, in MiB. Why 2048: an
+/// interpreter with numeric libraries loaded needs a few hundred MiB.
+const DEFAULT_MEMORY_MB: u64 = 2048;
+/// Most files read from `.lackpy/tools/`, and their total size. Why: they
+/// are sent to the helper on every change; a tools directory is hand-made.
+const MAX_TOOL_FILES: usize = 256;
+const MAX_TOOLS_BYTES: u64 = 4 * 1024 * 1024;
+/// How deep `.lackpy/tools/` is searched for packages.
+const MAX_TOOLS_DEPTH: usize = 4;
 
 /// A running helper.
 struct Helper {
@@ -72,6 +118,98 @@ struct Helper {
     stdout: ChildStdout,
     buf: Vec<u8>,
     next_id: u64,
+    /// The tool modules it was last sent.
+    sent: Option<Sources>,
+}
+
+/// Tool modules of `.lackpy/tools/` by dotted name: (source, file name, is a package).
+type Sources = std::collections::BTreeMap<String, (String, String, bool)>;
+
+/// Read every module of `<workspace>/.lackpy/tools/` beneath the workspace
+/// (no symlink followed: one is an error), bounded in count, size and depth.
+fn tool_sources(workspace: &Path) -> Result<Sources, ToolFailure> {
+    let refuse = |e: lackpy_beneath::Error| {
+        fail(
+            "ToolFailed",
+            format!("configuration error: python tool modules: {e}"),
+        )
+    };
+    let mut out = Sources::new();
+    let Some(ctl) = lackpy_beneath::open_control(workspace, false).map_err(refuse)? else {
+        return Ok(out);
+    };
+    let Some(tools) = ctl.subdir("tools", false).map_err(refuse)? else {
+        return Ok(out);
+    };
+    let mut total = 0u64;
+    // (directory, dotted prefix, depth)
+    let mut stack = vec![(tools, String::new(), 0usize)];
+    while let Some((dir, prefix, depth)) = stack.pop() {
+        for (name, kind) in dir.entries(MAX_TOOL_FILES).map_err(refuse)? {
+            let valid = |n: &str| {
+                !n.is_empty()
+                    && !n.starts_with(|c: char| c.is_ascii_digit())
+                    && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            };
+            match kind {
+                lackpy_beneath::Kind::Symlink => {
+                    return Err(refuse(lackpy_beneath::Error::Symlink {
+                        path: dir.path().join(&name),
+                    }))
+                }
+                lackpy_beneath::Kind::Dir if valid(&name) && depth < MAX_TOOLS_DEPTH => {
+                    if let Some(sub) = dir.subdir(&name, false).map_err(refuse)? {
+                        let dotted = format!("{prefix}{name}");
+                        // A directory is a package (namespace package when
+                        // it has no __init__.py).
+                        out.entry(dotted.clone()).or_insert((
+                            String::new(),
+                            sub.path().display().to_string(),
+                            true,
+                        ));
+                        stack.push((sub, format!("{dotted}."), depth + 1));
+                    }
+                }
+                lackpy_beneath::Kind::File => {
+                    let Some(stem) = name.strip_suffix(".py").filter(|s| valid(s)) else {
+                        continue;
+                    };
+                    if out.len() >= MAX_TOOL_FILES {
+                        return Err(refuse(lackpy_beneath::Error::TooLarge {
+                            path: dir.path().to_path_buf(),
+                            cap: MAX_TOOL_FILES as u64,
+                        }));
+                    }
+                    let left = MAX_TOOLS_BYTES.saturating_sub(total);
+                    let Some(text) = dir.read_text(&name, left).map_err(refuse)? else {
+                        continue;
+                    };
+                    total += text.len() as u64;
+                    let file = dir.path().join(&name).display().to_string();
+                    if stem == "__init__" {
+                        let pkg = prefix.trim_end_matches('.').to_string();
+                        if !pkg.is_empty() {
+                            out.insert(pkg, (text, file, true));
+                        }
+                    } else {
+                        out.insert(format!("{prefix}{stem}"), (text, file, false));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The tool's own module where the original lackpy looked for it (the
+/// workspace), when it is there: a configuration error.
+fn module_in_workspace(workspace: &Path, module: &str) -> Option<PathBuf> {
+    let rel: PathBuf = module.split('.').collect();
+    [rel.with_extension("py"), rel.join("__init__.py")]
+        .into_iter()
+        .map(|p| workspace.join(p))
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
 }
 
 type Slot = Arc<Mutex<Option<Helper>>>;
@@ -140,29 +278,51 @@ fn find_python(name: &str) -> Result<PathBuf, ToolFailure> {
 
 /// The real interpreter behind `found` (a pyenv/asdf shim needs its
 /// environment to pick a version, which the helper does not get): asked
-/// once per (interpreter, workspace) with lackpy's own environment, so a
-/// workspace's `.python-version` is honoured; cached.
-fn real_python(found: &Path, workspace: &Path) -> Result<PathBuf, ToolFailure> {
-    static RESOLVED: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>> = OnceLock::new();
+/// once per interpreter, jailed (read+execute of the shim's installation
+/// only, no network, no workspace), from `/`, with lackpy's `PATH`,
+/// `HOME` and `PYENV_*`/`ASDF_*` variables: a workspace's
+/// `.python-version` is program-writable and is not consulted; cached.
+fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
+    static RESOLVED: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
     let map = RESOLVED.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (found.to_path_buf(), workspace.to_path_buf());
-    if let Some(p) = map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+    if let Some(p) = map.lock().ok().and_then(|m| m.get(found).cloned()) {
         return Ok(p);
     }
-    let mut child = Command::new(found)
-        .args(["-I", "-c", "import sys; sys.stdout.write(sys.executable)"])
-        .current_dir(workspace)
+    let jail = Jail::prepare(&Spec {
+        read_exec: program_roots(found),
+        nofile: 64,
+        max_procs: 16,
+        cpu_seconds: Some(DEFAULT_TIMEOUT_SECS as u64),
+        ..Spec::default()
+    })
+    .map_err(|e| fail("ToolFailed", format!("cannot jail python: {e}")))?;
+    let mut cmd = Command::new(found);
+    cmd.args(["-I", "-c", "import sys; sys.stdout.write(sys.executable)"])
+        .current_dir("/")
+        .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            fail(
-                "ToolFailed",
-                format!("cannot start python {}: {e}", found.display()),
-            )
-        })?;
+        .process_group(0);
+    for (k, v) in std::env::vars_os() {
+        let keep = k.to_str().is_some_and(|k| {
+            matches!(k, "PATH" | "HOME") || k.starts_with("PYENV_") || k.starts_with("ASDF_")
+        });
+        if keep {
+            cmd.env(k, v);
+        }
+    }
+    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
+    // before the fork (`jail` is moved into the closure).
+    unsafe {
+        cmd.pre_exec(move || jail.enter());
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        fail(
+            "ToolFailed",
+            format!("cannot start python {}: {e}", found.display()),
+        )
+    })?;
     let Some(stdout) = child.stdout.take() else {
         kill_group(&mut child);
         return Err(fail("ToolFailed", "python helper pipes unavailable"));
@@ -179,11 +339,14 @@ fn real_python(found: &Path, workspace: &Path) -> Result<PathBuf, ToolFailure> {
     .ok_or_else(|| {
         fail(
             "ToolFailed",
-            format!("{} did not report a usable interpreter", found.display()),
+            format!(
+                "{} did not report a usable interpreter (it runs jailed: only its own installation is readable)",
+                found.display()
+            ),
         )
     })?;
     if let Ok(mut m) = map.lock() {
-        m.insert(key, path.clone());
+        m.insert(found.to_path_buf(), path.clone());
     }
     Ok(path)
 }
@@ -194,15 +357,43 @@ fn is_executable(p: &Path) -> bool {
 }
 
 fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
+    let (read_only, read_write) = match key.ws_access {
+        WorkspaceAccess::None => (vec![], vec![]),
+        WorkspaceAccess::Read => (vec![key.workspace.clone()], vec![]),
+        WorkspaceAccess::Write => (vec![], vec![key.workspace.clone()]),
+    };
+    let mut read_exec = program_roots(&key.python);
+    read_exec.extend(key.python_path.iter().cloned());
+    let jail = Jail::prepare(&Spec {
+        network: key.network,
+        read_exec,
+        read_only,
+        fsize: if read_write.is_empty() {
+            0
+        } else {
+            64 * 1024 * 1024
+        },
+        read_write,
+        as_bytes: Some(key.memory_mb.saturating_mul(1024 * 1024)),
+        nofile: 256,
+        max_procs: 64,
+        hide_control_of: Some(key.workspace.clone()),
+        ..Spec::default()
+    })
+    .map_err(|e| fail("ToolFailed", format!("cannot jail the python helper: {e}")))?;
     let mut cmd = Command::new(&key.python);
-    // -I: isolated (no PYTHON* variables, no user site, no cwd on sys.path;
-    // the helper adds the workspace itself). -B: write no .pyc files into
-    // the workspace (a read-only tool must not leave files behind).
+    // -I: isolated (no PYTHON* variables, no user site, no cwd on sys.path).
+    // -B: write no .pyc files (a read-only tool must not leave files behind).
     cmd.arg("-I")
         .arg("-B")
         .arg("-c")
         .arg(HELPER_PY)
-        .current_dir(&key.workspace)
+        .args(&key.python_path)
+        .current_dir(if key.ws_access == WorkspaceAccess::None {
+            Path::new("/")
+        } else {
+            &key.workspace
+        })
         .env_clear()
         .env("PATH", CHILD_PATH)
         .stdin(Stdio::piped())
@@ -213,11 +404,17 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
+    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
+    // before the fork (`jail` is moved into the closure), so it is
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || jail.enter());
+    }
     let mut child = cmd.spawn().map_err(|e| {
         fail(
             "ToolFailed",
             format!(
-                "cannot start the python helper {}: {e}",
+                "cannot start the python helper {} in its jail: {e}",
                 key.python.display()
             ),
         )
@@ -232,6 +429,7 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
         stdout,
         buf: Vec::new(),
         next_id: 1,
+        sent: None,
     })
 }
 
@@ -276,11 +474,77 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     let timeout = super::clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let workspace = workspace_path(ws)?;
+    let untrusted = |what: &str, p: &Path| {
+        fail(
+            "ToolFailed",
+            format!("{tool}: {}", crate::trusted::refusal(what, p, &workspace)),
+        )
+    };
     let found = find_python(cfg_str(spec, "python").unwrap_or("python3"))?;
+    if crate::trusted::in_writable_set(&found, &workspace) {
+        return Err(untrusted("the python interpreter", &found));
+    }
+    let python = real_python(&found)?;
+    if crate::trusted::in_writable_set(&python, &workspace) {
+        return Err(untrusted("the python interpreter", &python));
+    }
+    let python_path = match spec.provider_config.get("python_path") {
+        None => Vec::new(),
+        Some(v) => v
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|p| {
+                        p.as_str()
+                            .map(|s| crate::mcp_source::config_path(s, &workspace))
+                    })
+                    .collect::<Option<Vec<PathBuf>>>()
+            })
+            .ok_or_else(|| {
+                fail(
+                    "ToolFailed",
+                    format!("tool {tool:?}: python_path must be a list of directories"),
+                )
+            })?,
+    };
+    if let Some(p) = python_path
+        .iter()
+        .find(|p| crate::trusted::in_writable_set(p, &workspace))
+    {
+        return Err(untrusted("the python_path directory", p));
+    }
+    let sources = tool_sources(&workspace)?;
+    let top = module.split('.').next().unwrap_or(module);
+    if !sources.contains_key(top) {
+        if let Some(p) = module_in_workspace(&workspace, module) {
+            return Err(untrusted(&format!("the tool module {module:?} at"), &p));
+        }
+    }
+    let ws_access = match cfg_str(spec, "workspace") {
+        None | Some("read") => WorkspaceAccess::Read,
+        Some("none") => WorkspaceAccess::None,
+        Some("write") => WorkspaceAccess::Write,
+        Some(other) => return Err(fail(
+            "ToolFailed",
+            format!(
+                "tool {tool:?}: workspace must be \"none\", \"read\" or \"write\", not {other:?}"
+            ),
+        )),
+    };
     let key = Key {
-        python: real_python(&found, &workspace)?,
+        python,
         workspace,
         env: cfg_env(spec)?,
+        python_path,
+        ws_access,
+        network: spec
+            .provider_config
+            .get("network")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+        memory_mb: cfg_f64(spec, "memory_mb")
+            .filter(|m| *m >= 1.0)
+            .map_or(DEFAULT_MEMORY_MB, |m| m as u64),
     };
     let slot = slot(key.clone());
     // One call at a time per helper: wait for another run's call, but not
@@ -318,12 +582,25 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     };
     let id = helper.next_id;
     helper.next_id += 1;
-    let req = serde_json::json!({
+    let mut req = serde_json::json!({
         "id": id,
         "module": module,
         "function": function,
         "args": args.iter().map(value::to_tagged).collect::<Vec<_>>(),
     });
+    if helper.sent.as_ref() != Some(&sources) {
+        let map: serde_json::Map<String, serde_json::Value> = sources
+            .iter()
+            .map(|(name, (source, file, package))| {
+                (
+                    name.clone(),
+                    serde_json::json!({"source": source, "filename": file, "package": package}),
+                )
+            })
+            .collect();
+        req["sources"] = serde_json::Value::Object(map);
+        helper.sent = Some(sources);
+    }
     let mut line = req.to_string().into_bytes();
     line.push(b'\n');
     let deadline = Instant::now() + Duration::from_secs_f64(timeout);
@@ -478,14 +755,123 @@ def rec():
     return a
 "#;
 
+    /// A workspace with `module` as `.lackpy/tools/mytools.py`.
+    fn workspace_with(module: &str) -> tempfile::TempDir {
+        assert!(
+            python_available(),
+            "python3 is required for the python provider's tests"
+        );
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".lackpy/tools")).unwrap();
+        std::fs::write(d.path().join(".lackpy/tools/mytools.py"), module).unwrap();
+        d
+    }
+
+    const HOSTILE: &str = r#"
+import os, socket
+def attempt(what, arg):
+    try:
+        if what == "read":
+            with open(arg, "rb") as f:
+                return "read:" + f.read(200).decode("latin-1")
+        if what == "write":
+            with open(arg, "w") as f:
+                f.write("pwned")
+            return "wrote"
+        if what == "list":
+            return "list:" + ",".join(sorted(os.listdir(arg)))
+        if what == "connect":
+            s = socket.create_connection(("127.0.0.1", int(arg)), timeout=2)
+            s.close()
+            return "connected"
+        if what == "ppid_environ":
+            with open("/proc/%d/environ" % os.getppid(), "rb") as f:
+                return "read:" + f.read(200).decode("latin-1")
+        if what == "import_csv":
+            import csv
+            return "csv:" + str(getattr(csv, "HIJACKED", False))
+        if what == "version":
+            return VERSION
+    except BaseException as e:
+        return "denied:" + type(e).__name__
+VERSION = 1
+"#;
+
+    #[test]
+    fn hostile_module_is_jailed() {
+        let d = workspace_with(HOSTILE);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+        std::fs::write(d.path().join(".lackpy/config.toml"), "# cfg").unwrap();
+        // A program-written csv.py in the workspace must not shadow the stdlib.
+        std::fs::write(d.path().join("csv.py"), "HIJACKED = True\n").unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let ws = Workspace::open(d.path()).unwrap();
+        let s = |x: &str| Data::Str(x.into());
+        let t = tool("attempt", "attempt", 10.0);
+        let go = |what: &str, arg: &str| match call(&t, &[s(what), s(arg)], &ws).unwrap() {
+            Data::Str(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let secret = outside.path().join("secret");
+        assert!(go("read", secret.to_str().unwrap()).starts_with("denied"));
+        assert!(go("ppid_environ", "").starts_with("denied"));
+        assert!(go("read", "/etc/shadow").starts_with("denied"));
+        assert!(go("write", outside.path().join("x").to_str().unwrap()).starts_with("denied"));
+        assert!(go("write", "in_ws.txt").starts_with("denied"));
+        assert!(go("write", ".lackpy/config.toml").starts_with("denied"));
+        assert_eq!(go("list", ".lackpy"), "list:");
+        assert!(go("read", ".lackpy/config.toml").starts_with("denied"));
+        assert_eq!(go("read", "csv.py"), "read:HIJACKED = True\n");
+        assert_eq!(go("import_csv", ""), "csv:False");
+        assert!(go("connect", &port).starts_with("denied"));
+        assert!(!outside.path().join("x").exists());
+        assert!(!d.path().join("in_ws.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(".lackpy/config.toml")).unwrap(),
+            "# cfg"
+        );
+        // An edited module is re-executed on the next call.
+        std::fs::write(
+            d.path().join(".lackpy/tools/mytools.py"),
+            HOSTILE.replace("VERSION = 1", "VERSION = 2"),
+        )
+        .unwrap();
+        assert_eq!(call(&t, &[s("version"), s("")], &ws).unwrap(), Data::Int(2));
+    }
+
+    #[test]
+    fn modules_in_the_program_writable_set_are_refused() {
+        let d = workspace_with("def f():\n    return 1\n");
+        let ws = Workspace::open(d.path()).unwrap();
+        // The original lackpy's place: the workspace itself.
+        std::fs::write(d.path().join("wsmod.py"), "def f():\n    return 2\n").unwrap();
+        let mut t = tool("f", "f", 10.0);
+        t.provider_config.insert("module".into(), "wsmod".into());
+        let e = call(&t, &[], &ws).unwrap_err();
+        assert!(e.message.contains("configuration error"), "{}", e.message);
+        assert!(e.message.contains("wsmod.py"), "{}", e.message);
+        // A python_path inside the workspace.
+        std::fs::create_dir_all(d.path().join("lib")).unwrap();
+        let mut t = tool("f", "f", 10.0);
+        t.provider_config
+            .insert("python_path".into(), serde_json::json!(["lib"]));
+        let e = call(&t, &[], &ws).unwrap_err();
+        assert!(e.message.contains("python_path"), "{}", e.message);
+        // A symlinked module in .lackpy/tools is refused, not followed.
+        std::os::unix::fs::symlink(
+            d.path().join("wsmod.py"),
+            d.path().join(".lackpy/tools/l.py"),
+        )
+        .unwrap();
+        let e = call(&tool("f", "f", 10.0), &[], &ws).unwrap_err();
+        assert!(e.message.contains("symlink"), "{}", e.message);
+    }
+
     #[test]
     fn helper_round_trips_and_fails_cleanly() {
-        if !python_available() {
-            eprintln!("python3 not found; skipping");
-            return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("mytools.py"), MODULE).unwrap();
+        let d = workspace_with(MODULE);
         let ws = Workspace::open(d.path()).unwrap();
         let s = |x: &str| Data::Str(x.into());
 
