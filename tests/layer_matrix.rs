@@ -113,6 +113,7 @@ fn probe(level: JailLevel, action: &str, arg: &str) -> Seen {
         jail_level: level,
         pool_size: 0,
         worker_role: vec!["probe".into(), action.into(), arg.into()],
+        trace_limits: Default::default(),
     };
     let sup = Supervisor::new(cfg).expect("supervisor");
     let ws = tempfile::tempdir().expect("tempdir");

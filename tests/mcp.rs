@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Start `lackpy mcp --workspace <ws>` and complete the MCP handshake.
-async fn connect(ws: &std::path::Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+pub(crate) async fn connect(ws: &std::path::Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
     let mut cmd = tokio::process::Command::new(util::bin());
     cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
     cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
@@ -32,7 +32,11 @@ fn args(v: Value) -> Map<String, Value> {
     }
 }
 
-async fn call(c: &RunningService<RoleClient, ()>, name: &'static str, a: Value) -> CallToolResult {
+pub(crate) async fn call(
+    c: &RunningService<RoleClient, ()>,
+    name: &'static str,
+    a: Value,
+) -> CallToolResult {
     c.call_tool(CallToolRequestParams::new(name).with_arguments(args(a)))
         .await
         .expect("tools/call")
@@ -42,7 +46,7 @@ fn sc(r: &CallToolResult) -> &Value {
     r.structured_content.as_ref().expect("structuredContent")
 }
 
-fn text(r: &CallToolResult) -> String {
+pub(crate) fn text(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))

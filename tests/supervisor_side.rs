@@ -1,0 +1,370 @@
+//! Escapes through the supervisor's own side, tried against the real
+//! binary: trusted code in the program-writable set, writable child jails
+//! and `.lackpy/`, control files behind symlinks, doc files swapped while
+//! they are read, and traces a program tries to inflate.
+//!
+//! Every case plants a secret or a marker *outside* the workspace and
+//! checks that it was neither read nor written.
+
+use crate::util;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+fn have_python() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `lackpy run --json` of `program` in `ws` with `tools` (or the default profile).
+fn run(ws: &Path, tools: Option<&str>, program: &str) -> (Output, Value) {
+    let ws_s = ws.to_str().unwrap_or(".");
+    let mut args = vec!["run", "--json", "--workspace", ws_s];
+    if let Some(t) = tools {
+        args.extend(["--tools", t]);
+    }
+    args.push("-");
+    let out = util::run_with_stdin(&args, program, None);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, v)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A directory beside the workspace holding `secret.txt`, and its path.
+fn outside() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let secret = d.path().join("secret.txt");
+    std::fs::write(&secret, "s3cret-outside").expect("secret");
+    (d, secret)
+}
+
+/// Names of the entries of `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+const SHELL_TOOL: &str = r#"
+[[tools]]
+name = "shell"
+provider = "command"
+argv = ["/bin/sh", "-c", "{script}"]
+writable = true
+effects_ceiling = 3
+grade_w = 3
+args = [{ name = "script", type = "str" }]
+"#;
+
+/// A writable command tool (a shell, the widest a user could configure)
+/// cannot change `.lackpy/`: not its files, not the directory itself
+/// (rename, replace with a symlink), and it does not even see it.
+#[test]
+fn writable_command_tool_cannot_touch_the_control_dir() {
+    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_TOOL)]);
+    let before = std::fs::read_to_string(ws.path().join(".lackpy/config.toml")).expect("cfg");
+    let attempts = [
+        "echo '[[tools]]' >> .lackpy/config.toml",
+        "mkdir -p .lackpy/kits && echo 'read_file' > .lackpy/kits/evil.kit",
+        "mv .lackpy moved",
+        "rm -rf .lackpy",
+        "ln -s / .lackpy/root",
+        "cat .lackpy/config.toml",
+    ];
+    for a in attempts {
+        let prog = format!("shell({a:?})");
+        let (out, v) = run(ws.path(), Some("shell"), &prog);
+        assert_eq!(v["ok"], false, "{a}: {}\n{}", v, stderr(&out));
+    }
+    // What it sees of .lackpy: an empty directory.
+    let (_, v) = run(ws.path(), Some("shell"), r#"shell("ls -A .lackpy; echo end")"#);
+    assert_eq!(v["value"], "end\n", "{v}");
+    // It can still write the workspace itself.
+    let (_, v) = run(ws.path(), Some("shell"), r#"shell("echo hi > ok.txt")"#);
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(ws.path().join("ok.txt").exists());
+    let cfg = ws.path().join(".lackpy");
+    assert!(std::fs::symlink_metadata(&cfg).is_ok_and(|m| m.is_dir()));
+    assert_eq!(std::fs::read_to_string(cfg.join("config.toml")).expect("cfg"), before);
+    assert!(!cfg.join("kits").exists());
+    assert!(!ws.path().join("moved").exists());
+}
+
+/// Without a `.lackpy/` yet, a writable command tool (configured in the
+/// user's config) cannot create one: lackpy creates it first and hides it.
+#[test]
+fn writable_command_tool_cannot_create_the_control_dir() {
+    let user = tempfile::tempdir().expect("tempdir");
+    let user_cfg = user.path().join("config.toml");
+    std::fs::write(&user_cfg, SHELL_TOOL).expect("user cfg");
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let evil = "[[tools]]\nname = \"pwn\"\nprovider = \"command\"\nargv = [\"/bin/true\"]\n";
+    let prog = format!(
+        "shell({:?})",
+        format!("mkdir -p .lackpy; printf '{}' > .lackpy/config.toml", evil.replace('\n', "\\n"))
+    );
+    let out = util::lackpy()
+        .env("LACKPY_CONFIG", &user_cfg)
+        .args(["run", "--json", "--tools", "shell", "--workspace"])
+        .arg(ws.path())
+        .arg("-c")
+        .arg(&prog)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    assert!(!ws.path().join(".lackpy/config.toml").exists());
+}
+
+/// A write-mode MCP server can write the workspace but not `.lackpy/`.
+#[test]
+fn write_mode_mcp_server_cannot_touch_the_control_dir() {
+    assert!(have_python(), "python3 is required (the fake MCP server)");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}]\ntimeout_seconds = 5\nworkspace = \"write\"\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let probe = |action: &str, target: &str| -> Value {
+        let (out, v) = run(ws.path(), Some("probe"), &format!("probe({action:?}, {target:?})"));
+        assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+        v["value"].clone()
+    };
+    assert_eq!(probe("write", "new.txt")["ok"], true);
+    for (action, target) in [
+        ("write", ".lackpy/config.toml"),
+        ("write", ".lackpy/x.kit"),
+        ("rename", ".lackpy"),
+        ("symlink", ".lackpy/root"),
+        ("read", ".lackpy/config.toml"),
+    ] {
+        let r = probe(action, target);
+        assert_eq!(r["ok"], false, "{action} {target}: {r}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".lackpy/config.toml")).expect("cfg"),
+        cfg
+    );
+}
+
+fn python_tool_config(module: &str) -> String {
+    format!(
+        "[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"{module}\"\nfunction = \"f\"\ngrade_w = 1\neffects_ceiling = 1\n"
+    )
+}
+
+/// A program that can write files cannot supply a python tool's code: a
+/// module in the workspace is never imported (a configuration error naming
+/// it), `.lackpy/tools/` is not writable, and a program-written `csv.py`
+/// does not shadow the standard library.
+#[test]
+fn program_written_python_never_runs() {
+    assert!(have_python(), "python3 is required (python tools)");
+    let (out_dir, _) = outside();
+    let marker = out_dir.path().join("pwned");
+    let ws = util::workspace(&[(".lackpy/config.toml", &python_tool_config("my_tools"))]);
+    let payload = format!(
+        "import os\nopen({:?}, 'w').write('x')\ndef f():\n    return 'pwned'\n",
+        marker.display().to_string()
+    );
+    let prog = format!("write_file(\"my_tools.py\", {payload:?})\nf()");
+    let (out, v) = run(ws.path(), Some("write_file,f"), &prog);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("configuration error") && msg.contains("my_tools.py"), "{msg}");
+    // Into the control directory: refused by write_file.
+    let prog = format!("write_file(\".lackpy/tools/my_tools.py\", {payload:?})");
+    let (_, v) = run(ws.path(), Some("write_file"), &prog);
+    assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{v}");
+    assert!(!marker.exists(), "program-written python ran");
+
+    // A trusted module importing csv, with a hostile csv.py in the workspace.
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", &python_tool_config("good")),
+        (
+            ".lackpy/tools/good.py",
+            "def f():\n    import csv\n    return getattr(csv, 'HIJACKED', 'stdlib')\n",
+        ),
+    ]);
+    let evil = format!("HIJACKED = 'yes'\nopen({:?}, 'w').write('x')\n", marker.display().to_string());
+    let prog = format!("write_file(\"csv.py\", {evil:?})\nf()");
+    let (out, v) = run(ws.path(), Some("write_file,f"), &prog);
+    assert_eq!(v["value"], "stdlib", "{v} {}", stderr(&out));
+    assert!(!marker.exists(), "program-written csv.py ran");
+}
+
+/// The python helper is jailed: no supervisor environment through /proc,
+/// no files outside the workspace, no network.
+#[test]
+fn python_tool_runs_jailed() {
+    assert!(have_python(), "python3 is required (python tools)");
+    let (_d, secret) = outside();
+    let module = r#"import os
+def f(what):
+    try:
+        if what == 'environ':
+            return open('/proc/%d/environ' % os.getppid(), 'rb').read().decode('latin-1')
+        if what.startswith('/'):
+            return open(what).read()
+        import socket
+        socket.create_connection(('127.0.0.1', int(what)), timeout=2)
+        return 'connected'
+    except Exception as e:
+        return 'denied ' + type(e).__name__
+"#;
+    let cfg = "[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"m\"\nfunction = \"f\"\nargs = [{ name = \"what\", type = \"str\" }]\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg), (".lackpy/tools/m.py", module)]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    for what in [
+        "environ".to_string(),
+        secret.display().to_string(),
+        "/etc/shadow".to_string(),
+        port,
+    ] {
+        let out = util::lackpy()
+            .env("LACKPY_TEST_SECRET", "env-secret-value")
+            .args(["run", "--json", "--tools", "f", "--workspace"])
+            .arg(ws.path())
+            .arg("-c")
+            .arg(format!("f({what:?})"))
+            .output()
+            .expect("run");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let got = v["value"].as_str().unwrap_or_default();
+        assert!(got.starts_with("denied"), "{what}: {v} {}", stderr(&out));
+        let all = String::from_utf8_lossy(&out.stdout);
+        assert!(!all.contains("env-secret-value") && !all.contains("s3cret-outside"));
+    }
+}
+
+/// `.lackpy` as a symlink (to a directory inside the workspace a program
+/// can write, or to one outside) is refused, never followed.
+#[test]
+fn symlinked_control_dir_is_refused() {
+    let (out_dir, _) = outside();
+    std::fs::write(out_dir.path().join("config.toml"), "[profile]\ndefault = \"x\"\n").expect("cfg");
+    let ws = util::workspace(&[("lackpy-config/config.toml", "# planted\n"), ("a.txt", "a")]);
+    for target in [PathBuf::from("lackpy-config"), out_dir.path().to_path_buf()] {
+        let link = ws.path().join(".lackpy");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let (out, v) = run(ws.path(), None, "read_file(\"a.txt\")");
+        assert_eq!(out.status.code(), Some(3), "{v} {}", stderr(&out));
+        assert!(stderr(&out).contains("symlink"), "{}", stderr(&out));
+    }
+    // Nothing was written through the link (no traces outside).
+    assert_eq!(names(out_dir.path()), ["config.toml", "secret.txt"]);
+    assert_eq!(names(&ws.path().join("lackpy-config")), ["config.toml"]);
+}
+
+/// A symlinked `traces/` or trace file is refused: the run still answers,
+/// with a warning in its JSON and on stderr, and nothing is written outside.
+#[test]
+fn symlinked_traces_are_refused_and_reported() {
+    let (out_dir, secret) = outside();
+    // Today's trace file name, as the supervisor names it.
+    let day = {
+        let scratch = util::workspace(&[]);
+        let _ = run(scratch.path(), None, "1");
+        names(&scratch.path().join(".lackpy/traces"))
+            .pop()
+            .expect("a trace file")
+    };
+    for plant in ["traces", "file"] {
+        let ws = util::workspace(&[("a.txt", "a"), (".lackpy/keep", "")]);
+        match plant {
+            "traces" => std::os::unix::fs::symlink(out_dir.path(), ws.path().join(".lackpy/traces")),
+            _ => {
+                std::fs::create_dir_all(ws.path().join(".lackpy/traces")).expect("mkdir");
+                std::os::unix::fs::symlink(&secret, ws.path().join(".lackpy/traces").join(&day))
+            }
+        }
+        .expect("symlink");
+        let (out, v) = run(ws.path(), None, "read_file(\"a.txt\")");
+        assert_eq!(v["ok"], true, "{plant}: {v} {}", stderr(&out));
+        let warnings = v["warnings"].to_string();
+        assert!(warnings.contains("symlink"), "{plant}: {v}");
+        assert!(stderr(&out).contains("trace not written"), "{plant}: {}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&secret).expect("secret"), "s3cret-outside");
+        assert_eq!(names(out_dir.path()), ["secret.txt"], "{plant}");
+    }
+}
+
+/// Huge arguments do not amplify into traces, replies or memory: 40 calls
+/// of `write_file` with a 300 kB argument leave a small trace and reply.
+#[test]
+fn huge_arguments_are_bounded_in_traces_and_replies() {
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let prog = "p = \"x\" * 300000\nfor i in range(40):\n    write_file(\"a.txt\", p)\nlen(p)";
+    let (out, v) = run(ws.path(), Some("write_file"), prog);
+    assert_eq!(v["value"], 300_000, "{v} {}", stderr(&out));
+    assert!(out.stdout.len() < 200_000, "reply is {} bytes", out.stdout.len());
+    assert_eq!(v["trace"].as_array().map(Vec::len), Some(40));
+    let content = &v["trace"][0]["args"][1];
+    assert_eq!(content["$truncated"]["bytes"], 300_002, "{content}");
+    let last = &v["trace"][39]["args"][1];
+    assert!(last.get("$truncated").is_some() || last.get("$omitted").is_some(), "{last}");
+    let traces = ws.path().join(".lackpy/traces");
+    let size: u64 = std::fs::read_dir(&traces)
+        .expect("traces")
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(size < 200_000, "trace is {size} bytes");
+}
+
+/// `resolve_doc` while a helper process keeps swapping the doc file for a
+/// symlink to a secret outside (and for a FIFO): the secret never leaks and
+/// no call hangs.
+#[tokio::test]
+async fn resolve_doc_survives_concurrent_swaps() {
+    assert!(have_python(), "python3 is required (the swapping helper)");
+    let (_d, secret) = outside();
+    let cfg = "[[tools]]\nname = \"t\"\nprovider = \"virtual\"\ndocs = \"docs/t.md\"\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg), ("docs/t.md", "# real doc\n")]);
+    let docs = ws.path().join("docs");
+    // The swapper: rename a symlink, a FIFO and a real file over the doc, in a loop.
+    let script = format!(
+        "import os, time\nd = {d:?}\nend = time.time() + 60\ni = 0\nwhile time.time() < end:\n    i += 1\n    n = os.path.join(d, 'n%d' % i)\n    k = i % 3\n    if k == 0:\n        os.symlink({s:?}, n)\n    elif k == 1:\n        os.mkfifo(n)\n    else:\n        open(n, 'w').write('# real doc\\n')\n    os.rename(n, os.path.join(d, 't.md'))\n",
+        d = docs.display().to_string(),
+        s = secret.display().to_string()
+    );
+    let mut swapper = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .spawn()
+        .expect("swapper");
+    let c = crate::mcp::connect(ws.path(), &[]).await;
+    let started = Instant::now();
+    let mut served = 0;
+    for _ in 0..400 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            crate::mcp::call(&c, "resolve_doc", json!({"path": "docs/t.md"})),
+        )
+        .await
+        .expect("resolve_doc hung");
+        let t = crate::mcp::text(&r);
+        assert!(!t.contains("s3cret-outside"), "leaked: {t}");
+        if t.contains("# real doc") {
+            served += 1;
+        }
+    }
+    let _ = swapper.kill();
+    let _ = swapper.wait();
+    assert!(served > 0, "the real doc was never served");
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let _ = c.cancel().await;
+}
