@@ -401,12 +401,14 @@ pub fn check_spec(alias: &str, spec: &ToolSpec) -> Result<Vec<ArgType>, ToolFail
         .iter()
         .map(|a| {
             ArgType::parse(&a.type_name).map_err(|e| {
-                tracing::warn!(
-                    tool = %spec.name,
-                    arg = %a.name,
-                    declared = %a.type_name,
-                    "tool argument declares an unknown type: calls are refused"
-                );
+                if first_warning(&spec.name, &a.name, &a.type_name) {
+                    tracing::warn!(
+                        tool = %spec.name,
+                        arg = %a.name,
+                        declared = %a.type_name,
+                        "tool argument declares an unknown type: calls are refused"
+                    );
+                }
                 fail(
                     "ToolFailed",
                     format!(
@@ -418,6 +420,25 @@ pub fn check_spec(alias: &str, spec: &ToolSpec) -> Result<Vec<ArgType>, ToolFail
             })
         })
         .collect()
+}
+
+/// Whether this (tool, argument, type) has not been warned about yet in
+/// this process (a program calling a misconfigured tool in a loop must not
+/// flood stderr). Remembers at most 1024 of them.
+fn first_warning(tool: &str, arg: &str, ty: &str) -> bool {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SEEN: Mutex<Option<HashSet<(String, String, String)>>> = Mutex::new(None);
+    let Ok(mut g) = SEEN.lock() else {
+        return false;
+    };
+    let seen = g.get_or_insert_with(HashSet::new);
+    let key = (tool.to_string(), arg.to_string(), ty.to_string());
+    if seen.contains(&key) || seen.len() >= 1024 {
+        return false;
+    }
+    seen.insert(key);
+    true
 }
 
 /// A tool call as [`authorize`] accepted it.
