@@ -15,7 +15,9 @@
 //!    in the workspace (traces included);
 //! 5. nothing outside the workspace was created or changed;
 //! 6. no process the run started is left behind;
-//! 7. the run is traced: one run record in `.lackpy/traces`, with every tool call.
+//! 7. the run is traced: one run record in `.lackpy/traces`, with every tool call;
+//! 8. every trap symlink planted in the workspace is still the same symlink
+//!    (a write through a link must never replace the user's link).
 //!
 //! All violations of all cases are collected and reported together.
 
@@ -213,6 +215,8 @@ struct Arena {
     secret: String,
     canary_text: String,
     pwn: String,
+    /// The trap symlinks: (path in the workspace, target).
+    links: Vec<(&'static str, PathBuf)>,
 }
 
 impl Arena {
@@ -233,7 +237,7 @@ impl Arena {
         std::fs::write(ws.join("a.txt"), "hello\n").expect("write a.txt");
         std::fs::write(ws.join("sub/b.txt"), "inside\n").expect("write b.txt");
         std::fs::write(ws.join("data.json"), "{\"k\": [1, 2]}\n").expect("write data.json");
-        let links: &[(&str, PathBuf)] = &[
+        let links: Vec<(&'static str, PathBuf)> = vec![
             ("link_canary", canary.clone()),
             ("link_canary_rel", PathBuf::from("../canary.txt")),
             ("link_root", PathBuf::from("/")),
@@ -243,7 +247,7 @@ impl Arena {
             ("link_in", PathBuf::from("sub")),
             ("sub/link_up2", PathBuf::from("../../canary.txt")),
         ];
-        for (name, target) in links {
+        for (name, target) in &links {
             std::os::unix::fs::symlink(target, ws.join(name)).expect("symlink");
         }
         let fifo = ws.join("fifo");
@@ -261,6 +265,7 @@ impl Arena {
             secret,
             canary_text,
             pwn,
+            links,
         }
     }
 
@@ -691,6 +696,16 @@ fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
             other => v.push(format!(
                 "expected one run record in .lackpy/traces, found {}",
                 other.len()
+            )),
+        }
+    }
+    // 8. The trap symlinks are intact (never replaced by a file or retargeted).
+    for (name, target) in &arena.links {
+        match std::fs::read_link(arena.ws.join(name)) {
+            Ok(t) if t == *target => {}
+            other => v.push(format!(
+                "trap symlink {name} (-> {}) was changed: now {other:?}",
+                target.display()
             )),
         }
     }

@@ -92,20 +92,189 @@ fn python_tools_return_plain_data() {
         "add,describe,count_lines",
         "big = add(4611686018427387904, 4611686018427387904)\n\
          d = describe((1, 'x', None))\n\
-         [add(1, 2), add('a', 'b'), big, d['type'], d['value'], count_lines('notes.txt')]\n",
+         [add(1, 2), add(True, 2), big, d['type'], d['value'], count_lines('notes.txt')]\n",
     );
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         v["value"],
-        json!([3, "ab", "9223372036854775808", "tuple", [1, "x", null], 4])
+        json!([3, 3, "9223372036854775808", "tuple", [1, "x", null], 4])
     );
     assert_eq!(
         v["repr"],
-        "[3, 'ab', 9223372036854775808, 'tuple', (1, 'x', None), 4]"
+        "[3, 3, 9223372036854775808, 'tuple', (1, 'x', None), 4]"
     );
     assert_eq!(v["grade"], json!({"w": 1, "d": 0}));
     assert_eq!(v["trace"][0]["tool"], "add");
     assert_eq!(v["trace"][0]["ok"], true);
+}
+
+/// A python tool's declared argument types are checked by the supervisor
+/// before the helper is asked: `add(a: int, b: int)` refuses strings.
+#[test]
+fn python_tool_arguments_are_type_checked() {
+    if !python_available() {
+        return;
+    }
+    let ws = fixture();
+    let (code, v) = run(ws.path(), "add", "add('a', 'b')\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        tool_error(&v),
+        (
+            "BadArgument".into(),
+            "add() argument 'a' must be int, not str".into()
+        )
+    );
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+    let (_, v) = run(ws.path(), "add", "add(1, b=2.5)\n");
+    assert_eq!(
+        tool_error(&v).1,
+        "add() argument 'b' must be int, not float"
+    );
+}
+
+/// A workspace whose config declares command tools with typed arguments;
+/// each tool, when it runs, creates a marker file in the workspace (so a
+/// test can tell whether the command ran at all).
+fn typed_command_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(ws.path().join(".lackpy")).expect("mkdir");
+    // `sh -c 'touch ran_NAME; echo "$*"' sh {arg}...`
+    let tool = |name: &str, placeholders: &[&str], args: &str| {
+        let items: Vec<String> = placeholders
+            .iter()
+            .map(|p| format!("\"{{{p}}}\""))
+            .collect();
+        format!(
+            "[[tools]]\nname = \"{name}\"\nprovider = \"command\"\n\
+             argv = [\"sh\", \"-c\", \"touch ran_{name}; echo \\\"$*\\\"\", \"sh\", {}]\n\
+             writable = true\ngrade_w = 2\neffects_ceiling = 2\nargs = [{args}]\n\n",
+            items.join(", ")
+        )
+    };
+    let mut cfg = String::new();
+    cfg.push_str(&tool("count", &["n"], r#"{ name = "n", type = "int" }"#));
+    cfg.push_str(&tool("ratio", &["x"], r#"{ name = "x", type = "float" }"#));
+    cfg.push_str(&tool("flag", &["on"], r#"{ name = "on", type = "bool" }"#));
+    cfg.push_str(&tool(
+        "greet",
+        &["who", "title"],
+        r#"{ name = "who", type = "str" }, { name = "title", type = "Optional[str]" }"#,
+    ));
+    cfg.push_str(&tool(
+        "tags",
+        &["t"],
+        r#"{ name = "t", type = "list[str]" }"#,
+    ));
+    cfg.push_str(&tool("weird", &["p"], r#"{ name = "p", type = "Path" }"#));
+    std::fs::write(ws.path().join(".lackpy/config.toml"), cfg).expect("config");
+    ws
+}
+
+/// A command tool's declared argument types are enforced before the
+/// command runs: a wrongly typed call is refused with `BadArgument` and
+/// the command never starts (it would have created its marker file).
+#[test]
+fn command_tool_arguments_are_type_checked_before_the_command_runs() {
+    let ws = typed_command_workspace();
+    let ran = |name: &str| ws.path().join(format!("ran_{name}")).exists();
+    // Wrong types: refused, nothing ran.
+    for (tools, program, message) in [
+        (
+            "count",
+            "count('5')",
+            "count() argument 'n' must be int, not str",
+        ),
+        (
+            "count",
+            "count(5.0)",
+            "count() argument 'n' must be int, not float",
+        ),
+        (
+            "count",
+            "count(None)",
+            "count() argument 'n' must be int, not NoneType",
+        ),
+        (
+            "count",
+            "count(n=[1])",
+            "count() argument 'n' must be int, not list",
+        ),
+        (
+            "ratio",
+            "ratio('0.5')",
+            "ratio() argument 'x' must be float, not str",
+        ),
+        (
+            "flag",
+            "flag(1)",
+            "flag() argument 'on' must be bool, not int",
+        ),
+        (
+            "greet",
+            "greet(None, 'Dr')",
+            "greet() argument 'who' must be str, not NoneType",
+        ),
+        (
+            "greet",
+            "greet('a', 2)",
+            "greet() argument 'title' must be str | None, not int",
+        ),
+        (
+            "greet",
+            "greet(title='Dr')",
+            "greet() missing required argument: 'who'",
+        ),
+        (
+            "greet",
+            "greet('a')",
+            "greet() missing required argument: 'title'",
+        ),
+        (
+            "tags",
+            "tags(['a', 1])",
+            "tags() argument 't' must be list[str], not list with an item of another type",
+        ),
+        (
+            "tags",
+            "tags(('a',))",
+            "tags() argument 't' must be list[str], not tuple",
+        ),
+    ] {
+        let (code, v) = run(ws.path(), tools, &format!("{program}\n"));
+        assert_eq!(code, 1, "{program}: {v}");
+        assert_eq!(
+            tool_error(&v),
+            ("BadArgument".into(), message.into()),
+            "{program}"
+        );
+        assert_eq!(v["trace"][0]["ok"], false, "{program}: {v}");
+        assert!(!ran(tools), "{program}: the command ran");
+    }
+    // An unknown declared type is a configuration error, and fails closed.
+    let (code, v) = run(ws.path(), "weird", "weird('x')\n");
+    assert_eq!(code, 1, "{v}");
+    let (ty, msg) = tool_error(&v);
+    assert_eq!(ty, "ToolFailed");
+    assert!(
+        msg.contains("tool \"weird\" is misconfigured") && msg.contains("\"Path\""),
+        "{msg}"
+    );
+    assert!(!ran("weird"));
+    // Right types run (bool is an int, an int is a float; Optional takes None).
+    let (code, v) = run(
+        ws.path(),
+        "count,ratio,flag,greet",
+        "[count(5), count(True), ratio(2), flag(False), greet('a', None), greet(who='a', title='Dr')]\n",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["value"],
+        json!(["5\n", "True\n", "2\n", "False\n", "a\n", "a Dr\n"])
+    );
+    for t in ["count", "ratio", "flag", "greet"] {
+        assert!(ran(t), "{t} did not run");
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub mod freezer;
 pub mod json;
 pub mod mcp_source;
 pub mod providers;
+pub mod session;
 pub mod sha256;
 pub mod spawn;
 pub mod tools;
@@ -22,8 +23,8 @@ pub mod trusted;
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{
-    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, Limits, ToWorker, ToolFailure, ToolSig,
-    MAX_DATA_DEPTH, PROTOCOL_VERSION,
+    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, Limits, ToWorker, ToolSig, MAX_DATA_DEPTH,
+    PROTOCOL_VERSION,
 };
 use lackpy_worker::ipc::FrameError;
 use lackpy_worker::jail::{Filter, JailSpec};
@@ -1291,56 +1292,39 @@ impl Session<'_, '_> {
                         self.violation(format!("tool call id {id}, expected {}", self.calls))
                     );
                 }
-                if self.calls > self.req.limits.tool_calls {
-                    self.worker.kill_and_reap();
-                    return Err(limit(
-                        "tool_calls",
-                        format!(
-                            "the program made more than {} tool calls",
-                            self.req.limits.tool_calls
-                        ),
-                    ));
-                }
                 // Borrowed from the request (not from `self`), so no copy.
                 let req = self.req;
-                let Some((_, spec)) = req.profile.tools.iter().find(|(alias, _)| *alias == name)
-                else {
-                    return Err(self.violation(format!(
-                        "called tool {name:?}, which profile {:?} does not grant",
-                        req.profile.name
-                    )));
+                let frame = session::CallFrame {
+                    name: &name,
+                    args: &args,
+                    kwargs: &kwargs,
                 };
-                let mut values = Vec::with_capacity(args.len());
-                for a in &args {
-                    match Data::from_flat(a, MAX_DATA_DEPTH) {
-                        Ok(d) => values.push(d),
-                        Err(e) => {
-                            return Err(self.violation(format!("malformed argument to {name}: {e}")))
-                        }
-                    }
-                }
-                let mut kw = Vec::with_capacity(kwargs.len());
-                for (k, a) in &kwargs {
-                    match Data::from_flat(a, MAX_DATA_DEPTH) {
-                        Ok(d) => kw.push((k.clone(), d)),
-                        Err(e) => {
-                            return Err(self.violation(format!("malformed argument to {name}: {e}")))
-                        }
-                    }
-                }
                 let t0 = Instant::now();
-                // The trace shows the call as bound (keywords in their positions).
-                let mut shown = values;
-                let result = match bind_kwargs(&name, spec, shown.clone(), kw) {
-                    Ok(positional) => {
+                // Every check happens in `authorize`, before any provider
+                // runs; the trace shows the call as bound (keywords in their
+                // positions) or, when refused, the arguments as decoded.
+                let (shown, result) = match session::authorize(
+                    &req.profile,
+                    self.calls,
+                    req.limits.tool_calls,
+                    frame,
+                ) {
+                    Ok(call) => {
                         let ws = self.ws;
                         let r = providers::with_run_deadline(self.deadline, || {
-                            tools::call(spec, &positional, ws)
+                            tools::call(call.spec, &call.args, ws)
                         });
-                        shown = positional;
-                        r
+                        (call.args, r)
                     }
-                    Err(e) => Err(e),
+                    Err(session::Refusal::Violation(what)) => return Err(self.violation(what)),
+                    Err(session::Refusal::OverBudget { limit: max }) => {
+                        self.worker.kill_and_reap();
+                        return Err(limit(
+                            "tool_calls",
+                            format!("the program made more than {max} tool calls"),
+                        ));
+                    }
+                    Err(session::Refusal::Refused { failure, args }) => (args, Err(failure)),
                 };
                 let duration_us = t0.elapsed().as_micros() as u64;
                 // A call that used up the run's time (its timeout was cut to
@@ -1468,79 +1452,6 @@ fn node_bytes(n: &lackpy_policy::wire::Node) -> u64 {
     }
 }
 
-/// Place keyword arguments by the spec's argument names.
-fn bind_kwargs(
-    name: &str,
-    spec: &lackpy_policy::config::ToolSpec,
-    mut positional: Vec<Data>,
-    kwargs: Vec<(String, Data)>,
-) -> Result<Vec<Data>, ToolFailure> {
-    // Never execute a call with more arguments than the spec declares (a
-    // hostile worker gains nothing; a program's mistake gets a clear error).
-    let arity = spec.args.len();
-    if positional.len() > arity {
-        let (n, m) = (positional.len(), arity);
-        let plural = |k: usize| if k == 1 { "" } else { "s" };
-        return Err(tools::fs::fail(
-            "BadArgument",
-            format!(
-                "{name}() takes {m} positional argument{} but {n} were given",
-                plural(m)
-            ),
-        ));
-    }
-    if kwargs.is_empty() {
-        return Ok(positional);
-    }
-    let mut slots: Vec<Option<Data>> = positional.drain(..).map(Some).collect();
-    slots.resize(spec.args.len().max(slots.len()), None);
-    for (k, v) in kwargs {
-        let Some(i) = spec.args.iter().position(|a| a.name == k) else {
-            return Err(tools::fs::fail(
-                "BadArgument",
-                format!("{name}() got an unexpected keyword argument '{k}'"),
-            ));
-        };
-        if slots[i].is_some() {
-            return Err(tools::fs::fail(
-                "BadArgument",
-                format!("{name}() got multiple values for argument '{k}'"),
-            ));
-        }
-        slots[i] = Some(v);
-    }
-    // Slots after the last one given are left off, as if the call had been
-    // positional (the tool then applies its own defaults or reports the
-    // missing argument). A gap before it is filled with None when the
-    // argument is optional (an MCP server tool's non-required parameter,
-    // which None leaves out); otherwise it is an error.
-    let last = slots.iter().rposition(Option::is_some).unwrap_or(0);
-    let mut out = Vec::new();
-    for (i, s) in slots.into_iter().enumerate().take(last + 1) {
-        match s {
-            Some(d) => out.push(d),
-            None if optional_arg(spec, i) => out.push(Data::None),
-            None => {
-                let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
-                return Err(tools::fs::fail(
-                    "BadArgument",
-                    format!("{name}() missing required argument: '{arg}'"),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Whether argument `i` of `spec` may be left out: only an MCP server
-/// tool's parameters outside its schema's `required` list.
-fn optional_arg(spec: &lackpy_policy::config::ToolSpec, i: usize) -> bool {
-    let Some(arg) = spec.args.get(i) else {
-        return false;
-    };
-    spec.provider == "mcp" && !mcp_source::is_required(spec, &arg.name)
-}
-
 /// Why a worker died without `Done`.
 fn classify_death(st: Option<std::process::ExitStatus>, limits: &Limits) -> ErrorInfo {
     let sig = st.as_ref().and_then(spawn::death_signal);
@@ -1647,67 +1558,5 @@ mod tests {
             .unwrap_or_default();
         tk.sort();
         assert_eq!(tk, ["args", "duration_us", "error", "ok", "tool"]);
-    }
-
-    #[test]
-    fn kwargs_bind_by_name() {
-        let spec = tools::builtin_spec("write_file").unwrap_or_default();
-        let s = |x: &str| Data::Str(x.into());
-        let r = bind_kwargs(
-            "write_file",
-            &spec,
-            vec![s("p")],
-            vec![("content".into(), s("c"))],
-        );
-        assert_eq!(r.ok(), Some(vec![s("p"), s("c")]));
-        assert!(bind_kwargs("write_file", &spec, vec![], vec![("nope".into(), s("c"))]).is_err());
-        assert!(bind_kwargs(
-            "write_file",
-            &spec,
-            vec![s("p")],
-            vec![("path".into(), s("c"))]
-        )
-        .is_err());
-        // Trailing slots not given are left off, as a positional call would.
-        assert_eq!(
-            bind_kwargs("write_file", &spec, vec![], vec![("path".into(), s("p"))]).ok(),
-            Some(vec![s("p")])
-        );
-        // A gap before a given keyword: an error for a required argument...
-        let r = bind_kwargs(
-            "write_file",
-            &spec,
-            vec![],
-            vec![("content".into(), s("c"))],
-        );
-        assert!(r.is_err_and(|e| e.message.contains("'path'")));
-        // ...and None for an MCP server tool's optional parameter.
-        let mut mcp = lackpy_policy::config::ToolSpec {
-            provider: "mcp".into(),
-            args: ["path", "head", "tail"]
-                .iter()
-                .map(|n| lackpy_policy::config::ArgSpec {
-                    name: (*n).into(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        };
-        mcp.provider_config
-            .insert("required".into(), serde_json::json!(["path"]));
-        let r = bind_kwargs(
-            "read_text_file",
-            &mcp,
-            vec![],
-            vec![("path".into(), s("p")), ("tail".into(), Data::Int(2))],
-        );
-        assert_eq!(r.ok(), Some(vec![s("p"), Data::None, Data::Int(2)]));
-        let r = bind_kwargs(
-            "read_text_file",
-            &mcp,
-            vec![],
-            vec![("tail".into(), Data::Int(2))],
-        );
-        assert!(r.is_err_and(|e| e.message.contains("'path'")));
     }
 }

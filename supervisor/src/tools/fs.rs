@@ -432,8 +432,182 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
     Err(fail("BadArgument", format!("path too deep: {path:?}")))
 }
 
+/// Most symlinks followed while resolving one write target (Linux's own
+/// limit for a path walk, `ELOOP` beyond).
+const SYMLINK_HOPS: usize = 40;
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: `None` when it does not exist.
+fn lstat_at(dir: RawFd, name: &CString, path: &str) -> Result<Option<libc::stat>, ToolFailure> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstatat writes one stat struct; AT_SYMLINK_NOFOLLOW never leaves the directory.
+    let rc = unsafe {
+        libc::fstatat(
+            dir,
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc != 0 {
+        return match errno() {
+            libc::ENOENT => Ok(None),
+            e => Err(resolve_error(path, e)),
+        };
+    }
+    // SAFETY: fstatat succeeded.
+    Ok(Some(unsafe { st.assume_init() }))
+}
+
+/// The target of the symlink `name` in `dir` (at most `PATH_CAP` bytes).
+fn readlink_at(dir: RawFd, name: &CString, path: &str) -> Result<Vec<u8>, ToolFailure> {
+    let mut buf = vec![0u8; PATH_CAP + 1];
+    // SAFETY: readlinkat writes at most `buf.len()` bytes into `buf`.
+    let n = unsafe {
+        libc::readlinkat(
+            dir,
+            name.as_ptr(),
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n).map_err(|_| resolve_error(path, errno()))?;
+    if n > PATH_CAP {
+        return Err(fail(
+            "BadArgument",
+            format!("{path:?} is a symlink with a target longer than {PATH_CAP} bytes"),
+        ));
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+fn link_leaves(path: &str, why: &str) -> ToolFailure {
+    fail(
+        "PathOutsideWorkspace",
+        format!(
+            "{path:?} is a symlink that leaves the workspace ({why}); \
+             the link was left unchanged"
+        ),
+    )
+}
+
+/// Where a write to `comps/name` lands when `name` is a symlink: follow it
+/// (and any chain of links) one component at a time, as the kernel would,
+/// beneath the workspace — the way CPython's `open(path, "w")` writes
+/// through a link. Returns the directory (opened beneath the workspace) and
+/// the plain name of the file to replace or create in it.
+///
+/// A link that leaves the workspace — an absolute target (refused as
+/// `RESOLVE_BENEATH` refuses it for reads, even one naming a place inside),
+/// `..` above the root — is `PathOutsideWorkspace`, and the link is never
+/// touched. A target that is a directory is `IsADirectory`; more than
+/// [`SYMLINK_HOPS`] links (a loop) is `PathOutsideWorkspace` as for reads.
+fn resolve_link_target(
+    ws: &Workspace,
+    comps: &[&str],
+    name: &str,
+    path: &str,
+) -> Result<(OwnedFd, CString), ToolFailure> {
+    use std::collections::VecDeque;
+    use std::os::unix::ffi::OsStrExt;
+    let mut todo: VecDeque<Vec<u8>> = comps
+        .iter()
+        .chain(std::iter::once(&name))
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
+    // The directories walked so far, each a plain name (never a symlink)
+    // beneath the workspace root.
+    let mut stack: Vec<Vec<u8>> = Vec::new();
+    let mut hops = 0usize;
+    let open_dir = |stack: &[Vec<u8>]| -> Result<OwnedFd, ToolFailure> {
+        let rel = if stack.is_empty() {
+            b".".to_vec()
+        } else {
+            stack.join(&b'/')
+        };
+        let c = CString::new(rel).map_err(|_| fail("BadArgument", "path contains a NUL byte"))?;
+        openat2(ws.fd(), &c, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(|e| resolve_error(path, e))
+    };
+    while let Some(comp) = todo.pop_front() {
+        match comp.as_slice() {
+            b"" | b"." => continue,
+            b".." => {
+                if stack.pop().is_none() {
+                    return Err(link_leaves(path, "it climbs above the workspace root"));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let last = todo.iter().all(|c| c.is_empty() || c.as_slice() == b".");
+        let dir = open_dir(&stack)?;
+        let cname = CString::new(comp.clone())
+            .map_err(|_| fail("BadArgument", "path contains a NUL byte"))?;
+        let st = lstat_at(dir.as_raw_fd(), &cname, path)?;
+        let fmt = st.map(|st| st.st_mode & libc::S_IFMT);
+        match fmt {
+            Some(libc::S_IFLNK) => {
+                hops += 1;
+                if hops > SYMLINK_HOPS {
+                    return Err(fail(
+                        "PathOutsideWorkspace",
+                        format!("{path:?} goes through too many symlinks (a loop?)"),
+                    ));
+                }
+                let target = readlink_at(dir.as_raw_fd(), &cname, path)?;
+                if target.first() == Some(&b'/') {
+                    return Err(link_leaves(
+                        path,
+                        &format!(
+                            "it points to the absolute path {:?}",
+                            std::ffi::OsStr::from_bytes(&target)
+                        ),
+                    ));
+                }
+                for c in target.split(|b| *b == b'/').rev() {
+                    todo.push_front(c.to_vec());
+                }
+            }
+            Some(libc::S_IFDIR) if !last => stack.push(comp),
+            Some(libc::S_IFDIR) => {
+                return Err(fail(
+                    "IsADirectory",
+                    format!("{path:?} is a symlink to a directory"),
+                ))
+            }
+            None if !last => {
+                return Err(fail(
+                    "FileNotFound",
+                    format!("{path:?} is a symlink into a directory that does not exist"),
+                ))
+            }
+            Some(_) if !last => {
+                return Err(fail(
+                    "FileNotFound",
+                    format!("{path:?} is a symlink through something that is not a directory"),
+                ))
+            }
+            // The file to replace, or to create (a dangling link inside).
+            _ => return Ok((dir, cname)),
+        }
+    }
+    // The walk ended on a directory (a link to `.` or `sub/..`).
+    Err(fail(
+        "IsADirectory",
+        format!("{path:?} is a symlink to a directory"),
+    ))
+}
+
 /// Write `content` to `path` atomically: a temp file in the same directory,
 /// fsync, then `renameat` over the target (a killed run never leaves a torn file).
+///
+/// When `path` names a symlink, the write goes through it to its target, as
+/// CPython's `open(path, "w")` does, and the link itself is left as it was —
+/// but only when the target resolves beneath the workspace (see
+/// `resolve_link_target`); a link that leaves it is refused with
+/// `PathOutsideWorkspace`, never replaced. The temp file is then made in
+/// the target's directory.
 ///
 /// # Errors
 /// As [`read_text`], plus `TooLarge` for oversized content.
@@ -454,24 +628,31 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     if comps.first().copied().unwrap_or(name) == CONTROL_DIR {
         return Err(control_dir_refusal(path));
     }
-    let dir = open_parent(ws, &comps, true, path)?;
+    let mut dir = open_parent(ws, &comps, true, path)?;
     refuse_inside_control_dir(ws, &dir, path)?;
-    let cname = cstr(name)?;
-    // An existing target must be a regular file (or a symlink, which rename replaces).
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstatat writes one stat struct; AT_SYMLINK_NOFOLLOW never leaves the directory.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            cname.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
+    let mut cname = cstr(name)?;
+    let mut existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
+    if existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
+        // Write through the link to its target beneath the workspace (the
+        // link stays); a link out is refused before anything is written.
+        (dir, cname) = resolve_link_target(ws, &comps, name, path)?;
+        refuse_inside_control_dir(ws, &dir, path)?;
+        if cname.as_bytes() == CONTROL_DIR.as_bytes()
+            && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
+        {
+            return Err(control_dir_refusal(path));
+        }
+        existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
+        if existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
+            // Only a concurrent change of the workspace gets here.
+            return Err(fail(
+                "ToolFailed",
+                format!("{path:?}: the symlink's target changed while writing"),
+            ));
+        }
+    }
     let mut mode = 0o644;
-    if rc == 0 {
-        // SAFETY: fstatat succeeded.
-        let st = unsafe { st.assume_init() };
+    if let Some(st) = existing {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return Err(fail("IsADirectory", format!("{path:?} is a directory")));
         }
@@ -479,6 +660,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
             mode = st.st_mode & 0o777;
         }
     }
+    let name = cname.to_str().unwrap_or(name);
     let tmp = cstr(&next_tmp_name(name))?;
     let fd = openat2(
         dir.as_raw_fd(),
@@ -662,12 +844,135 @@ mod tests {
             "PathOutsideWorkspace"
         );
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
-        // A symlinked *file* target is replaced, not followed.
+        // A symlink to a file outside is refused; the link and its target stay.
         let target = outside.path().join("victim");
         std::fs::write(&target, "safe").unwrap();
         std::os::unix::fs::symlink(&target, d.path().join("victim_link")).unwrap();
-        write_text(&w, "victim_link", "x").unwrap();
+        let e = write_text(&w, "victim_link", "x").unwrap_err();
+        assert_eq!(e.type_name, "PathOutsideWorkspace");
+        assert!(
+            e.message.contains("symlink that leaves the workspace"),
+            "{}",
+            e.message
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "safe");
+        assert_eq!(
+            std::fs::read_link(d.path().join("victim_link")).unwrap(),
+            target
+        );
+    }
+
+    /// Every kind of symlink a program may name as the file to write:
+    /// links out are refused and left as they were; links that stay inside
+    /// are written through (the link stays a link).
+    #[test]
+    fn writes_through_symlinks_only_beneath_the_workspace() {
+        use std::os::unix::fs::symlink;
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("ws");
+        std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+        let canary = top.path().join("canary.txt");
+        std::fs::write(&canary, "CANARY").unwrap();
+        std::fs::write(root.join("a.txt"), "hello").unwrap();
+        std::fs::write(root.join("sub/b.txt"), "inside").unwrap();
+        let links: &[(&str, &str)] = &[
+            ("link_canary", canary.to_str().unwrap()),
+            ("link_canary_rel", "../canary.txt"),
+            ("link_root", "/"),
+            ("link_up", ".."),
+            ("link_proc", "/proc/self/environ"),
+            ("link_loop", "link_loop"),
+            ("link_in", "sub"),
+            ("sub/link_up2", "../../canary.txt"),
+            ("sub/deep/link_up3", "../../../canary.txt"),
+            ("link_chain_out", "sub/link_up2"),
+            ("link_abs_inside", "/nonexistent-but-absolute"),
+            ("link_a", "a.txt"),
+            ("sub/link_b_up", "../a.txt"),
+            ("link_chain_in", "sub/link_b_up"),
+            ("link_new", "sub/new.txt"),
+            ("link_new_missing_dir", "nodir/new.txt"),
+            ("link_dot", "."),
+            ("link_via_in", "link_in/b.txt"),
+            ("link_ctl", ".lackpy"),
+        ];
+        for (name, target) in links {
+            symlink(target, root.join(name)).unwrap();
+        }
+        let w = Workspace::open(&root).unwrap();
+        let err = |p: &str| write_text(&w, p, "x").unwrap_err();
+        for p in [
+            "link_canary",
+            "link_canary_rel",
+            "sub/link_up2",
+            "sub/deep/link_up3",
+            "link_chain_out",
+            "link_abs_inside",
+            "link_proc",
+        ] {
+            let e = err(p);
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {e:?}");
+            assert!(
+                e.message.contains("symlink that leaves the workspace"),
+                "{p}: {}",
+                e.message
+            );
+        }
+        assert_eq!(err("link_up").type_name, "PathOutsideWorkspace");
+        assert_eq!(err("link_loop").type_name, "PathOutsideWorkspace");
+        assert!(err("link_loop").message.contains("too many symlinks"));
+        assert_eq!(err("link_root").type_name, "PathOutsideWorkspace");
+        assert_eq!(err("link_in").type_name, "IsADirectory");
+        assert_eq!(err("link_dot").type_name, "IsADirectory");
+        assert_eq!(err("link_new_missing_dir").type_name, "FileNotFound");
+        // A dangling link to `.lackpy` would create the control directory's name.
+        assert_eq!(err("link_ctl").type_name, "PathOutsideWorkspace");
+        // Nothing outside changed; every link is still the same link.
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "CANARY");
+        for (name, target) in links {
+            assert_eq!(
+                std::fs::read_link(root.join(name)).unwrap(),
+                std::path::PathBuf::from(target),
+                "{name}"
+            );
+        }
+        // Links that stay inside are written through, atomically.
+        write_text(&w, "link_a", "via link").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "via link"
+        );
+        write_text(&w, "link_chain_in", "chained").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "chained"
+        );
+        write_text(&w, "link_via_in", "through a dir link").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("sub/b.txt")).unwrap(),
+            "through a dir link"
+        );
+        // A dangling link inside creates its target (as open(path, "w") does).
+        write_text(&w, "link_new", "created").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("sub/new.txt")).unwrap(),
+            "created"
+        );
+        for (name, target) in links {
+            assert_eq!(
+                std::fs::read_link(root.join(name)).unwrap(),
+                std::path::PathBuf::from(target),
+                "{name}"
+            );
+        }
+        // No temp files left anywhere.
+        for dir in [root.clone(), root.join("sub")] {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let n = e.unwrap().file_name();
+                assert!(!n.to_string_lossy().ends_with(".tmp"), "{n:?}");
+            }
+        }
+        assert!(!root.join(".lackpy").exists());
     }
 
     #[test]
