@@ -106,9 +106,7 @@ fn tools_lists_discovered_tools_with_grades_from_annotations() {
 
 #[test]
 fn grade_override_applies() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.tools.plain]\ngrade = { w = 0, d = 1 }\n");
     let (_, v) = tools_json(ws.path());
     let plain = tool(&v, "plain").expect("plain listed");
@@ -127,9 +125,7 @@ fn grade_override_applies() {
 
 #[test]
 fn read_only_tool_call_works_and_is_traced() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let prog = "r = echo('hi')\ns = add(2, b=3)\n[r, s['sum'], whereami()['cwd']]";
     let (out, r) = run(ws.path(), "echo,add,whereami", prog);
@@ -157,9 +153,7 @@ fn read_only_tool_call_works_and_is_traced() {
 /// as positionally; a required one cannot.
 #[test]
 fn optional_parameters_can_be_skipped_by_keyword() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let prog = "[window(text='a', tail=2), window('b'), window(text='c'), window('d', None, 5)]";
     let (out, r) = run(ws.path(), "window", prog);
@@ -181,9 +175,7 @@ fn optional_parameters_can_be_skipped_by_keyword() {
 
 #[test]
 fn server_environment_is_restricted() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.env]\nFAKE_TOKEN = \"abc\"\n");
     let mut c = util::lackpy();
     c.args([
@@ -230,9 +222,7 @@ fn probe(ws: &Path, action: &str, target: &str) -> (bool, String) {
 /// its own pid namespace.
 #[test]
 fn server_is_jailed_by_default() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let outside = tempfile::tempdir().expect("tempdir");
     let secret = outside.path().join("secret.txt");
@@ -281,9 +271,7 @@ fn server_is_jailed_by_default() {
 /// have written the files there.
 #[test]
 fn workspace_named_in_args_is_not_executable() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let cfg = format!(
         "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \".\"]\n",
         fixture().display().to_string()
@@ -322,9 +310,7 @@ fn workspace_named_in_args_is_not_executable() {
 /// "write"`, `read_paths`, `network = true`.
 #[test]
 fn server_jail_follows_its_table() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let outside = tempfile::tempdir().expect("tempdir");
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "s3cret").expect("write secret");
@@ -383,9 +369,7 @@ fn rmcp_server_as_a_tool_source() {
 /// starts in its jail: the jail follows the `#!` chain.
 #[test]
 fn server_in_a_virtualenv_runs_jailed() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let d = tempfile::tempdir().expect("tempdir");
     let venv = d.path().join("venv");
     let made = std::process::Command::new("python3")
@@ -424,9 +408,7 @@ fn server_in_a_virtualenv_runs_jailed() {
 /// `lackpy doctor` shows each server's jail and whether it starts in it.
 #[test]
 fn doctor_reports_server_jails() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let extra = "[mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n";
     let ws = ws_with(extra);
     let out = util::run_with_stdin(
@@ -483,9 +465,7 @@ fn bad_jail_keys_are_config_errors() {
 
 #[test]
 fn is_error_result_is_a_tool_failure() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, r) = run(ws.path(), "fail", "fail()");
     assert_eq!(out.status.code(), Some(1));
@@ -499,9 +479,7 @@ fn is_error_result_is_a_tool_failure() {
 
 #[test]
 fn broken_server_is_skipped_with_a_warning() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let extra = format!(
         "[mcp_servers.broken]\ncommand = \"python3\"\nargs = [{:?}, \"--exit-at-start\"]\n\n\
          [mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n",
@@ -522,9 +500,7 @@ fn broken_server_is_skipped_with_a_warning() {
 
 #[test]
 fn hanging_call_times_out_within_the_bound() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let t0 = Instant::now();
     let (out, r) = run(
@@ -548,9 +524,7 @@ fn hanging_call_times_out_within_the_bound() {
 
 #[test]
 fn server_dying_mid_call_is_a_tool_failure() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, r) = run(ws.path(), "crash", "crash()");
     assert_eq!(out.status.code(), Some(1));
@@ -562,9 +536,7 @@ fn server_dying_mid_call_is_a_tool_failure() {
 
 #[test]
 fn unknown_mcp_tool_is_a_validation_error() {
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let out = util::run_with_stdin(
         &[
@@ -628,9 +600,7 @@ async fn lackpy_mcp_front_end_uses_discovered_tools() {
     use rmcp::model::CallToolRequestParams;
     use rmcp::transport::TokioChildProcess;
     use rmcp::ServiceExt;
-    if !have_python() {
-        return;
-    }
+    assert!(have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let mut cmd = tokio::process::Command::new(util::bin());
     cmd.arg("mcp").arg("--workspace").arg(ws.path());

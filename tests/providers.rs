@@ -83,9 +83,7 @@ fn tool_error(v: &Value) -> (String, String) {
 
 #[test]
 fn python_tools_return_plain_data() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(
         ws.path(),
@@ -112,9 +110,7 @@ fn python_tools_return_plain_data() {
 /// before the helper is asked: `add(a: int, b: int)` refuses strings.
 #[test]
 fn python_tool_arguments_are_type_checked() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "add", "add('a', 'b')\n");
     assert_eq!(code, 1, "{v}");
@@ -279,9 +275,7 @@ fn command_tool_arguments_are_type_checked_before_the_command_runs() {
 
 #[test]
 fn python_prints_do_not_corrupt_the_protocol() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "noisy,add", "[noisy('abc'), add(1, 1)]\n");
     assert_eq!(code, 0, "{v}");
@@ -291,9 +285,7 @@ fn python_prints_do_not_corrupt_the_protocol() {
 
 #[test]
 fn python_exceptions_are_tool_errors() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "picky", "picky(-1)\n");
     assert_eq!(code, 1, "{v}");
@@ -314,9 +306,7 @@ fn python_exceptions_are_tool_errors() {
 
 #[test]
 fn python_non_plain_results_name_the_type() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "opaque", "opaque()\n");
     assert_eq!(code, 1, "{v}");
@@ -328,9 +318,7 @@ fn python_non_plain_results_name_the_type() {
 
 #[test]
 fn python_crash_and_hang_are_contained() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "crash,add", "crash()\n");
     assert_eq!(code, 1, "{v}");
@@ -354,25 +342,27 @@ fn python_crash_and_hang_are_contained() {
 /// tool's longer timeout.
 #[test]
 fn a_hung_tool_cannot_outlive_the_run_wall_clock() {
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let cfg = ws.path().join(".lackpy/config.toml");
     let mut text = std::fs::read_to_string(&cfg).expect("config");
+    // The tool's own timeout (60 s) is far above both the run's wall clock
+    // and the generous bound below, so the bound proves the cut without
+    // timing anything finely.
     text.push_str(
-        "\n[profiles.quick]\ntools = [\"hang\"]\n[profiles.quick.sandbox]\nwall_ms = 300\n",
+        "\n[[tools]]\nname = \"hang_long\"\nprovider = \"python\"\nmodule = \"mytools\"\nfunction = \"hang\"\nprovider_config = { timeout = 60 }\n\
+         \n[profiles.quick]\ntools = [\"hang_long\"]\n[profiles.quick.sandbox]\nwall_ms = 300\n",
     );
     std::fs::write(&cfg, text).expect("write config");
     let t0 = Instant::now();
-    let out = run_profile(ws.path(), "quick", "hang()\n");
+    let out = run_profile(ws.path(), "quick", "hang_long()\n");
     let took = t0.elapsed();
     let v = json(&out);
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["kind"], "limit", "{v}");
     assert!(
-        took < Duration::from_millis(900),
-        "the run took {took:?}; the hung tool's own 1 s timeout should have been cut to 300 ms"
+        took < Duration::from_secs(20),
+        "the run took {took:?}; the hung tool's own 60 s timeout should have been cut to 300 ms"
     );
     assert_eq!(v["trace"][0]["ok"], false, "{v}");
 }
@@ -600,9 +590,7 @@ fn waiting_for_a_busy_python_helper_is_bounded_by_the_run_deadline() {
     use lackpy_policy::wire::{ErrorKind, Limits};
     use lackpy_supervisor::spawn::ExeHandle;
     use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
-    if !python_available() {
-        return;
-    }
+    assert!(python_available(), "python3 is required for this test");
     let ws = fixture();
     let py = |function: &str, args: &[&str]| {
         let mut spec = ToolSpec {
