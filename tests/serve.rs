@@ -313,3 +313,316 @@ fn two_clients_never_see_each_others_workspace() {
         "{traces_a}"
     );
 }
+
+/// Connect to `socket` with effective uid `uid`: the `setresuid` system call
+/// (not the libc wrapper, which changes every thread) in a thread of its own
+/// changes that thread's credentials only, which `SO_PEERCRED` reports; the
+/// thread ends right after, the socket stays. Needs root.
+fn connect_as(socket: &Path, uid: u32) -> Client {
+    let socket = socket.to_path_buf();
+    std::thread::spawn(move || {
+        // SAFETY: a raw setresuid(-1, uid, -1) only changes this thread's
+        // effective uid; it takes no pointers.
+        let r =
+            unsafe { libc::syscall(libc::SYS_setresuid, libc::uid_t::MAX, uid, libc::uid_t::MAX) };
+        assert_eq!(r, 0, "setresuid: {}", std::io::Error::last_os_error());
+        Client::connect(&socket)
+    })
+    .join()
+    .expect("connect thread")
+}
+
+/// Whether the tests acting as a second uid can run.
+fn needs_root() -> bool {
+    if uid() != 0 {
+        eprintln!("skipped: needs root (to act as a second uid)");
+        return false;
+    }
+    true
+}
+
+/// A connection the server refused: one JSON-RPC error line, then EOF.
+fn refused_line(c: &mut Client) -> Value {
+    let v = c.line();
+    let mut rest = String::new();
+    assert_eq!(
+        c.r.read_line(&mut rest).unwrap_or(0),
+        0,
+        "closed after the error: {rest:?}"
+    );
+    v
+}
+
+/// Open a connection and finish the MCP handshake; `None` if the server
+/// answered with an error line instead (a refused connection may already
+/// be closed for writing: the request is sent best-effort).
+fn open(c: &mut Client) -> Option<Value> {
+    c.id += 1;
+    let id = c.id;
+    let req = json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "serve-test", "version": "0"}}});
+    let _ = c.w.write_all(format!("{req}\n").as_bytes());
+    let v = c.line();
+    if v["id"].is_null() && v.get("error").is_some() {
+        return None;
+    }
+    assert_eq!(v["id"], json!(id), "{v}");
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    Some(v)
+}
+
+/// Open a connection as `uid` (`None`: as the test process), retrying while
+/// the server still counts connections just closed (the start-up probe).
+fn open_retrying(socket: &Path, uid: Option<u32>) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut c = match uid {
+            Some(u) => connect_as(socket, u),
+            None => Client::connect(socket),
+        };
+        if open(&mut c).is_some() {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "never admitted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn connections_over_the_caps_are_refused_while_other_clients_are_served() {
+    if !needs_root() {
+        return;
+    }
+    let ws = workspace(&[("a.txt", "A")]);
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let srv = Server::start(&format!(
+        "[serve]\nmax_connections = 5\n\
+         [[serve.clients]]\nuid = 0\nworkspace = {:?}\nmax_connections = 3\n\
+         [[serve.clients]]\nuid = 65534\nworkspace = {:?}\n",
+        ws.path(),
+        ws.path()
+    ));
+    // The hostile client holds its 3 connections idle; the 4th is refused.
+    let mut held: Vec<Client> = (0..3).map(|_| open_retrying(&srv.socket, None)).collect();
+    for _ in 0..5 {
+        let mut extra = Client::connect(&srv.socket);
+        let v = refused_line(&mut extra);
+        assert_eq!(v["error"]["code"], json!(-32002), "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("3 connections") && msg.contains("serve.clients[].max_connections"),
+            "{msg}"
+        );
+        assert_eq!(v["error"]["data"]["max"], json!(3), "{v}");
+    }
+    // Another client is still served, up to the server's cap (5 in all).
+    let mut other = connect_as(&srv.socket, 65534);
+    assert!(open(&mut other).is_some());
+    assert_eq!(other.run("1 + 1")["value"], json!(2));
+    let mut other2 = connect_as(&srv.socket, 65534);
+    assert!(open(&mut other2).is_some());
+    let mut third = connect_as(&srv.socket, 65534);
+    let v = refused_line(&mut third);
+    assert_eq!(v["error"]["code"], json!(-32002), "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("serve.max_connections"), "{msg}");
+    // A closed connection gives its slot back.
+    drop(held.pop());
+    let mut again = open_retrying(&srv.socket, Some(65534));
+    assert_eq!(again.run("2 + 2")["value"], json!(4));
+    drop(held);
+}
+
+#[test]
+fn idle_connections_time_out_but_a_long_run_does_not() {
+    let ws = workspace(&[("a.txt", "A")]);
+    let srv = Server::start(&format!(
+        "[serve]\nidle_timeout_seconds = 1\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\n",
+        uid(),
+        ws.path()
+    ));
+    // Silent from the start (never initializes).
+    let mut silent = Client::connect(&srv.socket);
+    // Initialized, then idle.
+    let mut idle = Client::connect(&srv.socket);
+    idle.initialize();
+    for c in [&mut silent, &mut idle] {
+        let v = refused_line(c);
+        assert_eq!(v["error"]["code"], json!(-32003), "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("serve.idle_timeout_seconds"), "{msg}");
+    }
+    // A run longer than the timeout keeps its connection: the answer arrives.
+    let mut busy = Client::connect(&srv.socket);
+    busy.initialize();
+    let v = busy.run(SLOW);
+    assert_eq!(
+        v["error"]["kind"],
+        json!("limit"),
+        "the run's own end, not a closed connection: {v}"
+    );
+    // And it is still usable right after.
+    assert_eq!(busy.run("1 + 1")["value"], json!(2));
+}
+
+/// Resident memory of a process, in KiB.
+fn vm_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+fn run_in(c: &mut Client, program: &str, session: &str) -> Value {
+    let id = c.request(
+        "tools/call",
+        json!({"name": "run_program", "arguments": {"program": program, "session": session}}),
+    );
+    c.response(id)["result"]["structuredContent"].clone()
+}
+
+#[test]
+fn sessions_over_the_caps_are_refused_and_memory_stays_bounded() {
+    let ws = workspace(&[("a.txt", "A")]);
+    let srv = Server::start(&format!(
+        "[serve]\nmax_sessions = 1000\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\n\
+         max_sessions = 6\nmax_session_bytes = 10485760\n",
+        uid(),
+        ws.path()
+    ));
+    let mut conns: Vec<Client> = (0..3)
+        .map(|_| {
+            let mut c = Client::connect(&srv.socket);
+            c.initialize();
+            c
+        })
+        .collect();
+    // Warm up (first runs start the pool), then measure.
+    for c in &mut conns {
+        assert_eq!(c.run("1")["value"], json!(1));
+    }
+    let before = vm_rss_kib(srv.child.id());
+    // Every connection tries to keep 12 sessions of 3 MB each (~108 MB in
+    // all); the client's budget is 10 MiB: three fit, the rest are refused.
+    let big = "x = 'a' * 3000000\nlen(x)";
+    let (mut kept, mut refused) = (0, 0);
+    for round in 0..12 {
+        for (i, c) in conns.iter_mut().enumerate() {
+            let v = run_in(c, big, &format!("big-{i}-{round}"));
+            assert_eq!(v["value"], json!(3000000), "the run itself happened: {v}");
+            if v["ok"] == json!(true) {
+                kept += 1;
+                continue;
+            }
+            refused += 1;
+            assert_eq!(v["error"]["kind"], json!("limit"), "{v}");
+            assert_eq!(v["error"]["type"], json!("SessionLimit"), "{v}");
+            let msg = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("serve.clients[].max_session_bytes"), "{msg}");
+            assert!(msg.contains("10485760"), "{msg}");
+        }
+    }
+    assert_eq!(kept, 3, "three 3 MB sessions fit in 10 MiB");
+    assert_eq!(refused, 33);
+    // Small sessions fill the count cap (6 in all), then a new one is
+    // refused before it runs; an existing session goes on.
+    for i in 0..3 {
+        let v = run_in(&mut conns[i % 3], "y = 1\ny", &format!("small-{i}"));
+        assert_eq!(v["ok"], json!(true), "{v}");
+    }
+    let v = run_in(&mut conns[1], "y = 1\ny", "small-3");
+    assert_eq!(v["ok"], json!(false), "{v}");
+    assert_eq!(v["error"]["type"], json!("SessionLimit"), "{v}");
+    assert_eq!(v["value"], json!(null), "refused before it ran: {v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("serve.clients[].max_sessions") && msg.contains('6'),
+        "{msg}"
+    );
+    let v = run_in(&mut conns[0], "y + 1", "small-0");
+    assert_eq!(v["value"], json!(2), "{v}");
+    // What the server kept is the budget, not what was asked for.
+    std::thread::sleep(Duration::from_millis(1500)); // two heap trims
+    let after = vm_rss_kib(srv.child.id());
+    let grown_mib = after.saturating_sub(before) / 1024;
+    eprintln!("server VmRSS {before} KiB -> {after} KiB (kept {kept} sessions of 3 MB, refused {refused})");
+    assert!(
+        grown_mib < 64,
+        "server RSS grew by {grown_mib} MiB ({before} -> {after} KiB)"
+    );
+    // Closing a connection gives its sessions back.
+    drop(conns.remove(0));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = run_in(&mut conns[0], "z = 1\nz", "after-close");
+        if v["ok"] == json!(true) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sessions never freed: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn another_client_cannot_use_a_session_or_see_runs_it_did_not_create() {
+    if !needs_root() {
+        return;
+    }
+    // Both clients on the same workspace: the trace store is shared.
+    let ws = workspace(&[("a.txt", "A")]);
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let srv = Server::start(&format!(
+        "[[serve.clients]]\nuid = 0\nworkspace = {:?}\n[[serve.clients]]\nuid = 65534\nworkspace = {:?}\n",
+        ws.path(),
+        ws.path()
+    ));
+    let mut a = Client::connect(&srv.socket);
+    a.initialize();
+    let v = run_in(
+        &mut a,
+        "secret = 'marker-of-A-1234'\nlen(secret)",
+        "notebook",
+    );
+    assert_eq!(v["ok"], json!(true), "{v}");
+    assert_eq!(
+        run_in(&mut a, "secret", "notebook")["value"],
+        json!("marker-of-A-1234")
+    );
+
+    let mut b = connect_as(&srv.socket, 65534);
+    b.initialize();
+    let v = run_in(&mut b, "secret", "notebook");
+    assert_eq!(v["ok"], json!(false), "{v}");
+    assert!(!v.to_string().contains("marker-of-A"), "{v}");
+    assert_eq!(
+        run_in(&mut b, "mine = 1\nmine", "notebook")["value"],
+        json!(1)
+    );
+    // A's session is untouched by B's cell of the same id.
+    let v = run_in(&mut a, "[secret, 'mine' in str(secret)]", "notebook");
+    assert_eq!(v["value"], json!(["marker-of-A-1234", false]), "{v}");
+
+    let traces = |c: &mut Client| {
+        let id = c.request(
+            "tools/call",
+            json!({"name": "traces", "arguments": {"limit": 1000}}),
+        );
+        c.response(id)["result"]["structuredContent"].clone()
+    };
+    let tb = traces(&mut b);
+    assert_eq!(tb["ok"], json!(true), "{tb}");
+    assert!(
+        !tb.to_string().contains("marker-of-A"),
+        "B sees A's runs: {tb}"
+    );
+    assert!(tb.to_string().contains("mine"), "B sees its own runs: {tb}");
+    let ta = traces(&mut a);
+    assert!(ta.to_string().contains("marker-of-A"), "{ta}");
+    assert!(
+        !ta.to_string().contains("mine = 1"),
+        "A sees B's runs: {ta}"
+    );
+}

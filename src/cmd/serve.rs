@@ -3,11 +3,10 @@
 use crate::serve::{self, Shared};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// Arguments of `lackpy serve`.
@@ -148,7 +147,7 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let shared = shared.clone();
-                    conns.spawn(handle(stream, shared));
+                    conns.spawn(serve::serve_connection(stream, shared));
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");
@@ -191,47 +190,6 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     }
     eprintln!("lackpy serve: stopped");
     0
-}
-
-/// Serve one connection: authenticate, then one MCP session.
-async fn handle(stream: UnixStream, shared: Arc<Shared>) {
-    let cred = match stream.peer_cred() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!("peer credentials unavailable: {e}");
-            return;
-        }
-    };
-    let s = shared.clone();
-    let admitted = match tokio::task::spawn_blocking(move || s.admit(cred.uid(), cred.gid())).await
-    {
-        Ok(r) => r,
-        Err(_) => Err("lackpy serve: internal error admitting the client".to_string()),
-    };
-    let backend = match admitted {
-        Ok(b) => b,
-        Err(msg) => {
-            shared
-                .metrics
-                .refused_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(uid = cred.uid(), gid = cred.gid(), "refused connection");
-            let line = serde_json::json!({
-                "jsonrpc": "2.0", "id": null,
-                "error": {"code": -32001, "message": msg}
-            });
-            let mut stream = stream;
-            let _ = stream.write_all(format!("{line}\n").as_bytes()).await;
-            let _ = stream.shutdown().await;
-            return;
-        }
-    };
-    shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
-    let (r, w) = stream.into_split();
-    if let Err(e) = crate::mcp::serve(backend, r, w).await {
-        tracing::debug!("session ended: {e:#}");
-    }
-    shared.metrics.connections.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// Answer each metrics-socket connection with one HTTP/1.0 response:

@@ -9,6 +9,7 @@
 //! Results are the CLI contract's JSON objects (they always carry `"ok"`), so
 //! the server can pass them through as `structuredContent` unchanged.
 
+use crate::mcp::session::{Budget, SessionLimits};
 use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -43,6 +44,8 @@ pub struct RunOutcome {
     /// Variables the run left that could not be kept (not plain data, or
     /// beyond the worker's size bound); empty when unknown.
     pub skipped_vars: Vec<String>,
+    /// The run's id in the trace store, when the run got one.
+    pub run_id: Option<String>,
 }
 
 /// A program to validate.
@@ -224,6 +227,14 @@ pub trait Backend: Send + Sync + 'static {
     /// How many runs may be in flight at once (the warm pool's size).
     fn max_concurrent_runs(&self) -> usize {
         4
+    }
+
+    /// Caps of this connection's notebook sessions, and the shared budgets
+    /// (per client, per server) its sessions are charged to. The default:
+    /// [`SessionLimits::default`] and no shared budget (one connection per
+    /// process, as `lackpy mcp`).
+    fn session_policy(&self) -> (SessionLimits, Vec<Budget>) {
+        (SessionLimits::default(), Vec::new())
     }
 
     /// The server is going away: kill every in-flight worker now.

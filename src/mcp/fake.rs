@@ -88,6 +88,7 @@ impl Backend for Fake {
                     report: failed_run(ErrorInfo::new(ErrorKind::Limit, "timeout", "slept")),
                     vars: None,
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
             "nap" => {
@@ -96,6 +97,7 @@ impl Backend for Fake {
                     report: ok_run(json!(1), "1"),
                     vars: None,
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
             "boom" => {
@@ -107,6 +109,7 @@ impl Backend for Fake {
                     report: failed_run(e),
                     vars: None,
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
             "vars" => {
@@ -116,6 +119,7 @@ impl Backend for Fake {
                     report: ok_run(json!(names), &format!("{names:?}")),
                     vars: Some(vec![(format!("v{n}"), Data::Int(n))]),
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
             "big" => {
@@ -124,12 +128,14 @@ impl Backend for Fake {
                     report: ok_run(json!(xs), &format!("{xs:?}")),
                     vars: None,
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
             other => RunOutcome {
                 report: ok_run(json!(other.len()), &other.len().to_string()),
                 vars: None,
                 skipped_vars: Vec::new(),
+                run_id: None,
             },
         };
         self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);

@@ -94,6 +94,28 @@ impl RealBackend {
         })
     }
 
+    /// The most recent traces whose run id `keep` accepts, newest first, at
+    /// most `limit` (`lackpy serve` shows a client its own runs only).
+    ///
+    /// # Errors
+    /// Never today; the signature matches [`Backend::traces`].
+    pub fn traces_where(
+        &self,
+        limit: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Value>, ErrorInfo> {
+        // Runs that already answered may still have their traces queued.
+        self.supervisor.flush_traces();
+        let all = lackpy_supervisor::trace::read_all(&self.workspace);
+        Ok(all
+            .iter()
+            .rev()
+            .filter(|r| keep(&r.run_id))
+            .take(limit)
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect())
+    }
+
     /// Warm workers ready now.
     pub fn pool_ready(&self) -> usize {
         self.supervisor.pool_ready()
@@ -220,6 +242,7 @@ impl Backend for RealBackend {
                 report: failed_run(e),
                 vars: None,
                 skipped_vars: Vec::new(),
+                run_id: None,
             };
         }
         let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
@@ -229,6 +252,7 @@ impl Backend for RealBackend {
                     report: failed_run(e),
                     vars: None,
                     skipped_vars: Vec::new(),
+                    run_id: None,
                 }
             }
         };
@@ -255,6 +279,7 @@ impl Backend for RealBackend {
             None
         };
         let skipped_vars = std::mem::take(&mut report.skipped_vars);
+        let run_id = Some(std::mem::take(&mut report.run_id)).filter(|id| !id.is_empty());
         let report = serde_json::to_value(&report).unwrap_or_else(|e| {
             failed_run(ErrorInfo::new(
                 ErrorKind::Internal,
@@ -266,6 +291,7 @@ impl Backend for RealBackend {
             report,
             vars,
             skipped_vars,
+            run_id,
         }
     }
 
@@ -389,15 +415,7 @@ impl Backend for RealBackend {
     }
 
     fn traces(&self, limit: usize) -> Result<Vec<Value>, ErrorInfo> {
-        // Runs that already answered may still have their traces queued.
-        self.supervisor.flush_traces();
-        let all = lackpy_supervisor::trace::read_all(&self.workspace);
-        Ok(all
-            .iter()
-            .rev()
-            .take(limit)
-            .filter_map(|r| serde_json::to_value(r).ok())
-            .collect())
+        self.traces_where(limit, |_| true)
     }
 
     fn delegate(&self, intent: &str, profile: Option<&str>) -> Value {

@@ -11,7 +11,7 @@ use crate::mcp::backend::{
     failed_run, failure, Backend, Cancel, RunRequest, ToolInfo, ValidateRequest,
 };
 use crate::mcp::render;
-use crate::mcp::session::{self, SessionLimits, SessionStore};
+use crate::mcp::session::{self, SessionError, SessionStore};
 use crate::mcp::tools::{
     self, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs, TracesArg,
     ValidateArgs,
@@ -55,10 +55,11 @@ impl LackpyServer {
     /// in-flight call (the transport closed).
     pub fn new(backend: Arc<dyn Backend>, shutdown: watch::Receiver<bool>) -> Self {
         let slots = backend.max_concurrent_runs().max(1);
+        let (limits, budgets) = backend.session_policy();
         LackpyServer {
             inner: Arc::new(Inner {
                 backend,
-                sessions: Mutex::new(SessionStore::new(SessionLimits::default())),
+                sessions: Mutex::new(SessionStore::with_budgets(limits, budgets)),
                 runs: Arc::new(Semaphore::new(slots)),
                 shutdown,
             }),
@@ -278,7 +279,11 @@ impl LackpyServer {
         }
         let initial_vars = match &session_id {
             Some(id) => match self.inner.sessions.lock() {
-                Ok(mut st) => st.load(id),
+                // A new session over a shared budget is refused before it runs.
+                Ok(mut st) => match st.check_new(id) {
+                    Ok(()) => st.load(id),
+                    Err(e) => return result(failed_run(session_limit(&e)), render::render_run),
+                },
                 Err(_) => Vec::new(),
             },
             None => Vec::new(),
@@ -343,16 +348,28 @@ impl LackpyServer {
         if let Some(id) = session_id {
             let info = match outcome.vars {
                 Some(left) => {
+                    let names: Vec<String> = left.iter().map(|(n, _)| n.clone()).collect();
+                    let before: Vec<String> = initial_vars.iter().map(|(n, _)| n.clone()).collect();
                     let saved = match self.inner.sessions.lock() {
                         Ok(mut st) => Some(st.save(&id, initial_vars, left)),
                         Err(_) => None,
                     };
                     let mut info = match saved {
-                        Some(saved) => json!({
+                        Some(Ok(saved)) => json!({
                             "id": id,
                             "variables": saved.vars.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
                             "dropped": saved.dropped,
                         }),
+                        // Over a shared budget: the run happened (its value
+                        // and trace stay in the report) but its variables
+                        // were not kept, and the result says so as an error.
+                        Some(Err(e)) => {
+                            if let Some(obj) = report.as_object_mut() {
+                                obj.insert("ok".into(), json!(false));
+                                obj.insert("error".into(), json!(session_limit(&e)));
+                            }
+                            json!({"id": id, "variables": before, "dropped": names})
+                        }
                         None => json!({"id": id, "variables": [], "dropped": []}),
                     };
                     if !outcome.skipped_vars.is_empty() {
@@ -385,6 +402,25 @@ fn grade_of(tools: &[ToolInfo]) -> Value {
     let w = tools.iter().map(|t| t.grade_w).max().unwrap_or(0);
     let d = tools.iter().map(|t| t.effects_ceiling).max().unwrap_or(0);
     json!({"w": w, "d": d})
+}
+
+/// A session refused by a limit: kind `limit`, type `SessionLimit`, and a
+/// hint naming the config key that raises it.
+fn session_limit(e: &SessionError) -> ErrorInfo {
+    if matches!(e, SessionError::BadId) {
+        return bad_argument(e.to_string());
+    }
+    let mut info = ErrorInfo::new(ErrorKind::Limit, "SessionLimit", e.to_string());
+    let key = e.key().unwrap_or("the session limits");
+    info.hint = Some(match e {
+        SessionError::TooLarge { .. } => format!(
+            "rebind large session variables to smaller values (x = None), use fewer sessions, or close connections to free theirs; the operator raises the limit with {key}"
+        ),
+        _ => format!(
+            "reuse an existing session id, or close connections to free their sessions; the operator raises the limit with {key}"
+        ),
+    });
+    info
 }
 
 fn bad_argument(message: String) -> ErrorInfo {

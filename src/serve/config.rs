@@ -6,6 +6,10 @@
 //! pool_size = 4          # warm executor workers per workspace
 //! max_in_flight = 8      # runs executing at once, all clients together
 //! drain_seconds = 10     # SIGTERM: how long in-flight runs may finish
+//! max_connections = 256  # connections open at once, all clients together
+//! idle_timeout_seconds = 300  # a connection with no request and no run for this long is closed
+//! max_sessions = 1024    # notebook sessions kept, all clients together
+//! max_session_bytes = 268435456  # bytes those sessions keep, all clients together (256 MiB)
 //!
 //! [[serve.clients]]
 //! uid = 1000             # and/or gid = 1000; a rule with neither matches nobody
@@ -15,10 +19,17 @@
 //! max_concurrent = 2     # runs in flight for this client
 //! runs_per_minute = 600
 //! max_tool_calls = 100000  # tool calls per connection
+//! max_connections = 32   # connections open at once for this client
+//! max_sessions = 64      # notebook sessions this client keeps, all its connections together
+//! max_session_bytes = 67108864  # bytes they keep (64 MiB)
 //! ```
 //!
 //! Without any `[[serve.clients]]`, exactly one client is allowed: the uid
 //! the server runs as, on the `--workspace` directory.
+//!
+//! A client's caps are clamped to the server-wide ones; the per-client
+//! defaults are well below the server-wide defaults, so that one client at
+//! its caps leaves room for the others.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -32,6 +43,15 @@ pub struct ServeConfig {
     pub max_in_flight: usize,
     /// Seconds in-flight runs get to finish on SIGTERM.
     pub drain_seconds: u64,
+    /// Connections open at once, all clients together.
+    pub max_connections: usize,
+    /// Seconds a connection may stay without a request or a run in flight
+    /// before it is closed.
+    pub idle_timeout_seconds: u64,
+    /// Notebook sessions kept at once, all clients together.
+    pub max_sessions: usize,
+    /// Approximate bytes of variables all sessions keep together.
+    pub max_session_bytes: usize,
     /// Who may connect.
     pub clients: Vec<ClientRule>,
 }
@@ -63,6 +83,15 @@ pub struct ClientRule {
     /// Tool calls per connection, all runs together.
     #[serde(default = "default_max_tool_calls")]
     pub max_tool_calls: u64,
+    /// Connections open at once for this client.
+    #[serde(default = "default_client_max_connections")]
+    pub max_connections: usize,
+    /// Notebook sessions this client keeps, all its connections together.
+    #[serde(default = "default_client_max_sessions")]
+    pub max_sessions: usize,
+    /// Approximate bytes of variables this client's sessions keep together.
+    #[serde(default = "default_client_max_session_bytes")]
+    pub max_session_bytes: usize,
 }
 
 fn default_max_concurrent() -> usize {
@@ -74,6 +103,40 @@ fn default_runs_per_minute() -> u32 {
 fn default_max_tool_calls() -> u64 {
     10_000_000
 }
+/// Why 32: an MCP client needs one connection, a busy agent host a few; 32
+/// is an eighth of the server-wide default, so one client at its cap leaves
+/// room for others.
+fn default_client_max_connections() -> usize {
+    32
+}
+fn default_client_max_sessions() -> usize {
+    64
+}
+/// Why 64 MiB: eight sessions at the default per-session cap (8 MiB, the
+/// default result bound), a quarter of the server-wide default.
+fn default_client_max_session_bytes() -> usize {
+    64 * MIB
+}
+
+const MIB: usize = 1024 * 1024;
+
+/// Server-wide defaults. Why 256 connections: well below the usual 1024
+/// open-file limit (each connection is one descriptor; workers, pidfds and
+/// trace files need the rest), and far more than local clients need.
+const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Why 5 minutes: long enough for a model to think between calls; an idle
+/// connection holds a descriptor and its sessions.
+const DEFAULT_IDLE_TIMEOUT: u64 = 300;
+const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Why 256 MiB: what one server may spend on notebook variables in all.
+const DEFAULT_MAX_SESSION_BYTES: usize = 256 * MIB;
+
+/// Largest `max_connections` a config may ask for (descriptors).
+pub const MAX_CONNECTIONS: usize = 65_536;
+/// Largest `idle_timeout_seconds` (a day).
+const MAX_IDLE_TIMEOUT: u64 = 86_400;
+/// Largest `max_sessions`.
+const MAX_SESSIONS: usize = 1_000_000;
 
 #[derive(Deserialize)]
 struct File {
@@ -90,6 +153,14 @@ struct Raw {
     max_in_flight: Option<usize>,
     #[serde(default)]
     drain_seconds: Option<u64>,
+    #[serde(default)]
+    max_connections: Option<usize>,
+    #[serde(default)]
+    idle_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    max_sessions: Option<usize>,
+    #[serde(default)]
+    max_session_bytes: Option<usize>,
     #[serde(default)]
     clients: Vec<ClientRule>,
 }
@@ -114,8 +185,13 @@ impl ServeConfig {
             pool_size: None,
             max_in_flight: None,
             drain_seconds: None,
+            max_connections: None,
+            idle_timeout_seconds: None,
+            max_sessions: None,
+            max_session_bytes: None,
             clients: Vec::new(),
         });
+        let f = file.display();
         let mut cfg = ServeConfig::default_for(fallback_ws, own_uid);
         if let Some(p) = raw.pool_size {
             if p > MAX_POOL {
@@ -138,8 +214,51 @@ impl ServeConfig {
         if let Some(d) = raw.drain_seconds {
             cfg.drain_seconds = d.min(3600);
         }
-        if !raw.clients.is_empty() {
-            for (i, c) in raw.clients.iter().enumerate() {
+        if let Some(m) = raw.max_connections {
+            cfg.max_connections = in_range(m, 1, MAX_CONNECTIONS, &f, "serve.max_connections")?;
+        }
+        if let Some(t) = raw.idle_timeout_seconds {
+            cfg.idle_timeout_seconds =
+                in_range(t, 1, MAX_IDLE_TIMEOUT, &f, "serve.idle_timeout_seconds")?;
+        }
+        if let Some(m) = raw.max_sessions {
+            cfg.max_sessions = in_range(m, 1, MAX_SESSIONS, &f, "serve.max_sessions")?;
+        }
+        if let Some(m) = raw.max_session_bytes {
+            cfg.max_session_bytes = in_range(m, 1, usize::MAX, &f, "serve.max_session_bytes")?;
+        }
+        let mut clients = raw.clients;
+        for (i, c) in clients.iter_mut().enumerate() {
+            let key = |k: &str| format!("serve.clients[{i}].{k}");
+            // A client's caps never exceed the server's.
+            c.max_connections = in_range(
+                c.max_connections,
+                1,
+                MAX_CONNECTIONS,
+                &f,
+                &key("max_connections"),
+            )?
+            .min(cfg.max_connections);
+            c.max_sessions = in_range(c.max_sessions, 1, MAX_SESSIONS, &f, &key("max_sessions"))?
+                .min(cfg.max_sessions);
+            c.max_session_bytes = in_range(
+                c.max_session_bytes,
+                1,
+                usize::MAX,
+                &f,
+                &key("max_session_bytes"),
+            )?
+            .min(cfg.max_session_bytes);
+        }
+        if clients.is_empty() {
+            for c in &mut cfg.clients {
+                c.max_connections = c.max_connections.min(cfg.max_connections);
+                c.max_sessions = c.max_sessions.min(cfg.max_sessions);
+                c.max_session_bytes = c.max_session_bytes.min(cfg.max_session_bytes);
+            }
+        }
+        if !clients.is_empty() {
+            for (i, c) in clients.iter().enumerate() {
                 if c.uid.is_none() && c.gid.is_none() {
                     return Err(format!(
                         "{}: serve.clients[{i}] needs uid or gid (a rule matching nobody is a mistake)",
@@ -160,7 +279,7 @@ impl ServeConfig {
                     ));
                 }
             }
-            cfg.clients = raw.clients;
+            cfg.clients = clients;
         }
         Ok(cfg)
     }
@@ -171,6 +290,10 @@ impl ServeConfig {
             pool_size: 4,
             max_in_flight: 8,
             drain_seconds: 10,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout_seconds: DEFAULT_IDLE_TIMEOUT,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
             clients: vec![ClientRule {
                 uid: Some(own_uid),
                 gid: None,
@@ -180,6 +303,9 @@ impl ServeConfig {
                 max_concurrent: 8,
                 runs_per_minute: default_runs_per_minute(),
                 max_tool_calls: default_max_tool_calls(),
+                max_connections: default_client_max_connections(),
+                max_sessions: default_client_max_sessions(),
+                max_session_bytes: default_client_max_session_bytes(),
             }],
         }
     }
@@ -195,6 +321,23 @@ impl ServeConfig {
                     .find(|c| c.uid.is_none() && c.gid == Some(gid))
             })
     }
+}
+
+/// `v` if `lo <= v <= hi`, else an error naming the file and the key.
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    v: T,
+    lo: T,
+    hi: T,
+    file: &std::path::Display<'_>,
+    key: &str,
+) -> Result<T, String> {
+    if v < lo {
+        return Err(format!("{file}: {key} must be at least {lo} (got {v})"));
+    }
+    if v > hi {
+        return Err(format!("{file}: {key} {v} is over the maximum {hi}"));
+    }
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -249,6 +392,77 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("maximum"), "{e}");
+    }
+
+    #[test]
+    fn connection_and_session_caps_parse_clamp_and_name_their_key() {
+        let dir = std::env::temp_dir();
+        let d = ServeConfig::default_for(&dir, 0);
+        let rule = &d.clients[0];
+        assert!(
+            rule.max_connections * 4 <= d.max_connections,
+            "room for others"
+        );
+        assert!(rule.max_sessions < d.max_sessions);
+        assert!(rule.max_session_bytes < d.max_session_bytes);
+        let text = format!(
+            "[serve]\nmax_connections = 10\nidle_timeout_seconds = 7\nmax_sessions = 5\nmax_session_bytes = 1000\n\
+             [[serve.clients]]\nuid = 1\nworkspace = {dir:?}\nmax_connections = 3\nmax_sessions = 2\nmax_session_bytes = 100\n\
+             [[serve.clients]]\nuid = 2\nworkspace = {dir:?}\nmax_connections = 50\n"
+        );
+        let c = ServeConfig::parse(&text, Path::new("c.toml"), &dir, 0).unwrap();
+        assert_eq!(
+            (
+                c.max_connections,
+                c.idle_timeout_seconds,
+                c.max_sessions,
+                c.max_session_bytes
+            ),
+            (10, 7, 5, 1000)
+        );
+        let one = c.client_for(1, 0).unwrap();
+        assert_eq!(
+            (one.max_connections, one.max_sessions, one.max_session_bytes),
+            (3, 2, 100)
+        );
+        let two = c.client_for(2, 0).unwrap();
+        assert_eq!(
+            (two.max_connections, two.max_sessions, two.max_session_bytes),
+            (10, 5, 1000),
+            "clamped to the server's caps"
+        );
+        for (text, key) in [
+            ("[serve]\nmax_connections = 0\n", "serve.max_connections"),
+            (
+                "[serve]\nmax_connections = 10000000\n",
+                "serve.max_connections",
+            ),
+            (
+                "[serve]\nidle_timeout_seconds = 0\n",
+                "serve.idle_timeout_seconds",
+            ),
+            ("[serve]\nmax_sessions = 0\n", "serve.max_sessions"),
+            (
+                "[serve]\nmax_session_bytes = 0\n",
+                "serve.max_session_bytes",
+            ),
+        ] {
+            let e = ServeConfig::parse(text, Path::new("c.toml"), &dir, 0).unwrap_err();
+            assert!(e.contains(key) && e.contains("c.toml"), "{e}");
+        }
+        for key in ["max_connections", "max_sessions", "max_session_bytes"] {
+            let text = format!("[[serve.clients]]\nuid = 1\nworkspace = {dir:?}\n{key} = 0\n");
+            let e = ServeConfig::parse(&text, Path::new("c.toml"), &dir, 0).unwrap_err();
+            assert!(e.contains(&format!("serve.clients[0].{key}")), "{e}");
+        }
+        let e = ServeConfig::parse(
+            "[serve]\nmax_session_bytes = -1\n",
+            Path::new("c.toml"),
+            &dir,
+            0,
+        )
+        .unwrap_err();
+        assert!(e.contains("max_session_bytes"), "{e}");
     }
 
     #[test]

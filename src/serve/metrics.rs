@@ -1,8 +1,10 @@
 //! Prometheus-format metrics of `lackpy serve`, kept as atomics so the
 //! hot path never takes a lock.
 
+use crate::mcp::session::{Refusal, Usage};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Upper bounds (seconds) of the run latency histogram's buckets.
 pub const LATENCY_BUCKETS: [f64; 12] = [
@@ -34,11 +36,34 @@ pub struct Metrics {
     pub connections: AtomicU64,
     /// Connections refused by peer credentials.
     pub refused_connections: AtomicU64,
+    /// Connections refused because their client had `max_connections` open.
+    pub refused_client_connections: AtomicU64,
+    /// Connections refused because the server had `max_connections` open.
+    pub refused_server_connections: AtomicU64,
+    /// Connections closed after `idle_timeout_seconds` without activity.
+    pub idle_closed: AtomicU64,
+    /// Sessions refused: [client count, server count, client bytes, server bytes].
+    pub session_refusals: [AtomicU64; 4],
+    /// Sessions and bytes kept now, all clients together (the server-wide
+    /// session budget's usage).
+    pub sessions: Arc<Usage>,
     /// Tool calls made by all runs.
     pub tool_calls: AtomicU64,
 }
 
 impl Metrics {
+    /// Count a session refusal by a client's (`server == false`) or the
+    /// server's budget.
+    pub fn session_refused(&self, server: bool, what: Refusal) {
+        let i = match (what, server) {
+            (Refusal::Sessions, false) => 0,
+            (Refusal::Sessions, true) => 1,
+            (Refusal::Bytes, false) => 2,
+            (Refusal::Bytes, true) => 3,
+        };
+        self.session_refusals[i].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Count one finished (or refused) run.
     pub fn record(&self, outcome: &str, seconds: f64, tool_calls: u64) {
         let i = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(5);
@@ -114,15 +139,59 @@ impl Metrics {
                 "Client connections open now.",
                 self.connections.load(Ordering::Relaxed),
             ),
+            (
+                "lackpy_sessions",
+                "Notebook sessions kept now, all clients.",
+                self.sessions.sessions() as u64,
+            ),
+            (
+                "lackpy_session_bytes",
+                "Approximate bytes of variables all sessions keep now.",
+                self.sessions.bytes() as u64,
+            ),
         ];
         for (name, help, v) in gauges {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
+        let _ = writeln!(
+            s,
+            "# HELP lackpy_refused_connections_total Connections refused, by reason (peer: not allowed by credentials; client_max_connections / server_max_connections: over the cap).\n# TYPE lackpy_refused_connections_total counter"
+        );
+        for (reason, c) in [
+            ("peer", &self.refused_connections),
+            ("client_max_connections", &self.refused_client_connections),
+            ("server_max_connections", &self.refused_server_connections),
+        ] {
+            let _ = writeln!(
+                s,
+                "lackpy_refused_connections_total{{reason=\"{reason}\"}} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "# HELP lackpy_refused_sessions_total Notebook sessions refused, by the limit that refused them.\n# TYPE lackpy_refused_sessions_total counter"
+        );
+        for (reason, c) in [
+            "client_max_sessions",
+            "server_max_sessions",
+            "client_max_session_bytes",
+            "server_max_session_bytes",
+        ]
+        .iter()
+        .zip(&self.session_refusals)
+        {
+            let _ = writeln!(
+                s,
+                "lackpy_refused_sessions_total{{reason=\"{reason}\"}} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
         let counters = [
             (
-                "lackpy_refused_connections_total",
-                "Connections refused by peer credentials.",
-                self.refused_connections.load(Ordering::Relaxed),
+                "lackpy_idle_connections_closed_total",
+                "Connections closed after idle_timeout_seconds without a request or a run.",
+                self.idle_closed.load(Ordering::Relaxed),
             ),
             (
                 "lackpy_tool_calls_total",
@@ -155,5 +224,19 @@ mod tests {
         assert!(text.contains("lackpy_run_duration_seconds_count 2"));
         assert!(text.contains("lackpy_pool_ready_workers 3"));
         assert!(text.contains("lackpy_tool_calls_total 3"));
+        m.refused_client_connections.fetch_add(2, Ordering::Relaxed);
+        m.session_refused(true, Refusal::Bytes);
+        m.idle_closed.fetch_add(1, Ordering::Relaxed);
+        let text = m.render(3, 8);
+        assert!(text.contains("lackpy_refused_connections_total{reason=\"peer\"} 0"));
+        assert!(
+            text.contains("lackpy_refused_connections_total{reason=\"client_max_connections\"} 2")
+        );
+        assert!(
+            text.contains("lackpy_refused_sessions_total{reason=\"server_max_session_bytes\"} 1")
+        );
+        assert!(text.contains("lackpy_refused_sessions_total{reason=\"client_max_sessions\"} 0"));
+        assert!(text.contains("lackpy_idle_connections_closed_total 1"));
+        assert!(text.contains("lackpy_sessions 0"));
     }
 }

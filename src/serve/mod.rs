@@ -8,12 +8,18 @@
 //! error line and the connection is closed.
 //!
 //! Per client: the workspace and profiles its rule grants, concurrent-run and
-//! runs-per-minute quotas, a tool-call budget per connection. For everyone:
-//! a bounded number of runs in flight; past it a call is refused at once with
-//! a "busy, retry after" error (backpressure, never an unbounded queue).
-//! Backends (config + supervisor with its warm pool) are per workspace, so
-//! one client's runs never see another's workspace; MCP sessions (and their
-//! notebook variables) are per connection.
+//! runs-per-minute quotas, a tool-call budget per connection, and caps on
+//! open connections, notebook sessions and the bytes those sessions keep.
+//! For everyone: a bounded number of runs in flight (past it a call is
+//! refused at once with a "busy, retry after" error: backpressure, never an
+//! unbounded queue), of connections, and of notebook sessions and their bytes. A
+//! connection over a cap gets one JSON-RPC error line naming the cap and is
+//! closed ([`conn`]); a connection without a request or a run for
+//! `idle_timeout_seconds` is closed, so idle connections cannot lock others
+//! out. Backends (config + supervisor with its warm pool) are per workspace,
+//! so one client's runs never see another's workspace; MCP sessions (and
+//! their notebook variables) are per connection, and `traces` shows a client
+//! only the runs it made.
 //!
 //! Signals: SIGTERM/SIGINT stop accepting, let in-flight runs finish for
 //! `drain_seconds`, then kill the rest and exit 0; SIGHUP reloads the config.
@@ -21,17 +27,22 @@
 //! second socket ([`metrics`]).
 
 pub mod config;
+pub mod conn;
 pub mod metrics;
+
+pub use conn::serve_connection;
 
 use crate::mcp::backend::{
     failed_run, Backend, Cancel, ProfileInfo, RunOutcome, RunRequest, ToolInfo, ValidateRequest,
 };
 use crate::mcp::real::RealBackend;
+use crate::mcp::session::{Budget, SessionLimits, Usage};
 use config::{ClientRule, ServeConfig};
+use conn::Activity;
 use lackpy_policy::wire::{ErrorInfo, ErrorKind};
 use metrics::Metrics;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -40,12 +51,113 @@ use std::time::{Duration, Instant};
 /// How long a refused caller should wait before retrying.
 const RETRY_AFTER_MS: u64 = 100;
 
+/// Run ids a client's `traces` may show: its most recent runs. Why 1000:
+/// the largest `traces` limit (`mcp::tools::TRACES_MAX`).
+const OWN_RUNS: usize = 1000;
+
 /// Quota state of one client rule, shared by all its connections.
 #[derive(Default)]
 struct ClientState {
     in_flight: AtomicUsize,
     /// Start times of runs in the last minute (bounded by runs_per_minute).
-    recent: Mutex<std::collections::VecDeque<Instant>>,
+    recent: Mutex<VecDeque<Instant>>,
+    /// Connections open now.
+    connections: AtomicUsize,
+    /// Sessions and bytes its connections keep now.
+    sessions: Arc<Usage>,
+    /// Ids of its most recent runs (at most [`OWN_RUNS`]).
+    runs: Mutex<VecDeque<String>>,
+}
+
+/// Why a connection was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedBy {
+    /// No client rule matches the peer.
+    Peer,
+    /// The client has its `max_connections` open.
+    ClientCap,
+    /// The server has its `max_connections` open.
+    ServerCap,
+}
+
+/// A refused connection: why, and the message for the peer.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// Which check refused it.
+    pub by: RefusedBy,
+    /// The message of the JSON-RPC error line.
+    pub message: String,
+    /// The cap that refused it (0 for [`RefusedBy::Peer`]).
+    pub max: usize,
+}
+
+impl Refused {
+    fn not_allowed(message: String) -> Self {
+        Refused {
+            by: RefusedBy::Peer,
+            message,
+            max: 0,
+        }
+    }
+
+    /// A short name for logs and metrics.
+    pub fn reason(&self) -> &'static str {
+        match self.by {
+            RefusedBy::Peer => "peer",
+            RefusedBy::ClientCap => "client_max_connections",
+            RefusedBy::ServerCap => "server_max_connections",
+        }
+    }
+
+    /// The JSON-RPC error code of the refusal line.
+    pub fn code(&self) -> i64 {
+        match self.by {
+            RefusedBy::Peer => conn::CODE_NOT_ALLOWED,
+            _ => conn::CODE_OVER_CAP,
+        }
+    }
+
+    /// The error's `data`: the config key of the cap and its value.
+    pub fn data(&self) -> Value {
+        match self.by {
+            RefusedBy::Peer => Value::Null,
+            RefusedBy::ClientCap => {
+                json!({"limit": "serve.clients[].max_connections", "max": self.max})
+            }
+            RefusedBy::ServerCap => json!({"limit": "serve.max_connections", "max": self.max}),
+        }
+    }
+}
+
+impl Metrics {
+    /// Count a refused connection under its reason.
+    pub fn count_refusal(&self, r: &Refused) {
+        let c = match r.by {
+            RefusedBy::Peer => &self.refused_connections,
+            RefusedBy::ClientCap => &self.refused_client_connections,
+            RefusedBy::ServerCap => &self.refused_server_connections,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An admitted connection's place under the caps; gives it back on drop.
+pub struct ConnectionSlot {
+    shared: Arc<Shared>,
+    client: Arc<ClientState>,
+    /// Seconds the connection may idle (the config at admission).
+    pub idle_timeout_seconds: u64,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.client.connections.fetch_sub(1, Ordering::SeqCst);
+        self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+        self.shared
+            .metrics
+            .connections
+            .fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What every connection shares.
@@ -56,6 +168,8 @@ pub struct Shared {
     /// Counters and gauges.
     pub metrics: Metrics,
     in_flight: AtomicUsize,
+    /// Connections open now.
+    connections: AtomicUsize,
     /// Connections' cancel tokens, so a drain deadline can stop every run.
     cancels: Mutex<Vec<Cancel>>,
 }
@@ -69,6 +183,7 @@ impl Shared {
             clients: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
             in_flight: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
             cancels: Mutex::new(Vec::new()),
         })
     }
@@ -131,37 +246,131 @@ impl Shared {
         }
     }
 
-    /// The backend a peer may use, or why it is refused.
+    /// Take a connection slot: the client's cap first (the more specific
+    /// message), then the server's.
+    fn take_connection(
+        self: &Arc<Self>,
+        cfg: &ServeConfig,
+        rule: &ClientRule,
+        client: &Arc<ClientState>,
+    ) -> Result<ConnectionSlot, Refused> {
+        let mine = &client.connections;
+        if mine.fetch_add(1, Ordering::SeqCst) >= rule.max_connections {
+            mine.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refused {
+                by: RefusedBy::ClientCap,
+                message: format!(
+                    "lackpy serve: this client already has {} connections open (the maximum, serve.clients[].max_connections); close one and retry",
+                    rule.max_connections
+                ),
+                max: rule.max_connections,
+            });
+        }
+        if self.connections.fetch_add(1, Ordering::SeqCst) >= cfg.max_connections {
+            self.connections.fetch_sub(1, Ordering::SeqCst);
+            mine.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refused {
+                by: RefusedBy::ServerCap,
+                message: format!(
+                    "lackpy serve: the server already has {} connections open (the maximum, serve.max_connections); retry later",
+                    cfg.max_connections
+                ),
+                max: cfg.max_connections,
+            });
+        }
+        self.metrics.connections.fetch_add(1, Ordering::Relaxed);
+        Ok(ConnectionSlot {
+            shared: self.clone(),
+            client: client.clone(),
+            idle_timeout_seconds: cfg.idle_timeout_seconds,
+        })
+    }
+
+    /// The backend a peer may use and its connection slot, or why it is
+    /// refused. `activity` is the connection's (runs keep it from idling out).
     ///
     /// # Errors
-    /// A message for the peer: not allowed, or its workspace cannot be served.
-    pub fn admit(self: &Arc<Self>, uid: u32, gid: u32) -> Result<Arc<dyn Backend>, String> {
+    /// Not allowed, over a connection cap, or its workspace cannot be served.
+    pub fn admit(
+        self: &Arc<Self>,
+        uid: u32,
+        gid: u32,
+        activity: Arc<Activity>,
+    ) -> Result<(Arc<dyn Backend>, ConnectionSlot), Refused> {
         let cfg = self.config();
         let Some(rule) = cfg.client_for(uid, gid).cloned() else {
-            return Err(format!(
+            return Err(Refused::not_allowed(format!(
                 "lackpy serve: peer uid {uid} gid {gid} is not allowed; add a [[serve.clients]] rule for it"
-            ));
+            )));
         };
-        let inner = self.backend_for(&rule, cfg.pool_size).map_err(|e| {
-            format!(
-                "lackpy serve: cannot serve workspace {}: {e:#}",
-                rule.workspace.display()
-            )
-        })?;
         let key = match rule.uid {
             Some(u) => format!("uid:{u}"),
             None => format!("gid:{}", rule.gid.unwrap_or(0)),
         };
-        Ok(Arc::new(ClientBackend {
-            state: self.client_state(&key),
-            shared: self.clone(),
-            inner,
-            default_profile: rule.default_profile.clone(),
-            rule,
-            tool_calls: AtomicU64::new(0),
-            max_in_flight: cfg.max_in_flight,
-            cancels: Mutex::new(Vec::new()),
-        }))
+        let state = self.client_state(&key);
+        let slot = self.take_connection(&cfg, &rule, &state)?;
+        let inner = self.backend_for(&rule, cfg.pool_size).map_err(|e| {
+            Refused::not_allowed(format!(
+                "lackpy serve: cannot serve workspace {}: {e:#}",
+                rule.workspace.display()
+            ))
+        })?;
+        let budgets = self.session_budgets(&cfg, &rule, &state);
+        Ok((
+            Arc::new(ClientBackend {
+                state,
+                shared: self.clone(),
+                inner,
+                default_profile: rule.default_profile.clone(),
+                rule,
+                tool_calls: AtomicU64::new(0),
+                max_in_flight: cfg.max_in_flight,
+                cancels: Mutex::new(Vec::new()),
+                activity,
+                budgets,
+            }),
+            slot,
+        ))
+    }
+
+    /// The client's and the server's session budgets, with the config keys
+    /// a refusal names and the metrics it counts in.
+    fn session_budgets(
+        self: &Arc<Self>,
+        cfg: &ServeConfig,
+        rule: &ClientRule,
+        state: &ClientState,
+    ) -> Vec<Budget> {
+        let counter = |server: bool| {
+            let me = Arc::downgrade(self);
+            let f: Arc<dyn Fn(crate::mcp::session::Refusal) + Send + Sync> =
+                Arc::new(move |what| {
+                    if let Some(s) = me.upgrade() {
+                        s.metrics.session_refused(server, what);
+                    }
+                });
+            Some(f)
+        };
+        vec![
+            Budget {
+                usage: state.sessions.clone(),
+                max_sessions: rule.max_sessions,
+                max_bytes: rule.max_session_bytes,
+                scope: "this client".into(),
+                sessions_key: "serve.clients[].max_sessions".into(),
+                bytes_key: "serve.clients[].max_session_bytes".into(),
+                on_refuse: counter(false),
+            },
+            Budget {
+                usage: self.metrics.sessions.clone(),
+                max_sessions: cfg.max_sessions,
+                max_bytes: cfg.max_session_bytes,
+                scope: "the server (all clients)".into(),
+                sessions_key: "serve.max_sessions".into(),
+                bytes_key: "serve.max_session_bytes".into(),
+                on_refuse: counter(true),
+            },
+        ]
     }
 }
 
@@ -176,6 +385,10 @@ struct ClientBackend {
     tool_calls: AtomicU64,
     max_in_flight: usize,
     cancels: Mutex<Vec<Cancel>>,
+    /// The connection's activity (a run in flight keeps it from idling out).
+    activity: Arc<Activity>,
+    /// Shared budgets this connection's sessions are charged to.
+    budgets: Vec<Budget>,
 }
 
 fn refusal(type_name: &str, message: String) -> ErrorInfo {
@@ -345,6 +558,7 @@ impl Backend for ClientBackend {
                 report: failed_run(e),
                 vars: None,
                 skipped_vars: Vec::new(),
+                run_id: None,
             }
         };
         match self.check_profile(req.profile.as_deref(), req.tools.as_deref()) {
@@ -355,6 +569,7 @@ impl Backend for ClientBackend {
             Ok(s) => s,
             Err(e) => return refuse(e),
         };
+        let _busy = self.activity.busy();
         // Tracked while the run is in flight (bounded by the quotas), so a
         // closed connection or the drain deadline can stop it.
         track(&self.cancels, cancel);
@@ -363,6 +578,14 @@ impl Backend for ClientBackend {
         forget(&self.cancels, cancel);
         forget(&self.shared.cancels, cancel);
         drop(slot);
+        if let Some(id) = &out.run_id {
+            if let Ok(mut runs) = self.state.runs.lock() {
+                if runs.len() >= OWN_RUNS {
+                    runs.pop_front();
+                }
+                runs.push_back(id.clone());
+            }
+        }
         let calls = out
             .report
             .get("trace")
@@ -409,14 +632,33 @@ impl Backend for ClientBackend {
         self.inner.resolve_doc(path)
     }
 
+    /// Only this client's own runs: the trace store is the workspace's,
+    /// which other clients (and the operator's CLI runs) may share.
     fn traces(&self, limit: usize) -> Result<Vec<Value>, ErrorInfo> {
-        self.inner.traces(limit)
+        let own: HashSet<String> = match self.state.runs.lock() {
+            Ok(r) => r.iter().cloned().collect(),
+            Err(_) => HashSet::new(),
+        };
+        self.inner.traces_where(limit, |id| own.contains(id))
+    }
+
+    fn session_policy(&self) -> (SessionLimits, Vec<Budget>) {
+        let d = SessionLimits::default();
+        let limits = SessionLimits {
+            max_sessions: d.max_sessions.min(self.rule.max_sessions),
+            max_bytes: d.max_bytes.min(self.rule.max_session_bytes),
+            idle: d.idle,
+        };
+        (limits, self.budgets.clone())
     }
 
     fn delegate(&self, intent: &str, profile: Option<&str>) -> Value {
         match self.check_profile(profile, None) {
             Ok(p) => match self.acquire() {
-                Ok(_slot) => self.inner.delegate(intent, p.as_deref()),
+                Ok(_slot) => {
+                    let _busy = self.activity.busy();
+                    self.inner.delegate(intent, p.as_deref())
+                }
                 Err(e) => failed_run(e),
             },
             Err(e) => failed_run(e),
@@ -443,14 +685,48 @@ impl Backend for ClientBackend {
 pub fn load_config(file: Option<&Path>, workspace: &Path) -> Result<ServeConfig, String> {
     let uid = nix::unistd::geteuid().as_raw();
     match file {
-        None => Ok(ServeConfig::default_for(workspace, uid)),
+        None => {
+            let cfg = ServeConfig::default_for(workspace, uid);
+            fit_open_files(cfg.max_connections)?;
+            Ok(cfg)
+        }
         Some(f) => {
             let meta = std::fs::metadata(f).map_err(|e| format!("{}: {e}", f.display()))?;
             if meta.len() > 1024 * 1024 {
                 return Err(format!("{}: config file over 1 MiB", f.display()));
             }
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-            ServeConfig::parse(&text, f, workspace, uid)
+            let cfg = ServeConfig::parse(&text, f, workspace, uid)?;
+            fit_open_files(cfg.max_connections)?;
+            Ok(cfg)
         }
     }
+}
+
+/// Descriptors the server needs beyond one per connection: listening and
+/// metrics sockets, workers' IPC sockets and pidfds, trace and config files.
+const FD_RESERVE: u64 = 256;
+
+/// Make sure `max_connections` connections fit under `RLIMIT_NOFILE`,
+/// raising the soft limit towards the hard one if needed: a server that
+/// runs out of descriptors cannot even accept the connection it would
+/// refuse, and every client waits.
+///
+/// # Errors
+/// The hard limit is too low for `serve.max_connections`.
+pub fn fit_open_files(max_connections: usize) -> Result<(), String> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let need = (max_connections as u64).saturating_add(FD_RESERVE);
+    let (soft, hard) =
+        getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| format!("reading RLIMIT_NOFILE: {e}"))?;
+    if soft >= need {
+        return Ok(());
+    }
+    if hard < need {
+        return Err(format!(
+            "serve.max_connections {max_connections} needs {need} open files but RLIMIT_NOFILE allows {hard}; lower serve.max_connections or raise the limit (LimitNOFILE= in the unit)"
+        ));
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, need, hard)
+        .map_err(|e| format!("raising RLIMIT_NOFILE to {need}: {e}"))
 }
