@@ -12,4 +12,5 @@ mod providers;
 mod run;
 mod serve;
 mod sessions;
+mod terminal;
 mod util;
