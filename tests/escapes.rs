@@ -57,6 +57,7 @@ const CORPUS: &[(&str, &str)] = &[
     ("paths", include_str!("escapes/paths.toml")),
     ("bombs", include_str!("escapes/bombs.toml")),
     ("tools", include_str!("escapes/tools.toml")),
+    ("builders", include_str!("escapes/builders.toml")),
 ];
 
 /// Placeholders a program may contain; see the corpus README.
@@ -111,6 +112,10 @@ pub(crate) struct Case {
     pub(crate) expect: Expect,
     #[serde(rename = "type")]
     pub(crate) type_name: Option<String>,
+    /// Text the JSON error `message` must contain (with `expect`): tells the
+    /// interpreter's own limit from the OS backstop that reports the same
+    /// kind and type (a `memory` limit hit by `RLIMIT_AS`).
+    pub(crate) message: Option<String>,
     #[serde(default)]
     pub(crate) accept: Vec<Expect>,
     pub(crate) tools: Option<String>,
@@ -632,6 +637,14 @@ fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
                             if want != ty {
                                 v.push(format!(
                                     "expected type {want}, got {seen}: {}",
+                                    excerpt(msg.as_bytes())
+                                ));
+                            }
+                        }
+                        if let Some(want) = &case.message {
+                            if !msg.contains(want.as_str()) {
+                                v.push(format!(
+                                    "expected a message containing {want:?}, got {seen}: {}",
                                     excerpt(msg.as_bytes())
                                 ));
                             }

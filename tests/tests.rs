@@ -13,4 +13,5 @@ mod run;
 mod serve;
 mod sessions;
 mod supervisor_side;
+mod terminal;
 mod util;

@@ -315,36 +315,58 @@ fn read_into(r: impl Read, cap: u64, buf: &mut Vec<u8>, what: &str) -> Result<()
 }
 
 /// Render an error for a terminal: `line:col: Type: message`, the source
-/// line with a caret under the column, and `hint: ...`.
+/// line with a caret under the column, and `hint: ...`. Every piece taken
+/// from the error or the source is escaped ([`super::escape`]); the newlines
+/// between the pieces are the only ones in the result.
 pub fn render_error(source: &str, e: &ErrorInfo) -> String {
+    use super::escape;
     let mut out = String::new();
     match (e.line, e.col) {
         (Some(l), Some(c)) => out.push_str(&format!("{l}:{c}: ")),
         (Some(l), None) => out.push_str(&format!("{l}: ")),
         _ => {}
     }
-    out.push_str(&format!("{}: {}\n", e.type_name, e.message));
+    // The type, message and hint come from the worker, a tool or a provider:
+    // each is one line, escaped for the terminal.
+    out.push_str(&format!(
+        "{}: {}\n",
+        escape::line(&e.type_name),
+        escape::line(&e.message)
+    ));
     if let Some(l) = e.line {
         if let Some(text) = source.lines().nth((l as usize).saturating_sub(1)) {
-            // Keep the excerpt short and free of control characters.
-            let shown: String = text
+            // A short excerpt, escaped like the rest (tabs kept for the caret).
+            let cut: String = text.chars().take(200).collect();
+            let shown: String = cut
                 .chars()
-                .take(200)
-                .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+                .map(|ch| {
+                    let mut b = [0u8; 4];
+                    match ch {
+                        '\t' => "\t".to_string(),
+                        _ => escape::line(ch.encode_utf8(&mut b)).into_owned(),
+                    }
+                })
                 .collect();
             out.push_str(&format!("    {shown}\n"));
             if let Some(c) = e.col {
-                let pad: String = shown
+                let pad: String = cut
                     .chars()
                     .take((c as usize).saturating_sub(1))
-                    .map(|ch| if ch == '\t' { '\t' } else { ' ' })
+                    .flat_map(|ch| {
+                        let (fill, n) = if ch == '\t' {
+                            ('\t', 1)
+                        } else {
+                            (' ', escape::escaped_width(ch))
+                        };
+                        std::iter::repeat_n(fill, n)
+                    })
                     .collect();
                 out.push_str(&format!("    {pad}^\n"));
             }
         }
     }
     if let Some(h) = &e.hint {
-        out.push_str(&format!("hint: {h}\n"));
+        out.push_str(&format!("hint: {}\n", escape::line(h)));
     }
     out
 }
@@ -421,6 +443,23 @@ mod tests {
         assert_eq!(read_program(Some(&p), 100).expect("read").len(), 101);
         assert!(read_program(Some(&d.path().join("missing.py")), 100).is_err());
         assert!(read_program(Some(d.path()), 100).is_err());
+    }
+
+    #[test]
+    fn render_escapes_every_piece_and_keeps_the_caret_aligned() {
+        let mut e = ErrorInfo::new(
+            ErrorKind::Tool,
+            "Bad\u{1b}[2J",
+            "line one\nfake: line\r\u{9b}31m\u{202e}",
+        );
+        e.line = Some(1);
+        e.col = Some(4);
+        e.hint = Some("\u{2066}hint\u{2069}".into());
+        let r = render_error("\u{1b}\tx(\u{202e})\n", &e);
+        assert_eq!(
+            r,
+            "1:4: Bad\\x1b[2J: line one\\x0afake: line\\x0d\\x9b31m\\u202e\n    \\x1b\tx(\\u202e)\n        \t ^\nhint: \\u2066hint\\u2069\n"
+        );
     }
 
     #[test]

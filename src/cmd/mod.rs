@@ -6,6 +6,7 @@
 pub mod common;
 pub mod delegate;
 pub mod doctor;
+pub mod escape;
 pub mod mcp;
 pub mod profile;
 pub mod run;

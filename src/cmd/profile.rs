@@ -2,6 +2,7 @@
 //! (`[profiles.NAME]` tables in config and `.lackpy/kits/NAME.kit` files).
 
 use super::common::{self, Select};
+use super::escape;
 use super::tools::tool_json;
 use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
 use std::path::{Path, PathBuf};
@@ -63,14 +64,14 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let ws = match common::workspace_dir(&select) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("lackpy profile: {e}");
+            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
     let (config, kits) = match common::load_config(&ws) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("lackpy profile: {e}");
+            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
@@ -132,27 +133,30 @@ fn list(config: &Config, kits: &Kits, json: bool) -> anyhow::Result<i32> {
                 let g = r.grade();
                 let tools: Vec<&str> = r.tools.iter().map(|(a, _)| a.as_str()).collect();
                 text.push_str(&format!(
-                    "{name}  [{source}, w={} d={}]  {}\n",
+                    "{}  [{}, w={} d={}]  {}\n",
+                    escape::line(name),
+                    escape::line(&source),
                     g.w,
                     g.d,
-                    if description.is_empty() {
-                        String::new()
-                    } else {
-                        description.clone()
-                    }
+                    escape::line(&description)
                 ));
                 text.push_str(&format!(
                     "    tools: {}\n",
                     if tools.is_empty() {
                         "(none)".to_string()
                     } else {
-                        tools.join(", ")
+                        escape::line(&tools.join(", ")).into_owned()
                     }
                 ));
                 out.push(profile_json(&r, &source, &description, docs.as_deref()));
             }
             Err(e) => {
-                text.push_str(&format!("{name}  [{source}]  error: {e}\n"));
+                text.push_str(&format!(
+                    "{}  [{}]  error: {}\n",
+                    escape::line(name),
+                    escape::line(&source),
+                    escape::line(&e.to_string())
+                ));
                 out.push(
                     serde_json::json!({"name": name, "source": source, "error": e.to_string()}),
                 );
@@ -168,7 +172,7 @@ fn list(config: &Config, kits: &Kits, json: bool) -> anyhow::Result<i32> {
         println!("(no profiles; the default is the read-only builtins read_file, find_files)");
     } else {
         if let Some(d) = &config.default_profile {
-            text.push_str(&format!("default: {d}\n"));
+            text.push_str(&format!("default: {}\n", escape::line(d)));
         }
         print!("{text}");
     }
@@ -179,7 +183,10 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
     let r = match config.resolve(Some(name), None, kits) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("lackpy profile: config error: {e}");
+            eprintln!(
+                "lackpy profile: config error: {}",
+                escape::line(&e.to_string())
+            );
             return Ok(3);
         }
     };
@@ -192,12 +199,16 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
         return Ok(0);
     }
     let g = r.grade();
-    let mut s = format!("profile: {}  ({source})\n", r.name);
+    let mut s = format!(
+        "profile: {}  ({})\n",
+        escape::line(&r.name),
+        escape::line(&source)
+    );
     if !description.is_empty() {
-        s.push_str(&format!("description: {description}\n"));
+        s.push_str(&format!("description: {}\n", escape::line(&description)));
     }
     if let Some(d) = &docs {
-        s.push_str(&format!("docs: {d}\n"));
+        s.push_str(&format!("docs: {}\n", escape::line(d)));
     }
     s.push_str(&format!("grade: w={} d={}\n", g.w, g.d));
     s.push_str("tools:\n");
@@ -212,8 +223,11 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
             String::new()
         };
         s.push_str(&format!(
-            "    {sig}{target}  [w={} d={}]\n",
-            t.grade_w, t.effects_ceiling
+            "    {}{}  [w={} d={}]\n",
+            escape::line(&sig),
+            escape::line(&target),
+            t.grade_w,
+            t.effects_ceiling
         ));
     }
     let l = &r.limits;
@@ -259,7 +273,7 @@ fn create(
         .collect();
     // Every tool must exist in the toolbox.
     if let Err(e) = config.resolve(None, Some(&tools), kits) {
-        eprintln!("lackpy profile: {e}");
+        eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
         return Ok(3);
     }
     let dir = ws.join(".lackpy").join("kits");

@@ -3,9 +3,11 @@
 //!
 //! With `--json`, stdout carries exactly one contract object. Otherwise:
 //! the value's repr, then the captured stdout, on stdout; a one-line trace
-//! summary and any error (with the source line and a caret) on stderr.
+//! summary and any error (with the source line and a caret) on stderr; all
+//! of it escaped for the terminal ([`super::escape`]).
 
 use super::common::{self, Select};
+use super::escape;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
 use std::path::Path;
 
@@ -47,7 +49,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let loaded = match common::load(&args.select) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("lackpy run: {e}");
+            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
@@ -71,7 +73,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("lackpy run: {e}");
+                    eprintln!("lackpy run: {}", escape::line(&e.to_string()));
                     return Ok(e.exit_code());
                 }
             }
@@ -80,7 +82,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("lackpy run: {e}");
+            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
@@ -110,10 +112,10 @@ fn print_human(report: &RunReport, source: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Some(r) = &report.repr {
-        let _ = writeln!(out, "{}", for_terminal(r));
+        let _ = writeln!(out, "{}", escape::line(r));
     }
     if !report.stdout.is_empty() {
-        let _ = out.write_all(for_terminal(&report.stdout).as_bytes());
+        let _ = out.write_all(escape::block(&report.stdout).as_bytes());
         if !report.stdout.ends_with('\n') {
             let _ = writeln!(out);
         }
@@ -135,47 +137,7 @@ fn print_human(report: &RunReport, source: &str) {
         report.run_id
     );
     if let Some(e) = &report.error {
-        eprint!("error: {}", for_terminal(&common::render_error(source, e)));
-    }
-}
-
-/// Program-controlled text shown to a human: control characters other than
-/// newline and tab are shown escaped (`\x1b`), so a program cannot drive the
-/// operator's terminal (titles, screen clears, fake prompts). `--json`
-/// output is escaped by JSON itself.
-pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            let n = c as u32;
-            if n <= 0xff {
-                out.push_str(&format!("\\x{n:02x}"));
-            } else {
-                out.push_str(&format!("\\u{n:04x}"));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::for_terminal;
-
-    #[test]
-    fn control_characters_are_escaped_for_terminals() {
-        assert_eq!(for_terminal("a\tb\nc"), "a\tb\nc");
-        assert_eq!(
-            for_terminal("A\x1b]0;t\x07B\u{9b}2J\r"),
-            "A\\x1b]0;t\\x07B\\x9b2J\\x0d"
-        );
+        // Escaped piece by piece inside (its own line structure is kept).
+        eprint!("error: {}", common::render_error(source, e));
     }
 }

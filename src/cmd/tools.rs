@@ -3,6 +3,7 @@
 //! of one profile.
 
 use super::common::{self, Select};
+use super::escape;
 use lackpy_policy::config::ToolSpec;
 use std::path::PathBuf;
 
@@ -55,14 +56,14 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let ws = match common::workspace_dir(&select) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("lackpy tools: {e}");
+            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
     let (config, kits) = match common::load_config(&ws) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("lackpy tools: {e}");
+            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
@@ -76,7 +77,10 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         Some(p) => match config.resolve(Some(p), None, &kits) {
             Ok(r) => r.tools,
             Err(e) => {
-                eprintln!("lackpy tools: config error: {e}");
+                eprintln!(
+                    "lackpy tools: config error: {}",
+                    escape::line(&e.to_string())
+                );
                 return Ok(3);
             }
         },
@@ -97,12 +101,23 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         } else {
             String::new()
         };
+        // Names, signatures and descriptions come from the configuration,
+        // kits and MCP servers (workspace-controlled): escaped, and a
+        // description's own lines each indented.
         println!(
-            "{sig}{target}  [w={} d={}, {}]",
-            t.grade_w, t.effects_ceiling, t.provider
+            "{}{}  [w={} d={}, {}]",
+            escape::line(&sig),
+            escape::line(&target),
+            t.grade_w,
+            t.effects_ceiling,
+            escape::line(&t.provider)
         );
-        if !t.description.is_empty() {
-            println!("    {}", t.description);
+        for line in t
+            .description
+            .split('\n')
+            .filter(|_| !t.description.is_empty())
+        {
+            println!("    {}", escape::line(line));
         }
     }
     Ok(0)

@@ -1,6 +1,12 @@
 //! `lackpy trace list|show`: read the run traces of a workspace
 //! (`<workspace>/.lackpy/traces/*.jsonl`, one JSON object per run).
+//!
+//! A trace holds program text, tool arguments and error messages, and the
+//! files themselves sit in the workspace: every field shown to a human is
+//! escaped for the terminal ([`super::escape::line`]), one field per line
+//! at most; `--json` prints exact JSON.
 
+use super::escape;
 use lackpy_supervisor::trace::{read_all, TraceRecord};
 use std::path::PathBuf;
 
@@ -51,12 +57,12 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                     let first: String = first.chars().take(50).collect();
                     println!(
                         "{}  {}  {:<10} {:>3} calls  {:<9} {}",
-                        r.run_id,
-                        r.time.get(..19).unwrap_or(&r.time),
-                        r.outcome,
+                        escape::line(&r.run_id),
+                        escape::line(r.time.get(..19).unwrap_or(&r.time)),
+                        escape::line(&r.outcome),
                         r.calls.len(),
-                        r.profile,
-                        first
+                        escape::line(&r.profile),
+                        escape::line(&first)
                     );
                 }
             }
@@ -85,31 +91,36 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 println!("{}", serde_json::to_string_pretty(r)?);
                 return Ok(0);
             }
-            println!("run       {}", r.run_id);
-            println!("time      {}", r.time);
-            println!("profile   {}", r.profile);
-            println!("grade     {}", r.grade);
-            println!("jail      {}", r.jail_level);
-            println!("outcome   {}", r.outcome);
+            let l = |s: &str| escape::line(s).into_owned();
+            println!("run       {}", l(&r.run_id));
+            println!("time      {}", l(&r.time));
+            println!("profile   {}", l(&r.profile));
+            println!("grade     {}", l(&r.grade.to_string()));
+            println!("jail      {}", l(&r.jail_level.to_string()));
+            println!("outcome   {}", l(&r.outcome));
             if let Some(e) = &r.error {
-                println!("error     {e}");
+                println!("error     {}", l(&e.to_string()));
             }
             println!("duration  {} us", r.duration_us);
-            println!("sha256    {}", r.program_sha256);
+            println!("sha256    {}", l(&r.program_sha256));
             println!("program:");
-            for l in r.program.lines() {
-                println!("    {l}");
+            // Lines end at '\n' (or "\r\n") only: a lone CR, U+2028 or
+            // U+2029 inside a line is shown escaped, never as a line break.
+            for line in r.program.lines() {
+                println!("    {}", l(line));
             }
             println!("calls ({}):", r.calls.len());
             for c in &r.calls {
                 let args: Vec<String> = c.args.iter().map(|a| a.to_string()).collect();
                 println!(
                     "    {}({}) {} {} us{}",
-                    c.tool,
-                    args.join(", "),
+                    l(&c.tool),
+                    l(&args.join(", ")),
                     if c.ok { "ok" } else { "FAILED" },
                     c.duration_us,
-                    c.error.as_ref().map_or(String::new(), |e| format!(": {e}"))
+                    c.error
+                        .as_ref()
+                        .map_or(String::new(), |e| format!(": {}", l(&e.to_string())))
                 );
             }
             Ok(0)

@@ -3,6 +3,7 @@
 //! namespace, and show its grade and tool calls, without running it.
 
 use super::common::{self, Select};
+use super::escape;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
 use std::path::PathBuf;
@@ -47,7 +48,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let loaded = match common::load(&args.select) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("lackpy validate: {e}");
+            eprintln!("lackpy validate: {}", escape::line(&e.to_string()));
             return Ok(e.exit_code());
         }
     };
@@ -57,7 +58,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         None => match common::read_program(args.file.as_deref(), limits.source_bytes) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("lackpy validate: {e}");
+                eprintln!("lackpy validate: {}", escape::line(&e.to_string()));
                 return Ok(e.exit_code());
             }
         },
@@ -74,7 +75,8 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 let calls = if p.calls.is_empty() {
                     "(none)".to_string()
                 } else {
-                    p.calls.join(", ")
+                    // Tool names the program called: escaped like all program text.
+                    escape::line(&p.calls.join(", ")).into_owned()
                 };
                 println!("ok: grade w={} d={}, calls: {calls}", p.grade.w, p.grade.d);
             }

@@ -148,6 +148,13 @@ fn mem_err(limit: i64) -> Box<Exc> {
     )
 }
 
+/// Bytes the memory budget has left (what [`mem_check`] would still accept).
+pub fn mem_left() -> u64 {
+    let limit = MEM_LIMIT.with(|m| m.get());
+    let used = mem_used() - MEM_BASE.with(|b| b.get());
+    u64::try_from(limit.saturating_sub(used)).unwrap_or(0)
+}
+
 /// Preflight an allocation of `count` items of `size` bytes each.
 ///
 /// # Errors

@@ -811,6 +811,9 @@ impl<'a> Interp<'a> {
                     Builtin::List => Value::list(items),
                     Builtin::Tuple => Value::tuple(items),
                     _ => {
+                        // The table is sized by the items: preflighted.
+                        tick(items.len() as u64 / 8)?;
+                        mem_check_n(items.len() as u64, super::value::ENTRY as u64)?;
                         let mut d = Dict::new();
                         for x in items {
                             d.insert(x, Value::None)?;
@@ -901,6 +904,11 @@ impl<'a> Interp<'a> {
                         Value::Str(s) => text.push_str(s.as_str()),
                         _ => text.push_str(&self.to_str(v)?),
                     }
+                    // Past the output limit already: stop building (the same
+                    // `output` error, before the text outgrows memory).
+                    if self.out_bytes.saturating_add(text.len() as u64) > self.limits.stdout_bytes {
+                        return self.write_out(&text).map(|()| Value::None);
+                    }
                 }
                 text.push_str(&end);
                 self.write_out(&text)?;
@@ -912,6 +920,12 @@ impl<'a> Interp<'a> {
                 // `sorted(items, key=..., reverse=reverse)`: the flag is
                 // converted before any key is computed.
                 let reverse = super::methods::reverse_flag(rev.as_ref())?;
+                // The keys, the order, the permutation and the result are
+                // sized by the items: preflighted before any is built.
+                mem_check_n(
+                    items.len() as u64,
+                    super::methods::SORT_BYTES_PER_ITEM + SLOT as u64,
+                )?;
                 let mut keys = Vec::with_capacity(items.len());
                 for it in &items {
                     tick(1)?;
@@ -927,8 +941,7 @@ impl<'a> Interp<'a> {
                     order.reverse();
                 }
                 let ks: Vec<Value> = order.iter().map(|i| keys[*i].clone()).collect();
-                let idx_vals: Vec<Value> = (0..ks.len()).map(|i| Value::Int(i as i64)).collect();
-                let _ = idx_vals;
+                drop(keys);
                 let mut perm: Vec<usize> = (0..ks.len()).collect();
                 sort_perm(&mut perm, &ks)?;
                 let mut out: Vec<Value> = perm.iter().map(|p| items[order[*p]].clone()).collect();

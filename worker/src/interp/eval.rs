@@ -11,7 +11,7 @@ use lackpy_policy::wire::{Data, Limits, MAX_DATA_DEPTH};
 use super::budget::{mem_check, mem_check_n, tick};
 use super::compile::{Args, CmpK, Code, Comp, CompKind, Elt, FPart, E, EK, S, SK, T};
 use super::err::{type_err, value_err, Exc, ExcKind, R};
-use super::format::{float_repr, format_value, str_repr_into};
+use super::format::{float_repr, format_value, str_repr_into, str_repr_len};
 use super::iter::{GenState, Iter};
 use super::methods::M;
 use super::ops::{self, binop, compare, eq, BinOp, Ord4};
@@ -756,6 +756,12 @@ impl<'a> Interp<'a> {
                         )));
                     }
                     let items = self.collect(&v)?;
+                    // Every starred part adds to one vector: the whole of it
+                    // (and the part being copied in) counts, not each part alone.
+                    mem_check_n(
+                        (out.len() as u64).saturating_add(2 * items.len() as u64),
+                        SLOT as u64,
+                    )?;
                     out.extend(items);
                 }
             }
@@ -1058,14 +1064,18 @@ impl<'a> Interp<'a> {
         match obj {
             Value::List(l) => {
                 let l = l.v.borrow();
-                let idx = slice_indices(lo, hi, st, l.len())?;
-                tick(1 + idx.len() as u64 / 16)?;
-                Ok(Value::list(idx.iter().map(|i| l[*i].clone()).collect()))
+                let (start, step, len) = slice_plan(lo, hi, st, l.len())?;
+                tick(1 + len as u64 / 16)?;
+                mem_check_n(len as u64, SLOT as u64)?;
+                let items = (0..len).filter_map(|k| l.get(slice_at(start, step, k)).cloned());
+                Ok(Value::list(items.collect()))
             }
             Value::Tuple(t) => {
-                let idx = slice_indices(lo, hi, st, t.v.len())?;
-                tick(1 + idx.len() as u64 / 16)?;
-                Ok(Value::tuple(idx.iter().map(|i| t.v[*i].clone()).collect()))
+                let (start, step, len) = slice_plan(lo, hi, st, t.v.len())?;
+                tick(1 + len as u64 / 16)?;
+                mem_check_n(len as u64, SLOT as u64)?;
+                let items = (0..len).filter_map(|k| t.v.get(slice_at(start, step, k)).cloned());
+                Ok(Value::tuple(items.collect()))
             }
             Value::Str(s) => {
                 let (start, stop, step) = slice_adjust(lo, hi, st, s.nchars)?;
@@ -1077,11 +1087,38 @@ impl<'a> Interp<'a> {
                     let (a, b) = (s.byte_offset(start as usize), s.byte_offset(stop as usize));
                     return Ok(Value::str(&s.as_str()[a..b]));
                 }
-                let chars: Vec<char> = s.as_str().chars().collect();
-                let idx = slice_indices(lo, hi, st, chars.len())?;
-                Ok(Value::str(
-                    idx.iter().map(|i| chars[*i]).collect::<String>(),
-                ))
+                // Built straight from the text (no per-character index or
+                // char vectors): at most 4 bytes a character, and never more
+                // than the whole text.
+                let len = slice_len(start, stop, step);
+                mem_check(
+                    (len as u64)
+                        .saturating_mul(4)
+                        .min(s.len() as u64)
+                        .saturating_add(super::value::OBJ as u64),
+                )?;
+                let text: String = if s.is_ascii() {
+                    let b = s.as_bytes();
+                    (0..len)
+                        .filter_map(|k| b.get(slice_at(start, step, k)).map(|c| char::from(*c)))
+                        .collect()
+                } else if step > 0 {
+                    s.as_str()
+                        .chars()
+                        .skip(start as usize)
+                        .step_by(step as usize)
+                        .take(len)
+                        .collect()
+                } else {
+                    s.as_str()
+                        .chars()
+                        .rev()
+                        .skip(s.nchars.saturating_sub(1).saturating_sub(start as usize))
+                        .step_by(step.unsigned_abs() as usize)
+                        .take(len)
+                        .collect()
+                };
+                Ok(Value::str(text))
             }
             Value::Range(r) => {
                 let (start, stop, step) = slice_adjust128(lo, hi, st, r.len128())?;
@@ -2030,7 +2067,14 @@ impl<'a> Interp<'a> {
                         Some('s') => Value::str(self.to_str(&v)?),
                         Some('a') => {
                             let mut o = String::new();
-                            self.repr_into(&v, &mut o, &mut Vec::new(), 0, true, usize::MAX)?;
+                            self.repr_into(
+                                &v,
+                                &mut o,
+                                &mut Vec::new(),
+                                0,
+                                true,
+                                self.limits.memory_bytes as usize,
+                            )?;
                             Value::str(o)
                         }
                         _ => v,
@@ -2127,6 +2171,10 @@ impl<'a> Interp<'a> {
                 format!("memory limit exceeded: a rendered value is longer than {budget} bytes"),
             ));
         }
+        // The text rendered so far counts against the memory budget too
+        // (a shared value repeated inside a container renders many times
+        // over what it is charged).
+        mem_check(out.capacity() as u64)?;
         if depth > MAX_REC {
             return Err(Exc::py(
                 "RecursionError",
@@ -2142,6 +2190,28 @@ impl<'a> Interp<'a> {
             Value::Float(f) => out.push_str(&float_repr(*f)),
             Value::Str(s) => {
                 tick(1 + s.len() as u64 / 256)?;
+                // A long text's rendering is sized before it is written
+                // (escapes make it up to 10 bytes a character).
+                if s.len() > 4096 {
+                    // At least its bytes and quotes; then the escapes, counted
+                    // no further than the budget allows.
+                    mem_check((out.capacity().max(out.len() + s.len() + 2)) as u64)?;
+                    let cap = budget
+                        .saturating_sub(out.len())
+                        .min(usize::try_from(super::budget::mem_left()).unwrap_or(usize::MAX));
+                    let need = out
+                        .len()
+                        .saturating_add(str_repr_len(s.as_str(), ascii, cap));
+                    if need > budget {
+                        return Err(Exc::limit(
+                            "memory",
+                            format!(
+                                "memory limit exceeded: a rendered value is longer than {budget} bytes"
+                            ),
+                        ));
+                    }
+                    mem_check(need.max(out.capacity()) as u64)?;
+                }
                 str_repr_into(s.as_str(), out, ascii)
             }
             Value::List(l) => {
@@ -2545,6 +2615,21 @@ fn slice_len(start: i64, stop: i64, step: i64) -> usize {
     } else {
         0
     }
+}
+
+/// `(start, step, len)` of the slice `[lo:hi:st]` of a sequence of length `n`.
+///
+/// # Errors
+/// As [`slice_adjust`].
+pub fn slice_plan(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64, usize)> {
+    let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
+    Ok((start, step, slice_len(start, stop, step)))
+}
+
+/// The index of the `k`-th item a slice planned by [`slice_plan`] selects.
+#[inline]
+pub fn slice_at(start: i64, step: i64, k: usize) -> usize {
+    (start + k as i64 * step) as usize
 }
 
 /// The indices a slice selects from a sequence of length `n`.

@@ -149,6 +149,14 @@ pub fn str_repr_into(s: &str, out: &mut String, ascii: bool) {
         '\''
     };
     out.push(quote);
+    // Printable ASCII without a backslash or the quote is its own repr.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'\\' && b != quote as u8)
+    {
+        out.push_str(s);
+        out.push(quote);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -174,6 +182,28 @@ pub fn str_repr_into(s: &str, out: &mut String, ascii: bool) {
         }
     }
     out.push(quote);
+}
+
+/// An upper bound of the bytes [`str_repr_into`] appends for `s` (every
+/// quote counted as escaped), without building it: what a repr is
+/// preflighted with against the memory budget.
+/// Counting stops once past `cap` (the answer is then some length above it).
+pub fn str_repr_len(s: &str, ascii: bool, cap: usize) -> usize {
+    let mut n = 2usize;
+    for c in s.chars() {
+        if n > cap {
+            break;
+        }
+        n = n.saturating_add(match c {
+            '\\' | '\n' | '\r' | '\t' | '\'' | '"' => 2,
+            c if (c as u32) < 0x7f && (c as u32) >= 0x20 => 1,
+            c if !ascii && is_printable(c) => c.len_utf8(),
+            c if (c as u32) < 0x100 => 4,
+            c if (c as u32) < 0x10000 => 6,
+            _ => 10,
+        });
+    }
+    n
 }
 
 /// `repr(str)`.

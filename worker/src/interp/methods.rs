@@ -2,12 +2,12 @@
 //! defined once, in `lackpy_policy::lang::METHODS` (the validator's table);
 //! [`has_method`] dispatches exactly those, and a test keeps the two equal.
 
-use super::budget::{mem_check, mem_check_n, tick};
+use super::budget::{mem_check, mem_check_n, mem_left, tick};
 use super::err::{type_err, value_err, Exc, R};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
-use super::value::{hash_value, Dict, PyStr, Value, ViewKind, SLOT};
+use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, OBJ, SLOT};
 
 macro_rules! methods {
     ($($v:ident = $s:literal),* $(,)?) => {
@@ -407,12 +407,9 @@ fn ascii_str(s: String) -> Value {
     Value::Str(PyStr::rc_string(s, n))
 }
 
-/// Whitespace split (sep=None) of ASCII text, straight into a list value.
-/// Same result and the same memory preflight as `new_strs(split_ws(..))`,
-/// without the intermediate `Vec<String>`.
-fn split_ws_ascii(s: &str, maxsplit: i64) -> R<Value> {
+/// Whitespace split (sep=None) of ASCII text: each piece, in order, to `f`.
+fn split_ws_ascii(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
     let b = s.as_bytes();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     let mut n = 0;
     while i < b.len() && ascii_isspace(b[i]) {
@@ -420,77 +417,144 @@ fn split_ws_ascii(s: &str, maxsplit: i64) -> R<Value> {
     }
     while i < b.len() {
         if maxsplit >= 0 && n >= maxsplit {
-            spans.push((i, b.len()));
-            break;
+            f(s.get(i..).unwrap_or_default());
+            return;
         }
         let start = i;
         while i < b.len() && !ascii_isspace(b[i]) {
             i += 1;
         }
-        spans.push((start, i));
+        if !f(s.get(start..i).unwrap_or_default()) {
+            return;
+        }
         n += 1;
         while i < b.len() && ascii_isspace(b[i]) {
             i += 1;
         }
     }
-    mem_check_n(spans.len() as u64, 64)?;
-    let mut out = Vec::with_capacity(spans.len());
-    for (x, y) in spans {
-        let w = s.get(x..y).unwrap_or_default();
-        out.push(Value::Str(PyStr::rc_copy(w, w.len())));
-    }
-    Ok(Value::list(out))
 }
 
-/// Whitespace split (sep=None).
-fn split_ws(s: &str, maxsplit: i64) -> Vec<String> {
-    let mut out = Vec::new();
+/// Whitespace split (sep=None): each piece, in order, to `f`.
+fn split_ws(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
     let mut rest = s.trim_start_matches(py_isspace);
     let mut n = 0;
     while !rest.is_empty() {
         if maxsplit >= 0 && n >= maxsplit {
-            out.push(rest.to_string());
-            return out;
+            f(rest);
+            return;
         }
         match rest.find(py_isspace) {
             Some(i) => {
-                out.push(rest[..i].to_string());
+                if !f(&rest[..i]) {
+                    return;
+                }
                 rest = rest[i..].trim_start_matches(py_isspace);
                 n += 1;
             }
             None => {
-                out.push(rest.to_string());
+                f(rest);
                 break;
             }
         }
     }
-    out
 }
 
-fn rsplit_ws(s: &str, maxsplit: i64) -> Vec<String> {
-    let mut out = Vec::new();
+/// Whitespace rsplit (sep=None): each piece, last first, to `f`.
+fn rsplit_ws(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
     let mut rest = s.trim_end_matches(py_isspace);
     let mut n = 0;
     while !rest.is_empty() {
         if maxsplit >= 0 && n >= maxsplit {
-            out.push(rest.to_string());
+            f(rest);
             break;
         }
         match rest.rfind(py_isspace) {
             Some(i) => {
                 let c = rest[i..].chars().next().map_or(1, |c| c.len_utf8());
-                out.push(rest[i + c..].to_string());
+                if !f(&rest[i + c..]) {
+                    return;
+                }
                 rest = rest[..i].trim_end_matches(py_isspace);
                 n += 1;
             }
             None => {
-                out.push(rest.to_string());
+                f(rest);
                 break;
             }
         }
     }
-    out.reverse();
-    out
+}
+
+/// `str.splitlines`: each line, in order, to `f` (with its line break when `keep`).
+fn split_lines(s: &str, keep: bool, f: &mut dyn FnMut(&str) -> bool) {
+    let mut start = 0;
+    let mut it = s.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        if is_linebreak(c) {
+            let mut end = i + c.len_utf8();
+            if c == '\r' && matches!(it.peek(), Some((_, '\n'))) {
+                it.next();
+                end += 1;
+            }
+            if !f(s.get(start..if keep { end } else { i }).unwrap_or_default()) {
+                return;
+            }
+            start = end;
+        }
+    }
+    if start < s.len() {
+        f(s.get(start..).unwrap_or_default());
+    }
+}
+
+/// Preflight `count` new str values holding `bytes` bytes of text in all,
+/// each in a list slot: what the values will be charged, checked against
+/// the memory budget before anything is allocated, and their fuel.
+///
+/// # Errors
+/// `memory` or `fuel` limit error.
+fn strs_preflight(count: usize, bytes: usize) -> R<()> {
+    mem_check(
+        (count as u64)
+            .saturating_mul((SLOT + OBJ) as u64)
+            .saturating_add(bytes as u64),
+    )?;
+    tick(count as u64 / 16)
+}
+
+/// A list of new str values, one per piece `pieces` emits. `pieces` runs
+/// twice: once to count the pieces and their bytes (nothing allocated; it
+/// stops as soon as they would not fit the memory budget, so the count costs
+/// no more than the budget allows), and, once that fits, again to build
+/// them. `pieces` stops when its callback returns false. `rev`: the pieces
+/// come last first; `ascii`: the text split is ASCII (no code points to count).
+///
+/// # Errors
+/// `memory` or `fuel` limit error.
+fn str_list(rev: bool, ascii: bool, pieces: impl Fn(&mut dyn FnMut(&str) -> bool)) -> R<Value> {
+    let left = mem_left();
+    let per = (SLOT + OBJ) as u64;
+    let (mut n, mut need) = (0usize, 0u64);
+    pieces(&mut |p| {
+        n += 1;
+        need = need.saturating_add(per + p.len() as u64);
+        need <= left
+    });
+    mem_check(need)?;
+    tick(n as u64 / 16)?;
+    let mut out = Vec::with_capacity(n);
+    pieces(&mut |p| {
+        out.push(if ascii {
+            Value::Str(PyStr::rc_copy(p, p.len()))
+        } else {
+            Value::str(p)
+        });
+        true
+    });
+    if rev {
+        out.reverse();
+    }
+    Ok(Value::list(out))
 }
 
 /// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
@@ -574,11 +638,6 @@ fn join_strs(sep: &str, items: &[Value]) -> R<Value> {
         }
     }
     Ok(Value::str(out))
-}
-
-fn new_strs(v: Vec<String>) -> R<Value> {
-    mem_check_n(v.len() as u64, 64)?;
-    Ok(Value::list(v.into_iter().map(Value::str).collect()))
 }
 
 impl<'a> Interp<'a> {
@@ -800,49 +859,39 @@ impl<'a> Interp<'a> {
                     Some(v) => as_index(&v)?,
                     None => -1,
                 };
-                let parts: Vec<String> = match &sep {
+                match &sep {
                     Value::None if m == M::Split && ps.is_ascii() => {
-                        return split_ws_ascii(s, maxsplit);
+                        str_list(false, true, |f| split_ws_ascii(s, maxsplit, f))
                     }
-                    Value::None => {
-                        if m == M::Split {
-                            split_ws(s, maxsplit)
-                        } else {
-                            rsplit_ws(s, maxsplit)
-                        }
+                    Value::None if m == M::Split => {
+                        str_list(false, false, |f| split_ws(s, maxsplit, f))
                     }
+                    Value::None => str_list(true, ps.is_ascii(), |f| rsplit_ws(s, maxsplit, f)),
                     Value::Str(sep) => {
                         if sep.is_empty() {
                             return Err(value_err("empty separator"));
                         }
-                        if maxsplit < 0 && m == M::Split {
-                            s.split(sep.as_str()).map(String::from).collect()
-                        } else if maxsplit < 0 {
-                            let mut v: Vec<String> =
-                                s.rsplit(sep.as_str()).map(String::from).collect();
-                            v.reverse();
-                            v
-                        } else if m == M::Split {
-                            s.splitn(maxsplit as usize + 1, sep.as_str())
-                                .map(String::from)
-                                .collect()
-                        } else {
-                            let mut v: Vec<String> = s
-                                .rsplitn(maxsplit as usize + 1, sep.as_str())
-                                .map(String::from)
-                                .collect();
-                            v.reverse();
-                            v
+                        let sep = sep.as_str();
+                        match (maxsplit < 0, m == M::Split) {
+                            (true, true) => str_list(false, ps.is_ascii(), |f| {
+                                s.split(sep).all(&mut *f);
+                            }),
+                            (true, false) => str_list(true, ps.is_ascii(), |f| {
+                                s.rsplit(sep).all(&mut *f);
+                            }),
+                            (false, true) => str_list(false, ps.is_ascii(), |f| {
+                                s.splitn(maxsplit as usize + 1, sep).all(&mut *f);
+                            }),
+                            (false, false) => str_list(true, ps.is_ascii(), |f| {
+                                s.rsplitn(maxsplit as usize + 1, sep).all(&mut *f);
+                            }),
                         }
                     }
-                    other => {
-                        return Err(type_err(format!(
-                            "must be str or None, not {}",
-                            other.type_name()
-                        )))
-                    }
-                };
-                new_strs(parts)
+                    other => Err(type_err(format!(
+                        "must be str or None, not {}",
+                        other.type_name()
+                    ))),
+                }
             }
             M::Splitlines => {
                 let keep = match a
@@ -853,28 +902,7 @@ impl<'a> Interp<'a> {
                     Some(v) => as_c_int(&v)? != 0,
                     None => false,
                 };
-                let mut out = Vec::new();
-                let mut cur = String::new();
-                let mut cs = s.chars().peekable();
-                while let Some(c) = cs.next() {
-                    if is_linebreak(c) {
-                        let mut end = String::from(c);
-                        if c == '\r' && cs.peek() == Some(&'\n') {
-                            cs.next();
-                            end.push('\n');
-                        }
-                        if keep {
-                            cur.push_str(&end);
-                        }
-                        out.push(std::mem::take(&mut cur));
-                    } else {
-                        cur.push(c);
-                    }
-                }
-                if !cur.is_empty() {
-                    out.push(cur);
-                }
-                new_strs(out)
+                str_list(false, ps.is_ascii(), |f| split_lines(s, keep, f))
             }
             M::Join => {
                 let it = one_arg(&mut a, "str.join")?;
@@ -1164,6 +1192,8 @@ impl<'a> Interp<'a> {
                 if sep.is_empty() {
                     return Err(value_err("empty separator"));
                 }
+                // The three parts hold the text once over (sep included).
+                strs_preflight(3, s.len() + sep.len())?;
                 let found = if m == M::Partition {
                     s.find(&sep)
                 } else {
@@ -1237,9 +1267,10 @@ impl<'a> Interp<'a> {
             }
             M::Copy => {
                 no_args(&a, "list.copy")?;
+                let n = l.v.borrow().len() as u64;
+                mem_check_n(n, SLOT as u64)?;
+                tick(n / 16)?;
                 let v = l.v.borrow().clone();
-                mem_check_n(v.len() as u64, SLOT as u64)?;
-                tick(v.len() as u64 / 16)?;
                 Ok(Value::list(v))
             }
             M::Count => {
@@ -1373,6 +1404,12 @@ impl<'a> Interp<'a> {
         reverse: bool,
     ) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
         let key = key.filter(|k| !matches!(k, Value::None));
+        // What sorting holds besides the items (charged by the caller): the
+        // keys, the index permutation and its merge buffer, the slots the
+        // items move through and the sorted vector.
+        if let Err(e) = mem_check_n(items.len() as u64, SORT_BYTES_PER_ITEM) {
+            return Err((e, items));
+        }
         // CPython computes the keys in list order, then reverses items and
         // keys (for stability), sorts forwards and reverses back.
         let mut keys: Vec<Value> = match key {
@@ -1500,8 +1537,7 @@ impl<'a> Interp<'a> {
             }
             M::Copy => {
                 no_args(&a, "dict.copy")?;
-                let c = d.d.borrow().copy();
-                tick(c.len() as u64 / 8)?;
+                let c = copy_dict(&d.d.borrow())?;
                 Ok(Value::dict(c))
             }
             _ => Err(Exc::py(
@@ -1519,9 +1555,12 @@ impl<'a> Interp<'a> {
         if let Value::Dict(s) = src {
             let s = s.d.borrow();
             tick(s.len() as u64 / 8)?;
+            // The pairs, then the dict they go into.
+            mem_check_n(s.len() as u64, (2 * SLOT + ENTRY) as u64)?;
             return Ok(s.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
         }
         let items = self.collect(src)?;
+        mem_check_n(items.len() as u64, (2 * SLOT + ENTRY) as u64)?;
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             if !self.is_iterable(item) {
@@ -1546,9 +1585,14 @@ impl<'a> Interp<'a> {
 
     fn set_of(&mut self, v: &Value) -> R<Dict> {
         if let Value::Set(s) = v {
-            return Ok(s.d.borrow().copy());
+            let s = s.d.borrow();
+            tick(s.len() as u64 / 8)?;
+            mem_check_n(s.len() as u64, ENTRY as u64)?;
+            return Ok(s.copy());
         }
         let items = self.collect(v)?;
+        tick(items.len() as u64 / 8)?;
+        mem_check_n(items.len() as u64, ENTRY as u64)?;
         let mut d = Dict::new();
         for x in items {
             d.insert(x, Value::None)?;
@@ -1590,13 +1634,13 @@ impl<'a> Interp<'a> {
             }
             M::Copy => {
                 no_args(&a, qual)?;
-                let c = s.d.borrow().copy();
+                let c = copy_dict(&s.d.borrow())?;
                 Ok(Value::set(c))
             }
             M::Union | M::Update => {
                 a.no_kw(m.name())?;
                 let mut d = if m == M::Union {
-                    s.d.borrow().copy()
+                    copy_dict(&s.d.borrow())?
                 } else {
                     Dict::new()
                 };
@@ -1619,7 +1663,7 @@ impl<'a> Interp<'a> {
             }
             M::Intersection | M::IntersectionUpdate | M::Difference | M::DifferenceUpdate => {
                 a.no_kw(m.name())?;
-                let mut cur = s.d.borrow().copy();
+                let mut cur = copy_dict(&s.d.borrow())?;
                 for o in &a.pos {
                     let other = self.set_of(o)?;
                     let mut next = Dict::new();
@@ -1647,7 +1691,7 @@ impl<'a> Interp<'a> {
             M::SymmetricDifference => {
                 let o = one_arg(&mut a, qual)?;
                 let other = self.set_of(&o)?;
-                let mine = s.d.borrow().copy();
+                let mine = copy_dict(&s.d.borrow())?;
                 let mut d = Dict::new();
                 for k in mine.keys() {
                     tick(1)?;
@@ -1761,6 +1805,10 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
     if width == 0 || width > 8 {
         return Ok(false);
     }
+    mem_check_n(
+        keys.len() as u64,
+        SORT_BYTES_PER_ITEM.saturating_add(8 * width as u64),
+    )?;
     let mut flat: Vec<i64> = Vec::with_capacity(keys.len() * width);
     for k in keys {
         match k {
@@ -1779,6 +1827,21 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
     idx.sort_by(|a, b| flat[a * width..(a + 1) * width].cmp(&flat[b * width..(b + 1) * width]));
     Ok(true)
 }
+
+/// A copy of a dict's or set's table, preflighted against the memory budget.
+///
+/// # Errors
+/// `memory` or `fuel` limit error.
+fn copy_dict(d: &Dict) -> R<Dict> {
+    tick(d.len() as u64 / 8)?;
+    mem_check_n(d.len() as u64, ENTRY as u64)?;
+    Ok(d.copy())
+}
+
+/// Bytes a sort holds per item besides the items themselves (keys, slots
+/// and result: three value slots; the permutation and its merge buffer or
+/// the fast path's flat keys: three words).
+pub const SORT_BYTES_PER_ITEM: u64 = 3 * SLOT as u64 + 24;
 
 /// Stable merge sort of indices by `keys` using only `<` (fallible).
 fn merge_sort(idx: &mut [usize], keys: &[Value]) -> R<()> {

@@ -391,6 +391,53 @@ fn err_type(r: &RunResult) -> String {
 }
 
 #[test]
+fn sorting_accounts_its_working_memory() {
+    // Keys, permutation, slots and result (and flattened tuple keys) are
+    // preflighted: a sort that fits only because they went uncounted stops.
+    let l = lim(50_000_000, 16 << 20);
+    assert_eq!(
+        err_type(&run_lim(
+            "x = [(1, 2, 3, 4, 5, 6, 7, 8)] * 150000\nlen(sorted(x))",
+            &l
+        )),
+        "Limit:memory"
+    );
+    assert_eq!(
+        err_type(&run_lim(
+            "x = list(range(250000))\nlen(sorted(x, key=lambda v: -v))",
+            &l
+        )),
+        "Limit:memory"
+    );
+    assert_eq!(
+        err_type(&run_lim(
+            "d = {'n': 1}\nx = [d] * 200000\nlen(sort_by(x, 'n'))",
+            &l
+        )),
+        "Limit:memory"
+    );
+    // Small sorts are unaffected.
+    let r = run_lim("x = list(range(1000))\nsorted(x, key=lambda v: -v)[:2]", &l);
+    assert_eq!(err_type(&r), "");
+}
+
+#[test]
+fn split_results_are_preflighted_and_exact() {
+    // Preflighted before any piece is built...
+    let l = lim(50_000_000, 16 << 20);
+    for src in [
+        "s = ',' * 1000000\nlen(s.split(','))",
+        "s = ',' * 1000000\nlen(s.rsplit(',', 5000000))",
+        "s = ' a' * 500000\nlen(s.split())",
+        "s = '\\u3000a' * 500000\nlen(s.rsplit())",
+        "s = '\\n' * 1000000\nlen(s.splitlines(True))",
+        "s = 'é' * 6000000\nlen(s[::-1])",
+    ] {
+        assert_eq!(err_type(&run_lim(src, &l)), "Limit:memory", "{src}");
+    }
+}
+
+#[test]
 fn limits_hold() {
     let l = lim(1_000_000, 64 << 20);
     assert_eq!(
