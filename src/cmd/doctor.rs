@@ -3,6 +3,7 @@
 //! for each `[mcp_servers]` table of the workspace, its jail and whether
 //! the server starts in it and lists its tools.
 
+use super::escape::line;
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::JailLevel;
@@ -175,19 +176,23 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 "jail level  {level} (from {source}): a jailed worker starts in {} us",
                 t.as_micros()
             ),
-            Err(e) => println!("jail level  {level} (from {source}): FAILED: {e}"),
+            Err(e) => println!(
+                "jail level  {level} (from {source}): FAILED: {}",
+                line(&e.to_string())
+            ),
         }
         for s in &servers {
             match (&s.tools, &s.error) {
-                (Some(n), _) => println!("mcp server  {:<22} {n} tools", s.name),
+                // Server names come from config; errors quote a server's stderr.
+                (Some(n), _) => println!("mcp server  {:<22} {n} tools", line(&s.name)),
                 (None, e) => println!(
                     "mcp server  {:<22} FAILED: {}",
-                    s.name,
-                    e.as_deref().unwrap_or("unknown error")
+                    line(&s.name),
+                    line(e.as_deref().unwrap_or("unknown error"))
                 ),
             }
             if !s.jail.is_empty() {
-                println!("{:<11} jail: {}", "", s.jail);
+                println!("{:<11} jail: {}", "", line(&s.jail));
             }
         }
     }
