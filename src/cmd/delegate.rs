@@ -390,9 +390,8 @@ fn print_human(out: &Value) {
     }
 }
 
-/// Model and endpoint text for a terminal: control characters become `?`.
+/// Model and endpoint text for a terminal: the one escaping function
+/// (control, format and bidi characters shown escaped).
 fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
-        .collect()
+    super::escape::line(s).into_owned()
 }
