@@ -7,10 +7,17 @@
 //! matches the directory itself and every directory below it, never
 //! following symlinks; a wildcard component that is not last only matches
 //! directories (following symlinks — here, only symlinks that stay inside);
-//! a pattern ending in `**` yields directories only; the root prints as
-//! `.`. Results are sorted by plain string order. Differences, on purpose:
+//! a pattern ending in `**` or in `/` yields directories only; the root
+//! prints as `.`. Results are sorted by plain string order. Differences, on purpose:
 //! `..` components and absolute patterns are refused (CPython would climb
 //! out), and a symlink pointing outside the workspace is never followed.
+//!
+//! Every size a pattern chooses is bounded ([`MAX_PATTERN_BYTES`],
+//! [`MAX_COMPONENTS`], [`MAX_RECURSIVE`], [`MAX_CLASS_ITEMS`]: beyond one,
+//! `BadArgument` naming it), parsing is linear, the walk is a work list
+//! (no recursion a pattern can deepen; each directory is listed at most
+//! once per component), and the run's deadline and cancel flag are polled
+//! while it works.
 
 use super::fs::{fail, openat2, Workspace};
 use crate::providers::Interrupt;
@@ -269,6 +276,9 @@ impl Matcher {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pattern {
     parts: Vec<Part>,
+    /// The pattern ends in `/`: its last component matches directories
+    /// only (CPython 3.11).
+    dirs_only: bool,
 }
 
 impl Pattern {
@@ -362,7 +372,10 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
             format!("Unacceptable pattern: {pattern:?}"),
         ));
     }
-    Ok(Pattern { parts })
+    Ok(Pattern {
+        parts,
+        dirs_only: pattern.ends_with('/'),
+    })
 }
 
 fn join(rel: &str, name: &str) -> String {
@@ -555,7 +568,7 @@ impl Walk<'_> {
     /// Select the pattern's components from the workspace root, CPython
     /// 3.11's selectors turned into a work list: a state (`d`, `i`) means
     /// "directory `d` exists; match components `i..` beneath it".
-    fn run(&mut self, parts: &[Part]) -> Result<(), ToolFailure> {
+    fn run(&mut self, parts: &[Part], dirs_only: bool) -> Result<(), ToolFailure> {
         self.queue(String::new(), 0)?;
         while let Some((id, index)) = self.todo.pop() {
             self.clock.tick()?;
@@ -565,10 +578,12 @@ impl Walk<'_> {
                 continue;
             };
             let last = index + 1 == parts.len();
+            // What this component matches must be a directory.
+            let want_dir = !last || dirs_only;
             match part {
                 Part::Precise(name) => {
                     let child = join(&rel, name);
-                    if self.exists(&child, !last) {
+                    if self.exists(&child, want_dir) {
                         if last {
                             self.push(child)?;
                         } else {
@@ -578,7 +593,7 @@ impl Walk<'_> {
                 }
                 Part::Wild(m) => {
                     for (name, kind) in self.list(&rel)? {
-                        if !last && kind == Kind::Other {
+                        if want_dir && kind == Kind::Other {
                             continue;
                         }
                         self.clock.spend(m.cost(&name))?;
@@ -636,7 +651,7 @@ pub fn find_files(ws: &Workspace, pattern: &str) -> Result<Vec<String>, ToolFail
         bytes: 0,
         clock: Interrupt::new(),
     };
-    w.run(&pattern.parts)?;
+    w.run(&pattern.parts, pattern.dirs_only)?;
     let mut out = w.out;
     out.sort();
     out.dedup();
@@ -702,6 +717,13 @@ mod tests {
         assert_eq!(ff(&w, "nope/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "a.txt/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "src/**/*.txt"), ["src/sub/t.txt"]);
+        // A trailing '/' keeps directories only (3.11).
+        assert_eq!(ff(&w, "*/"), [".hidden", "src", "src_link"]);
+        assert_eq!(ff(&w, "src/"), ["src"]);
+        assert_eq!(ff(&w, "src//"), ["src"]);
+        assert_eq!(ff(&w, "a.txt/"), Vec::<String>::new());
+        assert_eq!(ff(&w, "**/"), [".", ".hidden", "src", "src/sub"]);
+        assert_eq!(ff(&w, "**/*/"), [".hidden", "src", "src/sub", "src_link"]);
     }
 
     #[test]
@@ -838,7 +860,7 @@ mod tests {
     /// The pre-fix recursive selection: the reference the work-list walk
     /// must agree with on small trees.
     fn reference(w: &Workspace, pattern: &str) -> Vec<String> {
-        fn sel(walk: &mut Walk<'_>, rel: &str, parts: &[Part], out: &mut Vec<String>) {
+        fn sel(walk: &mut Walk<'_>, rel: &str, parts: &[Part], dirs: bool, out: &mut Vec<String>) {
             let Some((first, rest)) = parts.split_first() else {
                 out.push(if rel.is_empty() {
                     ".".into()
@@ -847,12 +869,12 @@ mod tests {
                 });
                 return;
             };
-            let dir_only = !rest.is_empty();
+            let dir_only = !rest.is_empty() || dirs;
             match first {
                 Part::Precise(name) => {
                     let child = join(rel, name);
                     if walk.exists(&child, dir_only) {
-                        sel(walk, &child, rest, out);
+                        sel(walk, &child, rest, dirs, out);
                     }
                 }
                 Part::Wild(m) => {
@@ -861,24 +883,24 @@ mod tests {
                             continue;
                         }
                         if m.matches(&name) {
-                            sel(walk, &join(rel, &name), rest, out);
+                            sel(walk, &join(rel, &name), rest, dirs, out);
                         }
                     }
                 }
                 Part::Recursive => {
-                    let mut dirs = vec![rel.to_string()];
+                    let mut below = vec![rel.to_string()];
                     let mut stack = vec![rel.to_string()];
                     while let Some(d) = stack.pop() {
                         for (name, kind) in walk.list(&d).unwrap() {
                             if kind == Kind::Dir {
                                 let sub = join(&d, &name);
-                                dirs.push(sub.clone());
+                                below.push(sub.clone());
                                 stack.push(sub);
                             }
                         }
                     }
-                    for d in dirs {
-                        sel(walk, &d, rest, out);
+                    for d in below {
+                        sel(walk, &d, rest, dirs, out);
                     }
                 }
             }
@@ -886,7 +908,7 @@ mod tests {
         let p = parse_pattern(pattern).unwrap();
         let mut walk = new_walk(w);
         let mut out = Vec::new();
-        sel(&mut walk, "", &p.parts, &mut out);
+        sel(&mut walk, "", &p.parts, p.dirs_only, &mut out);
         out.sort();
         out.dedup();
         out
@@ -953,7 +975,8 @@ mod tests {
             "**/d/".repeat(MAX_RECURSIVE / 2) + &"**/".repeat(MAX_RECURSIVE / 2)
         );
         let mut walk = new_walk(&w);
-        walk.run(&parse_pattern(&pat).unwrap().parts).unwrap();
+        walk.run(&parse_pattern(&pat).unwrap().parts, false)
+            .unwrap();
         assert_eq!(walk.out, vec![format!("{deep}x")]);
         assert!(
             walk.visits <= 41 * MAX_RECURSIVE,
