@@ -1416,16 +1416,17 @@ Config.load(
     #[test]
     fn gives_up_at_the_deadline_while_indexing_large_files() {
         use std::time::{Duration, Instant};
-        // Eight distinct files of ~1 MiB of definitions: seconds of parsing
-        // each in a debug build, far more than the 300 ms left to the run.
+        // Sixteen distinct files of ~1 MiB of definitions: about half a
+        // second of parsing each in a debug build, far more than the 100 ms
+        // left to the run.
         let d = tempfile::tempdir().unwrap();
         let body = "def f(a, b=1):\n    return g(a)\n".repeat(30_000);
-        for i in 0..8 {
+        for i in 0..16 {
             std::fs::write(d.path().join(format!("m{i}.py")), unique() + &body).unwrap();
         }
         let ws = Workspace::open(d.path()).unwrap();
         let t = Instant::now();
-        let deadline = t + Duration::from_millis(300);
+        let deadline = t + Duration::from_millis(100);
         let r = super::super::with_run(deadline, None, || {
             call(&spec("find_callers"), &[Data::Str("g".into())], &ws)
         });
