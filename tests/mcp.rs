@@ -515,3 +515,125 @@ fn immediate_eof_and_bad_workspace() {
     assert_eq!(out.status.code(), Some(3));
     assert!(out.stdout.is_empty());
 }
+
+/// One line of program must not take the server down through a builtin
+/// tool: a `**` chain that overflowed a runtime thread's stack (aborting
+/// the whole server) and a quadratic bracket pattern are clean tool
+/// errors, and the same server answers the next run.
+#[tokio::test]
+async fn hostile_find_files_leaves_the_server_serving() {
+    let ws = util::workspace(&[("a.txt", "x")]);
+    let c = connect(ws.path(), &[]).await;
+    for program in [
+        "find_files('**/' * 10000 + 'x')",
+        "find_files('[' * 300000)",
+        "find_files('**/' * 1300 + 'x')",
+    ] {
+        let t = Instant::now();
+        let r = call(&c, "run_program", json!({"program": program})).await;
+        assert_eq!(r.is_error, Some(true), "{program}: {}", text(&r));
+        assert_eq!(sc(&r)["error"]["kind"], json!("tool"), "{}", sc(&r));
+        assert_eq!(sc(&r)["error"]["type"], json!("BadArgument"), "{}", sc(&r));
+        // Far below the run's 10 s wall clock (generous for a loaded machine).
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "{program}: {:?}",
+            t.elapsed()
+        );
+    }
+    let ok = call(&c, "run_program", json!({"program": "find_files('*.txt')"})).await;
+    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    assert_eq!(sc(&ok)["value"], json!(["a.txt"]));
+    c.cancel().await.expect("close");
+}
+
+/// Cancelling runs whose builtin tool is busy (code intelligence indexing
+/// many files) frees their slots at once: the tool polls the run's cancel
+/// flag. Before, the eight cancelled runs kept every slot until their
+/// indexing ended, past their own wall-clock limit, and the next run waited.
+#[test]
+fn cancelled_code_intelligence_frees_its_slot() {
+    // Forty distinct ~250 kB Python files: each call parses for many
+    // seconds, eight of them far longer on two cores.
+    let body = "def f(a, b=1):\n    return g(a)\n".repeat(8_000);
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("m{i}.py"), format!("# {i}\n{body}")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let ws = util::workspace(&refs);
+    let mut child = util::lackpy()
+        .arg("mcp")
+        .arg("--workspace")
+        .arg(ws.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    assert!(first.contains("\"id\":1"), "{first}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // As many busy runs as the server runs at once (`MAX_IN_FLIGHT`).
+    for id in 100..108 {
+        send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "run_program",
+            "arguments": {"program": "find_definitions('nowhere')", "tools": ["find_definitions"]}}}),
+        );
+    }
+    // Let the calls reach the indexer, then cancel them all.
+    std::thread::sleep(Duration::from_millis(1500));
+    for id in 100..108 {
+        send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "test"}}),
+        );
+    }
+    let t = Instant::now();
+    send(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "run_program", "arguments": {"program": "sum(range(10))"}}}),
+    );
+    let answer = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120).saturating_sub(t.elapsed()))
+            .expect("no answer to the quick run");
+        if line.contains("\"id\":7") {
+            break line;
+        }
+    };
+    let took = t.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: Value = serde_json::from_str(&answer).expect("JSON-RPC frame");
+    assert_eq!(v["result"]["structuredContent"]["value"], json!(45), "{v}");
+    // Generous: the slots must free on the cancel, not when the cancelled
+    // runs reach their 10 s wall clock (8.5 s from here).
+    assert!(
+        took < Duration::from_secs(5),
+        "the quick run waited {took:?}"
+    );
+}

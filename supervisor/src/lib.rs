@@ -653,7 +653,7 @@ impl Supervisor {
             worker: &mut worker,
             deadline,
             calls: 0,
-            cancel: opts.cancel.as_deref(),
+            cancel: opts.cancel.as_ref(),
             want_vars: opts.want_vars,
             started: Instant::now(),
             token: &mut token,
@@ -1096,7 +1096,7 @@ struct Session<'a, 't> {
     worker: &'a mut Worker,
     deadline: Instant,
     calls: u64,
-    cancel: Option<&'a AtomicBool>,
+    cancel: Option<&'a Arc<AtomicBool>>,
     want_vars: bool,
     /// When the run was handed to the worker.
     started: Instant,
@@ -1311,7 +1311,9 @@ impl Session<'_, '_> {
                 ) {
                     Ok(call) => {
                         let ws = self.ws;
-                        let r = providers::with_run_deadline(self.deadline, || {
+                        // Builtin tools poll the deadline and the cancel flag.
+                        let cancel = self.cancel.cloned();
+                        let r = providers::with_run(self.deadline, cancel, || {
                             tools::call(call.spec, &call.args, ws)
                         });
                         (call.args, r)

@@ -16,12 +16,21 @@
 //! `node_modules`, `site-packages` and virtual environments (a directory
 //! holding `pyvenv.cfg`) are skipped, as are files over 1 MiB, files that
 //! are not UTF-8, files nesting deeper than [`MAX_NESTING`] and files that
-//! do not parse. Results are sorted by (file, line). Each file's index is
-//! cached in memory per content hash (keyed SipHash), so a repeated query
-//! re-reads but does not re-parse. Parsing runs on a dedicated thread with
-//! a large stack.
+//! do not parse, and files whose index would exceed [`MAX_INDEX_BYTES`].
+//! A call's `text` is cut to [`MAX_TEXT_BYTES`]. Results are sorted by
+//! (file, line). Each file's index is cached in memory per content hash
+//! (keyed SipHash), so a repeated query re-reads but does not re-parse.
+//! Parsing runs on a dedicated thread with a large stack.
+//!
+//! Every size is bounded (files, directories, bytes read per call, index
+//! and result bytes, cache bytes; beyond a per-call bound the call fails
+//! with `TooLarge` naming it) and the indexer polls the run's deadline and
+//! cancel flag between directory entries and before each file: a call that
+//! runs out of time fails with `Timeout` as soon as the deadline passes
+//! (the indexing thread stops after the file it is parsing).
 
 use super::super::tools::fs::{fail, openat2, Workspace};
+use super::Interrupt;
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
@@ -36,12 +45,29 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Largest file indexed, in bytes. Why: generated or vendored blobs are not
 /// code anyone asks about, and the cap bounds one call's memory.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
-/// Most files one call looks at.
+/// Most `.py` files one call reads (beyond: `TooLarge`).
+/// Why: bounds the work of one call on huge trees; real projects have far
+/// fewer Python files outside the skipped directories.
 pub const MAX_FILES: usize = 100_000;
-/// Most directories one call visits.
+/// Most directories one call visits (beyond: `TooLarge`). Why: as [`MAX_FILES`].
 pub const MAX_DIRS: usize = 100_000;
+/// Most bytes of source one call reads (beyond: `TooLarge`).
+/// Why: reading and hashing (and on a cache miss parsing) cost time and
+/// memory in proportion; 64 MiB is far more Python than a workspace holds.
+pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
+/// Most accounted bytes of one file's index (definitions and call sites
+/// with their strings); a file beyond is skipped like one that does not
+/// parse. Why: qualified names and callers repeat their enclosing names, so
+/// a hostile 1 MiB file could otherwise index to gigabytes.
+pub const MAX_INDEX_BYTES: usize = 16 * 1024 * 1024;
+/// Longest `text` of a call site, in bytes (cut at a character boundary).
+/// Why: every call on one long line would otherwise copy the whole line.
+pub const MAX_TEXT_BYTES: usize = 1024;
 /// Most results one call returns (beyond: `TooLarge`).
 pub const MAX_RESULTS: usize = 20_000;
+/// Most accounted bytes of one call's results (beyond: `TooLarge`).
+/// Why: the result must fit in one 16 MiB IPC frame.
+pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
 /// Deepest syntax nesting indexed (checked by the validator's pre-scan
 /// before parsing). Why: real code nests far less; deeper files could
 /// exhaust the parser's stack.
@@ -51,6 +77,12 @@ pub const MAX_NESTING: usize = 200;
 const STACK_BYTES: usize = 16 * 1024 * 1024;
 /// Cached file indexes kept before the cache is reset.
 const CACHE_ENTRIES: usize = 200_000;
+/// Accounted bytes of cached indexes kept before the cache is reset.
+/// Why: the cache lives as long as the server; it must not grow without bound.
+const CACHE_BYTES: usize = 256 * 1024 * 1024;
+/// How often a caller waiting for the indexing thread looks at the run's
+/// deadline and cancel flag. Why 20 ms: as the supervisor's own cancel poll.
+const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The two tools' names.
 pub const TOOLS: &[&str] = &["find_definitions", "find_callers"];
@@ -77,8 +109,10 @@ struct CallSite {
     /// Dotted callee (`self.load`, `os.path.join`), or its last attribute
     /// name alone when the receiver is not a plain dotted name.
     callee: String,
-    caller: String,
-    text: String,
+    /// Shared by every call site of the same scope.
+    caller: Arc<str>,
+    /// Shared by every call site on the same line.
+    text: Arc<str>,
 }
 
 /// Everything the tools need from one file.
@@ -86,11 +120,14 @@ struct CallSite {
 struct FileIndex {
     defs: Vec<Def>,
     calls: Vec<CallSite>,
+    /// Accounted size (structures and strings), for the bounds.
+    bytes: usize,
 }
 
 struct Cache {
     hasher: RandomState,
     files: HashMap<(u64, usize), Arc<FileIndex>>,
+    bytes: usize,
 }
 
 fn cache() -> &'static Mutex<Cache> {
@@ -99,6 +136,7 @@ fn cache() -> &'static Mutex<Cache> {
         Mutex::new(Cache {
             hasher: RandomState::new(),
             files: HashMap::new(),
+            bytes: 0,
         })
     })
 }
@@ -145,31 +183,59 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         ));
     }
     let root = open_root(ws)?;
-    let work = || -> Result<Data, ToolFailure> {
-        let indexed = index_tree(&root);
-        match which.as_str() {
-            "find_definitions" => definitions(&indexed, &name),
-            "find_callers" => callers(&indexed, &name),
-            other => Err(fail(
-                "ToolFailed",
-                format!("{tool}: no code-intelligence function {other:?}"),
-            )),
-        }
-    };
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("codeintel".into())
-            .stack_size(STACK_BYTES)
-            .spawn_scoped(scope, work)
-            .map_err(|e| {
-                fail(
+    let run = super::RunContext::current();
+    let ctx = run.clone();
+    let work = move || -> Result<Data, ToolFailure> {
+        ctx.enter(|| {
+            let indexed = index_tree(&root)?;
+            match which.as_str() {
+                "find_definitions" => definitions(&indexed, &name),
+                "find_callers" => callers(&indexed, &name),
+                other => Err(fail(
                     "ToolFailed",
-                    format!("{tool}: cannot start the indexer: {e}"),
-                )
-            })?
-            .join()
-            .unwrap_or_else(|_| Err(fail("ToolFailed", format!("{tool}: the indexer failed"))))
-    })
+                    format!("no code-intelligence function {other:?}"),
+                )),
+            }
+        })
+    };
+    // The indexer runs on its own thread (a large stack for the parser).
+    // This thread waits for it and gives up when the run's deadline passes
+    // or it is cancelled; the indexer sees the same and stops after the
+    // file it is parsing (its result is then dropped).
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("codeintel".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .unwrap_or_else(|_| Err(fail("ToolFailed", "the indexer failed")));
+            let _ = tx.send(r);
+        })
+        .map_err(|e| {
+            fail(
+                "ToolFailed",
+                format!("{tool}: cannot start the indexer: {e}"),
+            )
+        })?;
+    loop {
+        match rx.recv_timeout(WAIT_SLICE) {
+            Ok(r) => {
+                return r.map_err(|mut e| {
+                    e.message = format!("{tool}(): {}", e.message);
+                    e
+                })
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                run.check().map_err(|mut e| {
+                    e.message = format!("{tool}(): {}", e.message);
+                    e
+                })?;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(fail("ToolFailed", format!("{tool}: the indexer failed")))
+            }
+        }
+    }
 }
 
 fn valid_name(name: &str) -> bool {
@@ -191,21 +257,41 @@ fn dict(pairs: Vec<(&str, Data)>) -> Data {
     )
 }
 
-fn too_many(tool: &str) -> ToolFailure {
+fn too_many() -> ToolFailure {
     fail(
         "TooLarge",
-        format!("{tool}() found more than {MAX_RESULTS} results; ask for a more specific name"),
+        format!(
+            "found more than {MAX_RESULTS} results (MAX_RESULTS); ask for a more specific name"
+        ),
     )
+}
+
+fn too_big() -> ToolFailure {
+    fail(
+        "TooLarge",
+        format!("found more than {MAX_RESULT_BYTES} bytes of results (MAX_RESULT_BYTES); ask for a more specific name"),
+    )
+}
+
+/// Count one result against [`MAX_RESULTS`] and [`MAX_RESULT_BYTES`].
+fn count_result(n: usize, bytes: &mut usize, strings: &[&str]) -> Result<(), ToolFailure> {
+    if n >= MAX_RESULTS {
+        return Err(too_many());
+    }
+    *bytes = bytes.saturating_add(64 + strings.iter().map(|s| s.len()).sum::<usize>());
+    if *bytes > MAX_RESULT_BYTES {
+        return Err(too_big());
+    }
+    Ok(())
 }
 
 fn definitions(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
+    let mut bytes = 0;
     for (file, idx) in files {
         for d in &idx.defs {
             if d.name == name || d.qualname == name {
-                if out.len() >= MAX_RESULTS {
-                    return Err(too_many("find_definitions"));
-                }
+                count_result(out.len(), &mut bytes, &[file, &d.qualname, &d.signature])?;
                 out.push(dict(vec![
                     ("file", Data::Str(file.clone())),
                     ("line", Data::Int(i64::from(d.line))),
@@ -235,17 +321,16 @@ fn callee_matches(callee: &str, name: &str) -> bool {
 
 fn callers(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
+    let mut bytes = 0;
     for (file, idx) in files {
         for c in &idx.calls {
             if callee_matches(&c.callee, name) {
-                if out.len() >= MAX_RESULTS {
-                    return Err(too_many("find_callers"));
-                }
+                count_result(out.len(), &mut bytes, &[file, &c.caller, &c.text])?;
                 out.push(dict(vec![
                     ("file", Data::Str(file.clone())),
                     ("line", Data::Int(i64::from(c.line))),
-                    ("caller", Data::Str(c.caller.clone())),
-                    ("text", Data::Str(c.text.clone())),
+                    ("caller", Data::Str(c.caller.to_string())),
+                    ("text", Data::Str(c.text.to_string())),
                 ]));
             }
         }
@@ -260,22 +345,27 @@ fn cstr(s: &str) -> Result<CString, ToolFailure> {
     CString::new(s).map_err(|_| fail("ToolFailed", "path with a NUL byte"))
 }
 
-fn list_dir(fd: &OwnedFd) -> Vec<(String, std::fs::FileType)> {
+fn list_dir(
+    fd: &OwnedFd,
+    clock: &mut Interrupt,
+) -> Result<Vec<(String, std::fs::FileType)>, ToolFailure> {
     // The descriptor was opened beneath the workspace without following
     // symlinks; listing it through /proc names exactly that directory.
     let Ok(rd) = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    let mut v: Vec<(String, std::fs::FileType)> = rd
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let ft = e.file_type().ok()?;
-            Some((name, ft))
-        })
-        .collect();
+    let mut v: Vec<(String, std::fs::FileType)> = Vec::new();
+    for e in rd {
+        clock.tick()?;
+        let Ok(e) = e else { continue };
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let Ok(ft) = e.file_type() else { continue };
+        v.push((name, ft));
+    }
     v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+    Ok(v)
 }
 
 const SKIP_DIRS: &[&str] = &["__pycache__", "node_modules", "site-packages"];
@@ -298,15 +388,21 @@ fn open_root(ws: &Workspace) -> Result<OwnedFd, ToolFailure> {
 /// descriptor are open at a time: pending directories are kept as
 /// workspace-relative paths and reopened beneath `root` (`RESOLVE_BENEATH`,
 /// final component `O_NOFOLLOW`), so no tree shape can exhaust descriptors.
-fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
+fn index_tree(root: &OwnedFd) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailure> {
+    let mut clock = Interrupt::new();
     let mut out = Vec::new();
     let mut stack: Vec<String> = vec![String::new()];
     let mut dirs = 0usize;
     let mut files = 0usize;
+    let mut total = 0u64;
     while let Some(rel) = stack.pop() {
+        clock.tick()?;
         dirs += 1;
-        if dirs > MAX_DIRS || files >= MAX_FILES {
-            break;
+        if dirs > MAX_DIRS {
+            return Err(fail(
+                "TooLarge",
+                format!("the workspace has more than {MAX_DIRS} directories to index (MAX_DIRS)"),
+            ));
         }
         let fd = if rel.is_empty() {
             match root.try_clone() {
@@ -325,12 +421,13 @@ fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
                 Err(_) => continue,
             }
         };
-        let entries = list_dir(&fd);
+        let entries = list_dir(&fd, &mut clock)?;
         if !rel.is_empty() && entries.iter().any(|(n, _)| n == "pyvenv.cfg") {
             continue; // a virtual environment
         }
         let mut subdirs = Vec::new();
         for (name, ft) in entries {
+            clock.tick()?;
             if name.starts_with('.') || ft.is_symlink() {
                 continue;
             }
@@ -343,7 +440,15 @@ fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
                 if !SKIP_DIRS.contains(&name.as_str()) {
                     subdirs.push(path);
                 }
-            } else if ft.is_file() && name.ends_with(".py") && files < MAX_FILES {
+            } else if ft.is_file() && name.ends_with(".py") {
+                // A file may cost a parse: look at the clock before each.
+                super::check_run()?;
+                if files >= MAX_FILES {
+                    return Err(fail(
+                        "TooLarge",
+                        format!("the workspace has more than {MAX_FILES} Python files to index (MAX_FILES)"),
+                    ));
+                }
                 let Ok(c) = cstr(&name) else { continue };
                 let Ok(f) = openat2(
                     fd.as_raw_fd(),
@@ -355,6 +460,13 @@ fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
                 };
                 files += 1;
                 if let Some(src) = read_file(f) {
+                    total = total.saturating_add(src.len() as u64);
+                    if total > MAX_TOTAL_BYTES {
+                        return Err(fail(
+                            "TooLarge",
+                            format!("the workspace has more than {MAX_TOTAL_BYTES} bytes of Python to index (MAX_TOTAL_BYTES)"),
+                        ));
+                    }
                     out.push((path.clone(), index_cached(&src, &path)));
                 }
             }
@@ -363,7 +475,7 @@ fn index_tree(root: &OwnedFd) -> Vec<(String, Arc<FileIndex>)> {
         stack.extend(subdirs.into_iter().rev());
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    Ok(out)
 }
 
 fn read_file(fd: OwnedFd) -> Option<String> {
@@ -402,17 +514,21 @@ fn index_cached(src: &str, path: &str) -> Arc<FileIndex> {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
-    if c.files.len() >= CACHE_ENTRIES {
+    if c.files.len() >= CACHE_ENTRIES || c.bytes.saturating_add(idx.bytes) > CACHE_BYTES {
         c.files.clear();
+        c.bytes = 0;
     }
-    c.files.insert(key, idx.clone());
+    if c.files.insert(key, idx.clone()).is_none() {
+        c.bytes = c.bytes.saturating_add(idx.bytes);
+    }
     idx
 }
 
 // ---------------------------------------------------------------------------
 // Indexing one file.
 
-/// Index one source text; `None` when it nests too deeply or does not parse.
+/// Index one source text; `None` when it nests too deeply, does not parse
+/// or indexes to more than [`MAX_INDEX_BYTES`].
 fn index_source(src: &str, path: &str) -> Option<FileIndex> {
     lackpy_policy::lang::prescan::scan(src, MAX_NESTING).ok()?;
     let suite = rustpython_parser::parse(src, rustpython_parser::Mode::Module, path).ok()?;
@@ -426,10 +542,25 @@ fn index_source(src: &str, path: &str) -> Option<FileIndex> {
             .chain(src.match_indices('\n').map(|(i, _)| i + 1))
             .collect(),
         scope: Vec::new(),
+        caller: None,
+        line_text: HashMap::new(),
         out: FileIndex::default(),
+        over: false,
     };
     ix.stmts(&body);
-    Some(ix.out)
+    (!ix.over).then_some(ix.out)
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// The parts of a `def` / `async def` the indexer needs.
@@ -453,7 +584,14 @@ struct Indexer<'a> {
     src: &'a str,
     line_starts: Vec<usize>,
     scope: Vec<(String, ScopeKind)>,
+    /// The current scope's caller name, shared by its call sites.
+    caller: Option<Arc<str>>,
+    /// Each line's `text`, shared by the call sites on it.
+    line_text: HashMap<u32, Arc<str>>,
     out: FileIndex,
+    /// Set once the index grew past [`MAX_INDEX_BYTES`]: the walk stops
+    /// adding and the file is skipped.
+    over: bool,
 }
 
 impl Indexer<'_> {
@@ -488,16 +626,52 @@ impl Indexer<'_> {
         s
     }
 
-    fn caller(&self) -> String {
-        if self.scope.is_empty() {
-            "<module>".to_string()
-        } else {
-            self.scope
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(".")
+    fn caller(&mut self) -> Arc<str> {
+        if let Some(c) = &self.caller {
+            return c.clone();
         }
+        let c: Arc<str> = if self.scope.is_empty() {
+            Arc::from("<module>")
+        } else {
+            Arc::from(
+                self.scope
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            )
+        };
+        self.account(c.len());
+        self.caller = Some(c.clone());
+        c
+    }
+
+    fn enter_scope(&mut self, name: &str, kind: ScopeKind) {
+        self.scope.push((name.to_string(), kind));
+        self.caller = None;
+    }
+
+    fn leave_scope(&mut self) {
+        self.scope.pop();
+        self.caller = None;
+    }
+
+    /// Count `bytes` against [`MAX_INDEX_BYTES`].
+    fn account(&mut self, bytes: usize) {
+        self.out.bytes = self.out.bytes.saturating_add(bytes);
+        if self.out.bytes > MAX_INDEX_BYTES {
+            self.over = true;
+        }
+    }
+
+    fn add_def(&mut self, def: Def) {
+        if self.over {
+            return;
+        }
+        self.account(
+            std::mem::size_of::<Def>() + def.name.len() + def.qualname.len() + def.signature.len(),
+        );
+        self.out.defs.push(def);
     }
 
     fn signature(
@@ -583,17 +757,20 @@ impl Indexer<'_> {
             Some((_, ScopeKind::Class)) => "method",
             _ => "function",
         };
-        let def = Def {
-            line: self.def_line(range, decorators),
-            kind,
-            name: name.to_string(),
-            qualname: self.qual(name),
-            signature: self.signature(name, args, returns, is_async),
-        };
-        self.out.defs.push(def);
-        self.scope.push((name.to_string(), ScopeKind::Function));
+        // Past the bound nothing more is built (the file is skipped).
+        if !self.over {
+            let def = Def {
+                line: self.def_line(range, decorators),
+                kind,
+                name: name.to_string(),
+                qualname: self.qual(name),
+                signature: self.signature(name, args, returns, is_async),
+            };
+            self.add_def(def);
+        }
+        self.enter_scope(name, ScopeKind::Function);
         self.stmts(body);
-        self.scope.pop();
+        self.leave_scope();
     }
 
     /// The line of the `def`/`class` keyword (after any decorators).
@@ -668,24 +845,27 @@ impl Indexer<'_> {
                 for k in &c.keywords {
                     self.expr(&k.value);
                 }
-                let mut bases: Vec<String> = c.bases.iter().map(|b| self.flat(b.range())).collect();
-                bases.extend(c.keywords.iter().map(|k| self.flat(k.range)));
-                let signature = if bases.is_empty() {
-                    format!("class {}", c.name)
-                } else {
-                    format!("class {}({})", c.name, bases.join(", "))
-                };
-                let def = Def {
-                    line: self.def_line(c.range, &c.decorator_list),
-                    kind: "class",
-                    name: c.name.to_string(),
-                    qualname: self.qual(c.name.as_str()),
-                    signature,
-                };
-                self.out.defs.push(def);
-                self.scope.push((c.name.to_string(), ScopeKind::Class));
+                if !self.over {
+                    let mut bases: Vec<String> =
+                        c.bases.iter().map(|b| self.flat(b.range())).collect();
+                    bases.extend(c.keywords.iter().map(|k| self.flat(k.range)));
+                    let signature = if bases.is_empty() {
+                        format!("class {}", c.name)
+                    } else {
+                        format!("class {}({})", c.name, bases.join(", "))
+                    };
+                    let def = Def {
+                        line: self.def_line(c.range, &c.decorator_list),
+                        kind: "class",
+                        name: c.name.to_string(),
+                        qualname: self.qual(c.name.as_str()),
+                        signature,
+                    };
+                    self.add_def(def);
+                }
+                self.enter_scope(c.name.as_str(), ScopeKind::Class);
                 self.stmts(&c.body);
-                self.scope.pop();
+                self.leave_scope();
             }
             Stmt::Return(x) => {
                 if let Some(v) = &x.value {
@@ -814,6 +994,9 @@ impl Indexer<'_> {
     }
 
     fn call_site(&mut self, c: &ast::ExprCall) {
+        if self.over {
+            return;
+        }
         let callee = match Self::dotted(&c.func) {
             Some(d) => d,
             None => match c.func.as_ref() {
@@ -828,12 +1011,32 @@ impl Indexer<'_> {
             .get(line.saturating_sub(1) as usize)
             .copied()
             .unwrap_or(0);
-        let le = self.src[ls..].find('\n').map_or(self.src.len(), |n| ls + n);
-        let text = self.src.get(ls..le).unwrap_or("").trim().to_string();
+        // The line's end from the line table (not a scan: a long line with
+        // many calls must not cost its length per call).
+        let le = self
+            .line_starts
+            .get(line as usize)
+            .map_or(self.src.len(), |next| next.saturating_sub(1))
+            .max(ls);
+        let text = match self.line_text.get(&line) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Arc<str> = Arc::from(cut(
+                    self.src.get(ls..le).unwrap_or("").trim(),
+                    MAX_TEXT_BYTES,
+                ));
+                // The string and its table entry.
+                self.account(t.len() + 32);
+                self.line_text.insert(line, t.clone());
+                t
+            }
+        };
+        let caller = self.caller();
+        self.account(std::mem::size_of::<CallSite>() + callee.len());
         let site = CallSite {
             line,
             callee,
-            caller: self.caller(),
+            caller,
             text,
         };
         self.out.calls.push(site);
@@ -1017,7 +1220,7 @@ Config.load(
             .calls
             .iter()
             .filter(|c| callee_matches(&c.callee, "load"))
-            .map(|c| (c.line, c.caller.as_str(), c.text.as_str()))
+            .map(|c| (c.line, &*c.caller, &*c.text))
             .collect();
         assert_eq!(
             got,
@@ -1039,15 +1242,15 @@ Config.load(
         assert!(ix
             .calls
             .iter()
-            .any(|c| c.callee == "os.path.join" && c.caller == "load"));
+            .any(|c| c.callee == "os.path.join" && &*c.caller == "load"));
         assert!(ix
             .calls
             .iter()
-            .any(|c| c.callee == "make_default" && c.caller == "Config"));
+            .any(|c| c.callee == "make_default" && &*c.caller == "Config"));
         assert!(ix
             .calls
             .iter()
-            .any(|c| c.callee == "decorator" && c.caller == "<module>"));
+            .any(|c| c.callee == "decorator" && &*c.caller == "<module>"));
     }
 
     #[test]
@@ -1138,5 +1341,120 @@ Config.load(
         );
         let e = call(&spec, &[Data::Int(1)], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            provider: "builtin".into(),
+            ..ToolSpec::default()
+        }
+    }
+
+    /// A marker unique to this test process and call, so the content cache
+    /// (process-wide, by content) never serves a file parsed elsewhere.
+    fn unique() -> String {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        format!(
+            "# {} {} {:?}\n",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst),
+            std::time::SystemTime::now()
+        )
+    }
+
+    #[test]
+    fn long_lines_and_long_names_stay_bounded() {
+        // 100k calls on one line: each call's text is the (cut) line, shared.
+        let line = format!("x = [{}]\n", "f(),".repeat(100_000));
+        let ix = index_source(&line, "x.py").unwrap();
+        assert_eq!(ix.calls.len(), 100_000);
+        assert!(ix.calls.iter().all(|c| c.text.len() <= MAX_TEXT_BYTES));
+        assert!(ix.bytes < MAX_INDEX_BYTES, "{}", ix.bytes);
+        // Qualified names repeat a 200 kB class name for each of 100
+        // methods: 20 MB of names from a 200 kB file. Skipped, not built.
+        let src = format!(
+            "class {}:\n{}",
+            "C".repeat(200_000),
+            "    def m(self): f()\n".repeat(100)
+        );
+        assert!(index_source(&src, "x.py").is_none());
+        // The same shape at a sane size is indexed.
+        let src = format!(
+            "class {}:\n{}",
+            "C".repeat(200),
+            "    def m(self): f()\n".repeat(100)
+        );
+        let ix = index_source(&src, "x.py").unwrap();
+        assert_eq!(ix.defs.len(), 101);
+        assert_eq!(&*ix.calls[99].caller, format!("{}.m", "C".repeat(200)));
+    }
+
+    #[test]
+    fn stops_at_the_deadline_and_on_cancel() {
+        use std::sync::atomic::AtomicBool;
+        use std::time::{Duration, Instant};
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.py"), unique() + "def target(): pass\n").unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let arg = [Data::Str("target".into())];
+        let past = Instant::now() - Duration::from_millis(1);
+        let e = super::super::with_run(past, None, || call(&spec("find_definitions"), &arg, &ws))
+            .unwrap_err();
+        assert_eq!(e.type_name, "Timeout", "{}", e.message);
+        let later = Instant::now() + Duration::from_secs(3600);
+        let flag = Some(Arc::new(AtomicBool::new(true)));
+        let e = super::super::with_run(later, flag, || call(&spec("find_callers"), &arg, &ws))
+            .unwrap_err();
+        assert_eq!(e.type_name, "Timeout");
+        assert!(e.message.contains("cancelled"), "{}", e.message);
+        let ok = super::super::with_run(later, None, || call(&spec("find_definitions"), &arg, &ws));
+        assert!(matches!(ok, Ok(Data::List(v)) if v.len() == 1));
+    }
+
+    #[test]
+    fn gives_up_at_the_deadline_while_indexing_large_files() {
+        use std::time::{Duration, Instant};
+        // Sixteen distinct files of ~1 MiB of definitions: about half a
+        // second of parsing each in a debug build, far more than the 100 ms
+        // left to the run.
+        let d = tempfile::tempdir().unwrap();
+        let body = "def f(a, b=1):\n    return g(a)\n".repeat(30_000);
+        for i in 0..16 {
+            std::fs::write(d.path().join(format!("m{i}.py")), unique() + &body).unwrap();
+        }
+        let ws = Workspace::open(d.path()).unwrap();
+        let t = Instant::now();
+        let deadline = t + Duration::from_millis(100);
+        let r = super::super::with_run(deadline, None, || {
+            call(&spec("find_callers"), &[Data::Str("g".into())], &ws)
+        });
+        let took = t.elapsed();
+        assert_eq!(r.unwrap_err().type_name, "Timeout");
+        // Generous: the wait polls every 20 ms; the parse going on in the
+        // background does not hold the caller.
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn total_bytes_read_is_bounded() {
+        // 65 hard links to one 1 MiB file of comments: parsed once (cached),
+        // but 65 MiB to read per call.
+        let d = tempfile::tempdir().unwrap();
+        let text = unique() + &format!("# {}\n", "x".repeat(1021)).repeat(1020);
+        assert!(text.len() as u64 <= MAX_FILE_BYTES);
+        std::fs::write(d.path().join("f0.py"), &text).unwrap();
+        let n = MAX_TOTAL_BYTES / text.len() as u64 + 1;
+        for i in 1..n {
+            std::fs::hard_link(d.path().join("f0.py"), d.path().join(format!("f{i}.py"))).unwrap();
+        }
+        let ws = Workspace::open(d.path()).unwrap();
+        let e = call(&spec("find_definitions"), &[Data::Str("x".into())], &ws).unwrap_err();
+        assert_eq!(e.type_name, "TooLarge");
+        assert!(e.message.contains("MAX_TOTAL_BYTES"), "{}", e.message);
+        std::fs::remove_file(d.path().join("f0.py")).unwrap();
+        let v = call(&spec("find_definitions"), &[Data::Str("x".into())], &ws).unwrap();
+        assert_eq!(v, Data::List(vec![]));
     }
 }

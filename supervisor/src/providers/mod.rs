@@ -22,6 +22,7 @@ use crate::tools::fs::{fail, Workspace};
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// The module the original lackpy's shipped `default_tools.toml` names for
@@ -30,10 +31,76 @@ use std::sync::{Arc, RwLock};
 pub const LEGACY_BUILTINS_MODULE: &str = "lackpy.sources.builtins";
 
 thread_local! {
-    /// The wall-clock deadline of the run whose tool call this thread is
-    /// executing (see [`with_run_deadline`]).
-    static RUN_DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
-        const { std::cell::Cell::new(None) };
+    /// The wall-clock deadline and cancel flag of the run whose tool call
+    /// this thread is executing (see [`with_run_deadline`]).
+    static RUN: std::cell::RefCell<RunContext> =
+        const { std::cell::RefCell::new(RunContext { deadline: None, cancel: None }) };
+}
+
+/// How many units of work (directory entries, files, matches) a builtin
+/// tool does between two looks at the run's deadline and cancel flag
+/// ([`Interrupt::tick`]). Why 256: a look costs a clock read (tens of ns);
+/// 256 entries of a directory walk or files of an index take well under a
+/// millisecond, so a tool stops within about a millisecond of the deadline
+/// (one file's parse excepted, see `codeintel`).
+pub const CHECK_EVERY: u32 = 256;
+
+/// The run a tool call belongs to, as far as tools need to know: when it
+/// must end and whether its client gave up. Captured with
+/// [`RunContext::current`] and carried to helper threads with
+/// [`RunContext::enter`], since the state lives in a thread-local.
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    /// The run's wall-clock deadline (`None` outside a run: no limit).
+    pub deadline: Option<std::time::Instant>,
+    /// The run's cancel flag (`None` when the run cannot be cancelled).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl RunContext {
+    /// The context of the tool call this thread is executing.
+    pub fn current() -> RunContext {
+        RUN.with(|r| r.borrow().clone())
+    }
+
+    /// Run `f` on this thread with `self` in force (for a helper thread
+    /// doing a tool's work); the previous context is restored afterwards.
+    pub fn enter<T>(self, f: impl FnOnce() -> T) -> T {
+        let before = RUN.with(|r| r.replace(self));
+        // Restored even if `f` unwinds, so a caught panic cannot leave a
+        // stale deadline on a pooled thread.
+        struct Restore(Option<RunContext>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(b) = self.0.take() {
+                    RUN.with(|r| r.replace(b));
+                }
+            }
+        }
+        let _restore = Restore(Some(before));
+        f()
+    }
+
+    /// `Err(Timeout)` once the deadline has passed or the cancel flag is set.
+    ///
+    /// # Errors
+    /// A `Timeout` tool failure saying which.
+    pub fn check(&self) -> Result<(), ToolFailure> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err(fail("Timeout", "the run was cancelled"));
+        }
+        if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            return Err(fail("Timeout", "the run's wall-clock limit was reached"));
+        }
+        Ok(())
+    }
 }
 
 /// Run `f` (one tool call) with the run's wall-clock deadline in force:
@@ -41,17 +108,74 @@ thread_local! {
 /// ([`clamp_timeout`]), so a slow or hung tool cannot keep a run alive past
 /// its wall-clock limit.
 pub fn with_run_deadline<T>(deadline: std::time::Instant, f: impl FnOnce() -> T) -> T {
-    let before = RUN_DEADLINE.with(|d| d.replace(Some(deadline)));
-    let out = f();
-    RUN_DEADLINE.with(|d| d.set(before));
-    out
+    with_run(deadline, None, f)
+}
+
+/// [`with_run_deadline`] plus the run's cancel flag: builtin tools poll
+/// both while they work ([`check_run`], [`Interrupt`]) and give up with a
+/// `Timeout` failure when the deadline passes or the flag is set.
+pub fn with_run<T>(
+    deadline: std::time::Instant,
+    cancel: Option<Arc<AtomicBool>>,
+    f: impl FnOnce() -> T,
+) -> T {
+    RunContext {
+        deadline: Some(deadline),
+        cancel,
+    }
+    .enter(f)
+}
+
+/// `Err(Timeout)` when the current run's deadline has passed or it was
+/// cancelled; `Ok` outside a run.
+///
+/// # Errors
+/// A `Timeout` tool failure.
+pub fn check_run() -> Result<(), ToolFailure> {
+    RUN.with(|r| r.borrow().check())
+}
+
+/// A countdown for loops in tools: [`Interrupt::tick`] once per unit of
+/// work looks at the run's deadline and cancel flag every [`CHECK_EVERY`]
+/// units (and on the first).
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    left: u32,
+}
+
+impl Interrupt {
+    /// A countdown that checks on its first tick.
+    pub fn new() -> Interrupt {
+        Interrupt { left: 0 }
+    }
+
+    /// One unit of work done.
+    ///
+    /// # Errors
+    /// A `Timeout` tool failure once the run is out of time or cancelled.
+    pub fn tick(&mut self) -> Result<(), ToolFailure> {
+        self.spend(1)
+    }
+
+    /// `units` units of work done (a step that costs more than one).
+    ///
+    /// # Errors
+    /// A `Timeout` tool failure once the run is out of time or cancelled.
+    pub fn spend(&mut self, units: u32) -> Result<(), ToolFailure> {
+        if self.left <= units {
+            self.left = CHECK_EVERY;
+            return check_run();
+        }
+        self.left -= units;
+        Ok(())
+    }
 }
 
 /// A provider's per-call timeout `own`, cut to the time left before the
 /// current run's deadline (at least 1 ms, so the call fails fast with the
 /// provider's own timeout error rather than not being tried).
 pub fn clamp_timeout(own: std::time::Duration) -> std::time::Duration {
-    let left = RUN_DEADLINE.with(std::cell::Cell::get).map(|d| {
+    let left = RUN.with(|r| r.borrow().deadline).map(|d| {
         d.saturating_duration_since(std::time::Instant::now())
             .max(std::time::Duration::from_millis(1))
     });

@@ -7,13 +7,22 @@
 //! matches the directory itself and every directory below it, never
 //! following symlinks; a wildcard component that is not last only matches
 //! directories (following symlinks — here, only symlinks that stay inside);
-//! a pattern ending in `**` yields directories only; the root prints as
-//! `.`. Results are sorted by plain string order. Differences, on purpose:
+//! a pattern ending in `**` or in `/` yields directories only; the root
+//! prints as `.`. Results are sorted by plain string order. Differences, on purpose:
 //! `..` components and absolute patterns are refused (CPython would climb
 //! out), and a symlink pointing outside the workspace is never followed.
+//!
+//! Every size a pattern chooses is bounded ([`MAX_PATTERN_BYTES`],
+//! [`MAX_COMPONENTS`], [`MAX_RECURSIVE`], [`MAX_CLASS_ITEMS`]: beyond one,
+//! `BadArgument` naming it), parsing is linear, the walk is a work list
+//! (no recursion a pattern can deepen; each directory is listed at most
+//! once per component), and the run's deadline and cancel flag are polled
+//! while it works.
 
 use super::fs::{fail, openat2, Workspace};
+use crate::providers::Interrupt;
 use lackpy_policy::wire::ToolFailure;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -21,13 +30,50 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// Why: the result must fit in one IPC frame and a program's memory; 100k
 /// short paths are a few MiB.
 pub const MAX_RESULTS: usize = 100_000;
-/// Most directories one call visits (bounds work on huge trees and symlink loops).
+/// Most directory listings one call makes.
+/// Why: bounds the work on huge trees and through symlink loops; with
+/// [`MAX_RECURSIVE`] `**` components every directory is listed at most once
+/// per component, and real patterns list far fewer.
 pub const MAX_VISITS: usize = 200_000;
+/// Longest pattern, in bytes.
+/// Why: Linux's PATH_MAX; no real pattern is longer, and every other cost
+/// of parsing and matching is bounded by it.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// Most path components in a pattern (after dropping empty and `.` ones).
+/// Why: real patterns have a handful; each component is one step of the
+/// walk, and the number of walk states is components times directories.
+pub const MAX_COMPONENTS: usize = 256;
+/// Most `**` components in a pattern.
+/// Why: each `**` may list every directory of the workspace once; real
+/// patterns have one or two.
+pub const MAX_RECURSIVE: usize = 32;
+/// Most characters and ranges in one `[...]` class.
+/// Why: a class is tested for each character of each name; real classes
+/// have a few items (`[a-zA-Z0-9_]` has four).
+pub const MAX_CLASS_ITEMS: usize = 256;
+/// Most walk states (a directory paired with the pattern component still
+/// to match there) one call goes through.
+/// Why: bounds the bookkeeping of one call; [`MAX_VISITS`] listings of
+/// directories do not need more.
+pub const MAX_STATES: usize = 1_000_000;
+/// Most bytes of paths one call holds (directories being walked and
+/// results).
+/// Why: a call must not grow the supervisor without bound on a tree of
+/// long paths; the result must fit in one 16 MiB IPC frame anyway.
+pub const MAX_WALK_BYTES: usize = 32 * 1024 * 1024;
 
+fn too_big(what: &str, size: usize, bound: usize, name: &str) -> ToolFailure {
+    fail(
+        "BadArgument",
+        format!("find_files() pattern has {size} {what}; at most {bound} are allowed ({name})"),
+    )
+}
+
+/// One parsed component of a pattern.
 #[derive(Debug, Clone, PartialEq)]
 enum Part {
     Precise(String),
-    Wild(Vec<Tok>),
+    Wild(Matcher),
     Recursive,
 }
 
@@ -36,10 +82,72 @@ enum Tok {
     Char(char),
     Any,
     AnySeq,
-    Class {
-        negate: bool,
-        items: Vec<(char, char)>,
-    },
+    Class(Class),
+}
+
+/// A `[...]` set: an ASCII bitmap, and the items for other characters.
+#[derive(Debug, Clone, PartialEq)]
+struct Class {
+    negate: bool,
+    ascii: [u64; 2],
+    /// Items that reach beyond ASCII (tested only for non-ASCII characters).
+    wide: Vec<(char, char)>,
+}
+
+impl Class {
+    fn new(negate: bool, items: &[(char, char)]) -> Class {
+        let mut ascii = [0u64; 2];
+        let mut wide = Vec::new();
+        for &(lo, hi) in items {
+            if lo > hi {
+                continue; // an empty range matches nothing (fnmatch drops it)
+            }
+            let (l, h) = (u32::from(lo), u32::from(hi).min(127));
+            let mut c = l;
+            while c <= h {
+                ascii[(c / 64) as usize] |= 1 << (c % 64);
+                c += 1;
+            }
+            if u32::from(hi) > 127 {
+                wide.push((lo, hi));
+            }
+        }
+        Class {
+            negate,
+            ascii,
+            wide,
+        }
+    }
+
+    fn hit(&self, c: char) -> bool {
+        let n = u32::from(c);
+        let inside = if n < 128 {
+            self.ascii[(n / 64) as usize] & (1 << (n % 64)) != 0
+        } else {
+            self.wide.iter().any(|&(lo, hi)| lo <= c && c <= hi)
+        };
+        inside != self.negate
+    }
+}
+
+/// The `fnmatch` matcher of one wildcard component.
+#[derive(Debug, Clone, PartialEq)]
+struct Matcher {
+    toks: Vec<Tok>,
+    /// Characters a name needs at least (every token but `*` takes one).
+    min_chars: usize,
+    has_star: bool,
+}
+
+/// The position of the next `]` at or after each index (`len` when none):
+/// one backwards pass, so finding each class's end is O(1) and parsing a
+/// component is linear in its length whatever its brackets.
+fn next_close(chars: &[char]) -> Vec<usize> {
+    let mut out = vec![chars.len(); chars.len() + 1];
+    for i in (0..chars.len()).rev() {
+        out[i] = if chars[i] == ']' { i } else { out[i + 1] };
+    }
+    out
 }
 
 fn parse_component(c: &str) -> Result<Part, ToolFailure> {
@@ -56,6 +164,7 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
         return Ok(Part::Precise(c.to_string()));
     }
     let chars: Vec<char> = c.chars().collect();
+    let close = next_close(&chars);
     let mut toks = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -63,7 +172,7 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
             '*' => toks.push(Tok::AnySeq),
             '?' => toks.push(Tok::Any),
             '[' => {
-                // fnmatch.translate: find the closing ']' (a ']' right after '[' or '[!' is literal).
+                // fnmatch.translate: the closing ']' (a ']' right after '[' or '[!' is literal).
                 let mut j = i + 1;
                 if j < chars.len() && chars[j] == '!' {
                     j += 1;
@@ -71,9 +180,7 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
                 if j < chars.len() && chars[j] == ']' {
                     j += 1;
                 }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
+                let j = close[j.min(chars.len())];
                 if j >= chars.len() {
                     toks.push(Tok::Char('['));
                 } else {
@@ -93,7 +200,15 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
                             k += 1;
                         }
                     }
-                    toks.push(Tok::Class { negate, items });
+                    if items.len() > MAX_CLASS_ITEMS {
+                        return Err(too_big(
+                            "items in one [...] class",
+                            items.len(),
+                            MAX_CLASS_ITEMS,
+                            "MAX_CLASS_ITEMS",
+                        ));
+                    }
+                    toks.push(Tok::Class(Class::new(negate, &items)));
                     i = j;
                 }
             }
@@ -101,45 +216,111 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
         }
         i += 1;
     }
-    Ok(Part::Wild(toks))
+    let min_chars = toks.iter().filter(|t| **t != Tok::AnySeq).count();
+    let has_star = toks.len() != min_chars;
+    Ok(Part::Wild(Matcher {
+        toks,
+        min_chars,
+        has_star,
+    }))
 }
 
-/// Does `name` match the tokens? Iterative backtracking over `*` (linear-ish, no recursion).
-fn matches(toks: &[Tok], name: &str) -> bool {
-    let s: Vec<char> = name.chars().collect();
-    let (mut t, mut i) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while i < s.len() {
-        let step = match toks.get(t) {
-            Some(Tok::AnySeq) => {
-                star = Some((t, i));
-                t += 1;
-                continue;
-            }
-            Some(Tok::Any) => true,
-            Some(Tok::Char(c)) => *c == s[i],
-            Some(Tok::Class { negate, items }) => {
-                let hit = items.iter().any(|(lo, hi)| *lo <= s[i] && s[i] <= *hi);
-                hit != *negate
-            }
-            None => false,
-        };
-        if step {
-            t += 1;
-            i += 1;
-        } else if let Some((st, si)) = star {
-            t = st + 1;
-            i = si + 1;
-            star = Some((st, si + 1));
-        } else {
+impl Matcher {
+    /// Does `name` match? Iterative backtracking over the last `*` only:
+    /// O(name × tokens) steps, no recursion.
+    fn matches(&self, name: &str) -> bool {
+        let n = name.chars().count();
+        if n < self.min_chars || (!self.has_star && n != self.min_chars) {
             return false;
         }
+        let s: Vec<char> = name.chars().collect();
+        let toks = &self.toks;
+        let (mut t, mut i) = (0usize, 0usize);
+        let mut star: Option<(usize, usize)> = None;
+        while i < s.len() {
+            let step = match toks.get(t) {
+                Some(Tok::AnySeq) => {
+                    star = Some((t, i));
+                    t += 1;
+                    continue;
+                }
+                Some(Tok::Any) => true,
+                Some(Tok::Char(c)) => *c == s[i],
+                Some(Tok::Class(class)) => class.hit(s[i]),
+                None => false,
+            };
+            if step {
+                t += 1;
+                i += 1;
+            } else if let Some((st, si)) = star {
+                t = st + 1;
+                i = si + 1;
+                star = Some((st, si + 1));
+            } else {
+                return false;
+            }
+        }
+        toks[t..].iter().all(|x| *x == Tok::AnySeq)
     }
-    toks[t..].iter().all(|x| *x == Tok::AnySeq)
+
+    /// Work units of one match, for the deadline countdown (one unit is
+    /// about a thousand steps).
+    fn cost(&self, name: &str) -> u32 {
+        let steps = name.len().saturating_mul(self.toks.len());
+        u32::try_from(steps / 1024).unwrap_or(u32::MAX).max(1)
+    }
 }
 
-/// Parse a pattern into components.
-fn parse(pattern: &str) -> Result<Vec<Part>, ToolFailure> {
+/// A parsed `find_files` pattern (see the module documentation for the
+/// syntax and [`parse_pattern`] for the bounds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pattern {
+    parts: Vec<Part>,
+    /// The pattern ends in `/`: its last component matches directories
+    /// only (CPython 3.11).
+    dirs_only: bool,
+}
+
+impl Pattern {
+    /// Number of components (empty and `.` components dropped).
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Never true: a pattern without components is refused by [`parse_pattern`].
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Whether component `index` matches the single path component `name`
+    /// (`**` matches any name); `None` past the last component.
+    pub fn matches_component(&self, index: usize, name: &str) -> Option<bool> {
+        Some(match self.parts.get(index)? {
+            Part::Precise(p) => p == name,
+            Part::Wild(m) => m.matches(name),
+            Part::Recursive => true,
+        })
+    }
+}
+
+/// Parse a pattern into components, in time linear in its length.
+///
+/// # Errors
+/// `BadArgument` for a NUL byte, an empty pattern, `**` inside a component,
+/// or a pattern beyond one of the bounds ([`MAX_PATTERN_BYTES`],
+/// [`MAX_COMPONENTS`], [`MAX_RECURSIVE`], [`MAX_CLASS_ITEMS`]; the message
+/// names the bound and the size); `PathOutsideWorkspace` for absolute
+/// patterns and `..` components.
+pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(fail(
+            "BadArgument",
+            format!(
+                "find_files() pattern is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed (MAX_PATTERN_BYTES)",
+                pattern.len()
+            ),
+        ));
+    }
     if pattern.contains('\0') {
         return Err(fail("BadArgument", "pattern contains a NUL byte"));
     }
@@ -149,18 +330,41 @@ fn parse(pattern: &str) -> Result<Vec<Part>, ToolFailure> {
             "Non-relative patterns are unsupported",
         ));
     }
-    let mut parts = Vec::new();
-    for c in pattern.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                return Err(fail(
-                    "PathOutsideWorkspace",
-                    format!("pattern {pattern:?} climbs out of the workspace"),
-                ))
-            }
-            c => parts.push(parse_component(c)?),
+    let comps: Vec<&str> = pattern
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if comps.len() > MAX_COMPONENTS {
+        return Err(too_big(
+            "components",
+            comps.len(),
+            MAX_COMPONENTS,
+            "MAX_COMPONENTS",
+        ));
+    }
+    let recursive = comps.iter().filter(|c| **c == "**").count();
+    if recursive > MAX_RECURSIVE {
+        return Err(too_big(
+            "'**' components",
+            recursive,
+            MAX_RECURSIVE,
+            "MAX_RECURSIVE",
+        ));
+    }
+    let mut parts: Vec<Part> = Vec::with_capacity(comps.len());
+    for c in comps {
+        if c == ".." {
+            return Err(fail(
+                "PathOutsideWorkspace",
+                format!("pattern {pattern:?} climbs out of the workspace"),
+            ));
         }
+        let part = parse_component(c)?;
+        // `**/**` selects exactly what `**` does: keep one.
+        if part == Part::Recursive && parts.last() == Some(&Part::Recursive) {
+            continue;
+        }
+        parts.push(part);
     }
     if parts.is_empty() {
         return Err(fail(
@@ -168,13 +372,10 @@ fn parse(pattern: &str) -> Result<Vec<Part>, ToolFailure> {
             format!("Unacceptable pattern: {pattern:?}"),
         ));
     }
-    Ok(parts)
-}
-
-struct Walk<'a> {
-    ws: &'a Workspace,
-    out: Vec<String>,
-    visits: usize,
+    Ok(Pattern {
+        parts,
+        dirs_only: pattern.ends_with('/'),
+    })
 }
 
 fn join(rel: &str, name: &str) -> String {
@@ -190,6 +391,23 @@ enum Kind {
     Dir,
     SymlinkToDir,
     Other,
+}
+
+/// One call's walk: an explicit work list of states (a directory, the
+/// index of the component to match in it), each state done once, so the
+/// work is at most components × directories listings whatever the
+/// pattern, and no recursion a pattern could deepen.
+struct Walk<'a> {
+    ws: &'a Workspace,
+    out: Vec<String>,
+    visits: usize,
+    /// Directories reached so far, by id.
+    dirs: Vec<String>,
+    dir_ids: HashMap<String, u32>,
+    seen: HashSet<(u32, u32)>,
+    todo: Vec<(u32, u32)>,
+    bytes: usize,
+    clock: Interrupt,
 }
 
 impl Walk<'_> {
@@ -210,6 +428,19 @@ impl Walk<'_> {
         openat2(self.ws.fd(), &c, flags, 0).is_ok()
     }
 
+    fn account(&mut self, bytes: usize) -> Result<(), ToolFailure> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > MAX_WALK_BYTES {
+            return Err(fail(
+                "TooLarge",
+                format!(
+                    "pattern walks or matches more than {MAX_WALK_BYTES} bytes of paths (MAX_WALK_BYTES)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Directory entries of `rel` with their kind (symlinks classified by
     /// whether they resolve to a directory *inside* the workspace).
     fn list(&mut self, rel: &str) -> Result<Vec<(String, Kind)>, ToolFailure> {
@@ -217,7 +448,7 @@ impl Walk<'_> {
         if self.visits > MAX_VISITS {
             return Err(fail(
                 "TooLarge",
-                format!("pattern visits more than {MAX_VISITS} directories"),
+                format!("pattern visits more than {MAX_VISITS} directories (MAX_VISITS)"),
             ));
         }
         let Some(fd) = self.open_dir(rel) else {
@@ -229,9 +460,21 @@ impl Walk<'_> {
             return Ok(Vec::new());
         }
         std::mem::forget(fd); // now owned by `dir`
+        let entries = self.read_entries(rel, dir);
+        // SAFETY: closing the DIR* we opened (also closes the descriptor).
+        unsafe { libc::closedir(dir) };
+        entries
+    }
+
+    fn read_entries(
+        &mut self,
+        rel: &str,
+        dir: *mut libc::DIR,
+    ) -> Result<Vec<(String, Kind)>, ToolFailure> {
         let mut entries = Vec::new();
         loop {
-            // SAFETY: `dir` is a valid DIR* until closedir below.
+            self.clock.tick()?;
+            // SAFETY: `dir` is a valid DIR* until the caller's closedir.
             let ent = unsafe { libc::readdir(dir) };
             if ent.is_null() {
                 break;
@@ -280,65 +523,103 @@ impl Walk<'_> {
             };
             entries.push((name.to_string(), kind));
         }
-        // SAFETY: closing the DIR* we opened (also closes the descriptor).
-        unsafe { libc::closedir(dir) };
         Ok(entries)
     }
 
-    fn push(&mut self, rel: &str) -> Result<(), ToolFailure> {
+    fn push(&mut self, rel: String) -> Result<(), ToolFailure> {
         if self.out.len() >= MAX_RESULTS {
             return Err(fail(
                 "TooLarge",
-                format!("pattern matches more than {MAX_RESULTS} paths"),
+                format!("pattern matches more than {MAX_RESULTS} paths (MAX_RESULTS)"),
             ));
         }
-        self.out.push(if rel.is_empty() {
-            ".".to_string()
-        } else {
-            rel.to_string()
-        });
+        self.account(rel.len())?;
+        self.out
+            .push(if rel.is_empty() { ".".to_string() } else { rel });
         Ok(())
     }
 
-    /// Select `parts` starting at directory `rel` (which exists and is a directory
-    /// when parts is non-empty, or is a match to yield when it is empty).
-    fn select(&mut self, rel: &str, parts: &[Part]) -> Result<(), ToolFailure> {
-        let Some((first, rest)) = parts.split_first() else {
-            return self.push(rel);
+    /// Queue state (`rel`, `index`) unless it was queued before.
+    fn queue(&mut self, rel: String, index: usize) -> Result<(), ToolFailure> {
+        let id = match self.dir_ids.get(&rel) {
+            Some(id) => *id,
+            None => {
+                self.account(rel.len().saturating_mul(2))?;
+                let id = u32::try_from(self.dirs.len())
+                    .map_err(|_| fail("TooLarge", "pattern reaches too many directories"))?;
+                self.dirs.push(rel.clone());
+                self.dir_ids.insert(rel, id);
+                id
+            }
         };
-        let dir_only = !rest.is_empty();
-        match first {
-            Part::Precise(name) => {
-                let child = join(rel, name);
-                if self.exists(&child, dir_only) {
-                    self.select(&child, rest)?;
-                }
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        if self.seen.insert((id, index)) {
+            if self.seen.len() > MAX_STATES {
+                return Err(fail(
+                    "TooLarge",
+                    format!("pattern needs more than {MAX_STATES} walk steps (MAX_STATES)"),
+                ));
             }
-            Part::Wild(toks) => {
-                for (name, kind) in self.list(rel)? {
-                    if dir_only && kind == Kind::Other {
-                        continue;
-                    }
-                    if matches(toks, &name) {
-                        self.select(&join(rel, &name), rest)?;
-                    }
-                }
-            }
-            Part::Recursive => {
-                // Every directory from `rel` down, never through symlinks (CPython 3.11).
-                let mut dirs = vec![rel.to_string()];
-                let mut stack = vec![rel.to_string()];
-                while let Some(d) = stack.pop() {
-                    for (name, kind) in self.list(&d)? {
-                        if kind == Kind::Dir {
-                            let sub = join(&d, &name);
-                            dirs.push(sub.clone());
-                            stack.push(sub);
+            self.todo.push((id, index));
+        }
+        Ok(())
+    }
+
+    /// Select the pattern's components from the workspace root, CPython
+    /// 3.11's selectors turned into a work list: a state (`d`, `i`) means
+    /// "directory `d` exists; match components `i..` beneath it".
+    fn run(&mut self, parts: &[Part], dirs_only: bool) -> Result<(), ToolFailure> {
+        self.queue(String::new(), 0)?;
+        while let Some((id, index)) = self.todo.pop() {
+            self.clock.tick()?;
+            let rel = self.dirs.get(id as usize).cloned().unwrap_or_default();
+            let index = index as usize;
+            let Some(part) = parts.get(index) else {
+                continue;
+            };
+            let last = index + 1 == parts.len();
+            // What this component matches must be a directory.
+            let want_dir = !last || dirs_only;
+            match part {
+                Part::Precise(name) => {
+                    let child = join(&rel, name);
+                    if self.exists(&child, want_dir) {
+                        if last {
+                            self.push(child)?;
+                        } else {
+                            self.queue(child, index + 1)?;
                         }
                     }
                 }
-                for d in dirs {
-                    self.select(&d, rest)?;
+                Part::Wild(m) => {
+                    for (name, kind) in self.list(&rel)? {
+                        if want_dir && kind == Kind::Other {
+                            continue;
+                        }
+                        self.clock.spend(m.cost(&name))?;
+                        if m.matches(&name) {
+                            let child = join(&rel, &name);
+                            if last {
+                                self.push(child)?;
+                            } else {
+                                self.queue(child, index + 1)?;
+                            }
+                        }
+                    }
+                }
+                Part::Recursive => {
+                    // This directory, then every directory below it, never
+                    // through symlinks (CPython 3.11).
+                    if last {
+                        self.push(rel.clone())?;
+                    } else {
+                        self.queue(rel.clone(), index + 1)?;
+                    }
+                    for (name, kind) in self.list(&rel)? {
+                        if kind == Kind::Dir {
+                            self.queue(join(&rel, &name), index)?;
+                        }
+                    }
                 }
             }
         }
@@ -348,17 +629,29 @@ impl Walk<'_> {
 
 /// Run `pattern` against the workspace; sorted, deduplicated matches.
 ///
+/// Every size a pattern chooses is bounded (see [`parse_pattern`] and the
+/// `MAX_*` constants), the walk is iterative, and the run's deadline and
+/// cancel flag are polled while it works.
+///
 /// # Errors
-/// `BadArgument` for a malformed pattern, `PathOutsideWorkspace` for `..`
-/// or absolute patterns, `TooLarge` past [`MAX_RESULTS`]/[`MAX_VISITS`].
+/// `BadArgument` for a malformed or oversized pattern, `PathOutsideWorkspace`
+/// for `..` or absolute patterns, `TooLarge` past [`MAX_RESULTS`],
+/// [`MAX_VISITS`], [`MAX_STATES`] or [`MAX_WALK_BYTES`], `Timeout` when the
+/// run's wall-clock limit passes or the run is cancelled.
 pub fn find_files(ws: &Workspace, pattern: &str) -> Result<Vec<String>, ToolFailure> {
-    let parts = parse(pattern)?;
+    let pattern = parse_pattern(pattern)?;
     let mut w = Walk {
         ws,
         out: Vec::new(),
         visits: 0,
+        dirs: Vec::new(),
+        dir_ids: HashMap::new(),
+        seen: HashSet::new(),
+        todo: Vec::new(),
+        bytes: 0,
+        clock: Interrupt::new(),
     };
-    w.select("", &parts)?;
+    w.run(&pattern.parts, pattern.dirs_only)?;
     let mut out = w.out;
     out.sort();
     out.dedup();
@@ -424,6 +717,13 @@ mod tests {
         assert_eq!(ff(&w, "nope/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "a.txt/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "src/**/*.txt"), ["src/sub/t.txt"]);
+        // A trailing '/' keeps directories only (3.11).
+        assert_eq!(ff(&w, "*/"), [".hidden", "src", "src_link"]);
+        assert_eq!(ff(&w, "src/"), ["src"]);
+        assert_eq!(ff(&w, "src//"), ["src"]);
+        assert_eq!(ff(&w, "a.txt/"), Vec::<String>::new());
+        assert_eq!(ff(&w, "**/"), [".", ".hidden", "src", "src/sub"]);
+        assert_eq!(ff(&w, "**/*/"), [".hidden", "src", "src/sub", "src_link"]);
     }
 
     #[test]
@@ -443,22 +743,269 @@ mod tests {
         assert_eq!(find_files(&w, "a**").unwrap_err().type_name, "BadArgument");
     }
 
+    fn wild(s: &str) -> Matcher {
+        match parse_component(s).unwrap() {
+            Part::Wild(m) => m,
+            _ => panic!("not wild"),
+        }
+    }
+
     #[test]
     fn matcher() {
-        let p = |s: &str| match parse_component(s).unwrap() {
-            Part::Wild(t) => t,
-            _ => panic!("not wild"),
-        };
-        assert!(matches(&p("*a*b*c*"), "xxaxxbxxcxx"));
-        assert!(!matches(&p("*a*b*c*d"), "xxaxxbxxcxx"));
-        assert!(matches(&p("[]]x"), "]x"));
-        assert!(matches(&p("[a-c]*"), "b"));
-        assert!(matches(&p("[*"), "[*x") || !matches(&p("[*"), "["));
+        let p = wild;
+        assert!(p("*a*b*c*").matches("xxaxxbxxcxx"));
+        assert!(!p("*a*b*c*d").matches("xxaxxbxxcxx"));
+        assert!(p("[]]x").matches("]x"));
+        assert!(p("[a-c]*").matches("b"));
+        assert!(p("[*").matches("[*x") || !p("[*").matches("["));
         // Many stars against a long name stays fast (no exponential backtracking).
-        assert!(matches(&p(&"*a".repeat(25)), &"a".repeat(1000)));
-        assert!(!matches(
-            &p(&format!("{}b", "*a".repeat(25))),
-            &"a".repeat(1000)
-        ));
+        assert!(p(&"*a".repeat(25)).matches(&"a".repeat(1000)));
+        assert!(!p(&format!("{}b", "*a".repeat(25))).matches(&"a".repeat(1000)));
+    }
+
+    // fnmatch.translate's classes, checked against CPython 3.11's
+    // fnmatch.fnmatchcase.
+    #[test]
+    fn classes_like_fnmatch() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("[z-a]", "a", false),
+            ("[z-a]", "z", false),
+            ("[!z-a]", "q", true),
+            ("[xz-ay]", "y", true),
+            ("[xz-ay]", "b", false),
+            ("[a-]", "-", true),
+            ("[-a]", "-", true),
+            ("[!-a]", "b", true),
+            ("[!-a]", "-", false),
+            ("[]-a]", "^", true),
+            ("[a-z-0]", "-", true),
+            ("[a-z-0]", "0", true),
+            ("[a-é]", "é", true),
+            ("[a-é]", "z", true),
+            ("[a-é]", "ê", false),
+            ("[!é]", "e", true),
+            ("[!é]", "é", false),
+            ("[", "[", true),
+            ("[!", "[!", true),
+            ("[!]", "[!]", true),
+            ("a[", "a[", true),
+            ("[[]", "[", true),
+            ("x[!]]", "xa", true),
+            ("x[!]]", "x]", false),
+        ];
+        for (pat, name, want) in cases {
+            assert_eq!(wild(pat).matches(name), *want, "{pat:?} vs {name:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_are_bad_arguments_naming_the_bound() {
+        let bad = |pat: &str, bound: &str, size: usize| {
+            let e = parse_pattern(pat).unwrap_err();
+            assert_eq!(e.type_name, "BadArgument", "{pat:.40}");
+            assert!(
+                e.message.contains(bound) && e.message.contains(&size.to_string()),
+                "{}",
+                e.message
+            );
+        };
+        bad(&("**/".repeat(10_000) + "x"), "MAX_PATTERN_BYTES", 30_001);
+        bad(&"[".repeat(300_000), "MAX_PATTERN_BYTES", 300_000);
+        bad(
+            &"a".repeat(MAX_PATTERN_BYTES + 1),
+            "MAX_PATTERN_BYTES",
+            4097,
+        );
+        bad(&"a/".repeat(MAX_COMPONENTS + 1), "MAX_COMPONENTS", 257);
+        bad(
+            &"**/a/".repeat(MAX_RECURSIVE + 1),
+            "MAX_RECURSIVE",
+            MAX_RECURSIVE + 1,
+        );
+        bad(
+            &format!("[{}]", "x".repeat(MAX_CLASS_ITEMS + 1)),
+            "MAX_CLASS_ITEMS",
+            MAX_CLASS_ITEMS + 1,
+        );
+        // At the bounds: accepted.
+        assert!(parse_pattern(&"a".repeat(MAX_PATTERN_BYTES)).is_ok());
+        assert!(parse_pattern(&"[".repeat(MAX_PATTERN_BYTES)).is_ok());
+        assert!(parse_pattern(&"a/".repeat(MAX_COMPONENTS)).is_ok());
+        assert!(parse_pattern(&"**/a/".repeat(MAX_RECURSIVE)).is_ok());
+        assert!(parse_pattern(&format!("[{}]", "x".repeat(MAX_CLASS_ITEMS))).is_ok());
+        // Dropped components do not count.
+        assert!(parse_pattern(&("./".repeat(1000) + "a")).is_ok());
+    }
+
+    #[test]
+    fn parsing_is_linear() {
+        // Quadratic parsing of 4096 '[' would be ~8M steps; these must be
+        // instant. The bound keeps it small; the algorithm keeps it linear
+        // (checked on the component parser directly, beyond the bound).
+        let t = std::time::Instant::now();
+        for s in [
+            "[".repeat(200_000),
+            "[!".repeat(100_000),
+            "[]".repeat(100_000),
+        ] {
+            let m = wild(&s);
+            assert!(!m.matches("x"));
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(20));
+        let m = wild(&"[".repeat(1000));
+        assert!(m.matches(&"[".repeat(1000)));
+        assert!(!m.matches(&"[".repeat(999)));
+    }
+
+    /// The pre-fix recursive selection: the reference the work-list walk
+    /// must agree with on small trees.
+    fn reference(w: &Workspace, pattern: &str) -> Vec<String> {
+        fn sel(walk: &mut Walk<'_>, rel: &str, parts: &[Part], dirs: bool, out: &mut Vec<String>) {
+            let Some((first, rest)) = parts.split_first() else {
+                out.push(if rel.is_empty() {
+                    ".".into()
+                } else {
+                    rel.into()
+                });
+                return;
+            };
+            let dir_only = !rest.is_empty() || dirs;
+            match first {
+                Part::Precise(name) => {
+                    let child = join(rel, name);
+                    if walk.exists(&child, dir_only) {
+                        sel(walk, &child, rest, dirs, out);
+                    }
+                }
+                Part::Wild(m) => {
+                    for (name, kind) in walk.list(rel).unwrap() {
+                        if dir_only && kind == Kind::Other {
+                            continue;
+                        }
+                        if m.matches(&name) {
+                            sel(walk, &join(rel, &name), rest, dirs, out);
+                        }
+                    }
+                }
+                Part::Recursive => {
+                    let mut below = vec![rel.to_string()];
+                    let mut stack = vec![rel.to_string()];
+                    while let Some(d) = stack.pop() {
+                        for (name, kind) in walk.list(&d).unwrap() {
+                            if kind == Kind::Dir {
+                                let sub = join(&d, &name);
+                                below.push(sub.clone());
+                                stack.push(sub);
+                            }
+                        }
+                    }
+                    for d in below {
+                        sel(walk, &d, rest, dirs, out);
+                    }
+                }
+            }
+        }
+        let p = parse_pattern(pattern).unwrap();
+        let mut walk = new_walk(w);
+        let mut out = Vec::new();
+        sel(&mut walk, "", &p.parts, p.dirs_only, &mut out);
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn new_walk(ws: &Workspace) -> Walk<'_> {
+        Walk {
+            ws,
+            out: Vec::new(),
+            visits: 0,
+            dirs: Vec::new(),
+            dir_ids: HashMap::new(),
+            seen: HashSet::new(),
+            todo: Vec::new(),
+            bytes: 0,
+            clock: Interrupt::new(),
+        }
+    }
+
+    #[test]
+    fn work_list_agrees_with_recursive_selection() {
+        let (d, w) = tree();
+        fs::create_dir_all(d.path().join("src/sub/deeper/x")).unwrap();
+        fs::write(d.path().join("src/sub/deeper/x/m.py"), "").unwrap();
+        fs::write(d.path().join("src/sub/deeper/[x]"), "").unwrap();
+        for pat in [
+            "*.py",
+            "*",
+            "**",
+            "**/*.py",
+            "**/**/*.py",
+            "**/sub/**",
+            "**/*/**/*.py",
+            "*/**/*",
+            "src/**/x/**/*.py",
+            "**/[!s]*",
+            "**/deeper/[[]x]",
+            "src_link/**",
+            "*/*/*",
+            "**/x",
+            "./**/./*.txt",
+            "src/sub",
+            "src/sub/",
+            "nope/**",
+            "**/**/**/**/**/m.py",
+            "*_link/*",
+        ] {
+            assert_eq!(ff(&w, pat), reference(&w, pat), "{pat}");
+        }
+    }
+
+    #[test]
+    fn deep_recursive_chains_are_cheap() {
+        // A chain 40 directories deep and 32 `**` components: the
+        // recursive selection listed O(depth^k) directories; the work list
+        // lists each directory at most once per component.
+        let d = tempfile::tempdir().unwrap();
+        let deep = "d/".repeat(40);
+        fs::create_dir_all(d.path().join(&deep)).unwrap();
+        fs::write(d.path().join(format!("{deep}x")), "").unwrap();
+        let w = Workspace::open(d.path()).unwrap();
+        let pat = format!(
+            "{}x",
+            "**/d/".repeat(MAX_RECURSIVE / 2) + &"**/".repeat(MAX_RECURSIVE / 2)
+        );
+        let mut walk = new_walk(&w);
+        walk.run(&parse_pattern(&pat).unwrap().parts, false)
+            .unwrap();
+        assert_eq!(walk.out, vec![format!("{deep}x")]);
+        assert!(
+            walk.visits <= 41 * MAX_RECURSIVE,
+            "{} listings",
+            walk.visits
+        );
+        let pat = format!("{}x", "**/*/".repeat(MAX_RECURSIVE));
+        assert_eq!(ff(&w, &pat), vec![format!("{deep}x")]);
+        let pat = format!("{}y", "**/*/".repeat(MAX_RECURSIVE));
+        assert_eq!(ff(&w, &pat), Vec::<String>::new());
+        let pat = format!("{}**/x", "*/".repeat(41));
+        assert_eq!(ff(&w, &pat), Vec::<String>::new());
+    }
+
+    #[test]
+    fn stops_at_the_deadline_and_on_cancel() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (_d, w) = tree();
+        let past = std::time::Instant::now() - std::time::Duration::from_millis(1);
+        let e = crate::providers::with_run(past, None, || find_files(&w, "**/*")).unwrap_err();
+        assert_eq!(e.type_name, "Timeout");
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        let flag = Arc::new(AtomicBool::new(true));
+        let e =
+            crate::providers::with_run(later, Some(flag), || find_files(&w, "**/*")).unwrap_err();
+        assert_eq!(e.type_name, "Timeout");
+        assert!(e.message.contains("cancelled"), "{}", e.message);
+        let ok = crate::providers::with_run(later, None, || find_files(&w, "**/*.py"));
+        assert_eq!(ok.unwrap().len(), 4);
     }
 }
