@@ -12,7 +12,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Start `lackpy mcp --workspace <ws>` and complete the MCP handshake.
-pub(crate) async fn connect(ws: &std::path::Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+pub(crate) async fn connect(
+    ws: &std::path::Path,
+    extra: &[&str],
+) -> RunningService<RoleClient, ()> {
     let mut cmd = tokio::process::Command::new(util::bin());
     cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
     cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");

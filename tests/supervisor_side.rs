@@ -88,7 +88,11 @@ fn writable_command_tool_cannot_touch_the_control_dir() {
         assert_eq!(v["ok"], false, "{a}: {}\n{}", v, stderr(&out));
     }
     // What it sees of .lackpy: an empty directory.
-    let (_, v) = run(ws.path(), Some("shell"), r#"shell("ls -A .lackpy; echo end")"#);
+    let (_, v) = run(
+        ws.path(),
+        Some("shell"),
+        r#"shell("ls -A .lackpy; echo end")"#,
+    );
     assert_eq!(v["value"], "end\n", "{v}");
     // It can still write the workspace itself.
     let (_, v) = run(ws.path(), Some("shell"), r#"shell("echo hi > ok.txt")"#);
@@ -96,7 +100,10 @@ fn writable_command_tool_cannot_touch_the_control_dir() {
     assert!(ws.path().join("ok.txt").exists());
     let cfg = ws.path().join(".lackpy");
     assert!(std::fs::symlink_metadata(&cfg).is_ok_and(|m| m.is_dir()));
-    assert_eq!(std::fs::read_to_string(cfg.join("config.toml")).expect("cfg"), before);
+    assert_eq!(
+        std::fs::read_to_string(cfg.join("config.toml")).expect("cfg"),
+        before
+    );
     assert!(!cfg.join("kits").exists());
     assert!(!ws.path().join("moved").exists());
 }
@@ -112,7 +119,10 @@ fn writable_command_tool_cannot_create_the_control_dir() {
     let evil = "[[tools]]\nname = \"pwn\"\nprovider = \"command\"\nargv = [\"/bin/true\"]\n";
     let prog = format!(
         "shell({:?})",
-        format!("mkdir -p .lackpy; printf '{}' > .lackpy/config.toml", evil.replace('\n', "\\n"))
+        format!(
+            "mkdir -p .lackpy; printf '{}' > .lackpy/config.toml",
+            evil.replace('\n', "\\n")
+        )
     );
     let out = util::lackpy()
         .env("LACKPY_CONFIG", &user_cfg)
@@ -138,7 +148,11 @@ fn write_mode_mcp_server_cannot_touch_the_control_dir() {
     );
     let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
     let probe = |action: &str, target: &str| -> Value {
-        let (out, v) = run(ws.path(), Some("probe"), &format!("probe({action:?}, {target:?})"));
+        let (out, v) = run(
+            ws.path(),
+            Some("probe"),
+            &format!("probe({action:?}, {target:?})"),
+        );
         assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
         v["value"].clone()
     };
@@ -183,7 +197,10 @@ fn program_written_python_never_runs() {
     let (out, v) = run(ws.path(), Some("write_file,f"), &prog);
     assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
     let msg = v["error"]["message"].as_str().unwrap_or_default();
-    assert!(msg.contains("configuration error") && msg.contains("my_tools.py"), "{msg}");
+    assert!(
+        msg.contains("configuration error") && msg.contains("my_tools.py"),
+        "{msg}"
+    );
     // Into the control directory: refused by write_file.
     let prog = format!("write_file(\".lackpy/tools/my_tools.py\", {payload:?})");
     let (_, v) = run(ws.path(), Some("write_file"), &prog);
@@ -198,7 +215,10 @@ fn program_written_python_never_runs() {
             "def f():\n    import csv\n    return getattr(csv, 'HIJACKED', 'stdlib')\n",
         ),
     ]);
-    let evil = format!("HIJACKED = 'yes'\nopen({:?}, 'w').write('x')\n", marker.display().to_string());
+    let evil = format!(
+        "HIJACKED = 'yes'\nopen({:?}, 'w').write('x')\n",
+        marker.display().to_string()
+    );
     let prog = format!("write_file(\"csv.py\", {evil:?})\nf()");
     let (out, v) = run(ws.path(), Some("write_file,f"), &prog);
     assert_eq!(v["value"], "stdlib", "{v} {}", stderr(&out));
@@ -255,7 +275,11 @@ def f(what):
 #[test]
 fn symlinked_control_dir_is_refused() {
     let (out_dir, _) = outside();
-    std::fs::write(out_dir.path().join("config.toml"), "[profile]\ndefault = \"x\"\n").expect("cfg");
+    std::fs::write(
+        out_dir.path().join("config.toml"),
+        "[profile]\ndefault = \"x\"\n",
+    )
+    .expect("cfg");
     let ws = util::workspace(&[("lackpy-config/config.toml", "# planted\n"), ("a.txt", "a")]);
     for target in [PathBuf::from("lackpy-config"), out_dir.path().to_path_buf()] {
         let link = ws.path().join(".lackpy");
@@ -286,7 +310,9 @@ fn symlinked_traces_are_refused_and_reported() {
     for plant in ["traces", "file"] {
         let ws = util::workspace(&[("a.txt", "a"), (".lackpy/keep", "")]);
         match plant {
-            "traces" => std::os::unix::fs::symlink(out_dir.path(), ws.path().join(".lackpy/traces")),
+            "traces" => {
+                std::os::unix::fs::symlink(out_dir.path(), ws.path().join(".lackpy/traces"))
+            }
             _ => {
                 std::fs::create_dir_all(ws.path().join(".lackpy/traces")).expect("mkdir");
                 std::os::unix::fs::symlink(&secret, ws.path().join(".lackpy/traces").join(&day))
@@ -297,8 +323,15 @@ fn symlinked_traces_are_refused_and_reported() {
         assert_eq!(v["ok"], true, "{plant}: {v} {}", stderr(&out));
         let warnings = v["warnings"].to_string();
         assert!(warnings.contains("symlink"), "{plant}: {v}");
-        assert!(stderr(&out).contains("trace not written"), "{plant}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&secret).expect("secret"), "s3cret-outside");
+        assert!(
+            stderr(&out).contains("trace not written"),
+            "{plant}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&secret).expect("secret"),
+            "s3cret-outside"
+        );
         assert_eq!(names(out_dir.path()), ["secret.txt"], "{plant}");
     }
 }
@@ -311,12 +344,19 @@ fn huge_arguments_are_bounded_in_traces_and_replies() {
     let prog = "p = \"x\" * 300000\nfor i in range(40):\n    write_file(\"a.txt\", p)\nlen(p)";
     let (out, v) = run(ws.path(), Some("write_file"), prog);
     assert_eq!(v["value"], 300_000, "{v} {}", stderr(&out));
-    assert!(out.stdout.len() < 200_000, "reply is {} bytes", out.stdout.len());
+    assert!(
+        out.stdout.len() < 200_000,
+        "reply is {} bytes",
+        out.stdout.len()
+    );
     assert_eq!(v["trace"].as_array().map(Vec::len), Some(40));
     let content = &v["trace"][0]["args"][1];
     assert_eq!(content["$truncated"]["bytes"], 300_002, "{content}");
     let last = &v["trace"][39]["args"][1];
-    assert!(last.get("$truncated").is_some() || last.get("$omitted").is_some(), "{last}");
+    assert!(
+        last.get("$truncated").is_some() || last.get("$omitted").is_some(),
+        "{last}"
+    );
     let traces = ws.path().join(".lackpy/traces");
     let size: u64 = std::fs::read_dir(&traces)
         .expect("traces")

@@ -58,10 +58,7 @@ struct Lane {
 
 /// Why a lane could not be started.
 fn lane_failure(e: impl std::fmt::Display) -> ToolFailure {
-    crate::tools::fs::fail(
-        "ToolFailed",
-        format!("cannot confine the tool thread: {e}"),
-    )
+    crate::tools::fs::fail("ToolFailed", format!("cannot confine the tool thread: {e}"))
 }
 
 impl Lane {

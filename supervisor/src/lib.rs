@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod childjail;
+pub mod confine;
 pub mod freezer;
 pub mod json;
 pub mod mcp_source;
@@ -1313,10 +1314,13 @@ impl Session<'_, '_> {
                         let ws = self.ws;
                         // Builtin tools poll the deadline and the cancel flag.
                         let cancel = self.cancel.cloned();
+                        // Builtins run on a confined lane (`confine`): the
+                        // arguments are shared with it, not copied.
+                        let args = Arc::new(call.args);
                         let r = providers::with_run(self.deadline, cancel, || {
-                            tools::call(call.spec, &call.args, ws)
+                            tools::call_confined(call.spec, args.clone(), ws)
                         });
-                        (call.args, r)
+                        (Arc::try_unwrap(args).unwrap_or_else(|a| (*a).clone()), r)
                     }
                     Err(session::Refusal::Violation(what)) => return Err(self.violation(what)),
                     Err(session::Refusal::OverBudget { limit: max }) => {

@@ -524,12 +524,14 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         None | Some("read") => WorkspaceAccess::Read,
         Some("none") => WorkspaceAccess::None,
         Some("write") => WorkspaceAccess::Write,
-        Some(other) => return Err(fail(
-            "ToolFailed",
-            format!(
+        Some(other) => {
+            return Err(fail(
+                "ToolFailed",
+                format!(
                 "tool {tool:?}: workspace must be \"none\", \"read\" or \"write\", not {other:?}"
             ),
-        )),
+            ))
+        }
     };
     let key = Key {
         python,

@@ -36,6 +36,8 @@ pub fn fail(type_name: &str, message: impl Into<String>) -> ToolFailure {
 #[derive(Debug)]
 pub struct Workspace {
     dir: OwnedFd,
+    /// The path it was opened as (the confined tool lanes key on it).
+    path: std::path::PathBuf,
 }
 
 fn errno() -> i32 {
@@ -63,7 +65,26 @@ impl Workspace {
         }
         // SAFETY: fresh descriptor owned by nobody else.
         let dir = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Workspace { dir })
+        Ok(Workspace {
+            dir,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The path the workspace was opened as.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A second handle on the same open directory (`dup`).
+    ///
+    /// # Errors
+    /// The `dup` error.
+    pub fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(Workspace {
+            dir: self.dir.try_clone()?,
+            path: self.path.clone(),
+        })
     }
 
     /// The root descriptor.

@@ -132,6 +132,58 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     if spec.provider != "builtin" || crate::providers::codeintel::is_codeintel(&spec.name) {
         return crate::providers::call(spec, args, ws);
     }
+    builtin(spec, args, ws)
+}
+
+/// The builtin function `spec` runs when it is one the supervisor
+/// implements itself (the file tools and code intelligence, also behind an
+/// alias, a `codeintel` entry or an original-lackpy `lackpy.sources.builtins`
+/// entry): those run confined.
+pub fn builtin_function(spec: &ToolSpec) -> Option<&str> {
+    let function = || {
+        spec.provider_config
+            .get("function")
+            .and_then(|f| f.as_str())
+            .unwrap_or(spec.name.as_str())
+    };
+    match spec.provider.as_str() {
+        "builtin" => Some(spec.name.as_str()),
+        "codeintel" => Some(function()),
+        "python"
+            if spec.provider_config.get("module").and_then(|m| m.as_str())
+                == Some(crate::providers::LEGACY_BUILTINS_MODULE) =>
+        {
+            Some(function())
+        }
+        _ => None,
+    }
+}
+
+/// [`call`] for a builtin tool on a confined lane ([`crate::confine`]):
+/// landlocked to the workspace, read-only unless the tool writes, no
+/// network, no execute. Any other tool is called here as [`call`] does.
+///
+/// # Errors
+/// The tool's failure.
+pub fn call_confined(
+    spec: &ToolSpec,
+    args: std::sync::Arc<Vec<Data>>,
+    ws: &Workspace,
+) -> Result<Data, ToolFailure> {
+    let access = match builtin_function(spec) {
+        None => return call(spec, &args, ws),
+        Some("write_file" | "edit_file") => crate::confine::Access::Write,
+        Some(_) => crate::confine::Access::Read,
+    };
+    let ws2 = ws
+        .try_clone()
+        .map_err(|e| fail("ToolFailed", format!("cannot share the workspace: {e}")))?;
+    let spec2 = spec.clone();
+    crate::confine::run(ws.path(), access, move || call(&spec2, &args, &ws2))
+}
+
+/// The file tools (`read_file`, `find_files`, `write_file`, `edit_file`).
+fn builtin(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
     let t = spec.name.as_str();
     match t {
         "read_file" => fs::read_text(ws, str_arg(t, spec, args, 0)?).map(Data::Str),
