@@ -298,7 +298,7 @@ fn create(
     let body = render_kit(&kit);
     // Beneath the workspace's descriptor, never through a symlink.
     let write = || -> Result<(), lackpy_beneath::Error> {
-        lackpy_beneath::open_control(&ws, true)?
+        lackpy_beneath::open_control(ws, true)?
             .and_then(|ctl| ctl.subdir("kits", true).transpose())
             .transpose()?
             .map_or(Ok(()), |kits| {

@@ -293,8 +293,8 @@ fn hide_control(path: &CString, id: (u64, u64)) -> std::io::Result<()> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one stat struct into `st`.
     let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
-    // SAFETY: fstat succeeded when rc == 0 (checked before use).
     let same = rc == 0 && {
+        // SAFETY: fstat succeeded (rc == 0), so `st` is initialised.
         let st = unsafe { st.assume_init() };
         (st.st_dev, st.st_ino) == id
     };

@@ -661,7 +661,8 @@ mod tests {
         let victim = outside.path().join("victim");
         std::fs::write(&victim, "keep").unwrap();
         // .lackpy itself, traces/, and the day's file, each a symlink.
-        let cases: [(&str, &dyn Fn(&Path)); 3] = [
+        type Plant<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Plant); 3] = [
             (".lackpy", &|ws: &Path| {
                 symlink(outside.path(), ws.join(".lackpy")).unwrap()
             }),
