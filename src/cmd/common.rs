@@ -143,6 +143,12 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
 /// [`CliError`] for a missing workspace, an unreadable file or bad config.
 pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
     let (mut config, kits) = load_files(workspace)?;
+    // What write-mode servers can write is program-writable: no trusted
+    // code (a server, command or module) may come from there.
+    lackpy_supervisor::trusted::register_write_paths(
+        workspace,
+        lackpy_supervisor::mcp_source::write_paths_of(&config, workspace),
+    );
     // Tools of `[mcp_servers]` (discovered once per process).
     lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
     Ok((config, kits))

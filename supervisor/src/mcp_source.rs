@@ -212,6 +212,16 @@ pub(crate) fn config_path(p: &str, workspace: &Path) -> PathBuf {
     }
 }
 
+/// Every `write_paths` entry of `config`'s MCP servers, resolved as their
+/// jails resolve them (for [`crate::trusted::register_write_paths`]).
+pub fn write_paths_of(config: &Config, workspace: &Path) -> Vec<PathBuf> {
+    config
+        .mcp_servers
+        .values()
+        .flat_map(|s| s.write_paths.iter().map(|p| config_path(p, workspace)))
+        .collect()
+}
+
 /// The jail of one server (see [`crate::childjail`]): what it may read
 /// follows from its command line, the rest from its table.
 /// - read+execute: the program's installation and that of each `#!`

@@ -9,11 +9,28 @@
 //! rewrite it and have lackpy run its code with the tool's rights. Such a
 //! configuration is refused, naming the file.
 //!
-//! What a writable MCP server's `write_paths` name outside the workspace is
-//! program-writable too; those paths are not known to the providers at
-//! call time (see SECURITY.md, "Known gaps").
+//! What a writable MCP server's `write_paths` name is program-writable too:
+//! the front end registers them when it loads the configuration
+//! ([`register_write_paths`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+/// `write_paths` of the configured MCP servers, per workspace.
+static WRITE_PATHS: RwLock<Vec<(PathBuf, Vec<PathBuf>)>> = RwLock::new(Vec::new());
+
+/// Record the `write_paths` of `workspace`'s configured MCP servers
+/// (absolute, as the servers' jails resolve them): they belong to the
+/// program-writable set of that workspace.
+pub fn register_write_paths(workspace: &Path, paths: Vec<PathBuf>) {
+    let mut g = WRITE_PATHS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    g.retain(|(w, _)| w != workspace);
+    if !paths.is_empty() {
+        g.push((workspace.to_path_buf(), paths));
+    }
+}
 
 /// Whether `path` lies in the program-writable set of `workspace`: the
 /// path as written (a symlink in the workspace can be retargeted by a
@@ -27,7 +44,24 @@ pub fn in_writable_set(path: &Path, workspace: &Path) -> bool {
     } else {
         lexical(&workspace.join(path))
     };
-    inside(&written) || std::fs::canonicalize(path).is_ok_and(|c| inside(&c))
+    let canonical = std::fs::canonicalize(path).ok();
+    if inside(&written) || canonical.as_deref().is_some_and(inside) {
+        return true;
+    }
+    let g = WRITE_PATHS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    g.iter()
+        .filter(|(w, _)| w == workspace)
+        .flat_map(|(_, roots)| roots)
+        .any(|root| {
+            let canon_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+            written.starts_with(root)
+                || written.starts_with(&canon_root)
+                || canonical
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with(root) || c.starts_with(&canon_root))
+        })
 }
 
 /// `p` with `.` and `..` components folded away (no filesystem access).
@@ -81,5 +115,14 @@ mod tests {
         std::os::unix::fs::symlink("/usr/bin/env", ws.join("env")).unwrap();
         assert!(in_writable_set(&ws.join("env"), &ws));
         assert!(in_writable_set(&ws.join("sub/../evil.sh"), &ws));
+        // A write-mode MCP server's write_paths join the set.
+        let other = tempfile::tempdir().unwrap();
+        let tool = other.path().join("tool.sh");
+        std::fs::write(&tool, "").unwrap();
+        assert!(!in_writable_set(&tool, &ws));
+        register_write_paths(&ws, vec![other.path().to_path_buf()]);
+        assert!(in_writable_set(&tool, &ws));
+        register_write_paths(&ws, vec![]);
+        assert!(!in_writable_set(&tool, &ws));
     }
 }
