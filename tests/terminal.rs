@@ -58,7 +58,7 @@ fn hostile_workspace() -> tempfile::TempDir {
             ".lackpy/config.toml",
             "[[tools]]\nname = \"fail\"\nprovider = \"python\"\nmodule = \"evil\"\nfunction = \"fail\"\nreturns = \"None\"\ngrade_w = 0\neffects_ceiling = 0\nargs = [{ name = \"s\", type = \"str\" }]\n",
         ),
-        ("evil.py", "def fail(s):\n    raise ValueError(s)\n"),
+        (".lackpy/tools/evil.py", "def fail(s):\n    raise ValueError(s)\n"),
     ])
 }
 

@@ -308,7 +308,9 @@ impl Dir {
                 }))
             }
             Err(libc::ENOENT) if create => {}
-            Err(libc::ENOENT) => return Ok(None),
+            // Absent, or something other than a directory in its place (a
+            // plain file named `.lackpy`): nothing to read from there.
+            Err(libc::ENOENT | libc::ENOTDIR) if !create => return Ok(None),
             Err(e) => return Err(self.error(name, e)),
         }
         let mut at = Dir {

@@ -83,7 +83,8 @@ pub struct Spec {
     pub max_procs: u64,
     /// The workspace whose control directory (`.lackpy/`: config, kits,
     /// tool modules, traces) the program must neither see nor change. It
-    /// is created when absent (so a writable program cannot create it),
+    /// is created when absent and the program may write the workspace (so
+    /// it cannot create one itself),
     /// opened beneath the workspace without following a symlink, and
     /// covered in the program's own mount namespace by an empty read-only
     /// tmpfs: the program sees an empty directory it can neither write,
@@ -152,11 +153,26 @@ impl Jail {
                     path: path.clone(),
                     source: std::io::Error::from(std::io::ErrorKind::NotFound),
                 };
-                let dir = lackpy_beneath::open_control(ws, true)?.ok_or_else(missing)?;
-                let st = dir.own_stamp().ok_or_else(missing)?;
-                use std::os::unix::ffi::OsStrExt;
-                let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| missing())?;
-                Some((c, (st.dev, st.ino)))
+                // Created first only for a program that could create it
+                // (write access over the workspace); otherwise an absent
+                // control directory has nothing to hide and stays absent.
+                let writable = spec
+                    .read_write
+                    .iter()
+                    .any(|p| ws.starts_with(p) || p.starts_with(ws));
+                match lackpy_beneath::open_control(ws, writable)? {
+                    None if !writable => {
+                        flags &= !libc::CLONE_NEWNS;
+                        None
+                    }
+                    None => return Err(missing().into()),
+                    Some(dir) => {
+                        let st = dir.own_stamp().ok_or_else(missing)?;
+                        use std::os::unix::ffi::OsStrExt;
+                        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| missing())?;
+                        Some((c, (st.dev, st.ino)))
+                    }
+                }
             }
         };
         let uid = nix::unistd::getuid();
