@@ -1,9 +1,9 @@
-//! Tool confinement: the builtin file tools (`read_file`, `find_files`,
-//! `write_file`, `edit_file`, `find_definitions`, `find_callers`) run on
-//! *lanes*, threads that confined themselves with landlock before serving
-//! any call: filesystem access only beneath one workspace (read, or read
-//! and write when the profile's grade has effects `d > 0`), no TCP, no
-//! execute. The jail makes a bug in the worker harmless; this makes a bug
+//! Tool confinement: the builtin tools whose path logic is lackpy's own
+//! (`write_file`, `edit_file`, `find_definitions`, `find_callers`; see
+//! `tools::call_confined` for why `read_file` and `find_files` are not) run
+//! on *lanes*, threads that confined themselves with landlock before
+//! serving any call: filesystem access only beneath one workspace (read,
+//! or read and write for the writing tools), no TCP, no execute. The jail makes a bug in the worker harmless; this makes a bug
 //! in a tool implementation (a path check gone wrong, a symlink race)
 //! unable to reach outside the workspace either.
 //!
