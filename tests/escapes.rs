@@ -55,6 +55,7 @@ const CORPUS: &[(&str, &str)] = &[
     ("paths", include_str!("escapes/paths.toml")),
     ("bombs", include_str!("escapes/bombs.toml")),
     ("tools", include_str!("escapes/tools.toml")),
+    ("fuzz", include_str!("escapes/fuzz.toml")),
 ];
 
 /// Placeholders a program may contain; see the corpus README.
