@@ -59,6 +59,7 @@ const CORPUS: &[(&str, &str)] = &[
     ("tools", include_str!("escapes/tools.toml")),
     ("builders", include_str!("escapes/builders.toml")),
     ("glob", include_str!("escapes/glob.toml")),
+    ("fuzz", include_str!("escapes/fuzz.toml")),
 ];
 
 /// Placeholders a program may contain; see the corpus README.

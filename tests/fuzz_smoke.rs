@@ -4,10 +4,18 @@
 //!
 //! The generators are `tests/fuzz/src/gen.rs`, shared with the long-running
 //! fuzz targets (`scripts/fuzz TARGET SECONDS`). A failure prints the seed and
-//! the input; fixed crashes become cases in [`REGRESSIONS`].
+//! the input; fixed crashes become cases in [`REGRESSIONS`] or files in
+//! `tests/fuzz/regressions/TARGET/`, which [`fuzz_smoke_corpora`] replays
+//! (with the committed corpora) through the fuzz targets themselves.
 
-#[path = "fuzz/src/gen.rs"]
-mod gen;
+// The fuzz targets' bodies themselves (tests/fuzz/src/lib.rs), so the
+// committed corpora and every minimized crash replay through exactly the
+// code `scripts/fuzz` runs.
+#[allow(dead_code)]
+#[path = "fuzz/src/lib.rs"]
+mod fuzzlib;
+
+use fuzzlib::gen;
 
 use gen::Rng;
 use lackpy_policy::lang::validate_bytes;
@@ -526,6 +534,91 @@ fn fuzz_smoke_ipc_frames() {
             }
         }
         eprintln!("fuzz smoke: 300 frame sequences, {payloads} payloads, {errors} errors");
+        failures
+    });
+}
+
+/// Every committed corpus entry and every minimized crash of every
+/// `scripts/fuzz` target (`tests/fuzz/corpus/TARGET/*`,
+/// `tests/fuzz/regressions/TARGET/*`) through the target itself, in-process:
+/// no panic, no stack overflow, no hang.
+#[test]
+fn fuzz_smoke_corpora() {
+    bounded("corpora", Duration::from_secs(300), |cur| {
+        type Target = (&'static str, fn(&[u8]));
+        let targets: &[Target] = &[
+            ("parse_validate", fuzzlib::parse_validate),
+            ("interp", fuzzlib::interp),
+            ("ipc_frame", fuzzlib::ipc_frame_full),
+            ("glob", fuzzlib::glob),
+            ("config", fuzzlib::config),
+            ("mcp_result", fuzzlib::mcp_result),
+        ];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
+        let mut failures = Vec::new();
+        let mut counts = Vec::new();
+        for (target, run) in targets {
+            let mut files: Vec<std::path::PathBuf> = ["corpus", "regressions"]
+                .iter()
+                .filter_map(|d| std::fs::read_dir(root.join(d).join(target)).ok())
+                .flat_map(|rd| rd.flatten().map(|e| e.path()))
+                .collect();
+            files.sort();
+            counts.push(format!("{target}: {}", files.len()));
+            for f in &files {
+                let Ok(bytes) = std::fs::read(f) else {
+                    failures.push(format!("cannot read {}", f.display()));
+                    continue;
+                };
+                set(&cur, &format!("{target}: {}", f.display()));
+                let t = Instant::now();
+                if catch_unwind(AssertUnwindSafe(|| run(&bytes))).is_err() {
+                    failures.push(format!("{target}: {} panicked", f.display()));
+                }
+                let el = t.elapsed();
+                if el > Duration::from_secs(10) {
+                    failures.push(format!("{target}: {} took {el:?}", f.display()));
+                }
+            }
+        }
+        eprintln!("fuzz smoke: corpora replayed ({})", counts.join(", "));
+        failures
+    });
+}
+
+/// Inputs the `glob` target found that `supervisor/src/tools/glob.rs` does
+/// not handle yet (`tests/fuzz/known/glob/*`): patterns of 60 bytes made of
+/// `*`, `**` and `/` that, in the fuzz workspace (a `loop -> .` symlink and a
+/// `../..` link back to the root), take more than libFuzzer's 10 s per
+/// input: the walk is bounded only by `MAX_VISITS` directory listings, each
+/// of which opens every symlink entry, and never looks at the run's deadline.
+/// Reported to the glob hardening branch (glob.rs is not changed here); run
+/// with `--ignored` once it lands, then move the files to
+/// `tests/fuzz/regressions/glob/` and drop the `#[ignore]`.
+#[test]
+#[ignore = "three of the four inputs now end in well under a second; one still walks ~6 s in a debug build without a run deadline (bounded by MAX_STATES; in a real run the deadline stops it)"]
+fn fuzz_known_glob_gaps() {
+    bounded("known-glob", Duration::from_secs(300), |cur| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
+        let mut failures = Vec::new();
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap_or_default();
+            set(&cur, &format!("{}", f.display()));
+            let t = Instant::now();
+            if catch_unwind(AssertUnwindSafe(|| fuzzlib::glob(&bytes))).is_err() {
+                failures.push(format!("{} panicked", f.display()));
+            }
+            // A 60-byte pattern over a dozen directories: well under a
+            // second when bounded; 5 s is generous even in a debug build.
+            let el = t.elapsed();
+            if el > Duration::from_secs(5) {
+                failures.push(format!("{} took {el:?}", f.display()));
+            }
+        }
         failures
     });
 }

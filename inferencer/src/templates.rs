@@ -236,15 +236,41 @@ impl Template {
         }
         for p in self.all_patterns() {
             if let Some(caps) = match_pattern(p, &norm) {
-                let mut prog = self.program.clone();
-                for (k, v) in &caps {
-                    prog = prog.replace(&format!("{{{k}}}"), &py_str(v));
-                }
-                return Some(prog);
+                return Some(substitute(&self.program, &caps));
             }
         }
         None
     }
+}
+
+/// `program` with every `{slot}` that has a capture replaced by the
+/// capture as a Python string literal, in one left-to-right pass: an
+/// inserted literal is never scanned again, so a capture that itself looks
+/// like `{other}` stays inside its literal (replacing slot by slot would
+/// substitute into the first literal and split it open).
+fn substitute(program: &str, caps: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(program.len());
+    let mut rest = program;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let slot = after
+            .find('}')
+            .map(|close| (&after[..close], &after[close + 1..]))
+            .and_then(|(name, tail)| caps.get(name).map(|v| (v, tail)));
+        match slot {
+            Some((v, tail)) => {
+                out.push_str(&py_str(v));
+                rest = tail;
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Templates in the order they are tried (workspace first, then shipped).
@@ -653,6 +679,28 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(got, "read_file(\"a\\\"+read_file(\\\"b\")");
         assert!(rustpython_parser::parse(&got, rustpython_parser::Mode::Module, "<t>").is_ok());
+    }
+
+    #[test]
+    fn a_capture_that_names_another_slot_stays_a_literal() {
+        // Replacing slot by slot put `b`'s literal inside `a`'s literal
+        // (`""+x+""`), which made `b`'s text bare code.
+        let t = Template {
+            name: "t".into(),
+            patterns: vec!["read {a} {b}".into()],
+            program: "f({a}, {b})".into(),
+            ..Template::default()
+        };
+        assert_eq!(
+            t.apply("read {b} +x+").as_deref(),
+            Some("f(\"{b}\", \"+x+\")")
+        );
+        // Unknown and malformed braces are left alone.
+        let t = Template {
+            program: "{a} {zz} {{ } {".into(),
+            ..t
+        };
+        assert_eq!(t.apply("read q r").as_deref(), Some("\"q\" {zz} {{ } {"));
     }
 
     #[test]

@@ -33,7 +33,7 @@ use crate::tools::fs::{fail, Workspace};
 use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec, WorkspaceAccess};
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{Data, ToolFailure};
-use rmcp::model::{CallToolRequestParams, Tool, ToolAnnotations};
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
@@ -600,8 +600,10 @@ fn timeout_of(config: &Config, name: &str) -> Duration {
         })
 }
 
-/// The [`ToolSpec`] for one listed tool of server `name`.
-fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Option<ToolSpec> {
+/// The [`ToolSpec`] for one listed tool of server `name` (`None` when the
+/// tool's name leaves no Python identifier). Public so the conversion of a
+/// hostile server's tool listing can be fuzzed without a server.
+pub fn spec_of(name: &str, server: &McpServer, tool: &Tool, timeout: Duration) -> Option<ToolSpec> {
     let bare = py_name(&tool.name)?;
     let grade = server
         .tool_grades
@@ -875,10 +877,22 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         }
         Ok(Ok(r)) => r,
     };
+    result_to_data(name, &result)
+}
+
+/// What a server's `tools/call` result becomes for the program: the
+/// structured content as plain data when there is one, else the text
+/// blocks joined by newlines (`None` for no content at all). Pure, so the
+/// conversion of hostile server output can be fuzzed without a server.
+///
+/// # Errors
+/// `ToolFailed` for `isError: true` (with the server's text) and for
+/// structured content that is not plain data (too deep).
+pub fn result_to_data(name: &str, result: &CallToolResult) -> Result<Data, ToolFailure> {
     let text = result
         .content
         .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
         .collect::<Vec<_>>()
         .join("\n");
     if result.is_error == Some(true) {
@@ -889,8 +903,8 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         };
         return Err(fail("ToolFailed", format!("{name}(): {msg}")));
     }
-    match result.structured_content {
-        Some(v) => from_plain(&v, 0)
+    match &result.structured_content {
+        Some(v) => from_plain(v, 0)
             .map_err(|e| fail("ToolFailed", format!("{name}(): unusable result: {e}"))),
         None if result.content.is_empty() => Ok(Data::None),
         None => Ok(Data::Str(text)),

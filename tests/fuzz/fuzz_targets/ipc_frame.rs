@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lackpy_fuzz::ipc_frame(data);
+    lackpy_fuzz::ipc_frame_full(data);
 });

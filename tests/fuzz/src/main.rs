@@ -15,8 +15,19 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// Every target, by name.
+const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("parse_validate", lackpy_fuzz::parse_validate),
+    ("interp", lackpy_fuzz::interp),
+    ("ipc_frame", lackpy_fuzz::ipc_frame_full),
+    ("glob", lackpy_fuzz::glob),
+    ("config", lackpy_fuzz::config),
+    ("mcp_result", lackpy_fuzz::mcp_result),
+];
+
 fn usage() -> ! {
-    eprintln!("usage: lackpy-fuzz parse_validate|interp|ipc_frame SECONDS [SEED]");
+    let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
+    eprintln!("usage: lackpy-fuzz {} SECONDS [SEED]", names.join("|"));
     std::process::exit(3);
 }
 
@@ -125,11 +136,8 @@ fn main() {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_nanos() as u64)
         });
-    let run: fn(&[u8]) = match target.as_str() {
-        "parse_validate" => lackpy_fuzz::parse_validate,
-        "interp" => lackpy_fuzz::interp,
-        "ipc_frame" => lackpy_fuzz::ipc_frame,
-        _ => usage(),
+    let Some(run) = TARGETS.iter().find(|(n, _)| n == target).map(|(_, f)| *f) else {
+        usage()
     };
     let art = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("artifacts")
@@ -139,7 +147,23 @@ fn main() {
         std::process::exit(3);
     }
     let programs = program_seeds();
-    let frames = frame_seeds();
+    let mut frames = frame_seeds();
+    let byte_target = !matches!(target.as_str(), "parse_validate" | "interp");
+    if target != "ipc_frame" {
+        frames.clear();
+    }
+    // The committed corpus of the target (all of it for the byte targets).
+    if let Ok(rd) = std::fs::read_dir(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target),
+    ) {
+        for e in rd.flatten() {
+            if let Ok(b) = std::fs::read(e.path()) {
+                frames.push(b);
+            }
+        }
+    }
     let mut rng = Rng::new(seed);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let (mut iters, mut crashes, mut slowest) = (0u64, 0u64, Duration::ZERO);
@@ -149,7 +173,7 @@ fn main() {
     );
     while Instant::now() < deadline {
         let input: Vec<u8> = match target.as_str() {
-            "ipc_frame" => {
+            _ if byte_target => {
                 if rng.one_in(4) || frames.is_empty() {
                     gen::random_bytes(&mut rng, 512)
                 } else {
