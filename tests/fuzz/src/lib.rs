@@ -303,11 +303,21 @@ pub fn glob_workspace() -> &'static GlobWorkspace {
 /// `find_files` pattern. Besides not crashing: results are sorted, unique,
 /// relative, never climb, never pass through the symlinks that point out,
 /// and never exceed the result cap.
+/// The run deadline each fuzzed `find_files` call gets. Why 2 s: well
+/// under libFuzzer's 10 s per-input timeout even under AddressSanitizer,
+/// so a walk that does not look at the deadline shows up as a hang.
+pub const GLOB_RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn glob(data: &[u8]) {
     use lackpy_supervisor::tools::glob::{find_files, MAX_RESULTS};
     let g = glob_workspace();
     let pattern = String::from_utf8_lossy(data);
-    if let Ok(paths) = find_files(&g.ws, &pattern) {
+    // As the supervisor calls it: inside a run, whose deadline bounds the
+    // walk (a pattern whose walk is long but bounded ends in `Timeout`).
+    let deadline = std::time::Instant::now() + GLOB_RUN_DEADLINE;
+    let found =
+        lackpy_supervisor::providers::with_run(deadline, None, || find_files(&g.ws, &pattern));
+    if let Ok(paths) = found {
         assert!(paths.len() <= MAX_RESULTS, "more than MAX_RESULTS paths");
         assert!(
             paths.windows(2).all(|w| w[0] < w[1]),
