@@ -146,56 +146,20 @@ pub fn resolve_error(path: &str, e: i32) -> ToolFailure {
     }
 }
 
-/// The kernel's `struct open_how` (libc's is non-exhaustive).
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-
-/// `openat2(dir, path, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
+/// `openat2(dir, path, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`
+/// (symlinks that stay beneath `dir` are followed; see
+/// [`lackpy_beneath::openat2`]).
 ///
 /// # Errors
 /// The raw errno.
 pub fn openat2(dir: RawFd, path: &CString, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
-    let how = OpenHow {
-        // openat2 rejects O_PATH combined with anything but O_DIRECTORY/O_NOFOLLOW/O_CLOEXEC.
-        flags: (flags
-            | libc::O_CLOEXEC
-            | if flags & libc::O_PATH == 0 {
-                libc::O_NOCTTY
-            } else {
-                0
-            }) as u64,
-        mode: if flags & libc::O_CREAT != 0 {
-            u64::from(mode)
-        } else {
-            0
-        },
-        resolve: RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    loop {
-        // SAFETY: `path` is NUL-terminated; `how` is a valid open_how of the size passed.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dir,
-                path.as_ptr(),
-                &how as *const OpenHow,
-                std::mem::size_of::<OpenHow>(),
-            )
-        };
-        if fd >= 0 {
-            let fd = RawFd::try_from(fd).map_err(|_| libc::EBADF)?;
-            // SAFETY: fresh descriptor owned by nobody else.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let e = errno();
-        if e != libc::EINTR && e != libc::EAGAIN {
-            return Err(e);
-        }
-    }
+    lackpy_beneath::openat2(
+        dir,
+        path,
+        flags,
+        mode,
+        RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    )
 }
 
 fn fstat(fd: RawFd) -> Result<libc::stat, i32> {
