@@ -592,11 +592,9 @@ fn fuzz_smoke_corpora() {
 /// `../..` link back to the root), take more than libFuzzer's 10 s per
 /// input: the walk is bounded only by `MAX_VISITS` directory listings, each
 /// of which opens every symlink entry, and never looks at the run's deadline.
-/// Reported to the glob hardening branch (glob.rs is not changed here); run
-/// with `--ignored` once it lands, then move the files to
-/// `tests/fuzz/regressions/glob/` and drop the `#[ignore]`.
+/// With the hardened walker (bounded patterns, iterative, deadline checked)
+/// and the target's run deadline, each ends within the bound below.
 #[test]
-#[ignore = "three of the four inputs now end in well under a second; one still walks ~6 s in a debug build without a run deadline (bounded by MAX_STATES; in a real run the deadline stops it)"]
 fn fuzz_known_glob_gaps() {
     bounded("known-glob", Duration::from_secs(300), |cur| {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
