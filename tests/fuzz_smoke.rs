@@ -586,12 +586,11 @@ fn fuzz_smoke_corpora() {
     });
 }
 
-/// Inputs the `glob` target found that `supervisor/src/tools/glob.rs` does
-/// not handle yet (`tests/fuzz/known/glob/*`): patterns of 60 bytes made of
-/// `*`, `**` and `/` that, in the fuzz workspace (a `loop -> .` symlink and a
-/// `../..` link back to the root), take more than libFuzzer's 10 s per
-/// input: the walk is bounded only by `MAX_VISITS` directory listings, each
-/// of which opens every symlink entry, and never looks at the run's deadline.
+/// Inputs the `glob` target found before the walker was hardened
+/// (`tests/fuzz/known/glob/*`): patterns of 60 bytes made of `*`, `**` and
+/// `/` that, in the fuzz workspace (a `loop -> .` symlink and a `../..` link
+/// back to the root), took more than libFuzzer's 10 s per input: the old
+/// walk was bounded only by `MAX_VISITS` and never looked at the deadline.
 /// With the hardened walker (bounded patterns, iterative, deadline checked)
 /// and the target's run deadline, each ends within the bound below.
 #[test]
