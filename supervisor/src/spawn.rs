@@ -1,8 +1,8 @@
 //! Spawning and killing worker processes.
 //!
 //! A worker is this very executable, opened once as an `O_PATH` handle
-//! ([`ExeHandle`]) and re-exec'd through `/proc/self/fd/N` with
-//! `__worker <role> --jail <spec>`. Before exec (in the forked child):
+//! ([`ExeHandle`]) and re-exec'd with `execveat(fd, "", AT_EMPTY_PATH)`
+//! (no path is looked up) as `__worker <role> --jail <spec>`. Before exec (in the forked child):
 //! stdin/stdout are /dev/null, stderr is /dev/null unless `LACKPY_LOG` is
 //! set, the IPC socket is dup'ed to fd 3, every other descriptor is marked
 //! close-on-exec, a root supervisor drops to nobody (65534), and the worker
