@@ -12,14 +12,6 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py")
 }
 
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// A workspace whose config declares the fake server (plus `extra` TOML).
 fn ws_with(extra: &str) -> tempfile::TempDir {
     let cfg = format!(
@@ -79,7 +71,7 @@ fn grade_of(t: &Value) -> (u64, u64) {
 
 #[test]
 fn tools_lists_discovered_tools_with_grades_from_annotations() {
-    if !have_python() {
+    if !util::have_python() {
         eprintln!("skipped: no python3");
         return;
     }
@@ -106,7 +98,7 @@ fn tools_lists_discovered_tools_with_grades_from_annotations() {
 
 #[test]
 fn grade_override_applies() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.tools.plain]\ngrade = { w = 0, d = 1 }\n");
     let (_, v) = tools_json(ws.path());
     let plain = tool(&v, "plain").expect("plain listed");
@@ -125,7 +117,7 @@ fn grade_override_applies() {
 
 #[test]
 fn read_only_tool_call_works_and_is_traced() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let prog = "r = echo('hi')\ns = add(2, b=3)\n[r, s['sum'], whereami()['cwd']]";
     let (out, r) = run(ws.path(), "echo,add,whereami", prog);
@@ -153,7 +145,7 @@ fn read_only_tool_call_works_and_is_traced() {
 /// as positionally; a required one cannot.
 #[test]
 fn optional_parameters_can_be_skipped_by_keyword() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let prog = "[window(text='a', tail=2), window('b'), window(text='c'), window('d', None, 5)]";
     let (out, r) = run(ws.path(), "window", prog);
@@ -175,7 +167,7 @@ fn optional_parameters_can_be_skipped_by_keyword() {
 
 #[test]
 fn server_environment_is_restricted() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.env]\nFAKE_TOKEN = \"abc\"\n");
     let mut c = util::lackpy();
     c.args([
@@ -222,7 +214,7 @@ fn probe(ws: &Path, action: &str, target: &str) -> (bool, String) {
 /// its own pid namespace.
 #[test]
 fn server_is_jailed_by_default() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let outside = tempfile::tempdir().expect("tempdir");
     let secret = outside.path().join("secret.txt");
@@ -271,7 +263,7 @@ fn server_is_jailed_by_default() {
 /// have written the files there.
 #[test]
 fn workspace_named_in_args_is_not_executable() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let cfg = format!(
         "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \".\"]\n",
         fixture().display().to_string()
@@ -310,7 +302,7 @@ fn workspace_named_in_args_is_not_executable() {
 /// "write"`, `read_paths`, `network = true`.
 #[test]
 fn server_jail_follows_its_table() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let outside = tempfile::tempdir().expect("tempdir");
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "s3cret").expect("write secret");
@@ -369,7 +361,7 @@ fn rmcp_server_as_a_tool_source() {
 /// starts in its jail: the jail follows the `#!` chain.
 #[test]
 fn server_in_a_virtualenv_runs_jailed() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let d = tempfile::tempdir().expect("tempdir");
     let venv = d.path().join("venv");
     let made = std::process::Command::new("python3")
@@ -408,7 +400,7 @@ fn server_in_a_virtualenv_runs_jailed() {
 /// `lackpy doctor` shows each server's jail and whether it starts in it.
 #[test]
 fn doctor_reports_server_jails() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let extra = "[mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n";
     let ws = ws_with(extra);
     let out = util::run_with_stdin(
@@ -465,7 +457,7 @@ fn bad_jail_keys_are_config_errors() {
 
 #[test]
 fn is_error_result_is_a_tool_failure() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, r) = run(ws.path(), "fail", "fail()");
     assert_eq!(out.status.code(), Some(1));
@@ -479,7 +471,7 @@ fn is_error_result_is_a_tool_failure() {
 
 #[test]
 fn broken_server_is_skipped_with_a_warning() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let extra = format!(
         "[mcp_servers.broken]\ncommand = \"python3\"\nargs = [{:?}, \"--exit-at-start\"]\n\n\
          [mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n",
@@ -500,7 +492,7 @@ fn broken_server_is_skipped_with_a_warning() {
 
 #[test]
 fn hanging_call_times_out_within_the_bound() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let t0 = Instant::now();
     let (out, r) = run(
@@ -524,7 +516,7 @@ fn hanging_call_times_out_within_the_bound() {
 
 #[test]
 fn server_dying_mid_call_is_a_tool_failure() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, r) = run(ws.path(), "crash", "crash()");
     assert_eq!(out.status.code(), Some(1));
@@ -536,7 +528,7 @@ fn server_dying_mid_call_is_a_tool_failure() {
 
 #[test]
 fn unknown_mcp_tool_is_a_validation_error() {
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let out = util::run_with_stdin(
         &[
@@ -600,7 +592,7 @@ async fn lackpy_mcp_front_end_uses_discovered_tools() {
     use rmcp::model::CallToolRequestParams;
     use rmcp::transport::TokioChildProcess;
     use rmcp::ServiceExt;
-    assert!(have_python(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let mut cmd = tokio::process::Command::new(util::bin());
     cmd.arg("mcp").arg("--workspace").arg(ws.path());

@@ -3,7 +3,7 @@
 //! command, virtual and original-lackpy tool entries, and the
 //! code-intelligence builtins on a fixture package.
 
-use crate::util::{json, run_with_stdin};
+use crate::util::{self, json, run_with_stdin};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,14 +30,6 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &target).expect("copy");
         }
     }
-}
-
-fn python_available() -> bool {
-    std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn run(ws: &Path, tools: &str, program: &str) -> (i32, Value) {
@@ -83,7 +75,7 @@ fn tool_error(v: &Value) -> (String, String) {
 
 #[test]
 fn python_tools_return_plain_data() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(
         ws.path(),
@@ -110,7 +102,7 @@ fn python_tools_return_plain_data() {
 /// before the helper is asked: `add(a: int, b: int)` refuses strings.
 #[test]
 fn python_tool_arguments_are_type_checked() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "add", "add('a', 'b')\n");
     assert_eq!(code, 1, "{v}");
@@ -275,7 +267,7 @@ fn command_tool_arguments_are_type_checked_before_the_command_runs() {
 
 #[test]
 fn python_prints_do_not_corrupt_the_protocol() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "noisy,add", "[noisy('abc'), add(1, 1)]\n");
     assert_eq!(code, 0, "{v}");
@@ -285,7 +277,7 @@ fn python_prints_do_not_corrupt_the_protocol() {
 
 #[test]
 fn python_exceptions_are_tool_errors() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "picky", "picky(-1)\n");
     assert_eq!(code, 1, "{v}");
@@ -306,7 +298,7 @@ fn python_exceptions_are_tool_errors() {
 
 #[test]
 fn python_non_plain_results_name_the_type() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "opaque", "opaque()\n");
     assert_eq!(code, 1, "{v}");
@@ -318,7 +310,7 @@ fn python_non_plain_results_name_the_type() {
 
 #[test]
 fn python_crash_and_hang_are_contained() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let (code, v) = run(ws.path(), "crash,add", "crash()\n");
     assert_eq!(code, 1, "{v}");
@@ -342,7 +334,7 @@ fn python_crash_and_hang_are_contained() {
 /// tool's longer timeout.
 #[test]
 fn a_hung_tool_cannot_outlive_the_run_wall_clock() {
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let cfg = ws.path().join(".lackpy/config.toml");
     let mut text = std::fs::read_to_string(&cfg).expect("config");
@@ -498,7 +490,7 @@ fn aliases_resolve_for_every_provider() {
         ws.path(),
         "aliased",
         "[defs('helper')[0]['name'], plus(2, 3) if PY else 5, shout('a', 'b')]\n"
-            .replace("PY", if python_available() { "True" } else { "False" })
+            .replace("PY", if util::have_python() { "True" } else { "False" })
             .as_str(),
     );
     let v = json(&out);
@@ -590,7 +582,7 @@ fn waiting_for_a_busy_python_helper_is_bounded_by_the_run_deadline() {
     use lackpy_policy::wire::{ErrorKind, Limits};
     use lackpy_supervisor::spawn::ExeHandle;
     use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
-    assert!(python_available(), "python3 is required for this test");
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = fixture();
     let py = |function: &str, args: &[&str]| {
         let mut spec = ToolSpec {

@@ -12,13 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// `lackpy run --json` of `program` in `ws` with `tools` (or the default profile).
 fn run(ws: &Path, tools: Option<&str>, program: &str) -> (Output, Value) {
     let ws_s = ws.to_str().unwrap_or(".");
@@ -140,7 +133,10 @@ fn writable_command_tool_cannot_create_the_control_dir() {
 /// A write-mode MCP server can write the workspace but not `.lackpy/`.
 #[test]
 fn write_mode_mcp_server_cannot_touch_the_control_dir() {
-    assert!(have_python(), "python3 is required (the fake MCP server)");
+    assert!(
+        util::have_python(),
+        "python3 is required (the fake MCP server)"
+    );
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
     let cfg = format!(
         "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}]\ntimeout_seconds = 5\nworkspace = \"write\"\n",
@@ -185,7 +181,7 @@ fn python_tool_config(module: &str) -> String {
 /// does not shadow the standard library.
 #[test]
 fn program_written_python_never_runs() {
-    assert!(have_python(), "python3 is required (python tools)");
+    assert!(util::have_python(), "python3 is required (python tools)");
     let (out_dir, _) = outside();
     let marker = out_dir.path().join("pwned");
     let ws = util::workspace(&[(".lackpy/config.toml", &python_tool_config("my_tools"))]);
@@ -229,7 +225,7 @@ fn program_written_python_never_runs() {
 /// no files outside the workspace, no network.
 #[test]
 fn python_tool_runs_jailed() {
-    assert!(have_python(), "python3 is required (python tools)");
+    assert!(util::have_python(), "python3 is required (python tools)");
     let (_d, secret) = outside();
     let module = r#"import os
 def f(what):
@@ -371,7 +367,10 @@ fn huge_arguments_are_bounded_in_traces_and_replies() {
 /// no call hangs.
 #[tokio::test]
 async fn resolve_doc_survives_concurrent_swaps() {
-    assert!(have_python(), "python3 is required (the swapping helper)");
+    assert!(
+        util::have_python(),
+        "python3 is required (the swapping helper)"
+    );
     let (_d, secret) = outside();
     let cfg = "[[tools]]\nname = \"t\"\nprovider = \"virtual\"\ndocs = \"docs/t.md\"\n";
     let ws = util::workspace(&[(".lackpy/config.toml", cfg), ("docs/t.md", "# real doc\n")]);

@@ -6,7 +6,7 @@
 //! (program text, tool arguments, tool error messages). Every one of them is
 //! shown escaped (`\x1b`, `\u202e`); `--json` stays exact JSON.
 
-use crate::util::{json, lackpy, run_with_stdin, workspace};
+use crate::util::{self, json, lackpy, run_with_stdin, workspace};
 use std::path::Path;
 
 /// Characters that must never reach a terminal raw from a program: Cc but
@@ -42,14 +42,6 @@ fn hostile_program() -> String {
     let raw =
         "A\x1b]0;pwned\x07B\x1b[2J\\rC\u{9b}31mD\u{202e}E\u{2066}F\u{200b}G\u{feff}H\u{2028}I";
     format!("s = \"{raw}\"  # {raw}\nprint(s)\nfail(s)\n")
-}
-
-fn python_available() -> bool {
-    std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn hostile_workspace() -> tempfile::TempDir {
@@ -93,7 +85,7 @@ fn trace(ws: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn run_and_trace_escape_hostile_text() {
-    if !python_available() {
+    if !util::have_python() {
         eprintln!("skipped: no python3 for the python tool provider");
         return;
     }

@@ -60,3 +60,12 @@ pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// Whether `python3` runs here. Tests that need it assert this (they fail
+/// rather than pass without it).
+pub fn have_python() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -202,6 +202,18 @@ impl Jail {
         })
     }
 
+    /// Make `cmd` enter this jail between fork and exec (its `pre_exec`
+    /// hook). The jail moves into the hook, so it lives as long as `cmd`.
+    pub fn attach(self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
+        // before the fork (`self` is moved into the closure), so it is
+        // async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || self.enter());
+        }
+    }
+
     /// The child side, between fork and exec. Only raw syscalls on data
     /// prepared beforehand: no allocation, no locks (the parent is
     /// threaded). Returns in the jailed process that is to exec the

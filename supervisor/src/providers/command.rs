@@ -433,12 +433,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
-    // before the fork (`jail` outlives the spawn), so it is
-    // async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || jail.enter());
-    }
+    jail.attach(&mut cmd);
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
         fail(

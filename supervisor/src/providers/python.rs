@@ -312,11 +312,7 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
             cmd.env(k, v);
         }
     }
-    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
-    // before the fork (`jail` is moved into the closure).
-    unsafe {
-        cmd.pre_exec(move || jail.enter());
-    }
+    jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         fail(
             "ToolFailed",
@@ -404,12 +400,7 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
-    // SAFETY: `Jail::enter` only makes raw syscalls on memory prepared
-    // before the fork (`jail` is moved into the closure), so it is
-    // async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || jail.enter());
-    }
+    jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         fail(
             "ToolFailed",
