@@ -607,6 +607,52 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "",
     ),
     ("x = 1\0", "SyntaxError", 1, 6, ""),
+    // --- lone surrogates (CPython keeps them; lackpy strings cannot) ---
+    ("x = '\\ud800'", "ForbiddenSyntax", 1, 6, "scalar values"),
+    ("x = 'ab\\uDFFFc'", "ForbiddenSyntax", 1, 8, "scalar values"),
+    (
+        "x = \"\\U0000dc00\"",
+        "ForbiddenSyntax",
+        1,
+        6,
+        "scalar values",
+    ),
+    (
+        "x = ('a'  # it's\n     '\\ud83d' '\\ude00')",
+        "ForbiddenSyntax",
+        2,
+        7,
+        "scalar values",
+    ),
+    (
+        "x = 1\ny = f'{x}\\udbff'",
+        "ForbiddenSyntax",
+        2,
+        10,
+        "scalar values",
+    ),
+    (
+        "x = '''a\n\\ud800'''",
+        "ForbiddenSyntax",
+        2,
+        1,
+        "scalar values",
+    ),
+    (
+        "x = r'\\ud800' + '\\ud800'",
+        "ForbiddenSyntax",
+        1,
+        18,
+        "scalar values",
+    ),
+    // --- isinstance ---
+    (
+        "x = isinstance(1, (list, (tuple, str)))",
+        "ForbiddenSyntax",
+        1,
+        19,
+        "flatten the tuple",
+    ),
 ];
 
 #[test]
@@ -705,6 +751,9 @@ const ACCEPT: &[&str] = &[
     "a, *b = [1, 2, 3]\n[c, *d] = 'xy'\nfor e, *f in [[1, 2]]:\n    pass",
     "print(*[1], *[2])\nx = [*[1], *(2,)]\ny = {*[1]}\nz = (*[1],)",
     "x = sum(v for v in [1])\ny = sorted((v for v in [2]), reverse=True)",
+    "x = r'\\ud800' + '\\\\ud800' + '\\ufffd' + '\u{fffd}' + '\\U0001f600' + '\\N{BULLET}'",
+    "x = isinstance(1)\ny = isinstance(int)\nz = isinstance(1, int, (str, int))",
+    "x = range(3).index(1) + range(3).count(2)",
 ];
 
 #[test]

@@ -7,8 +7,8 @@ JSON list of ``{"name", "ok", "repr", "data", "stdout", "exc_type", "exc_msg",
 on stdout, one entry per program, in input order.
 
 Each program runs in a fresh namespace whose ``__builtins__`` holds only the
-builtins lackpy allows (DESIGN.md "The language") plus shims of the four file
-tools and ``sort_by`` with DESIGN.md's semantics, with the working directory
+builtins lackpy allows (README.md, "The language") plus shims of the four file
+tools and ``sort_by`` with the real ones' semantics, with the working directory
 set to the program's workspace (a throwaway copy of ``fixture_ws/`` made by
 the harness) when it has one.
 
@@ -129,7 +129,7 @@ def edit_file(path, old_str, new_str):
 
 
 def sort_by(items, key, reverse=False):
-    """DESIGN.md: key is a field name for dicts or an index for sequences;
+    """lackpy's sort_by: key is a field name for dicts or an index for sequences;
     a missing one raises KeyError/IndexError; stable in both directions."""
     return sorted(items, key=lambda item: item[key], reverse=reverse)
 
@@ -185,11 +185,13 @@ def lint(source):
                 ok = isinstance(parent, ast.Call) and parent.func is node
                 ok = ok or (isinstance(parent, ast.keyword) and parent.arg == "key")
                 if node.id in TYPE_NAMES and isinstance(node.ctx, ast.Load):
-                    p = parent
+                    # isinstance's second argument (alone or in a flat
+                    # tuple), or any argument of a call with the wrong arity.
+                    arg, p = node, parent
                     if isinstance(p, ast.Tuple):
-                        p = parents.get(p)
-                    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "isinstance" and len(p.args) == 2:
-                        ok = True
+                        arg, p = p, parents.get(p)
+                    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "isinstance":
+                        ok = len(p.args) != 2 or p.args[1] is arg
                 if not ok:
                     problems.append(f"line {line}: {node.id} used as a value")
         if isinstance(node, ast.Attribute):

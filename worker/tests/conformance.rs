@@ -1,6 +1,6 @@
 //! Differential conformance suite: every program in `tests/conformance/`
 //! runs under CPython 3.11 (through `tests/conformance/run_cpython.py`, with
-//! shim tools that follow DESIGN.md) and under lackpy's interpreter, and the
+//! shim tools with the semantics of the real ones) and under lackpy's interpreter, and the
 //! two must agree on the repr of the value, the captured stdout and the
 //! exception type (and message, unless the program says `# message: any`),
 //! the error's kind (`runtime`, or `tool` for tool failures) and its line
@@ -45,7 +45,7 @@ use std::time::Duration;
 /// The tools every corpus program may call (besides the builtins).
 const TOOLS: [&str; 4] = ["read_file", "find_files", "write_file", "edit_file"];
 
-/// Error types of tool failures (DESIGN.md); lackpy reports them with kind `tool`.
+/// Error types of tool failures (supervisor/README.md); lackpy reports them with kind `tool`.
 const TOOL_ERROR_TYPES: [&str; 8] = [
     "PathOutsideWorkspace",
     "FileNotFound",
@@ -323,7 +323,7 @@ fn python_results(cases: &[Case]) -> Vec<PyResult> {
 
 // --- the fake tool host -----------------------------------------------------------
 
-/// The four file tools over a scratch workspace, with DESIGN.md's semantics
+/// The four file tools over a scratch workspace, with the real tools' semantics
 /// (the same as the Python shims in `run_cpython.py`).
 struct FsHost {
     root: PathBuf,

@@ -29,6 +29,57 @@ fn off<T: Ranged>(node: &T) -> usize {
 }
 
 /// The construct name and hint of a forbidden operator, if it is one.
+/// Byte offset of the first `\uXXXX` / `\UXXXXXXXX` escape of a surrogate
+/// (U+D800..U+DFFF) in the source of a string literal (or of implicitly
+/// concatenated literals, comments between them included). Raw literals
+/// have no escapes.
+fn surrogate_escape(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let raw = b[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|c| c.is_ascii_alphabetic())
+                    .any(|c| c.eq_ignore_ascii_case(&b'r'));
+                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+                let close: &[u8] = if triple { &[q, q, q] } else { &[q] };
+                i += close.len();
+                while i < b.len() && !b[i..].starts_with(close) {
+                    if b[i] == b'\\' {
+                        let digits = match b.get(i + 1) {
+                            Some(b'u') if !raw => 4,
+                            Some(b'U') if !raw => 8,
+                            _ => 0,
+                        };
+                        let hex = src.get(i + 2..i + 2 + digits).unwrap_or("");
+                        if digits > 0 && hex.len() == digits {
+                            if let Ok(cp) = u32::from_str_radix(hex, 16) {
+                                if (0xD800..=0xDFFF).contains(&cp) {
+                                    return Some(i);
+                                }
+                            }
+                        }
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += close.len();
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 fn operator_violation(op: Operator) -> Option<(&'static str, &'static str)> {
     const BIT_HINT: &str = "bit operators are not available; for sets use union(), intersection(), difference() or symmetric_difference()";
     match op {
@@ -683,6 +734,26 @@ impl<'a> Checker<'a> {
             Constant::Ellipsis => {
                 self.forbid(at, "`...` (Ellipsis)", "use pass for an empty block")
             }
+            // The parser turns a lone surrogate escape (`'\ud800'`) into
+            // U+FFFD; CPython keeps the surrogate. lackpy's strings hold
+            // Unicode scalar values only, so the program is refused rather
+            // than silently run with different text.
+            Constant::Str(v) if v.contains('\u{FFFD}') => {
+                let r = e.range();
+                let start = u32::from(r.start()) as usize;
+                let text = self
+                    .src
+                    .get(start..u32::from(r.end()) as usize)
+                    .unwrap_or("");
+                if let Some(i) = surrogate_escape(text) {
+                    self.err(
+                        start + i,
+                        "ForbiddenSyntax",
+                        "a lone surrogate escape (\\ud800-\\udfff) in a string literal is not supported".to_string(),
+                        Some("lackpy strings hold Unicode scalar values only; write the character itself or another code point".to_string()),
+                    );
+                }
+            }
             Constant::Int(_) => {
                 let r = e.range();
                 let text = self
@@ -782,7 +853,7 @@ impl<'a> Checker<'a> {
                             };
                             let close = close_matches(m, cands.into_iter());
                             if close.is_empty() {
-                                "only allowlisted methods of str, list, dict, set, tuple, int and float can be called".to_string()
+                                "only allowlisted methods of str, list, dict, set, tuple, range, int and float can be called".to_string()
                             } else {
                                 format!("did you mean {}?", close.join(", "))
                             }
@@ -807,8 +878,22 @@ impl<'a> Checker<'a> {
         }
         let n_args = c.args.len() + c.keywords.len();
         for (i, a) in c.args.iter().enumerate() {
-            if isinstance && i == 1 && self.type_spec(a) {
-                continue;
+            // Type names are values only as `isinstance`'s second argument,
+            // or anywhere in a call with the wrong number of arguments (which
+            // then raises CPython's arity TypeError).
+            if isinstance && (i == 1 || c.args.len() != 2) {
+                if self.type_spec(a) {
+                    continue;
+                }
+                if self.nested_type_spec(a) {
+                    self.err(
+                        off(a),
+                        "ForbiddenSyntax",
+                        "nested tuples of types in isinstance() are not supported".to_string(),
+                        Some("flatten the tuple: isinstance(x, (list, tuple, str))".to_string()),
+                    );
+                    continue;
+                }
             }
             if let Expr::GeneratorExp(_) = a {
                 let start = off(a);
@@ -857,6 +942,25 @@ impl<'a> Checker<'a> {
             Expr::Tuple(t) => !t.elts.is_empty() && t.elts.iter().all(is_type),
             other => is_type(other),
         }
+    }
+
+    /// A tuple of type names and tuples of them, nested at least once
+    /// (`(list, (tuple, str))`): valid in CPython, not supported here.
+    fn nested_type_spec(&self, e: &Expr) -> bool {
+        fn flat(e: &Expr, depth: usize) -> Option<bool> {
+            match e {
+                Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => Some(false),
+                Expr::Tuple(t) if depth < 32 => {
+                    let mut nested = depth > 0;
+                    for x in &t.elts {
+                        nested |= flat(x, depth + 1)?;
+                    }
+                    Some(nested)
+                }
+                _ => None,
+            }
+        }
+        matches!(e, Expr::Tuple(_)) && flat(e, 0) == Some(true)
     }
 
     /// The value of a `key=` keyword: a one-parameter lambda, a builtin name,

@@ -139,6 +139,7 @@ pub const METHODS: &[(&str, &[&str])] = &[
         ],
     ),
     ("tuple", &["count", "index"]),
+    ("range", &["count", "index"]),
     ("int", &["bit_length"]),
     ("float", &["is_integer"]),
 ];

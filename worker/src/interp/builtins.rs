@@ -12,7 +12,7 @@ use super::eval::{as_i64, big_to_str, CallArgs, Interp};
 use super::iter::Iter;
 use super::methods::py_isspace;
 use super::ops::{big_to_f64, binop, compare, lt, BinOp, Ord4};
-use super::value::{float_to_big, Dict, Func, RangeV, Value, ViewKind, SLOT};
+use super::value::{float_to_big, Dict, Func, RangeV, Value, SLOT};
 
 fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
     a.no_kw(name)?;
@@ -175,9 +175,12 @@ fn num_space(c: char) -> bool {
 /// ValueError for invalid literals or the 4300-digit limit.
 pub fn parse_int(orig: &str, base: u32) -> R<Value> {
     let bad = || {
+        // CPython's `%.200R`: the repr cut at 200 code points.
+        let repr = super::format::str_repr(orig);
+        let cut = repr.char_indices().nth(200).map_or(repr.len(), |(i, _)| i);
         value_err(format!(
             "invalid literal for int() with base {base}: {}",
-            super::format::str_repr(orig)
+            &repr[..cut]
         ))
     };
     let ascii: String;
@@ -454,9 +457,8 @@ impl<'a> Interp<'a> {
                     Value::Str(s) => s.nchars,
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
-                    Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
-                        d.d.borrow().len()
-                    }
+                    Value::Dict(d) | Value::Keys(d) | Value::Items(d) => d.d.borrow().len(),
+                    Value::Values(d) => d.d.borrow().len(),
                     Value::Set(s) => s.d.borrow().len(),
                     Value::Range(r) => {
                         let n = r.len128();
@@ -564,19 +566,18 @@ impl<'a> Interp<'a> {
                     )));
                 }
                 let v = a.pos.remove(0);
+                if let Some((d, kind)) = v.dict_or_view() {
+                    let (raw, size) = {
+                        let dd = d.d.borrow();
+                        (dd.raw_len(), dd.len())
+                    };
+                    return self.iter_value(Iter::RevDict(d.clone(), raw, size, kind));
+                }
                 let n = match &v {
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
                     Value::Str(s) => s.nchars,
                     Value::Range(r) => r.len(),
-                    Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
-                        let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
-                        let (raw, size) = {
-                            let dd = d.d.borrow();
-                            (dd.raw_len(), dd.len())
-                        };
-                        return self.iter_value(Iter::RevDict(d.clone(), raw, size, kind));
-                    }
                     _ => {
                         return Err(type_err(format!(
                             "'{}' object is not reversible",
@@ -651,6 +652,16 @@ impl<'a> Interp<'a> {
                     .into_iter();
                 let x = p.next().flatten().unwrap_or(Value::None);
                 let nd = p.next().flatten().filter(|v| !matches!(v, Value::None));
+                // CPython looks up `__round__` before it converts `ndigits`.
+                if !matches!(
+                    x,
+                    Value::Float(_) | Value::Int(_) | Value::Big(_) | Value::Bool(_)
+                ) {
+                    return Err(type_err(format!(
+                        "type {} doesn't define __round__ method",
+                        x.type_name()
+                    )));
+                }
                 let nd = match nd {
                     Some(v) => Some(match &v {
                         Value::Int(i) => *i,

@@ -726,12 +726,7 @@ impl<'a> Cx<'a> {
     /// The second argument of `isinstance`: a type name or a tuple of them.
     fn type_expr(&mut self, e: &ast::Expr) -> R<Option<E>> {
         let pos = off(e);
-        let is_type = |n: &str| {
-            matches!(
-                n,
-                "str" | "int" | "float" | "bool" | "list" | "dict" | "set" | "tuple"
-            )
-        };
+        let is_type = |n: &str| lackpy_policy::lang::TYPE_NAMES.contains(&n);
         match e {
             ast::Expr::Name(n) if is_type(n.id.as_str()) => {
                 let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("type"))?;
@@ -774,9 +769,20 @@ impl<'a> Cx<'a> {
                     // (the validator allows it anywhere): those without a
                     // `key` parameter then raise CPython's TypeError.
                     let mut args = self.args(c)?;
-                    if b == Builtin::Isinstance && c.args.len() == 2 {
-                        if let Some(t) = self.type_expr(&c.args[1])? {
-                            args.pos[1] = Elt::One(t);
+                    if b == Builtin::Isinstance {
+                        // Type names as the second argument; with the wrong
+                        // number of arguments anywhere (the validator allows
+                        // them there too), so the call raises CPython's
+                        // arity TypeError rather than a NameError.
+                        let n = c.args.len();
+                        for (i, x) in c.args.iter().enumerate() {
+                            if i == 1 || n != 2 {
+                                if let (Some(t), Some(slot)) =
+                                    (self.type_expr(x)?, args.pos.get_mut(i))
+                                {
+                                    *slot = Elt::One(t);
+                                }
+                            }
                         }
                     }
                     EK::Builtin(b, Box::new(args))

@@ -1231,8 +1231,10 @@ impl<'a> Interp<'a> {
                 let dd = d.d.borrow();
                 Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.keys_version())
             }
-            Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
-                let k = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
+            Value::Keys(_) | Value::Values(_) | Value::Items(_) => {
+                let Some((d, k)) = v.as_view() else {
+                    return Err(Exc::internal("not a view"));
+                };
                 let dd = d.d.borrow();
                 Iter::Dict(d.clone(), 0, dd.len(), k, dd.keys_version())
             }
@@ -2303,8 +2305,10 @@ impl<'a> Interp<'a> {
                     out.push_str(&format!("range({}, {}, {})", r.start, r.stop, r.step));
                 }
             }
-            Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
-                let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
+            Value::Keys(_) | Value::Values(_) | Value::Items(_) => {
+                let Some((d, kind)) = v.as_view() else {
+                    return Err(Exc::internal("not a view"));
+                };
                 // The view, not its dict, is what is being rendered (as in
                 // CPython, the dict inside renders in full once): its id is
                 // the dict's address plus 1..3, which no (8-aligned) `Rc`

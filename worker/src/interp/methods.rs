@@ -124,7 +124,7 @@ pub fn has_method(v: &Value, m: M) -> bool {
                 | Union
                 | Update
         ),
-        Value::Tuple(_) => matches!(m, Count | Index),
+        Value::Tuple(_) | Value::Range(_) => matches!(m, Count | Index),
         Value::Int(_) | Value::Big(_) | Value::Bool(_) => m == BitLength,
         Value::Float(_) => m == IsInteger,
         _ => false,
@@ -153,6 +153,28 @@ fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> R<()> {
         )));
     }
     Ok(())
+}
+
+/// The position of the element of `r` equal to `x`, if any. Only numbers
+/// equal ints, and a range holds each value once, so `count` is 0 or 1 and
+/// `index` needs no scan (CPython scans for non-int `x`, with the same result).
+fn range_position(r: &super::value::RangeV, x: &Value) -> Option<i128> {
+    use num_traits::ToPrimitive;
+    // Range bounds stay within ±2^100 (`RANGE_BOUND`): anything beyond is outside.
+    const LIMIT: f64 = 1.6e30;
+    let v: i128 = match x {
+        Value::Int(i) => i128::from(*i),
+        Value::Bool(b) => i128::from(*b),
+        Value::Big(b) => b.to_i128()?,
+        Value::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < LIMIT => *f as i128,
+        _ => return None,
+    };
+    let inside = if r.step > 0 {
+        v >= r.start && v < r.stop
+    } else {
+        v <= r.start && v > r.stop
+    };
+    (inside && (v - r.start) % r.step == 0).then(|| (v - r.start) / r.step)
 }
 
 fn one_arg(a: &mut CallArgs, qual: impl std::fmt::Display) -> R<Value> {
@@ -712,6 +734,21 @@ impl<'a> Interp<'a> {
                         }
                         Err(value_err("tuple.index(x): x not in tuple"))
                     }
+                }
+            }
+            Value::Range(r) => {
+                let mut a = a;
+                let x = one_arg(&mut a, Qual("range", m))?;
+                tick(1)?;
+                let found = range_position(r, &x);
+                match (m, found) {
+                    (M::Count, f) => Ok(Value::Int(i64::from(f.is_some()))),
+                    (_, Some(i)) => Ok(Value::from_i128(i)),
+                    (_, None) if matches!(x, Value::Int(_) | Value::Big(_) | Value::Bool(_)) => {
+                        let r = self.repr(&x)?;
+                        Err(value_err(format!("{r} is not in range")))
+                    }
+                    (_, None) => Err(value_err("sequence.index(x): x not in sequence")),
                 }
             }
             Value::Int(_) | Value::Big(_) | Value::Bool(_) => {

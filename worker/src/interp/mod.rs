@@ -4,7 +4,9 @@
 //! Pipeline: [`compile`] lowers the validated rustpython AST into a tree
 //! with slot-resolved names; [`eval`] walks it. Values live in [`value`];
 //! operators in [`ops`]; text rendering in [`format`]; builtins and methods
-//! in [`builtins`] and [`methods`] (which also holds the method allowlist).
+//! in [`builtins`] and [`methods`]. The method allowlist is
+//! `lackpy_policy::lang::METHODS`, shared with the validator;
+//! [`methods::has_method`] dispatches exactly its entries.
 
 pub mod budget;
 pub mod builtins;

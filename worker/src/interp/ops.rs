@@ -174,8 +174,10 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
                                 d.insert(k.clone(), Value::None)?;
                             }
                         }
-                        Value::Keys(src) | Value::Values(src) | Value::Items(src) => {
-                            let kind = v.as_view().map_or(ViewKind::Keys, |(_, k)| k);
+                        Value::Keys(_) | Value::Values(_) | Value::Items(_) => {
+                            let Some((src, kind)) = v.as_view() else {
+                                return Ok(d);
+                            };
                             for (k, x) in src.d.borrow().iter() {
                                 tick(1)?;
                                 let item = match kind {

@@ -569,6 +569,14 @@ fn method_allowlist_tables_agree_with_dispatch() {
         (Value::dict(value::Dict::new()), allowlist("dict")),
         (Value::set(value::Dict::new()), allowlist("set")),
         (Value::tuple(vec![]), allowlist("tuple")),
+        (
+            Value::Range(std::rc::Rc::new(value::RangeV {
+                start: 0,
+                stop: 3,
+                step: 1,
+            })),
+            allowlist("range"),
+        ),
         (Value::Int(1), allowlist("int")),
         (Value::Float(1.0), allowlist("float")),
     ];

@@ -914,8 +914,10 @@ pub enum Value {
     /// `dict.keys()` (the view kind is part of the variant so that every
     /// variant's payload is one word: see the `repr` note on [`Value`]).
     Keys(Rc<DictObj>),
-    /// `dict.values()`.
-    Values(Rc<DictObj>),
+    /// `dict.values()`. The outer `Rc` is the view object itself: values
+    /// views compare and hash by identity (CPython), so `v == v` holds while
+    /// `d.values() == d.values()` does not.
+    Values(Rc<Rc<DictObj>>),
     /// `dict.items()`.
     Items(Rc<DictObj>),
     /// An iterator (enumerate, zip, reversed, generator, ...).
@@ -955,8 +957,16 @@ impl Value {
     pub fn view(d: Rc<DictObj>, kind: ViewKind) -> Value {
         match kind {
             ViewKind::Keys => Value::Keys(d),
-            ViewKind::Values => Value::Values(d),
+            ViewKind::Values => Value::Values(Rc::new(d)),
             ViewKind::Items => Value::Items(d),
+        }
+    }
+    /// The dict and kind of a dict (iterated as its keys) or a view (None for anything else).
+    #[inline]
+    pub fn dict_or_view(&self) -> Option<(&Rc<DictObj>, ViewKind)> {
+        match self {
+            Value::Dict(d) => Some((d, ViewKind::Keys)),
+            _ => self.as_view(),
         }
     }
     /// The dict and kind of a view (None for anything else).
@@ -964,7 +974,7 @@ impl Value {
     pub fn as_view(&self) -> Option<(&Rc<DictObj>, ViewKind)> {
         match self {
             Value::Keys(d) => Some((d, ViewKind::Keys)),
-            Value::Values(d) => Some((d, ViewKind::Values)),
+            Value::Values(d) => Some((&**d, ViewKind::Values)),
             Value::Items(d) => Some((d, ViewKind::Items)),
             _ => None,
         }
@@ -1068,9 +1078,8 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.v.borrow().is_empty(),
             Value::Tuple(t) => !t.v.is_empty(),
-            Value::Dict(d) | Value::Keys(d) | Value::Values(d) | Value::Items(d) => {
-                !d.d.borrow().is_empty()
-            }
+            Value::Dict(d) | Value::Keys(d) | Value::Items(d) => !d.d.borrow().is_empty(),
+            Value::Values(d) => !d.d.borrow().is_empty(),
             Value::Set(s) => !s.d.borrow().is_empty(),
             Value::Range(r) => !r.is_empty(),
             Value::Iter(_) | Value::Func(_) => true,
@@ -1101,6 +1110,7 @@ impl Value {
             (Value::Keys(a), Value::Keys(b)) | (Value::Items(a), Value::Items(b)) => {
                 Rc::ptr_eq(a, b)
             }
+            (Value::Values(a), Value::Values(b)) => Rc::ptr_eq(a, b),
             (Value::Iter(a), Value::Iter(b)) => Rc::ptr_eq(a, b),
             (Value::Func(a), Value::Func(b)) => Rc::ptr_eq(a, b),
             _ => false,
@@ -1232,9 +1242,17 @@ fn hash_rec(v: &Value, depth: usize) -> R<u64> {
             }
             h
         }
-        Value::Range(r) => mix(r.start as u64 ^ mix(r.stop as u64 ^ mix(r.step as u64))),
-        // Functions and iterators hash by identity, as in CPython (their
-        // `==` is identity too).
+        // Equal ranges hash equal: as CPython, hash (len, start, step) with
+        // start dropped when empty and step dropped when shorter than 2.
+        Value::Range(r) => {
+            let n = r.len128();
+            let start = if n == 0 { 0 } else { r.start };
+            let step = if n < 2 { 0 } else { r.step };
+            mix(n as u64 ^ mix(start as u64 ^ mix(step as u64 ^ 0x7261_6e67)))
+        }
+        // Functions, iterators and values views hash by identity, as in
+        // CPython (their `==` is identity too).
+        Value::Values(v) => mix(Rc::as_ptr(v) as usize as u64),
         Value::Func(f) => mix(Rc::as_ptr(f) as *const u8 as usize as u64),
         Value::Iter(i) => mix(Rc::as_ptr(i) as *const u8 as usize as u64),
         other => {

@@ -1,5 +1,5 @@
-//! The child side of the jail: confine the current process, in DESIGN.md's
-//! order, according to a [`JailSpec`] the supervisor built and validated.
+//! The child side of the jail: confine the current process, in the order
+//! docs/ARCHITECTURE.md ("Jails") lists, according to a [`JailSpec`] the supervisor built and validated.
 //!
 //! [`enter`] is the one entry point; its body is the list of steps, one
 //! line each. Every step is a small function with a "why" comment and its

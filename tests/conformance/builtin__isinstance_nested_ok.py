@@ -1,0 +1,1 @@
+[isinstance(1, (int,)), isinstance('a', (list, tuple, str)), isinstance([], (dict, set))]

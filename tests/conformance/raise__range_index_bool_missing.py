@@ -1,0 +1,1 @@
+range(0, 20, 3).index(True)
