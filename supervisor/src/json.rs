@@ -1,6 +1,6 @@
-//! The JSON form of a program's value (DESIGN.md "Language details"):
-//! tuples and sets as arrays, dict keys as strings (non-string keys via
-//! their repr), ints beyond ±2^53 and non-finite floats as strings holding
+//! The JSON form of a program's value (README.md, "Usage"): dicts keep
+//! their insertion order (serde_json's `preserve_order`), tuples and sets
+//! as arrays, dict keys as strings (non-string keys via their repr), ints beyond ±2^53 and non-finite floats as strings holding
 //! their repr. Iterative where depth matters: values arrive depth-checked
 //! ([`MAX_DATA_DEPTH`](lackpy_policy::wire::MAX_DATA_DEPTH)), so plain
 //! recursion here is bounded.
@@ -40,84 +40,9 @@ pub fn to_json(d: &Data) -> Value {
     }
 }
 
-/// CPython's `repr(float)`: shortest round-trip digits, scientific notation
-/// outside 1e-4 <= |x| < 1e16.
-pub fn float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
-    }
-    // Rust's `{:e}` gives the shortest round-trip digits: "1.2345e-5".
-    let sci = format!("{:e}", f.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let sign = if f < 0.0 { "-" } else { "" };
-    if (-4..16).contains(&exp) {
-        let n = digits.len() as i32;
-        let body = if exp >= 0 {
-            if n > exp + 1 {
-                format!(
-                    "{}.{}",
-                    &digits[..(exp + 1) as usize],
-                    &digits[(exp + 1) as usize..]
-                )
-            } else {
-                format!("{}{}.0", digits, "0".repeat((exp + 1 - n) as usize))
-            }
-        } else {
-            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-        };
-        format!("{sign}{body}")
-    } else {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits
-        };
-        let es = if exp < 0 { "-" } else { "+" };
-        format!("{sign}{m}e{es}{:02}", exp.abs())
-    }
-}
-
-/// CPython's `repr(str)` (printable-ASCII-and-beyond approximation: control
-/// characters are escaped, other characters kept).
-pub fn str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
+/// CPython's `repr(float)` and `repr(str)`: the interpreter's, so a
+/// value's JSON form and its repr agree.
+pub use lackpy_worker::interp::format::{float_repr, str_repr};
 
 /// Python repr of a value (used for non-string dict keys).
 pub fn repr(d: &Data) -> String {
@@ -179,6 +104,20 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&to_json(&Data::Float(-0.0))).ok(),
             Some("-0.0".into())
+        );
+    }
+
+    #[test]
+    fn dicts_keep_insertion_order() {
+        let s = |x: &str| Data::Str(x.into());
+        let d = Data::Dict(vec![
+            (s("b"), Data::Int(1)),
+            (s("a"), Data::Dict(vec![(s("z"), Data::Int(1)), (s("y"), Data::Int(2))])),
+            (Data::Int(0), Data::None),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&to_json(&d)).ok().as_deref(),
+            Some(r#"{"b":1,"a":{"z":1,"y":2},"0":null}"#)
         );
     }
 
