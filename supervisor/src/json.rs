@@ -1,7 +1,7 @@
 //! The JSON form of a program's value (README.md, "Usage"): dicts keep
 //! their insertion order (serde_json's `preserve_order`), tuples and sets
-//! as arrays, dict keys as strings (non-string keys via their repr), ints beyond ±2^53 and non-finite floats as strings holding
-//! their repr. Iterative where depth matters: values arrive depth-checked
+//! as arrays, dict keys as strings (non-string keys via their repr), ints
+//! beyond ±2^53 and non-finite floats as strings holding their repr. Iterative where depth matters: values arrive depth-checked
 //! ([`MAX_DATA_DEPTH`](lackpy_policy::wire::MAX_DATA_DEPTH)), so plain
 //! recursion here is bounded.
 
@@ -112,7 +112,10 @@ mod tests {
         let s = |x: &str| Data::Str(x.into());
         let d = Data::Dict(vec![
             (s("b"), Data::Int(1)),
-            (s("a"), Data::Dict(vec![(s("z"), Data::Int(1)), (s("y"), Data::Int(2))])),
+            (
+                s("a"),
+                Data::Dict(vec![(s("z"), Data::Int(1)), (s("y"), Data::Int(2))]),
+            ),
             (Data::Int(0), Data::None),
         ]);
         assert_eq!(
