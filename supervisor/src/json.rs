@@ -42,7 +42,7 @@ pub fn to_json(d: &Data) -> Value {
 
 /// CPython's `repr(float)` and `repr(str)`: the interpreter's, so a
 /// value's JSON form and its repr agree.
-pub use lackpy_worker::interp::format::{float_repr, str_repr};
+pub use lackpy_worker::interp::{float_repr, str_repr};
 
 /// Python repr of a value (used for non-string dict keys).
 pub fn repr(d: &Data) -> String {

@@ -19,7 +19,7 @@
 //! process is a whole slice slower).
 
 use lackpy_policy::wire::{Data, Limits, ToolFailure};
-use lackpy_worker::interp::{run_source, value, ToolHost};
+use lackpy_worker::interp::{mem_peak, mem_peak_reset, run_source, ToolHost};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
@@ -205,14 +205,14 @@ fn main() {
                 }
             }
             let mut out = String::new();
-            value::mem_peak_reset();
+            mem_peak_reset();
             let t = Instant::now();
             let r = run_source(src, &[], &mut NoTools, &mut out, &Limits::default());
             ts.push(t.elapsed().as_secs_f64() * 1000.0);
             if std::env::var_os("LACKPY_BENCH_VERBOSE").is_some() {
                 eprintln!("{name}: run {} {:.2} ms", ts.len(), ts[ts.len() - 1]);
             }
-            peak = value::mem_peak();
+            peak = mem_peak();
             if let Some(e) = r.error {
                 eprintln!("{name}: {e:?}");
             }

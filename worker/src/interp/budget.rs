@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use super::err::{Exc, R};
+use super::err::{Exc, InterpResult};
 use super::value::mem_used;
 
 thread_local! {
@@ -33,7 +33,7 @@ fn stack_addr() -> usize {
 /// # Errors
 /// `RecursionError` (as CPython) when the budget is spent.
 #[inline]
-pub fn stack_check(what: &str) -> R<()> {
+pub fn stack_check(what: &str) -> InterpResult<()> {
     let base = STACK_BASE.with(|b| b.get());
     if base == 0 {
         return Ok(());
@@ -86,7 +86,7 @@ pub fn fuel_used() -> u64 {
 /// # Errors
 /// `fuel`, `memory` or `timeout` limit errors.
 #[inline]
-pub fn tick(n: u64) -> R<()> {
+pub fn tick(n: u64) -> InterpResult<()> {
     let left = FUEL_LEFT.with(|f| f.get());
     if left < n {
         return Err(fuel_err());
@@ -112,7 +112,7 @@ fn fuel_err() -> Box<Exc> {
 }
 
 #[cold]
-fn check_clock() -> R<()> {
+fn check_clock() -> InterpResult<()> {
     if let Some(d) = DEADLINE.with(|d| d.get()) {
         if Instant::now() >= d {
             let ms = WALL_MS.with(|w| w.get());
@@ -130,7 +130,7 @@ fn check_clock() -> R<()> {
 /// # Errors
 /// `memory` limit error.
 #[inline]
-pub fn mem_check(extra: u64) -> R<()> {
+pub fn mem_check(extra: u64) -> InterpResult<()> {
     let limit = MEM_LIMIT.with(|m| m.get());
     let used = mem_used() - MEM_BASE.with(|b| b.get());
     let extra = i64::try_from(extra).unwrap_or(i64::MAX);
@@ -159,6 +159,6 @@ pub fn mem_left() -> u64 {
 ///
 /// # Errors
 /// `memory` limit error.
-pub fn mem_check_n(count: u64, size: u64) -> R<()> {
+pub fn mem_check_n(count: u64, size: u64) -> InterpResult<()> {
     mem_check(count.saturating_mul(size))
 }

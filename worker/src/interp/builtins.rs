@@ -2,19 +2,19 @@
 
 use num_bigint::BigInt;
 use num_integer::Integer;
-use num_traits::{Signed, ToPrimitive, Zero};
+use num_traits::{Signed, ToPrimitive};
 use std::rc::Rc;
 
 use super::budget::{mem_check, mem_check_n, tick};
 use super::compile::Builtin;
-use super::err::{type_err, value_err, Exc, R};
-use super::eval::{as_i64, big_to_str, CallArgs, Interp};
+use super::err::{type_err, value_err, Exc, InterpResult};
+use super::eval::{CallArgs, Interp};
 use super::iter::Iter;
 use super::methods::py_isspace;
-use super::ops::{big_to_f64, binop, compare, lt, BinOp, Ord4};
+use super::ops::{big_to_f64, binop, compare, lt, BinOp, OrderOp};
 use super::value::{float_to_big, Dict, Func, RangeV, Value, SLOT};
 
-fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
+fn exactly_one(a: &mut CallArgs, name: &str) -> InterpResult<Value> {
     a.no_kw(name)?;
     if a.pos.len() != 1 {
         return Err(type_err(format!(
@@ -27,11 +27,11 @@ fn exactly_one(a: &mut CallArgs, name: &str) -> R<Value> {
 
 /// `enumerate(iterable, start=0)`'s hand-written argument parsing in
 /// CPython 3.11 (`enumerate_vectorcall`), messages and order included.
-fn enumerate_args(a: CallArgs) -> R<(Value, Option<Value>)> {
+fn enumerate_args(a: CallArgs) -> InterpResult<(Value, Option<Value>)> {
     let CallArgs { pos, kw } = a;
     let (nargs, nkw) = (pos.len(), kw.len());
     let names: Vec<Rc<str>> = kw.iter().map(|(k, _)| k.clone()).collect();
-    let check = |i: usize, want: &str| -> R<()> {
+    let check = |i: usize, want: &str| -> InterpResult<()> {
         match names.get(i) {
             Some(k) if &**k != want => Err(type_err(format!(
                 "'{k}' is an invalid keyword argument for enumerate()"
@@ -71,7 +71,7 @@ fn enumerate_args(a: CallArgs) -> R<(Value, Option<Value>)> {
 
 /// `sort_by(items, key, reverse=False)` bound as the Python function it is
 /// specified as (keyword errors, then too many, then missing arguments).
-fn sort_by_args(mut a: CallArgs) -> R<(Value, Value, Option<Value>)> {
+fn sort_by_args(mut a: CallArgs) -> InterpResult<(Value, Value, Option<Value>)> {
     const NAMES: [&str; 3] = ["items", "key", "reverse"];
     let nargs = a.pos.len();
     let mut slots: [Option<Value>; 3] = [None, None, None];
@@ -111,7 +111,7 @@ fn sort_by_args(mut a: CallArgs) -> R<(Value, Value, Option<Value>)> {
     }
 }
 
-fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
+fn at_most(a: &CallArgs, name: &str, max: usize) -> InterpResult<()> {
     if a.pos.len() > max {
         return Err(type_err(format!(
             "{name} expected at most {max} argument{}, got {}",
@@ -122,7 +122,7 @@ fn at_most(a: &CallArgs, name: &str, max: usize) -> R<()> {
     Ok(())
 }
 
-fn range_arg(v: &Value) -> R<i128> {
+fn range_arg(v: &Value) -> InterpResult<i128> {
     let big = || {
         Exc::py(
             "OverflowError",
@@ -143,7 +143,7 @@ fn range_arg(v: &Value) -> R<i128> {
     }
 }
 
-fn index_arg(v: &Value) -> R<i64> {
+fn index_arg(v: &Value) -> InterpResult<i64> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Bool(b) => Ok(*b as i64),
@@ -173,7 +173,7 @@ fn num_space(c: char) -> bool {
 ///
 /// # Errors
 /// ValueError for invalid literals or the 4300-digit limit.
-pub fn parse_int(orig: &str, base: u32) -> R<Value> {
+pub fn parse_int(orig: &str, base: u32) -> InterpResult<Value> {
     let bad = || {
         // CPython's `%.200R`: the repr cut at 200 code points.
         let repr = super::format::str_repr(orig);
@@ -266,7 +266,7 @@ pub fn parse_int(orig: &str, base: u32) -> R<Value> {
 ///
 /// # Errors
 /// ValueError `could not convert string to float: '...'`.
-pub fn parse_float(orig: &str) -> R<f64> {
+pub fn parse_float(orig: &str) -> InterpResult<f64> {
     let bad = || {
         value_err(format!(
             "could not convert string to float: {}",
@@ -342,7 +342,7 @@ fn fresh_nan() -> f64 {
 ///
 /// # Errors
 /// OverflowError for infinities, ValueError for NaN.
-pub fn float_to_int(f: f64) -> R<Value> {
+pub fn float_to_int(f: f64) -> InterpResult<Value> {
     if f.is_nan() {
         return Err(value_err("cannot convert float NaN to integer"));
     }
@@ -358,7 +358,7 @@ pub fn float_to_int(f: f64) -> R<Value> {
     Ok(Value::from_big(float_to_big(f).unwrap_or_default()))
 }
 
-fn round_float(x: f64, nd: i64) -> R<f64> {
+fn round_float(x: f64, nd: i64) -> InterpResult<f64> {
     if !x.is_finite() || x == 0.0 {
         return Ok(x);
     }
@@ -449,7 +449,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// CPython's errors for each builtin.
-    pub fn call_builtin(&mut self, b: Builtin, mut a: CallArgs) -> R<Value> {
+    pub fn call_builtin(&mut self, b: Builtin, mut a: CallArgs) -> InterpResult<Value> {
         match b {
             Builtin::Len => {
                 let v = exactly_one(&mut a, "len")?;
@@ -486,7 +486,11 @@ impl<'a> Interp<'a> {
                     return Err(type_err("range expected at least 1 argument, got 0"));
                 }
                 at_most(&a, "range", 3)?;
-                let vals = a.pos.iter().map(range_arg).collect::<R<Vec<i128>>>()?;
+                let vals = a
+                    .pos
+                    .iter()
+                    .map(range_arg)
+                    .collect::<InterpResult<Vec<i128>>>()?;
                 let (start, stop, step) = match vals.as_slice() {
                     [e] => (0, *e, 1),
                     [s, e] => (*s, *e, 1),
@@ -887,7 +891,7 @@ impl<'a> Interp<'a> {
                 let (sep, end) = (kw.next().flatten(), kw.next().flatten());
                 let file = kw.next().flatten().filter(|f| !matches!(f, Value::None));
                 a.pos = args;
-                let get = |v: Option<Value>, d: &str, what: &str| -> R<String> {
+                let get = |v: Option<Value>, d: &str, what: &str| -> InterpResult<String> {
                     match v {
                         None | Some(Value::None) => Ok(d.to_string()),
                         Some(Value::Str(s)) => Ok(s.as_str().to_string()),
@@ -946,19 +950,8 @@ impl<'a> Interp<'a> {
                     };
                     keys.push(k);
                 }
-                // Sort (key, item) pairs by key via a key list wrapped as tuples of index.
-                let mut order: Vec<usize> = (0..items.len()).collect();
-                if reverse {
-                    order.reverse();
-                }
-                let ks: Vec<Value> = order.iter().map(|i| keys[*i].clone()).collect();
-                drop(keys);
-                let mut perm: Vec<usize> = (0..ks.len()).collect();
-                sort_perm(&mut perm, &ks)?;
-                let mut out: Vec<Value> = perm.iter().map(|p| items[order[*p]].clone()).collect();
-                if reverse {
-                    out.reverse();
-                }
+                let out =
+                    super::methods::sort_with_keys(items, keys, reverse).map_err(|(e, _)| e)?;
                 mem_check_n(out.len() as u64, SLOT as u64)?;
                 Ok(Value::list(out))
             }
@@ -969,7 +962,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// `output` limit.
-    pub fn write_out(&mut self, text: &str) -> R<()> {
+    pub fn write_out(&mut self, text: &str) -> InterpResult<()> {
         self.out_bytes = self.out_bytes.saturating_add(text.len() as u64);
         let lim = self.limits.stdout_bytes;
         if self.out_bytes > lim {
@@ -987,7 +980,7 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn min_max(&mut self, b: Builtin, mut a: CallArgs) -> R<Value> {
+    fn min_max(&mut self, b: Builtin, mut a: CallArgs) -> InterpResult<Value> {
         let name = b.name();
         if a.pos.is_empty() {
             return Err(type_err(format!(
@@ -1026,7 +1019,7 @@ impl<'a> Interp<'a> {
                 None => (k, x),
                 Some((bk, bx)) => {
                     let better = if b == Builtin::Max {
-                        compare(Ord4::Gt, &k, &bk)?
+                        compare(OrderOp::Gt, &k, &bk)?
                     } else {
                         lt(&k, &bk)?
                     };
@@ -1041,76 +1034,4 @@ impl<'a> Interp<'a> {
         best.map(|(_, x)| x)
             .ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
     }
-}
-
-fn sort_perm(perm: &mut [usize], keys: &[Value]) -> R<()> {
-    // Stable insertion/merge sort on a permutation, via the shared merge sort.
-    let n = perm.len();
-    let mut width = 1;
-    let mut buf = vec![0usize; n];
-    while width < n {
-        let mut lo = 0;
-        while lo < n {
-            let mid = (lo + width).min(n);
-            let hi = (lo + 2 * width).min(n);
-            let (mut i, mut j, mut k) = (lo, mid, lo);
-            while i < mid && j < hi {
-                tick(1)?;
-                if lt(&keys[perm[j]], &keys[perm[i]])? {
-                    buf[k] = perm[j];
-                    j += 1;
-                } else {
-                    buf[k] = perm[i];
-                    i += 1;
-                }
-                k += 1;
-            }
-            while i < mid {
-                buf[k] = perm[i];
-                i += 1;
-                k += 1;
-            }
-            while j < hi {
-                buf[k] = perm[j];
-                j += 1;
-                k += 1;
-            }
-            lo = hi;
-        }
-        perm.copy_from_slice(&buf);
-        width *= 2;
-    }
-    Ok(())
-}
-
-/// `str()` of a big int honouring the digit limit (re-exported for repr).
-///
-/// # Errors
-/// ValueError beyond 4300 digits.
-pub fn int_str(v: &Value) -> R<String> {
-    match v {
-        Value::Big(b) => big_to_str(b),
-        Value::Int(i) => Ok(i.to_string()),
-        _ => Ok(String::new()),
-    }
-}
-
-#[allow(dead_code)]
-fn unused(_: &BigInt) -> bool {
-    false
-}
-
-#[allow(dead_code)]
-fn zero() -> BigInt {
-    BigInt::zero()
-}
-
-#[allow(dead_code)]
-fn charge(n: usize) -> R<()> {
-    mem_check(n as u64)
-}
-
-#[allow(dead_code)]
-fn as_int(v: &Value) -> Option<i64> {
-    as_i64(v)
 }

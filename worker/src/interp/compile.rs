@@ -11,8 +11,8 @@ use rustpython_parser::ast::{self, Ranged};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::err::{Exc, R};
-use super::methods::M;
+use super::err::{Exc, InterpResult};
+use super::methods::Method;
 use super::ops::BinOp;
 use super::value::Value;
 
@@ -20,7 +20,6 @@ macro_rules! builtins {
     ($($v:ident = $s:literal),* $(,)?) => {
         /// The builtin functions of the language.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        #[allow(missing_docs)]
         pub enum Builtin { $($v),* }
         impl Builtin {
             /// Look a builtin up by name.
@@ -45,17 +44,16 @@ builtins! {
 
 /// A compiled expression with the byte offset it starts at.
 #[derive(Debug)]
-pub struct E {
+pub struct Expr {
     /// What it is.
-    pub k: EK,
+    pub k: ExprKind,
     /// Source offset (for error lines).
     pub pos: u32,
 }
 
 /// Comparison operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum CmpK {
+pub enum CompareOp {
     Eq,
     Ne,
     Lt,
@@ -70,42 +68,46 @@ pub enum CmpK {
 
 /// Expression kinds.
 #[derive(Debug)]
-#[allow(missing_docs)]
-pub enum EK {
+pub enum ExprKind {
     Const(Value),
     Name(u32),
     List(Vec<Elt>),
     Tuple(Vec<Elt>),
     Set(Vec<Elt>),
-    Dict(Vec<(Option<E>, E)>),
-    Bin(BinOp, Box<E>, Box<E>),
-    Neg(Box<E>),
-    Pos(Box<E>),
-    Not(Box<E>),
-    And(Vec<E>),
-    Or(Vec<E>),
-    Cmp(Box<E>, Vec<(CmpK, E)>),
-    IfExp(Box<E>, Box<E>, Box<E>),
-    Sub(Box<E>, Box<E>),
-    Slice(Box<E>, Option<Box<E>>, Option<Box<E>>, Option<Box<E>>),
-    Attr(Box<E>, Rc<str>),
+    Dict(Vec<(Option<Expr>, Expr)>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Neg(Box<Expr>),
+    Pos(Box<Expr>),
+    Not(Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Cmp(Box<Expr>, Vec<(CompareOp, Expr)>),
+    IfExp(Box<Expr>, Box<Expr>, Box<Expr>),
+    Sub(Box<Expr>, Box<Expr>),
+    Slice(
+        Box<Expr>,
+        Option<Box<Expr>>,
+        Option<Box<Expr>>,
+        Option<Box<Expr>>,
+    ),
+    Attr(Box<Expr>, Rc<str>),
     Builtin(Builtin, Box<Args>),
     Tool(Rc<str>, Box<Args>),
-    Method(Box<E>, M, Box<Args>),
+    Method(Box<Expr>, Method, Box<Args>),
     Comp(Rc<Comp>),
     FStr(Vec<FPart>),
     Lambda(usize),
     BuiltinRef(Builtin),
-    MethodRef(Box<E>, M),
+    MethodRef(Box<Expr>, Method),
 }
 
 /// An element of a display or call: plain or `*starred`.
 #[derive(Debug)]
 pub enum Elt {
     /// A value.
-    One(E),
+    One(Expr),
     /// `*iterable`.
-    Star(E),
+    Star(Expr),
 }
 
 /// Call arguments.
@@ -114,7 +116,7 @@ pub struct Args {
     /// Positional (possibly starred).
     pub pos: Vec<Elt>,
     /// Keyword (`None` name means `**mapping`).
-    pub kw: Vec<(Option<Rc<str>>, E)>,
+    pub kw: Vec<(Option<Rc<str>>, Expr)>,
 }
 
 /// Kind of comprehension.
@@ -136,9 +138,9 @@ pub struct Comp {
     /// Which kind.
     pub kind: CompKind,
     /// Element (or key, for dicts).
-    pub elt: E,
+    pub elt: Expr,
     /// Value (dicts only).
-    pub val: Option<E>,
+    pub val: Option<Expr>,
     /// `for` clauses, outermost first.
     pub gens: Vec<Gen>,
     /// Slots of the variables it binds (saved/restored by lazy generators).
@@ -151,13 +153,13 @@ pub struct Comp {
 #[derive(Debug)]
 pub struct Gen {
     /// Loop target.
-    pub target: T,
+    pub target: Target,
     /// Where the target is (unpacking errors are located there).
     pub tpos: u32,
     /// Iterable.
-    pub iter: E,
+    pub iter: Expr,
     /// Conditions.
-    pub ifs: Vec<E>,
+    pub ifs: Vec<Expr>,
 }
 
 /// Part of an f-string.
@@ -166,31 +168,30 @@ pub enum FPart {
     /// Literal text.
     Lit(Rc<str>),
     /// A replacement field.
-    Val(E, Option<char>, Option<Vec<FPart>>),
+    Val(Expr, Option<char>, Option<Vec<FPart>>),
 }
 
 /// Assignment targets.
 #[derive(Debug)]
-pub enum T {
+pub enum Target {
     /// A variable.
     Name(u32),
     /// `obj[idx]`.
-    Sub(E, E),
+    Sub(Expr, Expr),
     /// `obj[lo:hi:step]`.
-    Slice(E, Option<E>, Option<E>, Option<E>),
+    Slice(Expr, Option<Expr>, Option<Expr>, Option<Expr>),
     /// `a, *b, c` (index of the starred element).
-    Unpack(Vec<T>, Option<usize>),
+    Unpack(Vec<Target>, Option<usize>),
 }
 
 /// Statement kinds.
 #[derive(Debug)]
-#[allow(missing_docs)]
-pub enum SK {
-    Expr(E),
-    Assign(Vec<T>, E),
-    Aug(T, BinOp, E),
-    For(T, E, Vec<S>, Vec<S>),
-    If(E, Vec<S>, Vec<S>),
+pub enum StmtKind {
+    Expr(Expr),
+    Assign(Vec<Target>, Expr),
+    Aug(Target, BinOp, Expr),
+    For(Target, Expr, Vec<Stmt>, Vec<Stmt>),
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
     Pass,
     Break,
     Continue,
@@ -198,9 +199,9 @@ pub enum SK {
 
 /// A compiled statement.
 #[derive(Debug)]
-pub struct S {
+pub struct Stmt {
     /// What it is.
-    pub k: SK,
+    pub k: StmtKind,
     /// Source offset.
     pub pos: u32,
 }
@@ -211,14 +212,14 @@ pub struct Lambda {
     /// Slot of its parameter.
     pub param: u32,
     /// Body.
-    pub body: E,
+    pub body: Expr,
 }
 
 /// A compiled program.
 #[derive(Debug)]
 pub struct Code {
     /// Statements.
-    pub body: Vec<S>,
+    pub body: Vec<Stmt>,
     /// Number of variable slots.
     pub nslots: usize,
     /// Name of each slot (for NameError).
@@ -286,63 +287,63 @@ impl<'a> Cx<'a> {
         s
     }
 
-    fn stmts(&mut self, body: &[ast::Stmt]) -> R<Vec<S>> {
+    fn stmts(&mut self, body: &[ast::Stmt]) -> InterpResult<Vec<Stmt>> {
         body.iter().map(|s| self.stmt(s)).collect()
     }
 
-    fn stmt(&mut self, s: &ast::Stmt) -> R<S> {
+    fn stmt(&mut self, s: &ast::Stmt) -> InterpResult<Stmt> {
         let pos = off(s);
         let k = match s {
-            ast::Stmt::Expr(e) => SK::Expr(self.expr(&e.value)?),
+            ast::Stmt::Expr(e) => StmtKind::Expr(self.expr(&e.value)?),
             ast::Stmt::Assign(a) => {
                 let v = self.expr(&a.value)?;
                 let ts = a
                     .targets
                     .iter()
                     .map(|t| self.target(t))
-                    .collect::<R<Vec<_>>>()?;
-                SK::Assign(ts, v)
+                    .collect::<InterpResult<Vec<_>>>()?;
+                StmtKind::Assign(ts, v)
             }
             ast::Stmt::AugAssign(a) => {
                 let op = binop(&a.op)?;
                 let v = self.expr(&a.value)?;
                 let t = self.target(&a.target)?;
-                if matches!(t, T::Unpack(..)) {
+                if matches!(t, Target::Unpack(..)) {
                     return Err(bad("augmented assignment to a tuple"));
                 }
-                SK::Aug(t, op, v)
+                StmtKind::Aug(t, op, v)
             }
             ast::Stmt::For(f) => {
                 let it = self.expr(&f.iter)?;
                 let t = self.target(&f.target)?;
-                SK::For(t, it, self.stmts(&f.body)?, self.stmts(&f.orelse)?)
+                StmtKind::For(t, it, self.stmts(&f.body)?, self.stmts(&f.orelse)?)
             }
-            ast::Stmt::If(i) => SK::If(
+            ast::Stmt::If(i) => StmtKind::If(
                 self.expr(&i.test)?,
                 self.stmts(&i.body)?,
                 self.stmts(&i.orelse)?,
             ),
-            ast::Stmt::Pass(_) => SK::Pass,
-            ast::Stmt::Break(_) => SK::Break,
-            ast::Stmt::Continue(_) => SK::Continue,
+            ast::Stmt::Pass(_) => StmtKind::Pass,
+            ast::Stmt::Break(_) => StmtKind::Break,
+            ast::Stmt::Continue(_) => StmtKind::Continue,
             _ => return Err(bad("statement")),
         };
-        Ok(S { k, pos })
+        Ok(Stmt { k, pos })
     }
 
-    fn target(&mut self, t: &ast::Expr) -> R<T> {
+    fn target(&mut self, t: &ast::Expr) -> InterpResult<Target> {
         Ok(match t {
-            ast::Expr::Name(n) => T::Name(self.lookup(n.id.as_str())),
+            ast::Expr::Name(n) => Target::Name(self.lookup(n.id.as_str())),
             ast::Expr::Subscript(s) => {
                 let obj = self.expr(&s.value)?;
                 match &*s.slice {
-                    ast::Expr::Slice(sl) => T::Slice(
+                    ast::Expr::Slice(sl) => Target::Slice(
                         obj,
                         self.opt(sl.lower.as_deref())?,
                         self.opt(sl.upper.as_deref())?,
                         self.opt(sl.step.as_deref())?,
                     ),
-                    other => T::Sub(obj, self.expr(other)?),
+                    other => Target::Sub(obj, self.expr(other)?),
                 }
             }
             ast::Expr::Tuple(ast::ExprTuple { elts, .. })
@@ -360,14 +361,14 @@ impl<'a> Cx<'a> {
                         v.push(self.target(e)?);
                     }
                 }
-                T::Unpack(v, star)
+                Target::Unpack(v, star)
             }
             _ => return Err(bad("assignment target")),
         })
     }
 
     /// Bind the names of a comprehension target in the current (innermost) scope.
-    fn bind_target(&mut self, t: &ast::Expr, slots: &mut Vec<u32>) -> R<()> {
+    fn bind_target(&mut self, t: &ast::Expr, slots: &mut Vec<u32>) -> InterpResult<()> {
         match t {
             ast::Expr::Name(n) => {
                 let s = self.new_slot(n.id.as_str());
@@ -388,15 +389,15 @@ impl<'a> Cx<'a> {
         Ok(())
     }
 
-    fn opt(&mut self, e: Option<&ast::Expr>) -> R<Option<E>> {
+    fn opt(&mut self, e: Option<&ast::Expr>) -> InterpResult<Option<Expr>> {
         e.map(|e| self.expr(e)).transpose()
     }
 
-    fn boxed(&mut self, e: &ast::Expr) -> R<Box<E>> {
+    fn boxed(&mut self, e: &ast::Expr) -> InterpResult<Box<Expr>> {
         Ok(Box::new(self.expr(e)?))
     }
 
-    fn elts(&mut self, es: &[ast::Expr]) -> R<Vec<Elt>> {
+    fn elts(&mut self, es: &[ast::Expr]) -> InterpResult<Vec<Elt>> {
         es.iter()
             .map(|e| match e {
                 ast::Expr::Starred(s) => Ok(Elt::Star(self.expr(&s.value)?)),
@@ -405,20 +406,20 @@ impl<'a> Cx<'a> {
             .collect()
     }
 
-    fn expr(&mut self, e: &ast::Expr) -> R<E> {
+    fn expr(&mut self, e: &ast::Expr) -> InterpResult<Expr> {
         let pos = off(e);
         let k = match e {
-            ast::Expr::Constant(c) => EK::Const(constant(&c.value)?),
-            ast::Expr::Name(n) => EK::Name(self.lookup(n.id.as_str())),
-            ast::Expr::List(l) => EK::List(self.elts(&l.elts)?),
+            ast::Expr::Constant(c) => ExprKind::Const(constant(&c.value)?),
+            ast::Expr::Name(n) => ExprKind::Name(self.lookup(n.id.as_str())),
+            ast::Expr::List(l) => ExprKind::List(self.elts(&l.elts)?),
             ast::Expr::Tuple(t) => {
                 let es = self.elts(&t.elts)?;
                 // Fold all-constant tuples, as CPython does.
                 if es.iter().all(|e| {
                     matches!(
                         e,
-                        Elt::One(E {
-                            k: EK::Const(_),
+                        Elt::One(Expr {
+                            k: ExprKind::Const(_),
                             ..
                         })
                     )
@@ -426,44 +427,46 @@ impl<'a> Cx<'a> {
                     let vals = es
                         .into_iter()
                         .filter_map(|e| match e {
-                            Elt::One(E {
-                                k: EK::Const(v), ..
+                            Elt::One(Expr {
+                                k: ExprKind::Const(v),
+                                ..
                             }) => Some(v),
                             _ => None,
                         })
                         .collect();
-                    EK::Const(Value::tuple(vals))
+                    ExprKind::Const(Value::tuple(vals))
                 } else {
-                    EK::Tuple(es)
+                    ExprKind::Tuple(es)
                 }
             }
-            ast::Expr::Set(s) => EK::Set(self.elts(&s.elts)?),
+            ast::Expr::Set(s) => ExprKind::Set(self.elts(&s.elts)?),
             ast::Expr::Dict(d) => {
                 let mut items = Vec::new();
                 for (k, v) in d.keys.iter().zip(d.values.iter()) {
                     let k = self.opt(k.as_ref())?;
                     items.push((k, self.expr(v)?));
                 }
-                EK::Dict(items)
+                ExprKind::Dict(items)
             }
             ast::Expr::BinOp(b) => {
-                EK::Bin(binop(&b.op)?, self.boxed(&b.left)?, self.boxed(&b.right)?)
+                ExprKind::Bin(binop(&b.op)?, self.boxed(&b.left)?, self.boxed(&b.right)?)
             }
             ast::Expr::UnaryOp(u) => {
                 let o = self.boxed(&u.operand)?;
                 match u.op {
-                    ast::UnaryOp::Not => EK::Not(o),
+                    ast::UnaryOp::Not => ExprKind::Not(o),
                     ast::UnaryOp::USub => {
                         // Fold negative numeric literals.
-                        if let EK::Const(c @ (Value::Int(_) | Value::Float(_) | Value::Big(_))) =
-                            &o.k
+                        if let ExprKind::Const(
+                            c @ (Value::Int(_) | Value::Float(_) | Value::Big(_)),
+                        ) = &o.k
                         {
-                            EK::Const(super::ops::neg(c)?)
+                            ExprKind::Const(super::ops::neg(c)?)
                         } else {
-                            EK::Neg(o)
+                            ExprKind::Neg(o)
                         }
                     }
-                    ast::UnaryOp::UAdd => EK::Pos(o),
+                    ast::UnaryOp::UAdd => ExprKind::Pos(o),
                     ast::UnaryOp::Invert => return Err(bad("~")),
                 }
             }
@@ -472,10 +475,10 @@ impl<'a> Cx<'a> {
                     .values
                     .iter()
                     .map(|v| self.expr(v))
-                    .collect::<R<Vec<_>>>()?;
+                    .collect::<InterpResult<Vec<_>>>()?;
                 match b.op {
-                    ast::BoolOp::And => EK::And(vs),
-                    ast::BoolOp::Or => EK::Or(vs),
+                    ast::BoolOp::And => ExprKind::And(vs),
+                    ast::BoolOp::Or => ExprKind::Or(vs),
                 }
             }
             ast::Expr::Compare(c) => {
@@ -483,22 +486,22 @@ impl<'a> Cx<'a> {
                 let mut rest = Vec::new();
                 for (op, r) in c.ops.iter().zip(c.comparators.iter()) {
                     let k = match op {
-                        ast::CmpOp::Eq => CmpK::Eq,
-                        ast::CmpOp::NotEq => CmpK::Ne,
-                        ast::CmpOp::Lt => CmpK::Lt,
-                        ast::CmpOp::LtE => CmpK::Le,
-                        ast::CmpOp::Gt => CmpK::Gt,
-                        ast::CmpOp::GtE => CmpK::Ge,
-                        ast::CmpOp::Is => CmpK::Is,
-                        ast::CmpOp::IsNot => CmpK::IsNot,
-                        ast::CmpOp::In => CmpK::In,
-                        ast::CmpOp::NotIn => CmpK::NotIn,
+                        ast::CmpOp::Eq => CompareOp::Eq,
+                        ast::CmpOp::NotEq => CompareOp::Ne,
+                        ast::CmpOp::Lt => CompareOp::Lt,
+                        ast::CmpOp::LtE => CompareOp::Le,
+                        ast::CmpOp::Gt => CompareOp::Gt,
+                        ast::CmpOp::GtE => CompareOp::Ge,
+                        ast::CmpOp::Is => CompareOp::Is,
+                        ast::CmpOp::IsNot => CompareOp::IsNot,
+                        ast::CmpOp::In => CompareOp::In,
+                        ast::CmpOp::NotIn => CompareOp::NotIn,
                     };
                     rest.push((k, self.expr(r)?));
                 }
-                EK::Cmp(left, rest)
+                ExprKind::Cmp(left, rest)
             }
-            ast::Expr::IfExp(i) => EK::IfExp(
+            ast::Expr::IfExp(i) => ExprKind::IfExp(
                 self.boxed(&i.test)?,
                 self.boxed(&i.body)?,
                 self.boxed(&i.orelse)?,
@@ -506,44 +509,48 @@ impl<'a> Cx<'a> {
             ast::Expr::Subscript(s) => {
                 let obj = self.boxed(&s.value)?;
                 match &*s.slice {
-                    ast::Expr::Slice(sl) => EK::Slice(
+                    ast::Expr::Slice(sl) => ExprKind::Slice(
                         obj,
                         self.opt(sl.lower.as_deref())?.map(Box::new),
                         self.opt(sl.upper.as_deref())?.map(Box::new),
                         self.opt(sl.step.as_deref())?.map(Box::new),
                     ),
-                    other => EK::Sub(obj, self.boxed(other)?),
+                    other => ExprKind::Sub(obj, self.boxed(other)?),
                 }
             }
             ast::Expr::Attribute(a) => {
-                let k = EK::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str()));
-                return Ok(E {
+                let k = ExprKind::Attr(self.boxed(&a.value)?, Rc::from(a.attr.as_str()));
+                return Ok(Expr {
                     k,
                     pos: self.attr_pos(pos, a),
                 });
             }
             ast::Expr::Call(c) => return self.call(c, pos),
             ast::Expr::ListComp(c) => {
-                EK::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?)
+                ExprKind::Comp(self.comp(CompKind::List, &c.elt, None, &c.generators, pos)?)
             }
             ast::Expr::SetComp(c) => {
-                EK::Comp(self.comp(CompKind::Set, &c.elt, None, &c.generators, pos)?)
+                ExprKind::Comp(self.comp(CompKind::Set, &c.elt, None, &c.generators, pos)?)
             }
             ast::Expr::GeneratorExp(c) => {
-                EK::Comp(self.comp(CompKind::Gen, &c.elt, None, &c.generators, pos)?)
+                ExprKind::Comp(self.comp(CompKind::Gen, &c.elt, None, &c.generators, pos)?)
             }
-            ast::Expr::DictComp(c) => {
-                EK::Comp(self.comp(CompKind::Dict, &c.key, Some(&c.value), &c.generators, pos)?)
-            }
-            ast::Expr::JoinedStr(j) => EK::FStr(self.fparts(&j.values)?),
-            ast::Expr::FormattedValue(_) => EK::FStr(self.fparts(std::slice::from_ref(e))?),
+            ast::Expr::DictComp(c) => ExprKind::Comp(self.comp(
+                CompKind::Dict,
+                &c.key,
+                Some(&c.value),
+                &c.generators,
+                pos,
+            )?),
+            ast::Expr::JoinedStr(j) => ExprKind::FStr(self.fparts(&j.values)?),
+            ast::Expr::FormattedValue(_) => ExprKind::FStr(self.fparts(std::slice::from_ref(e))?),
             ast::Expr::Starred(_) => return Err(bad("starred expression here")),
             _ => return Err(bad("expression")),
         };
-        Ok(E { k, pos })
+        Ok(Expr { k, pos })
     }
 
-    fn fparts(&mut self, vals: &[ast::Expr]) -> R<Vec<FPart>> {
+    fn fparts(&mut self, vals: &[ast::Expr]) -> InterpResult<Vec<FPart>> {
         let mut out = Vec::new();
         for v in vals {
             match v {
@@ -596,7 +603,7 @@ impl<'a> Cx<'a> {
         val: Option<&ast::Expr>,
         gens: &[ast::Comprehension],
         pos: u32,
-    ) -> R<Rc<Comp>> {
+    ) -> InterpResult<Rc<Comp>> {
         let mut out = Vec::new();
         let mut slots = Vec::new();
         let base = self.scopes.len();
@@ -608,8 +615,8 @@ impl<'a> Cx<'a> {
             let iter = if i == 0 {
                 self.expr(&g.iter)?
             } else {
-                E {
-                    k: EK::Const(Value::None),
+                Expr {
+                    k: ExprKind::Const(Value::None),
                     pos: 0,
                 }
             };
@@ -619,7 +626,11 @@ impl<'a> Cx<'a> {
             let iter = if i == 0 { iter } else { self.expr(&g.iter)? };
             self.bind_target(&g.target, &mut slots)?;
             let target = self.target(&g.target)?;
-            let ifs = g.ifs.iter().map(|c| self.expr(c)).collect::<R<Vec<_>>>()?;
+            let ifs = g
+                .ifs
+                .iter()
+                .map(|c| self.expr(c))
+                .collect::<InterpResult<Vec<_>>>()?;
             out.push(Gen {
                 target,
                 tpos: off(&g.target),
@@ -640,7 +651,7 @@ impl<'a> Cx<'a> {
         }))
     }
 
-    fn args(&mut self, c: &ast::ExprCall) -> R<Args> {
+    fn args(&mut self, c: &ast::ExprCall) -> InterpResult<Args> {
         let mut pos = self.elts(&c.args)?;
         // `f(x for x in xs)`: CPython's generator expression starts at the
         // call's `(` (where its iteration errors are located).
@@ -652,7 +663,7 @@ impl<'a> Cx<'a> {
             if !own_paren && trimmed.ends_with('(') {
                 let paren = u32::try_from(trimmed.len() - 1).unwrap_or(start);
                 e.pos = paren;
-                if let EK::Comp(comp) = &mut e.k {
+                if let ExprKind::Comp(comp) = &mut e.k {
                     if let Some(comp) = Rc::get_mut(comp) {
                         comp.pos = paren;
                     }
@@ -674,7 +685,7 @@ impl<'a> Cx<'a> {
     }
 
     /// A `key=` value: a lambda, a builtin name or a bound method.
-    fn key_func(&mut self, e: &ast::Expr) -> R<E> {
+    fn key_func(&mut self, e: &ast::Expr) -> InterpResult<Expr> {
         let pos = off(e);
         match e {
             ast::Expr::Lambda(l) => {
@@ -700,21 +711,21 @@ impl<'a> Cx<'a> {
                 self.scopes.pop();
                 let body = body?;
                 self.lambdas.push(Lambda { param: slot, body });
-                Ok(E {
-                    k: EK::Lambda(self.lambdas.len() - 1),
+                Ok(Expr {
+                    k: ExprKind::Lambda(self.lambdas.len() - 1),
                     pos,
                 })
             }
             ast::Expr::Name(n) if self.is_unbound_builtin(n.id.as_str()) => {
                 let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("key"))?;
-                Ok(E {
-                    k: EK::BuiltinRef(b),
+                Ok(Expr {
+                    k: ExprKind::BuiltinRef(b),
                     pos,
                 })
             }
-            ast::Expr::Attribute(a) => match M::from_name(a.attr.as_str()) {
-                Some(m) => Ok(E {
-                    k: EK::MethodRef(self.boxed(&a.value)?, m),
+            ast::Expr::Attribute(a) => match Method::from_name(a.attr.as_str()) {
+                Some(m) => Ok(Expr {
+                    k: ExprKind::MethodRef(self.boxed(&a.value)?, m),
                     pos,
                 }),
                 None => self.expr(e),
@@ -724,14 +735,14 @@ impl<'a> Cx<'a> {
     }
 
     /// The second argument of `isinstance`: a type name or a tuple of them.
-    fn type_expr(&mut self, e: &ast::Expr) -> R<Option<E>> {
+    fn type_expr(&mut self, e: &ast::Expr) -> InterpResult<Option<Expr>> {
         let pos = off(e);
         let is_type = |n: &str| lackpy_policy::lang::TYPE_NAMES.contains(&n);
         match e {
             ast::Expr::Name(n) if is_type(n.id.as_str()) => {
                 let b = Builtin::from_name(n.id.as_str()).ok_or_else(|| bad("type"))?;
-                Ok(Some(E {
-                    k: EK::BuiltinRef(b),
+                Ok(Some(Expr {
+                    k: ExprKind::BuiltinRef(b),
                     pos,
                 }))
             }
@@ -743,8 +754,8 @@ impl<'a> Cx<'a> {
                         None => v.push(Elt::One(self.expr(x)?)),
                     }
                 }
-                Ok(Some(E {
-                    k: EK::Tuple(v),
+                Ok(Some(Expr {
+                    k: ExprKind::Tuple(v),
                     pos,
                 }))
             }
@@ -756,14 +767,14 @@ impl<'a> Cx<'a> {
         Builtin::from_name(name).is_some() && !(self.tools)(name)
     }
 
-    fn call(&mut self, c: &ast::ExprCall, mut pos: u32) -> R<E> {
+    fn call(&mut self, c: &ast::ExprCall, mut pos: u32) -> InterpResult<Expr> {
         let k = match &*c.func {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
                 if (self.tools)(name) {
                     // A `key=` function given to a tool is refused when the
                     // call converts its arguments to plain data.
-                    EK::Tool(Rc::from(name), Box::new(self.args(c)?))
+                    ExprKind::Tool(Rc::from(name), Box::new(self.args(c)?))
                 } else if let Some(b) = Builtin::from_name(name) {
                     // `key=` is compiled as a function for every callee
                     // (the validator allows it anywhere): those without a
@@ -785,7 +796,7 @@ impl<'a> Cx<'a> {
                             }
                         }
                     }
-                    EK::Builtin(b, Box::new(args))
+                    ExprKind::Builtin(b, Box::new(args))
                 } else {
                     return Err(bad(&format!("call of '{name}'")));
                 }
@@ -800,17 +811,17 @@ impl<'a> Cx<'a> {
                 if !spread {
                     pos = self.attr_pos(pos, a);
                 }
-                match M::from_name(a.attr.as_str()) {
-                    Some(m) => EK::Method(recv, m, Box::new(self.args(c)?)),
+                match Method::from_name(a.attr.as_str()) {
+                    Some(m) => ExprKind::Method(recv, m, Box::new(self.args(c)?)),
                     None => {
                         // Not allowlisted: evaluating it raises AttributeError.
-                        EK::Attr(recv, Rc::from(a.attr.as_str()))
+                        ExprKind::Attr(recv, Rc::from(a.attr.as_str()))
                     }
                 }
             }
             _ => return Err(bad("call of a non-name")),
         };
-        Ok(E { k, pos })
+        Ok(Expr { k, pos })
     }
 }
 
@@ -847,7 +858,7 @@ fn unescape(s: &str) -> String {
     out
 }
 
-fn binop(op: &ast::Operator) -> R<BinOp> {
+fn binop(op: &ast::Operator) -> InterpResult<BinOp> {
     Ok(match op {
         ast::Operator::Add => BinOp::Add,
         ast::Operator::Sub => BinOp::Sub,
@@ -859,7 +870,7 @@ fn binop(op: &ast::Operator) -> R<BinOp> {
     })
 }
 
-fn constant(c: &ast::Constant) -> R<Value> {
+fn constant(c: &ast::Constant) -> InterpResult<Value> {
     Ok(match c {
         ast::Constant::None => Value::None,
         ast::Constant::Bool(b) => Value::Bool(*b),
@@ -874,7 +885,9 @@ fn constant(c: &ast::Constant) -> R<Value> {
             }
         }
         ast::Constant::Float(f) => Value::Float(*f),
-        ast::Constant::Tuple(t) => Value::tuple(t.iter().map(constant).collect::<R<Vec<_>>>()?),
+        ast::Constant::Tuple(t) => {
+            Value::tuple(t.iter().map(constant).collect::<InterpResult<Vec<_>>>()?)
+        }
         _ => return Err(bad("constant")),
     })
 }
@@ -884,7 +897,11 @@ fn constant(c: &ast::Constant) -> R<Value> {
 ///
 /// # Errors
 /// An internal error for a construct the validator should have rejected.
-pub fn compile(body: &[ast::Stmt], source: &str, is_tool: &dyn Fn(&str) -> bool) -> R<Code> {
+pub fn compile(
+    body: &[ast::Stmt],
+    source: &str,
+    is_tool: &dyn Fn(&str) -> bool,
+) -> InterpResult<Code> {
     let mut cx = Cx {
         source,
         globals: HashMap::new(),

@@ -28,7 +28,7 @@ pub struct Exc {
 }
 
 /// Result of interpreter operations; the error is boxed to keep `Ok` paths small.
-pub type R<T> = Result<T, Box<Exc>>;
+pub type InterpResult<T> = Result<T, Box<Exc>>;
 
 impl Exc {
     /// A Python exception.

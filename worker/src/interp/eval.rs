@@ -9,12 +9,14 @@ use std::rc::Rc;
 use lackpy_policy::wire::{Data, Limits, MAX_DATA_DEPTH};
 
 use super::budget::{mem_check, mem_check_n, tick};
-use super::compile::{Args, CmpK, Code, Comp, CompKind, Elt, FPart, E, EK, S, SK, T};
-use super::err::{type_err, value_err, Exc, ExcKind, R};
+use super::compile::{
+    Args, Code, Comp, CompKind, CompareOp, Elt, Expr, ExprKind, FPart, Stmt, StmtKind, Target,
+};
+use super::err::{type_err, value_err, Exc, ExcKind, InterpResult};
 use super::format::{float_repr, format_value, str_repr_into, str_repr_len};
 use super::iter::{GenState, Iter};
-use super::methods::M;
-use super::ops::{self, binop, compare, eq, BinOp, Ord4};
+use super::methods::Method;
+use super::ops::{self, binop, compare, eq, BinOp, OrderOp};
 use super::value::{hash_value, Dict, DictObj, Func, RangeV, Value, ViewKind, MAX_REC, SLOT};
 use super::{Output, ToolHost};
 
@@ -46,7 +48,7 @@ impl CallArgs {
     ///
     /// # Errors
     /// TypeError naming the function.
-    pub fn no_kw(&self, fname: &str) -> R<()> {
+    pub fn no_kw(&self, fname: &str) -> InterpResult<()> {
         if !self.kw.is_empty() {
             return Err(type_err(format!("{fname}() takes no keyword arguments")));
         }
@@ -73,7 +75,7 @@ impl CallArgs {
         names: &[&str],
         minpos: usize,
         maxpos: usize,
-    ) -> R<Vec<Option<Value>>> {
+    ) -> InterpResult<Vec<Option<Value>>> {
         let plural = |n: usize| if n == 1 { "" } else { "s" };
         let nargs = self.pos.len();
         let total = nargs + self.kw.len();
@@ -157,7 +159,7 @@ impl CallArgs {
     ///
     /// # Errors
     /// TypeError `'x' is an invalid keyword argument for f()`.
-    pub fn no_more_kw(&self, fname: &str) -> R<()> {
+    pub fn no_more_kw(&self, fname: &str) -> InterpResult<()> {
         if let Some((k, _)) = self.kw.first() {
             return Err(type_err(format!(
                 "'{k}' is an invalid keyword argument for {fname}()"
@@ -190,7 +192,7 @@ pub struct Interp<'a> {
 /// `d.get(key, default)` without building an argument vector (the same
 /// lookup `dict.get` makes: TypeError for an unhashable key).
 #[inline]
-fn dict_get(d: &DictObj, key: &Value, default: &Value) -> R<Value> {
+fn dict_get(d: &DictObj, key: &Value, default: &Value) -> InterpResult<Value> {
     // The default is borrowed, not moved: moving a just-computed value
     // through memory stalls on store forwarding.
     let h = hash_value(key)?;
@@ -235,7 +237,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// `depth` limit.
-    pub fn enter(&mut self) -> R<()> {
+    pub fn enter(&mut self) -> InterpResult<()> {
         super::budget::stack_check("")?;
         self.depth += 1;
         if self.depth > self.limits.max_depth.max(1) * 2 {
@@ -256,7 +258,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// Whatever the statements raise.
-    pub fn exec_block(&mut self, body: &[S]) -> R<Flow> {
+    pub fn exec_block(&mut self, body: &[Stmt]) -> InterpResult<Flow> {
         for s in body {
             let f = self.exec(s)?;
             if f != Flow::Normal {
@@ -266,13 +268,13 @@ impl<'a> Interp<'a> {
         Ok(Flow::Normal)
     }
 
-    fn exec(&mut self, s: &S) -> R<Flow> {
+    fn exec(&mut self, s: &Stmt) -> InterpResult<Flow> {
         tick(1).map_err(|e| at(e, s.pos))?;
         match &s.k {
-            SK::Expr(e) => {
+            StmtKind::Expr(e) => {
                 self.eval(e)?;
             }
-            SK::Assign(ts, e) => {
+            StmtKind::Assign(ts, e) => {
                 let v = self.eval(e)?;
                 if ts.len() == 1 {
                     self.assign(&ts[0], v).map_err(|e| at(e, s.pos))?;
@@ -282,8 +284,8 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            SK::Aug(t, op, e) => self.aug(t, *op, e).map_err(|e| at(e, s.pos))?,
-            SK::For(t, it, body, orelse) => {
+            StmtKind::Aug(t, op, e) => self.aug(t, *op, e).map_err(|e| at(e, s.pos))?,
+            StmtKind::For(t, it, body, orelse) => {
                 let itv = self.eval(it)?;
                 // GET_ITER / FOR_ITER errors are located at the `for`.
                 let mut iter = self.iterate(&itv).map_err(|e| at(e, s.pos))?;
@@ -299,7 +301,7 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            SK::If(c, body, orelse) => {
+            StmtKind::If(c, body, orelse) => {
                 let v = self.eval(c)?;
                 return if v.truthy() {
                     self.exec_block(body)
@@ -307,22 +309,22 @@ impl<'a> Interp<'a> {
                     self.exec_block(orelse)
                 };
             }
-            SK::Pass => {}
-            SK::Break => return Ok(Flow::Break),
-            SK::Continue => return Ok(Flow::Continue),
+            StmtKind::Pass => {}
+            StmtKind::Break => return Ok(Flow::Break),
+            StmtKind::Continue => return Ok(Flow::Continue),
         }
         Ok(Flow::Normal)
     }
 
-    fn aug(&mut self, t: &T, op: BinOp, e: &E) -> R<()> {
+    fn aug(&mut self, t: &Target, op: BinOp, e: &Expr) -> InterpResult<()> {
         match t {
-            T::Name(slot) => {
+            Target::Name(slot) => {
                 let cur = self.load(*slot)?;
                 let rhs = self.eval(e)?;
                 let v = self.inplace(op, cur, &rhs)?;
                 self.slots[*slot as usize] = Some(v);
             }
-            T::Sub(oe, ie) => {
+            Target::Sub(oe, ie) => {
                 let obj = self.eval(oe)?;
                 let idx = self.eval(ie)?;
                 let cur = self.getitem(&obj, &idx)?;
@@ -330,7 +332,7 @@ impl<'a> Interp<'a> {
                 let v = self.inplace(op, cur, &rhs)?;
                 self.setitem(&obj, idx, v)?;
             }
-            T::Slice(oe, lo, hi, st) => {
+            Target::Slice(oe, lo, hi, st) => {
                 let obj = self.eval(oe)?;
                 let (lo, hi, st) = (
                     self.eval_opt(lo.as_ref())?,
@@ -342,13 +344,13 @@ impl<'a> Interp<'a> {
                 let v = self.inplace(op, cur, &rhs)?;
                 self.set_slice(&obj, &lo, &hi, &st, v)?;
             }
-            T::Unpack(..) => return Err(Exc::internal("augmented assignment to a tuple")),
+            Target::Unpack(..) => return Err(Exc::internal("augmented assignment to a tuple")),
         }
         Ok(())
     }
 
     /// `a op= b`: lists extend in place for `+=`.
-    fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> R<Value> {
+    fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> InterpResult<Value> {
         if op == BinOp::Add {
             if let Value::List(l) = &cur {
                 let items = self.collect(rhs)?;
@@ -403,9 +405,9 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// Unpacking and item-assignment errors.
     #[inline]
-    pub fn assign(&mut self, t: &T, v: Value) -> R<()> {
+    pub fn assign(&mut self, t: &Target, v: Value) -> InterpResult<()> {
         // Plain names are by far the commonest target: no call for them.
-        if let T::Name(slot) = t {
+        if let Target::Name(slot) = t {
             if let Some(s) = self.slots.get_mut(*slot as usize) {
                 *s = Some(v);
                 return Ok(());
@@ -414,18 +416,18 @@ impl<'a> Interp<'a> {
         self.assign_slow(t, v)
     }
 
-    fn assign_slow(&mut self, t: &T, v: Value) -> R<()> {
+    fn assign_slow(&mut self, t: &Target, v: Value) -> InterpResult<()> {
         match t {
-            T::Name(slot) => {
+            Target::Name(slot) => {
                 self.slots[*slot as usize] = Some(v);
                 Ok(())
             }
-            T::Sub(oe, ie) => {
+            Target::Sub(oe, ie) => {
                 let obj = self.eval(oe)?;
                 let idx = self.eval(ie)?;
                 self.setitem(&obj, idx, v)
             }
-            T::Slice(oe, lo, hi, st) => {
+            Target::Slice(oe, lo, hi, st) => {
                 let obj = self.eval(oe)?;
                 let (lo, hi, st) = (
                     self.eval_opt(lo.as_ref())?,
@@ -434,7 +436,7 @@ impl<'a> Interp<'a> {
                 );
                 self.set_slice(&obj, &lo, &hi, &st, v)
             }
-            T::Unpack(ts, star) => {
+            Target::Unpack(ts, star) => {
                 let items: Vec<Value> = match &v {
                     Value::Tuple(t) => t.v.clone(),
                     Value::List(l) => l.v.borrow().clone(),
@@ -505,7 +507,7 @@ impl<'a> Interp<'a> {
     // ---------------------------------------------------------------- expressions
 
     #[inline]
-    fn load(&self, slot: u32) -> R<Value> {
+    fn load(&self, slot: u32) -> InterpResult<Value> {
         match self.slots.get(slot as usize) {
             Some(Some(v)) => Ok(v.clone()),
             _ => {
@@ -518,7 +520,7 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn eval_opt(&mut self, e: Option<&E>) -> R<Value> {
+    fn eval_opt(&mut self, e: Option<&Expr>) -> InterpResult<Value> {
         match e {
             Some(e) => self.eval(e),
             None => Ok(Value::None),
@@ -530,19 +532,19 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// Whatever it raises, positioned at the innermost expression.
     #[inline]
-    pub fn eval(&mut self, e: &E) -> R<Value> {
+    pub fn eval(&mut self, e: &Expr) -> InterpResult<Value> {
         match &e.k {
-            EK::Const(v) => Ok(v.clone()),
-            EK::Name(s) => self.load(*s).map_err(|x| at(x, e.pos)),
+            ExprKind::Const(v) => Ok(v.clone()),
+            ExprKind::Name(s) => self.load(*s).map_err(|x| at(x, e.pos)),
             _ => self.eval_slow(e).map_err(|x| at(x, e.pos)),
         }
     }
 
-    fn eval_slow(&mut self, e: &E) -> R<Value> {
+    fn eval_slow(&mut self, e: &Expr) -> InterpResult<Value> {
         Ok(match &e.k {
-            EK::Const(v) => v.clone(),
-            EK::Name(s) => self.load(*s)?,
-            EK::Bin(op, a, b) => {
+            ExprKind::Const(v) => v.clone(),
+            ExprKind::Name(s) => self.load(*s)?,
+            ExprKind::Bin(op, a, b) => {
                 let x = self.eval(a)?;
                 let y = self.eval(b)?;
                 if *op == BinOp::Sub && (x.as_view().is_some() || y.as_view().is_some()) {
@@ -551,7 +553,7 @@ impl<'a> Interp<'a> {
                     binop(*op, &x, &y)?
                 }
             }
-            EK::Cmp(first, rest) => {
+            ExprKind::Cmp(first, rest) => {
                 let mut left = self.eval(first)?;
                 for (i, (op, re)) in rest.iter().enumerate() {
                     let right = self.eval(re)?;
@@ -565,7 +567,7 @@ impl<'a> Interp<'a> {
                 }
                 Value::Bool(true)
             }
-            EK::And(vs) => {
+            ExprKind::And(vs) => {
                 let mut last = Value::None;
                 for v in vs {
                     last = self.eval(v)?;
@@ -575,7 +577,7 @@ impl<'a> Interp<'a> {
                 }
                 last
             }
-            EK::Or(vs) => {
+            ExprKind::Or(vs) => {
                 let mut last = Value::None;
                 for v in vs {
                     last = self.eval(v)?;
@@ -585,19 +587,19 @@ impl<'a> Interp<'a> {
                 }
                 last
             }
-            EK::Not(x) => Value::Bool(!self.eval(x)?.truthy()),
-            EK::Neg(x) => ops::neg(&self.eval(x)?)?,
-            EK::Pos(x) => ops::pos(&self.eval(x)?)?,
-            EK::IfExp(c, a, b) => {
+            ExprKind::Not(x) => Value::Bool(!self.eval(x)?.truthy()),
+            ExprKind::Neg(x) => ops::neg(&self.eval(x)?)?,
+            ExprKind::Pos(x) => ops::pos(&self.eval(x)?)?,
+            ExprKind::IfExp(c, a, b) => {
                 if self.eval(c)?.truthy() {
                     self.eval(a)?
                 } else {
                     self.eval(b)?
                 }
             }
-            EK::List(es) => Value::list(self.elts(es)?),
-            EK::Tuple(es) => Value::tuple(self.elts(es)?),
-            EK::Set(es) => {
+            ExprKind::List(es) => Value::list(self.elts(es)?),
+            ExprKind::Tuple(es) => Value::tuple(self.elts(es)?),
+            ExprKind::Set(es) => {
                 let items = self.elts_in(es, Star::Set)?;
                 let mut d = Dict::new();
                 for x in items {
@@ -605,7 +607,7 @@ impl<'a> Interp<'a> {
                 }
                 Value::set(d)
             }
-            EK::Dict(items) => {
+            ExprKind::Dict(items) => {
                 let mut d = Dict::new();
                 for (k, v) in items {
                     match k {
@@ -623,26 +625,26 @@ impl<'a> Interp<'a> {
                 }
                 Value::dict(d)
             }
-            EK::Sub(o, i) => {
+            ExprKind::Sub(o, i) => {
                 let obj = self.eval(o)?;
                 let idx = self.eval(i)?;
                 self.getitem(&obj, &idx)?
             }
-            EK::Slice(o, lo, hi, st) => {
+            ExprKind::Slice(o, lo, hi, st) => {
                 let obj = self.eval(o)?;
                 let lo = self.eval_opt(lo.as_deref())?;
                 let hi = self.eval_opt(hi.as_deref())?;
                 let st = self.eval_opt(st.as_deref())?;
                 self.get_slice(&obj, &lo, &hi, &st)?
             }
-            EK::Attr(o, name) => {
+            ExprKind::Attr(o, name) => {
                 let obj = self.eval(o)?;
                 return Err(Exc::py(
                     "AttributeError",
                     format!("'{}' object has no attribute '{name}'", obj.type_name()),
                 ));
             }
-            EK::Builtin(b, args) => {
+            ExprKind::Builtin(b, args) => {
                 tick(1)?;
                 if let ([Elt::One(x)], true) = (args.pos.as_slice(), args.kw.is_empty()) {
                     let v = self.eval(x)?;
@@ -660,12 +662,12 @@ impl<'a> Interp<'a> {
                 let a = self.args(args, &|| b.name().to_string())?;
                 self.call_builtin(*b, a)?
             }
-            EK::Tool(name, args) => {
+            ExprKind::Tool(name, args) => {
                 tick(1)?;
                 let a = self.args(args, &|| name.to_string())?;
                 self.call_tool(name, a)?
             }
-            EK::Method(recv, m, args) => {
+            ExprKind::Method(recv, m, args) => {
                 tick(1)?;
                 let r = self.eval(recv)?;
                 // LOAD_METHOD comes before the arguments: a missing method
@@ -681,7 +683,7 @@ impl<'a> Interp<'a> {
                     ([Elt::One(x)], true) => {
                         let v = self.eval(x)?;
                         // `d.get(k)`: looked up here, no argument vector.
-                        if let (M::Get, Value::Dict(d)) = (*m, &r) {
+                        if let (Method::Get, Value::Dict(d)) = (*m, &r) {
                             return dict_get(d, &v, &Value::None);
                         }
                         CallArgs {
@@ -693,7 +695,7 @@ impl<'a> Interp<'a> {
                         let v = self.eval(x)?;
                         let w = self.eval(y)?;
                         // `d.get(k, default)` (the counting idiom).
-                        if let (M::Get, Value::Dict(d)) = (*m, &r) {
+                        if let (Method::Get, Value::Dict(d)) = (*m, &r) {
                             return dict_get(d, &v, &w);
                         }
                         CallArgs {
@@ -705,15 +707,15 @@ impl<'a> Interp<'a> {
                 };
                 self.call_method(&r, *m, a)?
             }
-            EK::Comp(c) => self.comprehension(c)?,
-            EK::FStr(parts) => {
+            ExprKind::Comp(c) => self.comprehension(c)?,
+            ExprKind::FStr(parts) => {
                 let mut s = String::new();
                 self.fstring(parts, &mut s)?;
                 Value::str(s)
             }
-            EK::Lambda(i) => Value::Func(Rc::new(Func::Lambda(*i))),
-            EK::BuiltinRef(b) => Value::Func(Rc::new(Func::Builtin(*b))),
-            EK::MethodRef(recv, m) => {
+            ExprKind::Lambda(i) => Value::Func(Rc::new(Func::Lambda(*i))),
+            ExprKind::BuiltinRef(b) => Value::Func(Rc::new(Func::Builtin(*b))),
+            ExprKind::MethodRef(recv, m) => {
                 let r = self.eval(recv)?;
                 if !super::methods::has_method(&r, *m) {
                     return Err(Exc::py(
@@ -726,11 +728,11 @@ impl<'a> Interp<'a> {
         })
     }
 
-    fn elts(&mut self, es: &[Elt]) -> R<Vec<Value>> {
+    fn elts(&mut self, es: &[Elt]) -> InterpResult<Vec<Value>> {
         self.elts_in(es, Star::Display)
     }
 
-    fn elts_in(&mut self, es: &[Elt], star: Star<'_>) -> R<Vec<Value>> {
+    fn elts_in(&mut self, es: &[Elt], star: Star<'_>) -> InterpResult<Vec<Value>> {
         let mut out = Vec::with_capacity(es.len());
         for e in es {
             match e {
@@ -769,7 +771,7 @@ impl<'a> Interp<'a> {
         Ok(out)
     }
 
-    fn args(&mut self, a: &Args, callee: &dyn Fn() -> String) -> R<CallArgs> {
+    fn args(&mut self, a: &Args, callee: &dyn Fn() -> String) -> InterpResult<CallArgs> {
         let mut pos = Pos::new();
         if a.pos.iter().all(|e| matches!(e, Elt::One(_))) {
             for e in &a.pos {
@@ -824,7 +826,7 @@ impl<'a> Interp<'a> {
         Ok(CallArgs { pos, kw })
     }
 
-    fn merge_mapping(&mut self, d: &mut Dict, m: &Value) -> R<()> {
+    fn merge_mapping(&mut self, d: &mut Dict, m: &Value) -> InterpResult<()> {
         match m {
             Value::Dict(src) => {
                 let src = src.d.borrow();
@@ -841,18 +843,18 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn cmp(&mut self, op: CmpK, a: &Value, b: &Value) -> R<bool> {
+    fn cmp(&mut self, op: CompareOp, a: &Value, b: &Value) -> InterpResult<bool> {
         Ok(match op {
-            CmpK::Eq => eq(a, b)?,
-            CmpK::Ne => !eq(a, b)?,
-            CmpK::Lt => compare(Ord4::Lt, a, b)?,
-            CmpK::Le => compare(Ord4::Le, a, b)?,
-            CmpK::Gt => compare(Ord4::Gt, a, b)?,
-            CmpK::Ge => compare(Ord4::Ge, a, b)?,
-            CmpK::Is => a.is(b),
-            CmpK::IsNot => !a.is(b),
-            CmpK::In => self.contains(b, a)?,
-            CmpK::NotIn => !self.contains(b, a)?,
+            CompareOp::Eq => eq(a, b)?,
+            CompareOp::Ne => !eq(a, b)?,
+            CompareOp::Lt => compare(OrderOp::Lt, a, b)?,
+            CompareOp::Le => compare(OrderOp::Le, a, b)?,
+            CompareOp::Gt => compare(OrderOp::Gt, a, b)?,
+            CompareOp::Ge => compare(OrderOp::Ge, a, b)?,
+            CompareOp::Is => a.is(b),
+            CompareOp::IsNot => !a.is(b),
+            CompareOp::In => self.contains(b, a)?,
+            CompareOp::NotIn => !self.contains(b, a)?,
         })
     }
 
@@ -860,7 +862,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// TypeError for non-containers.
-    pub fn contains(&mut self, container: &Value, x: &Value) -> R<bool> {
+    pub fn contains(&mut self, container: &Value, x: &Value) -> InterpResult<bool> {
         match container {
             Value::List(l) => {
                 let n = l.v.borrow().len();
@@ -957,7 +959,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// IndexError, KeyError, TypeError as CPython.
-    pub fn getitem(&mut self, obj: &Value, idx: &Value) -> R<Value> {
+    pub fn getitem(&mut self, obj: &Value, idx: &Value) -> InterpResult<Value> {
         match obj {
             Value::List(l) => {
                 let l = l.v.borrow();
@@ -1023,7 +1025,7 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn setitem(&mut self, obj: &Value, idx: Value, v: Value) -> R<()> {
+    fn setitem(&mut self, obj: &Value, idx: Value, v: Value) -> InterpResult<()> {
         match obj {
             Value::List(l) => {
                 let mut l = l.v.borrow_mut();
@@ -1060,7 +1062,13 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn get_slice(&mut self, obj: &Value, lo: &Value, hi: &Value, st: &Value) -> R<Value> {
+    fn get_slice(
+        &mut self,
+        obj: &Value,
+        lo: &Value,
+        hi: &Value,
+        st: &Value,
+    ) -> InterpResult<Value> {
         match obj {
             Value::List(l) => {
                 let l = l.v.borrow();
@@ -1151,7 +1159,14 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn set_slice(&mut self, obj: &Value, lo: &Value, hi: &Value, st: &Value, v: Value) -> R<()> {
+    fn set_slice(
+        &mut self,
+        obj: &Value,
+        lo: &Value,
+        hi: &Value,
+        st: &Value,
+        v: Value,
+    ) -> InterpResult<()> {
         let Value::List(l) = obj else {
             return Err(type_err(format!(
                 "'{}' object does not support item assignment",
@@ -1217,7 +1232,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// `TypeError: 'int' object is not iterable`.
-    pub fn iterate(&mut self, v: &Value) -> R<Iter> {
+    pub fn iterate(&mut self, v: &Value) -> InterpResult<Iter> {
         Ok(match v {
             Value::List(l) => Iter::List(l.clone(), 0),
             Value::Tuple(t) => Iter::Tuple(t.clone(), 0),
@@ -1255,7 +1270,7 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// Whatever producing the next item raises.
     #[inline]
-    pub fn next_fast(&mut self, it: &mut Iter) -> R<Option<Value>> {
+    pub fn next_fast(&mut self, it: &mut Iter) -> InterpResult<Option<Value>> {
         match it {
             Iter::Range { cur, left, step } => {
                 if *left == 0 {
@@ -1286,7 +1301,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// Whatever producing the next item raises.
-    pub fn next(&mut self, it: &mut Iter) -> R<Option<Value>> {
+    pub fn next(&mut self, it: &mut Iter) -> InterpResult<Option<Value>> {
         match it {
             Iter::List(l, i) => {
                 let v = l.v.borrow();
@@ -1456,7 +1471,7 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn zip_next(&mut self, its: &mut [Iter], strict: bool) -> R<Option<Value>> {
+    fn zip_next(&mut self, its: &mut [Iter], strict: bool) -> InterpResult<Option<Value>> {
         let mut out = Vec::with_capacity(its.len());
         for (k, it) in its.iter_mut().enumerate() {
             match self.next(it)? {
@@ -1494,7 +1509,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// TypeError for non-iterables; limits.
-    pub fn collect(&mut self, v: &Value) -> R<Vec<Value>> {
+    pub fn collect(&mut self, v: &Value) -> InterpResult<Vec<Value>> {
         match v {
             Value::List(l) => {
                 let l = l.v.borrow();
@@ -1546,7 +1561,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// TypeError for non-iterables, unhashable items; limits.
-    fn view_sub(&mut self, a: &Value, b: &Value) -> R<Value> {
+    fn view_sub(&mut self, a: &Value, b: &Value) -> InterpResult<Value> {
         let keyish = |v: &Value| matches!(v.as_view(), Some((_, ViewKind::Keys | ViewKind::Items)));
         if !keyish(a) && !keyish(b) {
             return binop(BinOp::Sub, a, b);
@@ -1570,7 +1585,7 @@ impl<'a> Interp<'a> {
     /// in the generator and one in the collecting loop per item, a memory
     /// check every 1024 items; an error or the end marks it done, a limit
     /// hit while collecting leaves it resumable).
-    fn collect_gen(&mut self, g: &mut GenState) -> R<Vec<Value>> {
+    fn collect_gen(&mut self, g: &mut GenState) -> InterpResult<Vec<Value>> {
         let mut out = Vec::new();
         self.enter()?;
         if let Err(e) = self.enter() {
@@ -1583,7 +1598,7 @@ impl<'a> Interp<'a> {
         r.map(|()| out)
     }
 
-    fn collect_gen_in(&mut self, g: &mut GenState, out: &mut Vec<Value>) -> R<()> {
+    fn collect_gen_in(&mut self, g: &mut GenState, out: &mut Vec<Value>) -> InterpResult<()> {
         if g.done {
             return Ok(());
         }
@@ -1653,7 +1668,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// `depth` limit.
-    pub fn iter_value(&mut self, it: Iter) -> R<Value> {
+    pub fn iter_value(&mut self, it: Iter) -> InterpResult<Value> {
         if Self::iter_depth(&it, 0) > self.limits.max_depth as usize {
             return Err(self.depth_err());
         }
@@ -1663,7 +1678,7 @@ impl<'a> Interp<'a> {
 
     // ---------------------------------------------------------------- comprehensions
 
-    fn comprehension(&mut self, c: &Rc<Comp>) -> R<Value> {
+    fn comprehension(&mut self, c: &Rc<Comp>) -> InterpResult<Value> {
         let first_v = self.eval(&c.gens[0].iter)?;
         // Iteration errors (and SET_ADD/MAP_ADD's) are located at the
         // comprehension, unpacking errors at the target, as in CPython.
@@ -1675,7 +1690,6 @@ impl<'a> Interp<'a> {
                 iters: vec![first],
                 saved: vec![None; c.slots.len()],
                 done: false,
-                running: false,
             };
             return self.iter_value(Iter::Gen(Box::new(g)));
         }
@@ -1749,7 +1763,7 @@ impl<'a> Interp<'a> {
         r
     }
 
-    fn list_comp1(&mut self, c: &Comp, mut it: Iter, out: &mut Vec<Value>) -> R<()> {
+    fn list_comp1(&mut self, c: &Comp, mut it: Iter, out: &mut Vec<Value>) -> InterpResult<()> {
         let g = &c.gens[0];
         'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, c.pos))? {
             tick(1)?;
@@ -1773,8 +1787,8 @@ impl<'a> Interp<'a> {
         c: &Comp,
         level: usize,
         mut it: Iter,
-        emit: &mut dyn FnMut(&mut Self, &Comp) -> R<()>,
-    ) -> R<()> {
+        emit: &mut dyn FnMut(&mut Self, &Comp) -> InterpResult<()>,
+    ) -> InterpResult<()> {
         let g = &c.gens[level];
         'outer: while let Some(v) = self.next_fast(&mut it).map_err(|e| at(e, c.pos))? {
             tick(1)?;
@@ -1795,7 +1809,7 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn gen_next(&mut self, g: &mut GenState) -> R<Option<Value>> {
+    fn gen_next(&mut self, g: &mut GenState) -> InterpResult<Option<Value>> {
         if g.done {
             return Ok(None);
         }
@@ -1816,7 +1830,7 @@ impl<'a> Interp<'a> {
         r
     }
 
-    fn gen_step(&mut self, g: &mut GenState, c: &Comp) -> R<Option<Value>> {
+    fn gen_step(&mut self, g: &mut GenState, c: &Comp) -> InterpResult<Option<Value>> {
         'outer: loop {
             let lvl = match g.iters.len() {
                 0 => return Ok(None),
@@ -1856,7 +1870,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// Whatever the function raises; TypeError when not callable.
-    pub fn call_func(&mut self, f: &Value, arg: Value) -> R<Value> {
+    pub fn call_func(&mut self, f: &Value, arg: Value) -> InterpResult<Value> {
         let Value::Func(func) = f else {
             return Err(type_err(format!(
                 "'{}' object is not callable",
@@ -1895,7 +1909,7 @@ impl<'a> Interp<'a> {
         r
     }
 
-    fn call_tool(&mut self, name: &str, a: CallArgs) -> R<Value> {
+    fn call_tool(&mut self, name: &str, a: CallArgs) -> InterpResult<Value> {
         self.tool_calls += 1;
         if self.tool_calls > self.limits.tool_calls {
             return Err(Exc::limit(
@@ -1929,7 +1943,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// TypeError for non-plain values; `depth` limit for deep/cyclic values.
-    pub fn to_data(&mut self, v: &Value, lenient: bool) -> R<Data> {
+    pub fn to_data(&mut self, v: &Value, lenient: bool) -> InterpResult<Data> {
         let mut seen = Vec::new();
         self.data_rec(v, lenient, 0, &mut seen)
     }
@@ -1940,7 +1954,7 @@ impl<'a> Interp<'a> {
         lenient: bool,
         depth: usize,
         seen: &mut Vec<usize>,
-    ) -> R<Data> {
+    ) -> InterpResult<Data> {
         let id = match v {
             Value::List(l) => Rc::as_ptr(l) as usize,
             Value::Dict(d) => Rc::as_ptr(d) as usize,
@@ -1973,7 +1987,7 @@ impl<'a> Interp<'a> {
         lenient: bool,
         depth: usize,
         seen: &mut Vec<usize>,
-    ) -> R<Data> {
+    ) -> InterpResult<Data> {
         super::budget::stack_check("")?;
         if depth > MAX_DATA_DEPTH {
             return Err(Exc::limit(
@@ -1995,13 +2009,13 @@ impl<'a> Interp<'a> {
                     items
                         .iter()
                         .map(|x| self.data_rec(x, lenient, depth + 1, seen))
-                        .collect::<R<_>>()?,
+                        .collect::<InterpResult<_>>()?,
                 )
             }
             Value::Tuple(t) => Data::Tuple(
                 t.v.iter()
                     .map(|x| self.data_rec(x, lenient, depth + 1, seen))
-                    .collect::<R<_>>()?,
+                    .collect::<InterpResult<_>>()?,
             ),
             Value::Set(s) => {
                 let items: Vec<Value> = s.d.borrow().keys().cloned().collect();
@@ -2009,7 +2023,7 @@ impl<'a> Interp<'a> {
                     items
                         .iter()
                         .map(|x| self.data_rec(x, lenient, depth + 1, seen))
-                        .collect::<R<_>>()?,
+                        .collect::<InterpResult<_>>()?,
                 )
             }
             Value::Dict(d) => {
@@ -2042,7 +2056,7 @@ impl<'a> Interp<'a> {
 
     // ---------------------------------------------------------------- text
 
-    fn fstring(&mut self, parts: &[FPart], s: &mut String) -> R<()> {
+    fn fstring(&mut self, parts: &[FPart], s: &mut String) -> InterpResult<()> {
         for p in parts {
             match p {
                 FPart::Lit(t) => s.push_str(t),
@@ -2107,7 +2121,7 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn str_of_simple(&self, v: &Value) -> R<String> {
+    fn str_of_simple(&self, v: &Value) -> InterpResult<String> {
         match v {
             Value::Str(s) => Ok(s.as_str().to_string()),
             Value::Int(i) => Ok(i.to_string()),
@@ -2133,7 +2147,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// RecursionError, ValueError (int digit limit), memory limit.
-    pub fn to_str(&self, v: &Value) -> R<String> {
+    pub fn to_str(&self, v: &Value) -> InterpResult<String> {
         self.str_of_simple(v)
     }
 
@@ -2141,7 +2155,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// RecursionError, ValueError (int digit limit), memory limit.
-    pub fn repr(&self, v: &Value) -> R<String> {
+    pub fn repr(&self, v: &Value) -> InterpResult<String> {
         let mut o = String::new();
         self.repr_into(
             v,
@@ -2166,7 +2180,7 @@ impl<'a> Interp<'a> {
         depth: usize,
         ascii: bool,
         budget: usize,
-    ) -> R<()> {
+    ) -> InterpResult<()> {
         if out.len() > budget {
             return Err(Exc::limit(
                 "memory",
@@ -2376,7 +2390,7 @@ impl<'a> Interp<'a> {
 
 /// Single-argument builtins that need no interpreter state, without
 /// building an argument vector. `None` means "take the general path".
-fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<R<Value>> {
+fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<InterpResult<Value>> {
     use super::compile::Builtin as B;
     Some(Ok(match (b, v) {
         (B::Len, Value::Str(s)) => Value::Int(s.nchars as i64),
@@ -2400,7 +2414,7 @@ fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<R<Value>> {
 ///
 /// # Errors
 /// ValueError beyond the limit.
-pub fn big_to_str(b: &BigInt) -> R<String> {
+pub fn big_to_str(b: &BigInt) -> InterpResult<String> {
     // 4300 decimal digits need about 14284 bits; anything with more than
     // 14300 bits has more than 4300 digits, so refuse without converting
     // (the conversion itself is quadratic).
@@ -2426,7 +2440,7 @@ pub fn big_to_str(b: &BigInt) -> R<String> {
 ///
 /// # Errors
 /// `depth` limit on absurdly deep data; malformed big ints.
-pub fn from_data(d: &Data, depth: usize) -> R<Value> {
+pub fn from_data(d: &Data, depth: usize) -> InterpResult<Value> {
     super::budget::stack_check("")?;
     if depth > MAX_DATA_DEPTH {
         return Err(Exc::limit(
@@ -2449,12 +2463,12 @@ pub fn from_data(d: &Data, depth: usize) -> R<Value> {
         Data::List(v) => Value::list(
             v.iter()
                 .map(|x| from_data(x, depth + 1))
-                .collect::<R<_>>()?,
+                .collect::<InterpResult<_>>()?,
         ),
         Data::Tuple(v) => Value::tuple(
             v.iter()
                 .map(|x| from_data(x, depth + 1))
-                .collect::<R<_>>()?,
+                .collect::<InterpResult<_>>()?,
         ),
         Data::Set(v) => {
             let mut dd = Dict::new();
@@ -2477,7 +2491,7 @@ pub fn from_data(d: &Data, depth: usize) -> R<Value> {
 ///
 /// # Errors
 /// TypeError for non-int indices, IndexError when out of range.
-pub fn seq_index(idx: &Value, n: usize, what: &str) -> R<usize> {
+pub fn seq_index(idx: &Value, n: usize, what: &str) -> InterpResult<usize> {
     let i = match idx {
         Value::Int(i) => *i,
         Value::Bool(b) => *b as i64,
@@ -2512,7 +2526,7 @@ pub fn seq_index(idx: &Value, n: usize, what: &str) -> R<usize> {
     Ok(r as usize)
 }
 
-fn slice_arg(v: &Value) -> R<Option<i64>> {
+fn slice_arg(v: &Value) -> InterpResult<Option<i64>> {
     Ok(match v {
         Value::None => None,
         Value::Int(i) => Some(*i),
@@ -2534,7 +2548,7 @@ fn slice_arg(v: &Value) -> R<Option<i64>> {
 ///
 /// # Errors
 /// ValueError for a zero step; TypeError for bad bounds.
-pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64, i64)> {
+pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> InterpResult<(i64, i64, i64)> {
     // CPython clamps the step to [-PY_SSIZE_T_MAX, PY_SSIZE_T_MAX].
     let step = slice_arg(st)?.unwrap_or(1).max(-i64::MAX);
     if step == 0 {
@@ -2565,8 +2579,13 @@ pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64
 ///
 /// # Errors
 /// As [`slice_adjust`].
-pub fn slice_adjust128(lo: &Value, hi: &Value, st: &Value, n: i128) -> R<(i128, i128, i128)> {
-    let arg = |v: &Value| -> R<Option<i128>> {
+pub fn slice_adjust128(
+    lo: &Value,
+    hi: &Value,
+    st: &Value,
+    n: i128,
+) -> InterpResult<(i128, i128, i128)> {
+    let arg = |v: &Value| -> InterpResult<Option<i128>> {
         Ok(match v {
             Value::None => None,
             Value::Int(i) => Some(*i as i128),
@@ -2625,7 +2644,7 @@ fn slice_len(start: i64, stop: i64, step: i64) -> usize {
 ///
 /// # Errors
 /// As [`slice_adjust`].
-pub fn slice_plan(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<(i64, i64, usize)> {
+pub fn slice_plan(lo: &Value, hi: &Value, st: &Value, n: usize) -> InterpResult<(i64, i64, usize)> {
     let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
     Ok((start, step, slice_len(start, stop, step)))
 }
@@ -2640,7 +2659,7 @@ pub fn slice_at(start: i64, step: i64, k: usize) -> usize {
 ///
 /// # Errors
 /// As [`slice_adjust`].
-pub fn slice_indices(lo: &Value, hi: &Value, st: &Value, n: usize) -> R<Vec<usize>> {
+pub fn slice_indices(lo: &Value, hi: &Value, st: &Value, n: usize) -> InterpResult<Vec<usize>> {
     let (start, stop, step) = slice_adjust(lo, hi, st, n)?;
     let len = slice_len(start, stop, step);
     Ok((0..len)

@@ -5,7 +5,7 @@
 use num_bigint::BigInt;
 use num_traits::Signed;
 
-use super::err::{type_err, value_err, Exc, R};
+use super::err::{type_err, value_err, Exc, InterpResult};
 use super::ops::big_to_f64;
 use super::value::Value;
 
@@ -237,7 +237,7 @@ const MAX_WIDTH: usize = 100_000_000;
 ///
 /// # Errors
 /// ValueError for malformed specs.
-pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
+pub fn parse_spec(spec: &str, tyname: &str) -> InterpResult<Spec> {
     let mut sp = Spec::default();
     if spec.is_empty() {
         return Ok(sp);
@@ -277,7 +277,7 @@ pub fn parse_spec(spec: &str, tyname: &str) -> R<Spec> {
         sp.zero = true;
         it.next();
     }
-    let num = |it: &mut std::iter::Peekable<std::str::Chars>| -> R<Option<usize>> {
+    let num = |it: &mut std::iter::Peekable<std::str::Chars>| -> InterpResult<Option<usize>> {
         let mut v: Option<usize> = None;
         while let Some(d) = it.peek().and_then(|c| c.to_digit(10)) {
             it.next();
@@ -498,7 +498,7 @@ pub enum IntRef<'a> {
 ///
 /// # Errors
 /// ValueError/OverflowError as CPython.
-pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> R<String> {
+pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> InterpResult<String> {
     let sp = parse_spec(spec, tyname)?;
     let ty = sp.ty.unwrap_or('d');
     match ty {
@@ -728,7 +728,7 @@ fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
 }
 
 /// Format a float under a parsed spec.
-fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
+fn format_float_spec(f: f64, sp: &Spec) -> InterpResult<String> {
     let ty = sp.ty;
     if let (Some(g), Some(t)) = (sp.grouping, ty) {
         if !matches!(t, 'e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%') {
@@ -787,7 +787,7 @@ fn format_float_spec(f: f64, sp: &Spec) -> R<String> {
 ///
 /// # Errors
 /// ValueError as CPython.
-pub fn format_float(f: f64, spec: &str) -> R<String> {
+pub fn format_float(f: f64, spec: &str) -> InterpResult<String> {
     let sp = parse_spec(spec, "float")?;
     match sp.ty {
         None | Some('e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%' | 'n') => format_float_spec(f, &sp),
@@ -799,7 +799,7 @@ pub fn format_float(f: f64, spec: &str) -> R<String> {
 ///
 /// # Errors
 /// ValueError as CPython.
-pub fn format_str(s: &str, spec: &str) -> R<String> {
+pub fn format_str(s: &str, spec: &str) -> InterpResult<String> {
     let sp = parse_spec(spec, "str")?;
     match sp.ty {
         None | Some('s') => {}
@@ -855,7 +855,11 @@ fn truncate(s: &str, p: Option<usize>) -> &str {
 ///
 /// # Errors
 /// ValueError/TypeError as CPython.
-pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>) -> R<String> {
+pub fn format_value(
+    v: &Value,
+    spec: &str,
+    str_of: &dyn Fn(&Value) -> InterpResult<String>,
+) -> InterpResult<String> {
     match v {
         Value::Int(i) => {
             if spec.is_empty() {
@@ -904,7 +908,7 @@ pub fn format_value(v: &Value, spec: &str, str_of: &dyn Fn(&Value) -> R<String>)
 ///
 /// # Errors
 /// `memory` limit error (the same preflight as [`parse_spec`]).
-pub fn format_simple_into(v: &Value, spec: &str, out: &mut String) -> R<bool> {
+pub fn format_simple_into(v: &Value, spec: &str, out: &mut String) -> InterpResult<bool> {
     let b = spec.as_bytes();
     let mut i = 0;
     let zero = b.first() == Some(&b'0');

@@ -41,7 +41,6 @@ def rs(s): return '"' + ''.join('\\u{%x}' % ord(x) for x in s) + '"'
 out = []
 out.append("//! Unicode tables generated from CPython 3.11's `unicodedata` by")
 out.append("//! `worker/src/interp/gen_unicode.py`; do not edit by hand.")
-out.append("#![allow(clippy::unreadable_literal)]")
 out.append("")
 for k, v in F.items():
     out.append(f"/// Flag: `str.is{k.lower()}` (or the named property) holds.")

@@ -17,8 +17,6 @@ pub struct GenState {
     pub saved: Vec<Option<Value>>,
     /// Finished?
     pub done: bool,
-    /// Already running (re-entrancy check).
-    pub running: bool,
 }
 
 /// An iterator.

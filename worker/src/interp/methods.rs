@@ -3,7 +3,7 @@
 //! [`has_method`] dispatches exactly those, and a test keeps the two equal.
 
 use super::budget::{mem_check, mem_check_n, mem_left, tick};
-use super::err::{type_err, value_err, Exc, R};
+use super::err::{type_err, value_err, Exc, InterpResult};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
@@ -13,16 +13,15 @@ macro_rules! methods {
     ($($v:ident = $s:literal),* $(,)?) => {
         /// Every allowlisted method name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        #[allow(missing_docs)]
-        pub enum M { $($v),* }
-        impl M {
+        pub enum Method { $($v),* }
+        impl Method {
             /// Look a method name up.
-            pub fn from_name(s: &str) -> Option<M> {
-                match s { $($s => Some(M::$v),)* _ => None }
+            pub fn from_name(s: &str) -> Option<Method> {
+                match s { $($s => Some(Method::$v),)* _ => None }
             }
             /// The method's name.
             pub fn name(self) -> &'static str {
-                match self { $(M::$v => $s),* }
+                match self { $(Method::$v => $s),* }
             }
         }
     };
@@ -51,8 +50,8 @@ methods! {
 }
 
 /// Does `v`'s type have method `m` on the allowlist?
-pub fn has_method(v: &Value, m: M) -> bool {
-    use M::*;
+pub fn has_method(v: &Value, m: Method) -> bool {
+    use Method::*;
     match v {
         Value::Str(_) => matches!(
             m,
@@ -134,7 +133,7 @@ pub fn has_method(v: &Value, m: M) -> bool {
 /// A method's qualified name (`str.upper`), rendered only when an error
 /// message needs it (building it eagerly cost an allocation per call).
 #[derive(Clone, Copy)]
-struct Qual(&'static str, M);
+struct Qual(&'static str, Method);
 
 impl std::fmt::Display for Qual {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -142,7 +141,7 @@ impl std::fmt::Display for Qual {
     }
 }
 
-fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> R<()> {
+fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> InterpResult<()> {
     if !a.kw.is_empty() {
         return Err(type_err(format!("{qual}() takes no keyword arguments")));
     }
@@ -177,7 +176,7 @@ fn range_position(r: &super::value::RangeV, x: &Value) -> Option<i128> {
     (inside && (v - r.start) % r.step == 0).then(|| (v - r.start) / r.step)
 }
 
-fn one_arg(a: &mut CallArgs, qual: impl std::fmt::Display) -> R<Value> {
+fn one_arg(a: &mut CallArgs, qual: impl std::fmt::Display) -> InterpResult<Value> {
     if !a.kw.is_empty() {
         return Err(type_err(format!("{qual}() takes no keyword arguments")));
     }
@@ -190,7 +189,7 @@ fn one_arg(a: &mut CallArgs, qual: impl std::fmt::Display) -> R<Value> {
     Ok(a.pos.remove(0))
 }
 
-fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
+fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> InterpResult<()> {
     a.no_kw(name)?;
     let n = a.pos.len();
     if n < min {
@@ -218,7 +217,7 @@ fn range_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
 /// Positional-only arity as `PyArg_ParseTuple` words it (`find() takes at
 /// least 1 argument (0 given)`), for the str methods CPython 3.11 still
 /// parses that way (find, index, count, startswith, ...).
-fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
+fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> InterpResult<()> {
     a.no_kw(name)?;
     let n = a.pos.len();
     let (how, k) = if n < min {
@@ -236,7 +235,7 @@ fn tuple_args(a: &CallArgs, name: &str, min: usize, max: usize) -> R<()> {
 
 /// `list.index`/`tuple.index` bounds (`_PyEval_SliceIndexNotNone`): ints
 /// only, not None; out-of-range ints clamp (in [`slice_adjust`]).
-fn index_bounds_ok(pos: &[Value]) -> R<()> {
+fn index_bounds_ok(pos: &[Value]) -> InterpResult<()> {
     for v in pos.iter().skip(1) {
         if !matches!(v, Value::Int(_) | Value::Bool(_) | Value::Big(_)) {
             return Err(type_err(
@@ -247,7 +246,7 @@ fn index_bounds_ok(pos: &[Value]) -> R<()> {
     Ok(())
 }
 
-fn as_index(v: &Value) -> R<i64> {
+fn as_index(v: &Value) -> InterpResult<i64> {
     if let Value::Big(_) = v {
         return Err(Exc::py(
             "OverflowError",
@@ -262,7 +261,7 @@ fn as_index(v: &Value) -> R<i64> {
     })
 }
 
-fn str_arg<'v>(v: &'v Value, msg: &str) -> R<&'v str> {
+fn str_arg<'v>(v: &'v Value, msg: &str) -> InterpResult<&'v str> {
     match v {
         Value::Str(s) => Ok(s.as_str()),
         _ => Err(type_err(format!("{msg}{}", v.type_name()))),
@@ -535,7 +534,7 @@ fn split_lines(s: &str, keep: bool, f: &mut dyn FnMut(&str) -> bool) {
 ///
 /// # Errors
 /// `memory` or `fuel` limit error.
-fn strs_preflight(count: usize, bytes: usize) -> R<()> {
+fn strs_preflight(count: usize, bytes: usize) -> InterpResult<()> {
     mem_check(
         (count as u64)
             .saturating_mul((SLOT + OBJ) as u64)
@@ -553,7 +552,11 @@ fn strs_preflight(count: usize, bytes: usize) -> R<()> {
 ///
 /// # Errors
 /// `memory` or `fuel` limit error.
-fn str_list(rev: bool, ascii: bool, pieces: impl Fn(&mut dyn FnMut(&str) -> bool)) -> R<Value> {
+fn str_list(
+    rev: bool,
+    ascii: bool,
+    pieces: impl Fn(&mut dyn FnMut(&str) -> bool),
+) -> InterpResult<Value> {
     let left = mem_left();
     let per = (SLOT + OBJ) as u64;
     let (mut n, mut need) = (0usize, 0u64);
@@ -580,7 +583,11 @@ fn str_list(rev: bool, ascii: bool, pieces: impl Fn(&mut dyn FnMut(&str) -> bool
 }
 
 /// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
-fn sub_range(s: &super::value::PyStr, start: &Value, end: &Value) -> R<Option<(usize, usize)>> {
+fn sub_range(
+    s: &super::value::PyStr,
+    start: &Value,
+    end: &Value,
+) -> InterpResult<Option<(usize, usize)>> {
     if matches!((start, end), (Value::None, Value::None)) {
         return Ok(Some((0, s.len())));
     }
@@ -613,7 +620,7 @@ fn char_index(s: &str, byte: usize) -> i64 {
     }
 }
 
-fn fill_char(a: &CallArgs, i: usize) -> R<char> {
+fn fill_char(a: &CallArgs, i: usize) -> InterpResult<char> {
     match a.pos.get(i) {
         None => Ok(' '),
         Some(Value::Str(s)) => {
@@ -635,7 +642,7 @@ fn fill_char(a: &CallArgs, i: usize) -> R<char> {
 }
 
 /// `sep.join(items)` once the items are at hand.
-fn join_strs(sep: &str, items: &[Value]) -> R<Value> {
+fn join_strs(sep: &str, items: &[Value]) -> InterpResult<Value> {
     let mut total = 0usize;
     for (i, x) in items.iter().enumerate() {
         match x {
@@ -668,7 +675,7 @@ impl<'a> Interp<'a> {
     /// # Errors
     /// AttributeError when `recv`'s type has no such allowlisted method;
     /// whatever the method raises.
-    pub fn call_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
+    pub fn call_method(&mut self, recv: &Value, m: Method, a: CallArgs) -> InterpResult<Value> {
         if !has_method(recv, m) {
             return Err(Exc::py(
                 "AttributeError",
@@ -681,9 +688,12 @@ impl<'a> Interp<'a> {
         }
         if !a.kw.is_empty() {
             let takes_kw = match recv {
-                Value::Str(_) => matches!(m, M::Split | M::Rsplit | M::Splitlines | M::Expandtabs),
-                Value::List(_) => m == M::Sort,
-                Value::Dict(_) => m == M::Update,
+                Value::Str(_) => matches!(
+                    m,
+                    Method::Split | Method::Rsplit | Method::Splitlines | Method::Expandtabs
+                ),
+                Value::List(_) => m == Method::Sort,
+                Value::Dict(_) => m == Method::Update,
                 _ => false,
             };
             if !takes_kw {
@@ -702,7 +712,7 @@ impl<'a> Interp<'a> {
             Value::Tuple(t) => {
                 let mut a = a;
                 match m {
-                    M::Count => {
+                    Method::Count => {
                         let x = one_arg(&mut a, "tuple.count")?;
                         let mut n = 0;
                         for item in &t.v {
@@ -742,7 +752,7 @@ impl<'a> Interp<'a> {
                 tick(1)?;
                 let found = range_position(r, &x);
                 match (m, found) {
-                    (M::Count, f) => Ok(Value::Int(i64::from(f.is_some()))),
+                    (Method::Count, f) => Ok(Value::Int(i64::from(f.is_some()))),
                     (_, Some(i)) => Ok(Value::from_i128(i)),
                     (_, None) if matches!(x, Value::Int(_) | Value::Big(_) | Value::Bool(_)) => {
                         let r = self.repr(&x)?;
@@ -775,7 +785,7 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn str_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+    fn str_method(&mut self, recv: &Value, m: Method, mut a: CallArgs) -> InterpResult<Value> {
         let Value::Str(ps) = recv else {
             return Err(Exc::internal("str method on non-str"));
         };
@@ -783,14 +793,19 @@ impl<'a> Interp<'a> {
         tick(1 + s.len() as u64 / 64)?;
         let qual = |_: &str| Qual("str", m);
         match m {
-            M::Upper | M::Lower | M::Capitalize | M::Casefold | M::Swapcase | M::Title => {
+            Method::Upper
+            | Method::Lower
+            | Method::Capitalize
+            | Method::Casefold
+            | Method::Swapcase
+            | Method::Title => {
                 no_args(&a, qual(m.name()))?;
                 mem_check(s.len() as u64 * 3)?;
                 let r = match m {
                     // ASCII text: byte-wise case mapping, and the result is
                     // known to be ASCII (no recount of its code points).
-                    M::Upper | M::Lower if ps.is_ascii() => {
-                        let up = m == M::Upper;
+                    Method::Upper | Method::Lower if ps.is_ascii() => {
+                        let up = m == Method::Upper;
                         let b = s.as_bytes();
                         let short = PyStr::ascii_inline(b.len(), |out| {
                             for (o, c) in out.iter_mut().zip(b) {
@@ -807,10 +822,10 @@ impl<'a> Interp<'a> {
                             None => ascii_str(s.to_ascii_lowercase()),
                         });
                     }
-                    M::Upper => upper_str(s),
-                    M::Lower => lower_str(s),
-                    M::Casefold => map_str(s, |_, c, o| uc::fold(c, o)),
-                    M::Swapcase => map_str(s, |i, c, o| {
+                    Method::Upper => upper_str(s),
+                    Method::Lower => lower_str(s),
+                    Method::Casefold => map_str(s, |_, c, o| uc::fold(c, o)),
+                    Method::Swapcase => map_str(s, |i, c, o| {
                         if uc::has(c, uc::UPPER) {
                             lower_at(s, i, c, o);
                         } else if uc::has(c, uc::LOWER) {
@@ -819,7 +834,7 @@ impl<'a> Interp<'a> {
                             o.push(c);
                         }
                     }),
-                    M::Title => title_str(s),
+                    Method::Title => title_str(s),
                     // The rest is lowered in the context of the whole
                     // string (final sigma looks back at the first char).
                     _ => map_str(s, |i, c, o| {
@@ -832,34 +847,34 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::str(r))
             }
-            M::Isalnum
-            | M::Isalpha
-            | M::Isascii
-            | M::Isdecimal
-            | M::Isdigit
-            | M::Isidentifier
-            | M::Islower
-            | M::Isnumeric
-            | M::Isspace
-            | M::Istitle
-            | M::Isupper => {
+            Method::Isalnum
+            | Method::Isalpha
+            | Method::Isascii
+            | Method::Isdecimal
+            | Method::Isdigit
+            | Method::Isidentifier
+            | Method::Islower
+            | Method::Isnumeric
+            | Method::Isspace
+            | Method::Istitle
+            | Method::Isupper => {
                 no_args(&a, qual(m.name()))?;
                 let ne = !s.is_empty();
                 let b = match m {
-                    M::Isalnum => {
+                    Method::Isalnum => {
                         ne && s
                             .chars()
                             .all(|c| uc::has(c, uc::ALPHA | uc::DECIMAL | uc::DIGIT | uc::NUMERIC))
                     }
-                    M::Isalpha => ne && s.chars().all(|c| uc::has(c, uc::ALPHA)),
-                    M::Isascii => s.is_ascii(),
-                    M::Isdecimal => ne && s.chars().all(|c| uc::has(c, uc::DECIMAL)),
-                    M::Isdigit => ne && s.chars().all(|c| uc::has(c, uc::DIGIT)),
-                    M::Isnumeric => ne && s.chars().all(|c| uc::has(c, uc::NUMERIC)),
-                    M::Isspace => ne && s.chars().all(py_isspace),
-                    M::Islower => py_islower(s),
-                    M::Isupper => py_isupper(s),
-                    M::Istitle => istitle(s),
+                    Method::Isalpha => ne && s.chars().all(|c| uc::has(c, uc::ALPHA)),
+                    Method::Isascii => s.is_ascii(),
+                    Method::Isdecimal => ne && s.chars().all(|c| uc::has(c, uc::DECIMAL)),
+                    Method::Isdigit => ne && s.chars().all(|c| uc::has(c, uc::DIGIT)),
+                    Method::Isnumeric => ne && s.chars().all(|c| uc::has(c, uc::NUMERIC)),
+                    Method::Isspace => ne && s.chars().all(py_isspace),
+                    Method::Islower => py_islower(s),
+                    Method::Isupper => py_isupper(s),
+                    Method::Istitle => istitle(s),
                     _ => {
                         let mut cs = s.chars();
                         match cs.next() {
@@ -872,7 +887,7 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::Bool(b))
             }
-            M::Strip | M::Lstrip | M::Rstrip => {
+            Method::Strip | Method::Lstrip | Method::Rstrip => {
                 range_args(&a, m.name(), 0, 1)?;
                 let chars = match a.pos.first() {
                     None | Some(Value::None) => None,
@@ -881,13 +896,13 @@ impl<'a> Interp<'a> {
                         return Err(type_err(format!("{} arg must be None or str", m.name())))
                     }
                 };
-                let r = strip_chars(s, chars, m != M::Rstrip, m != M::Lstrip);
+                let r = strip_chars(s, chars, m != Method::Rstrip, m != Method::Lstrip);
                 if r.len() == s.len() {
                     return Ok(recv.clone());
                 }
                 Ok(Value::str(r))
             }
-            M::Split | M::Rsplit => {
+            Method::Split | Method::Rsplit => {
                 let mut it = a
                     .clinic(m.name(), 0, &["sep", "maxsplit"], 0, 2)?
                     .into_iter();
@@ -897,10 +912,10 @@ impl<'a> Interp<'a> {
                     None => -1,
                 };
                 match &sep {
-                    Value::None if m == M::Split && ps.is_ascii() => {
+                    Value::None if m == Method::Split && ps.is_ascii() => {
                         str_list(false, true, |f| split_ws_ascii(s, maxsplit, f))
                     }
-                    Value::None if m == M::Split => {
+                    Value::None if m == Method::Split => {
                         str_list(false, false, |f| split_ws(s, maxsplit, f))
                     }
                     Value::None => str_list(true, ps.is_ascii(), |f| rsplit_ws(s, maxsplit, f)),
@@ -909,7 +924,7 @@ impl<'a> Interp<'a> {
                             return Err(value_err("empty separator"));
                         }
                         let sep = sep.as_str();
-                        match (maxsplit < 0, m == M::Split) {
+                        match (maxsplit < 0, m == Method::Split) {
                             (true, true) => str_list(false, ps.is_ascii(), |f| {
                                 s.split(sep).all(&mut *f);
                             }),
@@ -930,7 +945,7 @@ impl<'a> Interp<'a> {
                     ))),
                 }
             }
-            M::Splitlines => {
+            Method::Splitlines => {
                 let keep = match a
                     .clinic("splitlines", 0, &["keepends"], 0, 1)?
                     .pop()
@@ -941,7 +956,7 @@ impl<'a> Interp<'a> {
                 };
                 str_list(false, ps.is_ascii(), |f| split_lines(s, keep, f))
             }
-            M::Join => {
+            Method::Join => {
                 let it = one_arg(&mut a, "str.join")?;
                 if !self.is_iterable(&it) {
                     return Err(type_err("can only join an iterable"));
@@ -966,7 +981,7 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            M::Replace => {
+            Method::Replace => {
                 range_args(&a, "replace", 2, 3)?;
                 let old = str_arg(&a.pos[0], "replace() argument 1 must be str, not ")?;
                 let new = str_arg(&a.pos[1], "replace() argument 2 must be str, not ")?;
@@ -1056,7 +1071,7 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::str(r))
             }
-            M::Find | M::Rfind | M::Index | M::Rindex | M::Count => {
+            Method::Find | Method::Rfind | Method::Index | Method::Rindex | Method::Count => {
                 tuple_args(&a, m.name(), 1, 3)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
                 let none = Value::None;
@@ -1067,13 +1082,13 @@ impl<'a> Interp<'a> {
                 )?
                 else {
                     return match m {
-                        M::Count => Ok(Value::Int(0)),
-                        M::Index | M::Rindex => Err(value_err("substring not found")),
+                        Method::Count => Ok(Value::Int(0)),
+                        Method::Index | Method::Rindex => Err(value_err("substring not found")),
                         _ => Ok(Value::Int(-1)),
                     };
                 };
                 let hay = &s[b0..b1];
-                if m == M::Count {
+                if m == Method::Count {
                     let n = if sub.is_empty() {
                         char_index(hay, hay.len()) + 1
                     } else {
@@ -1081,7 +1096,7 @@ impl<'a> Interp<'a> {
                     };
                     return Ok(Value::Int(n));
                 }
-                let found = if m == M::Find || m == M::Index {
+                let found = if m == Method::Find || m == Method::Index {
                     hay.find(sub)
                 } else {
                     hay.rfind(sub)
@@ -1089,7 +1104,7 @@ impl<'a> Interp<'a> {
                 match found {
                     Some(i) => Ok(Value::Int(char_index(s, b0 + i))),
                     None => {
-                        if m == M::Index || m == M::Rindex {
+                        if m == Method::Index || m == Method::Rindex {
                             Err(value_err("substring not found"))
                         } else {
                             Ok(Value::Int(-1))
@@ -1097,7 +1112,7 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            M::Startswith | M::Endswith => {
+            Method::Startswith | Method::Endswith => {
                 tuple_args(&a, m.name(), 1, 3)?;
                 let none = Value::None;
                 let Some((b0, b1)) = sub_range(
@@ -1112,7 +1127,7 @@ impl<'a> Interp<'a> {
                 // no prefix is re-validated as text.
                 let hay = s.as_bytes().get(b0..b1).unwrap_or_default();
                 let test = |p: &[u8]| {
-                    if m == M::Startswith {
+                    if m == Method::Startswith {
                         hay.starts_with(p)
                     } else {
                         hay.ends_with(p)
@@ -1146,7 +1161,7 @@ impl<'a> Interp<'a> {
                     ))),
                 }
             }
-            M::Center | M::Ljust | M::Rjust => {
+            Method::Center | Method::Ljust | Method::Rjust => {
                 range_args(&a, m.name(), 1, 2)?;
                 let width = as_index(&a.pos[0])?;
                 let fill = fill_char(&a, 1)?;
@@ -1162,8 +1177,8 @@ impl<'a> Interp<'a> {
                 )?;
                 tick(marg as u64 / 256)?;
                 let (l, r) = match m {
-                    M::Ljust => (0, marg),
-                    M::Rjust => (marg, 0),
+                    Method::Ljust => (0, marg),
+                    Method::Rjust => (marg, 0),
                     _ => {
                         let left = marg / 2 + (marg & (width as usize) & 1);
                         (left, marg - left)
@@ -1175,7 +1190,7 @@ impl<'a> Interp<'a> {
                 out.extend(std::iter::repeat_n(fill, r));
                 Ok(Value::str(out))
             }
-            M::Zfill => {
+            Method::Zfill => {
                 let w = one_arg(&mut a, "str.zfill")?;
                 let width = as_index(&w)?;
                 let len = ps.nchars as i64;
@@ -1190,7 +1205,7 @@ impl<'a> Interp<'a> {
                 };
                 Ok(Value::str(format!("{sign}{}{rest}", "0".repeat(n))))
             }
-            M::Expandtabs => {
+            Method::Expandtabs => {
                 let tabsize = match a
                     .clinic("expandtabs", 0, &["tabsize"], 0, 1)?
                     .pop()
@@ -1223,7 +1238,7 @@ impl<'a> Interp<'a> {
                 }
                 Ok(Value::str(out))
             }
-            M::Partition | M::Rpartition => {
+            Method::Partition | Method::Rpartition => {
                 let sep = one_arg(&mut a, qual(m.name()))?;
                 let sep = str_arg(&sep, "must be str, not ")?.to_string();
                 if sep.is_empty() {
@@ -1231,7 +1246,7 @@ impl<'a> Interp<'a> {
                 }
                 // The three parts hold the text once over (sep included).
                 strs_preflight(3, s.len() + sep.len())?;
-                let found = if m == M::Partition {
+                let found = if m == Method::Partition {
                     s.find(&sep)
                 } else {
                     s.rfind(&sep)
@@ -1243,7 +1258,7 @@ impl<'a> Interp<'a> {
                         s[i + sep.len()..].to_string(),
                     ),
                     None => {
-                        if m == M::Partition {
+                        if m == Method::Partition {
                             (s.to_string(), String::new(), String::new())
                         } else {
                             (String::new(), String::new(), s.to_string())
@@ -1256,10 +1271,10 @@ impl<'a> Interp<'a> {
                     Value::str(z),
                 ]))
             }
-            M::Removeprefix | M::Removesuffix => {
+            Method::Removeprefix | Method::Removesuffix => {
                 let p = one_arg(&mut a, qual(m.name()))?;
                 let p = str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
-                let r = if m == M::Removeprefix {
+                let r = if m == Method::Removeprefix {
                     s.strip_prefix(p)
                 } else {
                     s.strip_suffix(p)
@@ -1276,18 +1291,18 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn list_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+    fn list_method(&mut self, recv: &Value, m: Method, mut a: CallArgs) -> InterpResult<Value> {
         let Value::List(l) = recv else {
             return Err(Exc::internal("list method on non-list"));
         };
         match m {
-            M::Append => {
+            Method::Append => {
                 let x = one_arg(&mut a, "list.append")?;
                 l.grow(1);
                 l.v.borrow_mut().push(x);
                 Ok(Value::None)
             }
-            M::Extend => {
+            Method::Extend => {
                 let x = one_arg(&mut a, "list.extend")?;
                 let items = self.collect(&x)?;
                 mem_check_n(items.len() as u64, SLOT as u64)?;
@@ -1295,14 +1310,14 @@ impl<'a> Interp<'a> {
                 l.v.borrow_mut().extend(items);
                 Ok(Value::None)
             }
-            M::Clear => {
+            Method::Clear => {
                 no_args(&a, "list.clear")?;
                 let old = std::mem::take(&mut *l.v.borrow_mut());
                 l.shrink(old.len());
                 drop(old);
                 Ok(Value::None)
             }
-            M::Copy => {
+            Method::Copy => {
                 no_args(&a, "list.copy")?;
                 let n = l.v.borrow().len() as u64;
                 mem_check_n(n, SLOT as u64)?;
@@ -1310,7 +1325,7 @@ impl<'a> Interp<'a> {
                 let v = l.v.borrow().clone();
                 Ok(Value::list(v))
             }
-            M::Count => {
+            Method::Count => {
                 let x = one_arg(&mut a, "list.count")?;
                 let items = l.v.borrow().clone();
                 let mut n = 0;
@@ -1322,7 +1337,7 @@ impl<'a> Interp<'a> {
                 }
                 Ok(Value::Int(n))
             }
-            M::Index => {
+            Method::Index => {
                 range_args(&a, "index", 1, 3)?;
                 let x = &a.pos[0];
                 let items = l.v.borrow().clone();
@@ -1346,7 +1361,7 @@ impl<'a> Interp<'a> {
                 let r = self.repr(x)?;
                 Err(value_err(format!("{r} is not in list")))
             }
-            M::Insert => {
+            Method::Insert => {
                 range_args(&a, "insert", 2, 2)?;
                 let i = as_index(&a.pos[0])?;
                 let x = a.pos.pop().unwrap_or(Value::None);
@@ -1358,7 +1373,7 @@ impl<'a> Interp<'a> {
                 v.insert(i as usize, x);
                 Ok(Value::None)
             }
-            M::Pop => {
+            Method::Pop => {
                 range_args(&a, "pop", 0, 1)?;
                 let i = match a.pos.first() {
                     Some(x) => as_index(x)?,
@@ -1377,7 +1392,7 @@ impl<'a> Interp<'a> {
                 l.shrink(1);
                 Ok(v.remove(i as usize))
             }
-            M::Remove => {
+            Method::Remove => {
                 let x = one_arg(&mut a, "list.remove")?;
                 let items = l.v.borrow().clone();
                 for (i, item) in items.iter().enumerate() {
@@ -1393,12 +1408,12 @@ impl<'a> Interp<'a> {
                 }
                 Err(value_err("list.remove(x): x not in list"))
             }
-            M::Reverse => {
+            Method::Reverse => {
                 no_args(&a, "list.reverse")?;
                 l.v.borrow_mut().reverse();
                 Ok(Value::None)
             }
-            M::Sort => {
+            Method::Sort => {
                 let mut it = a.clinic("sort", 0, &["key", "reverse"], 0, 0)?.into_iter();
                 let key = it.next().flatten();
                 let rev = it.next().flatten();
@@ -1436,7 +1451,7 @@ impl<'a> Interp<'a> {
     /// The comparison or key error, with the items.
     pub fn sort_values(
         &mut self,
-        mut items: Vec<Value>,
+        items: Vec<Value>,
         key: Option<&Value>,
         reverse: bool,
     ) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
@@ -1449,7 +1464,7 @@ impl<'a> Interp<'a> {
         }
         // CPython computes the keys in list order, then reverses items and
         // keys (for stability), sorts forwards and reverses back.
-        let mut keys: Vec<Value> = match key {
+        let keys: Vec<Value> = match key {
             Some(k) => {
                 let mut ks = Vec::with_capacity(items.len());
                 for x in &items {
@@ -1462,44 +1477,60 @@ impl<'a> Interp<'a> {
             }
             None => items.clone(),
         };
+        sort_with_keys(items, keys, reverse)
+    }
+}
+
+/// Sort `items` by their `keys` (one per item, same order), stably, as
+/// CPython: reversed first when `reverse` (for stability), sorted
+/// forwards, reversed back.
+///
+/// # Errors
+/// The comparison error, with the items in their original order.
+pub fn sort_with_keys(
+    mut items: Vec<Value>,
+    mut keys: Vec<Value>,
+    reverse: bool,
+) -> Result<Vec<Value>, (Box<Exc>, Vec<Value>)> {
+    if reverse {
+        items.reverse();
+        keys.reverse();
+    }
+    // On a failed comparison the items go back in their original order.
+    let restore = |mut items: Vec<Value>| {
         if reverse {
             items.reverse();
-            keys.reverse();
         }
-        // On a failed comparison the items go back in their original order.
-        let restore = |mut items: Vec<Value>| {
-            if reverse {
-                items.reverse();
-            }
-            items
-        };
-        let mut idx: Vec<usize> = (0..items.len()).collect();
-        let sorted_fast = match fast_sort(&mut idx, &keys) {
-            Ok(done) => done,
-            Err(e) => return Err((e, restore(items))),
-        };
-        if !sorted_fast {
-            if let Err(e) = merge_sort(&mut idx, &keys) {
-                return Err((e, restore(items)));
-            }
+        items
+    };
+    let mut idx: Vec<usize> = (0..items.len()).collect();
+    let sorted_fast = match fast_sort(&mut idx, &keys) {
+        Ok(done) => done,
+        Err(e) => return Err((e, restore(items))),
+    };
+    if !sorted_fast {
+        if let Err(e) = merge_sort(&mut idx, &keys) {
+            return Err((e, restore(items)));
         }
-        let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
-        let mut out: Vec<Value> = idx
-            .iter()
-            .filter_map(|i| slots.get_mut(*i).and_then(Option::take))
-            .collect();
-        if reverse {
-            out.reverse();
-        }
-        Ok(out)
     }
+    let mut slots: Vec<Option<Value>> = items.into_iter().map(Some).collect();
+    let mut out: Vec<Value> = idx
+        .iter()
+        .filter_map(|i| slots.get_mut(*i).and_then(Option::take))
+        .collect();
+    if reverse {
+        out.reverse();
+    }
+    Ok(out)
+}
 
-    fn dict_method(&mut self, recv: &Value, m: M, a: CallArgs) -> R<Value> {
+impl<'a> Interp<'a> {
+    fn dict_method(&mut self, recv: &Value, m: Method, a: CallArgs) -> InterpResult<Value> {
         let Value::Dict(d) = recv else {
             return Err(Exc::internal("dict method on non-dict"));
         };
         match m {
-            M::Get => {
+            Method::Get => {
                 range_args(&a, "get", 1, 2)?;
                 let dd = d.d.borrow();
                 Ok(match dd.get(&a.pos[0])? {
@@ -1507,16 +1538,16 @@ impl<'a> Interp<'a> {
                     None => a.pos.get(1).cloned().unwrap_or(Value::None),
                 })
             }
-            M::Keys | M::Values | M::Items => {
+            Method::Keys | Method::Values | Method::Items => {
                 no_args(&a, Qual("dict", m))?;
                 let k = match m {
-                    M::Keys => ViewKind::Keys,
-                    M::Values => ViewKind::Values,
+                    Method::Keys => ViewKind::Keys,
+                    Method::Values => ViewKind::Values,
                     _ => ViewKind::Items,
                 };
                 Ok(Value::view(d.clone(), k))
             }
-            M::Pop => {
+            Method::Pop => {
                 range_args(&a, "pop", 1, 2)?;
                 let r = d.d.borrow_mut().remove(&a.pos[0])?;
                 match r {
@@ -1527,7 +1558,7 @@ impl<'a> Interp<'a> {
                     },
                 }
             }
-            M::Popitem => {
+            Method::Popitem => {
                 no_args(&a, "dict.popitem")?;
                 let r = d.d.borrow_mut().pop_last();
                 match r {
@@ -1535,7 +1566,7 @@ impl<'a> Interp<'a> {
                     None => Err(Exc::py("KeyError", "'popitem(): dictionary is empty'")),
                 }
             }
-            M::Setdefault => {
+            Method::Setdefault => {
                 range_args(&a, "setdefault", 1, 2)?;
                 let k = a.pos[0].clone();
                 let h = hash_value(&k)?;
@@ -1547,7 +1578,7 @@ impl<'a> Interp<'a> {
                 dd.insert_h(h, k, v.clone());
                 Ok(v)
             }
-            M::Update => {
+            Method::Update => {
                 if a.pos.len() > 1 {
                     return Err(type_err(format!(
                         "update expected at most 1 argument, got {}",
@@ -1567,12 +1598,12 @@ impl<'a> Interp<'a> {
                 }
                 Ok(Value::None)
             }
-            M::Clear => {
+            Method::Clear => {
                 no_args(&a, "dict.clear")?;
                 d.d.borrow_mut().clear();
                 Ok(Value::None)
             }
-            M::Copy => {
+            Method::Copy => {
                 no_args(&a, "dict.copy")?;
                 let c = copy_dict(&d.d.borrow())?;
                 Ok(Value::dict(c))
@@ -1588,7 +1619,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// CPython's errors for malformed update sequences.
-    pub fn pairs_of(&mut self, src: &Value) -> R<Vec<(Value, Value)>> {
+    pub fn pairs_of(&mut self, src: &Value) -> InterpResult<Vec<(Value, Value)>> {
         if let Value::Dict(s) = src {
             let s = s.d.borrow();
             tick(s.len() as u64 / 8)?;
@@ -1620,7 +1651,7 @@ impl<'a> Interp<'a> {
         Ok(out)
     }
 
-    fn set_of(&mut self, v: &Value) -> R<Dict> {
+    fn set_of(&mut self, v: &Value) -> InterpResult<Dict> {
         if let Value::Set(s) = v {
             let s = s.d.borrow();
             tick(s.len() as u64 / 8)?;
@@ -1637,26 +1668,26 @@ impl<'a> Interp<'a> {
         Ok(d)
     }
 
-    fn set_method(&mut self, recv: &Value, m: M, mut a: CallArgs) -> R<Value> {
+    fn set_method(&mut self, recv: &Value, m: Method, mut a: CallArgs) -> InterpResult<Value> {
         let Value::Set(s) = recv else {
             return Err(Exc::internal("set method on non-set"));
         };
         let qual = Qual("set", m);
         match m {
-            M::Add => {
+            Method::Add => {
                 let x = one_arg(&mut a, qual)?;
                 s.d.borrow_mut().insert(x, Value::None)?;
                 Ok(Value::None)
             }
-            M::Discard | M::Remove => {
+            Method::Discard | Method::Remove => {
                 let x = one_arg(&mut a, qual)?;
                 let r = s.d.borrow_mut().remove(&x)?;
-                if r.is_none() && m == M::Remove {
+                if r.is_none() && m == Method::Remove {
                     return Err(Exc::py("KeyError", self.repr(&x)?));
                 }
                 Ok(Value::None)
             }
-            M::Pop => {
+            Method::Pop => {
                 no_args(&a, qual)?;
                 let r = s.d.borrow_mut().pop_first();
                 match r {
@@ -1664,19 +1695,19 @@ impl<'a> Interp<'a> {
                     None => Err(Exc::py("KeyError", "'pop from an empty set'")),
                 }
             }
-            M::Clear => {
+            Method::Clear => {
                 no_args(&a, qual)?;
                 s.d.borrow_mut().clear();
                 Ok(Value::None)
             }
-            M::Copy => {
+            Method::Copy => {
                 no_args(&a, qual)?;
                 let c = copy_dict(&s.d.borrow())?;
                 Ok(Value::set(c))
             }
-            M::Union | M::Update => {
+            Method::Union | Method::Update => {
                 a.no_kw(m.name())?;
-                let mut d = if m == M::Union {
+                let mut d = if m == Method::Union {
                     copy_dict(&s.d.borrow())?
                 } else {
                     Dict::new()
@@ -1685,20 +1716,23 @@ impl<'a> Interp<'a> {
                     let items = self.collect(o)?;
                     for x in items {
                         tick(1)?;
-                        if m == M::Union {
+                        if m == Method::Union {
                             d.insert(x, Value::None)?;
                         } else {
                             s.d.borrow_mut().insert(x, Value::None)?;
                         }
                     }
                 }
-                Ok(if m == M::Union {
+                Ok(if m == Method::Union {
                     Value::set(d)
                 } else {
                     Value::None
                 })
             }
-            M::Intersection | M::IntersectionUpdate | M::Difference | M::DifferenceUpdate => {
+            Method::Intersection
+            | Method::IntersectionUpdate
+            | Method::Difference
+            | Method::DifferenceUpdate => {
                 a.no_kw(m.name())?;
                 let mut cur = copy_dict(&s.d.borrow())?;
                 for o in &a.pos {
@@ -1707,7 +1741,8 @@ impl<'a> Interp<'a> {
                     for k in cur.keys() {
                         tick(1)?;
                         let inside = other.contains(k)?;
-                        let keep = if matches!(m, M::Intersection | M::IntersectionUpdate) {
+                        let keep = if matches!(m, Method::Intersection | Method::IntersectionUpdate)
+                        {
                             inside
                         } else {
                             !inside
@@ -1718,14 +1753,14 @@ impl<'a> Interp<'a> {
                     }
                     cur = next;
                 }
-                if matches!(m, M::IntersectionUpdate | M::DifferenceUpdate) {
+                if matches!(m, Method::IntersectionUpdate | Method::DifferenceUpdate) {
                     *s.d.borrow_mut() = cur;
                     Ok(Value::None)
                 } else {
                     Ok(Value::set(cur))
                 }
             }
-            M::SymmetricDifference => {
+            Method::SymmetricDifference => {
                 let o = one_arg(&mut a, qual)?;
                 let other = self.set_of(&o)?;
                 let mine = copy_dict(&s.d.borrow())?;
@@ -1744,12 +1779,12 @@ impl<'a> Interp<'a> {
                 }
                 Ok(Value::set(d))
             }
-            M::Isdisjoint | M::Issubset | M::Issuperset => {
+            Method::Isdisjoint | Method::Issubset | Method::Issuperset => {
                 let o = one_arg(&mut a, qual)?;
                 let other = self.set_of(&o)?;
                 let mine = s.d.borrow();
                 let r = match m {
-                    M::Isdisjoint => {
+                    Method::Isdisjoint => {
                         let mut r = true;
                         for k in mine.keys() {
                             tick(1)?;
@@ -1760,7 +1795,7 @@ impl<'a> Interp<'a> {
                         }
                         r
                     }
-                    M::Issubset => super::ops::subset(&mine, &other)?,
+                    Method::Issubset => super::ops::subset(&mine, &other)?,
                     _ => super::ops::subset(&other, &mine)?,
                 };
                 Ok(Value::Bool(r))
@@ -1777,7 +1812,7 @@ impl<'a> Interp<'a> {
 ///
 /// # Errors
 /// `TypeError: 'str' object cannot be interpreted as an integer`.
-pub fn reverse_flag(v: Option<&Value>) -> R<bool> {
+pub fn reverse_flag(v: Option<&Value>) -> InterpResult<bool> {
     match v {
         None => Ok(false),
         Some(v) => Ok(as_c_int(v)? != 0),
@@ -1789,7 +1824,7 @@ pub fn reverse_flag(v: Option<&Value>) -> R<bool> {
 ///
 /// # Errors
 /// TypeError for non-ints, OverflowError beyond the C int range.
-pub fn as_c_int(v: &Value) -> R<i64> {
+pub fn as_c_int(v: &Value) -> InterpResult<i64> {
     let overflow = || Exc::py("OverflowError", "Python int too large to convert to C int");
     match v {
         Value::Bool(b) => Ok(*b as i64),
@@ -1805,7 +1840,7 @@ pub fn as_c_int(v: &Value) -> R<i64> {
 /// Stable sorts for homogeneous keys with a total order (all ints, all
 /// strs, or equal-length tuples of ints), using native comparisons. Returns
 /// whether it sorted; `false` means "use the general sort".
-fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
+fn fast_sort(idx: &mut [usize], keys: &[Value]) -> InterpResult<bool> {
     let n = keys.len() as u64;
     if n < 2 {
         return Ok(true);
@@ -1869,7 +1904,7 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> R<bool> {
 ///
 /// # Errors
 /// `memory` or `fuel` limit error.
-fn copy_dict(d: &Dict) -> R<Dict> {
+fn copy_dict(d: &Dict) -> InterpResult<Dict> {
     tick(d.len() as u64 / 8)?;
     mem_check_n(d.len() as u64, ENTRY as u64)?;
     Ok(d.copy())
@@ -1881,7 +1916,7 @@ fn copy_dict(d: &Dict) -> R<Dict> {
 pub const SORT_BYTES_PER_ITEM: u64 = 3 * SLOT as u64 + 24;
 
 /// Stable merge sort of indices by `keys` using only `<` (fallible).
-fn merge_sort(idx: &mut [usize], keys: &[Value]) -> R<()> {
+fn merge_sort(idx: &mut [usize], keys: &[Value]) -> InterpResult<()> {
     let n = idx.len();
     if n < 2 {
         return Ok(());

@@ -8,23 +8,28 @@
 //! `lackpy_policy::lang::METHODS`, shared with the validator;
 //! [`methods::has_method`] dispatches exactly its entries.
 
-pub mod budget;
-pub mod builtins;
-pub mod compile;
-pub mod err;
-pub mod eval;
-pub mod format;
-pub mod iter;
-pub mod methods;
-pub mod ops;
-pub mod unicode;
-pub mod value;
+// Crate-private, as monty keeps its `Value` private: the public surface is
+// the entry points below and the few items other crates use.
+pub(crate) mod budget;
+pub(crate) mod builtins;
+pub(crate) mod compile;
+pub(crate) mod err;
+pub(crate) mod eval;
+pub(crate) mod format;
+pub(crate) mod iter;
+pub(crate) mod methods;
+pub(crate) mod ops;
+pub(crate) mod unicode;
+pub(crate) mod value;
+
+pub use format::{float_repr, str_repr};
+pub use value::{mem_peak, mem_peak_reset};
 
 use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind, Limits, ToolFailure};
 use lackpy_policy::{Grade, Namespace, Program, ToolEntry};
 
-use compile::SK;
-use err::{Exc, R};
+use compile::StmtKind;
+use err::{Exc, InterpResult};
 use eval::Interp;
 use value::Value;
 
@@ -189,7 +194,7 @@ fn run_inner(
 }
 
 /// Bind the initial variables the program mentions (others have no slot).
-fn bind_globals(it: &mut Interp, initial: Vec<(String, Data)>) -> R<()> {
+fn bind_globals(it: &mut Interp, initial: Vec<(String, Data)>) -> InterpResult<()> {
     let code = it.code;
     for (name, data) in initial {
         let Some((_, slot)) = code.globals.iter().find(|(n, _)| **n == *name) else {
@@ -271,7 +276,7 @@ fn approx_size(d: &Data) -> usize {
     total
 }
 
-fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {
+fn exec_program(it: &mut Interp, limits: &Limits) -> InterpResult<Option<(Data, String)>> {
     let code = it.code;
     let Some((last, init)) = code.body.split_last() else {
         return Ok(None);
@@ -280,7 +285,7 @@ fn exec_program(it: &mut Interp, limits: &Limits) -> R<Option<(Data, String)>> {
         it.exec_block(std::slice::from_ref(s))?;
     }
     let v: Value = match &last.k {
-        SK::Expr(e) => {
+        StmtKind::Expr(e) => {
             budget::tick(1).map_err(|x| positioned(x, last.pos))?;
             it.eval(e)?
         }

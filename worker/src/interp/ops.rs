@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use std::rc::Rc;
 
 use super::budget::{mem_check, mem_check_n, tick};
-use super::err::{type_err, Exc, R};
+use super::err::{type_err, Exc, InterpResult};
 use super::value::{float_to_big, Dict, Value, ViewKind, MAX_REC, SLOT};
 
 /// Binary operators.
@@ -78,7 +78,7 @@ pub fn to_big(v: &Value) -> Option<BigInt> {
 ///
 /// # Errors
 /// `OverflowError: int too large to convert to float`.
-pub fn big_to_f64(b: &BigInt) -> R<f64> {
+pub fn big_to_f64(b: &BigInt) -> InterpResult<f64> {
     match b.to_f64() {
         Some(f) if f.is_finite() => Ok(f),
         _ => Err(Exc::py(
@@ -88,7 +88,7 @@ pub fn big_to_f64(b: &BigInt) -> R<f64> {
     }
 }
 
-fn as_f64(n: &Num) -> R<f64> {
+fn as_f64(n: &Num) -> InterpResult<f64> {
     Ok(match n {
         Num::I(i) => *i as f64,
         Num::B(b) => big_to_f64(b)?,
@@ -105,7 +105,7 @@ fn nb(n: &Num) -> BigInt {
 }
 
 /// Fuel for an arbitrary-precision operation on operands of these sizes.
-fn big_cost(a: &Num, b: &Num) -> R<()> {
+fn big_cost(a: &Num, b: &Num) -> InterpResult<()> {
     let bits = |n: &Num| match n {
         Num::B(b) => b.bits(),
         _ => 64,
@@ -126,7 +126,7 @@ fn unsupported(op: &str, a: &Value, b: &Value) -> Box<Exc> {
 ///
 /// # Errors
 /// TypeError, ZeroDivisionError, OverflowError, or a memory/fuel limit.
-pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
+pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
     // Fast path: two small ints.
     if let (Value::Int(x), Value::Int(y)) = (a, b) {
         let (x, y) = (*x, *y);
@@ -166,7 +166,7 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
             _ if (a.as_view().is_some() && (b.as_view().is_some() || matches!(b, Value::Set(_))))
                 || (matches!(a, Value::Set(_)) && b.as_view().is_some()) =>
             {
-                let to_set = |v: &Value| -> R<Dict> {
+                let to_set = |v: &Value| -> InterpResult<Dict> {
                     let mut d = Dict::new();
                     match v {
                         Value::Set(s) => {
@@ -226,7 +226,7 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> R<Value> {
     }
 }
 
-fn num_binop(op: BinOp, x: &Num, y: &Num) -> R<Value> {
+fn num_binop(op: BinOp, x: &Num, y: &Num) -> InterpResult<Value> {
     let any_float = matches!(x, Num::F(_)) || matches!(y, Num::F(_));
     if any_float {
         let (a, b) = (as_f64(x)?, as_f64(y)?);
@@ -320,7 +320,7 @@ pub fn float_divmod(vx: f64, wx: f64) -> (f64, f64) {
 }
 
 /// Correctly rounded int / int.
-fn int_truediv(x: &Num, y: &Num) -> R<Value> {
+fn int_truediv(x: &Num, y: &Num) -> InterpResult<Value> {
     if let (Num::I(a), Num::I(b)) = (x, y) {
         if *b == 0 {
             return Err(Exc::py("ZeroDivisionError", "division by zero"));
@@ -342,7 +342,7 @@ fn int_truediv(x: &Num, y: &Num) -> R<Value> {
 ///
 /// # Errors
 /// OverflowError when the quotient is too large for a float.
-pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
+pub fn big_div_f64(a: &BigInt, b: &BigInt) -> InterpResult<f64> {
     let neg = a.is_negative() != b.is_negative();
     let (a, b) = (a.abs(), b.abs());
     if a.is_zero() {
@@ -407,7 +407,7 @@ pub fn big_div_f64(a: &BigInt, b: &BigInt) -> R<f64> {
     Ok(if neg { -f } else { f })
 }
 
-fn add_seq(a: &Value, b: &Value) -> R<Value> {
+fn add_seq(a: &Value, b: &Value) -> InterpResult<Value> {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => {
             mem_check((x.len() + y.len()) as u64)?;
@@ -451,7 +451,7 @@ fn add_seq(a: &Value, b: &Value) -> R<Value> {
 ///
 /// # Errors
 /// OverflowError for a huge big int.
-pub fn repeat_count(v: &Value) -> R<Option<usize>> {
+pub fn repeat_count(v: &Value) -> InterpResult<Option<usize>> {
     Ok(match v {
         Value::Int(i) => Some((*i).max(0) as usize),
         Value::Bool(b) => Some(*b as usize),
@@ -467,7 +467,7 @@ pub fn repeat_count(v: &Value) -> R<Option<usize>> {
     })
 }
 
-fn mul_seq(a: &Value, b: &Value) -> R<Value> {
+fn mul_seq(a: &Value, b: &Value) -> InterpResult<Value> {
     let (seq, n) = match (a, b) {
         (Value::Str(_) | Value::List(_) | Value::Tuple(_), _) => (a, b),
         (_, Value::Str(_) | Value::List(_) | Value::Tuple(_)) => (b, a),
@@ -521,7 +521,7 @@ fn mul_seq(a: &Value, b: &Value) -> R<Value> {
 ///
 /// # Errors
 /// TypeError for non-numbers.
-pub fn neg(v: &Value) -> R<Value> {
+pub fn neg(v: &Value) -> InterpResult<Value> {
     Ok(match v {
         Value::Int(i) => match i.checked_neg() {
             Some(r) => Value::Int(r),
@@ -543,7 +543,7 @@ pub fn neg(v: &Value) -> R<Value> {
 ///
 /// # Errors
 /// TypeError for non-numbers.
-pub fn pos(v: &Value) -> R<Value> {
+pub fn pos(v: &Value) -> InterpResult<Value> {
     Ok(match v {
         Value::Int(_) | Value::Big(_) | Value::Float(_) => v.clone(),
         Value::Bool(b) => Value::Int(*b as i64),
@@ -612,11 +612,11 @@ fn rec_err(what: &str) -> Box<Exc> {
 ///
 /// # Errors
 /// RecursionError on absurdly deep values.
-pub fn eq(a: &Value, b: &Value) -> R<bool> {
+pub fn eq(a: &Value, b: &Value) -> InterpResult<bool> {
     eq_rec(a, b, 0)
 }
 
-fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
+fn eq_rec(a: &Value, b: &Value, depth: usize) -> InterpResult<bool> {
     if depth > MAX_REC {
         return Err(rec_err("in comparison"));
     }
@@ -673,7 +673,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> R<bool> {
 ///
 /// # Errors
 /// Fuel.
-pub fn subset(x: &Dict, y: &Dict) -> R<bool> {
+pub fn subset(x: &Dict, y: &Dict) -> InterpResult<bool> {
     for k in x.keys() {
         tick(1)?;
         if !y.contains(k)? {
@@ -683,7 +683,7 @@ pub fn subset(x: &Dict, y: &Dict) -> R<bool> {
     Ok(true)
 }
 
-fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> R<bool> {
+fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> InterpResult<bool> {
     if x.len() != y.len() {
         return Ok(false);
     }
@@ -704,7 +704,7 @@ fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> R<bool> {
 
 /// Comparison operators that order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ord4 {
+pub enum OrderOp {
     /// `<`
     Lt,
     /// `<=`
@@ -715,21 +715,21 @@ pub enum Ord4 {
     Ge,
 }
 
-impl Ord4 {
+impl OrderOp {
     fn sym(self) -> &'static str {
         match self {
-            Ord4::Lt => "<",
-            Ord4::Le => "<=",
-            Ord4::Gt => ">",
-            Ord4::Ge => ">=",
+            OrderOp::Lt => "<",
+            OrderOp::Le => "<=",
+            OrderOp::Gt => ">",
+            OrderOp::Ge => ">=",
         }
     }
     fn test(self, o: Ordering) -> bool {
         match self {
-            Ord4::Lt => o == Ordering::Less,
-            Ord4::Le => o != Ordering::Greater,
-            Ord4::Gt => o == Ordering::Greater,
-            Ord4::Ge => o != Ordering::Less,
+            OrderOp::Lt => o == Ordering::Less,
+            OrderOp::Le => o != Ordering::Greater,
+            OrderOp::Gt => o == Ordering::Greater,
+            OrderOp::Ge => o != Ordering::Less,
         }
     }
 }
@@ -738,11 +738,11 @@ impl Ord4 {
 ///
 /// # Errors
 /// `TypeError: '<' not supported between instances of 'int' and 'str'`.
-pub fn compare(op: Ord4, a: &Value, b: &Value) -> R<bool> {
+pub fn compare(op: OrderOp, a: &Value, b: &Value) -> InterpResult<bool> {
     cmp_rec(op, a, b, 0)
 }
 
-fn cmp_rec(op: Ord4, a: &Value, b: &Value, depth: usize) -> R<bool> {
+fn cmp_rec(op: OrderOp, a: &Value, b: &Value, depth: usize) -> InterpResult<bool> {
     if depth > MAX_REC {
         return Err(rec_err("in comparison"));
     }
@@ -798,7 +798,7 @@ fn setlike(v: &Value) -> Option<(std::cell::Ref<'_, Dict>, bool)> {
 }
 
 /// `item in` a set-like operand, as CPython's set and dict-view `in`.
-fn setlike_contains(t: &Dict, items: bool, item: &Value) -> R<bool> {
+fn setlike_contains(t: &Dict, items: bool, item: &Value) -> InterpResult<bool> {
     if !items {
         return t.contains(item);
     }
@@ -815,7 +815,7 @@ fn setlike_contains(t: &Dict, items: bool, item: &Value) -> R<bool> {
 }
 
 /// CPython's `all_contained_in(x, y)`.
-fn all_contained_in(x: (&Dict, bool), y: (&Dict, bool)) -> R<bool> {
+fn all_contained_in(x: (&Dict, bool), y: (&Dict, bool)) -> InterpResult<bool> {
     for (k, v) in x.0.iter() {
         tick(1)?;
         let found = if x.1 {
@@ -833,7 +833,7 @@ fn all_contained_in(x: (&Dict, bool), y: (&Dict, bool)) -> R<bool> {
 /// `==` (`op` None) or an ordering between two set-like operands (sets,
 /// dict keys/items views: `set_richcompare`, `dictview_richcompare`);
 /// `None` when either is not set-like (CPython's NotImplemented).
-fn setlike_cmp(op: Option<Ord4>, a: &Value, b: &Value) -> R<Option<bool>> {
+fn setlike_cmp(op: Option<OrderOp>, a: &Value, b: &Value) -> InterpResult<Option<bool>> {
     let (Some(x), Some(y)) = (setlike(a), setlike(b)) else {
         return Ok(None);
     };
@@ -841,14 +841,14 @@ fn setlike_cmp(op: Option<Ord4>, a: &Value, b: &Value) -> R<Option<bool>> {
     let (x, y) = ((&*x.0, x.1), (&*y.0, y.1));
     Ok(Some(match op {
         None => lx == ly && all_contained_in(x, y)?,
-        Some(Ord4::Lt) => lx < ly && all_contained_in(x, y)?,
-        Some(Ord4::Le) => lx <= ly && all_contained_in(x, y)?,
-        Some(Ord4::Gt) => lx > ly && all_contained_in(y, x)?,
-        Some(Ord4::Ge) => lx >= ly && all_contained_in(y, x)?,
+        Some(OrderOp::Lt) => lx < ly && all_contained_in(x, y)?,
+        Some(OrderOp::Le) => lx <= ly && all_contained_in(x, y)?,
+        Some(OrderOp::Gt) => lx > ly && all_contained_in(y, x)?,
+        Some(OrderOp::Ge) => lx >= ly && all_contained_in(y, x)?,
     }))
 }
 
-fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
+fn seq_cmp(op: OrderOp, x: &[Value], y: &[Value], depth: usize) -> InterpResult<bool> {
     tick(1 + x.len().min(y.len()) as u64 / 8)?;
     for (a, b) in x.iter().zip(y.iter()) {
         match (a, b) {
@@ -878,6 +878,6 @@ fn seq_cmp(op: Ord4, x: &[Value], y: &[Value], depth: usize) -> R<bool> {
 /// # Errors
 /// TypeError for unorderable values.
 #[inline]
-pub fn lt(a: &Value, b: &Value) -> R<bool> {
-    compare(Ord4::Lt, a, b)
+pub fn lt(a: &Value, b: &Value) -> InterpResult<bool> {
+    compare(OrderOp::Lt, a, b)
 }

@@ -70,30 +70,47 @@ for src in progs:
 print(json.dumps(res))
 "#;
 
-fn python(progs: &[&str]) -> Option<Vec<serde_json::Value>> {
+/// CPython's result for each program, or why there is none.
+fn python(progs: &[&str]) -> Result<Vec<serde_json::Value>, String> {
     let mut child = Command::new("python3")
         .arg("-c")
         .arg(PY_DRIVER)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .ok()?;
+        .map_err(|e| format!("cannot start python3: {e}"))?;
     {
         use std::io::Write;
-        let stdin = child.stdin.as_mut()?;
+        let stdin = child.stdin.as_mut().ok_or("no stdin pipe")?;
+        let input = serde_json::to_string(progs).map_err(|e| e.to_string())?;
         stdin
-            .write_all(serde_json::to_string(progs).ok()?.as_bytes())
-            .ok()?;
+            .write_all(input.as_bytes())
+            .map_err(|e| format!("writing to python3: {e}"))?;
     }
-    let out = child.wait_with_output().ok()?;
-    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).ok()
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for python3: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("python3 exited with {}", out.status));
+    }
+    let res: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("python3's output is not a JSON list: {e}"))?;
+    if res.len() != progs.len() {
+        return Err(format!(
+            "python3 answered {} of {} programs",
+            res.len(),
+            progs.len()
+        ));
+    }
+    Ok(res)
 }
 
+/// Run each program under lackpy and CPython and require the same repr and
+/// stdout, or the same exception type and message. Fails (never skips)
+/// without a working `python3`: these tests are the reference.
 fn differential(progs: &[&str]) {
-    let Some(expect) = python(progs) else {
-        eprintln!("python3 not available; skipping differential test");
-        return;
-    };
+    let expect = python(progs)
+        .unwrap_or_else(|e| panic!("python3 is required for the differential tests: {e}"));
     let mut failures = Vec::new();
     for (src, want) in progs.iter().zip(expect.iter()) {
         let got = run_prog(src);
@@ -114,6 +131,8 @@ fn differential(progs: &[&str]) {
                     got.repr, got.error
                 )),
             }
+        } else {
+            failures.push(format!("PROGRAM:\n{src}\n  python3 gave no result: {want}"));
         }
     }
     assert!(
@@ -587,7 +606,7 @@ fn method_allowlist_tables_agree_with_dispatch() {
     for (v, table) in samples {
         assert!(!table.is_empty(), "no allowlist for {}", v.type_name());
         for name in table.iter() {
-            let m = methods::M::from_name(name);
+            let m = methods::Method::from_name(name);
             assert!(
                 m.is_some_and(|m| methods::has_method(&v, m)),
                 "{name} on {}",
@@ -595,7 +614,7 @@ fn method_allowlist_tables_agree_with_dispatch() {
             );
         }
         for name in all.iter().filter(|n| !table.contains(n)) {
-            let m = methods::M::from_name(name);
+            let m = methods::Method::from_name(name);
             assert!(
                 m.is_some_and(|m| !methods::has_method(&v, m)),
                 "{name} must not be on {}",

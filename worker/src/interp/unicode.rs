@@ -1,6 +1,5 @@
 //! Unicode tables generated from CPython 3.11's `unicodedata` by
 //! `worker/src/interp/gen_unicode.py`; do not edit by hand.
-#![allow(clippy::unreadable_literal)]
 
 /// Flag: `str.isprint` (or the named property) holds.
 pub const PRINT: u16 = 1;

@@ -10,7 +10,7 @@ use num_bigint::BigInt;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use super::err::{Exc, R};
+use super::err::{Exc, InterpResult};
 
 thread_local! {
     /// Accounted bytes of live values on this thread.
@@ -126,7 +126,7 @@ pub const SLOT: usize = std::mem::size_of::<Value>();
 
 // The layout note on `Value` relies on these.
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
-const _: () = assert!(std::mem::size_of::<R<Option<Value>>>() == 16);
+const _: () = assert!(std::mem::size_of::<InterpResult<Option<Value>>>() == 16);
 /// Fixed overhead charged per heap object.
 pub const OBJ: usize = 48;
 
@@ -226,11 +226,6 @@ fn count_chars(s: &str) -> usize {
 }
 
 impl PyStr {
-    /// Wrap text, counting its code points.
-    pub fn new(s: String) -> PyStr {
-        let n = count_chars(&s);
-        PyStr::with_nchars(s, n)
-    }
     /// Wrap text whose code-point count is already known (no rescan).
     #[inline]
     pub fn with_nchars(s: String, nchars: usize) -> PyStr {
@@ -241,10 +236,6 @@ impl PyStr {
             nchars,
             hash: Cell::new(0),
         }
-    }
-    /// Copy text (no intermediate `String` for short text).
-    pub fn copy(s: &str) -> PyStr {
-        PyStr::copy_n(s, count_chars(s))
     }
     /// Copy text whose code-point count is already known.
     #[inline]
@@ -614,7 +605,7 @@ impl Dict {
     ///
     /// # Errors
     /// TypeError for an unhashable key.
-    pub fn get(&self, key: &Value) -> R<Option<&Value>> {
+    pub fn get(&self, key: &Value) -> InterpResult<Option<&Value>> {
         let h = hash_value(key)?;
         Ok(self.get_h(h, key))
     }
@@ -666,7 +657,7 @@ impl Dict {
     ///
     /// # Errors
     /// TypeError for an unhashable key.
-    pub fn insert(&mut self, key: Value, val: Value) -> R<bool> {
+    pub fn insert(&mut self, key: Value, val: Value) -> InterpResult<bool> {
         let h = hash_value(&key)?;
         Ok(self.insert_h(h, key, val))
     }
@@ -675,7 +666,7 @@ impl Dict {
     ///
     /// # Errors
     /// TypeError for an unhashable key.
-    pub fn remove(&mut self, key: &Value) -> R<Option<(Value, Value)>> {
+    pub fn remove(&mut self, key: &Value) -> InterpResult<Option<(Value, Value)>> {
         let h = hash_value(key)?;
         Ok(self.remove_h(h, key))
     }
@@ -760,7 +751,7 @@ impl Dict {
     ///
     /// # Errors
     /// TypeError for an unhashable key.
-    pub fn contains(&self, key: &Value) -> R<bool> {
+    pub fn contains(&self, key: &Value) -> InterpResult<bool> {
         Ok(self.get(key)?.is_some())
     }
 }
@@ -874,7 +865,7 @@ pub enum Func {
     /// A builtin function used as a key (`key=len`).
     Builtin(super::compile::Builtin),
     /// A bound method (`key=counts.get`).
-    Method(Value, super::methods::M),
+    Method(Value, super::methods::Method),
 }
 
 /// A Python value.
@@ -884,7 +875,7 @@ pub enum Func {
 /// one-byte tag, and some payloads packed next to it) values were copied
 /// piecewise and re-read whole, and every hand-over of a value between
 /// functions stalled on store-to-load forwarding; measured at ~30% of the
-/// time of simple loops. Still 16 bytes, and `Option<Value>`/`R<Value>`
+/// time of simple loops. Still 16 bytes, and `Option<Value>`/`InterpResult<Value>`
 /// still fit in 16 (the spare tag values are the niche).
 #[derive(Debug)]
 #[repr(u64)]
@@ -1197,7 +1188,7 @@ fn hash_str(bytes: &[u8]) -> u64 {
 /// # Errors
 /// `TypeError: unhashable type: 'list'` and friends.
 #[inline]
-pub fn hash_value(v: &Value) -> R<u64> {
+pub fn hash_value(v: &Value) -> InterpResult<u64> {
     // Strings (most dict keys) carry their hash: no call into the general case.
     match v {
         Value::Str(s) => Ok(s.hash()),
@@ -1205,7 +1196,7 @@ pub fn hash_value(v: &Value) -> R<u64> {
     }
 }
 
-fn hash_rec(v: &Value, depth: usize) -> R<u64> {
+fn hash_rec(v: &Value, depth: usize) -> InterpResult<u64> {
     Ok(match v {
         Value::None => 0x1234_5678,
         Value::Bool(b) => mix(*b as u64),
