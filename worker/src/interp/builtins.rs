@@ -169,6 +169,22 @@ fn num_space(c: char) -> bool {
     }
 }
 
+/// `s` with every Unicode decimal digit replaced by its ASCII digit, as
+/// CPython does before parsing a number (borrowed when already ASCII).
+fn ascii_digits(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.is_ascii() {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars()
+        .map(|c| {
+            super::unicode::decimal(c)
+                .and_then(|d| char::from_digit(d, 10))
+                .unwrap_or(c)
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Parse `int(text, base)` exactly as CPython 3.11.
 ///
 /// # Errors
@@ -183,21 +199,8 @@ pub fn parse_int(orig: &str, base: u32) -> InterpResult<Value> {
             &repr[..cut]
         ))
     };
-    let ascii: String;
-    let s = orig.trim_matches(num_space);
-    let s = if s.is_ascii() {
-        s
-    } else {
-        ascii = s
-            .chars()
-            .map(|c| {
-                super::unicode::decimal(c)
-                    .and_then(|d| char::from_digit(d, 10))
-                    .unwrap_or(c)
-            })
-            .collect();
-        ascii.as_str()
-    };
+    let ascii = ascii_digits(orig.trim_matches(num_space));
+    let s = ascii.as_ref();
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -273,21 +276,8 @@ pub fn parse_float(orig: &str) -> InterpResult<f64> {
             super::format::str_repr(orig)
         ))
     };
-    let ascii: String;
-    let s = orig.trim_matches(num_space);
-    let s = if s.is_ascii() {
-        s
-    } else {
-        ascii = s
-            .chars()
-            .map(|c| {
-                super::unicode::decimal(c)
-                    .and_then(|d| char::from_digit(d, 10))
-                    .unwrap_or(c)
-            })
-            .collect();
-        ascii.as_str()
-    };
+    let ascii = ascii_digits(orig.trim_matches(num_space));
+    let s = ascii.as_ref();
     let body = s.trim_start_matches(['+', '-']);
     if s.len() - body.len() > 1 {
         return Err(bad());

@@ -16,25 +16,9 @@ use super::methods::Method;
 use super::ops::BinOp;
 use super::value::Value;
 
-macro_rules! builtins {
-    ($($v:ident = $s:literal),* $(,)?) => {
-        /// The builtin functions of the language.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Builtin { $($v),* }
-        impl Builtin {
-            /// Look a builtin up by name.
-            pub fn from_name(s: &str) -> Option<Builtin> {
-                match s { $($s => Some(Builtin::$v),)* _ => None }
-            }
-            /// The builtin's name.
-            pub fn name(self) -> &'static str {
-                match self { $(Builtin::$v => $s),* }
-            }
-        }
-    };
-}
-
-builtins! {
+named_enum! {
+    /// The builtin functions of the language.
+    Builtin:
     Len = "len", Range = "range", Enumerate = "enumerate", Zip = "zip", Sorted = "sorted",
     Reversed = "reversed", Min = "min", Max = "max", Sum = "sum", Any = "any", All = "all",
     Abs = "abs", Round = "round", Str = "str", Int = "int", Float = "float", Bool = "bool",

@@ -2554,25 +2554,32 @@ pub fn slice_adjust(lo: &Value, hi: &Value, st: &Value, n: usize) -> InterpResul
     if step == 0 {
         return Err(value_err("slice step cannot be zero"));
     }
-    let n = n as i64;
-    let adj = |v: Option<i64>, default: i64| -> i64 {
-        match v {
-            None => default,
-            Some(mut x) => {
-                if x < 0 {
-                    x += n;
-                    if x < 0 {
-                        x = if step < 0 { -1 } else { 0 };
-                    }
-                } else if x >= n {
-                    x = if step < 0 { n - 1 } else { n };
-                }
-                x
-            }
-        }
-    };
+    let n = n as i128;
     let (ds, de) = if step < 0 { (n - 1, -1) } else { (0, n) };
+    // Adjusted bounds lie in -1..=n, which fits i64.
+    let adj = |v: Option<i64>, default: i128| {
+        adjust_bound(v.map(i128::from), default, n, step < 0) as i64
+    };
     Ok((adj(slice_arg(lo)?, ds), adj(slice_arg(hi)?, de), step))
+}
+
+/// One slice bound adjusted to a sequence of length `n` (CPython's
+/// `PySlice_AdjustIndices`): negative counts from the end, then clamped.
+fn adjust_bound(v: Option<i128>, default: i128, n: i128, backwards: bool) -> i128 {
+    match v {
+        None => default,
+        Some(mut x) => {
+            if x < 0 {
+                x += n;
+                if x < 0 {
+                    x = if backwards { -1 } else { 0 };
+                }
+            } else if x >= n {
+                x = if backwards { n - 1 } else { n };
+            }
+            x
+        }
+    }
 }
 
 /// [`slice_adjust`] for sequences whose length may exceed i64 (ranges).
@@ -2606,22 +2613,7 @@ pub fn slice_adjust128(
     if step == 0 {
         return Err(value_err("slice step cannot be zero"));
     }
-    let adj = |v: Option<i128>, default: i128| -> i128 {
-        match v {
-            None => default,
-            Some(mut x) => {
-                if x < 0 {
-                    x += n;
-                    if x < 0 {
-                        x = if step < 0 { -1 } else { 0 };
-                    }
-                } else if x >= n {
-                    x = if step < 0 { n - 1 } else { n };
-                }
-                x
-            }
-        }
-    };
+    let adj = |v: Option<i128>, default: i128| adjust_bound(v, default, n, step < 0);
     let (ds, de) = if step < 0 { (n - 1, -1) } else { (0, n) };
     Ok((adj(arg(lo)?, ds), adj(arg(hi)?, de), step))
 }

@@ -9,25 +9,9 @@ use super::ops::{eq, lt};
 use super::unicode as uc;
 use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, OBJ, SLOT};
 
-macro_rules! methods {
-    ($($v:ident = $s:literal),* $(,)?) => {
-        /// Every allowlisted method name.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Method { $($v),* }
-        impl Method {
-            /// Look a method name up.
-            pub fn from_name(s: &str) -> Option<Method> {
-                match s { $($s => Some(Method::$v),)* _ => None }
-            }
-            /// The method's name.
-            pub fn name(self) -> &'static str {
-                match self { $(Method::$v => $s),* }
-            }
-        }
-    };
-}
-
-methods! {
+named_enum! {
+    /// Every allowlisted method name.
+    Method:
     Capitalize = "capitalize", Casefold = "casefold", Center = "center", Count = "count",
     Endswith = "endswith", Expandtabs = "expandtabs", Find = "find", Index = "index",
     Isalnum = "isalnum", Isalpha = "isalpha", Isascii = "isascii", Isdecimal = "isdecimal",
@@ -293,25 +277,22 @@ fn is_cased(c: char) -> bool {
 }
 
 fn py_islower(s: &str) -> bool {
-    let mut cased = false;
-    for c in s.chars() {
-        if uc::has(c, uc::UPPER | uc::TITLE) {
-            return false;
-        }
-        if uc::has(c, uc::LOWER) {
-            cased = true;
-        }
-    }
-    cased
+    all_cased_as(s, uc::LOWER, uc::UPPER | uc::TITLE)
 }
 
 fn py_isupper(s: &str) -> bool {
+    all_cased_as(s, uc::UPPER, uc::LOWER | uc::TITLE)
+}
+
+/// CPython's `islower`/`isupper`: no character of the `other` cases and
+/// at least one of case `want`.
+fn all_cased_as(s: &str, want: u16, other: u16) -> bool {
     let mut cased = false;
     for c in s.chars() {
-        if uc::has(c, uc::LOWER | uc::TITLE) {
+        if uc::has(c, other) {
             return false;
         }
-        if uc::has(c, uc::UPPER) {
+        if uc::has(c, want) {
             cased = true;
         }
     }

@@ -8,6 +8,25 @@
 //! `lackpy_policy::lang::METHODS`, shared with the validator;
 //! [`methods::has_method`] dispatches exactly its entries.
 
+/// An enum of names (builtins, methods) with `from_name` and `name`.
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $ty:ident: $($v:ident = $s:literal),* $(,)?) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $ty { $($v),* }
+        impl $ty {
+            /// Look a name up.
+            pub fn from_name(s: &str) -> Option<$ty> {
+                match s { $($s => Some($ty::$v),)* _ => None }
+            }
+            /// The name.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$v => $s),* }
+            }
+        }
+    };
+}
+
 // Crate-private, as monty keeps its `Value` private: the public surface is
 // the entry points below and the few items other crates use.
 pub(crate) mod budget;

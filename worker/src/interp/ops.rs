@@ -196,26 +196,9 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
                     return Err(unsupported("-", a, b));
                 }
                 let (x, y) = (to_set(a)?, to_set(b)?);
-                let mut d = Dict::new();
-                for k in x.keys() {
-                    tick(1)?;
-                    if !y.contains(k)? {
-                        d.insert(k.clone(), Value::None)?;
-                    }
-                }
-                Ok(Value::set(d))
+                set_difference(&x, &y)
             }
-            (Value::Set(x), Value::Set(y)) => {
-                let (x, y) = (x.d.borrow(), y.d.borrow());
-                let mut d = Dict::new();
-                for k in x.keys() {
-                    tick(1)?;
-                    if !y.contains(k)? {
-                        d.insert(k.clone(), Value::None)?;
-                    }
-                }
-                Ok(Value::set(d))
-            }
+            (Value::Set(x), Value::Set(y)) => set_difference(&x.d.borrow(), &y.d.borrow()),
             _ => Err(unsupported("-", a, b)),
         },
         BinOp::Mod => match a {
@@ -667,6 +650,21 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> InterpResult<bool> {
             _ => a.is(b),
         },
     })
+}
+
+/// The set `x - y`, in `x`'s order.
+///
+/// # Errors
+/// Fuel, memory.
+fn set_difference(x: &Dict, y: &Dict) -> InterpResult<Value> {
+    let mut d = Dict::new();
+    for k in x.keys() {
+        tick(1)?;
+        if !y.contains(k)? {
+            d.insert(k.clone(), Value::None)?;
+        }
+    }
+    Ok(Value::set(d))
 }
 
 /// Is every key of `x` in `y`?

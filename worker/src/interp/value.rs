@@ -822,19 +822,7 @@ impl RangeV {
     }
     /// Number of elements (saturating at usize::MAX).
     pub fn len(&self) -> usize {
-        let (lo, hi, st) = (self.start, self.stop, self.step);
-        let n = if st > 0 {
-            if hi > lo {
-                (hi - lo + st - 1) / st
-            } else {
-                0
-            }
-        } else if lo > hi {
-            (lo - hi - st - 1) / (-st)
-        } else {
-            0
-        };
-        n.clamp(0, usize::MAX as i128) as usize
+        self.len128().clamp(0, usize::MAX as i128) as usize
     }
     /// Is it empty?
     pub fn is_empty(&self) -> bool {
