@@ -448,7 +448,7 @@ impl<'a> Interp<'a> {
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
                     Value::Dict(d) | Value::Keys(d) | Value::Items(d) => d.d.borrow().len(),
-                    Value::Values(d) => d.d.borrow().len(),
+                    Value::Values(v) => v.0.d.borrow().len(),
                     Value::Set(s) => s.d.borrow().len(),
                     Value::Range(r) => {
                         let n = r.len128();

@@ -1922,11 +1922,11 @@ impl<'a> Interp<'a> {
         }
         let mut args = Vec::with_capacity(a.pos.len());
         for v in &a.pos {
-            args.push(self.to_data(v, false)?);
+            args.push(self.data_of(v, false)?);
         }
         let mut kwargs = Vec::with_capacity(a.kw.len());
         for (k, v) in &a.kw {
-            kwargs.push((k.to_string(), self.to_data(v, false)?));
+            kwargs.push((k.to_string(), self.data_of(v, false)?));
         }
         match self.host.call(name, args, kwargs) {
             Ok(d) => from_data(&d, 0),
@@ -1943,7 +1943,7 @@ impl<'a> Interp<'a> {
     ///
     /// # Errors
     /// TypeError for non-plain values; `depth` limit for deep/cyclic values.
-    pub fn to_data(&mut self, v: &Value, lenient: bool) -> InterpResult<Data> {
+    pub fn data_of(&mut self, v: &Value, lenient: bool) -> InterpResult<Data> {
         let mut seen = Vec::new();
         self.data_rec(v, lenient, 0, &mut seen)
     }

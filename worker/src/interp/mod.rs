@@ -250,7 +250,7 @@ fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
             && repr.len() <= room;
         drop(repr);
         let data = if fits {
-            it.to_data(&v, false).ok()
+            it.data_of(&v, false).ok()
         } else {
             None
         };
@@ -331,7 +331,7 @@ fn exec_program(it: &mut Interp, limits: &Limits) -> InterpResult<Option<(Data, 
             format!("result limit exceeded: the value's repr is longer than {budget_bytes} bytes"),
         ));
     }
-    let data = it.to_data(&v, true)?;
+    let data = it.data_of(&v, true)?;
     Ok(Some((data, repr)))
 }
 

@@ -834,6 +834,10 @@ impl RangeV {
     }
 }
 
+/// A `dict.values()` view object (of this dict).
+#[derive(Debug)]
+pub struct ValuesView(pub Rc<DictObj>);
+
 /// Which view of a dict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewKind {
@@ -893,10 +897,10 @@ pub enum Value {
     /// `dict.keys()` (the view kind is part of the variant so that every
     /// variant's payload is one word: see the `repr` note on [`Value`]).
     Keys(Rc<DictObj>),
-    /// `dict.values()`. The outer `Rc` is the view object itself: values
-    /// views compare and hash by identity (CPython), so `v == v` holds while
+    /// `dict.values()`: its own object, because values views compare and
+    /// hash by identity (CPython), so `v == v` holds while
     /// `d.values() == d.values()` does not.
-    Values(Rc<Rc<DictObj>>),
+    Values(Rc<ValuesView>),
     /// `dict.items()`.
     Items(Rc<DictObj>),
     /// An iterator (enumerate, zip, reversed, generator, ...).
@@ -936,7 +940,7 @@ impl Value {
     pub fn view(d: Rc<DictObj>, kind: ViewKind) -> Value {
         match kind {
             ViewKind::Keys => Value::Keys(d),
-            ViewKind::Values => Value::Values(Rc::new(d)),
+            ViewKind::Values => Value::Values(Rc::new(ValuesView(d))),
             ViewKind::Items => Value::Items(d),
         }
     }
@@ -953,7 +957,7 @@ impl Value {
     pub fn as_view(&self) -> Option<(&Rc<DictObj>, ViewKind)> {
         match self {
             Value::Keys(d) => Some((d, ViewKind::Keys)),
-            Value::Values(d) => Some((&**d, ViewKind::Values)),
+            Value::Values(v) => Some((&v.0, ViewKind::Values)),
             Value::Items(d) => Some((d, ViewKind::Items)),
             _ => None,
         }
@@ -1058,7 +1062,7 @@ impl Value {
             Value::List(l) => !l.v.borrow().is_empty(),
             Value::Tuple(t) => !t.v.is_empty(),
             Value::Dict(d) | Value::Keys(d) | Value::Items(d) => !d.d.borrow().is_empty(),
-            Value::Values(d) => !d.d.borrow().is_empty(),
+            Value::Values(v) => !v.0.d.borrow().is_empty(),
             Value::Set(s) => !s.d.borrow().is_empty(),
             Value::Range(r) => !r.is_empty(),
             Value::Iter(_) | Value::Func(_) => true,
