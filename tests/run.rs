@@ -84,6 +84,21 @@ fn write_and_edit_with_tools_flag() {
 }
 
 #[test]
+fn dict_value_keeps_insertion_order() {
+    let ws = fixture();
+    let (code, v) = run_json(ws.path(), &[], "{'b': 1, 'a': 2, 'c': {'z': 1, 'y': 2}}\n");
+    assert_eq!(code, 0, "{v}");
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(keys(&v["value"]), ["b", "a", "c"], "{v}");
+    assert_eq!(keys(&v["value"]["c"]), ["z", "y"], "{v}");
+    assert_eq!(v["repr"], "{'b': 1, 'a': 2, 'c': {'z': 1, 'y': 2}}");
+}
+
+#[test]
 fn print_goes_to_stdout_field() {
     let ws = fixture();
     let (code, v) = run_json(ws.path(), &[], "print('hi', 1)\nx = 3\n");
