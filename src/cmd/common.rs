@@ -147,10 +147,10 @@ pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
     // code (a server, command or module) may come from there.
     lackpy_supervisor::trusted::register_write_paths(
         workspace,
-        lackpy_supervisor::mcp_source::write_paths_of(&config, workspace),
+        lackpy_supervisor::providers::mcp::write_paths_of(&config, workspace),
     );
     // Tools of `[mcp_servers]` (discovered once per process).
-    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
+    lackpy_supervisor::providers::mcp::extend_config(&mut config, workspace);
     Ok((config, kits))
 }
 

@@ -12,7 +12,6 @@ pub mod childjail;
 pub mod confine;
 pub mod freezer;
 pub mod json;
-pub mod mcp_source;
 pub mod providers;
 pub mod session;
 pub mod sha256;

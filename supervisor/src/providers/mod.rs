@@ -14,6 +14,7 @@
 
 pub mod codeintel;
 pub mod command;
+pub mod mcp;
 mod pipes;
 pub mod python;
 pub mod value;
@@ -254,7 +255,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             python::call(spec, args, ws)
         }
         "command" => command::call(spec, args, ws),
-        "mcp" => crate::mcp_source::call(spec, args, ws),
+        "mcp" => crate::providers::mcp::call(spec, args, ws),
         "codeintel" => codeintel::call(spec, args, ws),
         "builtin" if codeintel::is_codeintel(&spec.name) => codeintel::call(spec, args, ws),
         "virtual" => match host_tools().and_then(|h| {

@@ -487,7 +487,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 a.iter()
                     .map(|p| {
                         p.as_str()
-                            .map(|s| crate::mcp_source::config_path(s, &workspace))
+                            .map(|s| crate::providers::mcp::config_path(s, &workspace))
                     })
                     .collect::<Option<Vec<PathBuf>>>()
             })

@@ -652,7 +652,7 @@ fn optional_arg(spec: &ToolSpec, i: usize) -> bool {
     let Some(arg) = spec.args.get(i) else {
         return false;
     };
-    spec.provider == "mcp" && !crate::mcp_source::is_required(spec, &arg.name)
+    spec.provider == "mcp" && !crate::providers::mcp::is_required(spec, &arg.name)
 }
 
 #[cfg(test)]
