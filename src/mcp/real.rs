@@ -303,9 +303,7 @@ impl Backend for RealBackend {
         match lackpy_policy::validate(&req.program, &profile.namespace(), &profile.limits) {
             Ok(p) => json!({"ok": true, "grade": p.grade, "calls": p.calls, "error": null}),
             Err(errs) => {
-                let first = errs.into_iter().next().unwrap_or_else(|| {
-                    ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
-                });
+                let first = lackpy_policy::first_error(errs);
                 json!({"ok": false, "grade": null, "calls": [], "error": first})
             }
         }
