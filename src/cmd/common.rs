@@ -11,6 +11,7 @@
 
 use lackpy_policy::config::{Config, ConfigError, Kits, ResolvedProfile};
 use lackpy_policy::wire::ErrorInfo;
+use lackpy_supervisor::providers::Providers;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -137,20 +138,29 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
         .map_err(|e| CliError::Usage(format!("workspace {}: {e}", ws.display())))
 }
 
-/// Load user + workspace config and the workspace's kits (without resolving a profile).
-///
-/// # Errors
-/// [`CliError`] for a missing workspace, an unreadable file or bad config.
-pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
-    let (mut config, kits) = load_files(workspace)?;
+/// Start `config`'s `[mcp_servers]` in `workspace` with `providers` (the
+/// supervisor's that will run their tools) and add their tools to
+/// `config.tools`. Loading ([`load_files`]) starts nothing.
+pub fn start_mcp_servers(config: &mut Config, workspace: &Path, providers: &Providers) {
     // What write-mode servers can write is program-writable: no trusted
     // code (a server, command or module) may come from there.
     lackpy_supervisor::trusted::register_write_paths(
         workspace,
-        lackpy_supervisor::providers::mcp::write_paths_of(&config, workspace),
+        lackpy_supervisor::providers::mcp::write_paths_of(config, workspace),
     );
-    // Tools of `[mcp_servers]` (discovered once per process).
-    lackpy_supervisor::providers::mcp::extend_config(&mut config, workspace);
+    providers.mcp().start(config, workspace);
+}
+
+/// [`load_files`], then [`start_mcp_servers`] with `providers`.
+///
+/// # Errors
+/// As [`load_files`].
+pub fn load_files_and_start_servers(
+    workspace: &Path,
+    providers: &Providers,
+) -> Result<(Config, Kits), CliError> {
+    let (mut config, kits) = load_files(workspace)?;
+    start_mcp_servers(&mut config, workspace, providers);
     Ok((config, kits))
 }
 
@@ -210,8 +220,8 @@ pub fn jail_level(config: &Config) -> Result<lackpy_supervisor::JailLevel, CliEr
     })
 }
 
-/// Like [`load_config`] without the `[mcp_servers]` discovery: only the
-/// user config, the workspace config and the kit files.
+/// Load the user config, the workspace config and the kit files; no
+/// `[mcp_servers]` entry is started (see [`start_mcp_servers`]).
 ///
 /// # Errors
 /// A config or kit file cannot be read or parsed.
@@ -270,14 +280,17 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     Ok((config, kits))
 }
 
-/// Find the workspace, load config and kits, resolve the selected profile.
+/// Find the workspace, load config and kits, start the MCP servers with
+/// `providers` (the ones the supervisor that runs the program will own,
+/// see [`lackpy_supervisor::Supervisor::with_providers`]), resolve the
+/// selected profile.
 ///
 /// # Errors
 /// [`CliError`] (exit 3) for a missing workspace, unreadable or bad config,
 /// or an unknown profile or tool.
-pub fn load(select: &Select) -> Result<Loaded, CliError> {
+pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> {
     let workspace = workspace_dir(select)?;
-    let (config, kits) = load_config(&workspace)?;
+    let (config, kits) = load_files_and_start_servers(&workspace, providers)?;
     let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
     Ok(Loaded {
         workspace,

@@ -3,6 +3,7 @@
 
 use super::common::{self, Select};
 use super::escape;
+use lackpy_supervisor::providers::Providers;
 use super::tools::tool_json;
 use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             return Ok(e.exit_code());
         }
     };
-    let (config, kits) = match common::load_config(&ws) {
+    let (config, kits) = match common::load_files_and_start_servers(&ws, &Providers::new()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy profile: {}", escape::line(&e.to_string()));

@@ -4,6 +4,7 @@
 
 use super::common::{self, Select};
 use super::escape;
+use lackpy_supervisor::providers::Providers;
 use lackpy_policy::config::ToolSpec;
 use std::path::PathBuf;
 
@@ -60,7 +61,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             return Ok(e.exit_code());
         }
     };
-    let (config, kits) = match common::load_config(&ws) {
+    let (config, kits) = match common::load_files_and_start_servers(&ws, &Providers::new()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy tools: {}", escape::line(&e.to_string()));

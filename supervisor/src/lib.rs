@@ -8,6 +8,7 @@
 //! with a clear error. Workers are single-use.
 #![warn(missing_docs)]
 
+mod call;
 pub mod childjail;
 pub mod confine;
 mod death;
@@ -259,6 +260,8 @@ pub struct Supervisor {
     pool: pool::WarmPool,
     /// Stops demoted runaways while other runs need the CPUs.
     freezer: freezer::Freezer,
+    /// Provider state: python helpers, MCP servers, the host's tools.
+    providers: Arc<providers::Providers>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -277,6 +280,19 @@ impl Supervisor {
     /// # Errors
     /// Configuration errors.
     pub fn new(cfg: SupervisorConfig) -> Result<Self, SupervisorError> {
+        Supervisor::with_providers(cfg, Arc::new(providers::Providers::new()))
+    }
+
+    /// [`Supervisor::new`] with `providers` as its provider state (a front
+    /// end that started the MCP servers of a config with them before the
+    /// supervisor existed). Nothing else shares a supervisor's providers.
+    ///
+    /// # Errors
+    /// Configuration errors.
+    pub fn with_providers(
+        cfg: SupervisorConfig,
+        providers: Arc<providers::Providers>,
+    ) -> Result<Self, SupervisorError> {
         let cfg = Arc::new(cfg);
         let pool = pool::WarmPool::start(&cfg)?;
         let bg = trace::Background::start().map_err(|e| {
@@ -288,7 +304,15 @@ impl Supervisor {
             bg,
             pool,
             freezer: freezer::Freezer::new(),
+            providers,
         })
+    }
+
+    /// This supervisor's providers: its python helpers, its MCP servers
+    /// (start them with [`providers::mcp::McpServers::start`] before
+    /// resolving a profile that names their tools) and its host tools.
+    pub fn providers(&self) -> &Arc<providers::Providers> {
+        &self.providers
     }
 
     /// Number of ready workers in the pool right now.
@@ -414,6 +438,7 @@ impl Supervisor {
             &mut worker,
             &mut token,
             &self.cfg.trace_limits,
+            &self.providers,
         )
         .drive(&checked.run_message(req, opts));
         // SIGKILL now (the pid namespace dies with it); the wait happens off

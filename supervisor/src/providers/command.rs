@@ -60,9 +60,11 @@
 //! there is no unjailed fallback.
 
 use super::pipes::{kill_group, read_both, PipeError};
-use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use super::child::{cfg_env, cfg_f64, cfg_str, workspace_path, CHILD_PATH};
+use super::value;
+use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
-use crate::tools::fs::{fail, Workspace, READ_CAP};
+use crate::tools::fs::{Workspace, READ_CAP};
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::io::Write;
@@ -87,7 +89,7 @@ enum Seg {
 }
 
 fn config_err(tool: &str, msg: impl std::fmt::Display) -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "ToolFailed",
         format!("command tool {tool:?} is misconfigured: {msg}"),
     )
@@ -154,7 +156,7 @@ fn arg_text(
 ) -> Result<Option<String>, ToolFailure> {
     let name = names.get(i).copied().unwrap_or("arg");
     let Some(d) = args.get(i) else {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{tool}() missing required argument: '{name}'"),
         ));
@@ -163,16 +165,16 @@ fn arg_text(
         return Ok(None);
     }
     let Some(s) = value::scalar_text(d) else {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!(
                 "{tool}() argument '{name}' must be str, int, float, bool or None, not {}",
-                crate::tools::type_name(d)
+                d.type_name()
             ),
         ));
     };
     if s.contains('\0') {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{tool}() argument '{name}' contains a NUL character"),
         ));
@@ -243,7 +245,7 @@ fn check_option(
 ) -> Result<(), ToolFailure> {
     if !allowed && s.starts_with('-') {
         let name = names.get(i).copied().unwrap_or("arg");
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!(
                 "{tool}() argument '{name}' starts with '-' and would be read as an option; \
@@ -298,7 +300,7 @@ fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
         .map(|d| d.join(name))
         .find(|p| ok(p))
         .ok_or_else(|| {
-            fail(
+            ToolFailure::new(
                 "ToolFailed",
                 format!("{tool}: program {name:?} not found in PATH"),
             )
@@ -308,15 +310,15 @@ fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
 fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
     let text = String::from_utf8(out).map_err(|_| {
-        fail(
+        ToolFailure::new(
             "NotUtf8",
             format!("{tool}: the command's output is not UTF-8"),
         )
     })?;
     let json = |s: &str| -> Result<Data, ToolFailure> {
         let v: serde_json::Value = serde_json::from_str(s)
-            .map_err(|e| fail("ToolFailed", format!("{tool}: output is not JSON: {e}")))?;
-        value::from_plain(&v, 0).map_err(|e| fail("ToolFailed", format!("{tool}: {e}")))
+            .map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}")))?;
+        value::from_plain(&v, 0).map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: {e}")))
     };
     match cfg_str(spec, "parse").unwrap_or("text") {
         "text" => Ok(Data::Str(text)),
@@ -343,7 +345,12 @@ fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
 /// `BadArgument` for arguments the template refuses, `Timeout`, `TooLarge`,
 /// `NotUtf8`, and `ToolFailed` for a failing command (status and stderr
 /// quoted), a misconfigured tool, or a jail that cannot be set up.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+pub fn call(
+    spec: &ToolSpec,
+    args: &[Data],
+    ws: &Workspace,
+    run: &RunContext,
+) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
     let argv = expand_argv(spec, args)?;
     let input = expand_stdin(spec, args)?;
@@ -351,7 +358,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(3600.0);
-    let timeout = super::clamp_timeout_secs(timeout);
+    let timeout = run.clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let memory_mb = cfg_f64(spec, "memory_mb").map_or(DEFAULT_MEMORY_MB, |m| m as u64);
     let writable = spec.effects_ceiling >= 2
@@ -375,7 +382,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     let ws_path = workspace_path(ws)?;
     let program = find_program(tool, &argv[0])?;
     if crate::trusted::in_writable_set(&program, &ws_path) {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "ToolFailed",
             format!(
                 "{tool}: {}",
@@ -384,7 +391,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         ));
     }
     let jail_err = |e: crate::childjail::JailError| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("{tool}: cannot jail the command ({e})"),
         )
@@ -436,7 +443,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     jail.attach(&mut cmd);
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),
         )
@@ -452,7 +459,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(&mut child);
-        return Err(fail("ToolFailed", "command pipes unavailable"));
+        return Err(ToolFailure::new("ToolFailed", "command pipes unavailable"));
     };
     let read = read_both(&stdout, &stderr, deadline, cap, STDERR_QUOTE);
     let result = match read {
@@ -463,15 +470,15 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 let _ = f.join();
             }
             return Err(match e {
-                PipeError::Timeout => fail(
+                PipeError::Timeout => ToolFailure::new(
                     "Timeout",
                     format!("{tool}() did not finish within {timeout} s; the command was killed"),
                 ),
-                PipeError::TooLarge => fail(
+                PipeError::TooLarge => ToolFailure::new(
                     "TooLarge",
                     format!("{tool}() printed more than {cap} bytes"),
                 ),
-                PipeError::Eof | PipeError::Io(_) => fail(
+                PipeError::Eof | PipeError::Io(_) => ToolFailure::new(
                     "ToolFailed",
                     format!("{tool}(): reading the command's output failed"),
                 ),
@@ -485,7 +492,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             _ => {
                 kill_group(&mut child);
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "Timeout",
                     format!("{tool}() did not finish within {timeout} s; the command was killed"),
                 ));
@@ -507,7 +514,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         (Some(c), _) if ok_status.contains(&i64::from(c)) => parse_output(spec, out),
         (code, sig) => {
             if sig == Some(libc::SIGXCPU) {
-                return Err(fail("Timeout", format!("{tool}() exceeded its CPU time")));
+                return Err(ToolFailure::new("Timeout", format!("{tool}() exceeded its CPU time")));
             }
             let how = match (code, sig) {
                 (Some(c), _) => format!("exited with status {c}"),
@@ -516,7 +523,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             };
             let stderr = String::from_utf8_lossy(&err);
             let stderr = stderr.trim();
-            Err(fail(
+            Err(ToolFailure::new(
                 "ToolFailed",
                 if stderr.is_empty() {
                     format!("{tool}(): {} {how}", argv[0])
@@ -532,6 +539,11 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A call outside any run.
+    fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+        super::call(spec, args, ws, &RunContext::default())
+    }
     use lackpy_policy::config::ArgSpec;
 
     fn tool(argv: &[&str], args: &[&str]) -> ToolSpec {

@@ -8,11 +8,11 @@ mod authorize;
 pub use authorize::*;
 
 use crate::death::{classify_death, internal, limit};
-use crate::providers;
+use crate::providers::{Providers, RunContext};
 use crate::spawn::Worker;
 use crate::{freezer, json, tools, trace, RunOptions, RunReport, RunRequest, CANCEL_POLL_MS};
 use lackpy_policy::wire::{
-    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, ToWorker, ToolSig, MAX_DATA_DEPTH,
+    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
     PROTOCOL_VERSION,
 };
 use lackpy_worker::ipc::FrameError;
@@ -41,6 +41,10 @@ const AFTER_DONE_WAIT_MS: i32 = 20;
 
 /// One run's conversation with its worker.
 pub(crate) struct Session<'a, 't> {
+    /// Runs the calls [`authorize`] accepts.
+    providers: &'a Providers,
+    /// The run's deadline and cancel flag, for providers.
+    run: RunContext,
     req: &'a RunRequest,
     ws: &'a tools::fs::Workspace,
     report: &'a mut RunReport,
@@ -74,14 +78,18 @@ impl<'a, 't> Session<'a, 't> {
         worker: &'a mut Worker,
         token: &'a mut freezer::RunToken<'t>,
         trace_limits: &trace::TraceLimits,
+        providers: &'a Providers,
     ) -> Self {
         let now = Instant::now();
+        let deadline = now + Duration::from_millis(req.limits.wall_ms);
         Session {
+            providers,
+            run: RunContext::new(deadline, opts.cancel.clone()),
             req,
             ws,
             report,
             worker,
-            deadline: now + Duration::from_millis(req.limits.wall_ms),
+            deadline,
             calls: 0,
             cancel: opts.cancel.as_ref(),
             want_vars: opts.want_vars,
@@ -284,15 +292,13 @@ impl<'a, 't> Session<'a, 't> {
                 let (shown, result) =
                     match authorize(&req.profile, self.calls, req.limits.tool_calls, frame) {
                         Ok(call) => {
-                            let ws = self.ws;
-                            // Builtin tools poll the deadline and the cancel flag.
-                            let cancel = self.cancel.cloned();
-                            // Builtins run on a confined lane (`confine`): the
-                            // arguments are shared with it, not copied.
+                            // Builtins that run on a confined lane share the
+                            // arguments with it (no copy); every provider
+                            // gets the run's deadline and cancel flag.
                             let args = Arc::new(call.args);
-                            let r = providers::with_run(self.deadline, cancel, || {
-                                tools::call_confined(call.spec, args.clone(), ws)
-                            });
+                            let r =
+                                self.providers
+                                    .call(call.spec, Arc::clone(&args), self.ws, &self.run);
                             (Arc::try_unwrap(args).unwrap_or_else(|a| (*a).clone()), r)
                         }
                         Err(Refusal::Violation(what)) => return Err(self.violation(what)),
@@ -311,7 +317,7 @@ impl<'a, 't> Session<'a, 't> {
                 // run out of time.
                 let out_of_time = Instant::now() >= self.deadline;
                 let result = if out_of_time {
-                    Err(tools::fs::fail(
+                    Err(ToolFailure::new(
                         "Timeout",
                         "the run's wall-clock limit was reached",
                     ))

@@ -315,8 +315,8 @@ pub fn glob(data: &[u8]) {
     // As the supervisor calls it: inside a run, whose deadline bounds the
     // walk (a pattern whose walk is long but bounded ends in `Timeout`).
     let deadline = std::time::Instant::now() + GLOB_RUN_DEADLINE;
-    let found =
-        lackpy_supervisor::providers::with_run(deadline, None, || find_files(&g.ws, &pattern));
+    let run = lackpy_supervisor::providers::RunContext::new(deadline, None);
+    let found = find_files(&g.ws, &pattern, &run);
     if let Ok(paths) = found {
         assert!(paths.len() <= MAX_RESULTS, "more than MAX_RESULTS paths");
         assert!(
