@@ -175,7 +175,7 @@ impl Corpus {
     }
 }
 
-/// The builtins of the language (DESIGN.md "Builtins").
+/// The builtins of the language (docs/ARCHITECTURE.md "The language").
 pub const BUILTINS: &[&str] = &[
     "len",
     "range",

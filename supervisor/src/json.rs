@@ -1,4 +1,4 @@
-//! The JSON form of a program's value (DESIGN.md "Language details"):
+//! The JSON form of a program's value (docs/ARCHITECTURE.md "The language"):
 //! tuples and sets as arrays, dict keys as strings (non-string keys via
 //! their repr), ints beyond ±2^53 and non-finite floats as strings holding
 //! their repr. Iterative where depth matters: values arrive depth-checked

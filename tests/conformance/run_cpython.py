@@ -7,8 +7,8 @@ JSON list of ``{"name", "ok", "repr", "data", "stdout", "exc_type", "exc_msg",
 on stdout, one entry per program, in input order.
 
 Each program runs in a fresh namespace whose ``__builtins__`` holds only the
-builtins lackpy allows (DESIGN.md "The language") plus shims of the four file
-tools and ``sort_by`` with DESIGN.md's semantics, with the working directory
+builtins lackpy allows (docs/ARCHITECTURE.md "The language") plus shims of the four file
+tools and ``sort_by`` with the semantics of docs/ARCHITECTURE.md "The language", with the working directory
 set to the program's workspace (a throwaway copy of ``fixture_ws/`` made by
 the harness) when it has one.
 
@@ -129,7 +129,7 @@ def edit_file(path, old_str, new_str):
 
 
 def sort_by(items, key, reverse=False):
-    """DESIGN.md: key is a field name for dicts or an index for sequences;
+    """docs/ARCHITECTURE.md "The language": key is a field name for dicts or an index for sequences;
     a missing one raises KeyError/IndexError; stable in both directions."""
     return sorted(items, key=lambda item: item[key], reverse=reverse)
 

@@ -3,7 +3,7 @@
 //! (with the hint each gets). The validator and the interpreter both read
 //! these; change them here and nowhere else.
 
-/// Builtins a program may call (DESIGN.md "Builtins"). Anything else that
+/// Builtins a program may call (docs/ARCHITECTURE.md "The language"). Anything else that
 /// Python would call a builtin is not available: the forbidden ones are in
 /// [`FORBIDDEN_NAMES`]; the rest are reported as unknown names.
 pub const BUILTINS: &[&str] = &[
@@ -40,7 +40,7 @@ pub const TYPE_NAMES: &[&str] = &[
     "str", "int", "float", "bool", "list", "dict", "set", "tuple",
 ];
 
-/// Per-type method allowlist (DESIGN.md "Language details"): methods may
+/// Per-type method allowlist (docs/ARCHITECTURE.md "The language"): methods may
 /// only be *called*, and only these. The receiver's type is usually unknown
 /// statically, so the validator checks a call against the union of all
 /// lists, and against one type's list when the receiver is a literal,
@@ -321,7 +321,7 @@ pub const FORBIDDEN_NAMES: &[(&str, &str)] = &[
 
 /// Forbidden names that are also ordinary variable names in data-handling
 /// code (`id = row["id"]`, `type = item["type"]`): a program that assigns
-/// one of these may use it as a variable, as CPython allows (DESIGN.md
+/// one of these may use it as a variable, as CPython allows (docs/ARCHITECTURE.md
 /// forbids assigning only builtins and tools). Calling one stays an error
 /// (only tools and builtins can be called), and a program that never
 /// assigns it still gets the forbidden-name error and hint. Code-generation
