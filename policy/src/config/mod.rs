@@ -38,6 +38,12 @@
 //! a known key with the wrong type is an error naming file, line and key.
 
 mod kit;
+mod provider;
+
+pub use provider::{
+    CommandTool, McpTool, Parse, Provider, ProviderError, PythonTool, Seg, Template,
+    LEGACY_BUILTINS_MODULE,
+};
 
 pub use kit::{parse_kit, render_kit, Kit, KitSource, Kits};
 
@@ -935,7 +941,7 @@ impl Ctx<'_> {
                 provider_config.insert(k.clone(), toml_to_json(v));
             }
         }
-        Ok(ToolSpec {
+        let spec = ToolSpec {
             grade_w: self.grade(&span, &key("grade_w"), t.grade_w)?,
             effects_ceiling: self.grade(&span, &key("effects_ceiling"), t.effects_ceiling)?,
             name: t.name,
@@ -945,7 +951,40 @@ impl Ctx<'_> {
             args: t.args,
             returns: t.returns,
             docs: t.docs,
-        })
+        };
+        // Typed and checked now: a misconfigured tool is a config error
+        // here, not a failure at its first call.
+        if let Err(e) = Provider::of(&spec) {
+            let line = self.line_of_key(&span, &e.key);
+            return Err(ConfigError::at(
+                self.file,
+                Some(line),
+                Some(format!("{section}.{}.{}", spec.name, e.key)),
+                e.message,
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// The line, within the table at `span`, where `key` (or the key it
+    /// is an item of: `argv` for `argv[2]`, `env` for `env.X`) is set;
+    /// else the table's first line.
+    fn line_of_key(&self, span: &std::ops::Range<usize>, key: &str) -> u32 {
+        let base = key.split(['[', '.']).next().unwrap_or(key);
+        let table = self.text.get(span.clone()).unwrap_or("");
+        let mut off = 0;
+        for line in table.split_inclusive('\n') {
+            let t = line.trim_start();
+            let rest = t.strip_prefix(base).or_else(|| {
+                // `provider_config = { argv = [...] }` on one line.
+                t.find(&format!(" {base} ")).map(|i| &t[i + base.len() + 1..])
+            });
+            if rest.is_some_and(|r| r.trim_start().starts_with('=')) {
+                return line_of(self.text, span.start + off);
+            }
+            off += line.len();
+        }
+        line_of(self.text, span.start)
     }
 }
 
