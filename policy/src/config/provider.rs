@@ -317,7 +317,7 @@ impl Provider {
                 .ok_or_else(|| bad("argv", "must be a non-empty list of strings"))?;
             let t = Template::parse(t, &names).map_err(|e| bad(&key, e))?;
             if k == 0 && t.literal().is_none_or(str::is_empty) {
-                return Err(bad(&key, "the program must be a literal, non-empty name"));
+                return Err(bad(&key, "the program must be literal (and not empty)"));
             }
             argv.push(t);
         }

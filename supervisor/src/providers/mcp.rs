@@ -32,7 +32,7 @@ use super::child::{config_path, workspace_path};
 use super::value::from_plain;
 use crate::call::RunContext;
 use crate::tools::fs::Workspace;
-use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec, WorkspaceAccess};
+use lackpy_policy::config::{ArgSpec, Config, McpServer, McpTool, ToolSpec, WorkspaceAccess};
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{Data, ToolFailure};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
@@ -796,23 +796,15 @@ fn start(st: &McpServers, config: &mut Config, workspace: &Path) {
 /// something that is not plain data.
 fn call(
     st: &McpServers,
+    m: &McpTool,
     spec: &ToolSpec,
     args: &[Data],
     ws: &Workspace,
     run: &RunContext,
 ) -> Result<Data, ToolFailure> {
     let name = &spec.name;
-    let server = spec
-        .provider_config
-        .get("server")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolFailure::new("ToolFailed", format!("{name}(): no MCP server configured")))?;
-    let tool = spec
-        .provider_config
-        .get("tool")
-        .and_then(Value::as_str)
-        .unwrap_or(name)
-        .to_string();
+    let server = m.server.as_str();
+    let tool = m.tool.clone();
     let timeout = spec
         .provider_config
         .get("timeout_ms")
@@ -981,12 +973,13 @@ impl McpServers {
     /// returns something that is not plain data.
     pub fn call(
         &self,
+        m: &McpTool,
         spec: &ToolSpec,
         args: &[Data],
         ws: &Workspace,
         run: &RunContext,
     ) -> Result<Data, ToolFailure> {
-        call(self, spec, args, ws, run)
+        call(self, m, spec, args, ws, run)
     }
 
     /// Forget every discovery and stop every server (for tests and for
@@ -1155,7 +1148,12 @@ mod tests {
         let st = McpServers::default();
         st.start(&mut cfg, &ws_path);
         let call = |spec: &ToolSpec, args: &[Data], ws: &Workspace| {
-            st.call(spec, args, ws, &RunContext::default())
+            let Ok(lackpy_policy::config::Provider::Mcp(m)) =
+                lackpy_policy::config::Provider::of(spec)
+            else {
+                panic!("not an mcp tool");
+            };
+            st.call(&m, spec, args, ws, &RunContext::default())
         };
         let tb = cfg.toolbox();
         assert_eq!(tb.get("echo").map(|t| t.provider.as_str()), Some("command"));

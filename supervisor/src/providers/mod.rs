@@ -28,14 +28,14 @@ pub use crate::call::{Interrupt, RunContext, CHECK_EVERY};
 pub use child::{workspace_path, CHILD_PATH};
 
 use crate::tools::{self, fs::Workspace};
-use lackpy_policy::config::ToolSpec;
+use lackpy_policy::config::{Provider, ToolSpec};
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::sync::{Arc, RwLock};
 
 /// The module the original lackpy's shipped `default_tools.toml` names for
 /// its builtins (`provider = "python"`). Entries copied from it keep working:
 /// they are served by lackpy's own builtins, confined to the workspace.
-pub const LEGACY_BUILTINS_MODULE: &str = "lackpy.sources.builtins";
+pub use lackpy_policy::config::LEGACY_BUILTINS_MODULE;
 
 /// Tools an embedding host supplies at run time (`[[virtual_tools]]`, the
 /// original's `harness_resolver`). Register one with
@@ -134,8 +134,30 @@ impl Providers {
         ws: &Workspace,
         run: &RunContext,
     ) -> Result<Data, ToolFailure> {
-        let Some(function) = builtin_function(spec) else {
-            return self.call_provider(spec, &args, ws, run);
+        let provider = Provider::of(spec).map_err(|e| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("tool {:?} is misconfigured: {e}", spec.name),
+            )
+        })?;
+        let function = match &provider {
+            Provider::Builtin { function } if tools::is_builtin(function) => function.as_str(),
+            Provider::Builtin { function } if legacy_builtin(spec) => {
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("module {LEGACY_BUILTINS_MODULE:?} has no function {function:?}"),
+                ))
+            }
+            Provider::Builtin { function } => {
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("no builtin tool named {function:?}"),
+                ))
+            }
+            Provider::Python(py) => return python::call(&self.python, py, spec, &args, ws, run),
+            Provider::Command(c) => return command::call(c, spec, &args, ws, run),
+            Provider::Mcp(m) => return self.mcp.call(m, spec, &args, ws, run),
+            Provider::Virtual => return self.call_virtual(spec, &args),
         };
         let access = match function {
             // Every open of these is a single `openat2` beneath the
@@ -154,40 +176,6 @@ impl Providers {
         crate::confine::run(ws.path(), access, run, move || {
             tools::call(&function, &spec2, &args, &ws2, &run2)
         })
-    }
-
-    /// A call of a tool that is not a builtin.
-    fn call_provider(
-        &self,
-        spec: &ToolSpec,
-        args: &[Data],
-        ws: &Workspace,
-        run: &RunContext,
-    ) -> Result<Data, ToolFailure> {
-        match spec.provider.as_str() {
-            "python" if legacy_builtin(spec) => Err(ToolFailure::new(
-                "ToolFailed",
-                format!(
-                    "module {LEGACY_BUILTINS_MODULE:?} has no function {:?}",
-                    function_of(spec)
-                ),
-            )),
-            "python" => python::call(&self.python, spec, args, ws, run),
-            "command" => command::call(spec, args, ws, run),
-            "mcp" => self.mcp.call(spec, args, ws, run),
-            "virtual" => self.call_virtual(spec, args),
-            "builtin" | "codeintel" => Err(ToolFailure::new(
-                "ToolFailed",
-                format!("no builtin tool named {:?}", function_of(spec)),
-            )),
-            other => Err(ToolFailure::new(
-                "ToolFailed",
-                format!(
-                    "tool {:?}: provider {other:?} is not available on this host",
-                    spec.name
-                ),
-            )),
-        }
     }
 
     fn call_virtual(&self, spec: &ToolSpec, args: &[Data]) -> Result<Data, ToolFailure> {
@@ -218,24 +206,11 @@ impl Providers {
 /// implements itself (the file tools and code intelligence, also behind an
 /// alias, a `codeintel` entry or an original-lackpy
 /// `lackpy.sources.builtins` entry naming one of them).
-pub fn builtin_function(spec: &ToolSpec) -> Option<&str> {
-    let f = match spec.provider.as_str() {
-        "builtin" => spec.name.as_str(),
-        "codeintel" => Some(function_of(spec))
-            .filter(|f| tools::codeintel::is_codeintel(f))
-            .unwrap_or_default(),
-        "python" if legacy_builtin(spec) => function_of(spec),
-        _ => return None,
-    };
-    tools::is_builtin(f).then_some(f)
-}
-
-/// The `function` a spec's config names, else the tool's own name.
-fn function_of(spec: &ToolSpec) -> &str {
-    spec.provider_config
-        .get("function")
-        .and_then(|f| f.as_str())
-        .unwrap_or(spec.name.as_str())
+pub fn builtin_function(spec: &ToolSpec) -> Option<String> {
+    match Provider::of(spec) {
+        Ok(Provider::Builtin { function }) if tools::is_builtin(&function) => Some(function),
+        _ => None,
+    }
 }
 
 /// An original-lackpy entry `module = "lackpy.sources.builtins"`.
@@ -350,6 +325,10 @@ mod tests {
         };
         let e = call(&spec, &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
-        assert!(e.message.contains("not available"));
+        assert!(
+            e.message.contains("is misconfigured") && e.message.contains("not a provider"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -66,7 +66,7 @@ use super::value;
 use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
 use crate::tools::fs::{Workspace, READ_CAP};
-use lackpy_policy::config::{ToolSpec, WorkspaceAccess};
+use lackpy_policy::config::{PythonTool, ToolSpec, WorkspaceAccess};
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::collections::HashMap;
 use std::io::Write;
@@ -459,19 +459,14 @@ fn describe_exit(child: &mut Child) -> String {
 /// See the module documentation.
 pub fn call(
     helpers: &Helpers,
+    py: &PythonTool,
     spec: &ToolSpec,
     args: &[Data],
     ws: &Workspace,
     run: &RunContext,
 ) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
-    let (Some(module), Some(function)) = (cfg_str(spec, "module"), cfg_str(spec, "function"))
-    else {
-        return Err(ToolFailure::new(
-            "ToolFailed",
-            format!("python tool {tool:?} needs 'module' and 'function' in its config"),
-        ));
-    };
+    let (module, function) = (py.module.as_str(), py.function.as_str());
     let timeout = cfg_f64(spec, "timeout")
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
@@ -710,8 +705,14 @@ mod tests {
     /// A call outside any run, with this test binary's helpers.
     fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
         static HELPERS: OnceLock<Helpers> = OnceLock::new();
+        let py = match lackpy_policy::config::Provider::of(spec) {
+            Ok(lackpy_policy::config::Provider::Python(py)) => py,
+            Ok(_) => panic!("not a python tool"),
+            Err(e) => return Err(ToolFailure::new("ToolFailed", e.to_string())),
+        };
         super::call(
             HELPERS.get_or_init(Helpers::default),
+            &py,
             spec,
             args,
             ws,
@@ -1003,9 +1004,7 @@ VERSION = 1
         let e = call(&t, &[], &ws).unwrap_err();
         assert!(e.message.contains("cannot import module"), "{}", e.message);
         t.provider_config.remove("module");
-        assert!(call(&t, &[], &ws)
-            .unwrap_err()
-            .message
-            .contains("needs 'module'"));
+        let e = call(&t, &[], &ws).unwrap_err();
+        assert!(e.message.contains("module: missing"), "{}", e.message);
     }
 }

@@ -1160,8 +1160,8 @@ mod tests {
         args: &[Data],
         ws: &Workspace,
     ) -> Result<Data, ToolFailure> {
-        let f = crate::providers::builtin_function(spec).unwrap_or(spec.name.as_str());
-        super::call(f, spec, args, ws, run)
+        let f = crate::providers::builtin_function(spec).unwrap_or_else(|| spec.name.clone());
+        super::call(&f, spec, args, ws, run)
     }
 
     const SRC: &str = r#"import os
