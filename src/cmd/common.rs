@@ -71,9 +71,6 @@ pub struct Loaded {
     pub workspace: PathBuf,
     /// User and workspace config, merged.
     pub config: Config,
-    /// The workspace's kit files (for callers that list or describe profiles).
-    #[allow(dead_code)]
-    pub kits: Kits,
     /// The selected profile, resolved.
     pub profile: ResolvedProfile,
 }
@@ -295,7 +292,6 @@ pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> 
     Ok(Loaded {
         workspace,
         config,
-        kits,
         profile,
     })
 }

@@ -217,7 +217,7 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
         s.push_str("    (none)\n");
     }
     for (alias, t) in &r.tools {
-        let sig = t.signature().replacen(&t.name, alias, 1);
+        let sig = t.signature_as(alias);
         let target = if alias != &t.name {
             format!(" (= {})", t.name)
         } else {

@@ -36,7 +36,7 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
         "name": alias,
         "tool": t.name,
         "provider": t.provider,
-        "signature": t.signature().replacen(&t.name, alias, 1),
+        "signature": t.signature_as(alias),
         "description": t.description,
         "args": t.args.iter().map(|a| serde_json::json!({
             "name": a.name, "type": a.type_name, "description": a.description,
@@ -96,7 +96,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     for (alias, t) in &tools {
-        let sig = t.signature().replacen(&t.name, alias, 1);
+        let sig = t.signature_as(alias);
         let target = if alias != &t.name {
             format!(" (= {})", t.name)
         } else {

@@ -428,7 +428,6 @@ impl Backend for RealBackend {
             Ok(common::Loaded {
                 workspace: self.workspace.clone(),
                 config,
-                kits,
                 profile,
             })
         });

@@ -115,24 +115,39 @@ impl ToolSpec {
 
     /// `name(arg: type, ...) -> returns`, for listings and prompts.
     pub fn signature(&self) -> String {
-        let args: Vec<String> = self
+        self.signature_as(&self.name)
+    }
+
+    /// [`ToolSpec::signature`] under the name a program uses (an alias).
+    pub fn signature_as(&self, alias: &str) -> String {
+        let args: Vec<(&str, &str)> = self
             .args
             .iter()
-            .map(|a| {
-                if a.type_name.is_empty() {
-                    a.name.clone()
-                } else {
-                    format!("{}: {}", a.name, a.type_name)
-                }
-            })
+            .map(|a| (a.name.as_str(), a.type_name.as_str()))
             .collect();
-        let ret = if self.returns.is_empty() {
-            String::new()
-        } else {
-            format!(" -> {}", self.returns)
-        };
-        format!("{}({}){}", self.name, args.join(", "), ret)
+        signature(alias, &args, &self.returns)
     }
+}
+
+/// The one tool-signature formatter: `name(arg: type, ...) -> returns`,
+/// an argument without a type shown bare, no arrow without a return type.
+pub fn signature(name: &str, args: &[(&str, &str)], returns: &str) -> String {
+    let args: Vec<String> = args
+        .iter()
+        .map(|(n, t)| {
+            if t.is_empty() {
+                (*n).to_string()
+            } else {
+                format!("{n}: {t}")
+            }
+        })
+        .collect();
+    let ret = if returns.is_empty() {
+        String::new()
+    } else {
+        format!(" -> {returns}")
+    };
+    format!("{name}({}){ret}", args.join(", "))
 }
 
 /// A profile resolved against the toolbox: what one run may use.
