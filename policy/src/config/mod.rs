@@ -1350,19 +1350,23 @@ impl Config {
         let toolbox = self.toolbox();
         let mut limits = Limits::default();
         self.sandbox.apply(&mut limits);
-        if let Some(list) = tools {
-            let pairs: Vec<(String, String)> = list
+        // A profile made of these tools under their own names.
+        let listed = |name: &str, names: &[&str], limits: Limits| {
+            let pairs: Vec<(String, String)> = names
                 .iter()
                 .map(|t| t.trim())
                 .filter(|t| !t.is_empty())
                 .map(|t| (t.to_string(), t.to_string()))
                 .collect();
-            let tools = toolbox.select(&pairs, "")?;
-            return Ok(ResolvedProfile {
-                name: "(tools)".to_string(),
-                tools,
+            Ok::<_, ConfigError>(ResolvedProfile {
+                name: name.to_string(),
+                tools: toolbox.select(&pairs, "")?,
                 limits,
-            });
+            })
+        };
+        if let Some(list) = tools {
+            let names: Vec<&str> = list.iter().map(String::as_str).collect();
+            return listed("(tools)", &names, limits);
         }
         let legacy_missing = profile.is_none()
             && self.default_is_legacy
@@ -1376,18 +1380,7 @@ impl Config {
         };
         let name = match chosen {
             Some(n) => n,
-            None => {
-                let pairs: Vec<(String, String)> = DEFAULT_PROFILE_TOOLS
-                    .iter()
-                    .map(|t| (t.to_string(), t.to_string()))
-                    .collect();
-                let tools = toolbox.select(&pairs, "")?;
-                return Ok(ResolvedProfile {
-                    name: "(default)".to_string(),
-                    tools,
-                    limits,
-                });
-            }
+            None => return listed("(default)", DEFAULT_PROFILE_TOOLS, limits),
         };
         let ctx = format!(" in profile '{name}'");
         if let Some(def) = self.profiles.get(name) {
@@ -1424,18 +1417,8 @@ impl Config {
             });
         }
         if name.contains(',') {
-            let pairs: Vec<(String, String)> = name
-                .split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(|t| (t.to_string(), t.to_string()))
-                .collect();
-            let tools = toolbox.select(&pairs, "")?;
-            return Ok(ResolvedProfile {
-                name: "(tools)".to_string(),
-                tools,
-                limits,
-            });
+            let names: Vec<&str> = name.split(',').collect();
+            return listed("(tools)", &names, limits);
         }
         let mut available = self.profile_names(kits);
         available.push("none".to_string());

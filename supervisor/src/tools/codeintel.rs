@@ -31,7 +31,6 @@
 
 use super::fs::{openat2, Workspace};
 use crate::call::{Interrupt, RunContext};
-use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::{Data, ToolFailure};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use std::collections::hash_map::RandomState;
@@ -148,31 +147,13 @@ fn cache() -> &'static Mutex<Cache> {
 /// beyond [`MAX_RESULTS`], `ToolFailed` for I/O failures.
 pub fn call(
     function: &str,
-    spec: &ToolSpec,
-    args: &[Data],
+    name: &str,
     ws: &Workspace,
     run: &RunContext,
 ) -> Result<Data, ToolFailure> {
-    let tool = spec.name.as_str();
+    let tool = function;
     let which = function.to_string();
-    let name = match args.first() {
-        Some(Data::Str(s)) => s.clone(),
-        Some(other) => {
-            return Err(ToolFailure::new(
-                "BadArgument",
-                format!(
-                    "{tool}() argument 'name' must be str, not {}",
-                    other.type_name()
-                ),
-            ))
-        }
-        None => {
-            return Err(ToolFailure::new(
-                "BadArgument",
-                format!("{tool}() missing required argument: 'name'"),
-            ))
-        }
-    };
+    let name = name.to_string();
     if !valid_name(&name) {
         return Err(ToolFailure::new(
             "BadArgument",
@@ -589,6 +570,26 @@ struct Indexer<'a> {
 }
 
 impl Indexer<'_> {
+    /// A `try` (or `try*`) statement's parts.
+    fn try_block(
+        &mut self,
+        body: &[Stmt],
+        handlers: &[ast::ExceptHandler],
+        orelse: &[Stmt],
+        finalbody: &[Stmt],
+    ) {
+        self.stmts(body);
+        for h in handlers {
+            let ast::ExceptHandler::ExceptHandler(h) = h;
+            if let Some(t) = &h.type_ {
+                self.expr(t);
+            }
+            self.stmts(&h.body);
+        }
+        self.stmts(orelse);
+        self.stmts(finalbody);
+    }
+
     fn line_of(&self, offset: usize) -> u32 {
         let i = self.line_starts.partition_point(|&s| s <= offset);
         u32::try_from(i).unwrap_or(u32::MAX)
@@ -933,30 +934,8 @@ impl Indexer<'_> {
                     self.expr(e);
                 }
             }
-            Stmt::Try(x) => {
-                self.stmts(&x.body);
-                for h in &x.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    if let Some(t) = &h.type_ {
-                        self.expr(t);
-                    }
-                    self.stmts(&h.body);
-                }
-                self.stmts(&x.orelse);
-                self.stmts(&x.finalbody);
-            }
-            Stmt::TryStar(x) => {
-                self.stmts(&x.body);
-                for h in &x.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    if let Some(t) = &h.type_ {
-                        self.expr(t);
-                    }
-                    self.stmts(&h.body);
-                }
-                self.stmts(&x.orelse);
-                self.stmts(&x.finalbody);
-            }
+            Stmt::Try(x) => self.try_block(&x.body, &x.handlers, &x.orelse, &x.finalbody),
+            Stmt::TryStar(x) => self.try_block(&x.body, &x.handlers, &x.orelse, &x.finalbody),
             Stmt::Assert(x) => {
                 self.expr(&x.test);
                 if let Some(m) = &x.msg {
@@ -1147,6 +1126,7 @@ impl Indexer<'_> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use lackpy_policy::config::ToolSpec;
 
     /// A call as the dispatcher makes it, outside any run.
     fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
@@ -1161,7 +1141,7 @@ mod tests {
         ws: &Workspace,
     ) -> Result<Data, ToolFailure> {
         let f = crate::providers::builtin_function(spec).unwrap_or_else(|| spec.name.clone());
-        super::call(&f, spec, args, ws, run)
+        crate::tools::call(&f, spec, args, ws, run)
     }
 
     const SRC: &str = r#"import os

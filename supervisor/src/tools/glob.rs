@@ -410,7 +410,22 @@ struct Walk<'a> {
     clock: Interrupt,
 }
 
-impl Walk<'_> {
+impl<'w> Walk<'w> {
+    /// A walk of `ws` for run `run`, nothing found yet.
+    fn new(ws: &'w Workspace, run: &RunContext) -> Self {
+        Walk {
+            ws,
+            out: Vec::new(),
+            visits: 0,
+            dirs: Vec::new(),
+            dir_ids: HashMap::new(),
+            seen: HashSet::new(),
+            todo: Vec::new(),
+            bytes: 0,
+            clock: Interrupt::new(run),
+        }
+    }
+
     fn open_dir(&mut self, rel: &str) -> Option<OwnedFd> {
         let c = CString::new(if rel.is_empty() { "." } else { rel }).ok()?;
         openat2(self.ws.fd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()
@@ -644,17 +659,7 @@ pub fn find_files(
     run: &RunContext,
 ) -> Result<Vec<String>, ToolFailure> {
     let pattern = parse_pattern(pattern)?;
-    let mut w = Walk {
-        ws,
-        out: Vec::new(),
-        visits: 0,
-        dirs: Vec::new(),
-        dir_ids: HashMap::new(),
-        seen: HashSet::new(),
-        todo: Vec::new(),
-        bytes: 0,
-        clock: Interrupt::new(run),
-    };
+    let mut w = Walk::new(ws, run);
     w.run(&pattern.parts, pattern.dirs_only)?;
     let mut out = w.out;
     out.sort();
@@ -919,17 +924,7 @@ mod tests {
     }
 
     fn new_walk(ws: &Workspace) -> Walk<'_> {
-        Walk {
-            ws,
-            out: Vec::new(),
-            visits: 0,
-            dirs: Vec::new(),
-            dir_ids: HashMap::new(),
-            seen: HashSet::new(),
-            todo: Vec::new(),
-            bytes: 0,
-            clock: Interrupt::new(&RunContext::default()),
-        }
+        Walk::new(ws, &RunContext::default())
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub fn call(
     run: &RunContext,
 ) -> Result<Data, ToolFailure> {
     if codeintel::is_codeintel(function) {
-        return codeintel::call(function, spec, args, ws, run);
+        let name = str_arg(function, spec, args, 0)?;
+        return codeintel::call(function, name, ws, run);
     }
     file_tool(function, spec, args, ws, run)
 }
