@@ -300,9 +300,16 @@ fn documented_matrix() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("SECURITY.md");
     let text = std::fs::read_to_string(&path).expect("read SECURITY.md");
     let (begin, end) = ("<!-- layer-matrix:begin -->", "<!-- layer-matrix:end -->");
-    let from = text.find(begin).expect("SECURITY.md has the layer-matrix:begin marker");
-    let to = text.find(end).expect("SECURITY.md has the layer-matrix:end marker");
-    assert!(from < to, "layer-matrix markers out of order in SECURITY.md");
+    let from = text
+        .find(begin)
+        .expect("SECURITY.md has the layer-matrix:begin marker");
+    let to = text
+        .find(end)
+        .expect("SECURITY.md has the layer-matrix:end marker");
+    assert!(
+        from < to,
+        "layer-matrix markers out of order in SECURITY.md"
+    );
     text[from + begin.len()..to].to_string()
 }
 
@@ -318,8 +325,14 @@ fn table_lines(md: &str) -> Vec<String> {
 
 /// `-` lines of `old` missing from `new`, `+` lines of `new` missing from `old`.
 fn line_diff(old: &[String], new: &[String]) -> String {
-    let gone = old.iter().filter(|l| !new.contains(l)).map(|l| format!("- {l}"));
-    let added = new.iter().filter(|l| !old.contains(l)).map(|l| format!("+ {l}"));
+    let gone = old
+        .iter()
+        .filter(|l| !new.contains(l))
+        .map(|l| format!("- {l}"));
+    let added = new
+        .iter()
+        .filter(|l| !old.contains(l))
+        .map(|l| format!("+ {l}"));
     gone.chain(added).collect::<Vec<_>>().join("\n")
 }
 
@@ -344,7 +357,10 @@ fn security_md_matrix_covers_every_probe_action() {
     );
     let header = &table_lines(&documented_matrix())[0];
     for (name, _) in columns() {
-        assert!(header.contains(&name), "column {name:?} missing from SECURITY.md");
+        assert!(
+            header.contains(&name),
+            "column {name:?} missing from SECURITY.md"
+        );
     }
 }
 

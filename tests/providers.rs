@@ -625,7 +625,8 @@ fn two_supervisors_do_not_share_provider_state() {
             .collect(),
         ..Default::default()
     };
-    add.provider_config.insert("module".into(), json!("mytools"));
+    add.provider_config
+        .insert("module".into(), json!("mytools"));
     add.provider_config.insert("function".into(), json!("add"));
     profile.tools.push(("add".into(), add));
     let run = |sup: &Supervisor, src: &str| {

@@ -148,6 +148,23 @@ pub fn start_mcp_servers(config: &mut Config, workspace: &Path, providers: &Prov
     providers.mcp().start(config, workspace);
 }
 
+/// For the commands that list tools and profiles: the workspace directory
+/// (`workspace`, else the current one), its config and kits, its MCP
+/// servers started (with providers of their own) so that their tools show.
+///
+/// # Errors
+/// As [`workspace_dir`] and [`load_files`].
+pub fn load_for_listing(workspace: Option<PathBuf>) -> Result<(PathBuf, Config, Kits), CliError> {
+    let select = Select {
+        profile: None,
+        tools: None,
+        workspace,
+    };
+    let ws = workspace_dir(&select)?;
+    let (config, kits) = load_files_and_start_servers(&ws, &Providers::new())?;
+    Ok((ws, config, kits))
+}
+
 /// [`load_files`], then [`start_mcp_servers`] with `providers`.
 ///
 /// # Errors

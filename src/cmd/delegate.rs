@@ -24,11 +24,11 @@ use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCO
 use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
-use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::providers::Providers;
+use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::{RunRequest, Supervisor, SupervisorConfig};
-use std::sync::Arc;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Arguments of `lackpy delegate`.

@@ -1,9 +1,8 @@
 //! `lackpy profile list|info|create`: the profiles of a workspace
 //! (`[profiles.NAME]` tables in config and `.lackpy/kits/NAME.kit` files).
 
-use super::common::{self, Select};
+use super::common;
 use super::escape;
-use lackpy_supervisor::providers::Providers;
 use super::tools::tool_json;
 use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
 use std::path::{Path, PathBuf};
@@ -57,19 +56,7 @@ enum Sub {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let select = Select {
-        profile: None,
-        tools: None,
-        workspace: args.workspace.clone(),
-    };
-    let ws = match common::workspace_dir(&select) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
-    };
-    let (config, kits) = match common::load_files_and_start_servers(&ws, &Providers::new()) {
+    let (ws, config, kits) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy profile: {}", escape::line(&e.to_string()));

@@ -10,8 +10,8 @@ use super::common::{self, Select};
 use super::escape;
 use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
-use std::sync::Arc;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
 #[derive(clap::Args)]

@@ -2,9 +2,8 @@
 //! toolbox (the shipped builtins plus `[[tools]]` from config), or the tools
 //! of one profile.
 
-use super::common::{self, Select};
+use super::common;
 use super::escape;
-use lackpy_supervisor::providers::Providers;
 use lackpy_policy::config::ToolSpec;
 use std::path::PathBuf;
 
@@ -49,19 +48,7 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let select = Select {
-        profile: None,
-        tools: None,
-        workspace: args.workspace.clone(),
-    };
-    let ws = match common::workspace_dir(&select) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
-    };
-    let (config, kits) = match common::load_files_and_start_servers(&ws, &Providers::new()) {
+    let (_, config, kits) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy tools: {}", escape::line(&e.to_string()));

@@ -4,9 +4,9 @@
 
 use super::common::{self, Select};
 use super::escape;
-use lackpy_supervisor::providers::Providers;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
+use lackpy_supervisor::providers::Providers;
 use std::path::PathBuf;
 
 /// Arguments of `lackpy validate`.

@@ -302,7 +302,10 @@ mod tests {
         assert!(write(Access::Write, outside.path().join("x")).is_err());
         assert!(!outside.path().join("x").exists());
         // A panicking job is a failed call; the lane lives on.
-        assert!(run(&root, Access::Read, &RunContext::default(), || panic!("boom")).is_err());
+        assert!(run(&root, Access::Read, &RunContext::default(), || panic!(
+            "boom"
+        ))
+        .is_err());
         assert!(read(root.join("in.txt")).is_ok());
         // No network from a lane.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

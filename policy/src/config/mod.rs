@@ -992,7 +992,8 @@ impl Ctx<'_> {
             let t = line.trim_start();
             let rest = t.strip_prefix(base).or_else(|| {
                 // `provider_config = { argv = [...] }` on one line.
-                t.find(&format!(" {base} ")).map(|i| &t[i + base.len() + 1..])
+                t.find(&format!(" {base} "))
+                    .map(|i| &t[i + base.len() + 1..])
             });
             if rest.is_some_and(|r| r.trim_start().starts_with('=')) {
                 return line_of(self.text, span.start + off);

@@ -379,10 +379,17 @@ fn a_misconfigured_command_tool_is_a_config_error_with_file_line_and_key() {
                 args = [{ name = \"pattern\", type = \"str\" }]\n\
                 argv = [\"grep\", \"--\", \"{patern}\"]\n";
     let e = p(text).expect_err("typo in a placeholder");
-    assert_eq!(e.file.as_deref(), Some(Path::new("/ws/.lackpy/config.toml")));
+    assert_eq!(
+        e.file.as_deref(),
+        Some(Path::new("/ws/.lackpy/config.toml"))
+    );
     assert_eq!(e.line, Some(5), "{e}");
     assert_eq!(e.key.as_deref(), Some("tools.grep.argv[2]"), "{e}");
-    assert!(e.to_string().contains("{patern} is not one of its declared args"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("{patern} is not one of its declared args"),
+        "{e}"
+    );
     // Other mistakes the command provider used to find only at first call.
     for (body, key) in [
         ("argv = \"grep\"\n", "tools.t.argv"),
@@ -401,7 +408,8 @@ fn a_misconfigured_command_tool_is_a_config_error_with_file_line_and_key() {
         assert!(e.line.is_some_and(|l| l >= 5), "{body}: {e}");
     }
     // A python tool without its function, an unknown provider.
-    let e = p("[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"m\"\n").expect_err("function");
+    let e = p("[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"m\"\n")
+        .expect_err("function");
     assert_eq!(e.key.as_deref(), Some("tools.f.function"), "{e}");
     let e = p("[[tools]]\nname = \"f\"\nprovider = \"shell\"\n").expect_err("provider");
     assert_eq!(e.key.as_deref(), Some("tools.f.provider"), "{e}");

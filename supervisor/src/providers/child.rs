@@ -100,7 +100,6 @@ pub(crate) fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFail
 /// The minimal `PATH` a provider's child process gets unless config passes one.
 pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-
 /// A configured path: `~/` is the home directory, a relative path is
 /// relative to the workspace.
 pub(crate) fn config_path(p: &str, workspace: &Path) -> PathBuf {

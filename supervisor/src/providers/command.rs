@@ -59,8 +59,8 @@
 //! A failure to set up any step fails the call (`ToolFailed`, naming it);
 //! there is no unjailed fallback.
 
-use super::pipes::{kill_group, read_both, PipeError};
 use super::child::{cfg_env, cfg_f64, workspace_path, CHILD_PATH};
+use super::pipes::{kill_group, read_both, PipeError};
 use super::value;
 use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
@@ -123,7 +123,11 @@ fn arg_text(
 }
 
 /// Expand the argv template with the call's arguments.
-fn expand_argv(c: &CommandTool, spec: &ToolSpec, args: &[Data]) -> Result<Vec<String>, ToolFailure> {
+fn expand_argv(
+    c: &CommandTool,
+    spec: &ToolSpec,
+    args: &[Data],
+) -> Result<Vec<String>, ToolFailure> {
     let tool = spec.name.as_str();
     let names: Vec<&str> = spec.args.iter().map(|a| a.name.as_str()).collect();
     let mut out = Vec::with_capacity(c.argv.len());
@@ -242,8 +246,9 @@ fn parse_output(c: &CommandTool, spec: &ToolSpec, out: Vec<u8>) -> Result<Data, 
         )
     })?;
     let json = |s: &str| -> Result<Data, ToolFailure> {
-        let v: serde_json::Value = serde_json::from_str(s)
-            .map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| {
+            ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}"))
+        })?;
         value::from_plain(&v, 0).map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: {e}")))
     };
     match c.parse {
@@ -422,7 +427,10 @@ pub fn call(
         (Some(code), _) if ok_status.contains(&i64::from(code)) => parse_output(c, spec, out),
         (code, sig) => {
             if sig == Some(libc::SIGXCPU) {
-                return Err(ToolFailure::new("Timeout", format!("{tool}() exceeded its CPU time")));
+                return Err(ToolFailure::new(
+                    "Timeout",
+                    format!("{tool}() exceeded its CPU time"),
+                ));
             }
             let how = match (code, sig) {
                 (Some(c), _) => format!("exited with status {c}"),

@@ -26,11 +26,11 @@
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
-use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
-use crate::json::to_json;
 use super::child::{config_path, workspace_path};
 use super::value::from_plain;
 use crate::call::RunContext;
+use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
+use crate::json::to_json;
 use crate::tools::fs::Workspace;
 use lackpy_policy::config::{ArgSpec, Config, McpServer, McpTool, ToolSpec, WorkspaceAccess};
 use lackpy_policy::lang::Grade;
@@ -59,7 +59,6 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most tools taken from one server (a server listing more is truncated).
 const MAX_TOOLS_PER_SERVER: usize = 512;
-
 
 /// Largest accepted `timeout_seconds` (one hour).
 const MAX_TIMEOUT_SECONDS: u64 = 3600;
@@ -856,7 +855,8 @@ fn call(
             let closed = matches!(
                 e,
                 rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
-            ) || st.conns
+            ) || st
+                .conns
                 .lock()
                 .ok()
                 .and_then(|m| {
@@ -926,7 +926,8 @@ fn reset(st: &McpServers) {
     if let Ok(mut m) = st.discovered.lock() {
         m.clear();
     }
-    let keys: Vec<ServerKey> = st.conns
+    let keys: Vec<ServerKey> = st
+        .conns
         .lock()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();

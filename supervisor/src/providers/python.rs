@@ -60,8 +60,8 @@
 //! restarted); a helper that dies during a call is `ToolFailed` and the next
 //! call gets a fresh one.
 
-use super::pipes::{kill_group, read_line, PipeError};
 use super::child::{cfg_env, cfg_f64, cfg_str, config_path, workspace_path, CHILD_PATH};
+use super::pipes::{kill_group, read_line, PipeError};
 use super::value;
 use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
@@ -329,7 +329,10 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
     })?;
     let Some(stdout) = child.stdout.take() else {
         kill_group(&mut child);
-        return Err(ToolFailure::new("ToolFailed", "python helper pipes unavailable"));
+        return Err(ToolFailure::new(
+            "ToolFailed",
+            "python helper pipes unavailable",
+        ));
     };
     let mut buf = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64);
@@ -420,7 +423,10 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         kill_group(&mut child);
-        return Err(ToolFailure::new("ToolFailed", "python helper pipes unavailable"));
+        return Err(ToolFailure::new(
+            "ToolFailed",
+            "python helper pipes unavailable",
+        ));
     };
     Ok(Helper {
         child,
@@ -494,10 +500,7 @@ pub fn call(
             .as_array()
             .and_then(|a| {
                 a.iter()
-                    .map(|p| {
-                        p.as_str()
-                            .map(|s| config_path(s, &workspace))
-                    })
+                    .map(|p| p.as_str().map(|s| config_path(s, &workspace)))
                     .collect::<Option<Vec<PathBuf>>>()
             })
             .ok_or_else(|| {

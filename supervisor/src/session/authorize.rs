@@ -533,10 +533,7 @@ pub fn authorize<'p>(
         }
         let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
         let what = if ty.admits_outer(d) {
-            format!(
-                "{} with an item of another type",
-                d.type_name()
-            )
+            format!("{} with an item of another type", d.type_name())
         } else {
             d.type_name().to_string()
         };

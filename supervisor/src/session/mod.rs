@@ -12,8 +12,8 @@ use crate::providers::{Providers, RunContext};
 use crate::spawn::Worker;
 use crate::{freezer, json, tools, trace, RunOptions, RunReport, RunRequest, CANCEL_POLL_MS};
 use lackpy_policy::wire::{
-    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
-    PROTOCOL_VERSION,
+    Data, ErrorInfo, ErrorKind, FlatData, FromWorker, ToWorker, ToolFailure, ToolSig,
+    MAX_DATA_DEPTH, PROTOCOL_VERSION,
 };
 use lackpy_worker::ipc::FrameError;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -296,9 +296,12 @@ impl<'a, 't> Session<'a, 't> {
                             // arguments with it (no copy); every provider
                             // gets the run's deadline and cancel flag.
                             let args = Arc::new(call.args);
-                            let r =
-                                self.providers
-                                    .call(call.spec, Arc::clone(&args), self.ws, &self.run);
+                            let r = self.providers.call(
+                                call.spec,
+                                Arc::clone(&args),
+                                self.ws,
+                                &self.run,
+                            );
                             (Arc::try_unwrap(args).unwrap_or_else(|a| (*a).clone()), r)
                         }
                         Err(Refusal::Violation(what)) => return Err(self.violation(what)),

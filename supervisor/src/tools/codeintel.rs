@@ -207,7 +207,10 @@ pub fn call(
                 })?;
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(ToolFailure::new("ToolFailed", format!("{tool}: the indexer failed")))
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("{tool}: the indexer failed"),
+                ))
             }
         }
     }
@@ -363,7 +366,10 @@ fn open_root(ws: &Workspace) -> Result<OwnedFd, ToolFailure> {
 /// descriptor are open at a time: pending directories are kept as
 /// workspace-relative paths and reopened beneath `root` (`RESOLVE_BENEATH`,
 /// final component `O_NOFOLLOW`), so no tree shape can exhaust descriptors.
-fn index_tree(root: &OwnedFd, run: &RunContext) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailure> {
+fn index_tree(
+    root: &OwnedFd,
+    run: &RunContext,
+) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailure> {
     let mut clock = Interrupt::new(run);
     let mut out = Vec::new();
     let mut stack: Vec<String> = vec![String::new()];
@@ -1390,16 +1396,31 @@ Config.load(
         let ws = Workspace::open(d.path()).unwrap();
         let arg = [Data::Str("target".into())];
         let past = Instant::now() - Duration::from_millis(1);
-        let e = call_in(&RunContext::new(past, None), &spec("find_definitions"), &arg, &ws)
-            .unwrap_err();
+        let e = call_in(
+            &RunContext::new(past, None),
+            &spec("find_definitions"),
+            &arg,
+            &ws,
+        )
+        .unwrap_err();
         assert_eq!(e.type_name, "Timeout", "{}", e.message);
         let later = Instant::now() + Duration::from_secs(3600);
         let flag = Some(Arc::new(AtomicBool::new(true)));
-        let e = call_in(&RunContext::new(later, flag), &spec("find_callers"), &arg, &ws)
-            .unwrap_err();
+        let e = call_in(
+            &RunContext::new(later, flag),
+            &spec("find_callers"),
+            &arg,
+            &ws,
+        )
+        .unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         assert!(e.message.contains("cancelled"), "{}", e.message);
-        let ok = call_in(&RunContext::new(later, None), &spec("find_definitions"), &arg, &ws);
+        let ok = call_in(
+            &RunContext::new(later, None),
+            &spec("find_definitions"),
+            &arg,
+            &ws,
+        );
         assert!(matches!(ok, Ok(Data::List(v)) if v.len() == 1));
     }
 

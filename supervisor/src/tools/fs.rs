@@ -125,7 +125,9 @@ pub fn resolve_error(path: &str, e: i32) -> ToolFailure {
             format!("no such file: {path:?} (a parent is not a directory)"),
         ),
         libc::EISDIR => ToolFailure::new("IsADirectory", format!("{path:?} is a directory")),
-        libc::EACCES | libc::EPERM => ToolFailure::new("ToolFailed", format!("permission denied: {path:?}")),
+        libc::EACCES | libc::EPERM => {
+            ToolFailure::new("ToolFailed", format!("permission denied: {path:?}"))
+        }
         libc::ENAMETOOLONG => ToolFailure::new("BadArgument", format!("path too long: {path:?}")),
         libc::EROFS => ToolFailure::new("ToolFailed", format!("read-only file system: {path:?}")),
         libc::ENOSPC | libc::EDQUOT => {
@@ -176,7 +178,12 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     let st = fstat(fd.as_raw_fd()).map_err(|e| resolve_error(path, e))?;
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => {}
-        libc::S_IFDIR => return Err(ToolFailure::new("IsADirectory", format!("{path:?} is a directory"))),
+        libc::S_IFDIR => {
+            return Err(ToolFailure::new(
+                "IsADirectory",
+                format!("{path:?} is a directory"),
+            ))
+        }
         _ => {
             return Err(ToolFailure::new(
                 "BadArgument",
@@ -274,7 +281,10 @@ fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
         )
     })?;
     if path.ends_with('/') {
-        return Err(ToolFailure::new("IsADirectory", format!("{path:?} names a directory")));
+        return Err(ToolFailure::new(
+            "IsADirectory",
+            format!("{path:?} names a directory"),
+        ));
     }
     Ok((comps, name))
 }
@@ -393,7 +403,10 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
             )
         };
         if up < 0 {
-            return Err(ToolFailure::new("ToolFailed", format!("cannot walk up from {path:?}")));
+            return Err(ToolFailure::new(
+                "ToolFailed",
+                format!("cannot walk up from {path:?}"),
+            ));
         }
         // SAFETY: `up` is a fresh descriptor we own.
         let up = unsafe { OwnedFd::from_raw_fd(up) };
@@ -406,7 +419,10 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
         }
         cur = Some(up);
     }
-    Err(ToolFailure::new("BadArgument", format!("path too deep: {path:?}")))
+    Err(ToolFailure::new(
+        "BadArgument",
+        format!("path too deep: {path:?}"),
+    ))
 }
 
 /// Most symlinks followed while resolving one write target (Linux's own
@@ -502,7 +518,8 @@ fn resolve_link_target(
         } else {
             stack.join(&b'/')
         };
-        let c = CString::new(rel).map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))?;
+        let c = CString::new(rel)
+            .map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))?;
         openat2(ws.fd(), &c, libc::O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| resolve_error(path, e))
     };
@@ -631,7 +648,10 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     let mut mode = 0o644;
     if let Some(st) = existing {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            return Err(ToolFailure::new("IsADirectory", format!("{path:?} is a directory")));
+            return Err(ToolFailure::new(
+                "IsADirectory",
+                format!("{path:?} is a directory"),
+            ));
         }
         if st.st_mode & libc::S_IFMT == libc::S_IFREG {
             mode = st.st_mode & 0o777;

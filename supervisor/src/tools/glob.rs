@@ -322,7 +322,10 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
         ));
     }
     if pattern.contains('\0') {
-        return Err(ToolFailure::new("BadArgument", "pattern contains a NUL byte"));
+        return Err(ToolFailure::new(
+            "BadArgument",
+            "pattern contains a NUL byte",
+        ));
     }
     if pattern.starts_with('/') {
         return Err(ToolFailure::new(
@@ -560,8 +563,9 @@ impl<'w> Walk<'w> {
             Some(id) => *id,
             None => {
                 self.account(rel.len().saturating_mul(2))?;
-                let id = u32::try_from(self.dirs.len())
-                    .map_err(|_| ToolFailure::new("TooLarge", "pattern reaches too many directories"))?;
+                let id = u32::try_from(self.dirs.len()).map_err(|_| {
+                    ToolFailure::new("TooLarge", "pattern reaches too many directories")
+                })?;
                 self.dirs.push(rel.clone());
                 self.dir_ids.insert(rel, id);
                 id
@@ -741,15 +745,29 @@ mod tests {
         assert_eq!(ff(&w, "etc_link/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "etc_link/passwd"), Vec::<String>::new());
         assert_eq!(
-            find_files(&w, "../*", &RunContext::default()).unwrap_err().type_name,
+            find_files(&w, "../*", &RunContext::default())
+                .unwrap_err()
+                .type_name,
             "PathOutsideWorkspace"
         );
         assert_eq!(
-            find_files(&w, "/etc/*", &RunContext::default()).unwrap_err().type_name,
+            find_files(&w, "/etc/*", &RunContext::default())
+                .unwrap_err()
+                .type_name,
             "PathOutsideWorkspace"
         );
-        assert_eq!(find_files(&w, "", &RunContext::default()).unwrap_err().type_name, "BadArgument");
-        assert_eq!(find_files(&w, "a**", &RunContext::default()).unwrap_err().type_name, "BadArgument");
+        assert_eq!(
+            find_files(&w, "", &RunContext::default())
+                .unwrap_err()
+                .type_name,
+            "BadArgument"
+        );
+        assert_eq!(
+            find_files(&w, "a**", &RunContext::default())
+                .unwrap_err()
+                .type_name,
+            "BadArgument"
+        );
     }
 
     fn wild(s: &str) -> Matcher {
@@ -1000,8 +1018,7 @@ mod tests {
         assert_eq!(e.type_name, "Timeout");
         let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
         let flag = Arc::new(AtomicBool::new(true));
-        let e =
-            find_files(&w, "**/*", &RunContext::new(later, Some(flag))).unwrap_err();
+        let e = find_files(&w, "**/*", &RunContext::new(later, Some(flag))).unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         assert!(e.message.contains("cancelled"), "{}", e.message);
         let ok = find_files(&w, "**/*.py", &RunContext::new(later, None));
