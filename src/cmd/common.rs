@@ -431,24 +431,27 @@ mod tests {
             tools: None,
             workspace: Some(d.path().to_path_buf()),
         };
-        let l = load(&sel(Some("rw"))).expect("load");
+        let l = load(&sel(Some("rw")), &Providers::new()).expect("load");
         assert_eq!(l.profile.tools.len(), 2);
         assert_eq!(l.profile.limits.wall_ms, 3000);
-        let l = load(&sel(Some("fs"))).expect("kit");
+        let l = load(&sel(Some("fs")), &Providers::new()).expect("kit");
         assert_eq!(l.profile.tools[0].0, "find_files");
-        let l = load(&sel(None)).expect("default");
+        let l = load(&sel(None), &Providers::new()).expect("default");
         assert_eq!(l.profile.name, "(default)");
-        let e = load(&sel(Some("nope"))).expect_err("unknown");
+        let e = load(&sel(Some("nope")), &Providers::new()).expect_err("unknown");
         assert_eq!(e.exit_code(), 3);
         assert!(e.to_string().contains("unknown profile 'nope'"));
     }
 
     #[test]
     fn bad_workspace_and_bad_config() {
-        let e = load(&Select {
-            workspace: Some(PathBuf::from("/nonexistent/x")),
-            ..Select::default()
-        })
+        let e = load(
+            &Select {
+                workspace: Some(PathBuf::from("/nonexistent/x")),
+                ..Select::default()
+            },
+            &Providers::new(),
+        )
         .expect_err("missing");
         assert!(e.to_string().contains("not a directory"));
         let d = ws();
@@ -458,10 +461,13 @@ mod tests {
             "[sandbox]\nmemory_mb = \"x\"\n",
         )
         .expect("write");
-        let e = load(&Select {
-            workspace: Some(d.path().to_path_buf()),
-            ..Select::default()
-        })
+        let e = load(
+            &Select {
+                workspace: Some(d.path().to_path_buf()),
+                ..Select::default()
+            },
+            &Providers::new(),
+        )
         .expect_err("bad");
         let s = e.to_string();
         assert!(s.contains("config.toml:2"), "{s}");

@@ -315,6 +315,11 @@ impl Supervisor {
         &self.providers
     }
 
+    /// What run traces keep.
+    pub(crate) fn trace_limits(&self) -> trace::TraceLimits {
+        self.cfg.trace_limits
+    }
+
     /// Number of ready workers in the pool right now.
     pub fn pool_ready(&self) -> usize {
         self.pool.ready()
@@ -430,17 +435,8 @@ impl Supervisor {
         };
         report.jail_level = worker.spec.level();
         let mut token = self.freezer.start();
-        session::Session::new(
-            req,
-            opts,
-            &ws,
-            report,
-            &mut worker,
-            &mut token,
-            &self.cfg.trace_limits,
-            &self.providers,
-        )
-        .drive(&checked.run_message(req, opts));
+        session::Session::new(req, opts, &ws, report, &mut worker, &mut token, self)
+            .drive(&checked.run_message(req, opts));
         // SIGKILL now (the pid namespace dies with it); the wait happens off
         // the run's critical path. A forked worker is reaped by its zygote:
         // dropping it only closes its descriptors.

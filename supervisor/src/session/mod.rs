@@ -77,13 +77,12 @@ impl<'a, 't> Session<'a, 't> {
         report: &'a mut RunReport,
         worker: &'a mut Worker,
         token: &'a mut freezer::RunToken<'t>,
-        trace_limits: &trace::TraceLimits,
-        providers: &'a Providers,
+        sup: &'a crate::Supervisor,
     ) -> Self {
         let now = Instant::now();
         let deadline = now + Duration::from_millis(req.limits.wall_ms);
         Session {
-            providers,
+            providers: sup.providers(),
             run: RunContext::new(deadline, opts.cancel.clone()),
             req,
             ws,
@@ -95,7 +94,7 @@ impl<'a, 't> Session<'a, 't> {
             want_vars: opts.want_vars,
             started: now,
             token,
-            budget: trace::RunBudget::new(trace_limits),
+            budget: trace::RunBudget::new(&sup.trace_limits()),
         }
     }
 
