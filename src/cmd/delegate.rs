@@ -83,18 +83,16 @@ pub(crate) fn usage_error(msg: String) -> (Value, i32) {
 }
 
 fn failed(e: &ErrorInfo, d: Option<&Delegation>) -> Value {
-    json!({
-        "ok": false,
-        "value": null,
-        "repr": null,
-        "stdout": "",
-        "grade": null,
-        "trace": [],
-        "error": e,
-        "program": d.and_then(|d| d.program.clone()),
-        "provider": d.and_then(|d| d.provider.clone()),
-        "attempts": d.map(|d| json!(d.attempts)).unwrap_or_else(|| json!([])),
-    })
+    let mut v = crate::mcp::backend::failed_run(e.clone());
+    if let Value::Object(m) = &mut v {
+        m.insert("program".into(), json!(d.and_then(|d| d.program.clone())));
+        m.insert("provider".into(), json!(d.and_then(|d| d.provider.clone())));
+        m.insert(
+            "attempts".into(),
+            d.map(|d| json!(d.attempts)).unwrap_or_else(|| json!([])),
+        );
+    }
+    v
 }
 
 /// The whole command as data: the JSON object and the exit status (a

@@ -780,102 +780,103 @@ fn start(st: &McpServers, config: &mut Config, workspace: &Path) {
     }
 }
 
-/// Run one authorized call of an `mcp` tool (positional arguments in the
-/// spec's order, mapped to the input schema's property names; fewer
-/// arguments than declared leave the rest out).
-///
-/// The spec names the server; its command line, arguments and environment
-/// come from this process's discovery cache (so they never appear in tool
-/// listings), which means the tool must have been discovered in this process
-/// for this workspace ([`discover`] / [`extend_config`]).
-///
-/// # Errors
-/// `Timeout` when the server does not answer in time; `ToolFailed` when it
-/// cannot be started, dies, answers an error or `isError: true`, or returns
-/// something that is not plain data.
-fn call(
-    st: &McpServers,
-    m: &McpTool,
-    spec: &ToolSpec,
-    args: &[Data],
-    ws: &Workspace,
-    run: &RunContext,
-) -> Result<Data, ToolFailure> {
-    let name = &spec.name;
-    let server = m.server.as_str();
-    let tool = m.tool.clone();
-    let timeout = spec
-        .provider_config
-        .get("timeout_ms")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
-    let timeout = run.clamp_timeout(timeout);
-    let workspace = workspace_path(ws)?;
-    let key = server_key(st, server, &workspace).ok_or_else(|| {
-        ToolFailure::new(
-            "ToolFailed",
-            format!("{name}(): MCP server {server:?} was not started for this workspace"),
-        )
-    })?;
-    let mut arguments = Map::new();
-    for (i, a) in args.iter().enumerate() {
-        let Some(arg) = spec.args.get(i) else {
-            return Err(ToolFailure::new(
-                "BadArgument",
-                format!("{name}() takes {} arguments", spec.args.len()),
-            ));
-        };
-        // `None` for an optional parameter leaves it out (so a program can
-        // skip one positionally: `read_text_file(p, None, 2)`).
-        if *a == Data::None && !is_required(spec, &arg.name) {
-            continue;
+impl McpServers {
+    /// Run one authorized call of an `mcp` tool (positional arguments in
+    /// the spec's order, mapped to the input schema's property names;
+    /// fewer arguments than declared leave the rest out). The tool's server
+    /// must have been started by this value for this workspace
+    /// ([`McpServers::start`]); its command line, arguments and environment
+    /// come from the discovery cache (so they never appear in listings).
+    ///
+    /// # Errors
+    /// `Timeout` when the server does not answer in time; `ToolFailed` when
+    /// it cannot be started, dies, answers an error or `isError: true`, or
+    /// returns something that is not plain data.
+    pub fn call(
+        &self,
+        m: &McpTool,
+        spec: &ToolSpec,
+        args: &[Data],
+        ws: &Workspace,
+        run: &RunContext,
+    ) -> Result<Data, ToolFailure> {
+        let st = self;
+        let name = &spec.name;
+        let server = m.server.as_str();
+        let tool = m.tool.clone();
+        let timeout = spec
+            .provider_config
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
+        let timeout = run.clamp_timeout(timeout);
+        let workspace = workspace_path(ws)?;
+        let key = server_key(st, server, &workspace).ok_or_else(|| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("{name}(): MCP server {server:?} was not started for this workspace"),
+            )
+        })?;
+        let mut arguments = Map::new();
+        for (i, a) in args.iter().enumerate() {
+            let Some(arg) = spec.args.get(i) else {
+                return Err(ToolFailure::new(
+                    "BadArgument",
+                    format!("{name}() takes {} arguments", spec.args.len()),
+                ));
+            };
+            // `None` for an optional parameter leaves it out (so a program can
+            // skip one positionally: `read_text_file(p, None, 2)`).
+            if *a == Data::None && !is_required(spec, &arg.name) {
+                continue;
+            }
+            arguments.insert(arg.name.clone(), to_json(a));
         }
-        arguments.insert(arg.name.clone(), to_json(a));
-    }
-    let conn = connection(st, &key, timeout).map_err(|e| {
-        ToolFailure::new(
-            "ToolFailed",
-            format!("{name}(): MCP server {server:?}: {e}"),
-        )
-    })?;
-    let peer = conn.peer().clone();
-    drop(conn);
-    let params = CallToolRequestParams::new(tool).with_arguments(arguments);
-    let result = match run_on(st, async move { peer.call_tool(params).await }, timeout) {
-        Err(McpSourceError::Timeout(_)) => {
-            // A hung server is killed; the next call starts a fresh one.
-            drop_connection(st, &key);
-            return Err(ToolFailure::new(
-                "Timeout",
-                format!("{name}() did not answer within {timeout:?} (MCP server {server:?})"),
-            ));
-        }
-        Err(e) => return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}"))),
-        Ok(Err(e)) => {
-            let closed = matches!(
-                e,
-                rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
-            ) || st
-                .conns
-                .lock()
-                .ok()
-                .and_then(|m| {
-                    m.get(&key)
-                        .map(|c| c.is_closed() || c.is_transport_closed())
-                })
-                .unwrap_or(true);
-            if closed {
+        let conn = connection(st, &key, timeout).map_err(|e| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("{name}(): MCP server {server:?}: {e}"),
+            )
+        })?;
+        let peer = conn.peer().clone();
+        drop(conn);
+        let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+        let result = match run_on(st, async move { peer.call_tool(params).await }, timeout) {
+            Err(McpSourceError::Timeout(_)) => {
+                // A hung server is killed; the next call starts a fresh one.
                 drop_connection(st, &key);
                 return Err(ToolFailure::new(
-                    "ToolFailed",
-                    format!("{name}(): MCP server {server:?} died during the call"),
+                    "Timeout",
+                    format!("{name}() did not answer within {timeout:?} (MCP server {server:?})"),
                 ));
             }
-            return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}")));
-        }
-        Ok(Ok(r)) => r,
-    };
-    result_to_data(name, &result)
+            Err(e) => return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}"))),
+            Ok(Err(e)) => {
+                let closed = matches!(
+                    e,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) || st
+                    .conns
+                    .lock()
+                    .ok()
+                    .and_then(|m| {
+                        m.get(&key)
+                            .map(|c| c.is_closed() || c.is_transport_closed())
+                    })
+                    .unwrap_or(true);
+                if closed {
+                    drop_connection(st, &key);
+                    return Err(ToolFailure::new(
+                        "ToolFailed",
+                        format!("{name}(): MCP server {server:?} died during the call"),
+                    ));
+                }
+                return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}")));
+            }
+            Ok(Ok(r)) => r,
+        };
+        result_to_data(name, &result)
+    }
 }
 
 /// What a server's `tools/call` result becomes for the program: the
@@ -962,25 +963,6 @@ impl McpServers {
     /// whether it lists its tools (for `lackpy doctor`).
     pub fn check(&self, config: &Config, workspace: &Path) -> Vec<ServerReport> {
         check_servers(self, config, workspace)
-    }
-
-    /// Run one authorized call of an `mcp` tool; see the module docs. The
-    /// tool's server must have been started by this value for this
-    /// workspace ([`McpServers::start`]).
-    ///
-    /// # Errors
-    /// `Timeout` when the server does not answer in time; `ToolFailed` when
-    /// it cannot be started, dies, answers an error or `isError: true`, or
-    /// returns something that is not plain data.
-    pub fn call(
-        &self,
-        m: &McpTool,
-        spec: &ToolSpec,
-        args: &[Data],
-        ws: &Workspace,
-        run: &RunContext,
-    ) -> Result<Data, ToolFailure> {
-        call(self, m, spec, args, ws, run)
     }
 
     /// Forget every discovery and stop every server (for tests and for
