@@ -814,7 +814,6 @@ impl Drop for Background {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

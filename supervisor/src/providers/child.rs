@@ -111,7 +111,6 @@ pub(crate) fn config_path(p: &str, workspace: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -219,7 +219,6 @@ fn legacy_builtin(spec: &ToolSpec) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -239,7 +238,6 @@ mod tests {
 
     struct Host;
     impl HostTools for Host {
-        #[allow(clippy::panic)]
         fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>> {
             if name == "boom" {
                 panic!("host bug");

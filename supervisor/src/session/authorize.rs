@@ -652,7 +652,6 @@ fn optional_arg(spec: &ToolSpec, i: usize) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use lackpy_policy::config::ArgSpec;

@@ -1129,7 +1129,6 @@ impl Indexer<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use lackpy_policy::config::ToolSpec;

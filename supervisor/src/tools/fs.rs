@@ -705,7 +705,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)]
+#[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
 

@@ -115,7 +115,6 @@ fn file_tool(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
