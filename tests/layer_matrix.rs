@@ -5,9 +5,12 @@
 //! Built only with the `test-roles` feature. The generator is an ignored
 //! test (it spawns ~170 workers as children of the test process, which would
 //! confuse the leftover-process checks of `tests/jail.rs` running in
-//! parallel); `scripts/layer-matrix` runs it alone and splices the table
-//! into SECURITY.md. The probes under the full jail are asserted in
-//! `tests/jail.rs` on every CI run.
+//! parallel); `scripts/layer-matrix` runs it alone. It fails when the table
+//! it generates differs from the one SECURITY.md holds, unless
+//! `scripts/layer-matrix --write` asked for the table to be spliced into
+//! SECURITY.md (`LACKPY_LAYER_MATRIX_WRITE=1`). On every run, a cheap test
+//! checks that SECURITY.md's table has one row per probe action, in order;
+//! the probes under the full jail are asserted in `tests/jail.rs`.
 
 #![cfg(feature = "test-roles")]
 
@@ -281,6 +284,84 @@ fn layer_matrix() {
         "escapes under the full jail:\n{}",
         not_stopped_by_full.join("\n")
     );
+    if std::env::var_os("LACKPY_LAYER_MATRIX_WRITE").is_none() {
+        let (generated, documented) = (table_lines(&md), table_lines(&documented_matrix()));
+        assert!(
+            generated == documented,
+            "SECURITY.md's layer matrix differs from the one generated here \
+             (scripts/layer-matrix --write updates it):\n{}",
+            line_diff(&documented, &generated)
+        );
+    }
+}
+
+/// The matrix SECURITY.md holds, between its `layer-matrix` markers.
+fn documented_matrix() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("SECURITY.md");
+    let text = std::fs::read_to_string(&path).expect("read SECURITY.md");
+    let (begin, end) = ("<!-- layer-matrix:begin -->", "<!-- layer-matrix:end -->");
+    let from = text
+        .find(begin)
+        .expect("SECURITY.md has the layer-matrix:begin marker");
+    let to = text
+        .find(end)
+        .expect("SECURITY.md has the layer-matrix:end marker");
+    assert!(
+        from < to,
+        "layer-matrix markers out of order in SECURITY.md"
+    );
+    text[from + begin.len()..to].to_string()
+}
+
+/// The table's lines (header, rule, rows): what the comparison covers. The
+/// sentence above the table names the kernel and is not compared.
+fn table_lines(md: &str) -> Vec<String> {
+    md.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('|'))
+        .map(String::from)
+        .collect()
+}
+
+/// `-` lines of `old` missing from `new`, `+` lines of `new` missing from `old`.
+fn line_diff(old: &[String], new: &[String]) -> String {
+    let gone = old
+        .iter()
+        .filter(|l| !new.contains(l))
+        .map(|l| format!("- {l}"));
+    let added = new
+        .iter()
+        .filter(|l| !old.contains(l))
+        .map(|l| format!("+ {l}"));
+    gone.chain(added).collect::<Vec<_>>().join("\n")
+}
+
+/// SECURITY.md's matrix has one row per probe action, in the order the
+/// generator writes them (it cannot silently describe another probe set).
+#[test]
+fn security_md_matrix_covers_every_probe_action() {
+    let documented: Vec<String> = table_lines(&documented_matrix())
+        .iter()
+        .skip(2)
+        .filter_map(|l| {
+            l.trim_start_matches('|')
+                .split('|')
+                .next()
+                .map(|c| c.trim().trim_matches('`').to_string())
+        })
+        .collect();
+    let actions: Vec<String> = PROBE_ACTIONS.iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        documented, actions,
+        "SECURITY.md's layer matrix rows differ from PROBE_ACTIONS (scripts/layer-matrix --write)"
+    );
+    let header = &table_lines(&documented_matrix())[0];
+    for (name, _) in columns() {
+        assert!(
+            header.contains(&name),
+            "column {name:?} missing from SECURITY.md"
+        );
+    }
 }
 
 fn is_root() -> bool {

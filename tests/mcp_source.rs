@@ -71,10 +71,7 @@ fn grade_of(t: &Value) -> (u64, u64) {
 
 #[test]
 fn tools_lists_discovered_tools_with_grades_from_annotations() {
-    if !util::have_python() {
-        eprintln!("skipped: no python3");
-        return;
-    }
+    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, v) = tools_json(ws.path());
     assert!(
@@ -370,7 +367,13 @@ fn server_in_a_virtualenv_runs_jailed() {
         .output()
         .expect("python3 -m venv");
     if !made.status.success() {
-        eprintln!("skipped: python3 -m venv failed");
+        util::skip(
+            "mcp_source::server_in_a_virtualenv_runs_jailed",
+            &format!(
+                "python3 -m venv failed: {}",
+                String::from_utf8_lossy(&made.stderr).trim()
+            ),
+        );
         return;
     }
     let server = venv.join("bin/fake-server");
@@ -555,7 +558,10 @@ fn published_filesystem_server_when_installed() {
             .map(|d| d.join("mcp-server-filesystem"))
             .find(|p| p.is_file())
     }) else {
-        eprintln!("skipped: mcp-server-filesystem is not installed");
+        util::skip(
+            "mcp_source::published_filesystem_server_when_installed",
+            "mcp-server-filesystem is not installed (npm i -g @modelcontextprotocol/server-filesystem)",
+        );
         return;
     };
     let ws = util::workspace(&[("notes/a.txt", "alpha")]);

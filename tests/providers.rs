@@ -513,7 +513,7 @@ fn aliases_resolve_for_every_provider() {
 fn embedding_host_supplies_virtual_tools() {
     use lackpy_policy::config::{Config, Kits};
     use lackpy_policy::wire::{Data, Limits, ToolFailure};
-    use lackpy_supervisor::providers::{self, HostTools};
+    use lackpy_supervisor::providers::HostTools;
     use lackpy_supervisor::spawn::ExeHandle;
     use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
     use std::sync::Arc;
@@ -551,7 +551,7 @@ fn embedding_host_supplies_virtual_tools() {
         trace_limits: Default::default(),
     })
     .expect("supervisor");
-    providers::set_host_tools(Some(Arc::new(Host)));
+    sup.providers().set_host_tools(Some(Arc::new(Host)));
     let run = |src: &str| {
         sup.run(RunRequest {
             source: src.as_bytes().to_vec(),
@@ -571,7 +571,85 @@ fn embedding_host_supplies_virtual_tools() {
         e.message,
         "virtual tool \"withdrawn\" is not provided by this host"
     );
-    providers::set_host_tools(None);
+    sup.providers().set_host_tools(None);
+}
+
+/// Two supervisors in one process share no provider state: the host tools
+/// installed on one are not the other's, and the python helper one's run
+/// starts is not the other's.
+#[test]
+fn two_supervisors_do_not_share_provider_state() {
+    use lackpy_policy::config::{ArgSpec, Config, Kits, ToolSpec};
+    use lackpy_policy::wire::{Data, Limits, ToolFailure};
+    use lackpy_supervisor::providers::HostTools;
+    use lackpy_supervisor::spawn::ExeHandle;
+    use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+    use std::sync::Arc;
+    assert!(util::have_python(), "python3 is required for this test");
+
+    struct Host;
+    impl HostTools for Host {
+        fn call(&self, _name: &str, _args: &[Data]) -> Option<Result<Data, ToolFailure>> {
+            Some(Ok(Data::Str("from the host".into())))
+        }
+    }
+    let new_sup = || {
+        Supervisor::new(SupervisorConfig {
+            exe: ExeHandle::open(&crate::util::bin()).expect("exe"),
+            jail_level: JailLevel::full(),
+            pool_size: 0,
+            worker_role: vec!["executor".into()],
+            trace_limits: Default::default(),
+        })
+        .expect("supervisor")
+    };
+    let (a, b) = (new_sup(), new_sup());
+    let ws = fixture();
+    let cfg = Config::parse(
+        "[[virtual_tools]]\nname = \"ask\"\ngrade_w = 1\neffects_ceiling = 0\n",
+        Path::new("<test>"),
+    )
+    .expect("config");
+    let mut profile = cfg
+        .resolve(None, Some(&["ask".to_string()]), &Kits::default())
+        .expect("profile");
+    let mut add = ToolSpec {
+        name: "add".into(),
+        provider: "python".into(),
+        args: ["a", "b"]
+            .iter()
+            .map(|a| ArgSpec {
+                name: (*a).into(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    add.provider_config
+        .insert("module".into(), json!("mytools"));
+    add.provider_config.insert("function".into(), json!("add"));
+    profile.tools.push(("add".into(), add));
+    let run = |sup: &Supervisor, src: &str| {
+        sup.run(RunRequest {
+            source: src.as_bytes().to_vec(),
+            profile: profile.clone(),
+            workspace: ws.path().to_path_buf(),
+            limits: Limits::default(),
+        })
+    };
+    a.providers().set_host_tools(Some(Arc::new(Host)));
+    let r = run(&a, "ask()\n");
+    assert!(r.ok, "{:?}", r.error);
+    let r = run(&b, "ask()\n");
+    let e = r.error.expect("b has no host tools");
+    assert_eq!(e.type_name, "ToolFailed", "{e:?}");
+    // A python helper started by a's run lives in a's providers only.
+    let r = run(&a, "add(1, 2)\n");
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(a.providers().python().live(), 1);
+    assert_eq!(b.providers().python().live(), 0);
+    drop(a);
+    assert_eq!(b.providers().python().live(), 0);
 }
 
 /// A python tool call that must wait for the workspace's helper (busy with

@@ -246,7 +246,10 @@ fn sigterm_drains_a_run_in_flight_then_exits() {
 fn two_clients_never_see_each_others_workspace() {
     let python = Path::new("/usr/bin/python3");
     if uid() != 0 || !python.exists() {
-        eprintln!("skipped: needs root (to act as a second uid) and /usr/bin/python3");
+        crate::util::skip(
+            "serve::two_clients_never_see_each_others_workspace",
+            "needs root (to act as a second uid) and /usr/bin/python3",
+        );
         return;
     }
     let ws_a = workspace(&[("a.txt", "secret of A")]);
@@ -332,10 +335,11 @@ fn connect_as(socket: &Path, uid: u32) -> Client {
     .expect("connect thread")
 }
 
-/// Whether the tests acting as a second uid can run.
-fn needs_root() -> bool {
+/// Whether the tests acting as a second uid can run; when not, `test` is
+/// skipped visibly ([`crate::util::skip`]).
+fn needs_root(test: &str) -> bool {
     if uid() != 0 {
-        eprintln!("skipped: needs root (to act as a second uid)");
+        crate::util::skip(test, "needs root (to act as a second uid)");
         return false;
     }
     true
@@ -391,7 +395,7 @@ fn open_retrying(socket: &Path, uid: Option<u32>) -> Client {
 
 #[test]
 fn connections_over_the_caps_are_refused_while_other_clients_are_served() {
-    if !needs_root() {
+    if !needs_root("serve::connections_over_the_caps_are_refused_while_other_clients_are_served") {
         return;
     }
     let ws = workspace(&[("a.txt", "A")]);
@@ -568,7 +572,7 @@ fn sessions_over_the_caps_are_refused_and_memory_stays_bounded() {
 
 #[test]
 fn another_client_cannot_use_a_session_or_see_runs_it_did_not_create() {
-    if !needs_root() {
+    if !needs_root("serve::another_client_cannot_use_a_session_or_see_runs_it_did_not_create") {
         return;
     }
     // Both clients on the same workspace: the trace store is shared.

@@ -69,3 +69,21 @@ pub fn have_python() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Skip the calling test: `name` could not check what it names, for
+/// `reason`. The skip is visible even under the test harness's output
+/// capture (written straight to stderr, not through `eprintln!`) and
+/// counted (`SKIPPED n: ...`, n counting this binary's skips so far). With
+/// `LACKPY_TESTS_NO_SKIP=1` (CI on a machine that has everything) a skip is
+/// a failure instead.
+pub fn skip(name: &str, reason: &str) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SKIPS: AtomicUsize = AtomicUsize::new(0);
+    assert!(
+        std::env::var_os("LACKPY_TESTS_NO_SKIP").is_none_or(|v| v != "1"),
+        "{name}: {reason} (LACKPY_TESTS_NO_SKIP=1 forbids skipping)"
+    );
+    let n = SKIPS.fetch_add(1, Ordering::SeqCst) + 1;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {n}: {name}: {reason}");
+}

@@ -175,34 +175,9 @@ impl Corpus {
     }
 }
 
-/// The builtins of the language (DESIGN.md "Builtins").
-pub const BUILTINS: &[&str] = &[
-    "len",
-    "range",
-    "enumerate",
-    "zip",
-    "sorted",
-    "reversed",
-    "min",
-    "max",
-    "sum",
-    "any",
-    "all",
-    "abs",
-    "round",
-    "str",
-    "int",
-    "float",
-    "bool",
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "isinstance",
-    "print",
-    "sort_by",
-    "repr",
-];
+/// The builtins of the language: the validator's table (docs/ARCHITECTURE.md
+/// "The language").
+pub use lackpy_policy::lang::BUILTINS;
 
 /// True for a builtin name.
 pub fn is_builtin(name: &str) -> bool {

@@ -17,7 +17,7 @@ use crate::hints::hints_for;
 use crate::http::{Generation, InferError, Request};
 use crate::prompt::{first_messages, retry_messages, system_prompt, ToolDoc};
 use crate::templates::{rules, TemplateSet};
-use lackpy_policy::{ErrorInfo, ErrorKind};
+use lackpy_policy::{first_error, ErrorInfo, ErrorKind};
 use serde::Serialize;
 
 /// Longest intent accepted, in bytes. Why: an intent is a sentence; anything
@@ -123,16 +123,6 @@ pub fn inference_error(message: impl Into<String>) -> ErrorInfo {
         "InferenceFailed",
         echo(&message.into(), 2048),
     )
-}
-
-fn first_error(errs: Vec<ErrorInfo>) -> ErrorInfo {
-    errs.into_iter().next().unwrap_or_else(|| {
-        ErrorInfo::new(
-            ErrorKind::Validation,
-            "ValidationError",
-            "the program was rejected",
-        )
-    })
 }
 
 impl Delegator<'_> {

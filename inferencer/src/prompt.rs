@@ -26,26 +26,9 @@ pub struct ToolDoc {
 impl ToolDoc {
     /// From a tool spec under the name the program uses.
     pub fn from_spec(alias: &str, spec: &ToolSpec) -> Self {
-        let args = spec
-            .args
-            .iter()
-            .map(|a| {
-                if a.type_name.is_empty() {
-                    a.name.clone()
-                } else {
-                    format!("{}: {}", a.name, a.type_name)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let ret = if spec.returns.is_empty() {
-            String::new()
-        } else {
-            format!(" -> {}", spec.returns)
-        };
         ToolDoc {
             name: alias.to_string(),
-            signature: format!("{alias}({args}){ret}"),
+            signature: spec.signature_as(alias),
             description: spec
                 .description
                 .lines()

@@ -6,6 +6,7 @@ pub mod lang;
 pub mod wire;
 
 pub use lang::{
-    validate, validate_bytes, validate_with_predefined, Grade, Namespace, Program, ToolEntry,
+    first_error, validate, validate_bytes, validate_with_predefined, Grade, Namespace, Program,
+    ToolEntry,
 };
 pub use wire::{Data, ErrorInfo, ErrorKind, Limits};

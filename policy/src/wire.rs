@@ -102,6 +102,22 @@ pub enum DataError {
 }
 
 impl Data {
+    /// The Python type name of the value, for messages (`NoneType`,
+    /// `int`, `list`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Data::None => "NoneType",
+            Data::Bool(_) => "bool",
+            Data::Int(_) | Data::BigInt(_) => "int",
+            Data::Float(_) => "float",
+            Data::Str(_) => "str",
+            Data::List(_) => "list",
+            Data::Tuple(_) => "tuple",
+            Data::Dict(_) => "dict",
+            Data::Set(_) => "set",
+        }
+    }
+
     /// Flatten into the wire form.
     pub fn to_flat(&self) -> FlatData {
         let mut out = Vec::new();
@@ -371,6 +387,16 @@ pub struct ToolFailure {
     pub type_name: String,
     /// What went wrong, for the author.
     pub message: String,
+}
+
+impl ToolFailure {
+    /// A tool error of type `type_name` (see the field) with `message`.
+    pub fn new(type_name: &str, message: impl Into<String>) -> ToolFailure {
+        ToolFailure {
+            type_name: type_name.to_string(),
+            message: message.into(),
+        }
+    }
 }
 
 /// Supervisor → worker.

@@ -11,6 +11,7 @@
 
 use lackpy_policy::config::{Config, ConfigError, Kits, ResolvedProfile};
 use lackpy_policy::wire::ErrorInfo;
+use lackpy_supervisor::providers::Providers;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -70,9 +71,6 @@ pub struct Loaded {
     pub workspace: PathBuf,
     /// User and workspace config, merged.
     pub config: Config,
-    /// The workspace's kit files (for callers that list or describe profiles).
-    #[allow(dead_code)]
-    pub kits: Kits,
     /// The selected profile, resolved.
     pub profile: ResolvedProfile,
 }
@@ -137,20 +135,46 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
         .map_err(|e| CliError::Usage(format!("workspace {}: {e}", ws.display())))
 }
 
-/// Load user + workspace config and the workspace's kits (without resolving a profile).
-///
-/// # Errors
-/// [`CliError`] for a missing workspace, an unreadable file or bad config.
-pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
-    let (mut config, kits) = load_files(workspace)?;
+/// Start `config`'s `[mcp_servers]` in `workspace` with `providers` (the
+/// supervisor's that will run their tools) and add their tools to
+/// `config.tools`. Loading ([`load_files`]) starts nothing.
+pub fn start_mcp_servers(config: &mut Config, workspace: &Path, providers: &Providers) {
     // What write-mode servers can write is program-writable: no trusted
     // code (a server, command or module) may come from there.
     lackpy_supervisor::trusted::register_write_paths(
         workspace,
-        lackpy_supervisor::mcp_source::write_paths_of(&config, workspace),
+        lackpy_supervisor::providers::mcp::write_paths_of(config, workspace),
     );
-    // Tools of `[mcp_servers]` (discovered once per process).
-    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
+    providers.mcp().start(config, workspace);
+}
+
+/// For the commands that list tools and profiles: the workspace directory
+/// (`workspace`, else the current one), its config and kits, its MCP
+/// servers started (with providers of their own) so that their tools show.
+///
+/// # Errors
+/// As [`workspace_dir`] and [`load_files`].
+pub fn load_for_listing(workspace: Option<PathBuf>) -> Result<(PathBuf, Config, Kits), CliError> {
+    let select = Select {
+        profile: None,
+        tools: None,
+        workspace,
+    };
+    let ws = workspace_dir(&select)?;
+    let (config, kits) = load_files_and_start_servers(&ws, &Providers::new())?;
+    Ok((ws, config, kits))
+}
+
+/// [`load_files`], then [`start_mcp_servers`] with `providers`.
+///
+/// # Errors
+/// As [`load_files`].
+pub fn load_files_and_start_servers(
+    workspace: &Path,
+    providers: &Providers,
+) -> Result<(Config, Kits), CliError> {
+    let (mut config, kits) = load_files(workspace)?;
+    start_mcp_servers(&mut config, workspace, providers);
     Ok((config, kits))
 }
 
@@ -210,8 +234,8 @@ pub fn jail_level(config: &Config) -> Result<lackpy_supervisor::JailLevel, CliEr
     })
 }
 
-/// Like [`load_config`] without the `[mcp_servers]` discovery: only the
-/// user config, the workspace config and the kit files.
+/// Load the user config, the workspace config and the kit files; no
+/// `[mcp_servers]` entry is started (see [`start_mcp_servers`]).
 ///
 /// # Errors
 /// A config or kit file cannot be read or parsed.
@@ -270,19 +294,21 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     Ok((config, kits))
 }
 
-/// Find the workspace, load config and kits, resolve the selected profile.
+/// Find the workspace, load config and kits, start the MCP servers with
+/// `providers` (the ones the supervisor that runs the program will own,
+/// see [`lackpy_supervisor::Supervisor::with_providers`]), resolve the
+/// selected profile.
 ///
 /// # Errors
 /// [`CliError`] (exit 3) for a missing workspace, unreadable or bad config,
 /// or an unknown profile or tool.
-pub fn load(select: &Select) -> Result<Loaded, CliError> {
+pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> {
     let workspace = workspace_dir(select)?;
-    let (config, kits) = load_config(&workspace)?;
+    let (config, kits) = load_files_and_start_servers(&workspace, providers)?;
     let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
     Ok(Loaded {
         workspace,
         config,
-        kits,
         profile,
     })
 }
@@ -405,24 +431,27 @@ mod tests {
             tools: None,
             workspace: Some(d.path().to_path_buf()),
         };
-        let l = load(&sel(Some("rw"))).expect("load");
+        let l = load(&sel(Some("rw")), &Providers::new()).expect("load");
         assert_eq!(l.profile.tools.len(), 2);
         assert_eq!(l.profile.limits.wall_ms, 3000);
-        let l = load(&sel(Some("fs"))).expect("kit");
+        let l = load(&sel(Some("fs")), &Providers::new()).expect("kit");
         assert_eq!(l.profile.tools[0].0, "find_files");
-        let l = load(&sel(None)).expect("default");
+        let l = load(&sel(None), &Providers::new()).expect("default");
         assert_eq!(l.profile.name, "(default)");
-        let e = load(&sel(Some("nope"))).expect_err("unknown");
+        let e = load(&sel(Some("nope")), &Providers::new()).expect_err("unknown");
         assert_eq!(e.exit_code(), 3);
         assert!(e.to_string().contains("unknown profile 'nope'"));
     }
 
     #[test]
     fn bad_workspace_and_bad_config() {
-        let e = load(&Select {
-            workspace: Some(PathBuf::from("/nonexistent/x")),
-            ..Select::default()
-        })
+        let e = load(
+            &Select {
+                workspace: Some(PathBuf::from("/nonexistent/x")),
+                ..Select::default()
+            },
+            &Providers::new(),
+        )
         .expect_err("missing");
         assert!(e.to_string().contains("not a directory"));
         let d = ws();
@@ -432,10 +461,13 @@ mod tests {
             "[sandbox]\nmemory_mb = \"x\"\n",
         )
         .expect("write");
-        let e = load(&Select {
-            workspace: Some(d.path().to_path_buf()),
-            ..Select::default()
-        })
+        let e = load(
+            &Select {
+                workspace: Some(d.path().to_path_buf()),
+                ..Select::default()
+            },
+            &Providers::new(),
+        )
         .expect_err("bad");
         let s = e.to_string();
         assert!(s.contains("config.toml:2"), "{s}");

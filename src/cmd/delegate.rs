@@ -16,7 +16,7 @@
 //! `InferenceFailed`, naming each provider's URL and reason); 3 for usage
 //! and configuration errors.
 
-use super::common::{self, Select};
+use super::common::{self, Loaded, Select};
 use lackpy_inferencer::client::{self, Url};
 use lackpy_inferencer::corpus::Corpus;
 use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller};
@@ -24,9 +24,11 @@ use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCO
 use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
+use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::{RunRequest, Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Arguments of `lackpy delegate`.
@@ -74,38 +76,95 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-fn usage_error(msg: String) -> (Value, i32) {
+/// A usage or configuration error as the command's object and status.
+pub(crate) fn usage_error(msg: String) -> (Value, i32) {
     let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Internal, "UsageError", msg);
     (failed(&e, None), EXIT_USAGE)
 }
 
 fn failed(e: &ErrorInfo, d: Option<&Delegation>) -> Value {
-    json!({
-        "ok": false,
-        "value": null,
-        "repr": null,
-        "stdout": "",
-        "grade": null,
-        "trace": [],
-        "error": e,
-        "program": d.and_then(|d| d.program.clone()),
-        "provider": d.and_then(|d| d.provider.clone()),
-        "attempts": d.map(|d| json!(d.attempts)).unwrap_or_else(|| json!([])),
-    })
+    let mut v = crate::mcp::backend::failed_run(e.clone());
+    if let Value::Object(m) = &mut v {
+        m.insert("program".into(), json!(d.and_then(|d| d.program.clone())));
+        m.insert("provider".into(), json!(d.and_then(|d| d.provider.clone())));
+        m.insert(
+            "attempts".into(),
+            d.map(|d| json!(d.attempts)).unwrap_or_else(|| json!([])),
+        );
+    }
+    v
 }
 
-/// The whole command as data: the JSON object and the exit status. Also the
-/// entry point for front ends (the MCP `delegate` tool).
+/// The whole command as data: the JSON object and the exit status (a
+/// supervisor of its own, made for this one delegation; front ends that
+/// have one call [`delegate_with`]).
 pub fn delegate_json(args: &Args) -> (Value, i32) {
-    let loaded = match common::load(&args.select) {
+    let providers = Arc::new(Providers::new());
+    let loaded = match common::load(&args.select, &providers) {
         Ok(l) => l,
         Err(e) => return usage_error(e.to_string()),
     };
+    let jail_level = match common::jail_level(&loaded.config) {
+        Ok(l) => l,
+        Err(e) => {
+            let info = ErrorInfo::new(
+                lackpy_policy::wire::ErrorKind::Validation,
+                "ConfigError",
+                e.to_string(),
+            );
+            return (failed(&info, None), e.exit_code());
+        }
+    };
+    let sup = match SupervisorConfig::new().and_then(|mut c| {
+        c.jail_level = jail_level;
+        c.trace_limits = loaded.config.trace.unwrap_or_default();
+        Supervisor::with_providers(c, providers)
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = ErrorInfo::new(
+                lackpy_policy::wire::ErrorKind::Internal,
+                "SupervisorFailed",
+                e.to_string(),
+            );
+            return (failed(&e, None), 4);
+        }
+    };
+    let opts = Options {
+        model: args.model.as_deref(),
+        ollama_url: args.ollama_url.as_deref(),
+        promote: args.promote,
+    };
+    delegate_with(&sup, &loaded, &args.intent, &opts)
+}
+
+/// What a delegation's caller may choose besides the intent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// `--model`: this model instead of the configured model providers.
+    pub model: Option<&'a str>,
+    /// `--ollama-url`.
+    pub ollama_url: Option<&'a str>,
+    /// `--promote`: store the program as a template now if it runs ok.
+    pub promote: bool,
+}
+
+/// Delegate `intent` in `loaded` (its workspace, config and resolved
+/// profile, whose MCP servers `sup`'s providers started) and run the
+/// program with `sup` (its warm pool, its traces): the JSON object of
+/// `lackpy delegate --json` and its exit status. The MCP `delegate` tool
+/// calls this with the server's own supervisor.
+pub fn delegate_with(
+    sup: &Supervisor,
+    loaded: &Loaded,
+    intent: &str,
+    opts: &Options<'_>,
+) -> (Value, i32) {
     let mut config = match InferenceConfig::from_toml(&loaded.config.inference_document()) {
         Ok(c) => c,
         Err(e) => return usage_error(format!("config error: {e}")),
     };
-    config.apply_flags(args.model.as_deref(), args.ollama_url.as_deref());
+    config.apply_flags(opts.model, opts.ollama_url);
     let templates = match TemplateSet::load(Some(&loaded.workspace)) {
         Ok(t) => t,
         Err(e) => return usage_error(format!("templates: {e}")),
@@ -127,7 +186,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         .profile
         .tools
         .iter()
-        .filter(|(_, spec)| lackpy_supervisor::providers::available(spec))
+        .filter(|(_, spec)| sup.providers().available(spec))
         .map(|(alias, spec)| ToolDoc::from_spec(alias, spec))
         .collect();
     let ns = loaded.profile.namespace();
@@ -143,7 +202,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         validate: &validate,
     };
     let mut caller = model_caller();
-    let d = delegator.delegate(&args.intent, caller.as_mut());
+    let d = delegator.delegate(intent, caller.as_mut());
     let Some(program) = d.program.clone() else {
         let e = d
             .error
@@ -151,32 +210,6 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
             .unwrap_or_else(|| lackpy_inferencer::pipeline::inference_error("no program"));
         let code = e.exit_code();
         return (failed(&e, Some(&d)), code);
-    };
-    let jail_level = match common::jail_level(&loaded.config) {
-        Ok(l) => l,
-        Err(e) => {
-            let info = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Validation,
-                "ConfigError",
-                e.to_string(),
-            );
-            return (failed(&info, Some(&d)), e.exit_code());
-        }
-    };
-    let sup = match SupervisorConfig::new().and_then(|mut c| {
-        c.jail_level = jail_level;
-        c.trace_limits = loaded.config.trace.unwrap_or_default();
-        Supervisor::new(c)
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            let e = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Internal,
-                "SupervisorFailed",
-                e.to_string(),
-            );
-            return (failed(&e, Some(&d)), 4);
-        }
     };
     let report = sup.run(RunRequest {
         source: program.clone().into_bytes(),
@@ -189,11 +222,11 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         let provider = d.provider.clone().unwrap_or_default();
         match lackpy_inferencer::record_success(
             &loaded.workspace,
-            &args.intent,
+            intent,
             &program,
             &provider,
             config.promote_after,
-            args.promote,
+            opts.promote,
         ) {
             Ok(r) => tracing::info!(?r, "ratchet"),
             Err(e) => eprintln!(

@@ -150,7 +150,9 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let level = lowered.executor_spec(&Limits::default()).level();
     // The workspace's MCP servers: their jails, and whether they start.
     let servers = match &config {
-        Ok(c) => lackpy_supervisor::mcp_source::check_servers(c, &ws),
+        Ok(c) => lackpy_supervisor::providers::Providers::new()
+            .mcp()
+            .check(c, &ws),
         Err(_) => Vec::new(),
     };
     if args.json {

@@ -1,7 +1,7 @@
 //! `lackpy profile list|info|create`: the profiles of a workspace
 //! (`[profiles.NAME]` tables in config and `.lackpy/kits/NAME.kit` files).
 
-use super::common::{self, Select};
+use super::common;
 use super::escape;
 use super::tools::tool_json;
 use lackpy_policy::config::{render_kit, Config, Kit, Kits, ResolvedProfile};
@@ -56,19 +56,7 @@ enum Sub {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let select = Select {
-        profile: None,
-        tools: None,
-        workspace: args.workspace.clone(),
-    };
-    let ws = match common::workspace_dir(&select) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
-    };
-    let (config, kits) = match common::load_config(&ws) {
+    let (ws, config, kits) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
@@ -216,7 +204,7 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
         s.push_str("    (none)\n");
     }
     for (alias, t) in &r.tools {
-        let sig = t.signature().replacen(&t.name, alias, 1);
+        let sig = t.signature_as(alias);
         let target = if alias != &t.name {
             format!(" (= {})", t.name)
         } else {

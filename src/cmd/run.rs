@@ -8,8 +8,10 @@
 
 use super::common::{self, Select};
 use super::escape;
+use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
 #[derive(clap::Args)]
@@ -46,7 +48,8 @@ const EXIT_USAGE: i32 = 3;
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let loaded = match common::load(&args.select) {
+    let providers = Arc::new(Providers::new());
+    let loaded = match common::load(&args.select, &providers) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("lackpy run: {}", escape::line(&e.to_string()));
@@ -89,7 +92,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
     sup_cfg.trace_limits = loaded.config.trace.unwrap_or_default();
-    let sup = Supervisor::new(sup_cfg)?;
+    let sup = Supervisor::with_providers(sup_cfg, providers)?;
     let report = sup.run(RunRequest {
         source: source.clone(),
         profile: loaded.profile,

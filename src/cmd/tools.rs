@@ -2,7 +2,7 @@
 //! toolbox (the shipped builtins plus `[[tools]]` from config), or the tools
 //! of one profile.
 
-use super::common::{self, Select};
+use super::common;
 use super::escape;
 use lackpy_policy::config::ToolSpec;
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
         "name": alias,
         "tool": t.name,
         "provider": t.provider,
-        "signature": t.signature().replacen(&t.name, alias, 1),
+        "signature": t.signature_as(alias),
         "description": t.description,
         "args": t.args.iter().map(|a| serde_json::json!({
             "name": a.name, "type": a.type_name, "description": a.description,
@@ -48,19 +48,7 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let select = Select {
-        profile: None,
-        tools: None,
-        workspace: args.workspace.clone(),
-    };
-    let ws = match common::workspace_dir(&select) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
-    };
-    let (config, kits) = match common::load_config(&ws) {
+    let (_, config, kits) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
@@ -95,7 +83,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     for (alias, t) in &tools {
-        let sig = t.signature().replacen(&t.name, alias, 1);
+        let sig = t.signature_as(alias);
         let target = if alias != &t.name {
             format!(" (= {})", t.name)
         } else {

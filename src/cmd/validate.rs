@@ -6,6 +6,7 @@ use super::common::{self, Select};
 use super::escape;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
+use lackpy_supervisor::providers::Providers;
 use std::path::PathBuf;
 
 /// Arguments of `lackpy validate`.
@@ -45,7 +46,7 @@ pub struct Args {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let loaded = match common::load(&args.select) {
+    let loaded = match common::load(&args.select, &Providers::new()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("lackpy validate: {}", escape::line(&e.to_string()));

@@ -95,23 +95,12 @@ pub struct ToolInfo {
 impl ToolInfo {
     /// Python-style signature: `read_file(path: str) -> str`.
     pub fn signature(&self) -> String {
-        let args: Vec<String> = self
+        let args: Vec<(&str, &str)> = self
             .args
             .iter()
-            .map(|a| {
-                if a.type_name.is_empty() {
-                    a.name.clone()
-                } else {
-                    format!("{}: {}", a.name, a.type_name)
-                }
-            })
+            .map(|a| (a.name.as_str(), a.type_name.as_str()))
             .collect();
-        let ret = if self.returns.is_empty() {
-            String::new()
-        } else {
-            format!(" -> {}", self.returns)
-        };
-        format!("{}({}){}", self.name, args.join(", "), ret)
+        lackpy_policy::config::signature(&self.name, &args, &self.returns)
     }
 
     /// The JSON object `list_tools` and `describe_tool` show.

@@ -140,9 +140,9 @@ impl RealBackend {
                 (c, k)
             }
         };
-        // Tools of `[mcp_servers]` (discovery is cached per process, and
-        // retried after a failure, so this stays per call).
-        lackpy_supervisor::mcp_source::extend_config(&mut config, &self.workspace);
+        // Tools of `[mcp_servers]` (discovery is cached by the supervisor's
+        // providers, and retried after a failure, so this stays per call).
+        common::start_mcp_servers(&mut config, &self.workspace, self.supervisor.providers());
         Ok((config, kits))
     }
 
@@ -303,9 +303,7 @@ impl Backend for RealBackend {
         match lackpy_policy::validate(&req.program, &profile.namespace(), &profile.limits) {
             Ok(p) => json!({"ok": true, "grade": p.grade, "calls": p.calls, "error": null}),
             Err(errs) => {
-                let first = errs.into_iter().next().unwrap_or_else(|| {
-                    ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
-                });
+                let first = lackpy_policy::first_error(errs);
                 json!({"ok": false, "grade": null, "calls": [], "error": first})
             }
         }
@@ -419,21 +417,27 @@ impl Backend for RealBackend {
     }
 
     fn delegate(&self, intent: &str, profile: Option<&str>) -> Value {
-        let args = crate::cmd::delegate::Args {
-            intent: intent.to_string(),
-            select: common::Select {
-                profile: profile
-                    .map(String::from)
-                    .or_else(|| self.default_profile.clone()),
-                tools: None,
-                workspace: Some(self.workspace.clone()),
-            },
-            json: true,
-            model: None,
-            ollama_url: None,
-            promote: false,
-        };
-        crate::cmd::delegate::delegate_json(&args).0
+        use crate::cmd::delegate;
+        // This server's supervisor (its warm pool, its MCP servers) and its
+        // cached config.
+        let loaded = self.config().and_then(|(config, kits)| {
+            let name = profile.or(self.default_profile.as_deref());
+            let profile = config
+                .resolve(name, None, &kits)
+                .map_err(|e| config_error(&e))?;
+            Ok(common::Loaded {
+                workspace: self.workspace.clone(),
+                config,
+                profile,
+            })
+        });
+        match loaded {
+            Ok(l) => {
+                delegate::delegate_with(&self.supervisor, &l, intent, &delegate::Options::default())
+                    .0
+            }
+            Err(e) => delegate::usage_error(e.message).0,
+        }
     }
 
     fn max_concurrent_runs(&self) -> usize {

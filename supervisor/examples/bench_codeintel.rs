@@ -5,7 +5,7 @@
 
 use lackpy_policy::config::ToolSpec;
 use lackpy_policy::wire::Data;
-use lackpy_supervisor::providers::codeintel;
+
 use lackpy_supervisor::tools::fs::Workspace;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -77,7 +77,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("find_callers (warm)", "find_callers", "compute_size"),
     ] {
         let t0 = Instant::now();
-        let r = codeintel::call(&spec(tool), &arg(name), &ws).map_err(|e| e.message)?;
+        let r =
+            lackpy_supervisor::tools::call(tool, &spec(tool), &arg(name), &ws, &Default::default())
+                .map_err(|e| e.message)?;
         let dt = t0.elapsed();
         println!(
             "{label}: {} results in {:.1} ms",

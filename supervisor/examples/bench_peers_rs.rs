@@ -128,7 +128,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..20 {
         let t0 = Instant::now();
         for _ in 0..500 {
-            let _ = lackpy_supervisor::tools::call(&spec, &arg, &fs_ws);
+            let _ = lackpy_supervisor::tools::call(
+                "read_file",
+                &spec,
+                &arg,
+                &fs_ws,
+                &Default::default(),
+            );
         }
         z.push(t0.elapsed());
     }

@@ -4,7 +4,7 @@
 
 use lackpy_policy::config::{ArgSpec, ToolSpec};
 use lackpy_policy::wire::Data;
-use lackpy_supervisor::providers;
+use lackpy_supervisor::providers::{Providers, RunContext};
 use lackpy_supervisor::tools::fs::Workspace;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\ngamma\n")?;
     let ws = Workspace::open(dir.path())?;
+    let providers = Providers::new();
+    let run = RunContext::default();
+    let call = |spec: &ToolSpec, args: &[Data]| {
+        providers.call(spec, std::sync::Arc::new(args.to_vec()), &ws, &run)
+    };
 
     let py = spec(
         "add",
@@ -55,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let args = [Data::Int(1), Data::Int(2)];
     let t0 = Instant::now();
-    providers::call(&py, &args, &ws).map_err(|e| e.message)?;
+    call(&py, &args).map_err(|e| e.message)?;
     println!(
         "python helper start + first call: {:.1} ms",
         t0.elapsed().as_secs_f64() * 1e3
@@ -63,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut v = Vec::new();
     for _ in 0..2000 {
         let t = Instant::now();
-        providers::call(&py, &args, &ws).map_err(|e| e.message)?;
+        call(&py, &args).map_err(|e| e.message)?;
         v.push(t.elapsed());
     }
     stats("python call round trip (warm)", v);
@@ -77,10 +82,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut v = Vec::new();
     for _ in 0..200 {
         let t = Instant::now();
-        providers::call(&cmd, &[Data::Str("a".into())], &ws).map_err(|e| e.message)?;
+        call(&cmd, &[Data::Str("a".into())]).map_err(|e| e.message)?;
         v.push(t.elapsed());
     }
     stats("command call (jailed grep)", v);
-    providers::python::shutdown();
+    providers.python().shutdown();
     Ok(())
 }

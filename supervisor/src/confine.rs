@@ -14,6 +14,7 @@
 //! line transfers rather than two wake-ups on the hot path (see the tool
 //! call row of `docs/BENCHMARKS.md`).
 
+use crate::call::RunContext;
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +59,7 @@ struct Lane {
 
 /// Why a lane could not be started.
 fn lane_failure(e: impl std::fmt::Display) -> ToolFailure {
-    crate::tools::fs::fail("ToolFailed", format!("cannot confine the tool thread: {e}"))
+    ToolFailure::new("ToolFailed", format!("cannot confine the tool thread: {e}"))
 }
 
 impl Lane {
@@ -240,8 +241,8 @@ fn take(workspace: &Path, access: Access) -> Result<Option<Arc<Lane>>, ToolFailu
 }
 
 /// Run `job` (a builtin tool call on `workspace`, which must be the
-/// canonical workspace path) on a confined lane, with the calling thread's
-/// run context (deadline, cancel) in force there.
+/// canonical workspace path) on a confined lane; while every lane is busy,
+/// wait for one until `run`'s deadline.
 ///
 /// # Errors
 /// The tool's own failure; `ToolFailed` when no lane could be confined;
@@ -249,23 +250,22 @@ fn take(workspace: &Path, access: Access) -> Result<Option<Arc<Lane>>, ToolFailu
 pub fn run(
     workspace: &Path,
     access: Access,
+    run: &RunContext,
     job: impl FnOnce() -> Result<Data, ToolFailure> + Send + 'static,
 ) -> Result<Data, ToolFailure> {
-    let ctx = crate::providers::RunContext::current();
-    let job: Job = Box::new(move || ctx.enter(job));
+    let job: Job = Box::new(job);
     loop {
         if let Some(lane) = take(workspace, access)? {
             let out = lane.call(job);
             lane.busy.store(false, Ordering::Release);
             return out;
         }
-        crate::providers::RunContext::current().check()?;
+        run.check()?;
         std::thread::sleep(Duration::from_micros(200));
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -278,10 +278,10 @@ mod tests {
         let root = ws.path().canonicalize().unwrap();
         let secret = outside.path().join("secret");
         let read = |p: PathBuf| {
-            run(&root, Access::Read, move || {
+            run(&root, Access::Read, &RunContext::default(), move || {
                 std::fs::read_to_string(&p)
                     .map(Data::Str)
-                    .map_err(|e| crate::tools::fs::fail("ToolFailed", e.to_string()))
+                    .map_err(|e| ToolFailure::new("ToolFailed", e.to_string()))
             })
         };
         assert_eq!(read(root.join("in.txt")).unwrap(), Data::Str("in".into()));
@@ -290,10 +290,10 @@ mod tests {
         // Read lanes cannot write; write lanes can, inside only.
         let w = root.join("new.txt");
         let write = |access, p: PathBuf| {
-            run(&root, access, move || {
+            run(&root, access, &RunContext::default(), move || {
                 std::fs::write(&p, "x")
                     .map(|()| Data::Bool(true))
-                    .map_err(|e| crate::tools::fs::fail("ToolFailed", e.to_string()))
+                    .map_err(|e| ToolFailure::new("ToolFailed", e.to_string()))
             })
         };
         assert!(write(Access::Read, w.clone()).is_err());
@@ -301,15 +301,18 @@ mod tests {
         assert!(write(Access::Write, outside.path().join("x")).is_err());
         assert!(!outside.path().join("x").exists());
         // A panicking job is a failed call; the lane lives on.
-        assert!(run(&root, Access::Read, || panic!("boom")).is_err());
+        assert!(run(&root, Access::Read, &RunContext::default(), || panic!(
+            "boom"
+        ))
+        .is_err());
         assert!(read(root.join("in.txt")).is_ok());
         // No network from a lane.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let r = run(&root, Access::Read, move || {
+        let r = run(&root, Access::Read, &RunContext::default(), move || {
             std::net::TcpStream::connect(addr)
                 .map(|_| Data::Bool(true))
-                .map_err(|e| crate::tools::fs::fail("ToolFailed", e.to_string()))
+                .map_err(|e| ToolFailure::new("ToolFailed", e.to_string()))
         });
         assert!(r.is_err());
     }

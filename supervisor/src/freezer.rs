@@ -233,7 +233,6 @@ impl Default for Freezer {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

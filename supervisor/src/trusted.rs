@@ -93,7 +93,6 @@ pub fn refusal(what: &str, path: &Path, workspace: &Path) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -11,8 +11,7 @@ use crate::ipc::{Channel, FrameError};
 use crate::jail::{self, JailSpec};
 use lackpy_policy::lang::{Namespace, ToolEntry};
 use lackpy_policy::wire::{
-    Data, ErrorInfo, ErrorKind, FromWorker, Outcome, ToWorker, ToolFailure, WireError,
-    MAX_DATA_DEPTH, PROTOCOL_VERSION,
+    Data, FromWorker, Outcome, ToWorker, ToolFailure, WireError, MAX_DATA_DEPTH, PROTOCOL_VERSION,
 };
 use std::cell::RefCell;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -214,9 +213,7 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let outcome = match lackpy_policy::validate_with_predefined(&program, &ns, &limits, &predefined)
     {
         Err(errors) => {
-            let first = errors.into_iter().next().unwrap_or_else(|| {
-                ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
-            });
+            let first = lackpy_policy::first_error(errors);
             Outcome {
                 value: None,
                 repr: None,

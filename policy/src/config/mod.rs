@@ -38,6 +38,12 @@
 //! a known key with the wrong type is an error naming file, line and key.
 
 mod kit;
+mod provider;
+
+pub use provider::{
+    CommandTool, McpTool, Parse, Provider, ProviderError, PythonTool, Seg, Template,
+    LEGACY_BUILTINS_MODULE,
+};
 
 pub use kit::{parse_kit, render_kit, Kit, KitSource, Kits};
 
@@ -109,24 +115,39 @@ impl ToolSpec {
 
     /// `name(arg: type, ...) -> returns`, for listings and prompts.
     pub fn signature(&self) -> String {
-        let args: Vec<String> = self
+        self.signature_as(&self.name)
+    }
+
+    /// [`ToolSpec::signature`] under the name a program uses (an alias).
+    pub fn signature_as(&self, alias: &str) -> String {
+        let args: Vec<(&str, &str)> = self
             .args
             .iter()
-            .map(|a| {
-                if a.type_name.is_empty() {
-                    a.name.clone()
-                } else {
-                    format!("{}: {}", a.name, a.type_name)
-                }
-            })
+            .map(|a| (a.name.as_str(), a.type_name.as_str()))
             .collect();
-        let ret = if self.returns.is_empty() {
-            String::new()
-        } else {
-            format!(" -> {}", self.returns)
-        };
-        format!("{}({}){}", self.name, args.join(", "), ret)
+        signature(alias, &args, &self.returns)
     }
+}
+
+/// The one tool-signature formatter: `name(arg: type, ...) -> returns`,
+/// an argument without a type shown bare, no arrow without a return type.
+pub fn signature(name: &str, args: &[(&str, &str)], returns: &str) -> String {
+    let args: Vec<String> = args
+        .iter()
+        .map(|(n, t)| {
+            if t.is_empty() {
+                (*n).to_string()
+            } else {
+                format!("{n}: {t}")
+            }
+        })
+        .collect();
+    let ret = if returns.is_empty() {
+        String::new()
+    } else {
+        format!(" -> {returns}")
+    };
+    format!("{name}({}){ret}", args.join(", "))
 }
 
 /// A profile resolved against the toolbox: what one run may use.
@@ -935,7 +956,7 @@ impl Ctx<'_> {
                 provider_config.insert(k.clone(), toml_to_json(v));
             }
         }
-        Ok(ToolSpec {
+        let spec = ToolSpec {
             grade_w: self.grade(&span, &key("grade_w"), t.grade_w)?,
             effects_ceiling: self.grade(&span, &key("effects_ceiling"), t.effects_ceiling)?,
             name: t.name,
@@ -945,7 +966,41 @@ impl Ctx<'_> {
             args: t.args,
             returns: t.returns,
             docs: t.docs,
-        })
+        };
+        // Typed and checked now: a misconfigured tool is a config error
+        // here, not a failure at its first call.
+        if let Err(e) = Provider::of(&spec) {
+            let line = self.line_of_key(&span, &e.key);
+            return Err(ConfigError::at(
+                self.file,
+                Some(line),
+                Some(format!("{section}.{}.{}", spec.name, e.key)),
+                e.message,
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// The line, within the table at `span`, where `key` (or the key it
+    /// is an item of: `argv` for `argv[2]`, `env` for `env.X`) is set;
+    /// else the table's first line.
+    fn line_of_key(&self, span: &std::ops::Range<usize>, key: &str) -> u32 {
+        let base = key.split(['[', '.']).next().unwrap_or(key);
+        let table = self.text.get(span.clone()).unwrap_or("");
+        let mut off = 0;
+        for line in table.split_inclusive('\n') {
+            let t = line.trim_start();
+            let rest = t.strip_prefix(base).or_else(|| {
+                // `provider_config = { argv = [...] }` on one line.
+                t.find(&format!(" {base} "))
+                    .map(|i| &t[i + base.len() + 1..])
+            });
+            if rest.is_some_and(|r| r.trim_start().starts_with('=')) {
+                return line_of(self.text, span.start + off);
+            }
+            off += line.len();
+        }
+        line_of(self.text, span.start)
     }
 }
 
@@ -1296,19 +1351,23 @@ impl Config {
         let toolbox = self.toolbox();
         let mut limits = Limits::default();
         self.sandbox.apply(&mut limits);
-        if let Some(list) = tools {
-            let pairs: Vec<(String, String)> = list
+        // A profile made of these tools under their own names.
+        let listed = |name: &str, names: &[&str], limits: Limits| {
+            let pairs: Vec<(String, String)> = names
                 .iter()
                 .map(|t| t.trim())
                 .filter(|t| !t.is_empty())
                 .map(|t| (t.to_string(), t.to_string()))
                 .collect();
-            let tools = toolbox.select(&pairs, "")?;
-            return Ok(ResolvedProfile {
-                name: "(tools)".to_string(),
-                tools,
+            Ok::<_, ConfigError>(ResolvedProfile {
+                name: name.to_string(),
+                tools: toolbox.select(&pairs, "")?,
                 limits,
-            });
+            })
+        };
+        if let Some(list) = tools {
+            let names: Vec<&str> = list.iter().map(String::as_str).collect();
+            return listed("(tools)", &names, limits);
         }
         let legacy_missing = profile.is_none()
             && self.default_is_legacy
@@ -1322,18 +1381,7 @@ impl Config {
         };
         let name = match chosen {
             Some(n) => n,
-            None => {
-                let pairs: Vec<(String, String)> = DEFAULT_PROFILE_TOOLS
-                    .iter()
-                    .map(|t| (t.to_string(), t.to_string()))
-                    .collect();
-                let tools = toolbox.select(&pairs, "")?;
-                return Ok(ResolvedProfile {
-                    name: "(default)".to_string(),
-                    tools,
-                    limits,
-                });
-            }
+            None => return listed("(default)", DEFAULT_PROFILE_TOOLS, limits),
         };
         let ctx = format!(" in profile '{name}'");
         if let Some(def) = self.profiles.get(name) {
@@ -1370,18 +1418,8 @@ impl Config {
             });
         }
         if name.contains(',') {
-            let pairs: Vec<(String, String)> = name
-                .split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(|t| (t.to_string(), t.to_string()))
-                .collect();
-            let tools = toolbox.select(&pairs, "")?;
-            return Ok(ResolvedProfile {
-                name: "(tools)".to_string(),
-                tools,
-                limits,
-            });
+            let names: Vec<&str> = name.split(',').collect();
+            return listed("(tools)", &names, limits);
         }
         let mut available = self.profile_names(kits);
         available.push("none".to_string());

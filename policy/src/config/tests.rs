@@ -372,3 +372,54 @@ fn sandbox_lower_is_typed_validated_and_merged() {
     let ws = p("[sandbox]\nlower = []\n").expect("ws");
     assert_eq!(Config::merge(user, ws).sandbox_lower, Some(vec![]));
 }
+
+#[test]
+fn a_misconfigured_command_tool_is_a_config_error_with_file_line_and_key() {
+    let text = "[[tools]]\nname = \"grep\"\nprovider = \"command\"\n\
+                args = [{ name = \"pattern\", type = \"str\" }]\n\
+                argv = [\"grep\", \"--\", \"{patern}\"]\n";
+    let e = p(text).expect_err("typo in a placeholder");
+    assert_eq!(
+        e.file.as_deref(),
+        Some(Path::new("/ws/.lackpy/config.toml"))
+    );
+    assert_eq!(e.line, Some(5), "{e}");
+    assert_eq!(e.key.as_deref(), Some("tools.grep.argv[2]"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("{patern} is not one of its declared args"),
+        "{e}"
+    );
+    // Other mistakes the command provider used to find only at first call.
+    for (body, key) in [
+        ("argv = \"grep\"\n", "tools.t.argv"),
+        ("argv = [\"{a}\"]\n", "tools.t.argv[0]"),
+        ("argv = [\"x\"]\nparse = \"yaml\"\n", "tools.t.parse"),
+        ("argv = [\"x\"]\ntimeout = -1\n", "tools.t.timeout"),
+        ("argv = [\"x\"]\nok_status = [\"0\"]\n", "tools.t.ok_status"),
+        ("argv = [\"x\"]\nenv = { A = 1 }\n", "tools.t.env.A"),
+        ("argv = [\"x\", \"{\"]\n", "tools.t.argv[1]"),
+    ] {
+        let text = format!(
+            "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargs = [{{ name = \"a\" }}]\n{body}"
+        );
+        let e = p(&text).expect_err(body);
+        assert_eq!(e.key.as_deref(), Some(key), "{body}: {e}");
+        assert!(e.line.is_some_and(|l| l >= 5), "{body}: {e}");
+    }
+    // A python tool without its function, an unknown provider.
+    let e = p("[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"m\"\n")
+        .expect_err("function");
+    assert_eq!(e.key.as_deref(), Some("tools.f.function"), "{e}");
+    let e = p("[[tools]]\nname = \"f\"\nprovider = \"shell\"\n").expect_err("provider");
+    assert_eq!(e.key.as_deref(), Some("tools.f.provider"), "{e}");
+    assert_eq!(e.line, Some(3), "{e}");
+    // A good one loads, typed.
+    let cfg = p("[[tools]]\nname = \"t\"\nprovider = \"command\"\nargs = [{ name = \"a\" }]\nargv = [\"echo\", \"--\", \"{a}\"]\nparse = \"lines\"\n")
+        .expect("good command tool");
+    let Ok(Provider::Command(c)) = Provider::of(&cfg.tools[0]) else {
+        panic!("not a command tool");
+    };
+    assert_eq!(c.parse, Parse::Lines);
+    assert_eq!(c.argv[2].whole_arg(), Some(0));
+}

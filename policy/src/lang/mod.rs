@@ -224,6 +224,15 @@ pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program
     validate_with_predefined(source, ns, limits, &[])
 }
 
+/// The error a front end reports for a rejected program: the first of
+/// [`validate`]'s errors (they are sorted by position), or a generic
+/// `ValidationError` should the list be empty.
+pub fn first_error(errors: Vec<ErrorInfo>) -> ErrorInfo {
+    errors.into_iter().next().unwrap_or_else(|| {
+        ErrorInfo::new(ErrorKind::Validation, "ValidationError", "invalid program")
+    })
+}
+
 /// Like [`validate`], with `predefined` names that are already assigned
 /// before the program starts (a session's variables from earlier cells), so
 /// reading them is not an `UnknownName`. A predefined name that breaks the

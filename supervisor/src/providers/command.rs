@@ -59,11 +59,13 @@
 //! A failure to set up any step fails the call (`ToolFailed`, naming it);
 //! there is no unjailed fallback.
 
+use super::child::{cfg_env, cfg_f64, workspace_path, CHILD_PATH};
 use super::pipes::{kill_group, read_both, PipeError};
-use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use super::value;
+use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
-use crate::tools::fs::{fail, Workspace, READ_CAP};
-use lackpy_policy::config::ToolSpec;
+use crate::tools::fs::{Workspace, READ_CAP};
+use lackpy_policy::config::{CommandTool, Parse, Seg, ToolSpec};
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -79,71 +81,11 @@ pub const DEFAULT_MEMORY_MB: u64 = 2048;
 pub const DEFAULT_MAX_PROCS: u64 = 64;
 /// Bytes of a failing command's stderr quoted in the error message.
 const STDERR_QUOTE: usize = 2048;
-/// One piece of a template item.
-#[derive(Debug, Clone, PartialEq)]
-enum Seg {
-    Lit(String),
-    Arg(usize),
-}
-
 fn config_err(tool: &str, msg: impl std::fmt::Display) -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "ToolFailed",
         format!("command tool {tool:?} is misconfigured: {msg}"),
     )
-}
-
-/// Split a template into literal text and argument references.
-fn parse_template(tool: &str, t: &str, names: &[&str]) -> Result<Vec<Seg>, ToolFailure> {
-    let mut out = Vec::new();
-    let mut lit = String::new();
-    let mut chars = t.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if chars.peek() == Some(&'{') => {
-                chars.next();
-                lit.push('{');
-            }
-            '}' if chars.peek() == Some(&'}') => {
-                chars.next();
-                lit.push('}');
-            }
-            '{' => {
-                let mut name = String::new();
-                loop {
-                    match chars.next() {
-                        Some('}') => break,
-                        Some(ch) => name.push(ch),
-                        None => return Err(config_err(tool, format!("unclosed '{{' in {t:?}"))),
-                    }
-                }
-                let Some(i) = names.iter().position(|n| *n == name) else {
-                    return Err(config_err(
-                        tool,
-                        format!(
-                            "{{{name}}} is not one of its declared args ({})",
-                            names.join(", ")
-                        ),
-                    ));
-                };
-                if !lit.is_empty() {
-                    out.push(Seg::Lit(std::mem::take(&mut lit)));
-                }
-                out.push(Seg::Arg(i));
-            }
-            '}' => {
-                return Err(config_err(
-                    tool,
-                    format!("single '}}' in {t:?} (write '}}}}')"),
-                ))
-            }
-            _ => lit.push(c),
-        }
-    }
-    if !lit.is_empty() || out.is_empty() {
-        out.push(Seg::Lit(lit));
-    }
-    Ok(out)
 }
 
 fn arg_text(
@@ -154,7 +96,7 @@ fn arg_text(
 ) -> Result<Option<String>, ToolFailure> {
     let name = names.get(i).copied().unwrap_or("arg");
     let Some(d) = args.get(i) else {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{tool}() missing required argument: '{name}'"),
         ));
@@ -163,16 +105,16 @@ fn arg_text(
         return Ok(None);
     }
     let Some(s) = value::scalar_text(d) else {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!(
                 "{tool}() argument '{name}' must be str, int, float, bool or None, not {}",
-                crate::tools::type_name(d)
+                d.type_name()
             ),
         ));
     };
     if s.contains('\0') {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{tool}() argument '{name}' contains a NUL character"),
         ));
@@ -181,54 +123,43 @@ fn arg_text(
 }
 
 /// Expand the argv template with the call's arguments.
-fn expand_argv(spec: &ToolSpec, args: &[Data]) -> Result<Vec<String>, ToolFailure> {
+fn expand_argv(
+    c: &CommandTool,
+    spec: &ToolSpec,
+    args: &[Data],
+) -> Result<Vec<String>, ToolFailure> {
     let tool = spec.name.as_str();
     let names: Vec<&str> = spec.args.iter().map(|a| a.name.as_str()).collect();
-    let Some(items) = spec.provider_config.get("argv").and_then(|v| v.as_array()) else {
-        return Err(config_err(tool, "'argv' must be a list of strings"));
-    };
-    let allow_options = spec
-        .provider_config
-        .get("allow_options")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Vec::with_capacity(c.argv.len());
     let mut after_dashdash = false;
-    for (k, item) in items.iter().enumerate() {
-        let Some(t) = item.as_str() else {
-            return Err(config_err(tool, "'argv' must be a list of strings"));
-        };
-        let segs = parse_template(tool, t, &names)?;
-        if k == 0 && segs.iter().any(|s| matches!(s, Seg::Arg(_))) {
-            return Err(config_err(tool, "argv[0] (the program) must be literal"));
-        }
-        if let [Seg::Arg(i)] = segs.as_slice() {
+    for item in &c.argv {
+        if let Some(i) = item.whole_arg() {
             // A whole item: exactly one argv item, or none for None.
-            if let Some(s) = arg_text(tool, &names, args, *i)? {
-                check_option(tool, &names, *i, &s, after_dashdash || allow_options)?;
+            if let Some(s) = arg_text(tool, &names, args, i)? {
+                check_option(tool, &names, i, &s, after_dashdash || c.allow_options)?;
                 out.push(s);
             }
             continue;
         }
         let mut s = String::new();
-        for (j, seg) in segs.iter().enumerate() {
+        for (j, seg) in item.0.iter().enumerate() {
             match seg {
                 Seg::Lit(l) => s.push_str(l),
                 Seg::Arg(i) => {
                     let v = arg_text(tool, &names, args, *i)?.unwrap_or_else(|| "None".into());
                     if j == 0 {
-                        check_option(tool, &names, *i, &v, after_dashdash || allow_options)?;
+                        check_option(tool, &names, *i, &v, after_dashdash || c.allow_options)?;
                     }
                     s.push_str(&v);
                 }
             }
         }
-        if t == "--" {
+        if item.literal() == Some("--") {
             after_dashdash = true;
         }
         out.push(s);
     }
-    if out.is_empty() || out[0].is_empty() {
+    if out.first().is_none_or(String::is_empty) {
         return Err(config_err(tool, "'argv' is empty"));
     }
     Ok(out)
@@ -243,7 +174,7 @@ fn check_option(
 ) -> Result<(), ToolFailure> {
     if !allowed && s.starts_with('-') {
         let name = names.get(i).copied().unwrap_or("arg");
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!(
                 "{tool}() argument '{name}' starts with '-' and would be read as an option; \
@@ -254,21 +185,22 @@ fn check_option(
     Ok(())
 }
 
-fn expand_stdin(spec: &ToolSpec, args: &[Data]) -> Result<Option<Vec<u8>>, ToolFailure> {
-    let tool = spec.name.as_str();
-    let Some(t) = spec.provider_config.get("stdin") else {
+fn expand_stdin(
+    c: &CommandTool,
+    spec: &ToolSpec,
+    args: &[Data],
+) -> Result<Option<Vec<u8>>, ToolFailure> {
+    let Some(t) = &c.stdin else {
         return Ok(None);
     };
-    let Some(t) = t.as_str() else {
-        return Err(config_err(tool, "'stdin' must be a string template"));
-    };
+    let tool = spec.name.as_str();
     let names: Vec<&str> = spec.args.iter().map(|a| a.name.as_str()).collect();
     let mut s = String::new();
-    for seg in parse_template(tool, t, &names)? {
+    for seg in &t.0 {
         match seg {
-            Seg::Lit(l) => s.push_str(&l),
+            Seg::Lit(l) => s.push_str(l),
             Seg::Arg(i) => {
-                s.push_str(&arg_text(tool, &names, args, i)?.unwrap_or_else(|| "None".into()));
+                s.push_str(&arg_text(tool, &names, args, *i)?.unwrap_or_else(|| "None".into()));
             }
         }
     }
@@ -298,41 +230,38 @@ fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
         .map(|d| d.join(name))
         .find(|p| ok(p))
         .ok_or_else(|| {
-            fail(
+            ToolFailure::new(
                 "ToolFailed",
                 format!("{tool}: program {name:?} not found in PATH"),
             )
         })
 }
 
-fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
+fn parse_output(c: &CommandTool, spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
     let text = String::from_utf8(out).map_err(|_| {
-        fail(
+        ToolFailure::new(
             "NotUtf8",
             format!("{tool}: the command's output is not UTF-8"),
         )
     })?;
     let json = |s: &str| -> Result<Data, ToolFailure> {
-        let v: serde_json::Value = serde_json::from_str(s)
-            .map_err(|e| fail("ToolFailed", format!("{tool}: output is not JSON: {e}")))?;
-        value::from_plain(&v, 0).map_err(|e| fail("ToolFailed", format!("{tool}: {e}")))
+        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| {
+            ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}"))
+        })?;
+        value::from_plain(&v, 0).map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: {e}")))
     };
-    match cfg_str(spec, "parse").unwrap_or("text") {
-        "text" => Ok(Data::Str(text)),
-        "lines" => Ok(Data::List(
+    match c.parse {
+        Parse::Text => Ok(Data::Str(text)),
+        Parse::Lines => Ok(Data::List(
             text.lines().map(|l| Data::Str(l.to_string())).collect(),
         )),
-        "json" => json(&text),
-        "jsonl" | "json_lines" => Ok(Data::List(
+        Parse::Json => json(&text),
+        Parse::JsonLines => Ok(Data::List(
             text.lines()
                 .filter(|l| !l.trim().is_empty())
                 .map(json)
                 .collect::<Result<_, _>>()?,
-        )),
-        other => Err(config_err(
-            tool,
-            format!("parse = {other:?} (expected text, lines, json or jsonl)"),
         )),
     }
 }
@@ -343,39 +272,30 @@ fn parse_output(spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
 /// `BadArgument` for arguments the template refuses, `Timeout`, `TooLarge`,
 /// `NotUtf8`, and `ToolFailed` for a failing command (status and stderr
 /// quoted), a misconfigured tool, or a jail that cannot be set up.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+pub fn call(
+    c: &CommandTool,
+    spec: &ToolSpec,
+    args: &[Data],
+    ws: &Workspace,
+    run: &RunContext,
+) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
-    let argv = expand_argv(spec, args)?;
-    let input = expand_stdin(spec, args)?;
+    let argv = expand_argv(c, spec, args)?;
+    let input = expand_stdin(c, spec, args)?;
     let timeout = cfg_f64(spec, "timeout")
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(3600.0);
-    let timeout = super::clamp_timeout_secs(timeout);
+    let timeout = run.clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let memory_mb = cfg_f64(spec, "memory_mb").map_or(DEFAULT_MEMORY_MB, |m| m as u64);
-    let writable = spec.effects_ceiling >= 2
-        && spec
-            .provider_config
-            .get("writable")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
-    let ok_status: Vec<i64> = match spec.provider_config.get("ok_status") {
-        None => vec![0],
-        Some(v) => v
-            .as_array()
-            .and_then(|a| {
-                a.iter()
-                    .map(serde_json::Value::as_i64)
-                    .collect::<Option<Vec<_>>>()
-            })
-            .ok_or_else(|| config_err(tool, "'ok_status' must be a list of integers"))?,
-    };
+    let writable = spec.effects_ceiling >= 2 && c.writable;
+    let ok_status = &c.ok_status;
     let env = cfg_env(spec)?;
     let ws_path = workspace_path(ws)?;
     let program = find_program(tool, &argv[0])?;
     if crate::trusted::in_writable_set(&program, &ws_path) {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "ToolFailed",
             format!(
                 "{tool}: {}",
@@ -384,7 +304,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         ));
     }
     let jail_err = |e: crate::childjail::JailError| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("{tool}: cannot jail the command ({e})"),
         )
@@ -436,7 +356,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     jail.attach(&mut cmd);
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),
         )
@@ -452,7 +372,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(&mut child);
-        return Err(fail("ToolFailed", "command pipes unavailable"));
+        return Err(ToolFailure::new("ToolFailed", "command pipes unavailable"));
     };
     let read = read_both(&stdout, &stderr, deadline, cap, STDERR_QUOTE);
     let result = match read {
@@ -463,15 +383,15 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 let _ = f.join();
             }
             return Err(match e {
-                PipeError::Timeout => fail(
+                PipeError::Timeout => ToolFailure::new(
                     "Timeout",
                     format!("{tool}() did not finish within {timeout} s; the command was killed"),
                 ),
-                PipeError::TooLarge => fail(
+                PipeError::TooLarge => ToolFailure::new(
                     "TooLarge",
                     format!("{tool}() printed more than {cap} bytes"),
                 ),
-                PipeError::Eof | PipeError::Io(_) => fail(
+                PipeError::Eof | PipeError::Io(_) => ToolFailure::new(
                     "ToolFailed",
                     format!("{tool}(): reading the command's output failed"),
                 ),
@@ -485,7 +405,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             _ => {
                 kill_group(&mut child);
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "Timeout",
                     format!("{tool}() did not finish within {timeout} s; the command was killed"),
                 ));
@@ -504,10 +424,13 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     }
     let (out, err) = result;
     match (status.code(), status.signal()) {
-        (Some(c), _) if ok_status.contains(&i64::from(c)) => parse_output(spec, out),
+        (Some(code), _) if ok_status.contains(&i64::from(code)) => parse_output(c, spec, out),
         (code, sig) => {
             if sig == Some(libc::SIGXCPU) {
-                return Err(fail("Timeout", format!("{tool}() exceeded its CPU time")));
+                return Err(ToolFailure::new(
+                    "Timeout",
+                    format!("{tool}() exceeded its CPU time"),
+                ));
             }
             let how = match (code, sig) {
                 (Some(c), _) => format!("exited with status {c}"),
@@ -516,7 +439,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             };
             let stderr = String::from_utf8_lossy(&err);
             let stderr = stderr.trim();
-            Err(fail(
+            Err(ToolFailure::new(
                 "ToolFailed",
                 if stderr.is_empty() {
                     format!("{tool}(): {} {how}", argv[0])
@@ -529,9 +452,26 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The typed settings, as the dispatcher gets them.
+    fn typed(spec: &ToolSpec) -> Result<CommandTool, ToolFailure> {
+        match lackpy_policy::config::Provider::of(spec) {
+            Ok(lackpy_policy::config::Provider::Command(c)) => Ok(c),
+            Ok(_) => Err(config_err(&spec.name, "not a command tool")),
+            Err(e) => Err(config_err(&spec.name, e)),
+        }
+    }
+
+    /// A call outside any run.
+    fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+        super::call(&typed(spec)?, spec, args, ws, &RunContext::default())
+    }
+
+    fn expand_argv(spec: &ToolSpec, args: &[Data]) -> Result<Vec<String>, ToolFailure> {
+        super::expand_argv(&typed(spec)?, spec, args)
+    }
     use lackpy_policy::config::ArgSpec;
 
     fn tool(argv: &[&str], args: &[&str]) -> ToolSpec {

@@ -1,197 +1,45 @@
-//! Tool providers other than the four file builtins: `python` (a
-//! long-lived helper process per workspace running the user's trusted tool
-//! functions, compatible with the original lackpy's `[[tools]]` entries),
-//! `command` (argv templates run without a shell in a jail of their own),
-//! `virtual` (declared in config, supplied at run time by an embedding host
-//! through [`HostTools`]) and `codeintel` (`find_definitions` /
-//! `find_callers` over the workspace's Python sources).
+//! The one dispatcher of tool calls, and the tool providers other than the
+//! builtins: `python` (a long-lived helper process per workspace running
+//! the user's trusted tool functions, compatible with the original
+//! lackpy's `[[tools]]` entries), `command` (argv templates run without a
+//! shell in a jail of their own), `mcp` (tools of `[mcp_servers]`) and
+//! `virtual` (declared in config, supplied at run time by an embedding
+//! host through [`HostTools`]). Builtins (`tools/`) are called from here,
+//! on a confined lane when they write or index.
 //!
 //! Every call reaching this module has already been authorized by the
-//! supervisor against the active profile and bound to positional arguments in
+//! session against the active profile and bound to positional arguments in
 //! the spec's order; the grade of a tool always comes from its spec, never
 //! from the provider. Providers only ever answer with plain [`Data`] or a
 //! [`ToolFailure`] whose type is one of the contract's tool error types.
+//!
+//! Provider state (python helpers, MCP connections, the host's virtual
+//! tools) lives in a [`Providers`] value its [`crate::Supervisor`] owns:
+//! two supervisors in one process share none of it.
 
-pub mod codeintel;
+mod child;
 pub mod command;
+pub mod mcp;
 mod pipes;
 pub mod python;
 pub mod value;
 
-use crate::tools::fs::{fail, Workspace};
-use lackpy_policy::config::ToolSpec;
+pub use crate::call::{Interrupt, RunContext, CHECK_EVERY};
+pub use child::{workspace_path, CHILD_PATH};
+
+use crate::tools::{self, fs::Workspace};
+use lackpy_policy::config::{Provider, ToolSpec};
 use lackpy_policy::wire::{Data, ToolFailure};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// The module the original lackpy's shipped `default_tools.toml` names for
 /// its builtins (`provider = "python"`). Entries copied from it keep working:
 /// they are served by lackpy's own builtins, confined to the workspace.
-pub const LEGACY_BUILTINS_MODULE: &str = "lackpy.sources.builtins";
-
-thread_local! {
-    /// The wall-clock deadline and cancel flag of the run whose tool call
-    /// this thread is executing (see [`with_run_deadline`]).
-    static RUN: std::cell::RefCell<RunContext> =
-        const { std::cell::RefCell::new(RunContext { deadline: None, cancel: None }) };
-}
-
-/// How many units of work (directory entries, files, matches) a builtin
-/// tool does between two looks at the run's deadline and cancel flag
-/// ([`Interrupt::tick`]). Why 256: a look costs a clock read (tens of ns);
-/// 256 entries of a directory walk or files of an index take well under a
-/// millisecond, so a tool stops within about a millisecond of the deadline
-/// (one file's parse excepted, see `codeintel`).
-pub const CHECK_EVERY: u32 = 256;
-
-/// The run a tool call belongs to, as far as tools need to know: when it
-/// must end and whether its client gave up. Captured with
-/// [`RunContext::current`] and carried to helper threads with
-/// [`RunContext::enter`], since the state lives in a thread-local.
-#[derive(Debug, Clone, Default)]
-pub struct RunContext {
-    /// The run's wall-clock deadline (`None` outside a run: no limit).
-    pub deadline: Option<std::time::Instant>,
-    /// The run's cancel flag (`None` when the run cannot be cancelled).
-    pub cancel: Option<Arc<AtomicBool>>,
-}
-
-impl RunContext {
-    /// The context of the tool call this thread is executing.
-    pub fn current() -> RunContext {
-        RUN.with(|r| r.borrow().clone())
-    }
-
-    /// Run `f` on this thread with `self` in force (for a helper thread
-    /// doing a tool's work); the previous context is restored afterwards.
-    pub fn enter<T>(self, f: impl FnOnce() -> T) -> T {
-        let before = RUN.with(|r| r.replace(self));
-        // Restored even if `f` unwinds, so a caught panic cannot leave a
-        // stale deadline on a pooled thread.
-        struct Restore(Option<RunContext>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                if let Some(b) = self.0.take() {
-                    RUN.with(|r| r.replace(b));
-                }
-            }
-        }
-        let _restore = Restore(Some(before));
-        f()
-    }
-
-    /// `Err(Timeout)` once the deadline has passed or the cancel flag is set.
-    ///
-    /// # Errors
-    /// A `Timeout` tool failure saying which.
-    pub fn check(&self) -> Result<(), ToolFailure> {
-        if self
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
-            return Err(fail("Timeout", "the run was cancelled"));
-        }
-        if self
-            .deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
-        {
-            return Err(fail("Timeout", "the run's wall-clock limit was reached"));
-        }
-        Ok(())
-    }
-}
-
-/// Run `f` (one tool call) with the run's wall-clock deadline in force:
-/// every provider's own per-call timeout is cut to what is left of it
-/// ([`clamp_timeout`]), so a slow or hung tool cannot keep a run alive past
-/// its wall-clock limit.
-pub fn with_run_deadline<T>(deadline: std::time::Instant, f: impl FnOnce() -> T) -> T {
-    with_run(deadline, None, f)
-}
-
-/// [`with_run_deadline`] plus the run's cancel flag: builtin tools poll
-/// both while they work ([`check_run`], [`Interrupt`]) and give up with a
-/// `Timeout` failure when the deadline passes or the flag is set.
-pub fn with_run<T>(
-    deadline: std::time::Instant,
-    cancel: Option<Arc<AtomicBool>>,
-    f: impl FnOnce() -> T,
-) -> T {
-    RunContext {
-        deadline: Some(deadline),
-        cancel,
-    }
-    .enter(f)
-}
-
-/// `Err(Timeout)` when the current run's deadline has passed or it was
-/// cancelled; `Ok` outside a run.
-///
-/// # Errors
-/// A `Timeout` tool failure.
-pub fn check_run() -> Result<(), ToolFailure> {
-    RUN.with(|r| r.borrow().check())
-}
-
-/// A countdown for loops in tools: [`Interrupt::tick`] once per unit of
-/// work looks at the run's deadline and cancel flag every [`CHECK_EVERY`]
-/// units (and on the first).
-#[derive(Debug, Default)]
-pub struct Interrupt {
-    left: u32,
-}
-
-impl Interrupt {
-    /// A countdown that checks on its first tick.
-    pub fn new() -> Interrupt {
-        Interrupt { left: 0 }
-    }
-
-    /// One unit of work done.
-    ///
-    /// # Errors
-    /// A `Timeout` tool failure once the run is out of time or cancelled.
-    pub fn tick(&mut self) -> Result<(), ToolFailure> {
-        self.spend(1)
-    }
-
-    /// `units` units of work done (a step that costs more than one).
-    ///
-    /// # Errors
-    /// A `Timeout` tool failure once the run is out of time or cancelled.
-    pub fn spend(&mut self, units: u32) -> Result<(), ToolFailure> {
-        if self.left <= units {
-            self.left = CHECK_EVERY;
-            return check_run();
-        }
-        self.left -= units;
-        Ok(())
-    }
-}
-
-/// A provider's per-call timeout `own`, cut to the time left before the
-/// current run's deadline (at least 1 ms, so the call fails fast with the
-/// provider's own timeout error rather than not being tried).
-pub fn clamp_timeout(own: std::time::Duration) -> std::time::Duration {
-    let left = RUN.with(|r| r.borrow().deadline).map(|d| {
-        d.saturating_duration_since(std::time::Instant::now())
-            .max(std::time::Duration::from_millis(1))
-    });
-    left.map_or(own, |l| own.min(l))
-}
-
-/// [`clamp_timeout`] for timeouts in seconds.
-pub fn clamp_timeout_secs(own: f64) -> f64 {
-    match std::time::Duration::try_from_secs_f64(own) {
-        Ok(d) => clamp_timeout(d).as_secs_f64(),
-        Err(_) => own,
-    }
-}
+pub use lackpy_policy::config::LEGACY_BUILTINS_MODULE;
 
 /// Tools an embedding host supplies at run time (`[[virtual_tools]]`, the
-/// original's `harness_resolver`). Register one with [`set_host_tools`].
+/// original's `harness_resolver`). Register one with
+/// [`Providers::set_host_tools`].
 ///
 /// Arguments arrive positional, in the order of the tool's declared `args`,
 /// already authorized against the active profile.
@@ -208,61 +56,135 @@ pub trait HostTools: Send + Sync {
     }
 }
 
-static HOST_TOOLS: RwLock<Option<Arc<dyn HostTools>>> = RwLock::new(None);
+/// The state of every provider: python helpers, MCP servers and their
+/// discovered tools, the host's virtual tools. A [`crate::Supervisor`]
+/// owns one ([`crate::Supervisor::providers`]); a front end that lists
+/// tools without running any may make its own.
+#[derive(Default)]
+pub struct Providers {
+    python: python::Helpers,
+    mcp: mcp::McpServers,
+    host: RwLock<Option<Arc<dyn HostTools>>>,
+}
 
-/// Install (or with `None`, remove) the process-wide provider of virtual
-/// tools. The CLI, `lackpy mcp` and `lackpy serve` never install one, so
-/// their virtual tools fail cleanly when called.
-pub fn set_host_tools(host: Option<Arc<dyn HostTools>>) {
-    match HOST_TOOLS.write() {
-        Ok(mut g) => *g = host,
-        Err(poisoned) => *poisoned.into_inner() = host,
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers")
+            .field("python_helpers", &self.python.live())
+            .finish_non_exhaustive()
     }
 }
 
-fn host_tools() -> Option<Arc<dyn HostTools>> {
-    match HOST_TOOLS.read() {
-        Ok(g) => g.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
+impl Providers {
+    /// No helper, server or host yet.
+    pub fn new() -> Providers {
+        Providers::default()
     }
-}
 
-/// Whether a tool can currently be called on this host: always for real
-/// providers; for `virtual` ones only when an installed [`HostTools`]
-/// offers it. Front ends use this to hide unavailable tools from generation.
-pub fn available(spec: &ToolSpec) -> bool {
-    if spec.provider != "virtual" {
-        return true;
+    /// The python helpers.
+    pub fn python(&self) -> &python::Helpers {
+        &self.python
     }
-    host_tools().is_some_and(|h| h.offers(&spec.name))
-}
 
-/// Run one authorized call of a non-builtin tool, positional arguments in
-/// the spec's order.
-///
-/// # Errors
-/// The tool's failure: `BadArgument`, `ToolFailed`, `Timeout`, `TooLarge`,
-/// `NotUtf8`, or whatever the builtins report for legacy entries.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
-    match spec.provider.as_str() {
-        "python" => {
-            if spec.provider_config.get("module").and_then(|m| m.as_str())
-                == Some(LEGACY_BUILTINS_MODULE)
-            {
-                return legacy_builtin(spec, args, ws);
-            }
-            python::call(spec, args, ws)
+    /// The MCP servers (`[mcp_servers]`): starting them, their tools.
+    pub fn mcp(&self) -> &mcp::McpServers {
+        &self.mcp
+    }
+
+    /// Install (or with `None`, remove) the provider of virtual tools. The
+    /// CLI, `lackpy mcp` and `lackpy serve` never install one, so their
+    /// virtual tools fail cleanly when called.
+    pub fn set_host_tools(&self, host: Option<Arc<dyn HostTools>>) {
+        match self.host.write() {
+            Ok(mut g) => *g = host,
+            Err(poisoned) => *poisoned.into_inner() = host,
         }
-        "command" => command::call(spec, args, ws),
-        "mcp" => crate::mcp_source::call(spec, args, ws),
-        "codeintel" => codeintel::call(spec, args, ws),
-        "builtin" if codeintel::is_codeintel(&spec.name) => codeintel::call(spec, args, ws),
-        "virtual" => match host_tools().and_then(|h| {
+    }
+
+    fn host_tools(&self) -> Option<Arc<dyn HostTools>> {
+        match self.host.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Whether a tool can currently be called: always for real providers;
+    /// for `virtual` ones only when an installed [`HostTools`] offers it.
+    /// Front ends use this to hide unavailable tools from generation.
+    pub fn available(&self, spec: &ToolSpec) -> bool {
+        if spec.provider != "virtual" {
+            return true;
+        }
+        self.host_tools().is_some_and(|h| h.offers(&spec.name))
+    }
+
+    /// Run one authorized call, positional arguments in the spec's order,
+    /// for the run `run`. A builtin that writes or indexes runs on a
+    /// confined lane ([`crate::confine`]): landlocked to the workspace,
+    /// read-only unless the tool writes, no network, no execute; the
+    /// arguments are shared with it, not copied.
+    ///
+    /// # Errors
+    /// The tool's failure: `BadArgument`, `ToolFailed`, `Timeout`,
+    /// `TooLarge`, `NotUtf8`, or a builtin's file errors.
+    pub fn call(
+        &self,
+        spec: &ToolSpec,
+        args: Arc<Vec<Data>>,
+        ws: &Workspace,
+        run: &RunContext,
+    ) -> Result<Data, ToolFailure> {
+        let provider = Provider::of(spec).map_err(|e| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("tool {:?} is misconfigured: {e}", spec.name),
+            )
+        })?;
+        let function = match &provider {
+            Provider::Builtin { function } if tools::is_builtin(function) => function.as_str(),
+            Provider::Builtin { function } if legacy_builtin(spec) => {
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("module {LEGACY_BUILTINS_MODULE:?} has no function {function:?}"),
+                ))
+            }
+            Provider::Builtin { function } => {
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("no builtin tool named {function:?}"),
+                ))
+            }
+            Provider::Python(py) => return python::call(&self.python, py, spec, &args, ws, run),
+            Provider::Command(c) => return command::call(c, spec, &args, ws, run),
+            Provider::Mcp(m) => return self.mcp.call(m, spec, &args, ws, run),
+            Provider::Virtual => return self.call_virtual(spec, &args),
+        };
+        let access = match function {
+            // Every open of these is a single `openat2` beneath the
+            // workspace descriptor, so the kernel already confines them and
+            // the hot path keeps no thread hop (a hop per call cost ~1 ms
+            // under CPU contention: a flood of 10,000 calls then ran past
+            // the wall clock).
+            "read_file" | "find_files" => return tools::call(function, spec, &args, ws, run),
+            "write_file" | "edit_file" => crate::confine::Access::Write,
+            _ => crate::confine::Access::Read,
+        };
+        let ws2 = ws.try_clone().map_err(|e| {
+            ToolFailure::new("ToolFailed", format!("cannot share the workspace: {e}"))
+        })?;
+        let (spec2, run2, function) = (spec.clone(), run.clone(), function.to_string());
+        crate::confine::run(ws.path(), access, run, move || {
+            tools::call(&function, &spec2, &args, &ws2, &run2)
+        })
+    }
+
+    fn call_virtual(&self, spec: &ToolSpec, args: &[Data]) -> Result<Data, ToolFailure> {
+        let answer = self.host_tools().and_then(|h| {
             // A panicking host implementation is the host's bug; it must not
             // take the supervisor's run thread down with it.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.call(&spec.name, args)))
                 .unwrap_or_else(|_| {
-                    Some(Err(fail(
+                    Some(Err(ToolFailure::new(
                         "ToolFailed",
                         format!(
                             "virtual tool {:?}: the host's implementation panicked",
@@ -270,144 +192,52 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                         ),
                     )))
                 })
-        }) {
-            Some(r) => r,
-            None => Err(fail(
+        });
+        answer.unwrap_or_else(|| {
+            Err(ToolFailure::new(
                 "ToolFailed",
                 format!("virtual tool {:?} is not provided by this host", spec.name),
-            )),
-        },
-        other => Err(fail(
-            "ToolFailed",
-            format!(
-                "tool {:?}: provider {other:?} is not available on this host",
-                spec.name
-            ),
-        )),
+            ))
+        })
     }
 }
 
-/// An original-lackpy entry `module = "lackpy.sources.builtins"`: served by
-/// our builtin of the same function name (the grade still comes from `spec`).
-fn legacy_builtin(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
-    let function = spec
-        .provider_config
-        .get("function")
-        .and_then(|f| f.as_str())
-        .unwrap_or(spec.name.as_str());
-    if !crate::tools::BUILTINS.iter().any(|b| b.0 == function) {
-        return Err(fail(
-            "ToolFailed",
-            format!("module {LEGACY_BUILTINS_MODULE:?} has no function {function:?}"),
-        ));
+/// The builtin function `spec` runs when it is one the supervisor
+/// implements itself (the file tools and code intelligence, also behind an
+/// alias, a `codeintel` entry or an original-lackpy
+/// `lackpy.sources.builtins` entry naming one of them).
+pub fn builtin_function(spec: &ToolSpec) -> Option<String> {
+    match Provider::of(spec) {
+        Ok(Provider::Builtin { function }) if tools::is_builtin(&function) => Some(function),
+        _ => None,
     }
-    let mut inner = spec.clone();
-    inner.name = function.to_string();
-    inner.provider = "builtin".to_string();
-    crate::tools::call(&inner, args, ws)
 }
 
-/// The workspace's path (for a child's cwd and for keying helpers), read
-/// back from its descriptor so the path is the directory actually opened.
-///
-/// # Errors
-/// `ToolFailed` when the kernel cannot name the directory.
-pub fn workspace_path(ws: &Workspace) -> Result<PathBuf, ToolFailure> {
-    std::fs::read_link(format!("/proc/self/fd/{}", ws.fd())).map_err(|e| {
-        fail(
-            "ToolFailed",
-            format!("cannot determine the workspace directory: {e}"),
-        )
-    })
+/// An original-lackpy entry `module = "lackpy.sources.builtins"`.
+fn legacy_builtin(spec: &ToolSpec) -> bool {
+    spec.provider_config.get("module").and_then(|m| m.as_str()) == Some(LEGACY_BUILTINS_MODULE)
 }
-
-/// A string setting of a tool's `provider_config`.
-fn cfg_str<'a>(spec: &'a ToolSpec, key: &str) -> Option<&'a str> {
-    spec.provider_config.get(key).and_then(|v| v.as_str())
-}
-
-/// A non-negative number setting of `provider_config` (ints or floats).
-fn cfg_f64(spec: &ToolSpec, key: &str) -> Option<f64> {
-    spec.provider_config
-        .get(key)
-        .and_then(serde_json::Value::as_f64)
-        .filter(|v| v.is_finite() && *v >= 0.0)
-}
-
-/// The child environment a tool's config passes: `pass_env = ["NAME", ...]`
-/// copies those variables from lackpy's own environment (when set), then
-/// the `env` table (string values) adds or overrides. Sorted by name.
-fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    if let Some(p) = spec.provider_config.get("pass_env") {
-        let Some(names) = p.as_array() else {
-            return Err(fail(
-                "ToolFailed",
-                format!(
-                    "tool {:?}: pass_env must be a list of variable names",
-                    spec.name
-                ),
-            ));
-        };
-        for n in names {
-            let Some(n) = n.as_str() else {
-                return Err(fail(
-                    "ToolFailed",
-                    format!(
-                        "tool {:?}: pass_env must be a list of variable names",
-                        spec.name
-                    ),
-                ));
-            };
-            if let Some(v) = std::env::var_os(n).and_then(|v| v.into_string().ok()) {
-                out.push((n.to_string(), v));
-            }
-        }
-    }
-    let Some(v) = spec.provider_config.get("env") else {
-        out.sort();
-        return Ok(out);
-    };
-    let Some(map) = v.as_object() else {
-        return Err(fail(
-            "ToolFailed",
-            format!(
-                "tool {:?}: provider_config env must be a table of strings",
-                spec.name
-            ),
-        ));
-    };
-    for (k, v) in map {
-        let Some(s) = v.as_str() else {
-            return Err(fail(
-                "ToolFailed",
-                format!("tool {:?}: env.{k} must be a string", spec.name),
-            ));
-        };
-        if k.is_empty() || k.contains('=') || k.contains('\0') || s.contains('\0') {
-            return Err(fail(
-                "ToolFailed",
-                format!("tool {:?}: env.{k} is not a valid variable", spec.name),
-            ));
-        }
-        out.retain(|(name, _)| name != k);
-        out.push((k.clone(), s.to_string()));
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// The minimal `PATH` a provider's child process gets unless config passes one.
-pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
+    /// A call outside any run.
+    fn call_with(
+        p: &Providers,
+        spec: &ToolSpec,
+        args: &[Data],
+        ws: &Workspace,
+    ) -> Result<Data, ToolFailure> {
+        p.call(spec, Arc::new(args.to_vec()), ws, &RunContext::default())
+    }
+
+    fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+        call_with(&Providers::new(), spec, args, ws)
+    }
+
     struct Host;
     impl HostTools for Host {
-        #[allow(clippy::panic)]
         fn call(&self, name: &str, args: &[Data]) -> Option<Result<Data, ToolFailure>> {
             if name == "boom" {
                 panic!("host bug");
@@ -431,19 +261,20 @@ mod tests {
     fn virtual_tools_through_host_and_without() {
         let d = tempfile::tempdir().unwrap();
         let ws = Workspace::open(d.path()).unwrap();
-        // Serialised with other tests touching the global by running both
-        // states in one test.
-        set_host_tools(None);
+        let p = Providers::new();
+        let call = |spec: &ToolSpec, args: &[Data], ws: &Workspace| call_with(&p, spec, args, ws);
         let e = call(&virt("ask"), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
         assert_eq!(
             e.message,
             "virtual tool \"ask\" is not provided by this host"
         );
-        assert!(!available(&virt("ask")));
-        set_host_tools(Some(Arc::new(Host)));
-        assert!(available(&virt("ask")));
-        assert!(!available(&virt("other")));
+        assert!(!p.available(&virt("ask")));
+        p.set_host_tools(Some(Arc::new(Host)));
+        assert!(p.available(&virt("ask")));
+        assert!(!p.available(&virt("other")));
+        // Another value's host tools are its own.
+        assert!(!Providers::new().available(&virt("ask")));
         assert_eq!(
             call(&virt("ask"), &[Data::Int(1)], &ws).unwrap(),
             Data::List(vec![Data::Int(1)])
@@ -452,7 +283,8 @@ mod tests {
         assert!(e.message.contains("not provided"));
         let e = call(&virt("boom"), &[], &ws).unwrap_err();
         assert!(e.message.contains("panicked"), "{}", e.message);
-        set_host_tools(None);
+        p.set_host_tools(None);
+        assert!(!p.available(&virt("ask")));
     }
 
     #[test]
@@ -491,40 +323,10 @@ mod tests {
         };
         let e = call(&spec, &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
-        assert!(e.message.contains("not available"));
-    }
-
-    #[test]
-    fn env_from_config_and_pass_env() {
-        let mut spec = ToolSpec {
-            name: "t".into(),
-            provider: "command".into(),
-            ..ToolSpec::default()
-        };
-        spec.provider_config.insert(
-            "pass_env".into(),
-            serde_json::json!(["PATH", "LACKPY_SURELY_UNSET_VAR"]),
-        );
-        spec.provider_config
-            .insert("env".into(), serde_json::json!({"B": "2", "A": "1"}));
-        let env = cfg_env(&spec).unwrap();
-        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, vec!["A", "B", "PATH"]);
-        spec.provider_config
-            .insert("env".into(), serde_json::json!({"A": 1}));
-        assert!(cfg_env(&spec).is_err());
-        spec.provider_config
-            .insert("pass_env".into(), serde_json::json!("PATH"));
-        assert!(cfg_env(&spec).is_err());
-    }
-
-    #[test]
-    fn workspace_path_reads_back() {
-        let d = tempfile::tempdir().unwrap();
-        let ws = Workspace::open(d.path()).unwrap();
-        assert_eq!(
-            workspace_path(&ws).unwrap(),
-            d.path().canonicalize().unwrap()
+        assert!(
+            e.message.contains("is misconfigured") && e.message.contains("not a provider"),
+            "{}",
+            e.message
         );
     }
 }

@@ -60,11 +60,13 @@
 //! restarted); a helper that dies during a call is `ToolFailed` and the next
 //! call gets a fresh one.
 
+use super::child::{cfg_env, cfg_f64, cfg_str, config_path, workspace_path, CHILD_PATH};
 use super::pipes::{kill_group, read_line, PipeError};
-use super::{cfg_env, cfg_f64, cfg_str, value, workspace_path, CHILD_PATH};
+use super::value;
+use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
-use crate::tools::fs::{fail, Workspace, READ_CAP};
-use lackpy_policy::config::{ToolSpec, WorkspaceAccess};
+use crate::tools::fs::{Workspace, READ_CAP};
+use lackpy_policy::config::{PythonTool, ToolSpec, WorkspaceAccess};
 use lackpy_policy::wire::{Data, ToolFailure};
 use std::collections::HashMap;
 use std::io::Write;
@@ -129,7 +131,7 @@ type Sources = std::collections::BTreeMap<String, (String, String, bool)>;
 /// (no symlink followed: one is an error), bounded in count, size and depth.
 fn tool_sources(workspace: &Path) -> Result<Sources, ToolFailure> {
     let refuse = |e: lackpy_beneath::Error| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("configuration error: python tool modules: {e}"),
         )
@@ -214,45 +216,51 @@ fn module_in_workspace(workspace: &Path, module: &str) -> Option<PathBuf> {
 
 type Slot = Arc<Mutex<Option<Helper>>>;
 
-fn registry() -> &'static Mutex<HashMap<Key, Slot>> {
-    static HELPERS: OnceLock<Mutex<HashMap<Key, Slot>>> = OnceLock::new();
-    HELPERS.get_or_init(|| Mutex::new(HashMap::new()))
+/// The python helper processes of one [`super::Providers`], one per
+/// (workspace, interpreter, environment, jail). Dropping it kills them
+/// (they also exit by themselves when lackpy exits: their stdin closes).
+#[derive(Default)]
+pub struct Helpers {
+    map: Mutex<HashMap<Key, Slot>>,
 }
 
-fn slot(key: Key) -> Slot {
-    let mut map = match registry().lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
-    map.entry(key).or_default().clone()
-}
-
-/// Number of helper processes currently alive (for tests and `doctor`).
-pub fn live_helpers() -> usize {
-    let map = match registry().lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
-    map.values()
-        .filter(|s| s.lock().map(|h| h.is_some()).unwrap_or(false))
-        .count()
-}
-
-/// Kill every helper (they also exit by themselves when lackpy exits: their
-/// stdin closes).
-pub fn shutdown() {
-    let map = match registry().lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
-    for s in map.values() {
-        let mut h = match s.lock() {
+impl Helpers {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Slot>> {
+        match self.map.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
-        };
-        if let Some(mut helper) = h.take() {
-            kill_group(&mut helper.child);
         }
+    }
+
+    fn slot(&self, key: Key) -> Slot {
+        self.map().entry(key).or_default().clone()
+    }
+
+    /// Number of helper processes currently alive (for tests and `doctor`).
+    pub fn live(&self) -> usize {
+        self.map()
+            .values()
+            .filter(|s| s.lock().map(|h| h.is_some()).unwrap_or(false))
+            .count()
+    }
+
+    /// Kill every helper.
+    pub fn shutdown(&self) {
+        for s in self.map().values() {
+            let mut h = match s.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            if let Some(mut helper) = h.take() {
+                kill_group(&mut helper.child);
+            }
+        }
+    }
+}
+
+impl Drop for Helpers {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 
@@ -270,7 +278,7 @@ fn find_python(name: &str) -> Result<PathBuf, ToolFailure> {
             return Ok(cand);
         }
     }
-    Err(fail(
+    Err(ToolFailure::new(
         "ToolFailed",
         format!("python interpreter {name:?} not found in PATH"),
     ))
@@ -295,7 +303,7 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
         cpu_seconds: Some(DEFAULT_TIMEOUT_SECS as u64),
         ..Spec::default()
     })
-    .map_err(|e| fail("ToolFailed", format!("cannot jail python: {e}")))?;
+    .map_err(|e| ToolFailure::new("ToolFailed", format!("cannot jail python: {e}")))?;
     let mut cmd = Command::new(found);
     cmd.args(["-I", "-c", "import sys; sys.stdout.write(sys.executable)"])
         .current_dir("/")
@@ -314,14 +322,17 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
     }
     jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("cannot start python {}: {e}", found.display()),
         )
     })?;
     let Some(stdout) = child.stdout.take() else {
         kill_group(&mut child);
-        return Err(fail("ToolFailed", "python helper pipes unavailable"));
+        return Err(ToolFailure::new(
+            "ToolFailed",
+            "python helper pipes unavailable",
+        ));
     };
     let mut buf = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64);
@@ -333,7 +344,7 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
     }
     .filter(|p| p.is_absolute() && is_executable(p))
     .ok_or_else(|| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!(
                 "{} did not report a usable interpreter (it runs jailed: only its own installation is readable)",
@@ -376,7 +387,7 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
         hide_control_of: Some(key.workspace.clone()),
         ..Spec::default()
     })
-    .map_err(|e| fail("ToolFailed", format!("cannot jail the python helper: {e}")))?;
+    .map_err(|e| ToolFailure::new("ToolFailed", format!("cannot jail the python helper: {e}")))?;
     let mut cmd = Command::new(&key.python);
     // -I: isolated (no PYTHON* variables, no user site, no cwd on sys.path).
     // -B: write no .pyc files (a read-only tool must not leave files behind).
@@ -402,7 +413,7 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     }
     jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!(
                 "cannot start the python helper {} in its jail: {e}",
@@ -412,7 +423,10 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         kill_group(&mut child);
-        return Err(fail("ToolFailed", "python helper pipes unavailable"));
+        return Err(ToolFailure::new(
+            "ToolFailed",
+            "python helper pipes unavailable",
+        ));
     };
     Ok(Helper {
         child,
@@ -449,24 +463,25 @@ fn describe_exit(child: &mut Child) -> String {
 ///
 /// # Errors
 /// See the module documentation.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+pub fn call(
+    helpers: &Helpers,
+    py: &PythonTool,
+    spec: &ToolSpec,
+    args: &[Data],
+    ws: &Workspace,
+    run: &RunContext,
+) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
-    let (Some(module), Some(function)) = (cfg_str(spec, "module"), cfg_str(spec, "function"))
-    else {
-        return Err(fail(
-            "ToolFailed",
-            format!("python tool {tool:?} needs 'module' and 'function' in its config"),
-        ));
-    };
+    let (module, function) = (py.module.as_str(), py.function.as_str());
     let timeout = cfg_f64(spec, "timeout")
         .or_else(|| cfg_f64(spec, "timeout_seconds"))
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(MAX_TIMEOUT_SECS);
-    let timeout = super::clamp_timeout_secs(timeout);
+    let timeout = run.clamp_timeout_secs(timeout);
     let cap = cfg_f64(spec, "max_bytes").map_or(READ_CAP as usize, |b| b as usize);
     let workspace = workspace_path(ws)?;
     let untrusted = |what: &str, p: &Path| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!("{tool}: {}", crate::trusted::refusal(what, p, &workspace)),
         )
@@ -485,14 +500,11 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             .as_array()
             .and_then(|a| {
                 a.iter()
-                    .map(|p| {
-                        p.as_str()
-                            .map(|s| crate::mcp_source::config_path(s, &workspace))
-                    })
+                    .map(|p| p.as_str().map(|s| config_path(s, &workspace)))
                     .collect::<Option<Vec<PathBuf>>>()
             })
             .ok_or_else(|| {
-                fail(
+                ToolFailure::new(
                     "ToolFailed",
                     format!("tool {tool:?}: python_path must be a list of directories"),
                 )
@@ -516,7 +528,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         Some("none") => WorkspaceAccess::None,
         Some("write") => WorkspaceAccess::Write,
         Some(other) => {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "ToolFailed",
                 format!(
                 "tool {tool:?}: workspace must be \"none\", \"read\" or \"write\", not {other:?}"
@@ -539,7 +551,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             .filter(|m| *m >= 1.0)
             .map_or(DEFAULT_MEMORY_MB, |m| m as u64),
     };
-    let slot = slot(key.clone());
+    let slot = helpers.slot(key.clone());
     // One call at a time per helper: wait for another run's call, but not
     // past this call's own timeout (already cut to the run's deadline).
     let wait_until = Instant::now() + Duration::from_secs_f64(timeout);
@@ -549,7 +561,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => {
                 if Instant::now() >= wait_until {
-                    return Err(fail(
+                    return Err(ToolFailure::new(
                         "Timeout",
                         format!(
                             "{tool}() could not start within {timeout} s: the workspace's python helper was busy with another run's call"
@@ -571,7 +583,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         *guard = Some(spawn(&key)?);
     }
     let Some(helper) = guard.as_mut() else {
-        return Err(fail("ToolFailed", "python helper unavailable"));
+        return Err(ToolFailure::new("ToolFailed", "python helper unavailable"));
     };
     let id = helper.next_id;
     helper.next_id += 1;
@@ -604,7 +616,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     {
         let how = describe_exit(&mut helper.child);
         *guard = None;
-        return Err(fail(
+        return Err(ToolFailure::new(
             "ToolFailed",
             format!("python helper for {tool} is gone ({how}; {e}); a fresh one will start on the next call"),
         ));
@@ -615,7 +627,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
             let out = match e {
                 PipeError::Timeout => {
                     kill_group(&mut helper.child);
-                    fail(
+                    ToolFailure::new(
                         "Timeout",
                         format!(
                             "{tool}() did not return within {timeout} s; its python helper was killed"
@@ -624,14 +636,14 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 }
                 PipeError::TooLarge => {
                     kill_group(&mut helper.child);
-                    fail(
+                    ToolFailure::new(
                         "TooLarge",
                         format!("{tool}() returned more than {cap} bytes"),
                     )
                 }
                 PipeError::Eof => {
                     let how = describe_exit(&mut helper.child);
-                    fail(
+                    ToolFailure::new(
                         "ToolFailed",
                         format!(
                             "the python helper crashed during {tool}() ({how}); a fresh one will start on the next call"
@@ -640,7 +652,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 }
                 PipeError::Io(e) => {
                     kill_group(&mut helper.child);
-                    fail("ToolFailed", format!("python helper I/O error: {e}"))
+                    ToolFailure::new("ToolFailed", format!("python helper I/O error: {e}"))
                 }
             };
             *guard = None;
@@ -652,7 +664,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         Err(e) => {
             kill_group(&mut helper.child);
             *guard = None;
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "ToolFailed",
                 format!("{tool}(): malformed reply from the python helper: {e}"),
             ));
@@ -661,7 +673,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     if parsed.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
         kill_group(&mut helper.child);
         *guard = None;
-        return Err(fail(
+        return Err(ToolFailure::new(
             "ToolFailed",
             format!("{tool}(): python helper answered out of turn; restarted"),
         ));
@@ -670,7 +682,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     if parsed.get("ok").and_then(serde_json::Value::as_bool) == Some(true) {
         let v = parsed.get("value").unwrap_or(&serde_json::Value::Null);
         return value::from_tagged(v, 0)
-            .map_err(|e| fail("ToolFailed", format!("{tool}(): bad result: {e}")));
+            .map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}(): bad result: {e}")));
     }
     let err = parsed.get("error");
     let ty = err
@@ -685,13 +697,30 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .and_then(|e| e.get("message"))
         .and_then(|m| m.as_str())
         .unwrap_or("unknown error");
-    Err(fail(ty, msg.to_string()))
+    Err(ToolFailure::new(ty, msg.to_string()))
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A call outside any run, with this test binary's helpers.
+    fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+        static HELPERS: OnceLock<Helpers> = OnceLock::new();
+        let py = match lackpy_policy::config::Provider::of(spec) {
+            Ok(lackpy_policy::config::Provider::Python(py)) => py,
+            Ok(_) => panic!("not a python tool"),
+            Err(e) => return Err(ToolFailure::new("ToolFailed", e.to_string())),
+        };
+        super::call(
+            HELPERS.get_or_init(Helpers::default),
+            &py,
+            spec,
+            args,
+            ws,
+            &RunContext::default(),
+        )
+    }
 
     fn python_available() -> bool {
         find_python("python3").is_ok()
@@ -977,9 +1006,7 @@ VERSION = 1
         let e = call(&t, &[], &ws).unwrap_err();
         assert!(e.message.contains("cannot import module"), "{}", e.message);
         t.provider_config.remove("module");
-        assert!(call(&t, &[], &ws)
-            .unwrap_err()
-            .message
-            .contains("needs 'module'"));
+        let e = call(&t, &[], &ws).unwrap_err();
+        assert!(e.message.contains("module: missing"), "{}", e.message);
     }
 }

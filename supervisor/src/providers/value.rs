@@ -167,7 +167,6 @@ pub fn scalar_text(d: &Data) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -24,14 +24,6 @@ const PATH_CAP: usize = 4096;
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 const RESOLVE_BENEATH: u64 = 0x08;
 
-/// A tool failure with the given type.
-pub fn fail(type_name: &str, message: impl Into<String>) -> ToolFailure {
-    ToolFailure {
-        type_name: type_name.to_string(),
-        message: message.into(),
-    }
-}
-
 /// An open workspace directory.
 #[derive(Debug)]
 pub struct Workspace {
@@ -99,47 +91,49 @@ impl Workspace {
 /// `BadArgument` for empty/NUL/overlong paths, `PathOutsideWorkspace` for absolute ones.
 pub fn check_path(path: &str) -> Result<CString, ToolFailure> {
     if path.is_empty() {
-        return Err(fail("BadArgument", "path is empty"));
+        return Err(ToolFailure::new("BadArgument", "path is empty"));
     }
     if path.len() > PATH_CAP {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("path is longer than {PATH_CAP} bytes"),
         ));
     }
     if path.starts_with('/') {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "PathOutsideWorkspace",
             format!("{path:?} is absolute; paths are relative to the workspace"),
         ));
     }
-    CString::new(path).map_err(|_| fail("BadArgument", "path contains a NUL byte"))
+    CString::new(path).map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))
 }
 
 /// Map an errno from resolving `path` to the tool error the contract names.
 pub fn resolve_error(path: &str, e: i32) -> ToolFailure {
     match e {
-        libc::EXDEV => fail(
+        libc::EXDEV => ToolFailure::new(
             "PathOutsideWorkspace",
             format!("{path:?} resolves outside the workspace"),
         ),
-        libc::ELOOP => fail(
+        libc::ELOOP => ToolFailure::new(
             "PathOutsideWorkspace",
             format!("{path:?} goes through a /proc magic link or too many symlinks"),
         ),
-        libc::ENOENT => fail("FileNotFound", format!("no such file: {path:?}")),
-        libc::ENOTDIR => fail(
+        libc::ENOENT => ToolFailure::new("FileNotFound", format!("no such file: {path:?}")),
+        libc::ENOTDIR => ToolFailure::new(
             "FileNotFound",
             format!("no such file: {path:?} (a parent is not a directory)"),
         ),
-        libc::EISDIR => fail("IsADirectory", format!("{path:?} is a directory")),
-        libc::EACCES | libc::EPERM => fail("ToolFailed", format!("permission denied: {path:?}")),
-        libc::ENAMETOOLONG => fail("BadArgument", format!("path too long: {path:?}")),
-        libc::EROFS => fail("ToolFailed", format!("read-only file system: {path:?}")),
-        libc::ENOSPC | libc::EDQUOT => {
-            fail("ToolFailed", format!("no space left writing {path:?}"))
+        libc::EISDIR => ToolFailure::new("IsADirectory", format!("{path:?} is a directory")),
+        libc::EACCES | libc::EPERM => {
+            ToolFailure::new("ToolFailed", format!("permission denied: {path:?}"))
         }
-        _ => fail(
+        libc::ENAMETOOLONG => ToolFailure::new("BadArgument", format!("path too long: {path:?}")),
+        libc::EROFS => ToolFailure::new("ToolFailed", format!("read-only file system: {path:?}")),
+        libc::ENOSPC | libc::EDQUOT => {
+            ToolFailure::new("ToolFailed", format!("no space left writing {path:?}"))
+        }
+        _ => ToolFailure::new(
             "ToolFailed",
             format!("{path:?}: {}", std::io::Error::from_raw_os_error(e)),
         ),
@@ -184,9 +178,14 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     let st = fstat(fd.as_raw_fd()).map_err(|e| resolve_error(path, e))?;
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => {}
-        libc::S_IFDIR => return Err(fail("IsADirectory", format!("{path:?} is a directory"))),
+        libc::S_IFDIR => {
+            return Err(ToolFailure::new(
+                "IsADirectory",
+                format!("{path:?} is a directory"),
+            ))
+        }
         _ => {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "BadArgument",
                 format!("{path:?} is not a regular file"),
             ))
@@ -194,7 +193,7 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     }
     let size = u64::try_from(st.st_size).unwrap_or(0);
     if size > READ_CAP {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "TooLarge",
             format!("{path:?} is {size} bytes; the limit is {READ_CAP}"),
         ));
@@ -202,13 +201,13 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     let mut file = std::fs::File::from(fd);
     let buf = read_capped(&mut file, size).map_err(|e| resolve_error(path, e))?;
     if buf.len() as u64 > READ_CAP {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "TooLarge",
             format!("{path:?} is larger than {READ_CAP} bytes"),
         ));
     }
     String::from_utf8(buf).map_err(|e| {
-        fail(
+        ToolFailure::new(
             "NotUtf8",
             format!(
                 "{path:?} is not valid UTF-8 (invalid byte at offset {})",
@@ -266,7 +265,7 @@ fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
             "" | "." => {}
             ".." => {
                 if comps.pop().is_none() {
-                    return Err(fail(
+                    return Err(ToolFailure::new(
                         "PathOutsideWorkspace",
                         format!("{path:?} climbs out of the workspace"),
                     ));
@@ -276,19 +275,22 @@ fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
         }
     }
     let name = comps.pop().ok_or_else(|| {
-        fail(
+        ToolFailure::new(
             "IsADirectory",
             format!("{path:?} names the workspace itself"),
         )
     })?;
     if path.ends_with('/') {
-        return Err(fail("IsADirectory", format!("{path:?} names a directory")));
+        return Err(ToolFailure::new(
+            "IsADirectory",
+            format!("{path:?} names a directory"),
+        ));
     }
     Ok((comps, name))
 }
 
 fn cstr(s: &str) -> Result<CString, ToolFailure> {
-    CString::new(s).map_err(|_| fail("BadArgument", "path contains a NUL byte"))
+    CString::new(s).map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))
 }
 
 /// Open (creating as needed) the directory `comps` beneath the workspace.
@@ -336,7 +338,7 @@ fn next_tmp_name(name: &str) -> String {
 pub const CONTROL_DIR: &str = ".lackpy";
 
 fn control_dir_refusal(path: &str) -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "PathOutsideWorkspace",
         format!(
             "{path:?} is inside {CONTROL_DIR}/, lackpy's own config and traces; programs may not write there"
@@ -370,7 +372,7 @@ fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
 fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Result<(), ToolFailure> {
     let empty = cstr("")?;
     let Some(root) = dir_id(ws.fd(), &empty) else {
-        return Err(fail("ToolFailed", "cannot stat the workspace"));
+        return Err(ToolFailure::new("ToolFailed", "cannot stat the workspace"));
     };
     let Some(control) = dir_id(ws.fd(), &cstr(CONTROL_DIR)?) else {
         return Ok(()); // no control directory: nothing to protect below
@@ -381,7 +383,7 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
     for _ in 0..=PATH_CAP {
         let fd = cur.as_ref().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
         let Some(id) = dir_id(fd, &empty) else {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "ToolFailed",
                 format!("cannot stat a parent of {path:?}"),
             ));
@@ -401,20 +403,26 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
             )
         };
         if up < 0 {
-            return Err(fail("ToolFailed", format!("cannot walk up from {path:?}")));
+            return Err(ToolFailure::new(
+                "ToolFailed",
+                format!("cannot walk up from {path:?}"),
+            ));
         }
         // SAFETY: `up` is a fresh descriptor we own.
         let up = unsafe { OwnedFd::from_raw_fd(up) };
         if dir_id(up.as_raw_fd(), &empty) == Some(id) {
             // Reached `/` without meeting the workspace: not beneath it.
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "PathOutsideWorkspace",
                 format!("{path:?} resolves outside the workspace"),
             ));
         }
         cur = Some(up);
     }
-    Err(fail("BadArgument", format!("path too deep: {path:?}")))
+    Err(ToolFailure::new(
+        "BadArgument",
+        format!("path too deep: {path:?}"),
+    ))
 }
 
 /// Most symlinks followed while resolving one write target (Linux's own
@@ -457,7 +465,7 @@ fn readlink_at(dir: RawFd, name: &CString, path: &str) -> Result<Vec<u8>, ToolFa
     };
     let n = usize::try_from(n).map_err(|_| resolve_error(path, errno()))?;
     if n > PATH_CAP {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{path:?} is a symlink with a target longer than {PATH_CAP} bytes"),
         ));
@@ -467,7 +475,7 @@ fn readlink_at(dir: RawFd, name: &CString, path: &str) -> Result<Vec<u8>, ToolFa
 }
 
 fn link_leaves(path: &str, why: &str) -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "PathOutsideWorkspace",
         format!(
             "{path:?} is a symlink that leaves the workspace ({why}); \
@@ -510,7 +518,8 @@ fn resolve_link_target(
         } else {
             stack.join(&b'/')
         };
-        let c = CString::new(rel).map_err(|_| fail("BadArgument", "path contains a NUL byte"))?;
+        let c = CString::new(rel)
+            .map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))?;
         openat2(ws.fd(), &c, libc::O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| resolve_error(path, e))
     };
@@ -528,14 +537,14 @@ fn resolve_link_target(
         let last = todo.iter().all(|c| c.is_empty() || c.as_slice() == b".");
         let dir = open_dir(&stack)?;
         let cname = CString::new(comp.clone())
-            .map_err(|_| fail("BadArgument", "path contains a NUL byte"))?;
+            .map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))?;
         let st = lstat_at(dir.as_raw_fd(), &cname, path)?;
         let fmt = st.map(|st| st.st_mode & libc::S_IFMT);
         match fmt {
             Some(libc::S_IFLNK) => {
                 hops += 1;
                 if hops > SYMLINK_HOPS {
-                    return Err(fail(
+                    return Err(ToolFailure::new(
                         "PathOutsideWorkspace",
                         format!("{path:?} goes through too many symlinks (a loop?)"),
                     ));
@@ -556,19 +565,19 @@ fn resolve_link_target(
             }
             Some(libc::S_IFDIR) if !last => stack.push(comp),
             Some(libc::S_IFDIR) => {
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "IsADirectory",
                     format!("{path:?} is a symlink to a directory"),
                 ))
             }
             None if !last => {
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "FileNotFound",
                     format!("{path:?} is a symlink into a directory that does not exist"),
                 ))
             }
             Some(_) if !last => {
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "FileNotFound",
                     format!("{path:?} is a symlink through something that is not a directory"),
                 ))
@@ -578,7 +587,7 @@ fn resolve_link_target(
         }
     }
     // The walk ended on a directory (a link to `.` or `sub/..`).
-    Err(fail(
+    Err(ToolFailure::new(
         "IsADirectory",
         format!("{path:?} is a symlink to a directory"),
     ))
@@ -599,7 +608,7 @@ fn resolve_link_target(
 pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolFailure> {
     check_path(path)?;
     if content.len() > WRITE_CAP {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "TooLarge",
             format!(
                 "content is {} bytes; the limit is {WRITE_CAP}",
@@ -630,7 +639,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
         existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
         if existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
             // Only a concurrent change of the workspace gets here.
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "ToolFailed",
                 format!("{path:?}: the symlink's target changed while writing"),
             ));
@@ -639,7 +648,10 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     let mut mode = 0o644;
     if let Some(st) = existing {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            return Err(fail("IsADirectory", format!("{path:?} is a directory")));
+            return Err(ToolFailure::new(
+                "IsADirectory",
+                format!("{path:?} is a directory"),
+            ));
         }
         if st.st_mode & libc::S_IFMT == libc::S_IFREG {
             mode = st.st_mode & 0o777;
@@ -693,7 +705,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)]
+#[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
 

@@ -19,8 +19,8 @@
 //! once per component), and the run's deadline and cancel flag are polled
 //! while it works.
 
-use super::fs::{fail, openat2, Workspace};
-use crate::providers::Interrupt;
+use super::fs::{openat2, Workspace};
+use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::ToolFailure;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
@@ -63,7 +63,7 @@ pub const MAX_STATES: usize = 1_000_000;
 pub const MAX_WALK_BYTES: usize = 32 * 1024 * 1024;
 
 fn too_big(what: &str, size: usize, bound: usize, name: &str) -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "BadArgument",
         format!("find_files() pattern has {size} {what}; at most {bound} are allowed ({name})"),
     )
@@ -155,7 +155,7 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
         return Ok(Part::Recursive);
     }
     if c.contains("**") {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             "Invalid pattern: '**' can only be an entire path component",
         ));
@@ -313,7 +313,7 @@ impl Pattern {
 /// patterns and `..` components.
 pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
     if pattern.len() > MAX_PATTERN_BYTES {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!(
                 "find_files() pattern is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed (MAX_PATTERN_BYTES)",
@@ -322,10 +322,13 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
         ));
     }
     if pattern.contains('\0') {
-        return Err(fail("BadArgument", "pattern contains a NUL byte"));
+        return Err(ToolFailure::new(
+            "BadArgument",
+            "pattern contains a NUL byte",
+        ));
     }
     if pattern.starts_with('/') {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "PathOutsideWorkspace",
             "Non-relative patterns are unsupported",
         ));
@@ -354,7 +357,7 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
     let mut parts: Vec<Part> = Vec::with_capacity(comps.len());
     for c in comps {
         if c == ".." {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "PathOutsideWorkspace",
                 format!("pattern {pattern:?} climbs out of the workspace"),
             ));
@@ -367,7 +370,7 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
         parts.push(part);
     }
     if parts.is_empty() {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("Unacceptable pattern: {pattern:?}"),
         ));
@@ -410,7 +413,22 @@ struct Walk<'a> {
     clock: Interrupt,
 }
 
-impl Walk<'_> {
+impl<'w> Walk<'w> {
+    /// A walk of `ws` for run `run`, nothing found yet.
+    fn new(ws: &'w Workspace, run: &RunContext) -> Self {
+        Walk {
+            ws,
+            out: Vec::new(),
+            visits: 0,
+            dirs: Vec::new(),
+            dir_ids: HashMap::new(),
+            seen: HashSet::new(),
+            todo: Vec::new(),
+            bytes: 0,
+            clock: Interrupt::new(run),
+        }
+    }
+
     fn open_dir(&mut self, rel: &str) -> Option<OwnedFd> {
         let c = CString::new(if rel.is_empty() { "." } else { rel }).ok()?;
         openat2(self.ws.fd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()
@@ -431,7 +449,7 @@ impl Walk<'_> {
     fn account(&mut self, bytes: usize) -> Result<(), ToolFailure> {
         self.bytes = self.bytes.saturating_add(bytes);
         if self.bytes > MAX_WALK_BYTES {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "TooLarge",
                 format!(
                     "pattern walks or matches more than {MAX_WALK_BYTES} bytes of paths (MAX_WALK_BYTES)"
@@ -446,7 +464,7 @@ impl Walk<'_> {
     fn list(&mut self, rel: &str) -> Result<Vec<(String, Kind)>, ToolFailure> {
         self.visits += 1;
         if self.visits > MAX_VISITS {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "TooLarge",
                 format!("pattern visits more than {MAX_VISITS} directories (MAX_VISITS)"),
             ));
@@ -528,7 +546,7 @@ impl Walk<'_> {
 
     fn push(&mut self, rel: String) -> Result<(), ToolFailure> {
         if self.out.len() >= MAX_RESULTS {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "TooLarge",
                 format!("pattern matches more than {MAX_RESULTS} paths (MAX_RESULTS)"),
             ));
@@ -545,8 +563,9 @@ impl Walk<'_> {
             Some(id) => *id,
             None => {
                 self.account(rel.len().saturating_mul(2))?;
-                let id = u32::try_from(self.dirs.len())
-                    .map_err(|_| fail("TooLarge", "pattern reaches too many directories"))?;
+                let id = u32::try_from(self.dirs.len()).map_err(|_| {
+                    ToolFailure::new("TooLarge", "pattern reaches too many directories")
+                })?;
                 self.dirs.push(rel.clone());
                 self.dir_ids.insert(rel, id);
                 id
@@ -555,7 +574,7 @@ impl Walk<'_> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         if self.seen.insert((id, index)) {
             if self.seen.len() > MAX_STATES {
-                return Err(fail(
+                return Err(ToolFailure::new(
                     "TooLarge",
                     format!("pattern needs more than {MAX_STATES} walk steps (MAX_STATES)"),
                 ));
@@ -638,19 +657,13 @@ impl Walk<'_> {
 /// for `..` or absolute patterns, `TooLarge` past [`MAX_RESULTS`],
 /// [`MAX_VISITS`], [`MAX_STATES`] or [`MAX_WALK_BYTES`], `Timeout` when the
 /// run's wall-clock limit passes or the run is cancelled.
-pub fn find_files(ws: &Workspace, pattern: &str) -> Result<Vec<String>, ToolFailure> {
+pub fn find_files(
+    ws: &Workspace,
+    pattern: &str,
+    run: &RunContext,
+) -> Result<Vec<String>, ToolFailure> {
     let pattern = parse_pattern(pattern)?;
-    let mut w = Walk {
-        ws,
-        out: Vec::new(),
-        visits: 0,
-        dirs: Vec::new(),
-        dir_ids: HashMap::new(),
-        seen: HashSet::new(),
-        todo: Vec::new(),
-        bytes: 0,
-        clock: Interrupt::new(),
-    };
+    let mut w = Walk::new(ws, run);
     w.run(&pattern.parts, pattern.dirs_only)?;
     let mut out = w.out;
     out.sort();
@@ -659,7 +672,6 @@ pub fn find_files(ws: &Workspace, pattern: &str) -> Result<Vec<String>, ToolFail
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::fs;
@@ -687,7 +699,7 @@ mod tests {
     }
 
     fn ff(w: &Workspace, pat: &str) -> Vec<String> {
-        find_files(w, pat).unwrap()
+        find_files(w, pat, &RunContext::default()).unwrap()
     }
 
     // Expected values checked against CPython 3.11: sorted(map(str, Path('.').glob(pat))).
@@ -732,15 +744,29 @@ mod tests {
         assert_eq!(ff(&w, "etc_link/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "etc_link/passwd"), Vec::<String>::new());
         assert_eq!(
-            find_files(&w, "../*").unwrap_err().type_name,
+            find_files(&w, "../*", &RunContext::default())
+                .unwrap_err()
+                .type_name,
             "PathOutsideWorkspace"
         );
         assert_eq!(
-            find_files(&w, "/etc/*").unwrap_err().type_name,
+            find_files(&w, "/etc/*", &RunContext::default())
+                .unwrap_err()
+                .type_name,
             "PathOutsideWorkspace"
         );
-        assert_eq!(find_files(&w, "").unwrap_err().type_name, "BadArgument");
-        assert_eq!(find_files(&w, "a**").unwrap_err().type_name, "BadArgument");
+        assert_eq!(
+            find_files(&w, "", &RunContext::default())
+                .unwrap_err()
+                .type_name,
+            "BadArgument"
+        );
+        assert_eq!(
+            find_files(&w, "a**", &RunContext::default())
+                .unwrap_err()
+                .type_name,
+            "BadArgument"
+        );
     }
 
     fn wild(s: &str) -> Matcher {
@@ -915,17 +941,7 @@ mod tests {
     }
 
     fn new_walk(ws: &Workspace) -> Walk<'_> {
-        Walk {
-            ws,
-            out: Vec::new(),
-            visits: 0,
-            dirs: Vec::new(),
-            dir_ids: HashMap::new(),
-            seen: HashSet::new(),
-            todo: Vec::new(),
-            bytes: 0,
-            clock: Interrupt::new(),
-        }
+        Walk::new(ws, &RunContext::default())
     }
 
     #[test]
@@ -997,15 +1013,14 @@ mod tests {
         use std::sync::Arc;
         let (_d, w) = tree();
         let past = std::time::Instant::now() - std::time::Duration::from_millis(1);
-        let e = crate::providers::with_run(past, None, || find_files(&w, "**/*")).unwrap_err();
+        let e = find_files(&w, "**/*", &RunContext::new(past, None)).unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
         let flag = Arc::new(AtomicBool::new(true));
-        let e =
-            crate::providers::with_run(later, Some(flag), || find_files(&w, "**/*")).unwrap_err();
+        let e = find_files(&w, "**/*", &RunContext::new(later, Some(flag))).unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         assert!(e.message.contains("cancelled"), "{}", e.message);
-        let ok = crate::providers::with_run(later, None, || find_files(&w, "**/*.py"));
+        let ok = find_files(&w, "**/*.py", &RunContext::new(later, None));
         assert_eq!(ok.unwrap().len(), 4);
     }
 }

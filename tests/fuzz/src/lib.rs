@@ -19,7 +19,7 @@
 //!   byte picks which.
 //! - [`mcp_result`]: raw bytes as what an MCP server sends: a JSON-RPC
 //!   message, a `tools/call` result (converted to plain data the way
-//!   `mcp_source::call` does) or a tool listing entry (`spec_of`).
+//!   `providers::mcp::call` does) or a tool listing entry (`spec_of`).
 
 #[path = "gen.rs"]
 pub mod gen;
@@ -315,8 +315,8 @@ pub fn glob(data: &[u8]) {
     // As the supervisor calls it: inside a run, whose deadline bounds the
     // walk (a pattern whose walk is long but bounded ends in `Timeout`).
     let deadline = std::time::Instant::now() + GLOB_RUN_DEADLINE;
-    let found =
-        lackpy_supervisor::providers::with_run(deadline, None, || find_files(&g.ws, &pattern));
+    let run = lackpy_supervisor::providers::RunContext::new(deadline, None);
+    let found = find_files(&g.ws, &pattern, &run);
     if let Ok(paths) = found {
         assert!(paths.len() <= MAX_RESULTS, "more than MAX_RESULTS paths");
         assert!(
@@ -461,11 +461,11 @@ fn ratchet_file(text: &str) {
 
 /// Target `mcp_result`: the bytes as JSON a server sends: a whole JSON-RPC
 /// message (as rmcp parses each line), a `tools/call` result converted to
-/// plain data (`mcp_source::result_to_data`, then the supervisor's
+/// plain data (`providers::mcp::result_to_data`, then the supervisor's
 /// flattening and rendering), and a tool listing entry (`spec_of`).
 pub fn mcp_result(data: &[u8]) {
     use lackpy_policy::config::McpServer;
-    use lackpy_supervisor::mcp_source::{result_to_data, spec_of};
+    use lackpy_supervisor::providers::mcp::{result_to_data, spec_of};
     use rmcp::model::{CallToolResult, ServerJsonRpcMessage, Tool};
     let _ = serde_json::from_slice::<ServerJsonRpcMessage>(data);
     if let Ok(r) = serde_json::from_slice::<CallToolResult>(data) {
@@ -483,7 +483,7 @@ pub fn mcp_result(data: &[u8]) {
     if let Ok(t) = serde_json::from_slice::<Tool>(data) {
         let server = McpServer::default();
         if let Some(spec) = spec_of("srv", &server, &t, std::time::Duration::from_secs(1)) {
-            let _ = lackpy_supervisor::mcp_source::is_required(&spec, "x");
+            let _ = lackpy_supervisor::providers::mcp::is_required(&spec, "x");
             // The name is a Python identifier the validator accepts as a tool.
             assert!(
                 spec.name

@@ -26,11 +26,13 @@
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
+use super::child::{config_path, workspace_path};
+use super::value::from_plain;
+use crate::call::RunContext;
 use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
 use crate::json::to_json;
-use crate::providers::value::from_plain;
-use crate::tools::fs::{fail, Workspace};
-use lackpy_policy::config::{ArgSpec, Config, McpServer, ToolSpec, WorkspaceAccess};
+use crate::tools::fs::Workspace;
+use lackpy_policy::config::{ArgSpec, Config, McpServer, McpTool, ToolSpec, WorkspaceAccess};
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{Data, ToolFailure};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
@@ -57,10 +59,6 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most tools taken from one server (a server listing more is truncated).
 const MAX_TOOLS_PER_SERVER: usize = 512;
-
-/// Serializes starting servers, so that concurrent front-end threads never
-/// start the same server twice.
-static START_LOCK: Mutex<()> = Mutex::new(());
 
 /// Largest accepted `timeout_seconds` (one hour).
 const MAX_TIMEOUT_SECONDS: u64 = 3600;
@@ -108,17 +106,44 @@ struct ServerKey {
 
 type Conn = Arc<RunningService<RoleClient, ()>>;
 
-static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-static CONNS: OnceLock<Mutex<HashMap<ServerKey, Conn>>> = OnceLock::new();
 type Discovered = Result<Vec<Tool>, String>;
-static DISCOVERED: OnceLock<Mutex<HashMap<ServerKey, (Discovered, Instant)>>> = OnceLock::new();
+
+/// The MCP servers of one [`super::Providers`]: the client runtime, the
+/// live connections, the tools each server listed, the warnings given.
+/// Dropping it stops the servers.
+#[derive(Default)]
+pub struct McpServers {
+    runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    conns: Mutex<HashMap<ServerKey, Conn>>,
+    discovered: Mutex<HashMap<ServerKey, (Discovered, Instant)>>,
+    warned: Mutex<Vec<String>>,
+    /// Serializes starting servers, so that concurrent front-end threads
+    /// never start the same server twice.
+    start_lock: Mutex<()>,
+}
+
+impl Drop for McpServers {
+    fn drop(&mut self) {
+        let conns = std::mem::take(self.conns.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if let Some(Ok(rt)) = self.runtime.take() {
+            // The transports' cleanup spawns tasks: drop them inside the
+            // runtime, then let it go without blocking (this may run on an
+            // async thread). A server whose stdin closes exits.
+            {
+                let _in_rt = rt.enter();
+                drop(conns);
+            }
+            rt.shutdown_background();
+        }
+    }
+}
 
 /// How long a failed discovery is remembered before a long-running front
 /// end (`lackpy mcp`, `serve`) tries the server again.
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
 
-fn runtime() -> Result<&'static tokio::runtime::Runtime, McpSourceError> {
-    RUNTIME
+fn runtime(st: &McpServers) -> Result<&tokio::runtime::Runtime, McpSourceError> {
+    st.runtime
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
@@ -131,22 +156,14 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, McpSourceError> {
         .map_err(|e| McpSourceError::Runtime(e.clone()))
 }
 
-fn conns() -> &'static Mutex<HashMap<ServerKey, Conn>> {
-    CONNS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-fn discovered() -> &'static Mutex<HashMap<ServerKey, (Discovered, Instant)>> {
-    DISCOVERED.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
 /// Run `fut` on the client runtime and wait for it from this (non-async)
 /// thread, at most `timeout`.
-fn run_on<T, F>(fut: F, timeout: Duration) -> Result<T, McpSourceError>
+fn run_on<T, F>(st: &McpServers, fut: F, timeout: Duration) -> Result<T, McpSourceError>
 where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
-    let rt = runtime()?;
+    let rt = runtime(st)?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     rt.spawn(async move {
         let r = tokio::time::timeout(timeout, fut).await;
@@ -201,16 +218,6 @@ pub const DEFAULT_SERVER_MEMORY_MB: u64 = 2048;
 pub const DEFAULT_SERVER_MAX_PROCS: u64 = 64;
 /// Open files a server may hold.
 const SERVER_NOFILE: u64 = 1024;
-
-/// A configured path: `~/` is the home directory, a relative path is
-/// relative to the workspace.
-pub(crate) fn config_path(p: &str, workspace: &Path) -> PathBuf {
-    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ if p == "~" => std::env::var_os("HOME").map_or_else(|| PathBuf::from(p), PathBuf::from),
-        _ => workspace.join(p),
-    }
-}
 
 /// Every `write_paths` entry of `config`'s MCP servers, resolved as their
 /// jails resolve them (for [`crate::trusted::register_write_paths`]).
@@ -414,35 +421,35 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
 
 /// The live connection for `key`, starting the server when there is none
 /// or the previous one has closed.
-fn connection(key: &ServerKey, timeout: Duration) -> Result<Conn, McpSourceError> {
-    if let Ok(map) = conns().lock() {
+fn connection(st: &McpServers, key: &ServerKey, timeout: Duration) -> Result<Conn, McpSourceError> {
+    if let Ok(map) = st.conns.lock() {
         if let Some(c) = map.get(key) {
             if !c.is_closed() && !c.is_transport_closed() {
                 return Ok(Arc::clone(c));
             }
         }
     }
-    let _guard = START_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = st.start_lock.lock().unwrap_or_else(|p| p.into_inner());
     // Another thread may have started it while this one waited.
-    if let Ok(map) = conns().lock() {
+    if let Ok(map) = st.conns.lock() {
         if let Some(c) = map.get(key) {
             if !c.is_closed() && !c.is_transport_closed() {
                 return Ok(Arc::clone(c));
             }
         }
     }
-    drop_connection(key);
-    let c = run_on(connect(key.clone()), timeout)??;
-    if let Ok(mut map) = conns().lock() {
+    drop_connection(st, key);
+    let c = run_on(st, connect(key.clone()), timeout)??;
+    if let Ok(mut map) = st.conns.lock() {
         map.insert(key.clone(), Arc::clone(&c));
     }
     Ok(c)
 }
 
 /// Forget (and so stop) the server process for `key`.
-fn drop_connection(key: &ServerKey) {
-    let old = conns().lock().ok().and_then(|mut m| m.remove(key));
-    if let (Some(c), Ok(rt)) = (old, runtime()) {
+fn drop_connection(st: &McpServers, key: &ServerKey) {
+    let old = st.conns.lock().ok().and_then(|mut m| m.remove(key));
+    if let (Some(c), Ok(rt)) = (old, runtime(st)) {
         // Dropped on the runtime: the transport's cleanup spawns a kill task.
         rt.spawn(async move { drop(c) });
     }
@@ -450,24 +457,24 @@ fn drop_connection(key: &ServerKey) {
 
 /// The tools one server lists, cached per process (failures too, so a
 /// broken server costs one attempt and one warning).
-fn list_tools(key: &ServerKey, timeout: Duration) -> Discovered {
-    let cached = discovered().lock().ok().and_then(|m| m.get(key).cloned());
+fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered {
+    let cached = st.discovered.lock().ok().and_then(|m| m.get(key).cloned());
     if let Some((r, at)) = cached {
         if r.is_ok() || at.elapsed() < RETRY_FAILED_AFTER {
             return r;
         }
     }
     let r = (|| {
-        let c = connection(key, timeout)?;
+        let c = connection(st, key, timeout)?;
         let peer = c.peer().clone();
-        run_on(async move { peer.list_all_tools().await }, timeout)?
+        run_on(st, async move { peer.list_all_tools().await }, timeout)?
             .map_err(|e| McpSourceError::Protocol(format!("tools/list failed: {e}")))
     })()
     .map_err(|e| e.to_string());
     if r.is_err() {
-        drop_connection(key);
+        drop_connection(st, key);
     }
-    if let Ok(mut m) = discovered().lock() {
+    if let Ok(mut m) = st.discovered.lock() {
         m.insert(key.clone(), (r.clone(), Instant::now()));
     }
     r
@@ -658,14 +665,14 @@ pub fn is_required(spec: &ToolSpec, name: &str) -> bool {
 /// A server that cannot be used is left out and reported in the second list
 /// (`"mcp server NAME: why"`). Names are not deduplicated here; see
 /// [`extend_config`].
-pub fn discover(config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String>) {
+fn discover(st: &McpServers, config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String>) {
     let mut tools = Vec::new();
     let mut warnings = Vec::new();
     for (name, server) in &config.mcp_servers {
         let timeout = timeout_of(config, name);
         let listed = key_of(name, server, workspace)
             .map_err(|e| e.to_string())
-            .and_then(|key| list_tools(&key, DISCOVERY_TIMEOUT.min(timeout)));
+            .and_then(|key| list_tools(st, &key, DISCOVERY_TIMEOUT.min(timeout)));
         match listed {
             Ok(list) => tools.extend(
                 list.iter()
@@ -696,7 +703,7 @@ pub struct ServerReport {
 
 /// Start (or reuse) every server of `config` and report its jail and
 /// whether it lists its tools (for `lackpy doctor`).
-pub fn check_servers(config: &Config, workspace: &Path) -> Vec<ServerReport> {
+fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<ServerReport> {
     let show = |paths: &[PathBuf]| {
         let v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         if v.is_empty() {
@@ -726,7 +733,7 @@ pub fn check_servers(config: &Config, workspace: &Path) -> Vec<ServerReport> {
                         show(&spec.read_only),
                         show(&spec.read_write),
                     );
-                    let listed = list_tools(&key, DISCOVERY_TIMEOUT.min(timeout));
+                    let listed = list_tools(st, &key, DISCOVERY_TIMEOUT.min(timeout));
                     ServerReport {
                         name: name.clone(),
                         jail,
@@ -741,19 +748,17 @@ pub fn check_servers(config: &Config, workspace: &Path) -> Vec<ServerReport> {
         .collect()
 }
 
-static WARNED: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-
 /// Add the tools of `config`'s MCP servers to `config.tools` so that the
 /// toolbox, profiles and the validator know them. Builtins, `[[tools]]` and
 /// `[[virtual_tools]]` keep their names; among servers the first (by server
 /// name) wins; a shadowed tool is dropped. Warnings go to stderr, once per
 /// process each.
-pub fn extend_config(config: &mut Config, workspace: &Path) {
+fn start(st: &McpServers, config: &mut Config, workspace: &Path) {
     if config.mcp_servers.is_empty() {
         return;
     }
-    let (found, warnings) = discover(config, workspace);
-    let warned = WARNED.get_or_init(|| Mutex::new(Vec::new()));
+    let (found, warnings) = discover(st, config, workspace);
+    let warned = &st.warned;
     for w in warnings {
         if let Ok(mut seen) = warned.lock() {
             if seen.contains(&w) {
@@ -775,109 +780,103 @@ pub fn extend_config(config: &mut Config, workspace: &Path) {
     }
 }
 
-/// The workspace's path, from its open descriptor.
-fn workspace_path(ws: &Workspace) -> Result<PathBuf, ToolFailure> {
-    std::fs::read_link(format!("/proc/self/fd/{}", ws.fd()))
-        .map_err(|e| fail("ToolFailed", format!("cannot locate the workspace: {e}")))
-}
-
-/// Run one authorized call of an `mcp` tool (positional arguments in the
-/// spec's order, mapped to the input schema's property names; fewer
-/// arguments than declared leave the rest out).
-///
-/// The spec names the server; its command line, arguments and environment
-/// come from this process's discovery cache (so they never appear in tool
-/// listings), which means the tool must have been discovered in this process
-/// for this workspace ([`discover`] / [`extend_config`]).
-///
-/// # Errors
-/// `Timeout` when the server does not answer in time; `ToolFailed` when it
-/// cannot be started, dies, answers an error or `isError: true`, or returns
-/// something that is not plain data.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
-    let name = &spec.name;
-    let server = spec
-        .provider_config
-        .get("server")
-        .and_then(Value::as_str)
-        .ok_or_else(|| fail("ToolFailed", format!("{name}(): no MCP server configured")))?;
-    let tool = spec
-        .provider_config
-        .get("tool")
-        .and_then(Value::as_str)
-        .unwrap_or(name)
-        .to_string();
-    let timeout = spec
-        .provider_config
-        .get("timeout_ms")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
-    let timeout = crate::providers::clamp_timeout(timeout);
-    let workspace = workspace_path(ws)?;
-    let key = server_key(server, &workspace).ok_or_else(|| {
-        fail(
-            "ToolFailed",
-            format!("{name}(): MCP server {server:?} was not started for this workspace"),
-        )
-    })?;
-    let mut arguments = Map::new();
-    for (i, a) in args.iter().enumerate() {
-        let Some(arg) = spec.args.get(i) else {
-            return Err(fail(
-                "BadArgument",
-                format!("{name}() takes {} arguments", spec.args.len()),
-            ));
-        };
-        // `None` for an optional parameter leaves it out (so a program can
-        // skip one positionally: `read_text_file(p, None, 2)`).
-        if *a == Data::None && !is_required(spec, &arg.name) {
-            continue;
+impl McpServers {
+    /// Run one authorized call of an `mcp` tool (positional arguments in
+    /// the spec's order, mapped to the input schema's property names;
+    /// fewer arguments than declared leave the rest out). The tool's server
+    /// must have been started by this value for this workspace
+    /// ([`McpServers::start`]); its command line, arguments and environment
+    /// come from the discovery cache (so they never appear in listings).
+    ///
+    /// # Errors
+    /// `Timeout` when the server does not answer in time; `ToolFailed` when
+    /// it cannot be started, dies, answers an error or `isError: true`, or
+    /// returns something that is not plain data.
+    pub fn call(
+        &self,
+        m: &McpTool,
+        spec: &ToolSpec,
+        args: &[Data],
+        ws: &Workspace,
+        run: &RunContext,
+    ) -> Result<Data, ToolFailure> {
+        let st = self;
+        let name = &spec.name;
+        let server = m.server.as_str();
+        let tool = m.tool.clone();
+        let timeout = spec
+            .provider_config
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
+        let timeout = run.clamp_timeout(timeout);
+        let workspace = workspace_path(ws)?;
+        let key = server_key(st, server, &workspace).ok_or_else(|| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("{name}(): MCP server {server:?} was not started for this workspace"),
+            )
+        })?;
+        let mut arguments = Map::new();
+        for (i, a) in args.iter().enumerate() {
+            let Some(arg) = spec.args.get(i) else {
+                return Err(ToolFailure::new(
+                    "BadArgument",
+                    format!("{name}() takes {} arguments", spec.args.len()),
+                ));
+            };
+            // `None` for an optional parameter leaves it out (so a program can
+            // skip one positionally: `read_text_file(p, None, 2)`).
+            if *a == Data::None && !is_required(spec, &arg.name) {
+                continue;
+            }
+            arguments.insert(arg.name.clone(), to_json(a));
         }
-        arguments.insert(arg.name.clone(), to_json(a));
-    }
-    let conn = connection(&key, timeout).map_err(|e| {
-        fail(
-            "ToolFailed",
-            format!("{name}(): MCP server {server:?}: {e}"),
-        )
-    })?;
-    let peer = conn.peer().clone();
-    drop(conn);
-    let params = CallToolRequestParams::new(tool).with_arguments(arguments);
-    let result = match run_on(async move { peer.call_tool(params).await }, timeout) {
-        Err(McpSourceError::Timeout(_)) => {
-            // A hung server is killed; the next call starts a fresh one.
-            drop_connection(&key);
-            return Err(fail(
-                "Timeout",
-                format!("{name}() did not answer within {timeout:?} (MCP server {server:?})"),
-            ));
-        }
-        Err(e) => return Err(fail("ToolFailed", format!("{name}(): {e}"))),
-        Ok(Err(e)) => {
-            let closed = matches!(
-                e,
-                rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
-            ) || conns()
-                .lock()
-                .ok()
-                .and_then(|m| {
-                    m.get(&key)
-                        .map(|c| c.is_closed() || c.is_transport_closed())
-                })
-                .unwrap_or(true);
-            if closed {
-                drop_connection(&key);
-                return Err(fail(
-                    "ToolFailed",
-                    format!("{name}(): MCP server {server:?} died during the call"),
+        let conn = connection(st, &key, timeout).map_err(|e| {
+            ToolFailure::new(
+                "ToolFailed",
+                format!("{name}(): MCP server {server:?}: {e}"),
+            )
+        })?;
+        let peer = conn.peer().clone();
+        drop(conn);
+        let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+        let result = match run_on(st, async move { peer.call_tool(params).await }, timeout) {
+            Err(McpSourceError::Timeout(_)) => {
+                // A hung server is killed; the next call starts a fresh one.
+                drop_connection(st, &key);
+                return Err(ToolFailure::new(
+                    "Timeout",
+                    format!("{name}() did not answer within {timeout:?} (MCP server {server:?})"),
                 ));
             }
-            return Err(fail("ToolFailed", format!("{name}(): {e}")));
-        }
-        Ok(Ok(r)) => r,
-    };
-    result_to_data(name, &result)
+            Err(e) => return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}"))),
+            Ok(Err(e)) => {
+                let closed = matches!(
+                    e,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) || st
+                    .conns
+                    .lock()
+                    .ok()
+                    .and_then(|m| {
+                        m.get(&key)
+                            .map(|c| c.is_closed() || c.is_transport_closed())
+                    })
+                    .unwrap_or(true);
+                if closed {
+                    drop_connection(st, &key);
+                    return Err(ToolFailure::new(
+                        "ToolFailed",
+                        format!("{name}(): MCP server {server:?} died during the call"),
+                    ));
+                }
+                return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}")));
+            }
+            Ok(Ok(r)) => r,
+        };
+        result_to_data(name, &result)
+    }
 }
 
 /// What a server's `tools/call` result becomes for the program: the
@@ -901,19 +900,19 @@ pub fn result_to_data(name: &str, result: &CallToolResult) -> Result<Data, ToolF
         } else {
             text
         };
-        return Err(fail("ToolFailed", format!("{name}(): {msg}")));
+        return Err(ToolFailure::new("ToolFailed", format!("{name}(): {msg}")));
     }
     match &result.structured_content {
         Some(v) => from_plain(v, 0)
-            .map_err(|e| fail("ToolFailed", format!("{name}(): unusable result: {e}"))),
+            .map_err(|e| ToolFailure::new("ToolFailed", format!("{name}(): unusable result: {e}"))),
         None if result.content.is_empty() => Ok(Data::None),
         None => Ok(Data::Str(text)),
     }
 }
 
 /// The key under which `server` was discovered for `workspace`.
-fn server_key(server: &str, workspace: &Path) -> Option<ServerKey> {
-    let m = discovered().lock().ok()?;
+fn server_key(st: &McpServers, server: &str, workspace: &Path) -> Option<ServerKey> {
+    let m = st.discovered.lock().ok()?;
     let mut keys: Vec<&ServerKey> = m
         .keys()
         .filter(|k| k.name == server && k.workspace == workspace)
@@ -924,21 +923,56 @@ fn server_key(server: &str, workspace: &Path) -> Option<ServerKey> {
 
 /// Forget every cached discovery and stop every server (for tests and for
 /// long-running front ends that reload configuration).
-pub fn reset() {
-    if let Ok(mut m) = discovered().lock() {
+fn reset(st: &McpServers) {
+    if let Ok(mut m) = st.discovered.lock() {
         m.clear();
     }
-    let keys: Vec<ServerKey> = conns()
+    let keys: Vec<ServerKey> = st
+        .conns
         .lock()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     for k in keys {
-        drop_connection(&k);
+        drop_connection(st, &k);
+    }
+}
+
+impl McpServers {
+    /// Start every `[mcp_servers]` entry of `config` in `workspace` (once
+    /// per entry and workspace; a failed one is retried after a minute)
+    /// and add their tools to `config.tools`, so that the toolbox, profiles
+    /// and the validator know them. Builtins, `[[tools]]` and
+    /// `[[virtual_tools]]` keep their names; among servers the first (by
+    /// server name) wins; a shadowed tool is dropped. Warnings go to
+    /// stderr, once each.
+    pub fn start(&self, config: &mut Config, workspace: &Path) {
+        start(self, config, workspace);
+    }
+
+    /// Start (or reuse) every server of `config` and return their tools as
+    /// [`ToolSpec`]s (provider `mcp`, `provider_config = {server, tool,
+    /// required, timeout_ms}`), servers in name order. A server that cannot
+    /// be used is left out and reported in the second list (`"mcp server
+    /// NAME: why"`). Names are not deduplicated here; see
+    /// [`McpServers::start`].
+    pub fn discover(&self, config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String>) {
+        discover(self, config, workspace)
+    }
+
+    /// Start (or reuse) every server of `config` and report its jail and
+    /// whether it lists its tools (for `lackpy doctor`).
+    pub fn check(&self, config: &Config, workspace: &Path) -> Vec<ServerReport> {
+        check_servers(self, config, workspace)
+    }
+
+    /// Forget every discovery and stop every server (for tests and for
+    /// long-running front ends that reload configuration).
+    pub fn reset(&self) {
+        reset(self);
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -1073,7 +1107,7 @@ mod tests {
                 ..McpServer::default()
             },
         );
-        let (tools, warnings) = discover(&cfg, d.path());
+        let (tools, warnings) = McpServers::default().discover(&cfg, d.path());
         assert!(tools.is_empty());
         assert_eq!(warnings.len(), 2, "{warnings:?}");
     }
@@ -1093,7 +1127,16 @@ mod tests {
             provider: "command".into(),
             ..ToolSpec::default()
         });
-        extend_config(&mut cfg, &ws_path);
+        let st = McpServers::default();
+        st.start(&mut cfg, &ws_path);
+        let call = |spec: &ToolSpec, args: &[Data], ws: &Workspace| {
+            let Ok(lackpy_policy::config::Provider::Mcp(m)) =
+                lackpy_policy::config::Provider::of(spec)
+            else {
+                panic!("not an mcp tool");
+            };
+            st.call(&m, spec, args, ws, &RunContext::default())
+        };
         let tb = cfg.toolbox();
         assert_eq!(tb.get("echo").map(|t| t.provider.as_str()), Some("command"));
         let crash = tb.get("crash").cloned().unwrap();

@@ -52,7 +52,6 @@
 //! a provider as if it had been checked. [`check_spec`] reports the same
 //! error for a whole spec (for config checks).
 
-use crate::tools::fs::fail;
 use lackpy_policy::config::{ResolvedProfile, ToolSpec};
 use lackpy_policy::wire::{Data, FlatData, ToolFailure, MAX_DATA_DEPTH};
 use std::fmt;
@@ -409,7 +408,7 @@ pub fn check_spec(alias: &str, spec: &ToolSpec) -> Result<Vec<ArgType>, ToolFail
                         "tool argument declares an unknown type: calls are refused"
                     );
                 }
-                fail(
+                ToolFailure::new(
                     "ToolFailed",
                     format!(
                         "tool {alias:?} is misconfigured: argument {:?} declares type {:?}, \
@@ -534,15 +533,12 @@ pub fn authorize<'p>(
         }
         let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
         let what = if ty.admits_outer(d) {
-            format!(
-                "{} with an item of another type",
-                crate::tools::type_name(d)
-            )
+            format!("{} with an item of another type", d.type_name())
         } else {
-            crate::tools::type_name(d).to_string()
+            d.type_name().to_string()
         };
         return Err(refused(
-            fail(
+            ToolFailure::new(
                 "BadArgument",
                 format!("{name}() argument '{arg}' must be {ty}, not {what}"),
             ),
@@ -589,7 +585,7 @@ fn bind(
         let (n, m) = (positional.len(), arity);
         let plural = |k: usize| if k == 1 { "" } else { "s" };
         let were = if n == 1 { "was" } else { "were" };
-        let f = fail(
+        let f = ToolFailure::new(
             "BadArgument",
             format!(
                 "{name}() takes {m} positional argument{} but {n} {were} given",
@@ -603,7 +599,7 @@ fn bind(
     let back = |slots: Vec<Option<Data>>| slots.into_iter().flatten().collect::<Vec<_>>();
     for (k, v) in kwargs {
         let Some(i) = spec.args.iter().position(|a| a.name == k) else {
-            let f = fail(
+            let f = ToolFailure::new(
                 "BadArgument",
                 format!(
                     "{name}() got an unexpected keyword argument '{}'",
@@ -613,7 +609,7 @@ fn bind(
             return Err((f, back(slots)));
         };
         if slots[i].is_some() {
-            let f = fail(
+            let f = ToolFailure::new(
                 "BadArgument",
                 format!("{name}() got multiple values for argument '{k}'"),
             );
@@ -633,7 +629,7 @@ fn bind(
     });
     if let Some(i) = missing {
         let arg = spec.args.get(i).map_or("?", |a| a.name.as_str());
-        let f = fail(
+        let f = ToolFailure::new(
             "BadArgument",
             format!("{name}() missing required argument: '{arg}'"),
         );
@@ -652,11 +648,10 @@ fn optional_arg(spec: &ToolSpec, i: usize) -> bool {
     let Some(arg) = spec.args.get(i) else {
         return false;
     };
-    spec.provider == "mcp" && !crate::mcp_source::is_required(spec, &arg.name)
+    spec.provider == "mcp" && !crate::providers::mcp::is_required(spec, &arg.name)
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use lackpy_policy::config::ArgSpec;
@@ -1104,9 +1099,9 @@ mod tests {
             .resolve(
                 None,
                 Some(
-                    &crate::tools::BUILTINS
+                    &crate::tools::NAMES
                         .iter()
-                        .map(|b| b.0.to_string())
+                        .map(|b| b.to_string())
                         .collect::<Vec<_>>(),
                 ),
                 &lackpy_policy::config::Kits::default(),

@@ -29,9 +29,8 @@
 //! runs out of time fails with `Timeout` as soon as the deadline passes
 //! (the indexing thread stops after the file it is parsing).
 
-use super::super::tools::fs::{fail, openat2, Workspace};
-use super::Interrupt;
-use lackpy_policy::config::ToolSpec;
+use super::fs::{openat2, Workspace};
+use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::{Data, ToolFailure};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use std::collections::hash_map::RandomState;
@@ -146,57 +145,33 @@ fn cache() -> &'static Mutex<Cache> {
 /// # Errors
 /// `BadArgument` for a name that is not a (dotted) identifier, `TooLarge`
 /// beyond [`MAX_RESULTS`], `ToolFailed` for I/O failures.
-pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
-    let tool = spec.name.as_str();
-    let which = if is_codeintel(tool) {
-        tool.to_string()
-    } else {
-        // An aliased or renamed spec: the provider config names the function.
-        spec.provider_config
-            .get("function")
-            .and_then(|f| f.as_str())
-            .unwrap_or(tool)
-            .to_string()
-    };
-    let name = match args.first() {
-        Some(Data::Str(s)) => s.clone(),
-        Some(other) => {
-            return Err(fail(
-                "BadArgument",
-                format!(
-                    "{tool}() argument 'name' must be str, not {}",
-                    crate::tools::type_name(other)
-                ),
-            ))
-        }
-        None => {
-            return Err(fail(
-                "BadArgument",
-                format!("{tool}() missing required argument: 'name'"),
-            ))
-        }
-    };
+pub fn call(
+    function: &str,
+    name: &str,
+    ws: &Workspace,
+    run: &RunContext,
+) -> Result<Data, ToolFailure> {
+    let tool = function;
+    let which = function.to_string();
+    let name = name.to_string();
     if !valid_name(&name) {
-        return Err(fail(
+        return Err(ToolFailure::new(
             "BadArgument",
             format!("{tool}() argument 'name' must be a Python name such as 'load' or 'Config.load', not {name:?}"),
         ));
     }
     let root = open_root(ws)?;
-    let run = super::RunContext::current();
     let ctx = run.clone();
     let work = move || -> Result<Data, ToolFailure> {
-        ctx.enter(|| {
-            let indexed = index_tree(&root)?;
-            match which.as_str() {
-                "find_definitions" => definitions(&indexed, &name),
-                "find_callers" => callers(&indexed, &name),
-                other => Err(fail(
-                    "ToolFailed",
-                    format!("no code-intelligence function {other:?}"),
-                )),
-            }
-        })
+        let indexed = index_tree(&root, &ctx)?;
+        match which.as_str() {
+            "find_definitions" => definitions(&indexed, &name),
+            "find_callers" => callers(&indexed, &name),
+            other => Err(ToolFailure::new(
+                "ToolFailed",
+                format!("no code-intelligence function {other:?}"),
+            )),
+        }
     };
     // The indexer runs on its own thread (a large stack for the parser).
     // This thread waits for it and gives up when the run's deadline passes
@@ -208,11 +183,11 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
         .stack_size(STACK_BYTES)
         .spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-                .unwrap_or_else(|_| Err(fail("ToolFailed", "the indexer failed")));
+                .unwrap_or_else(|_| Err(ToolFailure::new("ToolFailed", "the indexer failed")));
             let _ = tx.send(r);
         })
         .map_err(|e| {
-            fail(
+            ToolFailure::new(
                 "ToolFailed",
                 format!("{tool}: cannot start the indexer: {e}"),
             )
@@ -232,7 +207,10 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
                 })?;
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(fail("ToolFailed", format!("{tool}: the indexer failed")))
+                return Err(ToolFailure::new(
+                    "ToolFailed",
+                    format!("{tool}: the indexer failed"),
+                ))
             }
         }
     }
@@ -258,7 +236,7 @@ fn dict(pairs: Vec<(&str, Data)>) -> Data {
 }
 
 fn too_many() -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "TooLarge",
         format!(
             "found more than {MAX_RESULTS} results (MAX_RESULTS); ask for a more specific name"
@@ -267,7 +245,7 @@ fn too_many() -> ToolFailure {
 }
 
 fn too_big() -> ToolFailure {
-    fail(
+    ToolFailure::new(
         "TooLarge",
         format!("found more than {MAX_RESULT_BYTES} bytes of results (MAX_RESULT_BYTES); ask for a more specific name"),
     )
@@ -342,7 +320,7 @@ fn callers(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolF
 // Finding and reading the files.
 
 fn cstr(s: &str) -> Result<CString, ToolFailure> {
-    CString::new(s).map_err(|_| fail("ToolFailed", "path with a NUL byte"))
+    CString::new(s).map_err(|_| ToolFailure::new("ToolFailed", "path with a NUL byte"))
 }
 
 fn list_dir(
@@ -373,7 +351,7 @@ const SKIP_DIRS: &[&str] = &["__pycache__", "node_modules", "site-packages"];
 /// The workspace root as a readable directory descriptor.
 fn open_root(ws: &Workspace) -> Result<OwnedFd, ToolFailure> {
     openat2(ws.fd(), &cstr(".")?, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| {
-        fail(
+        ToolFailure::new(
             "ToolFailed",
             format!(
                 "cannot open the workspace: {}",
@@ -388,8 +366,11 @@ fn open_root(ws: &Workspace) -> Result<OwnedFd, ToolFailure> {
 /// descriptor are open at a time: pending directories are kept as
 /// workspace-relative paths and reopened beneath `root` (`RESOLVE_BENEATH`,
 /// final component `O_NOFOLLOW`), so no tree shape can exhaust descriptors.
-fn index_tree(root: &OwnedFd) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailure> {
-    let mut clock = Interrupt::new();
+fn index_tree(
+    root: &OwnedFd,
+    run: &RunContext,
+) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailure> {
+    let mut clock = Interrupt::new(run);
     let mut out = Vec::new();
     let mut stack: Vec<String> = vec![String::new()];
     let mut dirs = 0usize;
@@ -399,7 +380,7 @@ fn index_tree(root: &OwnedFd) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailu
         clock.tick()?;
         dirs += 1;
         if dirs > MAX_DIRS {
-            return Err(fail(
+            return Err(ToolFailure::new(
                 "TooLarge",
                 format!("the workspace has more than {MAX_DIRS} directories to index (MAX_DIRS)"),
             ));
@@ -442,9 +423,9 @@ fn index_tree(root: &OwnedFd) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailu
                 }
             } else if ft.is_file() && name.ends_with(".py") {
                 // A file may cost a parse: look at the clock before each.
-                super::check_run()?;
+                clock.check()?;
                 if files >= MAX_FILES {
-                    return Err(fail(
+                    return Err(ToolFailure::new(
                         "TooLarge",
                         format!("the workspace has more than {MAX_FILES} Python files to index (MAX_FILES)"),
                     ));
@@ -462,7 +443,7 @@ fn index_tree(root: &OwnedFd) -> Result<Vec<(String, Arc<FileIndex>)>, ToolFailu
                 if let Some(src) = read_file(f) {
                     total = total.saturating_add(src.len() as u64);
                     if total > MAX_TOTAL_BYTES {
-                        return Err(fail(
+                        return Err(ToolFailure::new(
                             "TooLarge",
                             format!("the workspace has more than {MAX_TOTAL_BYTES} bytes of Python to index (MAX_TOTAL_BYTES)"),
                         ));
@@ -595,6 +576,26 @@ struct Indexer<'a> {
 }
 
 impl Indexer<'_> {
+    /// A `try` (or `try*`) statement's parts.
+    fn try_block(
+        &mut self,
+        body: &[Stmt],
+        handlers: &[ast::ExceptHandler],
+        orelse: &[Stmt],
+        finalbody: &[Stmt],
+    ) {
+        self.stmts(body);
+        for h in handlers {
+            let ast::ExceptHandler::ExceptHandler(h) = h;
+            if let Some(t) = &h.type_ {
+                self.expr(t);
+            }
+            self.stmts(&h.body);
+        }
+        self.stmts(orelse);
+        self.stmts(finalbody);
+    }
+
     fn line_of(&self, offset: usize) -> u32 {
         let i = self.line_starts.partition_point(|&s| s <= offset);
         u32::try_from(i).unwrap_or(u32::MAX)
@@ -939,30 +940,8 @@ impl Indexer<'_> {
                     self.expr(e);
                 }
             }
-            Stmt::Try(x) => {
-                self.stmts(&x.body);
-                for h in &x.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    if let Some(t) = &h.type_ {
-                        self.expr(t);
-                    }
-                    self.stmts(&h.body);
-                }
-                self.stmts(&x.orelse);
-                self.stmts(&x.finalbody);
-            }
-            Stmt::TryStar(x) => {
-                self.stmts(&x.body);
-                for h in &x.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    if let Some(t) = &h.type_ {
-                        self.expr(t);
-                    }
-                    self.stmts(&h.body);
-                }
-                self.stmts(&x.orelse);
-                self.stmts(&x.finalbody);
-            }
+            Stmt::Try(x) => self.try_block(&x.body, &x.handlers, &x.orelse, &x.finalbody),
+            Stmt::TryStar(x) => self.try_block(&x.body, &x.handlers, &x.orelse, &x.finalbody),
             Stmt::Assert(x) => {
                 self.expr(&x.test);
                 if let Some(m) = &x.msg {
@@ -1150,9 +1129,25 @@ impl Indexer<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use lackpy_policy::config::ToolSpec;
+
+    /// A call as the dispatcher makes it, outside any run.
+    fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
+        call_in(&RunContext::default(), spec, args, ws)
+    }
+
+    /// A call as the dispatcher makes it, in run `run`.
+    fn call_in(
+        run: &RunContext,
+        spec: &ToolSpec,
+        args: &[Data],
+        ws: &Workspace,
+    ) -> Result<Data, ToolFailure> {
+        let f = crate::providers::builtin_function(spec).unwrap_or_else(|| spec.name.clone());
+        crate::tools::call(&f, spec, args, ws, run)
+    }
 
     const SRC: &str = r#"import os
 
@@ -1400,16 +1395,31 @@ Config.load(
         let ws = Workspace::open(d.path()).unwrap();
         let arg = [Data::Str("target".into())];
         let past = Instant::now() - Duration::from_millis(1);
-        let e = super::super::with_run(past, None, || call(&spec("find_definitions"), &arg, &ws))
-            .unwrap_err();
+        let e = call_in(
+            &RunContext::new(past, None),
+            &spec("find_definitions"),
+            &arg,
+            &ws,
+        )
+        .unwrap_err();
         assert_eq!(e.type_name, "Timeout", "{}", e.message);
         let later = Instant::now() + Duration::from_secs(3600);
         let flag = Some(Arc::new(AtomicBool::new(true)));
-        let e = super::super::with_run(later, flag, || call(&spec("find_callers"), &arg, &ws))
-            .unwrap_err();
+        let e = call_in(
+            &RunContext::new(later, flag),
+            &spec("find_callers"),
+            &arg,
+            &ws,
+        )
+        .unwrap_err();
         assert_eq!(e.type_name, "Timeout");
         assert!(e.message.contains("cancelled"), "{}", e.message);
-        let ok = super::super::with_run(later, None, || call(&spec("find_definitions"), &arg, &ws));
+        let ok = call_in(
+            &RunContext::new(later, None),
+            &spec("find_definitions"),
+            &arg,
+            &ws,
+        );
         assert!(matches!(ok, Ok(Data::List(v)) if v.len() == 1));
     }
 
@@ -1427,9 +1437,12 @@ Config.load(
         let ws = Workspace::open(d.path()).unwrap();
         let t = Instant::now();
         let deadline = t + Duration::from_millis(100);
-        let r = super::super::with_run(deadline, None, || {
-            call(&spec("find_callers"), &[Data::Str("g".into())], &ws)
-        });
+        let r = call_in(
+            &RunContext::new(deadline, None),
+            &spec("find_callers"),
+            &[Data::Str("g".into())],
+            &ws,
+        );
         let took = t.elapsed();
         assert_eq!(r.unwrap_err().type_name, "Timeout");
         // Generous: the wait polls every 20 ms; the parse going on in the
