@@ -23,6 +23,8 @@
 //! (each chunk, in both directions) is bounded, so a peer that stalls
 //! mid-frame cannot hang the supervisor.
 
+#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+
 use bincode::{Decode, Encode};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
@@ -34,6 +36,12 @@ pub use lackpy_policy::wire::MAX_FRAME_BYTES;
 /// so a send never fails with `EMSGSIZE` without raising `SO_SNDBUF`, and
 /// big enough that an 8 MiB result needs only 128 messages.
 pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The descriptor a worker finds its IPC socket on (the zygote: its
+/// control socket). The supervisor's launch puts it there
+/// ([`crate::jail::Plan::for_launch`]), a zygote's forked worker moves its
+/// own socket there, and the seccomp filters allow socket I/O on it only.
+pub const IPC_FD: RawFd = 3;
 
 /// Bytes of the length prefix.
 const PREFIX: usize = 4;

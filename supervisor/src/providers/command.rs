@@ -436,6 +436,7 @@ pub fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, Tool
     jail.attach(&mut cmd);
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
         fail(
             "ToolFailed",
             format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),

@@ -11,13 +11,18 @@
 //! tests: in-process with an `Errno` mismatch action, and end to end by the
 //! probe role.
 
-use super::steps::IPC_FD;
-use super::JailError;
+use crate::ipc::IPC_FD;
+use super::{JailError, Step};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
+
+/// A seccomp failure (no errno: seccompiler's error says why).
+fn seccomp_err(e: impl std::fmt::Display) -> JailError {
+    JailError::detail(Step::Seccomp, e.to_string())
+}
 
 /// Which allowlist to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,7 +252,7 @@ pub fn compile_for_pid(
     own_pid: u32,
     mismatch: SeccompAction,
 ) -> Result<BpfProgram, JailError> {
-    let err = |e: &dyn std::fmt::Display| JailError::Seccomp(e.to_string());
+    let err = |e: &dyn std::fmt::Display| seccomp_err(e.to_string());
     let own_pid = u64::from(own_pid);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // A syscall with any unconditional row is allowed outright.
@@ -304,7 +309,7 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
     let normalize = |c: Cond| if c == Cond::OwnPid { Cond::Pid1 } else { c };
     let wanted = table(target);
     if let Some(a) = wanted.iter().find(|a| !zygote.iter().any(|z| z.nr == a.nr)) {
-        return Err(JailError::Seccomp(format!(
+        return Err(seccomp_err(format!(
             "{} is not in the zygote's filter, so no worker of it can have it",
             a.name
         )));
@@ -318,7 +323,7 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
     nrs.dedup();
     for nr in nrs {
         let nr32 = u32::try_from(nr)
-            .map_err(|_| JailError::Seccomp(format!("syscall number {nr} out of range")))?;
+            .map_err(|_| seccomp_err(format!("syscall number {nr} out of range")))?;
         let mut allowed: Vec<Cond> = zygote
             .iter()
             .filter(|a| a.nr == nr)
@@ -346,11 +351,11 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
                         .and_then(arg_test)
                 })
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(JailError::Seccomp)?;
+                .map_err(seccomp_err)?;
             denied.insert(nr32, tests);
         }
     }
-    emit_deny_list(&denied, u32::from(deny)).map_err(JailError::Seccomp)
+    emit_deny_list(&denied, u32::from(deny)).map_err(seccomp_err)
 }
 
 /// One argument test of a deny-list entry (the syscall is let through
@@ -508,10 +513,14 @@ fn emit_deny_list(
     Ok(out)
 }
 
-/// The reaper's allowlist: it waits for the jailed pid 1 and exits.
+/// The reaper's allowlist: it waits for the jailed pid 1 and ends as it
+/// ended (a program's parent re-raises pid 1's signal at itself).
 #[rustfmt::skip]
 pub const REAPER: &[Allow] = &[
     row("wait4",           libc::SYS_wait4,           Cond::Any, "waitpid for the jailed pid 1"),
+    row("rt_sigaction",    libc::SYS_rt_sigaction,    Cond::Any, "default disposition for the signal to re-raise"),
+    row("getpid",          libc::SYS_getpid,          Cond::Any, "re-raise at itself: kill(getpid(), sig)"),
+    row("kill",            libc::SYS_kill,            Cond::Any, "re-raise pid 1's signal at itself"),
     row("exit_group",      libc::SYS_exit_group,      Cond::Any, "exit with the child's status"),
     row("exit",            libc::SYS_exit,            Cond::Any, "thread exit"),
     row("rt_sigreturn",    libc::SYS_rt_sigreturn,    Cond::Any, "signal return"),
@@ -531,8 +540,8 @@ pub fn compile_reaper() -> Result<BpfProgram, JailError> {
         SeccompAction::Allow,
         arch(),
     )
-    .map_err(|e| JailError::Seccomp(e.to_string()))?;
-    BpfProgram::try_from(f).map_err(|e| JailError::Seccomp(e.to_string()))
+    .map_err(|e| seccomp_err(e.to_string()))?;
+    BpfProgram::try_from(f).map_err(|e| seccomp_err(e.to_string()))
 }
 
 /// Install `filter` on the calling thread; anything else kills the process.
@@ -541,7 +550,7 @@ pub fn compile_reaper() -> Result<BpfProgram, JailError> {
 /// [`JailError::Seccomp`] when compiling or `seccomp(2)` fails.
 pub fn install(filter: Filter) -> Result<(), JailError> {
     let prog = compile(filter, SeccompAction::KillProcess)?;
-    seccompiler::apply_filter(&prog).map_err(|e| JailError::Seccomp(e.to_string()))
+    seccompiler::apply_filter(&prog).map_err(|e| seccomp_err(e.to_string()))
 }
 
 #[cfg(test)]
