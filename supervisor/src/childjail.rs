@@ -218,6 +218,141 @@ pub fn project_root(file: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// Run `sh -c script` in `cwd` under the jail of `spec`: (exit code, stdout).
+    fn sh(spec: &Spec, cwd: &Path, script: &str) -> std::io::Result<(Option<i32>, String)> {
+        let jail = Jail::prepare(spec).map_err(std::io::Error::other)?;
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.args(["-c", script])
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        jail.attach(&mut cmd);
+        let out = cmd.output().map_err(JailError::explain_spawn)?;
+        Ok((out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned()))
+    }
+
+    fn base_spec() -> Spec {
+        Spec {
+            nofile: 64,
+            max_procs: 16,
+            ..Spec::default()
+        }
+    }
+
+    /// A program (here a shell, as a `command` tool or MCP server would be
+    /// started) runs under the one jail: pid 1 of its own pid namespace,
+    /// the workspace's `.lackpy` an empty unwritable directory, no /proc,
+    /// no home, no `/etc/shadow`.
+    #[test]
+    fn program_runs_in_the_one_jail() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join(".lackpy")).unwrap();
+        std::fs::write(ws.join(".lackpy/config.toml"), "secret").unwrap();
+        let spec = Spec {
+            read_write: vec![ws.clone()],
+            hide_control_of: Some(ws.clone()),
+            fsize: 1 << 20,
+            ..base_spec()
+        };
+        let script = "echo pid=$$; ls -A .lackpy; echo listed; \
+            cat .lackpy/config.toml && echo READ; \
+            echo x > .lackpy/new && echo WROTE; \
+            ls /proc >/dev/null 2>&1 && echo PROC; \
+            cat /etc/shadow >/dev/null 2>&1 && echo SHADOW; \
+            echo ok > here.txt && echo wrote-ws";
+        let (code, out) = sh(&spec, &ws, script).unwrap();
+        assert_eq!(code, Some(0), "{out}");
+        assert_eq!(out, "pid=1\nlisted\nwrote-ws\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".lackpy/config.toml")).unwrap(),
+            "secret"
+        );
+        assert!(!ws.join(".lackpy/new").exists());
+        assert!(ws.join("here.txt").exists());
+    }
+
+    /// Without `network`, a program has no network: not even the host's
+    /// loopback (its own network namespace, and landlock denies TCP).
+    #[test]
+    fn program_cannot_reach_the_network() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let d = tempfile::tempdir().unwrap();
+        // bash's /dev/tcp, else python3: the test needs one of them.
+        let connect = if Path::new("/bin/bash").exists() {
+            format!("/bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo CONNECTED")
+        } else {
+            assert!(
+                find_on_path("python3").is_some(),
+                "the network test needs bash or python3"
+            );
+            format!(
+                "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' && echo CONNECTED"
+            )
+        };
+        let mut spec = base_spec();
+        spec.read_exec = find_on_path("python3")
+            .map(|p| program_roots(&p))
+            .unwrap_or_default();
+        let (_, out) = sh(&spec, d.path(), &connect).unwrap();
+        assert_eq!(out, "", "a jailed program reached the host's loopback");
+        // The same command with `network` kept does connect: the check
+        // above can fail.
+        spec.network = true;
+        let (_, out) = sh(&spec, d.path(), &connect).unwrap();
+        assert_eq!(out, "CONNECTED\n");
+    }
+
+    /// A step that fails in the forked child reaches the parent with its
+    /// step, layer and errno: raising `RLIMIT_NOFILE` past the hard limit
+    /// (needs a capability of the host's user namespace) fails the
+    /// `rlimits` step.
+    #[test]
+    fn a_failing_step_names_step_and_layer() {
+        let d = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            nofile: 1 << 40,
+            ..base_spec()
+        };
+        let e = sh(&spec, d.path(), "true").unwrap_err();
+        let j = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<JailError>())
+            .unwrap_or_else(|| panic!("not a jail error: {e:?}"));
+        assert_eq!(j.step(), "rlimits");
+        assert_eq!(j.layer(), lackpy_worker::jail::Layer::Rlimits);
+        assert_eq!(j.errno(), libc::EPERM);
+        assert!(e.to_string().starts_with("rlimits: EPERM (1)"), "{e}");
+    }
+
+    /// A control directory swapped after it was checked is not covered
+    /// blindly: the child finds another inode and fails `hide_control`.
+    #[test]
+    fn a_swapped_control_dir_fails_hide_control() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join(".lackpy")).unwrap();
+        let spec = Spec {
+            hide_control_of: Some(ws.clone()),
+            ..base_spec()
+        };
+        let jail = Jail::prepare(&spec).unwrap();
+        std::fs::rename(ws.join(".lackpy"), ws.join("old")).unwrap();
+        std::fs::create_dir(ws.join(".lackpy")).unwrap();
+        let mut cmd = std::process::Command::new("/bin/true");
+        jail.attach(&mut cmd);
+        let e = cmd.status().map_err(JailError::explain_spawn).unwrap_err();
+        let j = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<JailError>())
+            .unwrap_or_else(|| panic!("not a jail error: {e:?}"));
+        assert_eq!((j.step(), j.errno()), ("hide_control", libc::ESTALE));
+        assert_eq!(j.layer(), lackpy_worker::jail::Layer::Namespaces);
+    }
+
     #[test]
     fn shebang_chains_and_projects() {
         let d = tempfile::tempdir().unwrap();
