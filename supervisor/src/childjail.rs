@@ -14,10 +14,14 @@
 //! spawn's error through [`JailError::explain_spawn`]); there is no
 //! unjailed fallback.
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
-pub use lackpy_worker::jail::{JailError, ProgramSpec as Spec, ETC_FILES, SYSTEM_DIRS};
 use lackpy_worker::jail::{ControlDir, Plan, Step};
+pub use lackpy_worker::jail::{JailError, ProgramSpec as Spec, ETC_FILES, SYSTEM_DIRS};
 use std::path::{Path, PathBuf};
 
 /// A [`Spec`] made ready to run between fork and exec (all allocation done).
@@ -230,7 +234,10 @@ mod tests {
             .stderr(std::process::Stdio::null());
         jail.attach(&mut cmd);
         let out = cmd.output().map_err(JailError::explain_spawn)?;
-        Ok((out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned()))
+        Ok((
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ))
     }
 
     fn base_spec() -> Spec {

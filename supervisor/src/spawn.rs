@@ -10,11 +10,15 @@
 //! worker as nobody (65534), tied to its spawning thread with
 //! `PR_SET_PDEATHSIG`. The worker then jails itself.
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 use lackpy_policy::wire::FromWorker;
-use lackpy_worker::ipc::{self, Channel, FrameError};
 pub use lackpy_worker::ipc::IPC_FD;
+use lackpy_worker::ipc::{self, Channel, FrameError};
 use lackpy_worker::jail::{JailError, JailSpec, Plan};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};

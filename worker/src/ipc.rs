@@ -23,7 +23,11 @@
 //! (each chunk, in both directions) is bounded, so a peer that stalls
 //! mid-frame cannot hang the supervisor.
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 use bincode::{Decode, Encode};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -588,7 +592,9 @@ pub fn send_fds(sock: RawFd, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()>
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
     let mut cbuf: CmsgBuf = [0; 8];
-    let fd_bytes = std::mem::size_of_val(fds) as u32;
+    // At most MAX_PASSED_FDS descriptors (checked above): a few bytes.
+    let fd_bytes = u32::try_from(std::mem::size_of_val(fds))
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr() as *mut libc::c_void,
         iov_len: bytes.len(),
@@ -667,8 +673,8 @@ pub fn recv_fds(
     let n = loop {
         // SAFETY: `msg` points at live buffers (iov, cbuf) for the call.
         let rc = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if rc >= 0 {
-            break rc as usize;
+        if let Ok(n) = usize::try_from(rc) {
+            break n;
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
@@ -926,7 +932,10 @@ mod tests {
             Err(FrameError::Malformed(_))
         ));
         // Full first chunk, then close: truncated.
-        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
+        let mut first = u32::try_from(CHUNK_BYTES * 2)
+            .unwrap()
+            .to_le_bytes()
+            .to_vec();
         first.resize(CHUNK_BYTES, 0);
         a.send_raw(&first, None).unwrap();
         drop(a);
@@ -940,7 +949,10 @@ mod tests {
     #[test]
     fn stalled_peer_times_out() {
         let (mut a, mut b) = pair();
-        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
+        let mut first = u32::try_from(CHUNK_BYTES * 2)
+            .unwrap()
+            .to_le_bytes()
+            .to_vec();
         first.resize(CHUNK_BYTES, 0);
         a.send_raw(&first, None).unwrap();
         let t0 = Instant::now();

@@ -22,7 +22,11 @@
 //! seccomp apply to the calling thread, and the pid-1 step forks): a
 //! worker on itself, or a forked child before exec.
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 mod plan;
 pub mod seccomp;
@@ -595,10 +599,7 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
     };
     let (uid, gid) = outer_ids();
     unshare_user()?;
-    write_id_maps(
-        &plan::id_map_line(0, uid),
-        &plan::id_map_line(0, gid),
-    )?;
+    write_id_maps(&plan::id_map_line(0, uid), &plan::id_map_line(0, gid))?;
     unshare_others(zygote_namespaces(spec.keep_net))?;
     pivot_to_empty_root()?;
     if spec.rlimits {
@@ -745,9 +746,15 @@ mod tests {
             assert_eq!((d.kind(), d.errno()), (s, libc::EACCES));
             assert_eq!(d.layer(), s.layer());
         }
-        assert_eq!(JailError::from_io(&std::io::Error::from_raw_os_error(libc::ENOENT)), None);
+        assert_eq!(
+            JailError::from_io(&std::io::Error::from_raw_os_error(libc::ENOENT)),
+            None
+        );
         let shown = JailError::explain_spawn(JailError::new(Step::Landlock, libc::EPERM).to_io());
-        assert!(shown.to_string().starts_with("landlock: EPERM (1)"), "{shown}");
+        assert!(
+            shown.to_string().starts_with("landlock: EPERM (1)"),
+            "{shown}"
+        );
         assert_eq!(shown.kind(), std::io::ErrorKind::PermissionDenied);
     }
 }

@@ -19,13 +19,17 @@
 //! `fork` and `exec`. (Compiling a seccomp filter allocates: only plans run
 //! by a single-threaded process on itself have one.)
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 use super::{seccomp, steps, Filter, JailError, JailSpec, JailStatus, LayerStatus, Step};
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// How the process left outside the new pid namespace (the parent of the
 /// confined pid 1) ends once pid 1 has ended. It closes every descriptor,
@@ -317,11 +321,12 @@ impl Plan {
     ///
     /// # Errors
     /// [`Step::Landlock`] when landlock is missing or refuses the rules.
-    pub fn for_program(spec: &ProgramSpec, control: Option<&ControlDir>) -> Result<Plan, JailError> {
-        let mut unshare = libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS
-            | libc::CLONE_NEWCGROUP
-            | libc::CLONE_NEWPID;
+    pub fn for_program(
+        spec: &ProgramSpec,
+        control: Option<&ControlDir>,
+    ) -> Result<Plan, JailError> {
+        let mut unshare =
+            libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWCGROUP | libc::CLONE_NEWPID;
         if !spec.network {
             unshare |= libc::CLONE_NEWNET;
         }
@@ -371,7 +376,11 @@ impl Plan {
                     libc::RLIMIT_CPU,
                     spec.cpu_seconds.unwrap_or(UNLIMITED),
                 ),
-                ("RLIMIT_AS", libc::RLIMIT_AS, spec.as_bytes.unwrap_or(UNLIMITED)),
+                (
+                    "RLIMIT_AS",
+                    libc::RLIMIT_AS,
+                    spec.as_bytes.unwrap_or(UNLIMITED),
+                ),
                 (
                     "RLIMIT_DATA",
                     libc::RLIMIT_DATA,

@@ -11,8 +11,8 @@
 //! tests: in-process with an `Errno` mismatch action, and end to end by the
 //! probe role.
 
-use crate::ipc::IPC_FD;
 use super::{JailError, Step};
+use crate::ipc::IPC_FD;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -211,14 +211,14 @@ fn test_of(cond: Cond, own_pid: u64) -> Option<(u8, SeccompCmpArgLen, SeccompCmp
     use SeccompCmpOp::{Eq, MaskedEq};
     Some(match cond {
         Cond::Any => return None,
-        Cond::IpcFd => (0, Dword, Eq, IPC_FD as u64),
+        Cond::IpcFd => (0, Dword, Eq, u64::from(IPC_FD.unsigned_abs())),
         Cond::Stderr => (0, Dword, Eq, 2),
         Cond::NoExec => (2, Dword, MaskedEq(libc::PROT_EXEC as u64), 0),
         Cond::Fionbio => (1, Dword, Eq, FIONBIO),
         Cond::OwnPid => (0, Dword, Eq, own_pid),
         Cond::CloneWorker => (0, Qword, Eq, super::ZYGOTE_CLONE_FLAGS),
         Cond::Pid1 => (0, Dword, Eq, 1),
-        Cond::PrctlOption(op) => (0, Dword, Eq, op as u64),
+        Cond::PrctlOption(op) => (0, Dword, Eq, u64::from(op.unsigned_abs())),
         Cond::GetFd => (1, Dword, Eq, libc::F_GETFD as u64),
     })
 }
@@ -237,7 +237,7 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
 /// [`JailError::Seccomp`] if seccompiler rejects the table.
 pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, JailError> {
     // SAFETY: getpid cannot fail.
-    let own_pid = unsafe { libc::getpid() } as u32;
+    let own_pid = unsafe { libc::getpid() }.unsigned_abs();
     compile_for_pid(filter, own_pid, mismatch)
 }
 
@@ -588,7 +588,7 @@ mod tests {
             let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
             r.push(("socket", sock, errno()));
             let w = unsafe { libc::write(1, b"x".as_ptr().cast(), 1) };
-            r.push(("write(1)", w as i32, errno()));
+            r.push(("write(1)", i32::try_from(w).unwrap_or(0), errno()));
             let m = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
@@ -607,11 +607,11 @@ mod tests {
             let k = unsafe { libc::kill(1, 0) };
             r.push(("kill", k, errno()));
             let p = unsafe { libc::syscall(libc::SYS_ptrace, 0, 0, 0, 0) };
-            r.push(("ptrace", p as i32, errno()));
+            r.push(("ptrace", i32::try_from(p).unwrap_or(0), errno()));
             let u = unsafe { libc::unshare(libc::CLONE_NEWUSER) };
             r.push(("unshare", u, errno()));
             let e = unsafe { libc::syscall(libc::SYS_execve, c"/bin/true".as_ptr(), 0, 0) };
-            r.push(("execve", e as i32, errno()));
+            r.push(("execve", i32::try_from(e).unwrap_or(0), errno()));
             r
         });
         for (name, rc, e) in results {
@@ -624,8 +624,8 @@ mod tests {
         under_filter(Filter::Executor, || {
             // Allocation, including growth that goes through mmap/mremap.
             let mut v: Vec<u8> = Vec::new();
-            for i in 0..(4 << 20) {
-                v.push(i as u8);
+            for i in 0..(4u32 << 20) {
+                v.push(i.to_le_bytes()[0]);
             }
             let mut m = std::collections::HashMap::new();
             m.insert("k", v.len());

@@ -7,7 +7,11 @@
 //! [`super::Plan::for_program`]) makes only raw, async-signal-safe
 //! syscalls on memory prepared before the fork: no allocation, no locks.
 
-#![deny(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::ptr_as_ptr)]
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 use super::plan::Rlimit;
 use super::{JailError, LayerStatus, Pid1Exit, Step};
@@ -96,7 +100,10 @@ pub fn unshare_others(flags: libc::c_int) -> Result<(), JailError> {
 /// parent already died before that was set. A raw `clone` (no fork
 /// handlers run): async-signal-safe, also in the child of a threaded
 /// process.
-pub fn fork_pid1(exit: Pid1Exit, reaper: Option<&seccompiler::BpfProgram>) -> Result<(), JailError> {
+pub fn fork_pid1(
+    exit: Pid1Exit,
+    reaper: Option<&seccompiler::BpfProgram>,
+) -> Result<(), JailError> {
     let mut pipe = [-1i32; 2];
     // SAFETY: `pipe` is a valid array of two ints.
     if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -573,14 +580,20 @@ pub fn landlock_ruleset(rules: &LandlockRules) -> Result<(OwnedFd, LayerStatus),
         .map_err(err)?
         .create()
         .map_err(err)?
-        .add_rules(path_beneath_rules(&rules.read_exec, AccessFs::from_read(newest)))
+        .add_rules(path_beneath_rules(
+            &rules.read_exec,
+            AccessFs::from_read(newest),
+        ))
         .map_err(err)?
         .add_rules(path_beneath_rules(
             &rules.read_only,
             AccessFs::ReadFile | AccessFs::ReadDir,
         ))
         .map_err(err)?
-        .add_rules(path_beneath_rules(&rules.read_write, AccessFs::from_all(newest)))
+        .add_rules(path_beneath_rules(
+            &rules.read_write,
+            AccessFs::from_all(newest),
+        ))
         .map_err(err)?;
     if rules.devices {
         created = created
@@ -621,13 +634,7 @@ pub fn landlock_ruleset(rules: &LandlockRules) -> Result<(OwnedFd, LayerStatus),
 /// Enforce a ruleset built by [`landlock_ruleset`] on this thread.
 pub fn restrict_landlock(ruleset: &OwnedFd) -> Result<(), JailError> {
     // SAFETY: the ruleset fd is open (borrowed); flags 0.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            ruleset.as_raw_fd(),
-            0u32,
-        )
-    };
+    let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
     check(Step::Landlock, "landlock_restrict_self", rc)
 }
 
@@ -712,7 +719,11 @@ pub fn die_with_parent() -> Result<(), JailError> {
     let sig = libc::c_ulong::from(libc::SIGKILL.unsigned_abs());
     // SAFETY: prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) };
-    check(Step::DieWithParent, "PR_SET_PDEATHSIG", libc::c_long::from(rc))
+    check(
+        Step::DieWithParent,
+        "PR_SET_PDEATHSIG",
+        libc::c_long::from(rc),
+    )
 }
 
 /// Why (worker launch): the worker finds its IPC socket on a fixed
