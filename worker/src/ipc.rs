@@ -434,14 +434,8 @@ impl Channel {
                     0
                 };
             let chunk = self.buf.as_mut_slice();
-            let mut iov = libc::iovec {
-                iov_base: chunk.as_mut_ptr().cast(),
-                iov_len: chunk.len(),
-            };
-            // SAFETY: an all-zero msghdr is a valid "no name, no control" header.
-            let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-            hdr.msg_iov = &mut iov;
-            hdr.msg_iovlen = 1;
+            let mut iov = iovec_of(chunk);
+            let mut hdr = msghdr_of(&mut iov);
             // SAFETY: `hdr` points at one iovec describing `self.buf` (`chunk`), which
             // stays alive and unaliased for the duration of the call.
             let rc = unsafe { libc::recvmsg(fd, &mut hdr, flags) };
@@ -582,6 +576,23 @@ pub const MAX_PASSED_FDS: usize = 4;
 /// (u64 elements keep it aligned for `cmsghdr`).
 type CmsgBuf = [u64; 8];
 
+/// An iovec over `buf`, to receive into.
+fn iovec_of(buf: &mut [u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    }
+}
+
+/// A message header with one iovec, no name and no control data (yet).
+fn msghdr_of(iov: &mut libc::iovec) -> libc::msghdr {
+    // SAFETY: an all-zero msghdr is a valid "no name, no control" header.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_iov = iov;
+    hdr.msg_iovlen = 1;
+    hdr
+}
+
 /// Send one seqpacket message `bytes` with `fds` attached (`SCM_RIGHTS`).
 /// Used only between the supervisor and its zygote (see `crate::zygote`).
 ///
@@ -660,14 +671,8 @@ pub fn recv_fds(
         }
     }
     let mut cbuf: CmsgBuf = [0; 8];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: msghdr is plain data; every field we rely on is set below.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    let mut iov = iovec_of(buf);
+    let mut msg = msghdr_of(&mut iov);
     msg.msg_control = cbuf.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of::<CmsgBuf>() as _;
     let n = loop {
@@ -932,11 +937,7 @@ mod tests {
             Err(FrameError::Malformed(_))
         ));
         // Full first chunk, then close: truncated.
-        let mut first = u32::try_from(CHUNK_BYTES * 2)
-            .unwrap()
-            .to_le_bytes()
-            .to_vec();
-        first.resize(CHUNK_BYTES, 0);
+        let first = full_first_chunk();
         a.send_raw(&first, None).unwrap();
         drop(a);
         assert!(matches!(
@@ -946,14 +947,20 @@ mod tests {
         assert!(matches!(b.recv_payload(None), Err(FrameError::Closed)));
     }
 
-    #[test]
-    fn stalled_peer_times_out() {
-        let (mut a, mut b) = pair();
+    /// A full first chunk announcing a two-chunk frame.
+    fn full_first_chunk() -> Vec<u8> {
         let mut first = u32::try_from(CHUNK_BYTES * 2)
             .unwrap()
             .to_le_bytes()
             .to_vec();
         first.resize(CHUNK_BYTES, 0);
+        first
+    }
+
+    #[test]
+    fn stalled_peer_times_out() {
+        let (mut a, mut b) = pair();
+        let first = full_first_chunk();
         a.send_raw(&first, None).unwrap();
         let t0 = Instant::now();
         let r = b.recv_payload(Some(Instant::now() + Duration::from_millis(100)));

@@ -588,12 +588,7 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
     }
     // Built first: it allocates and opens a descriptor.
     let ruleset = if spec.landlock {
-        let rules = LandlockRules {
-            handle_net: true,
-            connect_port: spec.connect_port,
-            ..LandlockRules::default()
-        };
-        Some(landlock_ruleset(&rules)?.0)
+        Some(landlock_ruleset(true, spec.connect_port, None)?.0)
     } else {
         None
     };

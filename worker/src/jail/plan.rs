@@ -239,12 +239,7 @@ impl Plan {
         let ns = spec.namespaces;
         let abi = steps::landlock_abi();
         let landlock = if spec.landlock {
-            let rules = steps::LandlockRules {
-                handle_net: true,
-                connect_port: spec.connect_port,
-                ..steps::LandlockRules::default()
-            };
-            Some(steps::landlock_ruleset(&rules)?)
+            Some(steps::landlock_ruleset(true, spec.connect_port, None)?)
         } else {
             None
         };
@@ -344,24 +339,12 @@ impl Plan {
                 }
             }
         };
-        let rules = steps::LandlockRules {
-            handle_net: !spec.network,
-            connect_port: None,
-            read_exec: SYSTEM_DIRS
-                .iter()
-                .map(PathBuf::from)
-                .chain(spec.read_exec.iter().cloned())
-                .collect(),
-            read_only: ETC_FILES
-                .iter()
-                .map(PathBuf::from)
-                .chain(spec.read_only.iter().cloned())
-                .collect(),
-            read_write: spec.read_write.clone(),
-            devices: true,
-        };
         let (uid, gid) = steps::outer_ids();
-        let (ruleset, landlock) = ruleset_parts(Some(steps::landlock_ruleset(&rules)?));
+        let (ruleset, landlock) = ruleset_parts(Some(steps::landlock_ruleset(
+            !spec.network,
+            None,
+            Some(spec),
+        )?));
         Ok(Plan {
             ipc_socket: None,
             user_ns: Some((id_map_line(uid, uid), id_map_line(gid, gid))),

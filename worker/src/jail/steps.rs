@@ -13,12 +13,11 @@
     clippy::ptr_as_ptr
 )]
 
-use super::plan::Rlimit;
+use super::plan::{ProgramSpec, Rlimit, ETC_FILES, SYSTEM_DIRS};
 use super::{JailError, LayerStatus, Pid1Exit, Step};
 use crate::ipc::IPC_FD;
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
@@ -535,33 +534,22 @@ pub fn landlock_abi() -> u8 {
     u8::try_from(v).unwrap_or(0)
 }
 
-/// What a landlock ruleset allows. Every filesystem right is handled (and
-/// every TCP right when `handle_net`), signals and abstract unix sockets
-/// are scoped to the jail; only the rules below are allowed.
-#[derive(Debug, Default)]
-pub struct LandlockRules {
-    /// Handle (deny) TCP bind and connect.
-    pub handle_net: bool,
-    /// The one TCP port the process may connect to.
-    pub connect_port: Option<u16>,
-    /// Read and execute beneath these paths.
-    pub read_exec: Vec<PathBuf>,
-    /// Read files and list directories beneath these paths.
-    pub read_only: Vec<PathBuf>,
-    /// Every filesystem right beneath these paths.
-    pub read_write: Vec<PathBuf>,
-    /// Read/write `/dev/null`, read `/dev/urandom`, `/dev/random`, `/dev/zero`.
-    pub devices: bool,
-}
-
-/// Why: an independent second wall. Handling every filesystem and TCP
-/// right with only `rules` allowed denies everything else (a worker has no
-/// rule at all; an inferencer one: TCP connect to its model endpoint's
-/// port); scoping stops signals and abstract unix sockets towards anything
-/// outside the sandbox. Built before the jail runs (it allocates); the
-/// ruleset's descriptor and what enforcing it will amount to (partial on a
-/// kernel below ABI 6, which cannot handle every right).
-pub fn landlock_ruleset(rules: &LandlockRules) -> Result<(OwnedFd, LayerStatus), JailError> {
+/// Why: an independent second wall. Every filesystem right is handled
+/// (and every TCP right when `handle_net`), and signals and abstract unix
+/// sockets are scoped to the jail; allowed is only what the rules name. A
+/// worker has no rule at all (an inferencer one: TCP connect to
+/// `connect_port`, its model endpoint's); a program (`program`) may read
+/// and execute beneath [`SYSTEM_DIRS`] and its `read_exec` paths, read
+/// [`ETC_FILES`] and its `read_only` paths, read/write `/dev/null`, read
+/// `/dev/{u,}random` and `/dev/zero`, and do anything beneath its
+/// `read_write` paths. Built before the jail runs (it allocates): the
+/// ruleset's descriptor and what enforcing it will amount to (partial on
+/// a kernel below ABI 6, which cannot handle every right).
+pub fn landlock_ruleset(
+    handle_net: bool,
+    connect_port: Option<u16>,
+    program: Option<&ProgramSpec>,
+) -> Result<(OwnedFd, LayerStatus), JailError> {
     use landlock::{
         path_beneath_rules, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr,
         RulesetCreatedAttr, Scope, ABI,
@@ -572,31 +560,33 @@ pub fn landlock_ruleset(rules: &LandlockRules) -> Result<(OwnedFd, LayerStatus),
     let mut rs = Ruleset::default()
         .handle_access(AccessFs::from_all(newest))
         .map_err(err)?;
-    if rules.handle_net {
+    if handle_net {
         rs = rs.handle_access(AccessNet::from_all(newest)).map_err(err)?;
     }
     let mut created = rs
         .scope(Scope::from_all(newest))
         .map_err(err)?
         .create()
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            &rules.read_exec,
-            AccessFs::from_read(newest),
-        ))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            &rules.read_only,
-            AccessFs::ReadFile | AccessFs::ReadDir,
-        ))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            &rules.read_write,
-            AccessFs::from_all(newest),
-        ))
         .map_err(err)?;
-    if rules.devices {
+    if let Some(p) = program {
+        let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
         created = created
+            .add_rules(path_beneath_rules(SYSTEM_DIRS, AccessFs::from_read(newest)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                &p.read_exec,
+                AccessFs::from_read(newest),
+            ))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(ETC_FILES, read_only))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(&p.read_only, read_only))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                &p.read_write,
+                AccessFs::from_all(newest),
+            ))
+            .map_err(err)?
             .add_rules(path_beneath_rules(
                 ["/dev/null"],
                 AccessFs::ReadFile | AccessFs::WriteFile,
@@ -608,7 +598,7 @@ pub fn landlock_ruleset(rules: &LandlockRules) -> Result<(OwnedFd, LayerStatus),
             ))
             .map_err(err)?;
     }
-    if let Some(port) = rules.connect_port {
+    if let Some(port) = connect_port {
         created = created
             .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
             .map_err(err)?;
@@ -659,15 +649,11 @@ pub const ZYGOTE_NOFILE: u64 = 1100;
 /// memory, and its address space is bounded like a worker's; CPU and NPROC
 /// stay as they are because it lives long and forks (each child sets its
 /// own with [`worker_rlimits`]).
-pub fn zygote_rlimits(as_bytes: u64) -> [Rlimit; 6] {
-    [
-        ("RLIMIT_AS", libc::RLIMIT_AS, as_bytes),
-        ("RLIMIT_CORE", libc::RLIMIT_CORE, 0),
-        ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, ZYGOTE_NOFILE),
-        ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, 0),
-        ("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK, 0),
-        ("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE, 0),
-    ]
+pub fn zygote_rlimits(as_bytes: u64) -> Vec<Rlimit> {
+    worker_rlimits(as_bytes, 0, ZYGOTE_NOFILE)
+        .into_iter()
+        .filter(|(_, res, _)| *res != libc::RLIMIT_CPU && *res != libc::RLIMIT_NPROC)
+        .collect()
 }
 
 fn capset(effective: u32, permitted: u32) -> Result<(), JailError> {
