@@ -391,7 +391,7 @@ impl Plan {
             landlock,
             landlock_abi: 0,
             // Nothing but stdio crosses exec.
-            close_fds: Some((3, true)),
+            close_fds: Some((libc::STDERR_FILENO.unsigned_abs() + 1, true)),
             seccomp: None,
         })
     }
