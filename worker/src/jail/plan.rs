@@ -33,15 +33,17 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// How the process left outside the new pid namespace (the parent of the
 /// confined pid 1) ends once pid 1 has ended. It closes every descriptor,
-/// is confined to waiting (no new privileges, no core dump, the reaper's
-/// seccomp filter) and never returns into the caller.
+/// sets no new privileges and no core dump, installs the plan's reaper
+/// filter if it has one, waits, and never returns into the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pid1Exit {
     /// Exit with pid 1's code, or 128+N when signal N killed it (a
     /// worker's reaper; the supervisor reads 128+N as the signal).
     Code,
     /// Die of the signal that killed pid 1 (a program's parent: whoever
-    /// waits for it sees the program's own death).
+    /// waits for it sees the program's own death). Needs `kill` and
+    /// `rt_sigaction`, which the reaper filter does not allow: plans that
+    /// end this way have no reaper filter.
     SameSignal,
 }
 
@@ -350,7 +352,10 @@ impl Plan {
             user_ns: Some((id_map_line(uid, uid), id_map_line(gid, gid))),
             unshare,
             pid1: Some(Pid1Exit::SameSignal),
-            reaper: reaper_filter(),
+            // No filter on a program's parent: it runs only our own code,
+            // and a seccomp filter on it made every command call ~0.9 ms
+            // slower (measured: a command tool called 20 times per run).
+            reaper: None,
             root,
             rlimits: vec![
                 ("RLIMIT_CORE", libc::RLIMIT_CORE, 0),

@@ -513,14 +513,10 @@ fn emit_deny_list(
     Ok(out)
 }
 
-/// The reaper's allowlist: it waits for the jailed pid 1 and ends as it
-/// ended (a program's parent re-raises pid 1's signal at itself).
+/// The reaper's allowlist: it waits for the jailed pid 1 and exits.
 #[rustfmt::skip]
 pub const REAPER: &[Allow] = &[
     row("wait4",           libc::SYS_wait4,           Cond::Any, "waitpid for the jailed pid 1"),
-    row("rt_sigaction",    libc::SYS_rt_sigaction,    Cond::Any, "default disposition for the signal to re-raise"),
-    row("getpid",          libc::SYS_getpid,          Cond::Any, "re-raise at itself: kill(getpid(), sig)"),
-    row("kill",            libc::SYS_kill,            Cond::Any, "re-raise pid 1's signal at itself"),
     row("exit_group",      libc::SYS_exit_group,      Cond::Any, "exit with the child's status"),
     row("exit",            libc::SYS_exit,            Cond::Any, "thread exit"),
     row("rt_sigreturn",    libc::SYS_rt_sigreturn,    Cond::Any, "signal return"),
