@@ -246,3 +246,22 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed step is hinted at by its own layer, not by the layer the
+    /// probe had on: `no_new_privs` failing with only `namespaces` on is no
+    /// namespace problem.
+    #[test]
+    fn hints_follow_the_failed_steps_layer() {
+        let for_step = |s: &str| Step::from_name(s).map(|s| hint(s.layer()));
+        assert_eq!(for_step("no_new_privs"), Some(hint(Layer::Base)));
+        assert_eq!(for_step("capabilities"), Some(hint(Layer::Base)));
+        assert_ne!(hint(Layer::Base), hint(Layer::Namespaces));
+        assert_eq!(for_step("userns"), Some(hint(Layer::Namespaces)));
+        assert_eq!(for_step("landlock"), Some(hint(Layer::Landlock)));
+        assert_eq!(for_step("rlimits"), Some(hint(Layer::Rlimits)));
+    }
+}
