@@ -578,42 +578,16 @@ impl fmt::Debug for ZygoteJail {
 /// # Errors
 /// The first step that failed.
 pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
-    use steps::*;
-    if !spec.namespaces {
-        return Err(JailError::at(
-            Step::Namespaces,
-            "a zygote needs the namespaces layer",
-            libc::EINVAL,
-        ));
-    }
-    // Built first: it allocates and opens a descriptor.
-    let ruleset = if spec.landlock {
-        Some(landlock_ruleset(true, spec.connect_port, None)?.0)
-    } else {
-        None
-    };
-    let (uid, gid) = outer_ids();
-    unshare_user()?;
-    write_id_maps(&plan::id_map_line(0, uid), &plan::id_map_line(0, gid))?;
-    unshare_others(zygote_namespaces(spec.keep_net))?;
-    pivot_to_empty_root()?;
-    if spec.rlimits {
-        set_rlimits(&zygote_rlimits(spec.as_bytes))?;
-    }
-    set_no_new_privs()?;
-    keep_only_sys_admin()?;
-    if let Some(ruleset) = ruleset {
-        restrict_landlock(&ruleset)?;
-    }
-    close_inherited_fds(plan::first_closed_fd(), false)?;
-    let sigchld = sigchld_fd()?;
+    // Compiled first (it allocates): the filter each worker stacks.
     let child_filter = match spec.seccomp {
         Some(f) => Some(seccomp::compile_zygote_child(f)?),
         None => None,
     };
-    if spec.seccomp.is_some() {
-        seccomp::install(Filter::Zygote)?;
-    }
+    let plan = Plan::for_zygote(spec)?;
+    plan.run()?;
+    let sigchld = plan
+        .take_sigchld()
+        .ok_or_else(|| JailError::at(Step::Sigchld, "signalfd", libc::EBADF))?;
     Ok(ZygoteJail {
         child_filter,
         rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),

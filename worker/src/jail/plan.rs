@@ -80,6 +80,19 @@ pub struct ControlDir {
     pub ino: u64,
 }
 
+/// What the capability step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caps {
+    /// Nothing (a program's uid inside is its own: exec drops them).
+    Keep,
+    /// Lock securebits, empty the bounding and ambient sets and every
+    /// capability set (a worker).
+    DropAll,
+    /// As `DropAll`, but `CAP_SYS_ADMIN` stays effective (the zygote: it
+    /// gives each forked worker a pid namespace).
+    KeepSysAdmin,
+}
+
 /// One rlimit to set: its name (for errors), resource and value.
 pub(super) type Rlimit = (&'static str, libc::__rlimit_resource_t, u64);
 
@@ -104,8 +117,7 @@ pub struct Plan {
     /// `PR_SET_PDEATHSIG` (after the uid change, which clears it).
     die_with_parent: bool,
     no_new_privs: bool,
-    /// Lock securebits, empty bounding, ambient and every capability set.
-    drop_capabilities: bool,
+    capabilities: Caps,
     /// The landlock ruleset's descriptor (-1: none), taken and closed
     /// when enforced (an atomic so that a shared plan can run: a
     /// `pre_exec` hook must be `Sync`).
@@ -117,6 +129,10 @@ pub struct Plan {
     /// Descriptors from this number up are closed (or, before an exec,
     /// marked close-on-exec).
     close_fds: Option<(u32, bool)>,
+    /// Create the zygote's SIGCHLD descriptor (after the descriptor step);
+    /// it is left in `sigchld_fd` (-1: none) for [`Plan::take_sigchld`].
+    sigchld: bool,
+    sigchld_fd: AtomicI32,
     /// The allowlist to install last (allocates: self-jail only).
     seccomp: Option<Filter>,
 }
@@ -261,13 +277,58 @@ impl Plan {
             as_nobody: false,
             die_with_parent: false,
             no_new_privs: true,
-            drop_capabilities: true,
+            capabilities: Caps::DropAll,
             ruleset,
             landlock,
             landlock_abi: abi,
             close_fds: Some((first_closed_fd(), false)),
+            sigchld: false,
+            sigchld_fd: AtomicI32::new(-1),
             seccomp: spec.seccomp,
         })
+    }
+
+    /// The jail a zygote puts itself in (after exec), per its workers'
+    /// `spec`: every layer a worker gets — user, mount (empty read-only
+    /// root), net, ipc, uts and cgroup namespaces, no new privileges,
+    /// landlock, descriptors closed, seccomp — except that it stays in the
+    /// supervisor's pid namespace (no pid-1 fork), its rlimits let it live
+    /// long and fork ([`steps::zygote_rlimits`]), it keeps `CAP_SYS_ADMIN`
+    /// in its own user namespace, it gets a SIGCHLD descriptor, and its
+    /// filter is [`Filter::Zygote`].
+    ///
+    /// # Errors
+    /// [`Step::Namespaces`] without the namespaces layer (a zygote is
+    /// pointless without it); [`Step::Landlock`] when the ruleset cannot
+    /// be built.
+    pub fn for_zygote(spec: &JailSpec) -> Result<Plan, JailError> {
+        if !spec.namespaces {
+            return Err(JailError::at(
+                Step::Namespaces,
+                "a zygote needs the namespaces layer",
+                libc::EINVAL,
+            ));
+        }
+        let mut plan = Plan::for_worker(spec)?;
+        plan.unshare = steps::zygote_namespaces(spec.keep_net);
+        plan.pid1 = None;
+        plan.reaper = None;
+        plan.rlimits = if spec.rlimits {
+            steps::zygote_rlimits(spec.as_bytes)
+        } else {
+            Vec::new()
+        };
+        plan.capabilities = Caps::KeepSysAdmin;
+        plan.sigchld = true;
+        plan.seccomp = spec.seccomp.map(|_| Filter::Zygote);
+        Ok(plan)
+    }
+
+    /// The SIGCHLD descriptor [`Plan::run`] created (a zygote's plan), once.
+    pub fn take_sigchld(&self) -> Option<OwnedFd> {
+        let fd = self.sigchld_fd.swap(-1, Ordering::Relaxed);
+        // SAFETY: the plan owned this descriptor and gave it up (swap).
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
     /// The supervisor's forked child of any exec'd worker (executor,
@@ -288,11 +349,13 @@ impl Plan {
             as_nobody,
             die_with_parent: true,
             no_new_privs: false,
-            drop_capabilities: false,
+            capabilities: Caps::Keep,
             ruleset: AtomicI32::new(-1),
             landlock: LayerStatus::Off,
             landlock_abi: 0,
             close_fds: Some((first_closed_fd(), true)),
+            sigchld: false,
+            sigchld_fd: AtomicI32::new(-1),
             seccomp: None,
         }
     }
@@ -391,12 +454,14 @@ impl Plan {
             as_nobody: false,
             die_with_parent: false,
             no_new_privs: true,
-            drop_capabilities: false,
+            capabilities: Caps::Keep,
             ruleset,
             landlock,
             landlock_abi: 0,
             // Nothing but stdio crosses exec.
             close_fds: Some((libc::STDERR_FILENO.unsigned_abs() + 1, true)),
+            sigchld: false,
+            sigchld_fd: AtomicI32::new(-1),
             seccomp: None,
         })
     }
@@ -449,8 +514,10 @@ impl Plan {
         if self.no_new_privs {
             set_no_new_privs()?;
         }
-        if self.drop_capabilities {
-            drop_capabilities()?;
+        match self.capabilities {
+            Caps::Keep => {}
+            Caps::DropAll => drop_capabilities()?,
+            Caps::KeepSysAdmin => keep_only_sys_admin()?,
         }
         // 6. Landlock, with the ruleset built beforehand.
         let ruleset = self.ruleset.swap(-1, Ordering::Relaxed);
@@ -465,6 +532,10 @@ impl Plan {
         // 7. No inherited descriptor beyond the kept ones.
         if let Some((first, cloexec)) = self.close_fds {
             close_inherited_fds(first, cloexec)?;
+        }
+        if self.sigchld {
+            let fd = sigchld_fd()?;
+            self.sigchld_fd.store(fd.into_raw_fd(), Ordering::Relaxed);
         }
         // 8. seccomp LAST: from here on only the allowlisted syscalls exist.
         let seccomp = match self.seccomp {
@@ -519,10 +590,12 @@ impl Plan {
 
 impl Drop for Plan {
     fn drop(&mut self) {
-        let fd = self.ruleset.swap(-1, Ordering::Relaxed);
-        if fd >= 0 {
-            // SAFETY: the plan still owns this descriptor (never taken).
-            drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        for owned in [&self.ruleset, &self.sigchld_fd] {
+            let fd = owned.swap(-1, Ordering::Relaxed);
+            if fd >= 0 {
+                // SAFETY: the plan still owns this descriptor (never taken).
+                drop(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
         }
     }
 }
