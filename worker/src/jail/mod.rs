@@ -542,25 +542,14 @@ pub const ZYGOTE_CLONE_FLAGS_NO_SECCOMP: u64 =
     ZYGOTE_CLONE_FLAGS | libc::CLONE_NEWIPC.unsigned_abs() as u64;
 
 /// What [`enter_zygote`] prepared for the workers it will fork.
+#[derive(Debug)]
 pub struct ZygoteJail {
-    /// The filter each worker stacks on the zygote's, compiled once
-    /// ([`seccomp::compile_zygote_child`]: together they allow exactly the
-    /// executor list for pid 1); `None` when the seccomp layer is lowered.
-    child_filter: Option<seccompiler::BpfProgram>,
-    /// The worker rlimits (`None` when the rlimits layer is lowered).
-    rlimits: Option<(u64, u64)>,
+    /// Each forked worker's rest of the jail ([`Plan::for_zygote_worker`]).
+    worker: Plan,
+    /// Whether the workers stack a filter (the seccomp layer is on).
+    filtered: bool,
     /// Readable when a worker exited (SIGCHLD, blocked, via signalfd).
     sigchld: std::os::fd::OwnedFd,
-}
-
-impl fmt::Debug for ZygoteJail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ZygoteJail")
-            .field("child_filter", &self.child_filter.as_ref().map(Vec::len))
-            .field("rlimits", &self.rlimits)
-            .field("sigchld", &self.sigchld)
-            .finish()
-    }
 }
 
 /// Confine the calling (single-threaded) process as a *zygote*: the long-lived
@@ -589,8 +578,8 @@ pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
         .take_sigchld()
         .ok_or_else(|| JailError::at(Step::Sigchld, "signalfd", libc::EBADF))?;
     Ok(ZygoteJail {
-        child_filter,
-        rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),
+        filtered: child_filter.is_some(),
+        worker: Plan::for_zygote_worker(spec, child_filter),
         sigchld,
     })
 }
@@ -600,7 +589,7 @@ impl ZygoteJail {
     /// [`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`] when the seccomp layer is lowered
     /// (no child filter).
     pub fn clone_flags(&self) -> u64 {
-        if self.child_filter.is_some() {
+        if self.filtered {
             ZYGOTE_CLONE_FLAGS
         } else {
             ZYGOTE_CLONE_FLAGS_NO_SECCOMP
@@ -614,28 +603,15 @@ impl ZygoteJail {
     }
 
     /// In a freshly forked worker (pid 1 of its own pid namespace, its
-    /// socket already on [`crate::ipc::IPC_FD`]): die with the zygote, close every other
-    /// descriptor, set the worker rlimits (NPROC=0 from here on), drop the
-    /// last capability, and install the worker's filter last (stacked on
-    /// the inherited zygote filter, the pair allows exactly the executor
-    /// list).
+    /// socket already on [`crate::ipc::IPC_FD`]): run the rest of its jail
+    /// ([`Plan::for_zygote_worker`]: rlimits, death with the zygote, the
+    /// last capability dropped, descriptors, SIGCHLD, the worker's filter
+    /// stacked last).
     ///
     /// # Errors
     /// The first step that failed.
     pub fn confine_worker(&self) -> Result<(), JailError> {
-        use steps::*;
-        die_with_parent()?;
-        unblock_sigchld()?;
-        close_inherited_fds(plan::first_closed_fd(), false)?;
-        if let Some((as_bytes, cpu)) = self.rlimits {
-            set_rlimits(&worker_rlimits(as_bytes, cpu, plan::WORKER_NOFILE))?;
-        }
-        clear_capabilities()?;
-        if let Some(prog) = &self.child_filter {
-            seccompiler::apply_filter(prog)
-                .map_err(|e| JailError::detail(Step::Seccomp, e.to_string()))?;
-        }
-        Ok(())
+        self.worker.run().map(drop)
     }
 }
 

@@ -91,6 +91,29 @@ enum Caps {
     /// As `DropAll`, but `CAP_SYS_ADMIN` stays effective (the zygote: it
     /// gives each forked worker a pid namespace).
     KeepSysAdmin,
+    /// Clear the capability sets only (a zygote's forked worker: securebits,
+    /// bounding and ambient sets were locked down by the zygote).
+    ClearSets,
+}
+
+/// What the SIGCHLD step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sigchld {
+    /// Nothing.
+    Leave,
+    /// Block it and make a descriptor of it (the zygote).
+    Descriptor,
+    /// Unblock it (a zygote's forked worker does not keep the zygote's mask).
+    Unblock,
+}
+
+/// The seccomp step.
+#[derive(Debug)]
+enum Seccomp {
+    /// Compile and install this allowlist (allocates: self-jail only).
+    Install(Filter),
+    /// Stack this compiled program (a zygote's forked worker).
+    Stack(seccompiler::BpfProgram),
 }
 
 /// One rlimit to set: its name (for errors), resource and value.
@@ -129,12 +152,12 @@ pub struct Plan {
     /// Descriptors from this number up are closed (or, before an exec,
     /// marked close-on-exec).
     close_fds: Option<(u32, bool)>,
-    /// Create the zygote's SIGCHLD descriptor (after the descriptor step);
-    /// it is left in `sigchld_fd` (-1: none) for [`Plan::take_sigchld`].
-    sigchld: bool,
+    /// After the descriptor step; a created descriptor is left in
+    /// `sigchld_fd` (-1: none) for [`Plan::take_sigchld`].
+    sigchld: Sigchld,
     sigchld_fd: AtomicI32,
-    /// The allowlist to install last (allocates: self-jail only).
-    seccomp: Option<Filter>,
+    /// The filter, last.
+    seccomp: Option<Seccomp>,
 }
 
 /// uid/gid a root supervisor drops its workers to.
@@ -282,9 +305,9 @@ impl Plan {
             landlock,
             landlock_abi: abi,
             close_fds: Some((first_closed_fd(), false)),
-            sigchld: false,
+            sigchld: Sigchld::Leave,
             sigchld_fd: AtomicI32::new(-1),
-            seccomp: spec.seccomp,
+            seccomp: spec.seccomp.map(Seccomp::Install),
         })
     }
 
@@ -319,9 +342,47 @@ impl Plan {
             Vec::new()
         };
         plan.capabilities = Caps::KeepSysAdmin;
-        plan.sigchld = true;
-        plan.seccomp = spec.seccomp.map(|_| Filter::Zygote);
+        plan.sigchld = Sigchld::Descriptor;
+        plan.seccomp = spec.seccomp.map(|_| Seccomp::Install(Filter::Zygote));
         Ok(plan)
+    }
+
+    /// The rest of the jail of a worker a zygote forked (pid 1 of its own
+    /// pid namespace, its socket already on [`crate::ipc::IPC_FD`]), per
+    /// the workers' `spec`: the worker rlimits (NPROC=0 from here on),
+    /// death with the zygote, the last capability dropped, every other
+    /// descriptor closed, SIGCHLD unblocked, and `child_filter` (see
+    /// [`seccomp::compile_zygote_child`]) stacked on the inherited zygote
+    /// filter last: the pair allows exactly the executor list. Built once
+    /// by the zygote, run by each forked worker.
+    pub fn for_zygote_worker(
+        spec: &JailSpec,
+        child_filter: Option<seccompiler::BpfProgram>,
+    ) -> Plan {
+        Plan {
+            ipc_socket: None,
+            user_ns: None,
+            unshare: 0,
+            pid1: None,
+            reaper: None,
+            root: Root::Host,
+            rlimits: if spec.rlimits {
+                steps::worker_rlimits(spec.as_bytes, spec.cpu_seconds, WORKER_NOFILE).to_vec()
+            } else {
+                Vec::new()
+            },
+            as_nobody: false,
+            die_with_parent: true,
+            no_new_privs: false,
+            capabilities: Caps::ClearSets,
+            ruleset: AtomicI32::new(-1),
+            landlock: LayerStatus::Off,
+            landlock_abi: 0,
+            close_fds: Some((first_closed_fd(), false)),
+            sigchld: Sigchld::Unblock,
+            sigchld_fd: AtomicI32::new(-1),
+            seccomp: child_filter.map(Seccomp::Stack),
+        }
     }
 
     /// The SIGCHLD descriptor [`Plan::run`] created (a zygote's plan), once.
@@ -354,7 +415,7 @@ impl Plan {
             landlock: LayerStatus::Off,
             landlock_abi: 0,
             close_fds: Some((first_closed_fd(), true)),
-            sigchld: false,
+            sigchld: Sigchld::Leave,
             sigchld_fd: AtomicI32::new(-1),
             seccomp: None,
         }
@@ -460,7 +521,7 @@ impl Plan {
             landlock_abi: 0,
             // Nothing but stdio crosses exec.
             close_fds: Some((libc::STDERR_FILENO.unsigned_abs() + 1, true)),
-            sigchld: false,
+            sigchld: Sigchld::Leave,
             sigchld_fd: AtomicI32::new(-1),
             seccomp: None,
         })
@@ -518,6 +579,7 @@ impl Plan {
             Caps::Keep => {}
             Caps::DropAll => drop_capabilities()?,
             Caps::KeepSysAdmin => keep_only_sys_admin()?,
+            Caps::ClearSets => clear_capabilities()?,
         }
         // 6. Landlock, with the ruleset built beforehand.
         let ruleset = self.ruleset.swap(-1, Ordering::Relaxed);
@@ -533,14 +595,23 @@ impl Plan {
         if let Some((first, cloexec)) = self.close_fds {
             close_inherited_fds(first, cloexec)?;
         }
-        if self.sigchld {
-            let fd = sigchld_fd()?;
-            self.sigchld_fd.store(fd.into_raw_fd(), Ordering::Relaxed);
+        match self.sigchld {
+            Sigchld::Leave => {}
+            Sigchld::Descriptor => {
+                let fd = sigchld_fd()?;
+                self.sigchld_fd.store(fd.into_raw_fd(), Ordering::Relaxed);
+            }
+            Sigchld::Unblock => unblock_sigchld()?,
         }
         // 8. seccomp LAST: from here on only the allowlisted syscalls exist.
-        let seccomp = match self.seccomp {
-            Some(filter) => {
-                seccomp::install(filter)?;
+        let seccomp = match &self.seccomp {
+            Some(Seccomp::Install(filter)) => {
+                seccomp::install(*filter)?;
+                LayerStatus::Active
+            }
+            Some(Seccomp::Stack(prog)) => {
+                seccompiler::apply_filter(prog)
+                    .map_err(|e| JailError::detail(Step::Seccomp, e.to_string()))?;
                 LayerStatus::Active
             }
             None => LayerStatus::Off,
