@@ -6,12 +6,12 @@
 //! - [`Plan`] (`plan.rs`) is a jail prepared as data, and [`Plan::run`] the
 //!   one list of steps every plan runs, one line each; exec'd workers
 //!   ([`Plan::for_worker`], from the [`JailSpec`] on their command line),
-//!   the supervisor's fork of a worker before exec ([`Plan::for_launch`])
-//!   and programs ([`Plan::for_program`], from a [`ProgramSpec`]) differ
-//!   only in the plan's fields, never in branches. The zygote
-//!   ([`enter_zygote`]) and its forked workers
-//!   ([`ZygoteJail::confine_worker`]) run the same steps in the order a
-//!   zygote needs.
+//!   the supervisor's fork of a worker before exec ([`Plan::for_launch`]),
+//!   programs ([`Plan::for_program`], from a [`ProgramSpec`]), the zygote
+//!   ([`Plan::for_zygote`], run by [`enter_zygote`]) and each worker it
+//!   forks ([`Plan::for_zygote_worker`], run by
+//!   [`ZygoteJail::confine_worker`]) differ only in the plan's fields,
+//!   never in branches.
 //! - `steps.rs` holds the steps: each is a small function with a "why"
 //!   comment whose failure is a [`JailError`] naming its [`Step`] (and so
 //!   its [`Layer`]) and the errno (`SetupFailed{step, errno}` on the wire;
@@ -559,8 +559,8 @@ pub struct ZygoteJail {
 /// that it stays in the supervisor's pid namespace, keeps `CAP_SYS_ADMIN`
 /// in its own user namespace (to give each worker a pid namespace) and its
 /// filter ([`Filter::Zygote`]) also allows forking a worker and handing it
-/// over. Each forked worker then finishes its own jail with
-/// [`ZygoteJail::confine_worker`].
+/// over ([`Plan::for_zygote`]). Each forked worker then finishes its own
+/// jail with [`ZygoteJail::confine_worker`] ([`Plan::for_zygote_worker`]).
 ///
 /// Requires the namespaces layer (the zygote is pointless without it).
 ///

@@ -6,8 +6,8 @@
 //! execs (the launch: IPC socket, uid, parent death, [`Plan::for_launch`]),
 //! and the programs the supervisor starts for the operator — `command`
 //! tools, MCP servers, the python helper ([`Plan::for_program`], between
-//! fork and exec). The zygote and its forked workers use the same steps in
-//! their own order ([`super::enter_zygote`]).
+//! fork and exec), the zygote ([`Plan::for_zygote`]) and each worker it
+//! forks ([`Plan::for_zygote_worker`]).
 //!
 //! What differs between them is data in the plan (which namespaces, how ids
 //! are mapped, whether there is a pid-1 fork and how its outer parent ends,

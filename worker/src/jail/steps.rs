@@ -1,7 +1,6 @@
 //! The individual jail steps. Each is small, says why it exists, and maps
 //! its failure to a [`JailError`] naming its [`Step`] and the errno. The
-//! order they run in is [`super::Plan::run`]'s (and the zygote's, in
-//! [`super::enter_zygote`]).
+//! order they run in is [`super::Plan::run`]'s.
 //!
 //! Every step a plan for a forked child runs ([`super::Plan::for_launch`],
 //! [`super::Plan::for_program`]) makes only raw, async-signal-safe
