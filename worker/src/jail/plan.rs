@@ -316,7 +316,7 @@ impl Plan {
     /// root), net, ipc, uts and cgroup namespaces, no new privileges,
     /// landlock, descriptors closed, seccomp — except that it stays in the
     /// supervisor's pid namespace (no pid-1 fork), its rlimits let it live
-    /// long and fork ([`steps::zygote_rlimits`]), it keeps `CAP_SYS_ADMIN`
+    /// long and fork (no CPU or process limit), it keeps `CAP_SYS_ADMIN`
     /// in its own user namespace, it gets a SIGCHLD descriptor, and its
     /// filter is [`Filter::Zygote`].
     ///

@@ -234,7 +234,7 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
 /// Compile `filter` with the given action for anything not allowed.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects the table.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects the table.
 pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, JailError> {
     // SAFETY: getpid cannot fail.
     let own_pid = unsafe { libc::getpid() }.unsigned_abs();
@@ -246,7 +246,7 @@ pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, Ja
 /// pid namespace).
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects the table.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects the table.
 pub fn compile_for_pid(
     filter: Filter,
     own_pid: u32,
@@ -288,7 +288,7 @@ pub fn compile_for_pid(
 /// makes still passes both.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if a row's condition cannot be negated (a table
+/// a [`JailError`] of step `seccomp` if a row's condition cannot be negated (a table
 /// change the unit tests catch) or seccompiler rejects the result.
 pub fn compile_zygote_child(target: Filter) -> Result<BpfProgram, JailError> {
     compile_zygote_child_with(target, SeccompAction::KillProcess)
@@ -526,7 +526,7 @@ pub const REAPER: &[Allow] = &[
 /// Compile [`REAPER`] (kill on anything else).
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects it.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects it.
 pub fn compile_reaper() -> Result<BpfProgram, JailError> {
     let rules: BTreeMap<i64, Vec<SeccompRule>> =
         REAPER.iter().map(|a| (a.nr, Vec::new())).collect();
@@ -543,7 +543,7 @@ pub fn compile_reaper() -> Result<BpfProgram, JailError> {
 /// Install `filter` on the calling thread; anything else kills the process.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] when compiling or `seccomp(2)` fails.
+/// a [`JailError`] of step `seccomp` when compiling or `seccomp(2)` fails.
 pub fn install(filter: Filter) -> Result<(), JailError> {
     let prog = compile(filter, SeccompAction::KillProcess)?;
     seccompiler::apply_filter(&prog).map_err(|e| seccomp_err(e.to_string()))
