@@ -120,7 +120,8 @@ enum Seccomp {
 pub(super) type Rlimit = (&'static str, libc::__rlimit_resource_t, u64);
 
 /// A confined process's jail, prepared. Built by [`Plan::for_worker`],
-/// [`Plan::for_launch`] or [`Plan::for_program`]; run by [`Plan::run`].
+/// [`Plan::for_launch`], [`Plan::for_program`], [`Plan::for_zygote`] or
+/// [`Plan::for_zygote_worker`]; run by [`Plan::run`].
 #[derive(Debug)]
 pub struct Plan {
     /// Socket to move onto [`crate::ipc::IPC_FD`] (a worker launch).
@@ -171,8 +172,7 @@ const WORKER_STACK: u64 = 64 << 20;
 
 /// Descriptors a jailed worker may hold: stdin/out/err (/dev/null or the
 /// log) and the IPC socket. Why 8: 0–3 are open and nothing after the jail
-/// opens any (the landlock ruleset is open while the limit is set, and
-/// closed by the descriptor step).
+/// opens any (the landlock ruleset, opened before, is closed once enforced).
 pub(super) const WORKER_NOFILE: u64 = 8;
 
 /// A line of `/proc/self/{uid,gid}_map`: `inside outside 1`.
