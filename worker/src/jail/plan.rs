@@ -440,6 +440,10 @@ impl Plan {
     /// beneath the spec's `read_write` paths, and nothing else: no /tmp, no
     /// home, no /proc), and every descriptor above 2 close-on-exec.
     ///
+    /// `spec.hide_control_of` is not read here: the caller opens that
+    /// control directory and passes its identity as `control` (the
+    /// supervisor's `childjail::Jail::prepare` does).
+    ///
     /// # Errors
     /// [`Step::Landlock`] when landlock is missing or refuses the rules.
     pub fn for_program(
