@@ -7,7 +7,7 @@ use super::escape::line;
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::JailLevel;
-use lackpy_worker::jail::{landlock_abi, seccomp, Filter, LAYERS};
+use lackpy_worker::jail::{landlock_abi, seccomp, Filter, JailError, Layer, Step, LAYERS};
 use std::time::{Duration, Instant};
 
 /// Arguments of `lackpy doctor`.
@@ -32,19 +32,48 @@ struct LayerReport {
     hint: Option<String>,
 }
 
+/// Why a probe failed, and the layer of the jail step that failed (when
+/// a step was named).
+struct Failure {
+    detail: String,
+    layer: Option<Layer>,
+}
+
 /// Spawn an executor jailed with only `level`'s layers; report its greeting.
-fn try_level(exe: &ExeHandle, level: JailLevel) -> Result<Duration, String> {
+fn try_level(exe: &ExeHandle, level: JailLevel) -> Result<Duration, Failure> {
     let spec = level.executor_spec(&Limits::default());
     let t0 = Instant::now();
-    let mut w =
-        spawn::spawn(exe, "executor", &[], &spec).map_err(|e| format!("spawn failed: {e}"))?;
+    let mut w = spawn::spawn(exe, "executor", &[], &spec).map_err(|e| Failure {
+        layer: e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<JailError>())
+            .map(JailError::layer),
+        detail: format!("spawn failed: {e}"),
+    })?;
     let g = w.greeting(Instant::now() + Duration::from_secs(5));
     let took = t0.elapsed();
     w.kill_and_reap();
     match g {
         Ok(Greeting::Ready) => Ok(took),
-        Ok(Greeting::SetupFailed { detail, .. }) => Err(detail),
-        Err(e) => Err(format!("worker failed: {e}")),
+        Ok(Greeting::SetupFailed { step, detail, .. }) => Err(Failure {
+            layer: Step::from_name(&step).map(Step::layer),
+            detail,
+        }),
+        Err(e) => Err(Failure {
+            detail: format!("worker failed: {e}"),
+            layer: None,
+        }),
+    }
+}
+
+/// What to do when a step of `layer` fails on this host.
+fn hint(layer: Layer) -> &'static str {
+    match layer {
+        Layer::Namespaces => "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; AppArmor: kernel.apparmor_restrict_unprivileged_userns=0)",
+        Layer::Landlock => "boot with landlock in the LSM list (lsm=landlock,...) on Linux >= 5.13",
+        Layer::Seccomp => "a kernel with CONFIG_SECCOMP_FILTER",
+        Layer::Rlimits => "check the hard limits of the account running lackpy",
+        Layer::Base => "a step every jail runs failed (no new privileges, capabilities, descriptors, parent death): lowering layers does not help; check what confines lackpy itself (a container's seccomp profile or capability set)",
     }
 }
 
@@ -125,13 +154,17 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 if enabled {
                     failed.push(name);
                 }
-                let hint = match name {
-                    "namespaces" => "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; AppArmor: kernel.apparmor_restrict_unprivileged_userns=0)",
-                    "landlock" => "boot with landlock in the LSM list (lsm=landlock,...) on Linux >= 5.13",
-                    "seccomp" => "a kernel with CONFIG_SECCOMP_FILTER",
-                    _ => "check the hard limits of the account running lackpy",
+                // The failed step's layer, not the probed one: with only
+                // `namespaces` on, a failed `no_new_privs` is no namespace
+                // problem.
+                let probed = match name {
+                    "namespaces" => Layer::Namespaces,
+                    "rlimits" => Layer::Rlimits,
+                    "landlock" => Layer::Landlock,
+                    _ => Layer::Seccomp,
                 };
-                (format!("unavailable: {e}"), Some(hint.to_string()))
+                let hint = hint(e.layer.unwrap_or(probed));
+                (format!("unavailable: {}", e.detail), Some(hint.to_string()))
             }
         };
         let status = if enabled {
@@ -162,7 +195,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             "jail_level_source": source,
             "landlock_abi": abi,
             "layers": layers,
-            "full_jail": match &full { Ok(t) => serde_json::json!({"ok": true, "spawn_us": t.as_micros() as u64}), Err(e) => serde_json::json!({"ok": false, "error": e}) },
+            "full_jail": match &full { Ok(t) => serde_json::json!({"ok": true, "spawn_us": t.as_micros() as u64}), Err(e) => serde_json::json!({"ok": false, "error": e.detail, "hint": e.layer.map(hint)}) },
             "mcp_servers": servers,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -178,10 +211,15 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 "jail level  {level} (from {source}): a jailed worker starts in {} us",
                 t.as_micros()
             ),
-            Err(e) => println!(
-                "jail level  {level} (from {source}): FAILED: {}",
-                line(&e.to_string())
-            ),
+            Err(e) => {
+                println!(
+                    "jail level  {level} (from {source}): FAILED: {}",
+                    line(&e.detail)
+                );
+                if let Some(layer) = e.layer {
+                    println!("{:<11} hint: {}", "", hint(layer));
+                }
+            }
         }
         for s in &servers {
             match (&s.tools, &s.error) {
@@ -209,4 +247,23 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         return Ok(4);
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed step is hinted at by its own layer, not by the layer the
+    /// probe had on: `no_new_privs` failing with only `namespaces` on is no
+    /// namespace problem.
+    #[test]
+    fn hints_follow_the_failed_steps_layer() {
+        let for_step = |s: &str| Step::from_name(s).map(|s| hint(s.layer()));
+        assert_eq!(for_step("no_new_privs"), Some(hint(Layer::Base)));
+        assert_eq!(for_step("capabilities"), Some(hint(Layer::Base)));
+        assert_ne!(hint(Layer::Base), hint(Layer::Namespaces));
+        assert_eq!(for_step("userns"), Some(hint(Layer::Namespaces)));
+        assert_eq!(for_step("landlock"), Some(hint(Layer::Landlock)));
+        assert_eq!(for_step("rlimits"), Some(hint(Layer::Rlimits)));
+    }
 }

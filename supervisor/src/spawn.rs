@@ -4,27 +4,27 @@
 //! ([`ExeHandle`]) and re-exec'd with `execveat(fd, "", AT_EMPTY_PATH)`
 //! (no path is looked up) as `__worker <role> --jail <spec>`. Before exec (in the forked child):
 //! stdin/stdout are /dev/null, stderr is /dev/null unless `LACKPY_LOG` is
-//! set, the IPC socket is dup'ed to fd 3, every other descriptor is marked
-//! close-on-exec, a root supervisor drops to nobody (65534), and the worker
-//! is tied to its spawning thread with `PR_SET_PDEATHSIG`. The environment
-//! is empty.
+//! set, the environment is empty, and the jail's launch plan
+//! ([`lackpy_worker::jail::Plan::for_launch`]) runs: the IPC socket onto
+//! [`IPC_FD`], every other descriptor close-on-exec, a root supervisor's
+//! worker as nobody (65534), tied to its spawning thread with
+//! `PR_SET_PDEATHSIG`. The worker then jails itself.
+
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
 
 use lackpy_policy::wire::FromWorker;
+pub use lackpy_worker::ipc::IPC_FD;
 use lackpy_worker::ipc::{self, Channel, FrameError};
-use lackpy_worker::jail::JailSpec;
+use lackpy_worker::jail::{JailError, JailSpec, Plan};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Instant;
-
-/// The worker's IPC descriptor number.
-pub const WORKER_IPC_FD: RawFd = 3;
-
-/// uid/gid a root supervisor drops its workers to.
-/// Why: even the single outer identity mapped into the worker's user
-/// namespace must own nothing.
-const NOBODY: u32 = 65534;
 
 /// An `O_PATH` handle on the lackpy executable, opened before anything else
 /// so no file has to be found by name when a worker is spawned.
@@ -146,17 +146,19 @@ pub fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(if log { Stdio::inherit() } else { Stdio::null() });
+    let launch = Plan::for_launch(theirs_fd, is_root);
     // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe raw syscalls (dup2, fcntl, close_range,
-    // setgroups/setresgid/setresuid, prctl, setrlimit, execveat); it
-    // allocates nothing (argv was built before the fork).
+    // only async-signal-safe raw syscalls (the launch plan's dup2, fcntl,
+    // close_range, setgroups/setresgid/setresuid, prctl, setrlimit, then
+    // execveat); it allocates nothing (plan and argv were built before
+    // the fork).
     unsafe {
         cmd.pre_exec(move || {
-            child_setup(theirs_fd, is_root)?;
+            launch.enter()?;
             Err(exec.exec())
         });
     }
-    let child = cmd.spawn()?;
+    let child = cmd.spawn().map_err(JailError::explain_spawn)?;
     drop(theirs);
     Ok(Worker {
         child: Some(Proc::Child(child)),
@@ -215,72 +217,6 @@ impl ExecArgs {
         };
         std::io::Error::last_os_error()
     }
-}
-
-fn check(rc: libc::c_long) -> std::io::Result<()> {
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Runs between fork and exec in the child.
-fn child_setup(sock: RawFd, is_root: bool) -> std::io::Result<()> {
-    // SAFETY (whole function): raw syscalls with integer arguments or
-    // pointers to locals; nothing allocates or takes locks.
-    // Socket to fd 3 (dup2 clears close-on-exec; if it already is 3, clear it by hand).
-    if sock == WORKER_IPC_FD {
-        // SAFETY: fcntl on our own descriptor.
-        check(unsafe { libc::fcntl(sock, libc::F_SETFD, 0) } as libc::c_long)?;
-    } else {
-        // SAFETY: dup2 on descriptors we own.
-        check(unsafe { libc::dup2(sock, WORKER_IPC_FD) } as libc::c_long)?;
-    }
-    // Everything above 3 closes at exec (the exe handle is used *by* exec, so mark, don't close).
-    // SAFETY: close_range with integer arguments.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            (WORKER_IPC_FD + 1) as u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    })?;
-    // Room for the interpreter's recursion on the main thread (it grows on demand).
-    let stack = libc::rlimit {
-        rlim_cur: 64 << 20,
-        rlim_max: 64 << 20,
-    };
-    // SAFETY: setrlimit reads one rlimit struct.
-    check(unsafe { libc::setrlimit(libc::RLIMIT_STACK, &stack) } as libc::c_long)?;
-    if is_root {
-        // Raw syscalls, not libc's setuid: in the child only this thread exists.
-        // SAFETY: setgroups(0, NULL) clears supplementary groups.
-        check(unsafe {
-            libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>())
-        })?;
-        // SAFETY: integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_setresgid, NOBODY, NOBODY, NOBODY) })?;
-        // SAFETY: integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_setresuid, NOBODY, NOBODY, NOBODY) })?;
-        // The uid change made us non-dumpable, which hides /proc/self/fd
-        // (our exec path) from the new uid; we hold nothing secret here.
-        // SAFETY: prctl with integer arguments.
-        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) } as libc::c_long)?;
-    }
-    // Die with the spawning thread (set after the uid change, which clears it).
-    // SAFETY: prctl with integer arguments.
-    check(unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    } as libc::c_long)?;
-    Ok(())
 }
 
 impl Proc {

@@ -23,6 +23,12 @@
 //! (each chunk, in both directions) is bounded, so a peer that stalls
 //! mid-frame cannot hang the supervisor.
 
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
+
 use bincode::{Decode, Encode};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
@@ -34,6 +40,12 @@ pub use lackpy_policy::wire::MAX_FRAME_BYTES;
 /// so a send never fails with `EMSGSIZE` without raising `SO_SNDBUF`, and
 /// big enough that an 8 MiB result needs only 128 messages.
 pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The descriptor a worker finds its IPC socket on (the zygote: its
+/// control socket). The supervisor's launch puts it there
+/// ([`crate::jail::Plan::for_launch`]), a zygote's forked worker moves its
+/// own socket there, and the seccomp filters allow socket I/O on it only.
+pub const IPC_FD: RawFd = 3;
 
 /// Bytes of the length prefix.
 const PREFIX: usize = 4;
@@ -422,14 +434,8 @@ impl Channel {
                     0
                 };
             let chunk = self.buf.as_mut_slice();
-            let mut iov = libc::iovec {
-                iov_base: chunk.as_mut_ptr().cast(),
-                iov_len: chunk.len(),
-            };
-            // SAFETY: an all-zero msghdr is a valid "no name, no control" header.
-            let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-            hdr.msg_iov = &mut iov;
-            hdr.msg_iovlen = 1;
+            let mut iov = iovec_of(chunk);
+            let mut hdr = msghdr_of(&mut iov);
             // SAFETY: `hdr` points at one iovec describing `self.buf` (`chunk`), which
             // stays alive and unaliased for the duration of the call.
             let rc = unsafe { libc::recvmsg(fd, &mut hdr, flags) };
@@ -570,6 +576,23 @@ pub const MAX_PASSED_FDS: usize = 4;
 /// (u64 elements keep it aligned for `cmsghdr`).
 type CmsgBuf = [u64; 8];
 
+/// An iovec over `buf`, to receive into.
+fn iovec_of(buf: &mut [u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    }
+}
+
+/// A message header with one iovec, no name and no control data (yet).
+fn msghdr_of(iov: &mut libc::iovec) -> libc::msghdr {
+    // SAFETY: an all-zero msghdr is a valid "no name, no control" header.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_iov = iov;
+    hdr.msg_iovlen = 1;
+    hdr
+}
+
 /// Send one seqpacket message `bytes` with `fds` attached (`SCM_RIGHTS`).
 /// Used only between the supervisor and its zygote (see `crate::zygote`).
 ///
@@ -580,7 +603,9 @@ pub fn send_fds(sock: RawFd, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()>
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
     let mut cbuf: CmsgBuf = [0; 8];
-    let fd_bytes = std::mem::size_of_val(fds) as u32;
+    // At most MAX_PASSED_FDS descriptors (checked above): a few bytes.
+    let fd_bytes = u32::try_from(std::mem::size_of_val(fds))
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr() as *mut libc::c_void,
         iov_len: bytes.len(),
@@ -646,21 +671,15 @@ pub fn recv_fds(
         }
     }
     let mut cbuf: CmsgBuf = [0; 8];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: msghdr is plain data; every field we rely on is set below.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    let mut iov = iovec_of(buf);
+    let mut msg = msghdr_of(&mut iov);
     msg.msg_control = cbuf.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of::<CmsgBuf>() as _;
     let n = loop {
         // SAFETY: `msg` points at live buffers (iov, cbuf) for the call.
         let rc = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if rc >= 0 {
-            break rc as usize;
+        if let Ok(n) = usize::try_from(rc) {
+            break n;
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
@@ -918,8 +937,7 @@ mod tests {
             Err(FrameError::Malformed(_))
         ));
         // Full first chunk, then close: truncated.
-        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
-        first.resize(CHUNK_BYTES, 0);
+        let first = full_first_chunk();
         a.send_raw(&first, None).unwrap();
         drop(a);
         assert!(matches!(
@@ -929,11 +947,20 @@ mod tests {
         assert!(matches!(b.recv_payload(None), Err(FrameError::Closed)));
     }
 
+    /// A full first chunk announcing a two-chunk frame.
+    fn full_first_chunk() -> Vec<u8> {
+        let mut first = u32::try_from(CHUNK_BYTES * 2)
+            .unwrap()
+            .to_le_bytes()
+            .to_vec();
+        first.resize(CHUNK_BYTES, 0);
+        first
+    }
+
     #[test]
     fn stalled_peer_times_out() {
         let (mut a, mut b) = pair();
-        let mut first = (CHUNK_BYTES as u32 * 2).to_le_bytes().to_vec();
-        first.resize(CHUNK_BYTES, 0);
+        let first = full_first_chunk();
         a.send_raw(&first, None).unwrap();
         let t0 = Instant::now();
         let r = b.recv_payload(Some(Instant::now() + Duration::from_millis(100)));

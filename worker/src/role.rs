@@ -25,7 +25,7 @@ pub const EXIT_SETUP: i32 = 4;
 /// # Errors
 /// When fd 3 is not an open socket.
 pub fn ipc_channel() -> Result<Channel, String> {
-    let fd = jail_fd();
+    let fd = crate::ipc::IPC_FD;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one stat struct into `st`.
     let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
@@ -39,10 +39,6 @@ pub fn ipc_channel() -> Result<Channel, String> {
     }
     // SAFETY: fd 3 is open, is a socket, and nothing else in this process owns it.
     Ok(Channel::new(unsafe { OwnedFd::from_raw_fd(fd) }))
-}
-
-fn jail_fd() -> i32 {
-    3
 }
 
 /// Jail the process per `spec` and report the outcome on `chan`: `Ready`,

@@ -216,13 +216,13 @@ fn fork_worker(
 fn worker_main(jail: &ZygoteJail, sock: RawFd, child_role: &[String]) -> i32 {
     // SAFETY: dup3 onto fd 3 replaces this copy's control socket with the
     // worker's socket (flags 0: not close-on-exec, though nothing execs).
-    if unsafe { libc::dup3(sock, 3, 0) } < 0 {
+    if unsafe { libc::dup3(sock, ipc::IPC_FD, 0) } < 0 {
         return EXIT_SETUP;
     }
     // SAFETY: fd 3 now is the worker's socket, owned by nothing else in this
     // process (the zygote's Channel value for fd 3 is never used or dropped
     // here: this process ends with _exit).
-    let mut chan = Channel::new(unsafe { OwnedFd::from_raw_fd(3) });
+    let mut chan = Channel::new(unsafe { OwnedFd::from_raw_fd(ipc::IPC_FD) });
     let confined = jail.confine_worker();
     if role::greet(&mut chan, confined.as_ref().map(|_| ())).is_err() || confined.is_err() {
         return EXIT_SETUP;

@@ -356,6 +356,7 @@ pub fn call(
     jail.attach(&mut cmd);
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
         ToolFailure::new(
             "ToolFailed",
             format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),

@@ -411,7 +411,7 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(McpSourceError::Spawn)?;
+        .map_err(|e| McpSourceError::Spawn(crate::childjail::JailError::explain_spawn(e)))?;
     let svc = ()
         .serve(transport)
         .await

@@ -322,6 +322,7 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
     }
     jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
         ToolFailure::new(
             "ToolFailed",
             format!("cannot start python {}: {e}", found.display()),
@@ -413,6 +414,7 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     }
     jail.attach(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
         ToolFailure::new(
             "ToolFailed",
             format!(

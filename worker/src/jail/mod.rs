@@ -1,22 +1,40 @@
-//! The child side of the jail: confine the current process, in the order
-//! docs/ARCHITECTURE.md ("Jails") lists, according to a [`JailSpec`] the supervisor built and validated.
+//! The jail: the one implementation that confines every process lackpy
+//! starts — executor workers (exec'd, and forked by a zygote), inferencer
+//! workers, the zygote, and the programs the supervisor runs for the
+//! operator (`command` tools, MCP servers, the python helper).
 //!
-//! [`enter`] is the one entry point; its body is the list of steps, one
-//! line each. Every step is a small function with a "why" comment and its
-//! own [`JailError`] variant carrying the errno, so a failed jail names the
-//! step that failed (`SetupFailed{step, errno}` on the wire).
+//! - [`Plan`] (`plan.rs`) is a jail prepared as data, and [`Plan::run`] the
+//!   one list of steps every plan runs, one line each; exec'd workers
+//!   ([`Plan::for_worker`], from the [`JailSpec`] on their command line),
+//!   the supervisor's fork of a worker before exec ([`Plan::for_launch`]),
+//!   programs ([`Plan::for_program`], from a [`ProgramSpec`]), the zygote
+//!   ([`Plan::for_zygote`], run by [`enter_zygote`]) and each worker it
+//!   forks ([`Plan::for_zygote_worker`], run by
+//!   [`ZygoteJail::confine_worker`]) differ only in the plan's fields,
+//!   never in branches.
+//! - `steps.rs` holds the steps: each is a small function with a "why"
+//!   comment whose failure is a [`JailError`] naming its [`Step`] (and so
+//!   its [`Layer`]) and the errno (`SetupFailed{step, errno}` on the wire;
+//!   from a `pre_exec` hook, encoded in the spawn's error).
+//! - `seccomp.rs` holds the syscall allowlists.
 //!
-//! Executors and inferencers differ only in [`JailSpec`] fields (seccomp
-//! filter, kept network namespace, landlock connect port), never in branches.
-//!
-//! Must be called while the process is still single-threaded: landlock and
-//! seccomp apply to the calling thread, and step 1 forks.
+//! A plan must run while its process is single-threaded (landlock and
+//! seccomp apply to the calling thread, and the pid-1 step forks): a
+//! worker on itself, or a forked child before exec.
 
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
+
+mod plan;
 pub mod seccomp;
 mod steps;
 
 use std::fmt;
 
+pub use plan::{ControlDir, Pid1Exit, Plan, ProgramSpec, ETC_FILES, NOBODY, SYSTEM_DIRS};
 pub use seccomp::Filter;
 pub use steps::wait_status;
 
@@ -43,7 +61,7 @@ pub struct JailSpec {
     pub cpu_seconds: u64,
 }
 
-/// Names of the layers that can be lowered, in jail order.
+/// Names of the layers that can be lowered, in jail order (see [`Layer`]).
 pub const LAYERS: [&str; 4] = ["namespaces", "rlimits", "landlock", "seccomp"];
 
 impl JailSpec {
@@ -154,109 +172,285 @@ impl JailSpec {
     }
 }
 
-/// A jail step that failed. Each variant names its step and carries the errno.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum JailError {
+/// One step of a jail, as named in `SetupFailed{step}`, in a failed
+/// spawn's error and by `lackpy doctor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// The IPC socket moved onto [`crate::ipc::IPC_FD`] (worker launch).
+    IpcFd = 1,
+    /// A root supervisor's worker dropped to nobody (worker launch).
+    DropUid,
+    /// `PR_SET_PDEATHSIG`: dying with the parent.
+    DieWithParent,
     /// `unshare(CLONE_NEWUSER)`.
-    #[error("unshare(CLONE_NEWUSER): {}", errno_name(*.0))]
-    UnshareUser(i32),
+    UserNs,
     /// Writing `/proc/self/{setgroups,uid_map,gid_map}`.
-    #[error("writing {file}: {}", errno_name(*errno))]
-    IdMap {
-        /// Which file.
-        file: &'static str,
-        /// errno.
-        errno: i32,
-    },
+    IdMap,
     /// `unshare` of the other namespaces.
-    #[error("unshare(NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWCGROUP): {}", errno_name(*.0))]
-    UnshareOthers(i32),
-    /// `fork` into the new pid namespace, or the init's parent-death setup.
-    #[error("fork into the pid namespace: {}", errno_name(*.0))]
-    Fork(i32),
+    Namespaces,
+    /// The fork into the new pid namespace (the confined process is its pid 1).
+    Pid1Fork,
     /// A mount call of the root switch.
-    #[error("mount({what}): {}", errno_name(*errno))]
-    Mount {
-        /// Which mount.
-        what: &'static str,
-        /// errno.
-        errno: i32,
-    },
+    Mount,
     /// `pivot_root` into the empty tmpfs.
-    #[error("pivot_root: {}", errno_name(*.0))]
-    PivotRoot(i32),
+    PivotRoot,
     /// `umount2` of the old root.
-    #[error("umount2(old root): {}", errno_name(*.0))]
-    UmountOldRoot(i32),
+    UmountOldRoot,
+    /// Covering the workspace's control directory with an empty tmpfs.
+    HideControl,
     /// `setrlimit`.
-    #[error("setrlimit({name}): {}", errno_name(*errno))]
-    Rlimit {
-        /// The resource.
-        name: &'static str,
-        /// errno.
-        errno: i32,
-    },
+    Rlimits,
     /// `PR_SET_NO_NEW_PRIVS`.
-    #[error("prctl(PR_SET_NO_NEW_PRIVS): {}", errno_name(*.0))]
-    NoNewPrivs(i32),
+    NoNewPrivs,
     /// Dropping capabilities.
-    #[error("dropping capabilities ({what}): {}", errno_name(*errno))]
-    Capabilities {
-        /// Which call.
-        what: &'static str,
-        /// errno.
-        errno: i32,
-    },
-    /// `close_range` of inherited descriptors.
-    #[error("close_range: {}", errno_name(*.0))]
-    CloseFds(i32),
-    /// Landlock could not be enforced.
-    #[error("landlock: {0}")]
-    Landlock(String),
-    /// The seccomp filter could not be built or installed.
-    #[error("seccomp: {0}")]
-    Seccomp(String),
+    Capabilities,
+    /// Closing (or marking close-on-exec) inherited descriptors.
+    CloseFds,
+    /// The zygote's SIGCHLD descriptor.
+    Sigchld,
+    /// Landlock.
+    Landlock,
+    /// seccomp.
+    Seccomp,
 }
 
+/// Every [`Step`], in discriminant order (for decoding).
+const STEPS: [Step; 18] = [
+    Step::IpcFd,
+    Step::DropUid,
+    Step::DieWithParent,
+    Step::UserNs,
+    Step::IdMap,
+    Step::Namespaces,
+    Step::Pid1Fork,
+    Step::Mount,
+    Step::PivotRoot,
+    Step::UmountOldRoot,
+    Step::HideControl,
+    Step::Rlimits,
+    Step::NoNewPrivs,
+    Step::Capabilities,
+    Step::CloseFds,
+    Step::Sigchld,
+    Step::Landlock,
+    Step::Seccomp,
+];
+
+impl Step {
+    /// The step's short name (`SetupFailed{step}` on the wire).
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::IpcFd => "ipc_fd",
+            Step::DropUid => "drop_uid",
+            Step::DieWithParent => "die_with_parent",
+            Step::UserNs => "userns",
+            Step::IdMap => "id_map",
+            Step::Namespaces => "namespaces",
+            Step::Pid1Fork => "pidns_fork",
+            Step::Mount => "mount",
+            Step::PivotRoot => "pivot_root",
+            Step::UmountOldRoot => "umount_old_root",
+            Step::HideControl => "hide_control",
+            Step::Rlimits => "rlimits",
+            Step::NoNewPrivs => "no_new_privs",
+            Step::Capabilities => "capabilities",
+            Step::CloseFds => "close_fds",
+            Step::Sigchld => "sigchld",
+            Step::Landlock => "landlock",
+            Step::Seccomp => "seccomp",
+        }
+    }
+
+    /// Inverse of [`Step::name`].
+    pub fn from_name(name: &str) -> Option<Step> {
+        STEPS.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The layer the step belongs to: what an operator would have to lower
+    /// (or fix on the host) for it not to run.
+    pub fn layer(self) -> Layer {
+        match self {
+            Step::UserNs
+            | Step::IdMap
+            | Step::Namespaces
+            | Step::Pid1Fork
+            | Step::Mount
+            | Step::PivotRoot
+            | Step::UmountOldRoot
+            | Step::HideControl => Layer::Namespaces,
+            Step::Rlimits => Layer::Rlimits,
+            Step::Landlock => Layer::Landlock,
+            Step::Seccomp => Layer::Seccomp,
+            Step::IpcFd
+            | Step::DropUid
+            | Step::DieWithParent
+            | Step::NoNewPrivs
+            | Step::Capabilities
+            | Step::CloseFds
+            | Step::Sigchld => Layer::Base,
+        }
+    }
+}
+
+/// A layer of the jail. The first four can be lowered by an operator
+/// ([`LAYERS`]); [`Layer::Base`] is what every jail does whatever is
+/// lowered (no new privileges, capabilities, descriptors, parent death).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// Namespaces and the root switch.
+    Namespaces,
+    /// Resource limits.
+    Rlimits,
+    /// Landlock.
+    Landlock,
+    /// seccomp.
+    Seccomp,
+    /// The steps no operator setting turns off.
+    Base,
+}
+
+impl Layer {
+    /// `namespaces`, `rlimits`, `landlock`, `seccomp` (as in [`LAYERS`]) or `base`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Namespaces => "namespaces",
+            Layer::Rlimits => "rlimits",
+            Layer::Landlock => "landlock",
+            Layer::Seccomp => "seccomp",
+            Layer::Base => "base",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A jail step that failed: which step, its errno (0 when the failure has
+/// none, e.g. a landlock ruleset the crate refused), which call of the
+/// step, and an optional detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JailError {
+    step: Step,
+    errno: i32,
+    what: &'static str,
+    detail: Option<String>,
+}
+
+/// Tag in the high bits of an encoded [`JailError`] (see [`JailError::to_io`]).
+const ENCODED_TAG: i32 = 0x4C00_0000;
+/// Mask of the tag bits.
+const ENCODED_MASK: i32 = 0x7F00_0000;
+/// errno values are below 4096 (the kernel's `MAX_ERRNO`).
+const ERRNO_BITS: u32 = 12;
+
 impl JailError {
+    /// `step` failed with `errno`.
+    pub fn new(step: Step, errno: i32) -> Self {
+        JailError {
+            step,
+            errno,
+            what: "",
+            detail: None,
+        }
+    }
+
+    /// `step`'s call `what` failed with `errno`.
+    pub fn at(step: Step, what: &'static str, errno: i32) -> Self {
+        JailError {
+            step,
+            errno,
+            what,
+            detail: None,
+        }
+    }
+
+    /// `step` failed without an errno; `detail` says why.
+    pub fn detail(step: Step, detail: impl Into<String>) -> Self {
+        JailError {
+            step,
+            errno: 0,
+            what: "",
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// The step that failed.
+    pub fn kind(&self) -> Step {
+        self.step
+    }
+
     /// Short step name for `SetupFailed{step}` and `lackpy doctor`.
     pub fn step(&self) -> &'static str {
-        match self {
-            JailError::UnshareUser(_) => "userns",
-            JailError::IdMap { .. } => "id_map",
-            JailError::UnshareOthers(_) => "namespaces",
-            JailError::Fork(_) => "pidns_fork",
-            JailError::Mount { .. } => "mount",
-            JailError::PivotRoot(_) => "pivot_root",
-            JailError::UmountOldRoot(_) => "umount_old_root",
-            JailError::Rlimit { .. } => "rlimits",
-            JailError::NoNewPrivs(_) => "no_new_privs",
-            JailError::Capabilities { .. } => "capabilities",
-            JailError::CloseFds(_) => "close_fds",
-            JailError::Landlock(_) => "landlock",
-            JailError::Seccomp(_) => "seccomp",
-        }
+        self.step.name()
+    }
+
+    /// The layer of the failed step.
+    pub fn layer(&self) -> Layer {
+        self.step.layer()
     }
 
     /// The errno, or 0.
     pub fn errno(&self) -> i32 {
-        match self {
-            JailError::UnshareUser(e)
-            | JailError::UnshareOthers(e)
-            | JailError::Fork(e)
-            | JailError::PivotRoot(e)
-            | JailError::UmountOldRoot(e)
-            | JailError::NoNewPrivs(e)
-            | JailError::CloseFds(e) => *e,
-            JailError::IdMap { errno, .. }
-            | JailError::Mount { errno, .. }
-            | JailError::Rlimit { errno, .. }
-            | JailError::Capabilities { errno, .. } => *errno,
-            JailError::Landlock(_) | JailError::Seccomp(_) => 0,
+        self.errno
+    }
+
+    /// This error as an `io::Error` whose raw OS error carries the step
+    /// and the errno: what a `pre_exec` hook returns, so that both reach
+    /// the parent through the standard library's exec-error pipe (which
+    /// carries one `i32`). [`JailError::from_io`] reads it back. `what`
+    /// and `detail` do not cross (errors that have a detail happen before
+    /// the fork).
+    pub fn to_io(&self) -> std::io::Error {
+        let errno = self.errno & ((1 << ERRNO_BITS) - 1);
+        std::io::Error::from_raw_os_error(
+            ENCODED_TAG | (i32::from(self.step as u8) << ERRNO_BITS) | errno,
+        )
+    }
+
+    /// The [`JailError`] a `pre_exec` hook encoded with [`JailError::to_io`];
+    /// `None` for any other error.
+    pub fn from_io(e: &std::io::Error) -> Option<JailError> {
+        let raw = e.raw_os_error()?;
+        if raw & ENCODED_MASK != ENCODED_TAG {
+            return None;
+        }
+        let idx = usize::try_from((raw >> ERRNO_BITS) & 0xff).ok()?;
+        let step = *STEPS.get(idx.checked_sub(1)?)?;
+        Some(JailError::new(step, raw & ((1 << ERRNO_BITS) - 1)))
+    }
+
+    /// A spawn error made readable: an error [`JailError::to_io`] encoded
+    /// becomes an `io::Error` that displays as the jail step that failed
+    /// (its kind from the errno); any other error is returned unchanged.
+    pub fn explain_spawn(e: std::io::Error) -> std::io::Error {
+        match JailError::from_io(&e) {
+            Some(j) => {
+                let kind = std::io::Error::from_raw_os_error(j.errno).kind();
+                std::io::Error::new(kind, j)
+            }
+            None => e,
         }
     }
 }
+
+impl fmt::Display for JailError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.step.name())?;
+        if !self.what.is_empty() {
+            write!(f, " ({})", self.what)?;
+        }
+        match &self.detail {
+            Some(d) => write!(f, ": {d}"),
+            None => write!(f, ": {}", errno_name(self.errno)),
+        }
+    }
+}
+
+impl std::error::Error for JailError {}
 
 /// `EPERM (1)`-style rendering of an errno.
 pub fn errno_name(e: i32) -> String {
@@ -271,6 +465,9 @@ pub fn errno_name(e: i32) -> String {
         libc::ENOSYS => "ENOSYS",
         libc::EAGAIN => "EAGAIN",
         libc::ENOMEM => "ENOMEM",
+        libc::ESRCH => "ESRCH",
+        libc::EBADF => "EBADF",
+        libc::ESTALE => "ESTALE",
         _ => "",
     };
     format!("{name} ({e}) {}", std::io::Error::from_raw_os_error(e)).replace("  ", " ")
@@ -312,60 +509,15 @@ pub struct JailStatus {
     pub seccomp: LayerStatus,
 }
 
-/// Confine the calling (single-threaded) process. Returns in the confined
+/// Confine the calling (single-threaded) worker per `spec`
+/// ([`Plan::for_worker`], then [`Plan::run`]). Returns in the confined
 /// process only: with namespaces on, the original process becomes a tiny
 /// reaper that waits for the confined pid-1 child and exits with its status.
 ///
 /// # Errors
 /// The first step that failed.
 pub fn enter(spec: &JailSpec) -> Result<JailStatus, JailError> {
-    use steps::*;
-    let (uid, gid) = outer_ids();
-    // 1. namespaces: user first (gives us capabilities inside it), then the rest; fork into the pid ns.
-    if spec.namespaces {
-        unshare_user()?;
-        write_id_maps(uid, gid)?;
-        unshare_others(spec.keep_net)?;
-        fork_into_pid_namespace()?;
-        // 2. mount namespace: an empty, read-only tmpfs root; the host's tree detached.
-        pivot_to_empty_root()?;
-    }
-    // 3. rlimits (after the fork, so NPROC=0 cannot stop it).
-    if spec.rlimits {
-        set_rlimits(spec.as_bytes, spec.cpu_seconds)?;
-    }
-    // 4. no new privileges, no capabilities, no inherited descriptors (environment is already empty).
-    set_no_new_privs()?;
-    drop_capabilities()?;
-    close_inherited_fds()?;
-    // 5. landlock: handle every fs/net right with no rule, i.e. deny them all.
-    let (landlock, landlock_abi) = if spec.landlock {
-        restrict_landlock(spec.connect_port)?
-    } else {
-        (LayerStatus::Off, landlock_abi())
-    };
-    // 6. seccomp LAST: from here on only the allowlisted syscalls exist.
-    let seccomp = match spec.seccomp {
-        Some(filter) => {
-            seccomp::install(filter)?;
-            LayerStatus::Active
-        }
-        None => LayerStatus::Off,
-    };
-    let on = |b: bool| {
-        if b {
-            LayerStatus::Active
-        } else {
-            LayerStatus::Off
-        }
-    };
-    Ok(JailStatus {
-        namespaces: on(spec.namespaces),
-        rlimits: on(spec.rlimits),
-        landlock,
-        landlock_abi,
-        seccomp,
-    })
+    Plan::for_worker(spec)?.run()
 }
 
 /// The one flag set the zygote forks a worker with: a new pid namespace
@@ -380,33 +532,24 @@ pub fn enter(spec: &JailSpec) -> Result<JailStatus, JailError> {
 /// worker's CPU (an mqueue mount, sysctl tables, and an RCU grace period
 /// on the way out). When the operator lowers the seccomp layer, each worker
 /// gets its own again ([`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`]).
-pub const ZYGOTE_CLONE_FLAGS: u64 = (libc::CLONE_NEWPID | libc::CLONE_PIDFD | libc::SIGCHLD) as u64;
+pub const ZYGOTE_CLONE_FLAGS: u64 =
+    (libc::CLONE_NEWPID | libc::CLONE_PIDFD | libc::SIGCHLD).unsigned_abs() as u64;
 
 /// [`ZYGOTE_CLONE_FLAGS`] plus a new ipc namespace: the fork flags when the
 /// seccomp layer is lowered (then nothing else keeps sibling workers'
 /// SysV IPC apart).
-pub const ZYGOTE_CLONE_FLAGS_NO_SECCOMP: u64 = ZYGOTE_CLONE_FLAGS | libc::CLONE_NEWIPC as u64;
+pub const ZYGOTE_CLONE_FLAGS_NO_SECCOMP: u64 =
+    ZYGOTE_CLONE_FLAGS | libc::CLONE_NEWIPC.unsigned_abs() as u64;
 
 /// What [`enter_zygote`] prepared for the workers it will fork.
+#[derive(Debug)]
 pub struct ZygoteJail {
-    /// The filter each worker stacks on the zygote's, compiled once
-    /// ([`seccomp::compile_zygote_child`]: together they allow exactly the
-    /// executor list for pid 1); `None` when the seccomp layer is lowered.
-    child_filter: Option<seccompiler::BpfProgram>,
-    /// The worker rlimits (`None` when the rlimits layer is lowered).
-    rlimits: Option<(u64, u64)>,
+    /// Each forked worker's rest of the jail ([`Plan::for_zygote_worker`]).
+    worker: Plan,
+    /// Whether the workers stack a filter (the seccomp layer is on).
+    filtered: bool,
     /// Readable when a worker exited (SIGCHLD, blocked, via signalfd).
     sigchld: std::os::fd::OwnedFd,
-}
-
-impl fmt::Debug for ZygoteJail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ZygoteJail")
-            .field("child_filter", &self.child_filter.as_ref().map(Vec::len))
-            .field("rlimits", &self.rlimits)
-            .field("sigchld", &self.sigchld)
-            .finish()
-    }
 }
 
 /// Confine the calling (single-threaded) process as a *zygote*: the long-lived
@@ -416,43 +559,27 @@ impl fmt::Debug for ZygoteJail {
 /// that it stays in the supervisor's pid namespace, keeps `CAP_SYS_ADMIN`
 /// in its own user namespace (to give each worker a pid namespace) and its
 /// filter ([`Filter::Zygote`]) also allows forking a worker and handing it
-/// over. Each forked worker then finishes its own jail with
-/// [`ZygoteJail::confine_worker`].
+/// over ([`Plan::for_zygote`]). Each forked worker then finishes its own
+/// jail with [`ZygoteJail::confine_worker`] ([`Plan::for_zygote_worker`]).
 ///
 /// Requires the namespaces layer (the zygote is pointless without it).
 ///
 /// # Errors
 /// The first step that failed.
 pub fn enter_zygote(spec: &JailSpec) -> Result<ZygoteJail, JailError> {
-    use steps::*;
-    if !spec.namespaces {
-        return Err(JailError::UnshareOthers(libc::EINVAL));
-    }
-    let (uid, gid) = outer_ids();
-    unshare_user()?;
-    write_id_maps(uid, gid)?;
-    unshare_zygote_namespaces(spec.keep_net)?;
-    pivot_to_empty_root()?;
-    if spec.rlimits {
-        set_zygote_rlimits(spec.as_bytes)?;
-    }
-    set_no_new_privs()?;
-    keep_only_sys_admin()?;
-    close_inherited_fds()?;
-    let sigchld = sigchld_fd()?;
-    if spec.landlock {
-        restrict_landlock(spec.connect_port)?;
-    }
+    // Compiled first (it allocates): the filter each worker stacks.
     let child_filter = match spec.seccomp {
         Some(f) => Some(seccomp::compile_zygote_child(f)?),
         None => None,
     };
-    if spec.seccomp.is_some() {
-        seccomp::install(Filter::Zygote)?;
-    }
+    let plan = Plan::for_zygote(spec)?;
+    plan.run()?;
+    let sigchld = plan
+        .take_sigchld()
+        .ok_or_else(|| JailError::at(Step::Sigchld, "signalfd", libc::EBADF))?;
     Ok(ZygoteJail {
-        child_filter,
-        rlimits: spec.rlimits.then_some((spec.as_bytes, spec.cpu_seconds)),
+        filtered: child_filter.is_some(),
+        worker: Plan::for_zygote_worker(spec, child_filter),
         sigchld,
     })
 }
@@ -462,7 +589,7 @@ impl ZygoteJail {
     /// [`ZYGOTE_CLONE_FLAGS_NO_SECCOMP`] when the seccomp layer is lowered
     /// (no child filter).
     pub fn clone_flags(&self) -> u64 {
-        if self.child_filter.is_some() {
+        if self.filtered {
             ZYGOTE_CLONE_FLAGS
         } else {
             ZYGOTE_CLONE_FLAGS_NO_SECCOMP
@@ -476,27 +603,15 @@ impl ZygoteJail {
     }
 
     /// In a freshly forked worker (pid 1 of its own pid namespace, its
-    /// socket already on fd 3): die with the zygote, close every other
-    /// descriptor, set the worker rlimits (NPROC=0 from here on), drop the
-    /// last capability, and install the worker's filter last (stacked on
-    /// the inherited zygote filter, the pair allows exactly the executor
-    /// list).
+    /// socket already on [`crate::ipc::IPC_FD`]): run the rest of its jail
+    /// ([`Plan::for_zygote_worker`]: rlimits, death with the zygote, the
+    /// last capability dropped, descriptors, SIGCHLD, the worker's filter
+    /// stacked last).
     ///
     /// # Errors
     /// The first step that failed.
     pub fn confine_worker(&self) -> Result<(), JailError> {
-        use steps::*;
-        die_with_parent()?;
-        unblock_sigchld()?;
-        close_inherited_fds()?;
-        if let Some((as_bytes, cpu)) = self.rlimits {
-            set_rlimits(as_bytes, cpu)?;
-        }
-        clear_capabilities()?;
-        if let Some(prog) = &self.child_filter {
-            seccompiler::apply_filter(prog).map_err(|e| JailError::Seccomp(e.to_string()))?;
-        }
-        Ok(())
+        self.worker.run().map(drop)
     }
 }
 
@@ -541,9 +656,50 @@ mod tests {
 
     #[test]
     fn errors_name_their_step() {
-        let e = JailError::PivotRoot(libc::EINVAL);
+        let e = JailError::new(Step::PivotRoot, libc::EINVAL);
         assert_eq!(e.step(), "pivot_root");
         assert_eq!(e.errno(), libc::EINVAL);
         assert!(e.to_string().starts_with("pivot_root: EINVAL (22)"), "{e}");
+    }
+
+    #[test]
+    fn steps_name_their_layer() {
+        let layer = |s: &str| Step::from_name(s).map(Step::layer);
+        assert_eq!(layer("userns"), Some(Layer::Namespaces));
+        assert_eq!(layer("hide_control"), Some(Layer::Namespaces));
+        assert_eq!(layer("rlimits"), Some(Layer::Rlimits));
+        assert_eq!(layer("landlock"), Some(Layer::Landlock));
+        assert_eq!(layer("seccomp"), Some(Layer::Seccomp));
+        // Not a lowerable layer's: doctor must not blame the namespaces.
+        assert_eq!(layer("no_new_privs"), Some(Layer::Base));
+        assert_eq!(layer("capabilities"), Some(Layer::Base));
+        assert_eq!(layer("close_fds"), Some(Layer::Base));
+        assert_eq!(layer("bogus"), None);
+        for s in STEPS {
+            assert_eq!(Step::from_name(s.name()), Some(s));
+        }
+    }
+
+    #[test]
+    fn encoded_errors_survive_the_exec_pipe() {
+        for s in STEPS {
+            let e = JailError::at(s, "call", libc::EACCES);
+            let io = e.to_io();
+            // Only the raw i32 crosses the standard library's pipe.
+            let back = std::io::Error::from_raw_os_error(io.raw_os_error().unwrap_or(0));
+            let d = JailError::from_io(&back).expect("decodes");
+            assert_eq!((d.kind(), d.errno()), (s, libc::EACCES));
+            assert_eq!(d.layer(), s.layer());
+        }
+        assert_eq!(
+            JailError::from_io(&std::io::Error::from_raw_os_error(libc::ENOENT)),
+            None
+        );
+        let shown = JailError::explain_spawn(JailError::new(Step::Landlock, libc::EPERM).to_io());
+        assert!(
+            shown.to_string().starts_with("landlock: EPERM (1)"),
+            "{shown}"
+        );
+        assert_eq!(shown.kind(), std::io::ErrorKind::PermissionDenied);
     }
 }

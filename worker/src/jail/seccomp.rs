@@ -11,13 +11,18 @@
 //! tests: in-process with an `Errno` mismatch action, and end to end by the
 //! probe role.
 
-use super::steps::IPC_FD;
-use super::JailError;
+use super::{JailError, Step};
+use crate::ipc::IPC_FD;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
+
+/// A seccomp failure (no errno: seccompiler's error says why).
+fn seccomp_err(e: impl std::fmt::Display) -> JailError {
+    JailError::detail(Step::Seccomp, e.to_string())
+}
 
 /// Which allowlist to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,14 +211,14 @@ fn test_of(cond: Cond, own_pid: u64) -> Option<(u8, SeccompCmpArgLen, SeccompCmp
     use SeccompCmpOp::{Eq, MaskedEq};
     Some(match cond {
         Cond::Any => return None,
-        Cond::IpcFd => (0, Dword, Eq, IPC_FD as u64),
+        Cond::IpcFd => (0, Dword, Eq, u64::from(IPC_FD.unsigned_abs())),
         Cond::Stderr => (0, Dword, Eq, 2),
         Cond::NoExec => (2, Dword, MaskedEq(libc::PROT_EXEC as u64), 0),
         Cond::Fionbio => (1, Dword, Eq, FIONBIO),
         Cond::OwnPid => (0, Dword, Eq, own_pid),
         Cond::CloneWorker => (0, Qword, Eq, super::ZYGOTE_CLONE_FLAGS),
         Cond::Pid1 => (0, Dword, Eq, 1),
-        Cond::PrctlOption(op) => (0, Dword, Eq, op as u64),
+        Cond::PrctlOption(op) => (0, Dword, Eq, u64::from(op.unsigned_abs())),
         Cond::GetFd => (1, Dword, Eq, libc::F_GETFD as u64),
     })
 }
@@ -229,10 +234,10 @@ fn rule(cond: Cond, own_pid: u64) -> Result<Option<SeccompRule>, seccompiler::Ba
 /// Compile `filter` with the given action for anything not allowed.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects the table.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects the table.
 pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, JailError> {
     // SAFETY: getpid cannot fail.
-    let own_pid = unsafe { libc::getpid() } as u32;
+    let own_pid = unsafe { libc::getpid() }.unsigned_abs();
     compile_for_pid(filter, own_pid, mismatch)
 }
 
@@ -241,13 +246,13 @@ pub fn compile(filter: Filter, mismatch: SeccompAction) -> Result<BpfProgram, Ja
 /// pid namespace).
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects the table.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects the table.
 pub fn compile_for_pid(
     filter: Filter,
     own_pid: u32,
     mismatch: SeccompAction,
 ) -> Result<BpfProgram, JailError> {
-    let err = |e: &dyn std::fmt::Display| JailError::Seccomp(e.to_string());
+    let err = |e: &dyn std::fmt::Display| seccomp_err(e.to_string());
     let own_pid = u64::from(own_pid);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // A syscall with any unconditional row is allowed outright.
@@ -283,7 +288,7 @@ pub fn compile_for_pid(
 /// makes still passes both.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if a row's condition cannot be negated (a table
+/// a [`JailError`] of step `seccomp` if a row's condition cannot be negated (a table
 /// change the unit tests catch) or seccompiler rejects the result.
 pub fn compile_zygote_child(target: Filter) -> Result<BpfProgram, JailError> {
     compile_zygote_child_with(target, SeccompAction::KillProcess)
@@ -304,7 +309,7 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
     let normalize = |c: Cond| if c == Cond::OwnPid { Cond::Pid1 } else { c };
     let wanted = table(target);
     if let Some(a) = wanted.iter().find(|a| !zygote.iter().any(|z| z.nr == a.nr)) {
-        return Err(JailError::Seccomp(format!(
+        return Err(seccomp_err(format!(
             "{} is not in the zygote's filter, so no worker of it can have it",
             a.name
         )));
@@ -318,7 +323,7 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
     nrs.dedup();
     for nr in nrs {
         let nr32 = u32::try_from(nr)
-            .map_err(|_| JailError::Seccomp(format!("syscall number {nr} out of range")))?;
+            .map_err(|_| seccomp_err(format!("syscall number {nr} out of range")))?;
         let mut allowed: Vec<Cond> = zygote
             .iter()
             .filter(|a| a.nr == nr)
@@ -346,11 +351,11 @@ fn compile_zygote_child_with(target: Filter, deny: SeccompAction) -> Result<BpfP
                         .and_then(arg_test)
                 })
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(JailError::Seccomp)?;
+                .map_err(seccomp_err)?;
             denied.insert(nr32, tests);
         }
     }
-    emit_deny_list(&denied, u32::from(deny)).map_err(JailError::Seccomp)
+    emit_deny_list(&denied, u32::from(deny)).map_err(seccomp_err)
 }
 
 /// One argument test of a deny-list entry (the syscall is let through
@@ -521,7 +526,7 @@ pub const REAPER: &[Allow] = &[
 /// Compile [`REAPER`] (kill on anything else).
 ///
 /// # Errors
-/// [`JailError::Seccomp`] if seccompiler rejects it.
+/// a [`JailError`] of step `seccomp` if seccompiler rejects it.
 pub fn compile_reaper() -> Result<BpfProgram, JailError> {
     let rules: BTreeMap<i64, Vec<SeccompRule>> =
         REAPER.iter().map(|a| (a.nr, Vec::new())).collect();
@@ -531,17 +536,17 @@ pub fn compile_reaper() -> Result<BpfProgram, JailError> {
         SeccompAction::Allow,
         arch(),
     )
-    .map_err(|e| JailError::Seccomp(e.to_string()))?;
-    BpfProgram::try_from(f).map_err(|e| JailError::Seccomp(e.to_string()))
+    .map_err(|e| seccomp_err(e.to_string()))?;
+    BpfProgram::try_from(f).map_err(|e| seccomp_err(e.to_string()))
 }
 
 /// Install `filter` on the calling thread; anything else kills the process.
 ///
 /// # Errors
-/// [`JailError::Seccomp`] when compiling or `seccomp(2)` fails.
+/// a [`JailError`] of step `seccomp` when compiling or `seccomp(2)` fails.
 pub fn install(filter: Filter) -> Result<(), JailError> {
     let prog = compile(filter, SeccompAction::KillProcess)?;
-    seccompiler::apply_filter(&prog).map_err(|e| JailError::Seccomp(e.to_string()))
+    seccompiler::apply_filter(&prog).map_err(|e| seccomp_err(e.to_string()))
 }
 
 #[cfg(test)]
@@ -579,7 +584,7 @@ mod tests {
             let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
             r.push(("socket", sock, errno()));
             let w = unsafe { libc::write(1, b"x".as_ptr().cast(), 1) };
-            r.push(("write(1)", w as i32, errno()));
+            r.push(("write(1)", i32::try_from(w).unwrap_or(0), errno()));
             let m = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
@@ -598,11 +603,11 @@ mod tests {
             let k = unsafe { libc::kill(1, 0) };
             r.push(("kill", k, errno()));
             let p = unsafe { libc::syscall(libc::SYS_ptrace, 0, 0, 0, 0) };
-            r.push(("ptrace", p as i32, errno()));
+            r.push(("ptrace", i32::try_from(p).unwrap_or(0), errno()));
             let u = unsafe { libc::unshare(libc::CLONE_NEWUSER) };
             r.push(("unshare", u, errno()));
             let e = unsafe { libc::syscall(libc::SYS_execve, c"/bin/true".as_ptr(), 0, 0) };
-            r.push(("execve", e as i32, errno()));
+            r.push(("execve", i32::try_from(e).unwrap_or(0), errno()));
             r
         });
         for (name, rc, e) in results {
@@ -615,8 +620,8 @@ mod tests {
         under_filter(Filter::Executor, || {
             // Allocation, including growth that goes through mmap/mremap.
             let mut v: Vec<u8> = Vec::new();
-            for i in 0..(4 << 20) {
-                v.push(i as u8);
+            for i in 0..(4u32 << 20) {
+                v.push(i.to_le_bytes()[0]);
             }
             let mut m = std::collections::HashMap::new();
             m.insert("k", v.len());

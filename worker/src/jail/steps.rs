@@ -1,14 +1,34 @@
 //! The individual jail steps. Each is small, says why it exists, and maps
-//! its failure to its own [`JailError`] variant with the errno.
+//! its failure to a [`JailError`] naming its [`Step`] and the errno. The
+//! order they run in is [`super::Plan::run`]'s.
+//!
+//! Every step a plan for a forked child runs ([`super::Plan::for_launch`],
+//! [`super::Plan::for_program`]) makes only raw, async-signal-safe
+//! syscalls on memory prepared before the fork: no allocation, no locks.
 
-use super::{JailError, LayerStatus};
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::ptr_as_ptr
+)]
+
+use super::plan::{ProgramSpec, Rlimit, ETC_FILES, SYSTEM_DIRS};
+use super::{JailError, LayerStatus, Pid1Exit, Step};
+use crate::ipc::IPC_FD;
 use std::ffi::CStr;
-
-/// The IPC socket's descriptor number in a worker.
-pub const IPC_FD: i32 = 3;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// `Err(step/what, errno)` when a raw call returned a negative value.
+fn check(step: Step, what: &'static str, rc: libc::c_long) -> Result<(), JailError> {
+    if rc < 0 {
+        Err(JailError::at(step, what, errno()))
+    } else {
+        Ok(())
+    }
 }
 
 /// The uid/gid we run as outside, for the identity map.
@@ -22,115 +42,92 @@ pub fn outer_ids() -> (u32, u32) {
 pub fn unshare_user() -> Result<(), JailError> {
     // SAFETY: unshare takes only flags.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
-        return Err(JailError::UnshareUser(errno()));
+        return Err(JailError::new(Step::UserNs, errno()));
     }
     Ok(())
 }
 
-fn write_proc_file(
-    path: &'static CStr,
-    file: &'static str,
-    content: &str,
-) -> Result<(), JailError> {
+fn write_proc_file(path: &'static CStr, content: &[u8]) -> Result<(), JailError> {
+    let what = path.to_str().unwrap_or("/proc/self");
     // SAFETY: `path` is a NUL-terminated string; flags are plain ints.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
     if fd < 0 {
-        return Err(JailError::IdMap {
-            file,
-            errno: errno(),
-        });
+        return Err(JailError::at(Step::IdMap, what, errno()));
     }
     // SAFETY: `content` is a valid buffer of content.len() bytes; fd is ours.
     let n = unsafe { libc::write(fd, content.as_ptr().cast(), content.len()) };
     let e = errno();
     // SAFETY: closing the fd we just opened.
     unsafe { libc::close(fd) };
-    if n < 0 || n as usize != content.len() {
-        return Err(JailError::IdMap { file, errno: e });
+    if usize::try_from(n).ok() != Some(content.len()) {
+        return Err(JailError::at(Step::IdMap, what, e));
     }
     Ok(())
 }
 
-/// Why: map only our own outer identity (to root inside), which an
-/// unprivileged process may do; every other id stays unmapped (nobody).
-/// `setgroups` must be denied first, so the worker can never drop a group
-/// that was protecting something.
-pub fn write_id_maps(uid: u32, gid: u32) -> Result<(), JailError> {
-    write_proc_file(c"/proc/self/setgroups", "/proc/self/setgroups", "deny")?;
-    write_proc_file(
-        c"/proc/self/uid_map",
-        "/proc/self/uid_map",
-        &format!("0 {uid} 1"),
-    )?;
-    write_proc_file(
-        c"/proc/self/gid_map",
-        "/proc/self/gid_map",
-        &format!("0 {gid} 1"),
-    )?;
+/// Why: map only our own outer identity (the lines were prepared: to root
+/// inside for a worker, to itself for a program), which an unprivileged
+/// process may do; every other id stays unmapped (nobody). `setgroups`
+/// must be denied first, so the process can never drop a group that was
+/// protecting something.
+pub fn write_id_maps(uid_map: &CStr, gid_map: &CStr) -> Result<(), JailError> {
+    write_proc_file(c"/proc/self/setgroups", b"deny")?;
+    write_proc_file(c"/proc/self/uid_map", uid_map.to_bytes())?;
+    write_proc_file(c"/proc/self/gid_map", gid_map.to_bytes())?;
     Ok(())
 }
 
-/// Why: separate mount (for the empty root), pid (no host process is
-/// visible or signalable), net (no interface but a down `lo`), ipc, uts and
-/// cgroup namespaces.
-pub fn unshare_others(keep_net: bool) -> Result<(), JailError> {
-    let mut flags = libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWCGROUP;
-    if !keep_net {
-        flags |= libc::CLONE_NEWNET;
-    }
+/// Why: separate mount (for the empty root or the covered control
+/// directory), pid (no host process is visible or signalable), net (no
+/// interface but a down `lo`), ipc, uts and cgroup namespaces — whichever
+/// `flags` the plan names.
+pub fn unshare_others(flags: libc::c_int) -> Result<(), JailError> {
     // SAFETY: unshare takes only flags.
     if unsafe { libc::unshare(flags) } != 0 {
-        return Err(JailError::UnshareOthers(errno()));
+        return Err(JailError::new(Step::Namespaces, errno()));
     }
     Ok(())
 }
 
 /// Why: a new pid namespace applies to children only, so fork once: the
 /// child is pid 1 of the namespace (its death kills everything in it) and
-/// continues the jail; the parent only waits and exits with the child's
-/// status (128+signal when killed, so the supervisor can name the signal).
-/// The child dies with its parent (`PR_SET_PDEATHSIG`), and a pipe tells it
-/// whether the parent already died before that was set.
-pub fn fork_into_pid_namespace() -> Result<(), JailError> {
+/// continues the jail; the parent stays outside, closes every descriptor
+/// (so the peer of an IPC socket sees EOF when the child dies), is confined
+/// to waiting and ends as the child ended ([`Pid1Exit`]). The child dies
+/// with its parent (`PR_SET_PDEATHSIG`), and a pipe tells it whether the
+/// parent already died before that was set. A raw `clone` (no fork
+/// handlers run): async-signal-safe, also in the child of a threaded
+/// process.
+pub fn fork_pid1(
+    exit: Pid1Exit,
+    reaper: Option<&seccompiler::BpfProgram>,
+) -> Result<(), JailError> {
     let mut pipe = [-1i32; 2];
     // SAFETY: `pipe` is a valid array of two ints.
     if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(JailError::Fork(errno()));
+        return Err(JailError::at(Step::Pid1Fork, "pipe2", errno()));
     }
-    // SAFETY: the process is single-threaded here (enter() requires it), so
-    // the child may keep running arbitrary Rust code after fork.
-    let pid = unsafe { libc::fork() };
+    // SAFETY: a fork-style clone (no shared memory, no new stack): the
+    // child continues on a copy of this single thread's state.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::c_ulong::from(libc::SIGCHLD.unsigned_abs()),
+            0,
+            0,
+            0,
+            0,
+        )
+    };
     if pid < 0 {
-        return Err(JailError::Fork(errno()));
+        return Err(JailError::at(Step::Pid1Fork, "clone", errno()));
     }
     if pid > 0 {
-        // Parent: drop our copy of the IPC socket so the supervisor sees EOF
-        // when the child dies, then reap and mirror the child's end.
-        // SAFETY: closing descriptors we own.
-        unsafe {
-            libc::close(IPC_FD);
-            libc::close(pipe[0]);
+        match libc::pid_t::try_from(pid) {
+            Ok(pid) => reap(pid, pipe[1], exit, reaper),
+            // SAFETY: _exit never returns (a pid always fits a pid_t).
+            Err(_) => unsafe { libc::_exit(4) },
         }
-        // The reaper holds the namespace's capabilities but only ever waits:
-        // confine it to wait4/exit (best effort; the child is the real jail).
-        confine_reaper();
-        let Some(status) = wait_status(pid) else {
-            // SAFETY: _exit never returns and is always safe to call.
-            unsafe { libc::_exit(4) };
-        };
-        let code = if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else if libc::WIFSIGNALED(status) {
-            128 + libc::WTERMSIG(status)
-        } else {
-            4
-        };
-        // SAFETY: _exit never returns; skipping atexit handlers is intended.
-        unsafe { libc::_exit(code) };
     }
     // Child: die with the parent.
     die_with_parent()?;
@@ -147,9 +144,60 @@ pub fn fork_into_pid_namespace() -> Result<(), JailError> {
     unsafe { libc::close(pipe[0]) };
     if rc != 0 {
         // POLLHUP: every write end is closed, i.e. the parent already died.
-        return Err(JailError::Fork(libc::ESRCH));
+        return Err(JailError::at(Step::Pid1Fork, "parent died", libc::ESRCH));
     }
     Ok(())
+}
+
+/// The parent outside the pid namespace: close every descriptor but the
+/// pipe's write end `alive` (its hang-up tells pid 1 we died), no core dump, no new privileges, the
+/// reaper's filter (best effort: pid 1 is the real jail), wait, and end as
+/// pid 1 ended. Never returns.
+fn reap(
+    pid: libc::pid_t,
+    alive: RawFd,
+    exit: Pid1Exit,
+    reaper: Option<&seccompiler::BpfProgram>,
+) -> ! {
+    let alive = alive.unsigned_abs();
+    // SAFETY: closing every descriptor of this process but `alive`; it
+    // uses none of them from here on.
+    unsafe {
+        if alive > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, alive - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, alive + 1, u32::MAX, 0u32);
+    }
+    let _ = setrlimit("RLIMIT_CORE", libc::RLIMIT_CORE, 0);
+    let _ = set_no_new_privs();
+    if let Some(prog) = reaper {
+        let _ = seccompiler::apply_filter(prog);
+    }
+    let Some(status) = wait_status(pid) else {
+        // SAFETY: _exit never returns and is always safe to call.
+        unsafe { libc::_exit(4) };
+    };
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        if exit == Pid1Exit::SameSignal {
+            // SAFETY: default disposition for `sig`, then the same signal
+            // at ourselves: our parent sees pid 1's own death.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::kill(libc::getpid(), sig);
+            }
+        }
+        // SAFETY: _exit never returns (also for a signal whose default is
+        // to be ignored).
+        unsafe { libc::_exit(128 + sig) };
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        4
+    };
+    // SAFETY: _exit never returns; skipping atexit handlers is intended.
+    unsafe { libc::_exit(code) }
 }
 
 /// Wait for the child `pid` to end, retrying when interrupted: its raw
@@ -171,15 +219,6 @@ pub fn wait_status(pid: libc::pid_t) -> Option<libc::c_int> {
     }
 }
 
-/// Why: the reaper outside the pid namespace still holds every capability
-/// of the user namespace; it needs nothing but `wait4` and `exit_group`.
-fn confine_reaper() {
-    let _ = set_no_new_privs();
-    if let Ok(prog) = super::seccomp::compile_reaper() {
-        let _ = seccompiler::apply_filter(&prog);
-    }
-}
-
 fn mount(
     what: &'static str,
     src: Option<&CStr>,
@@ -192,10 +231,7 @@ fn mount(
     // SAFETY: every pointer is NUL-terminated or null, valid for the call.
     let rc = unsafe { libc::mount(p(src), target.as_ptr(), p(fstype), flags, p(data).cast()) };
     if rc != 0 {
-        return Err(JailError::Mount {
-            what,
-            errno: errno(),
-        });
+        return Err(JailError::at(Step::Mount, what, errno()));
     }
     Ok(())
 }
@@ -232,19 +268,19 @@ pub fn pivot_to_empty_root() -> Result<(), JailError> {
     )?;
     // SAFETY: `target` is NUL-terminated.
     if unsafe { libc::chdir(target.as_ptr()) } != 0 {
-        return Err(JailError::PivotRoot(errno()));
+        return Err(JailError::new(Step::PivotRoot, errno()));
     }
     // SAFETY: pivot_root via syscall with two NUL-terminated "." paths.
     if unsafe { libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) } != 0 {
-        return Err(JailError::PivotRoot(errno()));
+        return Err(JailError::new(Step::PivotRoot, errno()));
     }
     // SAFETY: "/" is NUL-terminated; MNT_DETACH lazily drops the old root.
     if unsafe { libc::umount2(c"/".as_ptr(), libc::MNT_DETACH) } != 0 {
-        return Err(JailError::UmountOldRoot(errno()));
+        return Err(JailError::new(Step::UmountOldRoot, errno()));
     }
     // SAFETY: "/" is NUL-terminated.
     if unsafe { libc::chdir(c"/".as_ptr()) } != 0 {
-        return Err(JailError::PivotRoot(errno()));
+        return Err(JailError::new(Step::PivotRoot, errno()));
     }
     mount(
         "/ read-only",
@@ -262,6 +298,87 @@ pub fn pivot_to_empty_root() -> Result<(), JailError> {
     Ok(())
 }
 
+/// Step 2 of a program's jail: cover the control directory at `path`,
+/// which must still be the directory `id` (device, inode), with an empty
+/// read-only tmpfs in this process's own mount namespace (made private
+/// first: nothing propagates back). The mount goes onto
+/// `/proc/self/fd/N` of the descriptor that was checked, never onto a path
+/// that could have been swapped in between.
+pub fn hide_control(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
+    mount(
+        "/ private",
+        Some(c"none"),
+        c"/",
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    // SAFETY: `path` is NUL-terminated; O_PATH opens nothing for I/O.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(JailError::at(Step::HideControl, "open", errno()));
+    }
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one stat struct into `st`.
+    let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+    let same = rc == 0 && {
+        // SAFETY: fstat succeeded (rc == 0), so `st` is initialised.
+        let st = unsafe { st.assume_init() };
+        (st.st_dev, st.st_ino) == id
+    };
+    if !same {
+        // SAFETY: closing the descriptor opened above, once.
+        unsafe { libc::close(fd) };
+        return Err(JailError::at(
+            Step::HideControl,
+            "not the directory checked",
+            libc::ESTALE,
+        ));
+    }
+    let mut buf = [0u8; 32];
+    let rc = match fd_path(fd, &mut buf) {
+        Some(target) => mount(
+            "control directory tmpfs",
+            Some(c"lackpy-control"),
+            target,
+            Some(c"tmpfs"),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            Some(c"size=4k,nr_inodes=1,mode=0555"),
+        ),
+        None => Err(JailError::at(Step::HideControl, "fd path", libc::EBADF)),
+    };
+    // SAFETY: closing the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    rc.map_err(|e| JailError::at(Step::HideControl, "mount tmpfs", e.errno()))
+}
+
+/// `/proc/self/fd/N`, NUL-terminated, written into `buf` (no allocation).
+fn fd_path(fd: RawFd, buf: &mut [u8; 32]) -> Option<&CStr> {
+    let prefix = b"/proc/self/fd/";
+    buf.fill(0);
+    buf.get_mut(..prefix.len())?.copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let mut n = fd.unsigned_abs();
+    let mut len = 0;
+    loop {
+        *digits.get_mut(len)? = b"0123456789"[usize::try_from(n % 10).ok()?];
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        *buf.get_mut(prefix.len() + i)? = digits[len - 1 - i];
+    }
+    CStr::from_bytes_until_nul(buf).ok()
+}
+
 fn setrlimit(
     name: &'static str,
     res: libc::__rlimit_resource_t,
@@ -273,32 +390,34 @@ fn setrlimit(
     };
     // SAFETY: `lim` is a valid rlimit struct.
     if unsafe { libc::setrlimit(res, &lim) } != 0 {
-        return Err(JailError::Rlimit {
-            name,
-            errno: errno(),
-        });
+        return Err(JailError::at(Step::Rlimits, name, errno()));
     }
     Ok(())
 }
 
-/// Descriptors a jailed worker may hold: stdin/out/err (/dev/null or the
-/// log), the IPC socket, and transient ones during landlock setup.
-/// Why 8: 0–3 are open, landlock needs one more briefly; no later step opens any.
-const NOFILE: u64 = 8;
-
-/// Why: the kernel, not only the interpreter, bounds memory and CPU; no core
-/// dump can leak memory to disk; no new process can be created (NPROC=0 —
-/// the pid-1 fork is already done); no file can grow (FSIZE=0); few fds.
-pub fn set_rlimits(as_bytes: u64, cpu_seconds: u64) -> Result<(), JailError> {
-    setrlimit("RLIMIT_AS", libc::RLIMIT_AS, as_bytes)?;
-    setrlimit("RLIMIT_CPU", libc::RLIMIT_CPU, cpu_seconds)?;
-    setrlimit("RLIMIT_CORE", libc::RLIMIT_CORE, 0)?;
-    setrlimit("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, NOFILE)?;
-    setrlimit("RLIMIT_NPROC", libc::RLIMIT_NPROC, 0)?;
-    setrlimit("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, 0)?;
-    setrlimit("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK, 0)?;
-    setrlimit("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE, 0)?;
+/// Why: the kernel, not only the interpreter or a tool's timeout, bounds
+/// memory, CPU, files and processes; no core dump can leak memory to disk.
+pub fn set_rlimits(limits: &[Rlimit]) -> Result<(), JailError> {
+    for &(name, res, value) in limits {
+        setrlimit(name, res, value)?;
+    }
     Ok(())
+}
+
+/// A worker's rlimits: address space, CPU, no core dump, `nofile`
+/// descriptors, no new process (NPROC=0 — the pid-1 fork is already
+/// done), no file can grow (FSIZE=0), no locked memory, no message queue.
+pub fn worker_rlimits(as_bytes: u64, cpu_seconds: u64, nofile: u64) -> [Rlimit; 8] {
+    [
+        ("RLIMIT_AS", libc::RLIMIT_AS, as_bytes),
+        ("RLIMIT_CPU", libc::RLIMIT_CPU, cpu_seconds),
+        ("RLIMIT_CORE", libc::RLIMIT_CORE, 0),
+        ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, nofile),
+        ("RLIMIT_NPROC", libc::RLIMIT_NPROC, 0),
+        ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, 0),
+        ("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK, 0),
+        ("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE, 0),
+    ]
 }
 
 /// Why: no exec (if one ever became possible) can gain privileges, and it
@@ -306,7 +425,7 @@ pub fn set_rlimits(as_bytes: u64, cpu_seconds: u64) -> Result<(), JailError> {
 pub fn set_no_new_privs() -> Result<(), JailError> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(JailError::NoNewPrivs(errno()));
+        return Err(JailError::new(Step::NoNewPrivs, errno()));
     }
     Ok(())
 }
@@ -347,10 +466,11 @@ fn drop_capabilities_keeping_sets() -> Result<(), JailError> {
     // SAFETY: prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS_LOCKED_DOWN, 0, 0, 0) };
     if rc != 0 && errno() != libc::EPERM {
-        return Err(JailError::Capabilities {
-            what: "PR_SET_SECUREBITS",
-            errno: errno(),
-        });
+        return Err(JailError::at(
+            Step::Capabilities,
+            "PR_SET_SECUREBITS",
+            errno(),
+        ));
     }
     for cap in 0..64 {
         // SAFETY: prctl with integer arguments.
@@ -359,12 +479,7 @@ fn drop_capabilities_keeping_sets() -> Result<(), JailError> {
             match errno() {
                 libc::EINVAL => break, // past the last capability this kernel knows
                 libc::EPERM => break,  // not ours to drop: no CAP_SETPCAP (no userns)
-                e => {
-                    return Err(JailError::Capabilities {
-                        what: "PR_CAPBSET_DROP",
-                        errno: e,
-                    })
-                }
+                e => return Err(JailError::at(Step::Capabilities, "PR_CAPBSET_DROP", e)),
             }
         }
     }
@@ -379,23 +494,28 @@ fn drop_capabilities_keeping_sets() -> Result<(), JailError> {
         )
     };
     if rc != 0 && errno() != libc::EINVAL {
-        return Err(JailError::Capabilities {
-            what: "PR_CAP_AMBIENT_CLEAR_ALL",
-            errno: errno(),
-        });
+        return Err(JailError::at(
+            Step::Capabilities,
+            "PR_CAP_AMBIENT_CLEAR_ALL",
+            errno(),
+        ));
     }
     Ok(())
 }
 
-/// Why: the supervisor already marked every descriptor above the socket
-/// close-on-exec; close them for real in case anything was opened since.
-pub fn close_inherited_fds() -> Result<(), JailError> {
-    // SAFETY: close_range with integer arguments; fds 0–3 stay open.
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, IPC_FD as u32 + 1, u32::MAX, 0u32) };
-    if rc != 0 {
-        return Err(JailError::CloseFds(errno()));
-    }
-    Ok(())
+/// Why: nothing inherited may cross into the jail but the kept descriptors
+/// (below `first`). Before an exec they are marked close-on-exec (the exec
+/// itself, or the standard library's error pipe, still needs them); a
+/// worker jailing itself closes them for real.
+pub fn close_inherited_fds(first: u32, cloexec: bool) -> Result<(), JailError> {
+    let flags = if cloexec {
+        libc::CLOSE_RANGE_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: close_range with integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, flags) };
+    check(Step::CloseFds, "close_range", rc)
 }
 
 /// The kernel's landlock ABI version (0 when landlock is unavailable).
@@ -413,60 +533,111 @@ pub fn landlock_abi() -> u8 {
     u8::try_from(v).unwrap_or(0)
 }
 
-/// Why: an independent second wall. Handling every filesystem and TCP
-/// right with no rule denies them all; scoping stops signals and abstract
-/// unix sockets towards anything outside the sandbox. An inferencer gets
-/// exactly one rule: TCP connect to its model endpoint's port.
-pub fn restrict_landlock(connect_port: Option<u16>) -> Result<(LayerStatus, u8), JailError> {
+/// Why: an independent second wall. Every filesystem right is handled
+/// (and every TCP right when `handle_net`), and signals and abstract unix
+/// sockets are scoped to the jail; allowed is only what the rules name. A
+/// worker has no rule at all (an inferencer one: TCP connect to
+/// `connect_port`, its model endpoint's); a program (`program`) may read
+/// and execute beneath [`SYSTEM_DIRS`] and its `read_exec` paths, read
+/// [`ETC_FILES`] and its `read_only` paths, read/write `/dev/null`, read
+/// `/dev/{u,}random` and `/dev/zero`, and do anything beneath its
+/// `read_write` paths. Built before the jail runs (it allocates): the
+/// ruleset's descriptor and what enforcing it will amount to (partial on
+/// a kernel below ABI 6, which cannot handle every right).
+pub fn landlock_ruleset(
+    handle_net: bool,
+    connect_port: Option<u16>,
+    program: Option<&ProgramSpec>,
+) -> Result<(OwnedFd, LayerStatus), JailError> {
     use landlock::{
-        Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        RulesetStatus, Scope, ABI,
+        path_beneath_rules, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope, ABI,
     };
     let abi = landlock_abi();
     let newest = ABI::V7;
-    let err = |e: landlock::RulesetError| JailError::Landlock(e.to_string());
-    let mut created = Ruleset::default()
+    let err = |e: landlock::RulesetError| JailError::detail(Step::Landlock, e.to_string());
+    let mut rs = Ruleset::default()
         .handle_access(AccessFs::from_all(newest))
-        .map_err(err)?
-        .handle_access(AccessNet::from_all(newest))
-        .map_err(err)?
+        .map_err(err)?;
+    if handle_net {
+        rs = rs.handle_access(AccessNet::from_all(newest)).map_err(err)?;
+    }
+    let mut created = rs
         .scope(Scope::from_all(newest))
         .map_err(err)?
         .create()
         .map_err(err)?;
+    if let Some(p) = program {
+        let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
+        created = created
+            .add_rules(path_beneath_rules(SYSTEM_DIRS, AccessFs::from_read(newest)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                &p.read_exec,
+                AccessFs::from_read(newest),
+            ))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(ETC_FILES, read_only))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(&p.read_only, read_only))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                &p.read_write,
+                AccessFs::from_all(newest),
+            ))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                ["/dev/null"],
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                ["/dev/urandom", "/dev/random", "/dev/zero"],
+                AccessFs::ReadFile,
+            ))
+            .map_err(err)?;
+    }
     if let Some(port) = connect_port {
         created = created
             .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
             .map_err(err)?;
     }
-    let status = created.restrict_self().map_err(err)?;
-    let layer = match status.ruleset {
-        RulesetStatus::FullyEnforced => LayerStatus::Active,
-        RulesetStatus::PartiallyEnforced => LayerStatus::Partial,
-        RulesetStatus::NotEnforced => {
-            return Err(JailError::Landlock(format!(
+    let fd: Option<OwnedFd> = created.into();
+    let fd = fd.ok_or_else(|| {
+        JailError::detail(
+            Step::Landlock,
+            format!(
                 "not enforced by this kernel (ABI {abi}); lower the `landlock` layer in [sandbox] to run without it"
-            )))
-        }
+            ),
+        )
+    })?;
+    // ABI 6 handles every right asked for (filesystem, TCP, scopes).
+    let status = if abi >= 6 {
+        LayerStatus::Active
+    } else {
+        LayerStatus::Partial
     };
-    Ok((layer, abi))
+    Ok((fd, status))
+}
+
+/// Enforce a ruleset built by [`landlock_ruleset`] on this thread.
+pub fn restrict_landlock(ruleset: &OwnedFd) -> Result<(), JailError> {
+    // SAFETY: the ruleset fd is open (borrowed); flags 0.
+    let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
+    check(Step::Landlock, "landlock_restrict_self", rc)
 }
 
 /// Why (zygote): the zygote gets every namespace a worker gets except the
 /// pid namespace, which each forked worker gets for itself (so it is pid 1
 /// of a namespace holding nothing else, and the zygote, staying in the
 /// supervisor's pid namespace, hands the supervisor a pid it can name).
-pub fn unshare_zygote_namespaces(keep_net: bool) -> Result<(), JailError> {
+pub fn zygote_namespaces(keep_net: bool) -> libc::c_int {
     let mut flags =
         libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWCGROUP;
     if !keep_net {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: unshare takes only flags.
-    if unsafe { libc::unshare(flags) } != 0 {
-        return Err(JailError::UnshareOthers(errno()));
-    }
-    Ok(())
+    flags
 }
 
 /// Descriptors the zygote may hold: its control socket, the signalfd, and
@@ -476,15 +647,12 @@ pub const ZYGOTE_NOFILE: u64 = 1100;
 /// Why (zygote): the zygote itself never dumps core, writes files or locks
 /// memory, and its address space is bounded like a worker's; CPU and NPROC
 /// stay as they are because it lives long and forks (each child sets its
-/// own with [`set_rlimits`]).
-pub fn set_zygote_rlimits(as_bytes: u64) -> Result<(), JailError> {
-    setrlimit("RLIMIT_AS", libc::RLIMIT_AS, as_bytes)?;
-    setrlimit("RLIMIT_CORE", libc::RLIMIT_CORE, 0)?;
-    setrlimit("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, ZYGOTE_NOFILE)?;
-    setrlimit("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, 0)?;
-    setrlimit("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK, 0)?;
-    setrlimit("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE, 0)?;
-    Ok(())
+/// own with [`worker_rlimits`]).
+pub fn zygote_rlimits(as_bytes: u64) -> Vec<Rlimit> {
+    worker_rlimits(as_bytes, 0, ZYGOTE_NOFILE)
+        .into_iter()
+        .filter(|(_, res, _)| *res != libc::RLIMIT_CPU && *res != libc::RLIMIT_NPROC)
+        .collect()
 }
 
 fn capset(effective: u32, permitted: u32) -> Result<(), JailError> {
@@ -505,13 +673,8 @@ fn capset(effective: u32, permitted: u32) -> Result<(), JailError> {
         },
     ];
     // SAFETY: capset reads one header and two data structs (version 3 layout).
-    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) } != 0 {
-        return Err(JailError::Capabilities {
-            what: "capset",
-            errno: errno(),
-        });
-    }
-    Ok(())
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &raw mut hdr, data.as_ptr()) };
+    check(Step::Capabilities, "capset", rc)
 }
 
 /// Why (zygote): like [`drop_capabilities`] (securebits locked, bounding and
@@ -536,22 +699,52 @@ fn drop_capabilities_but(keep: u32) -> Result<(), JailError> {
 /// `CAP_SYS_ADMIN` (linux/capability.h).
 const CAP_SYS_ADMIN: u32 = 21;
 
-/// Die when the parent (the reaper, or the zygote) dies.
+/// Die when the parent (the reaper, the zygote, the spawning thread) dies.
 pub fn die_with_parent() -> Result<(), JailError> {
+    let sig = libc::c_ulong::from(libc::SIGKILL.unsigned_abs());
     // SAFETY: prctl with integer arguments.
-    if unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    } != 0
-    {
-        return Err(JailError::Fork(errno()));
-    }
-    Ok(())
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) };
+    check(
+        Step::DieWithParent,
+        "PR_SET_PDEATHSIG",
+        libc::c_long::from(rc),
+    )
+}
+
+/// Why (worker launch): the worker finds its IPC socket on a fixed
+/// descriptor, [`IPC_FD`], open across exec (`dup2` clears close-on-exec;
+/// when it already is that descriptor, clear it by hand).
+pub fn socket_to_ipc_fd(sock: RawFd) -> Result<(), JailError> {
+    let rc = if sock == IPC_FD {
+        // SAFETY: fcntl on our own descriptor.
+        unsafe { libc::fcntl(sock, libc::F_SETFD, 0) }
+    } else {
+        // SAFETY: dup2 on descriptors we own.
+        unsafe { libc::dup2(sock, IPC_FD) }
+    };
+    check(Step::IpcFd, "dup2", libc::c_long::from(rc))
+}
+
+/// Why (worker launch of a root supervisor): even the single outer
+/// identity mapped into the worker's user namespace must own nothing.
+/// Raw syscalls, not libc's setuid: in a forked child only this thread
+/// exists. The uid change makes the process non-dumpable, which hides
+/// `/proc/self/fd` (the exec path) from the new uid; nothing secret is
+/// held here, so it is made dumpable again.
+pub fn drop_to_nobody() -> Result<(), JailError> {
+    use super::plan::NOBODY;
+    // SAFETY: setgroups(0, NULL) clears supplementary groups.
+    let rc = unsafe { libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) };
+    check(Step::DropUid, "setgroups", rc)?;
+    // SAFETY: integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_setresgid, NOBODY, NOBODY, NOBODY) };
+    check(Step::DropUid, "setresgid", rc)?;
+    // SAFETY: integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_setresuid, NOBODY, NOBODY, NOBODY) };
+    check(Step::DropUid, "setresuid", rc)?;
+    // SAFETY: prctl with integer arguments.
+    let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
+    check(Step::DropUid, "PR_SET_DUMPABLE", libc::c_long::from(rc))
 }
 
 fn sigchld_set() -> libc::sigset_t {
@@ -571,12 +764,12 @@ pub fn sigchld_fd() -> Result<std::os::fd::OwnedFd, JailError> {
     let set = sigchld_set();
     // SAFETY: `set` is an initialised sigset; no old mask wanted.
     if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
-        return Err(JailError::Fork(errno()));
+        return Err(JailError::at(Step::Sigchld, "sigprocmask", errno()));
     }
     // SAFETY: -1 creates a new signalfd for the initialised `set`.
     let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
     if fd < 0 {
-        return Err(JailError::Fork(errno()));
+        return Err(JailError::at(Step::Sigchld, "signalfd", errno()));
     }
     // SAFETY: `fd` was just returned by signalfd and is owned by nobody else.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
@@ -587,7 +780,7 @@ pub fn unblock_sigchld() -> Result<(), JailError> {
     let set = sigchld_set();
     // SAFETY: `set` is an initialised sigset; no old mask wanted.
     if unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } != 0 {
-        return Err(JailError::Fork(errno()));
+        return Err(JailError::at(Step::Sigchld, "sigprocmask", errno()));
     }
     Ok(())
 }

@@ -244,10 +244,10 @@ fn attempt(action: &str, arg: &str) -> Result<String, i32> {
         }),
         // What a zygote may do and its workers may not.
         "write_stdout" => check(unsafe { libc::write(1, b"x".as_ptr().cast(), 1) } as i64),
-        "dup3" => check(unsafe { libc::dup3(3, 50, 0) } as i64),
+        "dup3" => check(unsafe { libc::dup3(crate::ipc::IPC_FD, 50, 0) } as i64),
         "sendmsg_fd" => {
             // Pass a descriptor (our own socket) to the supervisor.
-            let fd: libc::c_int = 3;
+            let fd: libc::c_int = crate::ipc::IPC_FD;
             let mut cbuf = [0u64; 4];
             let mut iov = libc::iovec {
                 iov_base: b"x".as_ptr() as *mut libc::c_void,
@@ -265,7 +265,7 @@ fn attempt(action: &str, arg: &str) -> Result<String, i32> {
                 (*c).cmsg_len = libc::CMSG_LEN(4) as _;
                 std::ptr::copy_nonoverlapping(&fd, libc::CMSG_DATA(c).cast(), 1);
             }
-            check(unsafe { libc::sendmsg(3, &msg, 0) } as i64)
+            check(unsafe { libc::sendmsg(crate::ipc::IPC_FD, &msg, 0) } as i64)
         }
         "wait4" => {
             let mut st = 0;
