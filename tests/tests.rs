@@ -11,6 +11,7 @@ mod mcp_source;
 mod providers;
 mod run;
 mod serve;
+mod serve_http;
 mod sessions;
 mod supervisor_side;
 mod terminal;

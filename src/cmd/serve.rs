@@ -228,6 +228,9 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
         tokio::spawn(serve::health::serve_unix(ml, shared.clone()));
     }
     if let Some(ml) = metrics_tcp {
+        if let Ok(a) = ml.local_addr() {
+            eprintln!("lackpy serve: health and metrics on http://{a}");
+        }
         tokio::spawn(serve::health::serve_tcp(ml, shared.clone()));
     }
     // Create every workspace's pool now: /readyz turns ready when they are warm.
@@ -303,7 +306,7 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     }
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || s.kill_all()).await;
-    http.cancel.cancel();
+    http.close(Duration::from_secs(1)).await;
     conns.abort_all();
     if let Some(p) = &args.metrics_socket {
         let _ = std::fs::remove_file(p);

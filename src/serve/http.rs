@@ -191,6 +191,8 @@ pub struct HttpServer {
     services: Mutex<HashMap<String, Svc>>,
     /// Cancelled at the end of the drain: every MCP session ends.
     pub cancel: CancellationToken,
+    /// TCP connections being served now.
+    open: std::sync::atomic::AtomicUsize,
 }
 
 impl HttpServer {
@@ -200,7 +202,18 @@ impl HttpServer {
             shared,
             services: Mutex::new(HashMap::new()),
             cancel: CancellationToken::new(),
+            open: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// End every session and connection, waiting up to `grace` for the
+    /// last responses to be written.
+    pub async fn close(&self, grace: Duration) {
+        self.cancel.cancel();
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// The MCP service of a rule (made at its first request). The HTTP
@@ -278,8 +291,14 @@ impl HttpServer {
             rule,
             refused: Mutex::new(None),
         });
+        let delete = parts.method == hyper::Method::DELETE;
         let req = Request::from_parts(parts, Full::new(body));
-        let resp = CALL.scope(ctx.clone(), svc.handle(req)).await;
+        let mut resp = CALL.scope(ctx.clone(), svc.handle(req)).await;
+        // A session ended by DELETE: 204 (rmcp says 202, which clients such
+        // as the Python SDK report as a failed termination).
+        if delete && resp.status() == StatusCode::ACCEPTED {
+            *resp.status_mut() = StatusCode::NO_CONTENT;
+        }
         let refused = ctx.refused.lock().ok().and_then(|mut r| r.take());
         match refused {
             Some(r) => {
@@ -338,6 +357,8 @@ impl HttpServer {
         tls: Option<tokio_rustls::TlsAcceptor>,
     ) {
         let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
+        self.open.fetch_add(1, Ordering::SeqCst);
+        let me = self.clone();
         match tls {
             None => self.serve_io(stream).await,
             Some(acceptor) => {
@@ -348,6 +369,7 @@ impl HttpServer {
                 }
             }
         }
+        me.open.fetch_sub(1, Ordering::SeqCst);
     }
 
     async fn serve_io<S>(self: Arc<Self>, io: S)
