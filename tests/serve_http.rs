@@ -364,7 +364,7 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
     let r = run(&srv.addr, TOKEN_B, &b, "x", Some("nb"));
     let v = structured(&r);
     assert_eq!(v["ok"], json!(false), "{r:?}");
-    assert_eq!(v["error"]["type"], json!("NameError"), "{v}");
+    assert_eq!(v["error"]["type"], json!("UnknownName"), "{v}");
     // A's session is untouched; A ends it with DELETE, then it is gone.
     let r = run(&srv.addr, TOKEN_A, &a, "x + 1", Some("nb"));
     assert_eq!(structured(&r)["value"], json!(41), "{r:?}");
@@ -526,14 +526,14 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
         "max_body_bytes = 65536\nrequest_timeout_seconds = 2\nmax_connections = 8\nallowed_origins = [\"https://app.example.com:443\"]",
     ));
     let auth = format!("Bearer {TOKEN_A}");
-    let json_h = |extra: &[(&'static str, &'static str)]| {
+    fn json_h<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
         let mut h = vec![
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
         ];
         h.extend_from_slice(extra);
         h
-    };
+    }
     // Oversized body, declared: 413 before it is read.
     let big = vec![b'a'; 200_000];
     let mut h = json_h(&[]);

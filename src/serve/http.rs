@@ -188,7 +188,7 @@ pub fn load_tls(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
 /// The HTTP front end: per-rule MCP services and the guards before them.
 pub struct HttpServer {
     shared: Arc<Shared>,
-    services: Mutex<HashMap<String, Svc>>,
+    services: Mutex<HashMap<String, (Svc, Arc<LocalSessionManager>)>>,
     /// Cancelled at the end of the drain: every MCP session ends.
     pub cancel: CancellationToken,
     /// TCP connections being served now.
@@ -218,7 +218,11 @@ impl HttpServer {
 
     /// The MCP service of a rule (made at its first request). The HTTP
     /// settings are those in force when it is made.
-    fn service_for(&self, key: &str, cfg: &ServeConfig) -> Option<Svc> {
+    fn service_for(
+        &self,
+        key: &str,
+        cfg: &ServeConfig,
+    ) -> Option<(Svc, Arc<LocalSessionManager>)> {
         let mut map = self.services.lock().ok()?;
         if let Some(s) = map.get(key) {
             return Some(s.clone());
@@ -238,9 +242,10 @@ impl HttpServer {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(Duration::from_secs(cfg.idle_timeout_seconds));
         manager.session_config.init_timeout = Some(Duration::from_secs(h.request_timeout_seconds));
-        let svc = StreamableHttpService::new(make_session, Arc::new(manager), rmcp_cfg);
-        map.insert(key.to_string(), svc.clone());
-        Some(svc)
+        let manager = Arc::new(manager);
+        let svc = StreamableHttpService::new(make_session, manager.clone(), rmcp_cfg);
+        map.insert(key.to_string(), (svc.clone(), manager.clone()));
+        Some((svc, manager))
     }
 
     /// Answer one request.
@@ -278,7 +283,7 @@ impl HttpServer {
             }
         };
         let key = Shared::rule_key(&rule);
-        let Some(svc) = self.service_for(&key, &cfg) else {
+        let Some((svc, manager)) = self.service_for(&key, &cfg) else {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -292,6 +297,24 @@ impl HttpServer {
             refused: Mutex::new(None),
         });
         let delete = parts.method == hyper::Method::DELETE;
+        if delete {
+            // rmcp answers DELETE of an unknown session as if it ended one;
+            // say plainly that this client has no such session.
+            let id = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
+            if let Some(id) = id {
+                let known = manager.sessions.read().await.contains_key(id);
+                if !known {
+                    return error(
+                        StatusCode::NOT_FOUND,
+                        "session_not_found",
+                        "lackpy serve: no such session for this client",
+                    );
+                }
+            }
+        }
         let req = Request::from_parts(parts, Full::new(body));
         let mut resp = CALL.scope(ctx.clone(), svc.handle(req)).await;
         // A session ended by DELETE: 204 (rmcp says 202, which clients such
