@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const TOKEN_A: &str = "token-a-7f3c9e1d2b";
+pub(crate) const TOKEN_A: &str = "token-a-7f3c9e1d2b";
 const TOKEN_B: &str = "token-b-51ac0e77d4";
 
 fn digest(token: &str) -> String {
@@ -27,7 +27,7 @@ fn digest(token: &str) -> String {
 
 /// A config with two token clients (A and B) on `ws`, plus `extra` lines
 /// (after the rules, so `[serve.http]` and `[serve]` keys can follow).
-fn config(ws: &std::path::Path, serve: &str, http: &str) -> String {
+pub(crate) fn config(ws: &std::path::Path, serve: &str, http: &str) -> String {
     format!(
         "[serve]\npool_size = 2\n{serve}\n\
          [[serve.clients]]\ntoken_sha256 = \"{}\"\nworkspace = {ws:?}\n\
@@ -50,6 +50,11 @@ pub(crate) struct Server {
 
 impl Server {
     pub fn start(config: &str) -> Server {
+        Server::start_on(config, "127.0.0.1:0")
+    }
+
+    /// Start listening on `listen` (HOST:PORT).
+    pub fn start_on(config: &str, listen: &str) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
@@ -57,7 +62,7 @@ impl Server {
             .args([
                 "serve",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--metrics-listen",
                 "127.0.0.1:0",
                 "--config",
@@ -244,7 +249,7 @@ pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &s
     parse(&raw)
 }
 
-fn get(addr: &str, path: &str) -> Resp {
+pub(crate) fn get(addr: &str, path: &str) -> Resp {
     request(addr, "GET", path, &[], b"")
 }
 
@@ -302,7 +307,7 @@ pub(crate) fn run(addr: &str, token: &str, sid: &str, program: &str, nb: Option<
     )
 }
 
-fn structured(r: &Resp) -> Value {
+pub(crate) fn structured(r: &Resp) -> Value {
     r.messages()
         .into_iter()
         .find(|m| m.get("id").is_some())

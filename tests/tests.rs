@@ -12,6 +12,7 @@ mod providers;
 mod run;
 mod serve;
 mod serve_http;
+mod serve_scale;
 mod sessions;
 mod supervisor_side;
 mod terminal;

@@ -227,7 +227,7 @@ impl Shared {
 
     /// Whether the server should get traffic, and why not: not draining,
     /// every workspace's backend created, and each pool has a warm worker
-    /// (when `pool_size > 0`).
+    /// (when `pool_size > 0`) unless runs are in flight.
     pub fn readiness(&self) -> Result<String, String> {
         if self.is_draining() {
             return Err("draining (SIGTERM received)".into());
@@ -241,9 +241,12 @@ impl Shared {
             .lock()
             .map_err(|_| "backend table poisoned".to_string())?;
         let mut lines = Vec::new();
+        // A pool emptied by runs in flight is busy, not broken: only an idle
+        // server without a warm worker (its refills failing) is not ready.
+        let busy = self.in_flight() > 0;
         for (ws, x) in b.iter() {
             let ready = x.pool_ready();
-            if cfg.pool_size > 0 && ready == 0 {
+            if cfg.pool_size > 0 && ready == 0 && !busy {
                 return Err(format!("pool of {} has no warm worker", ws.display()));
             }
             lines.push(format!("{}: {ready} warm", ws.display()));
