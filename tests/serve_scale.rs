@@ -81,6 +81,7 @@ struct Tally {
     unclear: Mutex<Vec<String>>,
     sessions: AtomicUsize,
     sessions_after_restart: AtomicUsize,
+    refused: AtomicUsize,
 }
 
 #[test]
@@ -171,6 +172,12 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                             let r1 = run(&addr, TOKEN_A, &sid, &format!("v = {n}"), Some("nb"));
                             if r1.status != 200 {
                                 (r1, json!(null))
+                            } else if structured(&r1)["ok"] != json!(true) {
+                                // Refused (the client's quota is shared by
+                                // all eight): v keeps its old value, so the
+                                // next cell is not run against it.
+                                tally.refused.fetch_add(1, Ordering::SeqCst);
+                                continue;
                             } else {
                                 (run(&addr, TOKEN_A, &sid, "v * 3", Some("nb")), json!(n * 3))
                             }
@@ -179,6 +186,10 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                             let v = structured(&r);
                             if v["value"] == want {
                                 tally.ok.fetch_add(1, Ordering::SeqCst);
+                                continue;
+                            }
+                            if v["ok"] == json!(false) && v["error"]["kind"] == json!("limit") {
+                                tally.refused.fetch_add(1, Ordering::SeqCst);
                                 continue;
                             }
                             // A run cut off by the kill is an error result, never a wrong value.
@@ -246,8 +257,9 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
         assert_eq!(get(&r.metrics, "/healthz").status, 200);
     }
     eprintln!(
-        "scale-out: {} runs ok, {} sessions ({} after restart), {} ended with a clear error",
+        "scale-out: {} runs ok, {} refused by the quota, {} sessions ({} after restart), {} ended with a clear error",
         tally.ok.load(Ordering::SeqCst),
+        tally.refused.load(Ordering::SeqCst),
         tally.sessions.load(Ordering::SeqCst),
         tally.sessions_after_restart.load(Ordering::SeqCst),
         tally.ended_clearly.load(Ordering::SeqCst)
