@@ -55,6 +55,11 @@ impl Server {
 
     /// Start listening on `listen` (HOST:PORT).
     pub fn start_on(config: &str, listen: &str) -> Server {
+        Server::start_with(config, listen, &[])
+    }
+
+    /// Start with `extra` arguments (e.g. the TLS files).
+    pub fn start_with(config: &str, listen: &str, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
@@ -68,6 +73,7 @@ impl Server {
                 "--config",
             ])
             .arg(&cfg)
+            .args(extra)
             .env_remove("LACKPY_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -89,7 +95,10 @@ impl Server {
             let line = rx
                 .recv_timeout(left)
                 .expect("lackpy serve did not report its addresses");
-            if let Some(rest) = line.strip_prefix("lackpy serve: listening on http://") {
+            let rest = line
+                .strip_prefix("lackpy serve: listening on http://")
+                .or_else(|| line.strip_prefix("lackpy serve: listening on https://"));
+            if let Some(rest) = rest {
                 addr = rest.strip_suffix("/mcp").map(String::from);
             }
             if let Some(rest) = line.strip_prefix("lackpy serve: health and metrics on http://") {
@@ -702,4 +711,47 @@ fn health_readiness_and_drain_over_http() {
     assert_eq!(structured(&r)["value"], json!(44999850000i64), "{r:?}");
     let status = srv.wait_exit(Duration::from_secs(25));
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn tls_from_certificate_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    let out = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is required to make a test certificate");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ws = workspace(&[]);
+    let (c, k) = (cert.to_string_lossy().to_string(), key.to_string_lossy().to_string());
+    let srv = Server::start_with(
+        &config(ws.path(), "", ""),
+        "127.0.0.1:0",
+        &["--tls-cert", &c, "--tls-key", &k],
+    );
+    let url = format!("https://{}/mcp", srv.addr);
+    let curl = |token: Option<&str>| {
+        let mut cmd = Command::new("curl");
+        cmd.args(["-s", "-i", "--cacert", &c, "-X", "POST", &url])
+            .args(["-H", "Content-Type: application/json"])
+            .args(["-H", "Accept: application/json, text/event-stream"])
+            .args(["-d", r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"tls","version":"0"}}}"#]);
+        if let Some(t) = token {
+            cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
+        }
+        let out = cmd.output().expect("curl is required for the TLS test");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let r = curl(None);
+    assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+    let r = curl(Some(TOKEN_A));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.to_lowercase().contains("mcp-session-id:"), "{r}");
+    // Plain HTTP to the TLS port gets nothing useful.
+    let plain = request(&srv.addr, "GET", "/mcp", &[], b"");
+    assert_ne!(plain.status, 200, "{plain:?}");
 }
