@@ -240,9 +240,16 @@ fn parse(raw: &[u8]) -> Resp {
 }
 
 /// One request on a fresh connection (`Connection: close`), read to EOF.
-pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+pub(crate) fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {addr}\r\n"));
@@ -290,7 +297,10 @@ pub(crate) fn initialize(addr: &str, token: &str) -> String {
             "clientInfo": {"name": "raw", "version": "0"}}}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let sid = r.header("mcp-session-id").expect("Mcp-Session-Id").to_string();
+    let sid = r
+        .header("mcp-session-id")
+        .expect("Mcp-Session-Id")
+        .to_string();
     let n = post(
         addr,
         Some(token),
@@ -333,12 +343,17 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
     // No token, a wrong token, a malformed header: 401 with a challenge and a clear body.
     let r = post(&srv.addr, None, None, &init);
     assert_eq!(r.status, 401, "{r:?}");
-    assert_eq!(r.header("www-authenticate"), Some("Bearer realm=\"lackpy\""));
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer realm=\"lackpy\"")
+    );
     assert!(r.body.contains("needs a bearer token"), "{}", r.body);
     let r = post(&srv.addr, Some("not-a-token"), None, &init);
     assert_eq!(r.status, 401, "{r:?}");
     assert!(
-        r.header("www-authenticate").unwrap_or("").contains("invalid_token"),
+        r.header("www-authenticate")
+            .unwrap_or("")
+            .contains("invalid_token"),
         "{r:?}"
     );
     // The digest itself is not a token.
@@ -348,7 +363,10 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
         &srv.addr,
         "POST",
         "/mcp",
-        &[("Authorization", "Basic dXNlcjpwYXNz"), ("Content-Type", "application/json")],
+        &[
+            ("Authorization", "Basic dXNlcjpwYXNz"),
+            ("Content-Type", "application/json"),
+        ],
         init.to_string().as_bytes(),
     );
     assert_eq!(r.status, 401, "{r:?}");
@@ -368,7 +386,10 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
         &srv.addr,
         "DELETE",
         "/mcp",
-        &[("Authorization", &format!("Bearer {TOKEN_B}")), ("Mcp-Session-Id", &a)],
+        &[
+            ("Authorization", &format!("Bearer {TOKEN_B}")),
+            ("Mcp-Session-Id", &a),
+        ],
         b"",
     );
     assert_eq!(r.status, 404, "B cannot end A's session: {r:?}");
@@ -386,7 +407,10 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
         &srv.addr,
         "DELETE",
         "/mcp",
-        &[("Authorization", &format!("Bearer {TOKEN_A}")), ("Mcp-Session-Id", &a)],
+        &[
+            ("Authorization", &format!("Bearer {TOKEN_A}")),
+            ("Mcp-Session-Id", &a),
+        ],
         b"",
     );
     assert!(r.status == 204 || r.status == 200, "{r:?}");
@@ -471,7 +495,9 @@ async fn rmcp_client_runs_programs_with_a_token_and_is_refused_without() {
             Err(e) => format!("{e:#}"),
         };
         assert!(
-            e.contains("401") || e.to_lowercase().contains("unauthorized") || e.to_lowercase().contains("auth"),
+            e.contains("401")
+                || e.to_lowercase().contains("unauthorized")
+                || e.to_lowercase().contains("auth"),
             "{token:?}: {e}"
         );
     }
@@ -497,7 +523,8 @@ fn python_sdk() -> PathBuf {
 #[test]
 fn python_sdk_client_runs_programs_with_a_token_and_is_refused_without() {
     let python = python_sdk();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_http_client.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_http_client.py");
     let ws = workspace(&[]);
     let srv = Server::start(&config(ws.path(), "", ""));
     let py = |args: &[&str]| {
@@ -520,7 +547,12 @@ fn python_sdk_client_runs_programs_with_a_token_and_is_refused_without() {
     assert!(ok, "{v}");
     assert_eq!(v["sum"]["value"], json!(6), "{v}");
     assert_eq!(v["cell2"]["value"], json!(42), "{v}");
-    assert!(v["tools"].as_array().is_some_and(|t| t.contains(&json!("run_program"))), "{v}");
+    assert!(
+        v["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("run_program"))),
+        "{v}"
+    );
     let (ok, v) = py(&["noauth"]);
     assert!(ok, "let in without a token: {v}");
     assert!(v["refused"].is_string(), "{v}");
@@ -528,7 +560,10 @@ fn python_sdk_client_runs_programs_with_a_token_and_is_refused_without() {
     let a = initialize(&srv.addr, TOKEN_A);
     let (ok, v) = py(&["steal", TOKEN_B, &a]);
     assert!(ok, "B used A's session: {v}");
-    assert!(v["refused"].as_str().unwrap_or("").contains("Not Found"), "{v}");
+    assert!(
+        v["refused"].as_str().unwrap_or("").contains("Not Found"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -558,7 +593,8 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     // Oversized body, chunked (no length): 413 while streaming.
     {
         let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
             srv.addr
@@ -581,7 +617,8 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     {
         let t = Instant::now();
         let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
         s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             .expect("partial head");
         let mut raw = Vec::new();
@@ -594,7 +631,8 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     // Slow body: the head is complete, the body trickles: 408 naming the key.
     {
         let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{{\"jsonrpc\"",
             srv.addr
@@ -634,14 +672,14 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
         json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "x"}).to_string(),
         json!({"jsonrpc": "1.0", "id": {"a": 1}, "method": 5}).to_string(),
     ] {
-        let mut h = json_h(&[("Mcp-Session-Id", &sid), ("Mcp-Protocol-Version", "2025-11-25")]);
+        let mut h = json_h(&[
+            ("Mcp-Session-Id", &sid),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+        ]);
         h.push(("Authorization", &auth));
         let r = request(&srv.addr, "POST", "/mcp", &h, body.as_bytes());
         let rpc_error = r.messages().iter().any(|m| m.get("error").is_some());
-        assert!(
-            (400..500).contains(&r.status) || rpc_error,
-            "{body}: {r:?}"
-        );
+        assert!((400..500).contains(&r.status) || rpc_error, "{body}: {r:?}");
         assert!(!r.body.is_empty(), "{body}: an error says why");
     }
     // Unknown path and method.
@@ -718,16 +756,37 @@ fn tls_from_certificate_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
     let out = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args([
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+        ])
         .arg(&key)
         .arg("-out")
         .arg(&cert)
         .output()
         .expect("openssl is required to make a test certificate");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ws = workspace(&[]);
-    let (c, k) = (cert.to_string_lossy().to_string(), key.to_string_lossy().to_string());
+    let (c, k) = (
+        cert.to_string_lossy().to_string(),
+        key.to_string_lossy().to_string(),
+    );
     let srv = Server::start_with(
         &config(ws.path(), "", ""),
         "127.0.0.1:0",

@@ -58,7 +58,9 @@ fn descendants(pid: u32) -> Vec<u32> {
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| {
-            let state = s.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+            let state = s
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next());
             state != Some("Z")
         })
         .unwrap_or(false)
@@ -87,7 +89,10 @@ struct Tally {
 #[test]
 fn three_replicas_behind_haproxy_survive_a_killed_replica() {
     assert!(
-        Command::new("haproxy").arg("-v").output().is_ok_and(|o| o.status.success()),
+        Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success()),
         "haproxy is required (apt-get install haproxy; scripts/test-deps installs it)"
     );
     let ws = crate::util::workspace(&[]);
@@ -99,9 +104,11 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
         .collect();
     let front = free_port();
     let dir = tempfile::tempdir().expect("tempdir");
-    let template =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/deploy/haproxy.cfg"))
-            .expect("haproxy.cfg");
+    let template = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/deploy/haproxy.cfg"
+    ))
+    .expect("haproxy.cfg");
     let servers: String = replicas
         .iter()
         .enumerate()
@@ -167,7 +174,10 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                         }
                         n += 1;
                         let (r, want) = if k % 2 == 0 {
-                            (run(&addr, TOKEN_A, &sid, &format!("sum(range({n}))"), None), json!(n * (n - 1) / 2))
+                            (
+                                run(&addr, TOKEN_A, &sid, &format!("sum(range({n}))"), None),
+                                json!(n * (n - 1) / 2),
+                            )
                         } else {
                             let r1 = run(&addr, TOKEN_A, &sid, &format!("v = {n}"), Some("nb"));
                             if r1.status != 200 {
@@ -230,7 +240,10 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
     drop(victim);
     std::thread::sleep(Duration::from_secs(1));
     let left: Vec<u32> = workers.iter().copied().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "workers of the killed replica still running: {left:?}");
+    assert!(
+        left.is_empty(),
+        "workers of the killed replica still running: {left:?}"
+    );
     // Restart it on the same port.
     replicas[1] = Some(Server::start_on(&cfg, &format!("127.0.0.1:{}", ports[1])));
     restarted.store(true, Ordering::SeqCst);

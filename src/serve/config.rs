@@ -684,7 +684,10 @@ mod tests {
         let c = ServeConfig::parse(&text, Path::new("c.toml"), &dir, 0).unwrap();
         assert!(c.client_for_token(b"test").is_some());
         assert!(c.client_for_token(b"tesu").is_none());
-        assert!(c.client_for_token(h.as_bytes()).is_none(), "the digest is not the token");
+        assert!(
+            c.client_for_token(h.as_bytes()).is_none(),
+            "the digest is not the token"
+        );
         assert!(c.client_for(0, 0).is_none());
         assert!(c.http.allowed_hosts.is_empty());
         assert_eq!(c.http.max_body_bytes, 4096);
@@ -692,7 +695,10 @@ mod tests {
         let e = ServeConfig::parse(&bad, Path::new("c.toml"), &dir, 0).unwrap_err();
         assert!(e.contains("64 hex digits"), "{e}");
         let dup = format!("{text}[[serve.clients]]\ntoken_sha256 = \"{h}\"\nworkspace = {dir:?}\n");
-        let dup = dup.replace("[serve.http]\nallowed_hosts = [\"*\"]\nmax_body_bytes = 4096\n", "");
+        let dup = dup.replace(
+            "[serve.http]\nallowed_hosts = [\"*\"]\nmax_body_bytes = 4096\n",
+            "",
+        );
         let e = ServeConfig::parse(&dup, Path::new("c.toml"), &dir, 0).unwrap_err();
         assert!(e.contains("same as an earlier"), "{e}");
         let e = ServeConfig::parse(

@@ -143,10 +143,8 @@ fn make_session() -> Result<HttpSession, std::io::Error> {
     let activity = Arc::new(Activity::default());
     // The backend of a workspace is made once (at startup, see
     // `Shared::warm`); only a workspace added by a reload blocks here.
-    let admitted = tokio::task::block_in_place(|| {
-        ctx.shared
-            .admit_rule(&ctx.cfg, ctx.rule.clone(), activity)
-    });
+    let admitted =
+        tokio::task::block_in_place(|| ctx.shared.admit_rule(&ctx.cfg, ctx.rule.clone(), activity));
     match admitted {
         Ok((backend, slot)) => Ok(HttpSession::new(backend, slot)),
         Err(r) => {
@@ -218,11 +216,7 @@ impl HttpServer {
 
     /// The MCP service of a rule (made at its first request). The HTTP
     /// settings are those in force when it is made.
-    fn service_for(
-        &self,
-        key: &str,
-        cfg: &ServeConfig,
-    ) -> Option<(Svc, Arc<LocalSessionManager>)> {
+    fn service_for(&self, key: &str, cfg: &ServeConfig) -> Option<(Svc, Arc<LocalSessionManager>)> {
         let mut map = self.services.lock().ok()?;
         if let Some(s) = map.get(key) {
             return Some(s.clone());
@@ -384,13 +378,11 @@ impl HttpServer {
         let me = self.clone();
         match tls {
             None => self.serve_io(stream).await,
-            Some(acceptor) => {
-                match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                    Ok(Ok(s)) => self.serve_io(s).await,
-                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                }
-            }
+            Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                Ok(Ok(s)) => self.serve_io(s).await,
+                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            },
         }
         me.open.fetch_sub(1, Ordering::SeqCst);
     }
@@ -435,11 +427,8 @@ async fn over_cap(mut stream: tokio::net::TcpStream, tls: bool) {
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
-        let _ = tokio::time::timeout(
-            Duration::from_secs(1),
-            stream.write_all(resp.as_bytes()),
-        )
-        .await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), stream.write_all(resp.as_bytes())).await;
     }
     let _ = stream.shutdown().await;
 }
@@ -471,7 +460,10 @@ fn refusal(r: &Refused) -> Response<HttpBody> {
 }
 
 /// The rule of the request's bearer token, or the `401` saying why not.
-fn authenticate(cfg: &ServeConfig, headers: &http::HeaderMap) -> Result<ClientRule, Box<Response<HttpBody>>> {
+fn authenticate(
+    cfg: &ServeConfig,
+    headers: &http::HeaderMap,
+) -> Result<ClientRule, Box<Response<HttpBody>>> {
     let unauthorized = |error_attr: Option<&str>, message: &str| {
         let challenge = match error_attr {
             Some(e) => format!("Bearer realm=\"lackpy\", error=\"{e}\""),

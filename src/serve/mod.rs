@@ -396,14 +396,14 @@ impl Shared {
     ) -> Result<(Arc<dyn Backend>, ConnectionSlot), Refused> {
         let key = Self::rule_key(&rule);
         let state = self.client_state(&key);
-        let slot = self.take_connection(&cfg, &rule, &state)?;
+        let slot = self.take_connection(cfg, &rule, &state)?;
         let inner = self.backend_for(&rule, cfg.pool_size).map_err(|e| {
             Refused::not_allowed(format!(
                 "lackpy serve: cannot serve workspace {}: {e:#}",
                 rule.workspace.display()
             ))
         })?;
-        let budgets = self.session_budgets(&cfg, &rule, &state);
+        let budgets = self.session_budgets(cfg, &rule, &state);
         Ok((
             Arc::new(ClientBackend {
                 state,
