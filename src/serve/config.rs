@@ -582,7 +582,7 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert!(e.contains("needs uid or gid"), "{e}");
+        assert!(e.contains("needs uid, gid or token_sha256"), "{e}");
         let e = ServeConfig::parse(
             "[[serve.clients]]\nuid = 1\nworkspace = \"/nonexistent-x\"\n",
             Path::new("c.toml"),
