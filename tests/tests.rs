@@ -11,6 +11,8 @@ mod mcp_source;
 mod providers;
 mod run;
 mod serve;
+mod serve_http;
+mod serve_scale;
 mod sessions;
 mod supervisor_side;
 mod terminal;

@@ -3,9 +3,7 @@
 use crate::serve::{self, Shared};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -17,23 +15,39 @@ use tokio::signal::unix::{signal, SignalKind};
 /// the config file (uid/gid → workspace, profiles, quotas); without a config
 /// file only the server's own uid may connect, on --workspace.
 ///
-/// SIGTERM/SIGINT: stop accepting, let in-flight runs finish for
-/// `drain_seconds`, kill the rest, exit 0. SIGHUP: reload the config.
+/// With --listen, the same tools are served over MCP's Streamable HTTP
+/// transport at `/mcp`; HTTP clients are identified by bearer token
+/// (`token_sha256` rules) and get the same caps and quotas.
+///
+/// SIGTERM/SIGINT: /readyz fails at once, stop accepting, let in-flight runs
+/// finish for `drain_seconds`, kill the rest, exit 0. SIGHUP: reload the config.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  lackpy serve --socket /run/lackpy.sock --metrics-socket /run/lackpy-metrics.sock --config /etc/lackpy/serve.toml\n  curl --unix-socket /run/lackpy-metrics.sock http://x/metrics"
+    after_help = "Example:\n  lackpy serve --socket /run/lackpy.sock --metrics-socket /run/lackpy-metrics.sock --config /etc/lackpy/serve.toml\n  curl --unix-socket /run/lackpy-metrics.sock http://x/metrics\n  lackpy serve --listen 127.0.0.1:8080 --metrics-listen 127.0.0.1:9090 --config serve.toml"
 )]
 pub struct Args {
     /// Unix socket to listen on (a stale socket file there is replaced).
-    #[arg(long, value_name = "PATH")]
-    pub socket: PathBuf,
+    #[arg(long, value_name = "PATH", required_unless_present = "listen")]
+    pub socket: Option<PathBuf>,
+    /// TCP address for MCP over Streamable HTTP (endpoint `/mcp`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// PEM certificate chain for HTTPS on --listen (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS on --listen (with --tls-cert).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// TCP address serving `/healthz`, `/readyz` and `/metrics` (no auth: bind it privately).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
     /// Config file with a `[serve]` table (pool size, queue bound, client rules).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Workspace for the default client rule (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Second socket serving Prometheus metrics (`GET /metrics`) and a health check (`GET /health`).
+    /// Second socket serving `/metrics` (Prometheus), `/healthz` and `/readyz`.
     #[arg(long, value_name = "PATH")]
     pub metrics_socket: Option<PathBuf>,
 }
@@ -98,31 +112,107 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, String> {
 /// regrow within seconds, so trimming rarely lets RSS creep.
 const TRIM_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// Bind a TCP address given as HOST:PORT.
+async fn bind_tcp(addr: &str) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("binding {addr}: {e}"))
+}
+
+/// Accept on the unix socket, or never (no --socket).
+async fn accept_unix(
+    l: &Option<UnixListener>,
+) -> std::io::Result<(tokio::net::UnixStream, tokio::net::unix::SocketAddr)> {
+    match l {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) -> i32 {
     let own_uid = nix::unistd::geteuid().as_raw();
     // Only the owner can connect unless rules admit other users; peer
     // credentials decide either way.
-    let mode = if cfg.clients.iter().all(|c| c.uid == Some(own_uid)) {
+    let mode = if cfg
+        .clients
+        .iter()
+        .filter(|c| c.uid.is_some() || c.gid.is_some())
+        .all(|c| c.uid == Some(own_uid))
+    {
         0o600
     } else {
         0o666
     };
-    let listener = match bind(&args.socket, mode) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy serve: {e}");
-            return 3;
+    let cleanup = |args: &Args| {
+        if let Some(p) = &args.socket {
+            let _ = std::fs::remove_file(p);
         }
+    };
+    let listener = match &args.socket {
+        Some(p) => match bind(p, mode) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("lackpy serve: {e}");
+                return 3;
+            }
+        },
+        None => None,
     };
     let metrics_listener = match &args.metrics_socket {
         Some(p) => match bind(p, 0o600) {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("lackpy serve: {e}");
-                let _ = std::fs::remove_file(&args.socket);
+                cleanup(&args);
                 return 3;
             }
         },
+        None => None,
+    };
+    let metrics_tcp = match &args.metrics_listen {
+        Some(a) => match bind_tcp(a).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("lackpy serve: {e}");
+                cleanup(&args);
+                return 3;
+            }
+        },
+        None => None,
+    };
+    // TLS: the flags win over [serve.http].
+    let tls_files = match (&args.tls_cert, &args.tls_key) {
+        (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+        _ => match (&cfg.http.tls_cert, &cfg.http.tls_key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            _ => None,
+        },
+    };
+    let tls = match (&args.listen, tls_files) {
+        (Some(_), Some((c, k))) => match serve::http::load_tls(&c, &k) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("lackpy serve: {e}");
+                cleanup(&args);
+                return 3;
+            }
+        },
+        _ => None,
+    };
+    let http_listener = match &args.listen {
+        Some(a) => {
+            if !cfg.has_token_rules() {
+                eprintln!("lackpy serve: warning: no [[serve.clients]] rule has token_sha256, so every HTTP request will get 401");
+            }
+            match bind_tcp(a).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    eprintln!("lackpy serve: {e}");
+                    cleanup(&args);
+                    return 3;
+                }
+            }
+        }
         None => None,
     };
     let shared = Shared::new(cfg);
@@ -135,16 +225,42 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
         return 4;
     };
     if let Some(ml) = metrics_listener {
-        tokio::spawn(serve_metrics(ml, shared.clone()));
+        tokio::spawn(serve::health::serve_unix(ml, shared.clone()));
+    }
+    if let Some(ml) = metrics_tcp {
+        if let Ok(a) = ml.local_addr() {
+            eprintln!("lackpy serve: health and metrics on http://{a}");
+        }
+        tokio::spawn(serve::health::serve_tcp(ml, shared.clone()));
+    }
+    // Create every workspace's pool now: /readyz turns ready when they are warm.
+    {
+        let s = shared.clone();
+        tokio::task::spawn_blocking(move || s.warm());
+    }
+    let (stop_http, stop_rx) = tokio::sync::watch::channel(false);
+    let http = serve::http::HttpServer::new(shared.clone());
+    let mut http_task = None;
+    if let Some(l) = http_listener {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        if let Ok(a) = l.local_addr() {
+            eprintln!(
+                "lackpy serve: listening on {scheme}://{a}{}",
+                serve::http::MCP_PATH
+            );
+        }
+        http_task = Some(tokio::spawn(http.clone().serve(l, tls, stop_rx)));
     }
     // Keeps the server's RSS flat under load.
     crate::mcp::spawn_heap_trimmer(TRIM_EVERY);
-    tracing::info!(socket = %args.socket.display(), "lackpy serve: listening");
-    eprintln!("lackpy serve: listening on {}", args.socket.display());
+    if let Some(p) = &args.socket {
+        tracing::info!(socket = %p.display(), "lackpy serve: listening");
+        eprintln!("lackpy serve: listening on {}", p.display());
+    }
     let mut conns = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = accept_unix(&listener) => match accepted {
                 Ok((stream, _)) => {
                     let shared = shared.clone();
                     conns.spawn(serve::serve_connection(stream, shared));
@@ -165,9 +281,15 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
-    // Graceful shutdown: stop accepting, drain, then kill what is left.
+    // Graceful shutdown: /readyz fails at once, stop accepting, drain,
+    // then kill what is left.
+    shared.start_draining();
     drop(listener);
-    let _ = std::fs::remove_file(&args.socket);
+    stop_http.send_replace(true);
+    if let Some(t) = http_task {
+        let _ = t.await;
+    }
+    cleanup(&args);
     let deadline = Instant::now() + Duration::from_secs(shared.config().drain_seconds);
     eprintln!(
         "lackpy serve: draining {} run(s) in flight",
@@ -184,44 +306,11 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     }
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || s.kill_all()).await;
+    http.close(Duration::from_secs(1)).await;
     conns.abort_all();
     if let Some(p) = &args.metrics_socket {
         let _ = std::fs::remove_file(p);
     }
     eprintln!("lackpy serve: stopped");
     0
-}
-
-/// Answer each metrics-socket connection with one HTTP/1.0 response:
-/// `/health` → `ok`, anything else → the Prometheus text.
-async fn serve_metrics(listener: UnixListener, shared: Arc<Shared>) {
-    loop {
-        let Ok((mut stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 1024];
-            let n = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut buf))
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or(0);
-            let req = String::from_utf8_lossy(&buf[..n]);
-            let body = if req.starts_with("GET /health") {
-                "ok\n".to_string()
-            } else {
-                let cfg = shared.config();
-                shared
-                    .metrics
-                    .render(shared.pool_ready(), cfg.max_in_flight)
-            };
-            let resp = format!(
-                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(resp.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
-    }
 }

@@ -22,6 +22,20 @@
 //! max_connections = 32   # connections open at once for this client
 //! max_sessions = 64      # notebook sessions this client keeps, all its connections together
 //! max_session_bytes = 67108864  # bytes they keep (64 MiB)
+//!
+//! [[serve.clients]]      # an HTTP client (`lackpy serve --listen`)
+//! token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//! workspace = "/srv/ws/ci"   # hex SHA-256 of its bearer token; never the token itself
+//!
+//! [serve.http]           # only read with --listen
+//! allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host header values (DNS-rebinding guard); ["*"]: any
+//! allowed_origins = []   # browser Origins allowed; a request with any other Origin is refused
+//! max_body_bytes = 1048576    # largest request body
+//! request_timeout_seconds = 10  # headers and body must arrive within this (slowloris)
+//! max_connections = 512  # TCP connections open at once
+//! session_mode = true    # MCP sessions (Mcp-Session-Id) for protocol < 2026-07-28; false: stateless only
+//! tls_cert = "/etc/lackpy/tls.crt"  # PEM; with tls_key: HTTPS (else plain HTTP, behind a proxy)
+//! tls_key = "/etc/lackpy/tls.key"
 //! ```
 //!
 //! Without any `[[serve.clients]]`, exactly one client is allowed: the uid
@@ -54,6 +68,79 @@ pub struct ServeConfig {
     pub max_session_bytes: usize,
     /// Who may connect.
     pub clients: Vec<ClientRule>,
+    /// The HTTP listener's settings (`[serve.http]`).
+    pub http: HttpConfig,
+}
+
+/// `[serve.http]`: the Streamable HTTP listener's guards.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `Host` values accepted (host or host:port); empty after parsing
+    /// `["*"]` means any (only behind a proxy that checks Host itself).
+    #[serde(default = "default_allowed_hosts")]
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted (`scheme://host[:port|:*]`); a request
+    /// carrying any other `Origin` is refused. Requests without `Origin`
+    /// (non-browser clients) pass.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Seconds a request's headers, and then its body, may take to arrive.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_seconds: u64,
+    /// TCP connections open at once.
+    #[serde(default = "default_http_max_connections")]
+    pub max_connections: usize,
+    /// MCP sessions (`Mcp-Session-Id`) for clients speaking protocols
+    /// before 2026-07-28; `false` serves every request statelessly.
+    #[serde(default = "default_true")]
+    pub session_mode: bool,
+    /// PEM certificate chain for HTTPS.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            allowed_hosts: default_allowed_hosts(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: default_max_body_bytes(),
+            request_timeout_seconds: default_request_timeout(),
+            max_connections: default_http_max_connections(),
+            session_mode: true,
+            tls_cert: None,
+            tls_key: None,
+        }
+    }
+}
+
+fn default_allowed_hosts() -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
+}
+/// Why 1 MiB: a program is at most a few KiB; the JSON-RPC envelope and a
+/// notebook's inputs fit with room to spare.
+fn default_max_body_bytes() -> usize {
+    MIB
+}
+/// Why 10 s: a client on any working network sends a request in well
+/// under a second; a slowloris peer holds a connection at most this long.
+fn default_request_timeout() -> u64 {
+    10
+}
+/// Why 512: twice the MCP connection cap (keep-alive and SSE GET streams
+/// hold their own TCP connections), well under the open-file limit.
+fn default_http_max_connections() -> usize {
+    512
+}
+fn default_true() -> bool {
+    true
 }
 
 /// One client rule, matched by peer credentials.
@@ -66,6 +153,10 @@ pub struct ClientRule {
     /// Peer gid this rule matches.
     #[serde(default)]
     pub gid: Option<u32>,
+    /// Hex SHA-256 of the bearer token an HTTP client presents (the token
+    /// itself is never in the config).
+    #[serde(default)]
+    pub token_sha256: Option<String>,
     /// Workspace the client's runs act in.
     pub workspace: PathBuf,
     /// Profiles the client may name (`None`: any, and ad-hoc tool lists).
@@ -163,6 +254,8 @@ struct Raw {
     max_session_bytes: Option<usize>,
     #[serde(default)]
     clients: Vec<ClientRule>,
+    #[serde(default)]
+    http: Option<HttpConfig>,
 }
 
 /// Largest pool a config may ask for: each worker is a process.
@@ -190,6 +283,7 @@ impl ServeConfig {
             max_sessions: None,
             max_session_bytes: None,
             clients: Vec::new(),
+            http: None,
         });
         let f = file.display();
         let mut cfg = ServeConfig::default_for(fallback_ws, own_uid);
@@ -227,6 +321,9 @@ impl ServeConfig {
         if let Some(m) = raw.max_session_bytes {
             cfg.max_session_bytes = in_range(m, 1, usize::MAX, &f, "serve.max_session_bytes")?;
         }
+        if let Some(h) = raw.http {
+            cfg.http = check_http(h, &f)?;
+        }
         let mut clients = raw.clients;
         for (i, c) in clients.iter_mut().enumerate() {
             let key = |k: &str| format!("serve.clients[{i}].{k}");
@@ -259,11 +356,30 @@ impl ServeConfig {
         }
         if !clients.is_empty() {
             for (i, c) in clients.iter().enumerate() {
-                if c.uid.is_none() && c.gid.is_none() {
+                if c.uid.is_none() && c.gid.is_none() && c.token_sha256.is_none() {
                     return Err(format!(
-                        "{}: serve.clients[{i}] needs uid or gid (a rule matching nobody is a mistake)",
+                        "{}: serve.clients[{i}] needs uid, gid or token_sha256 (a rule matching nobody is a mistake)",
                         file.display()
                     ));
+                }
+                if let Some(t) = &c.token_sha256 {
+                    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(format!(
+                            "{}: serve.clients[{i}].token_sha256 must be 64 hex digits (the SHA-256 of the token: printf %s \"$TOKEN\" | sha256sum), never the token itself",
+                            file.display()
+                        ));
+                    }
+                    let dup = clients[..i].iter().any(|o| {
+                        o.token_sha256
+                            .as_deref()
+                            .is_some_and(|x| x.eq_ignore_ascii_case(t))
+                    });
+                    if dup {
+                        return Err(format!(
+                            "{}: serve.clients[{i}].token_sha256 is the same as an earlier rule's; one token, one client",
+                            file.display()
+                        ));
+                    }
                 }
                 if c.max_concurrent == 0 {
                     return Err(format!(
@@ -294,9 +410,11 @@ impl ServeConfig {
             idle_timeout_seconds: DEFAULT_IDLE_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
+            http: HttpConfig::default(),
             clients: vec![ClientRule {
                 uid: Some(own_uid),
                 gid: None,
+                token_sha256: None,
                 workspace: workspace.to_path_buf(),
                 profiles: None,
                 default_profile: None,
@@ -310,6 +428,27 @@ impl ServeConfig {
         }
     }
 
+    /// The rule whose `token_sha256` is the SHA-256 of `token`. Every rule
+    /// is compared, in constant time each, so the answer's timing says
+    /// nothing about which digits matched.
+    pub fn client_for_token(&self, token: &[u8]) -> Option<&ClientRule> {
+        let digest = unhex32(&lackpy_supervisor::sha256::hex(token))?;
+        let mut found = None;
+        for c in &self.clients {
+            if let Some(want) = c.token_sha256.as_deref().and_then(unhex32) {
+                if ct_eq(&want, &digest) && found.is_none() {
+                    found = Some(c);
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether any rule admits HTTP clients.
+    pub fn has_token_rules(&self) -> bool {
+        self.clients.iter().any(|c| c.token_sha256.is_some())
+    }
+
     /// The first rule matching a peer, by uid first, then gid.
     pub fn client_for(&self, uid: u32, gid: u32) -> Option<&ClientRule> {
         self.clients
@@ -321,6 +460,74 @@ impl ServeConfig {
                     .find(|c| c.uid.is_none() && c.gid == Some(gid))
             })
     }
+}
+
+/// Check `[serve.http]`.
+fn check_http(mut h: HttpConfig, f: &std::path::Display<'_>) -> Result<HttpConfig, String> {
+    if h.allowed_hosts.is_empty() {
+        return Err(format!(
+            "{f}: serve.http.allowed_hosts is empty; list the Host names clients use, or [\"*\"] to accept any (only behind a proxy that checks Host)"
+        ));
+    }
+    if h.allowed_hosts.iter().any(|x| x == "*") {
+        h.allowed_hosts.clear();
+    }
+    for o in &h.allowed_origins {
+        if o != "null" && !o.contains("://") {
+            return Err(format!(
+                "{f}: serve.http.allowed_origins entry {o:?} needs a scheme (https://host:port)"
+            ));
+        }
+    }
+    h.max_body_bytes = in_range(
+        h.max_body_bytes,
+        1024,
+        64 * MIB,
+        f,
+        "serve.http.max_body_bytes",
+    )?;
+    h.request_timeout_seconds = in_range(
+        h.request_timeout_seconds,
+        1,
+        300,
+        f,
+        "serve.http.request_timeout_seconds",
+    )?;
+    h.max_connections = in_range(
+        h.max_connections,
+        1,
+        MAX_CONNECTIONS,
+        f,
+        "serve.http.max_connections",
+    )?;
+    if h.tls_cert.is_some() != h.tls_key.is_some() {
+        return Err(format!(
+            "{f}: serve.http.tls_cert and serve.http.tls_key go together"
+        ));
+    }
+    Ok(h)
+}
+
+/// 32 bytes from 64 hex digits.
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        let hi = (b[2 * i] as char).to_digit(16)?;
+        let lo = (b[2 * i + 1] as char).to_digit(16)?;
+        *o = u8::try_from(hi * 16 + lo).ok()?;
+    }
+    Some(out)
+}
+
+/// Equality whose time does not depend on where the inputs differ.
+fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // Keep the compiler from turning the fold into an early exit.
+    std::hint::black_box(diff) == 0
 }
 
 /// `v` if `lo <= v <= hi`, else an error naming the file and the key.
@@ -375,7 +582,7 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert!(e.contains("needs uid or gid"), "{e}");
+        assert!(e.contains("needs uid, gid or token_sha256"), "{e}");
         let e = ServeConfig::parse(
             "[[serve.clients]]\nuid = 1\nworkspace = \"/nonexistent-x\"\n",
             Path::new("c.toml"),
@@ -463,6 +670,45 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("max_session_bytes"), "{e}");
+    }
+
+    #[test]
+    fn token_rules_match_by_digest_only() {
+        let dir = std::env::temp_dir();
+        // sha256("test")
+        let h = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let text = format!(
+            "[[serve.clients]]\ntoken_sha256 = \"{h}\"\nworkspace = {dir:?}\n\
+             [serve.http]\nallowed_hosts = [\"*\"]\nmax_body_bytes = 4096\n"
+        );
+        let c = ServeConfig::parse(&text, Path::new("c.toml"), &dir, 0).unwrap();
+        assert!(c.client_for_token(b"test").is_some());
+        assert!(c.client_for_token(b"tesu").is_none());
+        assert!(
+            c.client_for_token(h.as_bytes()).is_none(),
+            "the digest is not the token"
+        );
+        assert!(c.client_for(0, 0).is_none());
+        assert!(c.http.allowed_hosts.is_empty());
+        assert_eq!(c.http.max_body_bytes, 4096);
+        let bad = format!("[[serve.clients]]\ntoken_sha256 = \"test\"\nworkspace = {dir:?}\n");
+        let e = ServeConfig::parse(&bad, Path::new("c.toml"), &dir, 0).unwrap_err();
+        assert!(e.contains("64 hex digits"), "{e}");
+        let dup = format!("{text}[[serve.clients]]\ntoken_sha256 = \"{h}\"\nworkspace = {dir:?}\n");
+        let dup = dup.replace(
+            "[serve.http]\nallowed_hosts = [\"*\"]\nmax_body_bytes = 4096\n",
+            "",
+        );
+        let e = ServeConfig::parse(&dup, Path::new("c.toml"), &dir, 0).unwrap_err();
+        assert!(e.contains("same as an earlier"), "{e}");
+        let e = ServeConfig::parse(
+            "[serve.http]\nallowed_hosts = []\n",
+            Path::new("c.toml"),
+            &dir,
+            0,
+        )
+        .unwrap_err();
+        assert!(e.contains("allowed_hosts"), "{e}");
     }
 
     #[test]

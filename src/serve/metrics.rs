@@ -49,6 +49,11 @@ pub struct Metrics {
     pub sessions: Arc<Usage>,
     /// Tool calls made by all runs.
     pub tool_calls: AtomicU64,
+    /// HTTP requests refused with 401 (no token, or no rule for it).
+    pub http_unauthorized: AtomicU64,
+    /// HTTP requests or connections refused before MCP: body too large,
+    /// too slow, TCP connection cap, draining.
+    pub http_rejected: AtomicU64,
 }
 
 impl Metrics {
@@ -197,6 +202,16 @@ impl Metrics {
                 "lackpy_tool_calls_total",
                 "Tool calls made by all runs.",
                 self.tool_calls.load(Ordering::Relaxed),
+            ),
+            (
+                "lackpy_http_unauthorized_total",
+                "HTTP requests refused with 401 (no bearer token, or no rule for it).",
+                self.http_unauthorized.load(Ordering::Relaxed),
+            ),
+            (
+                "lackpy_http_rejected_total",
+                "HTTP requests or connections refused before MCP (body too large, too slow, connection cap, draining).",
+                self.http_rejected.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, v) in counters {

@@ -23,11 +23,18 @@
 //!
 //! Signals: SIGTERM/SIGINT stop accepting, let in-flight runs finish for
 //! `drain_seconds`, then kill the rest and exit 0; SIGHUP reloads the config.
-//! Metrics (Prometheus text) and a health check are served on an optional
-//! second socket ([`metrics`]).
+//! Metrics (Prometheus text) and health checks (`/healthz`, `/readyz`) are
+//! served on an optional second socket or TCP address ([`health`]).
+//!
+//! The same service also listens on TCP with `--listen` ([`http`]): MCP's
+//! Streamable HTTP transport, clients authenticated by bearer token
+//! (`token_sha256` rules), each MCP session one "connection" under the same
+//! caps and quotas as a unix connection.
 
 pub mod config;
 pub mod conn;
+pub mod health;
+pub mod http;
 pub mod metrics;
 
 pub use conn::serve_connection;
@@ -172,6 +179,10 @@ pub struct Shared {
     connections: AtomicUsize,
     /// Connections' cancel tokens, so a drain deadline can stop every run.
     cancels: Mutex<Vec<Cancel>>,
+    /// SIGTERM arrived: `/readyz` fails and new work is refused.
+    draining: std::sync::atomic::AtomicBool,
+    /// Every rule's backend was created (the pools are filling).
+    warmed: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -185,7 +196,62 @@ impl Shared {
             in_flight: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             cancels: Mutex::new(Vec::new()),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            warmed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Start draining: `/readyz` fails from now on.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether SIGTERM arrived.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Create the backend (and so the warm pool) of every rule's workspace
+    /// now rather than at the first client, so `/readyz` means "a run
+    /// starts at once". Blocking. A workspace that cannot be served is
+    /// reported and left to fail at admission, as before.
+    pub fn warm(&self) {
+        let cfg = self.config();
+        for rule in &cfg.clients {
+            if let Err(e) = self.backend_for(rule, cfg.pool_size) {
+                tracing::warn!(workspace = %rule.workspace.display(), "cannot warm: {e:#}");
+            }
+        }
+        self.warmed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the server should get traffic, and why not: not draining,
+    /// every workspace's backend created, and each pool has a warm worker
+    /// (when `pool_size > 0`) unless runs are in flight.
+    pub fn readiness(&self) -> Result<String, String> {
+        if self.is_draining() {
+            return Err("draining (SIGTERM received)".into());
+        }
+        if !self.warmed.load(Ordering::SeqCst) {
+            return Err("starting: worker pools are being created".into());
+        }
+        let cfg = self.config();
+        let b = self
+            .backends
+            .lock()
+            .map_err(|_| "backend table poisoned".to_string())?;
+        let mut lines = Vec::new();
+        // A pool emptied by runs in flight is busy, not broken: only an idle
+        // server without a warm worker (its refills failing) is not ready.
+        let busy = self.in_flight() > 0;
+        for (ws, x) in b.iter() {
+            let ready = x.pool_ready();
+            if cfg.pool_size > 0 && ready == 0 && !busy {
+                return Err(format!("pool of {} has no warm worker", ws.display()));
+            }
+            lines.push(format!("{}: {ready} warm", ws.display()));
+        }
+        Ok(lines.join("\n"))
     }
 
     /// The config now in force.
@@ -303,19 +369,41 @@ impl Shared {
                 "lackpy serve: peer uid {uid} gid {gid} is not allowed; add a [[serve.clients]] rule for it"
             )));
         };
-        let key = match rule.uid {
-            Some(u) => format!("uid:{u}"),
-            None => format!("gid:{}", rule.gid.unwrap_or(0)),
-        };
+        self.admit_rule(&cfg, rule, activity)
+    }
+
+    /// The quota key of a rule: its uid, else its gid, else its token digest
+    /// (connections of one rule share its quotas).
+    pub fn rule_key(rule: &ClientRule) -> String {
+        match (rule.uid, rule.gid, &rule.token_sha256) {
+            (Some(u), _, _) => format!("uid:{u}"),
+            (None, Some(g), _) => format!("gid:{g}"),
+            (None, None, Some(t)) => format!("token:{}", t.to_ascii_lowercase()),
+            (None, None, None) => "nobody".into(),
+        }
+    }
+
+    /// Admit a client already matched to `rule` (by peer credentials or by
+    /// bearer token): connection caps, then its workspace's backend.
+    ///
+    /// # Errors
+    /// Over a connection cap, draining, or the workspace cannot be served.
+    pub fn admit_rule(
+        self: &Arc<Self>,
+        cfg: &ServeConfig,
+        rule: ClientRule,
+        activity: Arc<Activity>,
+    ) -> Result<(Arc<dyn Backend>, ConnectionSlot), Refused> {
+        let key = Self::rule_key(&rule);
         let state = self.client_state(&key);
-        let slot = self.take_connection(&cfg, &rule, &state)?;
+        let slot = self.take_connection(cfg, &rule, &state)?;
         let inner = self.backend_for(&rule, cfg.pool_size).map_err(|e| {
             Refused::not_allowed(format!(
                 "lackpy serve: cannot serve workspace {}: {e:#}",
                 rule.workspace.display()
             ))
         })?;
-        let budgets = self.session_budgets(&cfg, &rule, &state);
+        let budgets = self.session_budgets(cfg, &rule, &state);
         Ok((
             Arc::new(ClientBackend {
                 state,

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""`lackpy serve` over Streamable HTTP vs the unix socket, in the same run.
+
+One server listens on both (`--socket` and `--listen`); the same trivial
+`run_program` is timed over each: p50/p99 of N sequential calls on one
+connection/session, then runs/s with C concurrent HTTP clients (processes,
+each its own MCP session on a keep-alive connection).
+
+Usage: bench_http.py --bin target/release/lackpy [--calls 400] [--clients 8] [--runs 2000]
+"""
+
+import argparse
+import hashlib
+import http.client
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOKEN = "bench-token-0c5e1f"
+PROGRAM = "1 + 1"
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+class Unix:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rwb")
+        self.id = 0
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, v):
+        self.f.write((json.dumps(v) + "\n").encode())
+        self.f.flush()
+
+    def call(self, method, params):
+        self.id += 1
+        self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        while True:
+            v = json.loads(self.f.readline())
+            if v.get("id") == self.id:
+                return v
+
+    def run(self, program):
+        return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
+
+
+class Http:
+    def __init__(self, addr):
+        host, port = addr.rsplit(":", 1)
+        self.c = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.c.connect()
+        self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sid = None
+        self.id = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "0"}})
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, msg):
+        h = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+             "Accept": "application/json, text/event-stream"}
+        if self.sid:
+            h["Mcp-Session-Id"] = self.sid
+            h["Mcp-Protocol-Version"] = "2025-11-25"
+        self.c.request("POST", "/mcp", body=json.dumps(msg), headers=h)
+        r = self.c.getresponse()
+        body = r.read().decode()
+        if r.status >= 300:
+            raise RuntimeError(f"HTTP {r.status}: {body}")
+        self.sid = self.sid or r.getheader("mcp-session-id")
+        return body
+
+    def call(self, method, params):
+        self.id += 1
+        body = self.post({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        for line in body.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                v = json.loads(line[5:])
+                if v.get("id") == self.id:
+                    return v
+        raise RuntimeError(f"no response in {body!r}")
+
+    def run(self, program):
+        return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
+
+
+def check(v):
+    sc = v.get("result", {}).get("structuredContent", {})
+    if sc.get("value") != 2:
+        raise RuntimeError(f"wrong result: {v}")
+
+
+def timed(client, n):
+    for _ in range(20):
+        check(client.run(PROGRAM))
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        check(client.run(PROGRAM))
+        lat.append((time.perf_counter() - t) * 1000)
+    return lat
+
+
+def worker(args):
+    addr, n = args
+    c = Http(addr)
+    bad = 0
+    for _ in range(n):
+        v = c.run(PROGRAM)
+        if v.get("result", {}).get("structuredContent", {}).get("value") != 2:
+            bad += 1
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="target/release/lackpy")
+    ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=2000)
+    a = ap.parse_args()
+    d = tempfile.mkdtemp(prefix="lackpy-bench-http.")
+    ws = os.path.join(d, "ws")
+    os.mkdir(ws)
+    sock = os.path.join(d, "s.sock")
+    cfg = os.path.join(d, "serve.toml")
+    uid = os.geteuid()
+    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
+    with open(cfg, "w") as f:
+        f.write(f"""[serve]
+pool_size = 8
+max_in_flight = 16
+[[serve.clients]]
+uid = {uid}
+workspace = "{ws}"
+max_concurrent = 16
+[[serve.clients]]
+token_sha256 = "{digest}"
+workspace = "{ws}"
+max_concurrent = 16
+max_connections = 32
+""")
+    p = subprocess.Popen([a.bin, "serve", "--socket", sock, "--listen", "127.0.0.1:0",
+                          "--config", cfg], stderr=subprocess.PIPE, text=True)
+    addr = None
+    while addr is None:
+        line = p.stderr.readline()
+        if not line:
+            sys.exit("server did not start")
+        if "listening on http://" in line:
+            addr = line.split("http://", 1)[1].strip().removesuffix("/mcp")
+    while not os.path.exists(sock):
+        time.sleep(0.02)
+    time.sleep(1.0)  # pools warm
+    try:
+        u, h = Unix(sock), Http(addr)
+        # Interleave the two so drift hits both alike.
+        lu, lh = [], []
+        for _ in range(4):
+            lu += timed(u, a.calls // 4)
+            lh += timed(h, a.calls // 4)
+        print("| transport | calls | p50 ms | p99 ms |")
+        print("|---|---|---|---|")
+        for name, lat in (("unix socket", lu), ("HTTP (session, keep-alive)", lh)):
+            print(f"| {name} | {len(lat)} | {statistics.median(lat):.3f} | {pct(lat, 0.99):.3f} |")
+        print(f"\nHTTP p50 - unix p50 = {statistics.median(lh) - statistics.median(lu):+.3f} ms")
+        per = a.runs // a.clients
+        t = time.perf_counter()
+        with multiprocessing.Pool(a.clients) as pool:
+            bad = sum(pool.map(worker, [(addr, per)] * a.clients))
+        dt = time.perf_counter() - t
+        print(f"\nHTTP throughput: {per * a.clients} runs, {a.clients} clients: "
+              f"{per * a.clients / dt:.0f} runs/s ({bad} wrong)")
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

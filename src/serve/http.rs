@@ -1,0 +1,567 @@
+//! `lackpy serve --listen HOST:PORT`: MCP over the Streamable HTTP
+//! transport (rmcp's `StreamableHttpService`), in front of the same
+//! per-client rules, caps and quotas as the unix socket.
+//!
+//! Each request passes, in order:
+//! 1. the TCP connection cap (`serve.http.max_connections`; over it a `503`
+//!    and close) and, with TLS, a handshake bounded by the request timeout;
+//! 2. hyper's header timeout (`request_timeout_seconds`: a slowloris peer
+//!    is dropped) and header size bound;
+//! 3. drain (`503` once SIGTERM arrived) and the path (`/mcp` only, else `404`);
+//! 4. the bearer token: `Authorization: Bearer T` where SHA-256(T) is some
+//!    rule's `token_sha256` (compared in constant time); otherwise `401`
+//!    with `WWW-Authenticate: Bearer` and a JSON body saying what is missing;
+//! 5. the body: at most `max_body_bytes` (`413`), all of it within
+//!    `request_timeout_seconds` (`408`);
+//! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
+//!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
+//!    (`400`/`422`), the session header, then the MCP server.
+//!
+//! Clients are kept apart by giving every rule its own
+//! `StreamableHttpService` and session manager: an `Mcp-Session-Id` is a
+//! random UUID minted by the server, known only to the manager of the rule
+//! that created it, so another client presenting it gets `404 Session not
+//! found`. A notebook session (`run_program(session=…)`) lives inside one
+//! MCP session's server, so it is reachable only through that server-minted
+//! handle and only with the token that created it.
+//!
+//! One MCP session (or one stateless request) takes one connection slot of
+//! the rule (`max_connections`), exactly as one unix connection does; the
+//! server made for it is created only after the caps admit it, and a refusal
+//! becomes `429` (the client's cap) or `503` (the server's) with a JSON body
+//! naming the cap. The session ends on `DELETE`, when it has been idle for
+//! `idle_timeout_seconds`, or at the end of the drain; its runs are cancelled
+//! then.
+
+use super::config::{ClientRule, HttpConfig, ServeConfig};
+use super::conn::Activity;
+use super::{ConnectionSlot, Refused, RefusedBy, Shared};
+use crate::mcp::backend::Backend;
+use crate::mcp::server::LackpyServer;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{Request, Response, StatusCode};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::json;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The MCP endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Longest `Authorization` header value looked at.
+const MAX_AUTH_HEADER: usize = 4096;
+
+/// Largest request head (request line and headers) hyper buffers.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+type HttpBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+type Svc = StreamableHttpService<HttpSession, LocalSessionManager>;
+
+/// What the service factory needs from the request that makes a server:
+/// who the client is, and where to put a refusal.
+struct CallCtx {
+    shared: Arc<Shared>,
+    cfg: Arc<ServeConfig>,
+    rule: ClientRule,
+    refused: Mutex<Option<Refused>>,
+}
+
+tokio::task_local! {
+    static CALL: Arc<CallCtx>;
+}
+
+/// The MCP server of one HTTP session (or one stateless request): lackpy's
+/// server over the client's backend, holding the client's connection slot
+/// until rmcp drops it, which cancels its runs.
+pub struct HttpSession {
+    server: LackpyServer,
+    backend: Arc<dyn Backend>,
+    stop: watch::Sender<bool>,
+    _slot: ConnectionSlot,
+}
+
+impl HttpSession {
+    fn new(backend: Arc<dyn Backend>, slot: ConnectionSlot) -> Self {
+        let (stop, rx) = watch::channel(false);
+        HttpSession {
+            server: LackpyServer::new(backend.clone(), rx),
+            backend,
+            stop,
+            _slot: slot,
+        }
+    }
+}
+
+impl Drop for HttpSession {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        self.backend.shutdown();
+    }
+}
+
+impl ServerHandler for HttpSession {
+    fn get_info(&self) -> ServerConfig {
+        self.server.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.server.list_tools(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.server.call_tool(request, context).await
+    }
+}
+
+/// Make the server of a new session: admit the client under its caps.
+fn make_session() -> Result<HttpSession, std::io::Error> {
+    let ctx = CALL
+        .try_with(Arc::clone)
+        .map_err(|_| std::io::Error::other("lackpy serve: no client context for a new session"))?;
+    let activity = Arc::new(Activity::default());
+    // The backend of a workspace is made once (at startup, see
+    // `Shared::warm`); only a workspace added by a reload blocks here.
+    let admitted =
+        tokio::task::block_in_place(|| ctx.shared.admit_rule(&ctx.cfg, ctx.rule.clone(), activity));
+    match admitted {
+        Ok((backend, slot)) => Ok(HttpSession::new(backend, slot)),
+        Err(r) => {
+            let message = r.message.clone();
+            if let Ok(mut slot) = ctx.refused.lock() {
+                *slot = Some(r);
+            }
+            Err(std::io::Error::other(message))
+        }
+    }
+}
+
+/// TLS settings from a PEM certificate chain and key.
+///
+/// # Errors
+/// A file cannot be read or holds no usable certificate or key.
+pub fn load_tls(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("{}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no PEM certificate", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("TLS certificate and key: {e}"))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
+}
+
+/// The HTTP front end: per-rule MCP services and the guards before them.
+pub struct HttpServer {
+    shared: Arc<Shared>,
+    services: Mutex<HashMap<String, (Svc, Arc<LocalSessionManager>)>>,
+    /// Cancelled at the end of the drain: every MCP session ends.
+    pub cancel: CancellationToken,
+    /// TCP connections being served now.
+    open: std::sync::atomic::AtomicUsize,
+}
+
+impl HttpServer {
+    /// A front end over `shared`.
+    pub fn new(shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new(HttpServer {
+            shared,
+            services: Mutex::new(HashMap::new()),
+            cancel: CancellationToken::new(),
+            open: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// End every session and connection, waiting up to `grace` for the
+    /// last responses to be written.
+    pub async fn close(&self, grace: Duration) {
+        self.cancel.cancel();
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The MCP service of a rule (made at its first request). The HTTP
+    /// settings are those in force when it is made.
+    fn service_for(&self, key: &str, cfg: &ServeConfig) -> Option<(Svc, Arc<LocalSessionManager>)> {
+        let mut map = self.services.lock().ok()?;
+        if let Some(s) = map.get(key) {
+            return Some(s.clone());
+        }
+        let h = &cfg.http;
+        let mut rmcp_cfg = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(h.allowed_hosts.clone())
+            .with_allowed_origins(h.allowed_origins.clone())
+            .enforce_origin_validation()
+            .with_legacy_session_mode(h.session_mode)
+            .with_json_response(!h.session_mode)
+            .with_max_request_body_bytes(h.max_body_bytes)
+            .with_cancellation_token(self.cancel.child_token());
+        if h.allowed_hosts.is_empty() {
+            rmcp_cfg = rmcp_cfg.disable_allowed_hosts();
+        }
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(Duration::from_secs(cfg.idle_timeout_seconds));
+        manager.session_config.init_timeout = Some(Duration::from_secs(h.request_timeout_seconds));
+        let manager = Arc::new(manager);
+        let svc = StreamableHttpService::new(make_session, manager.clone(), rmcp_cfg);
+        map.insert(key.to_string(), (svc.clone(), manager.clone()));
+        Some((svc, manager))
+    }
+
+    /// Answer one request.
+    async fn handle(self: Arc<Self>, req: Request<hyper::body::Incoming>) -> Response<HttpBody> {
+        let cfg = self.shared.config();
+        let metrics = &self.shared.metrics;
+        if self.shared.is_draining() {
+            metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "draining",
+                "lackpy serve: the server is shutting down; retry on another replica",
+            );
+        }
+        if req.uri().path() != MCP_PATH {
+            return error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                &format!("lackpy serve: the MCP endpoint is {MCP_PATH}"),
+            );
+        }
+        let rule = match authenticate(&cfg, req.headers()) {
+            Ok(r) => r,
+            Err(resp) => {
+                metrics.http_unauthorized.fetch_add(1, Ordering::Relaxed);
+                return *resp;
+            }
+        };
+        let (parts, body) = req.into_parts();
+        let body = match read_body(&cfg.http, &parts.headers, body).await {
+            Ok(b) => b,
+            Err(resp) => {
+                metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+                return *resp;
+            }
+        };
+        let key = Shared::rule_key(&rule);
+        let Some((svc, manager)) = self.service_for(&key, &cfg) else {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "lackpy serve: service table unavailable",
+            );
+        };
+        let ctx = Arc::new(CallCtx {
+            shared: self.shared.clone(),
+            cfg: cfg.clone(),
+            rule,
+            refused: Mutex::new(None),
+        });
+        let delete = parts.method == hyper::Method::DELETE;
+        if delete {
+            // rmcp answers DELETE of an unknown session as if it ended one;
+            // say plainly that this client has no such session.
+            let id = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
+            if let Some(id) = id {
+                let known = manager.sessions.read().await.contains_key(id);
+                if !known {
+                    return error(
+                        StatusCode::NOT_FOUND,
+                        "session_not_found",
+                        "lackpy serve: no such session for this client",
+                    );
+                }
+            }
+        }
+        let req = Request::from_parts(parts, Full::new(body));
+        let mut resp = CALL.scope(ctx.clone(), svc.handle(req)).await;
+        // A session ended by DELETE: 204 (rmcp says 202, which clients such
+        // as the Python SDK report as a failed termination).
+        if delete && resp.status() == StatusCode::ACCEPTED {
+            *resp.status_mut() = StatusCode::NO_CONTENT;
+        }
+        let refused = ctx.refused.lock().ok().and_then(|mut r| r.take());
+        match refused {
+            Some(r) => {
+                tracing::warn!(reason = r.reason(), "refused an HTTP session");
+                self.shared.metrics.count_refusal(&r);
+                refusal(&r)
+            }
+            None => resp,
+        }
+    }
+
+    /// Accept connections on `listener` until `stop` turns true.
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let cfg = self.shared.config();
+        let slots = Arc::new(tokio::sync::Semaphore::new(cfg.http.max_connections));
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let (stream, peer) = match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                self.shared
+                    .metrics
+                    .http_rejected
+                    .fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(over_cap(stream, tls.is_some()));
+                continue;
+            };
+            let me = self.clone();
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                me.connection(stream, peer, tls).await;
+                drop(permit);
+            });
+        }
+    }
+
+    async fn connection(
+        self: Arc<Self>,
+        stream: tokio::net::TcpStream,
+        peer: SocketAddr,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) {
+        let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
+        self.open.fetch_add(1, Ordering::SeqCst);
+        let me = self.clone();
+        match tls {
+            None => self.serve_io(stream).await,
+            Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                Ok(Ok(s)) => self.serve_io(s).await,
+                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            },
+        }
+        me.open.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    async fn serve_io<S>(self: Arc<Self>, io: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
+        let me = self.clone();
+        let svc = hyper::service::service_fn(move |req| {
+            let me = me.clone();
+            async move { Ok::<_, Infallible>(me.handle(req).await) }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(timeout)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+        let mut conn = std::pin::pin!(conn);
+        let cancel = self.cancel.clone();
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!("HTTP connection ended: {e}");
+                }
+            }
+            _ = cancel.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
+            }
+        }
+    }
+}
+
+/// Answer a connection over the TCP cap and close it.
+async fn over_cap(mut stream: tokio::net::TcpStream, tls: bool) {
+    use tokio::io::AsyncWriteExt;
+    if !tls {
+        let body = r#"{"error":"over_cap","message":"lackpy serve: too many HTTP connections open (serve.http.max_connections); retry later"}"#;
+        let resp = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), stream.write_all(resp.as_bytes())).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+/// A JSON error response: `{"error": code, "message": …}`.
+fn error(status: StatusCode, code: &str, message: &str) -> Response<HttpBody> {
+    let body = json!({"error": code, "message": message}).to_string();
+    Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::default().boxed()))
+}
+
+/// `429` (the client's cap) or `503` (the server's), naming the cap.
+fn refusal(r: &Refused) -> Response<HttpBody> {
+    let status = match r.by {
+        RefusedBy::ClientCap => StatusCode::TOO_MANY_REQUESTS,
+        RefusedBy::ServerCap => StatusCode::SERVICE_UNAVAILABLE,
+        RefusedBy::Peer => StatusCode::FORBIDDEN,
+    };
+    let body = json!({"error": r.reason(), "message": r.message, "data": r.data()}).to_string();
+    Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::RETRY_AFTER, "1")
+        .body(Full::new(Bytes::from(body)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::default().boxed()))
+}
+
+/// The rule of the request's bearer token, or the `401` saying why not.
+fn authenticate(
+    cfg: &ServeConfig,
+    headers: &http::HeaderMap,
+) -> Result<ClientRule, Box<Response<HttpBody>>> {
+    let unauthorized = |error_attr: Option<&str>, message: &str| {
+        let challenge = match error_attr {
+            Some(e) => format!("Bearer realm=\"lackpy\", error=\"{e}\""),
+            None => "Bearer realm=\"lackpy\"".to_string(),
+        };
+        let body = json!({"error": "unauthorized", "message": message}).to_string();
+        Box::new(
+            Response::builder()
+                .status(StatusCode::UNAUTHORIZED)
+                .header(hyper::header::WWW_AUTHENTICATE, challenge)
+                .header(hyper::header::CONTENT_TYPE, "application/json")
+                .body(Full::new(Bytes::from(body)).boxed())
+                .unwrap_or_else(|_| Response::new(Full::default().boxed())),
+        )
+    };
+    let mut values = headers.get_all(hyper::header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Err(unauthorized(
+            None,
+            "lackpy serve: this endpoint needs a bearer token (Authorization: Bearer <token>); ask the operator for one",
+        ));
+    };
+    if values.next().is_some() || value.len() > MAX_AUTH_HEADER {
+        return Err(unauthorized(
+            Some("invalid_request"),
+            "lackpy serve: send exactly one Authorization header, at most 4096 bytes",
+        ));
+    }
+    let value = value.as_bytes();
+    let token = match value.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => value[7..].trim_ascii(),
+        _ => {
+            return Err(unauthorized(
+                Some("invalid_request"),
+                "lackpy serve: the Authorization header must be \"Bearer <token>\"",
+            ))
+        }
+    };
+    if token.is_empty() {
+        return Err(unauthorized(
+            Some("invalid_request"),
+            "lackpy serve: the bearer token is empty",
+        ));
+    }
+    match cfg.client_for_token(token) {
+        Some(rule) => Ok(rule.clone()),
+        None => Err(unauthorized(
+            Some("invalid_token"),
+            "lackpy serve: this bearer token is not accepted (no [[serve.clients]] rule has its token_sha256)",
+        )),
+    }
+}
+
+/// The whole body, at most `max_body_bytes`, within the request timeout.
+async fn read_body(
+    h: &HttpConfig,
+    headers: &http::HeaderMap,
+    body: hyper::body::Incoming,
+) -> Result<Bytes, Box<Response<HttpBody>>> {
+    let too_large = || {
+        Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &format!(
+                "lackpy serve: request body over {} bytes (serve.http.max_body_bytes)",
+                h.max_body_bytes
+            ),
+        ))
+    };
+    let declared = headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > h.max_body_bytes as u64) {
+        return Err(too_large());
+    }
+    let limited = Limited::new(body, h.max_body_bytes);
+    let timeout = Duration::from_secs(h.request_timeout_seconds);
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                Err(too_large())
+            } else {
+                Err(Box::new(error(
+                    StatusCode::BAD_REQUEST,
+                    "bad_body",
+                    &format!("lackpy serve: reading the request body: {e}"),
+                )))
+            }
+        }
+        Err(_) => Err(Box::new(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "too_slow",
+            &format!(
+                "lackpy serve: the request body did not arrive within {} s (serve.http.request_timeout_seconds)",
+                h.request_timeout_seconds
+            ),
+        ))),
+    }
+}
