@@ -11,6 +11,18 @@ use std::collections::BTreeSet;
 /// The shipped builtin tools (for a hint when a profile does not grant one).
 const SHIPPED_TOOLS: &[&str] = &["read_file", "find_files", "write_file", "edit_file"];
 
+/// Shipped tools whose declared arguments are all required `str`s: a call
+/// to one of them (by target name) must pass every argument, and a literal
+/// argument must be a string.
+const STR_ARG_TOOLS: &[&str] = &[
+    "read_file",
+    "find_files",
+    "write_file",
+    "edit_file",
+    "find_definitions",
+    "find_callers",
+];
+
 /// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
 const MAX_STR_DIGITS: usize = 4300;
 
@@ -736,6 +748,7 @@ impl<'a> Checker<'a> {
                         if !self.calls.iter().any(|x| x == id) {
                             self.calls.push(id.to_string());
                         }
+                        self.tool_signature(fat, id, c);
                     } else if is_builtin(id) {
                         isinstance = id == "isinstance";
                     } else if self.assigned.contains(id) {
@@ -845,6 +858,117 @@ impl<'a> Checker<'a> {
                     }
                 }
                 None => self.expr(&k.value),
+            }
+        }
+    }
+
+    /// A tool call against the tool's declared arguments: not more
+    /// positional arguments than declared, keyword names that exist and
+    /// are not given twice; for the shipped tools (all of whose arguments
+    /// are required strings) every argument present and literal arguments
+    /// strings. A tool declared without arguments, or a call with `*args`
+    /// or `**kwargs`, is not checked (its signature is not known here).
+    fn tool_signature(&mut self, at: usize, id: &str, c: &ast::ExprCall) {
+        let Some(tool) = self.ns.get(id) else {
+            return;
+        };
+        let declared = &tool.args;
+        if declared.is_empty()
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || c.keywords.iter().any(|k| k.arg.is_none())
+        {
+            return;
+        }
+        let shipped = STR_ARG_TOOLS.contains(&tool.target.as_str());
+        let sig = format!("{id}({})", declared.join(", "));
+        let n = declared.len();
+        let plural = |k: usize| if k == 1 { "" } else { "s" };
+        if c.args.len() > n {
+            self.err(
+                at,
+                "ArgumentError",
+                format!(
+                    "{id}() takes {n} argument{} but {} were given",
+                    plural(n),
+                    c.args.len()
+                ),
+                Some(format!("call it as {sig}")),
+            );
+            return;
+        }
+        let mut given: Vec<&str> = declared[..c.args.len()].iter().map(String::as_str).collect();
+        for k in &c.keywords {
+            let Some(name) = k.arg.as_ref().map(|a| a.as_str()) else {
+                continue;
+            };
+            if !declared.iter().any(|d| d == name) {
+                self.err(
+                    off(&k.value),
+                    "ArgumentError",
+                    format!("{id}() got an unexpected keyword argument '{name}'"),
+                    Some(format!("call it as {sig}")),
+                );
+                return;
+            }
+            if given.contains(&name) {
+                self.err(
+                    off(&k.value),
+                    "ArgumentError",
+                    format!("{id}() got multiple values for argument '{name}'"),
+                    Some(format!("call it as {sig}")),
+                );
+                return;
+            }
+            given.push(name);
+        }
+        if !shipped {
+            return;
+        }
+        let missing: Vec<&str> = declared
+            .iter()
+            .map(String::as_str)
+            .filter(|d| !given.contains(d))
+            .collect();
+        if !missing.is_empty() {
+            self.err(
+                at,
+                "ArgumentError",
+                format!(
+                    "{id}() missing {} required argument{}: {}",
+                    missing.len(),
+                    plural(missing.len()),
+                    missing
+                        .iter()
+                        .map(|m| format!("'{m}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(format!("call it as {sig}")),
+            );
+            return;
+        }
+        let values = c
+            .args
+            .iter()
+            .zip(declared.iter())
+            .map(|(v, d)| (v, d.as_str()))
+            .chain(c.keywords.iter().filter_map(|k| {
+                k.arg.as_ref().map(|a| (&k.value, a.as_str()))
+            }));
+        for (v, name) in values {
+            let ty = match v {
+                Expr::Constant(k) if matches!(k.value, Constant::Str(_)) => None,
+                Expr::Constant(k) if matches!(k.value, Constant::None) => Some("None"),
+                other => static_type(other).filter(|t| *t != "str"),
+            };
+            if let Some(t) = ty {
+                self.err(
+                    off(v),
+                    "ArgumentError",
+                    format!("{id}() argument '{name}' must be str, not {t}"),
+                    Some(format!("call it as {sig}, with a string")),
+                );
+                return;
             }
         }
     }
