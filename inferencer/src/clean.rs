@@ -101,6 +101,95 @@ pub fn ensure_result(program: &str) -> Option<String> {
     Some(format!("{}\n{}", program.trim_end(), n.id.as_str()))
 }
 
+/// A cell ending in `print(x)` displays nothing as its value: the cell
+/// ending in `x` instead. `None` when the last statement is not a
+/// one-argument `print` call.
+pub fn unprint_result(program: &str) -> Option<String> {
+    use rustpython_parser::ast::{self, Ranged};
+    let module = parse_bounded(program)?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let ast::Stmt::Expr(e) = m.body.last()? else {
+        return None;
+    };
+    let ast::Expr::Call(c) = &*e.value else {
+        return None;
+    };
+    let ast::Expr::Name(f) = &*c.func else {
+        return None;
+    };
+    if f.id.as_str() != "print" || c.args.len() != 1 || !c.keywords.is_empty() {
+        return None;
+    }
+    let stmt = e.range();
+    let arg = c.args.first()?.range();
+    let (s0, s1) = (usize::from(stmt.start()), usize::from(stmt.end()));
+    let (a0, a1) = (usize::from(arg.start()), usize::from(arg.end()));
+    let inner = program.get(a0..a1)?;
+    Some(format!(
+        "{}{}{}",
+        program.get(..s0)?,
+        inner,
+        program.get(s1..)?
+    ))
+}
+
+/// Why a cleaned answer cannot be a delegated program even if it
+/// validates: it must compute something. `(type, message)`:
+/// `EmptyProgram` (no statement: empty or only comments), `NoResult` (it
+/// does not end in an expression, so its value would be None), `NoToolCall`
+/// (it calls no tool and ends in a made-up constant). `None` when the
+/// shape is fine or the text does not parse (the validator reports that).
+pub fn shape_problem(program: &str, tools: &[String]) -> Option<(&'static str, String)> {
+    use rustpython_parser::ast;
+    if program.trim().is_empty() {
+        return Some(("EmptyProgram", "the answer held no code".into()));
+    }
+    let module = parse_bounded(program)?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let Some(last) = m.body.last() else {
+        return Some((
+            "EmptyProgram",
+            "the cell holds only comments: it computes nothing".into(),
+        ));
+    };
+    let ast::Stmt::Expr(e) = last else {
+        return Some((
+            "NoResult",
+            "the cell does not end in an expression, so it has no value".into(),
+        ));
+    };
+    let calls_tool = crate::corpus::called_names(program)
+        .iter()
+        .any(|n| tools.iter().any(|t| t == n));
+    if !tools.is_empty() && !calls_tool && is_literal(&e.value) {
+        return Some((
+            "NoToolCall",
+            "the cell calls no tool and ends in a constant: the value must come from the tools"
+                .into(),
+        ));
+    }
+    None
+}
+
+fn is_literal(e: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::Expr;
+    match e {
+        Expr::Constant(_) => true,
+        Expr::List(l) => l.elts.iter().all(is_literal),
+        Expr::Tuple(t) => t.elts.iter().all(is_literal),
+        Expr::Set(s) => s.elts.iter().all(is_literal),
+        Expr::Dict(d) => {
+            d.keys.iter().flatten().all(is_literal) && d.values.iter().all(is_literal)
+        }
+        Expr::UnaryOp(u) => is_literal(&u.operand),
+        _ => false,
+    }
+}
+
 /// A region must start with something code-like (not a prose sentence that
 /// happens to parse, like a bare name).
 fn looks_like_code(region: &[&str]) -> bool {

@@ -132,6 +132,14 @@ pub struct ProviderConfig {
     pub retries: u32,
     /// Largest response body accepted, in bytes. Default 1 MiB.
     pub max_response_bytes: u64,
+    /// Sampling seed sent to the endpoint (Ollama `options.seed`, OpenAI
+    /// `seed`), for reproducible answers. Default none.
+    pub seed: Option<u64>,
+    /// Put a bounded view of the workspace (matching paths, an outline,
+    /// data files' first lines) into the prompt. Default: on for an
+    /// endpoint on a loopback address, off otherwise (it discloses file
+    /// names and the start of data files to the endpoint).
+    pub workspace_context: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -154,7 +162,17 @@ impl ProviderConfig {
             timeout: Duration::from_secs(60),
             retries: 1,
             max_response_bytes: 1024 * 1024,
+            seed: None,
+            workspace_context: None,
         }
+    }
+
+    /// Whether the workspace view goes into this provider's prompts:
+    /// `workspace_context` when set, else true only for an endpoint whose
+    /// host is a loopback name or address.
+    pub fn context_enabled(&self, endpoint: &Endpoint) -> bool {
+        self.workspace_context
+            .unwrap_or_else(|| is_loopback_url(&endpoint.url))
     }
 
     /// Resolve into a concrete HTTP endpoint (`None` for templates/rules).
@@ -259,9 +277,19 @@ impl ProviderConfig {
         } else {
             model
         };
+        // The endpoint's own variables, when the config names no URL:
+        // OLLAMA_HOST (Ollama's, may be "host:port"), OPENAI_BASE_URL,
+        // ANTHROPIC_BASE_URL.
+        let from_env = match plugin {
+            Plugin::Ollama => env("OLLAMA_HOST").and_then(|h| ollama_host_url(&h)),
+            Plugin::OpenAi => env("OPENAI_BASE_URL").filter(|u| !u.trim().is_empty()),
+            _ => env("ANTHROPIC_BASE_URL").filter(|u| !u.trim().is_empty()),
+        };
         let base = self
             .base_url
             .clone()
+            .or(from_env)
+            .map(|u| u.trim().trim_end_matches('/').to_string())
             .unwrap_or_else(|| default_url.to_string());
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(bad(
@@ -299,8 +327,59 @@ impl ProviderConfig {
             retries: self.retries,
             max_response_bytes: self.max_response_bytes,
             pinned_addr: None,
+            seed: self.seed,
         }))
     }
+}
+
+/// `OLLAMA_HOST` as a base URL: Ollama accepts `host`, `host:port` and
+/// full URLs there (port 11434 when absent; `0.0.0.0`, a listen address,
+/// means this machine).
+pub fn ollama_host_url(v: &str) -> Option<String> {
+    let v = v.trim().trim_end_matches('/');
+    if v.is_empty() {
+        return None;
+    }
+    let (scheme, rest) = match v.split_once("://") {
+        Some((s, r)) => (s.to_string(), r.to_string()),
+        None => ("http".to_string(), v.to_string()),
+    };
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
+        None => (rest, String::new()),
+    };
+    let has_port = if hostport.starts_with('[') {
+        hostport.contains("]:")
+    } else {
+        hostport.contains(':')
+    };
+    let mut hostport = if has_port {
+        hostport
+    } else {
+        format!("{hostport}:11434")
+    };
+    if let Some(port) = hostport.strip_prefix("0.0.0.0:") {
+        hostport = format!("127.0.0.1:{port}");
+    }
+    Some(format!("{scheme}://{hostport}{path}"))
+}
+
+/// True when the URL's host is `localhost`, a `127.x` address or `::1`.
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
+    let host = if let Some(h) = hostport.strip_prefix('[') {
+        h.split(']').next().unwrap_or("")
+    } else {
+        hostport.split(':').next().unwrap_or("")
+    };
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
 }
 
 fn duration_ms(d: Duration) -> u64 {
@@ -526,6 +605,19 @@ fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigE
             .and_then(|i| u64::try_from(i).ok())
             .filter(|n| *n > 0)
             .ok_or_else(|| bad(&table, "max_response_bytes", "must be a positive integer"))?;
+    }
+    if let Some(v) = t.get("seed") {
+        p.seed = Some(
+            int(v)
+                .and_then(|i| u64::try_from(i).ok())
+                .ok_or_else(|| bad(&table, "seed", "must be a non-negative integer"))?,
+        );
+    }
+    if let Some(v) = t.get("workspace_context") {
+        p.workspace_context = Some(
+            v.as_bool()
+                .ok_or_else(|| bad(&table, "workspace_context", "must be true or false"))?,
+        );
     }
     p.api_key = s("api_key")?.filter(|k| !k.is_empty()).map(Secret::new);
     Ok(p)
