@@ -395,6 +395,10 @@ pub struct InferenceConfig {
     pub promote_after: u32,
     /// Examples retrieved into a prompt. Default 6.
     pub examples: usize,
+    /// Count a delegate result that ran ok towards promotion without the
+    /// caller's confirmation (`promote_unconfirmed = true`). Default false:
+    /// only results confirmed over MCP (`confirm_result`) count.
+    pub promote_unconfirmed: bool,
 }
 
 impl Default for InferenceConfig {
@@ -407,6 +411,7 @@ impl Default for InferenceConfig {
             ],
             promote_after: 3,
             examples: 6,
+            promote_unconfirmed: false,
         }
     }
 }
@@ -438,6 +443,11 @@ impl InferenceConfig {
             cfg.promote_after = int(v)
                 .and_then(|i| u32::try_from(i).ok())
                 .ok_or_else(|| bad("", "promote_after", "must be a non-negative integer"))?;
+        }
+        if let Some(v) = inf.get("promote_unconfirmed") {
+            cfg.promote_unconfirmed = v
+                .as_bool()
+                .ok_or_else(|| bad("", "promote_unconfirmed", "must be true or false"))?;
         }
         if let Some(v) = inf.get("examples") {
             cfg.examples = int(v)

@@ -362,6 +362,8 @@ pub(crate) mod tests {
                 t("find_files", &["pattern"], 1, 0),
                 t("write_file", &["path", "content"], 1, 2),
                 t("edit_file", &["path", "old_str", "new_str"], 1, 2),
+                t("find_definitions", &["name"], 1, 0),
+                t("find_callers", &["name"], 1, 0),
             ],
         }
     }
@@ -374,6 +376,53 @@ pub(crate) mod tests {
             let r = lackpy_policy::validate(&e.program, &ns, &limits);
             assert!(r.is_ok(), "{}: {:?}", e.intent, r.err());
         }
+    }
+
+    /// The eval's held-out intents never appear in the corpus: no equal
+    /// intent, no intent sharing most of its words with an example's, and
+    /// no equal program. (`scripts/eval` scores only these intents.)
+    #[test]
+    fn heldout_intents_are_not_in_the_corpus() {
+        #[derive(serde::Deserialize)]
+        struct Intent {
+            intent: String,
+            program: String,
+            workspace: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct File {
+            intents: Vec<Intent>,
+        }
+        let f: File = toml::from_str(include_str!("../eval/heldout/intents.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(f.intents.len() >= 100, "{}", f.intents.len());
+        let spaces: BTreeSet<&str> = f.intents.iter().map(|i| i.workspace.as_str()).collect();
+        assert!(spaces.len() >= 2, "{spaces:?}");
+        let words = |s: &str| -> BTreeSet<String> { tokens(s).into_iter().collect() };
+        let c = corpus();
+        for h in &f.intents {
+            let hw = words(&h.intent);
+            for e in &c.examples {
+                let ew = words(&e.intent);
+                let inter = hw.intersection(&ew).count();
+                let union = hw.union(&ew).count().max(1);
+                assert!(
+                    crate::templates::normalise_intent(&h.intent)
+                        != crate::templates::normalise_intent(&e.intent)
+                        && inter * 10 < union * 6
+                        && h.program.trim() != e.program.trim(),
+                    "held-out {:?} copies example {:?}",
+                    h.intent,
+                    e.intent
+                );
+            }
+        }
+        let code_intel = f
+            .intents
+            .iter()
+            .filter(|i| i.program.contains("find_definitions") || i.program.contains("find_callers"))
+            .count();
+        assert!(code_intel >= 10, "{code_intel}");
     }
 
     #[test]

@@ -469,6 +469,7 @@ mod tests {
             order,
             promote_after: 3,
             examples: 6,
+            promote_unconfirmed: false,
         };
         let tools: Vec<ToolDoc> = ["read_file", "find_files"]
             .iter()
@@ -761,6 +762,7 @@ mod tests {
             ],
             promote_after: 3,
             examples: 2,
+            promote_unconfirmed: false,
         };
         let tools: Vec<ToolDoc> = ["read_file", "find_files"]
             .iter()

@@ -560,6 +560,7 @@ fn cascade_retry_with_hints_then_next_provider_over_http() {
         ],
         promote_after: 3,
         examples: 6,
+        promote_unconfirmed: false,
     };
     let d = delegate_with(config, "shout the text of a.txt");
     assert_eq!(
@@ -605,6 +606,7 @@ fn cascade_all_down_is_a_clear_error() {
         ],
         promote_after: 3,
         examples: 6,
+        promote_unconfirmed: false,
     };
     let t0 = Instant::now();
     let d = delegate_with(config, "summarise the notes");

@@ -19,13 +19,15 @@
 use super::common::{self, Select};
 use lackpy_inferencer::client::{self, Url};
 use lackpy_inferencer::corpus::Corpus;
-use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller};
+use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck};
+use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
 use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
 use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
-use lackpy_supervisor::{RunRequest, Supervisor, SupervisorConfig};
+use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
+use std::cell::RefCell;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -106,7 +108,8 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         Err(e) => return usage_error(format!("config error: {e}")),
     };
     config.apply_flags(args.model.as_deref(), args.ollama_url.as_deref());
-    let templates = match TemplateSet::load(Some(&loaded.workspace)) {
+    let profile_name = loaded.profile.name.clone();
+    let templates = match TemplateSet::load_for(Some(&loaded.workspace), &profile_name) {
         Ok(t) => t,
         Err(e) => return usage_error(format!("templates: {e}")),
     };
@@ -134,24 +137,6 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
     let limits = loaded.profile.limits.clone();
     let validate = |p: &str| lackpy_policy::validate(p, &ns, &limits).map(|_| ());
     let env = |k: &str| std::env::var(k).ok();
-    let delegator = Delegator {
-        config: &config,
-        tools: &tools,
-        templates: &templates,
-        corpus: &corpus,
-        env: &env,
-        validate: &validate,
-    };
-    let mut caller = model_caller();
-    let d = delegator.delegate(&args.intent, caller.as_mut());
-    let Some(program) = d.program.clone() else {
-        let e = d
-            .error
-            .clone()
-            .unwrap_or_else(|| lackpy_inferencer::pipeline::inference_error("no program"));
-        let code = e.exit_code();
-        return (failed(&e, Some(&d)), code);
-    };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
         Err(e) => {
@@ -160,7 +145,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
                 "ConfigError",
                 e.to_string(),
             );
-            return (failed(&info, Some(&d)), e.exit_code());
+            return (failed(&info, None), e.exit_code());
         }
     };
     let sup = match SupervisorConfig::new().and_then(|mut c| {
@@ -175,40 +160,139 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
                 "SupervisorFailed",
                 e.to_string(),
             );
-            return (failed(&e, Some(&d)), 4);
+            return (failed(&e, None), 4);
         }
     };
-    let report = sup.run(RunRequest {
-        source: program.clone().into_bytes(),
-        profile: loaded.profile.clone(),
-        workspace: loaded.workspace.clone(),
-        limits: loaded.profile.limits.clone(),
-    });
-    let code = report.exit_code();
-    if report.ok {
-        let provider = d.provider.clone().unwrap_or_default();
-        match lackpy_inferencer::record_success(
-            &loaded.workspace,
-            &args.intent,
-            &program,
-            &provider,
-            config.promote_after,
-            args.promote,
-        ) {
-            Ok(r) => tracing::info!(?r, "ratchet"),
-            Err(e) => eprintln!(
-                "lackpy delegate: warning: could not record the success for the ratchet: {e}"
-            ),
+    let run = |program: &str| {
+        sup.run(RunRequest {
+            source: program.as_bytes().to_vec(),
+            profile: loaded.profile.clone(),
+            workspace: loaded.workspace.clone(),
+            limits: loaded.profile.limits.clone(),
+        })
+    };
+    // The workspace view for prompts (only providers whose
+    // `workspace_context` allows it get it; see lackpy_inferencer::context).
+    let context = config
+        .order
+        .iter()
+        .any(|p| p.plugin.is_model())
+        .then(|| lackpy_inferencer::context::workspace_context(&loaded.workspace, &args.intent))
+        .flatten();
+    // Programs without write effects run as soon as they validate, so a
+    // failure moves the cascade on; a program with effects is accepted
+    // unrun and runs once below, never again automatically.
+    let last_run: RefCell<Option<(String, RunReport)>> = RefCell::new(None);
+    let run_check = |program: &str| -> RunCheck {
+        let grade = match lackpy_policy::validate(program, &ns, &limits) {
+            Ok(p) => p.grade,
+            Err(_) => return RunCheck::Accept,
+        };
+        if grade.d > RERUN_MAX_EFFECTS {
+            return RunCheck::Accept;
         }
-    }
+        let report = run(program);
+        let verdict = match (&report.ok, &report.error) {
+            (true, _) => RunCheck::Accept,
+            (false, Some(e)) if e.kind != lackpy_policy::wire::ErrorKind::Internal => {
+                RunCheck::Failed(e.clone())
+            }
+            _ => RunCheck::Accept,
+        };
+        *last_run.borrow_mut() = Some((program.to_string(), report));
+        verdict
+    };
+    let delegator = Delegator {
+        config: &config,
+        tools: &tools,
+        templates: &templates,
+        corpus: &corpus,
+        env: &env,
+        validate: &validate,
+        context: context.as_deref(),
+        run: Some(&run_check),
+    };
+    let mut caller = model_caller();
+    let d = delegator.delegate(&args.intent, caller.as_mut());
+    let last = last_run.borrow_mut().take();
+    let (program, report, effects) = match (d.program.clone(), last) {
+        (Some(p), Some((ran, report))) if ran == p => (p, report, false),
+        (Some(p), _) => {
+            let report = run(&p);
+            (p, report, true)
+        }
+        // Every program that validated failed at run time: report the last run.
+        (None, Some((ran, report))) => (ran, report, false),
+        (None, None) => {
+            let e = d
+                .error
+                .clone()
+                .unwrap_or_else(|| lackpy_inferencer::pipeline::inference_error("no program"));
+            let code = e.exit_code();
+            return (failed(&e, Some(&d)), code);
+        }
+    };
+    let code = report.exit_code();
+    let provider = d.provider.clone().unwrap_or_else(|| {
+        d.attempts
+            .iter()
+            .rev()
+            .find(|a| a.program.as_deref() == Some(program.as_str()))
+            .map(|a| a.provider.clone())
+            .unwrap_or_default()
+    });
+    let policy = RatchetPolicy {
+        promote_after: config.promote_after,
+        count_unconfirmed: config.promote_unconfirmed,
+        force: args.promote,
+    };
+    let outcome = lackpy_inferencer::templates::record_result(
+        &loaded.workspace,
+        &args.intent,
+        &profile_name,
+        &program,
+        &provider,
+        report.ok,
+        &report.run_id,
+        policy,
+    );
+    let ratchet = match outcome {
+        Ok(r) => {
+            tracing::info!(?r, "ratchet");
+            Some(r)
+        }
+        Err(e) => {
+            eprintln!("lackpy delegate: warning: could not record the result for the ratchet: {e}");
+            None
+        }
+    };
     let mut out = serde_json::to_value(&report).unwrap_or_else(|_| json!({}));
     if let Value::Object(m) = &mut out {
         m.insert("program".into(), json!(program));
-        m.insert("provider".into(), json!(d.provider));
+        m.insert("provider".into(), json!(provider));
         m.insert("attempts".into(), json!(d.attempts));
+        if effects && !report.ok {
+            if let Some(Value::Object(e)) = m.get_mut("error") {
+                e.insert(
+                    "hint".into(),
+                    json!("the program has effects, so it was run once and not re-run or passed to another provider; check the workspace before trying again"),
+                );
+            }
+        }
+        m.insert("rerun_safe".into(), json!(!effects));
+        if let Some(Ratchet::Pending) = ratchet {
+            m.insert("confirm".into(), json!("pending: confirm or reject this result by its run_id (MCP tool confirm_result) so the ratchet can learn from it"));
+        }
     }
     (out, code)
 }
+
+/// Highest effects grade (`d`) of a program that is run as soon as it
+/// validates and, when it fails, handed on to the next provider: the
+/// shipped read tools' ceiling. Why: reading and finding change nothing,
+/// so running such a program again (another provider's version) is safe;
+/// anything that writes runs once.
+const RERUN_MAX_EFFECTS: u8 = 1;
 
 /// How model calls are made: each in a fresh jailed inferencer worker.
 /// `LACKPY_INFERENCE_IN_PROCESS=1` makes them in this process instead (a
