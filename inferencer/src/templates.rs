@@ -627,6 +627,14 @@ fn with_ratchet<T>(
     ws: &Path,
     f: impl FnOnce(&mut RatchetFile) -> Result<T, TemplateError>,
 ) -> Result<T, TemplateError> {
+    with_ratchet_if(ws, |file| f(file).map(|t| (t, true)))
+}
+
+/// As [`with_ratchet`]; the file is written only when `f` says it changed.
+fn with_ratchet_if<T>(
+    ws: &Path,
+    f: impl FnOnce(&mut RatchetFile) -> Result<(T, bool), TemplateError>,
+) -> Result<T, TemplateError> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK
         .lock()
@@ -638,7 +646,10 @@ fn with_ratchet<T>(
         Some(t) => serde_json::from_str(&t).unwrap_or_default(),
         None => RatchetFile::default(),
     };
-    let out = f(&mut file)?;
+    let (out, changed) = f(&mut file)?;
+    if !changed {
+        return Ok(out);
+    }
     let json = serde_json::to_string_pretty(&file).map_err(|e| TemplateError::Parse {
         file: rpath.display().to_string(),
         detail: e.to_string(),
@@ -725,7 +736,11 @@ pub fn confirm(
     correct: bool,
     promote_after: u32,
 ) -> Result<Option<Ratchet>, TemplateError> {
-    let run = with_ratchet(ws, |f| Ok(f.pending.remove(run_id).map(|(_, r)| r)))?;
+    let run = with_ratchet_if(ws, |f| {
+        let r = f.pending.remove(run_id).map(|(_, r)| r);
+        let changed = r.is_some();
+        Ok((r, changed))
+    })?;
     let Some(run) = run else {
         return Ok(None);
     };
@@ -769,10 +784,7 @@ fn count(ws: &Path, run: &PendingRun, promote_after: u32) -> Result<Ratchet, Tem
 
 fn reset(ws: &Path, intent: &str, profile: &str) -> Result<Ratchet, TemplateError> {
     let key = ratchet_entry_key(profile, intent);
-    with_ratchet(ws, |f| {
-        f.intents.remove(&key);
-        Ok(())
-    })?;
+    with_ratchet_if(ws, |f| Ok(((), f.intents.remove(&key).is_some())))?;
     demote_template(ws, intent, profile).map(Ratchet::Reset)
 }
 

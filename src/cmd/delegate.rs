@@ -287,6 +287,62 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
     (out, code)
 }
 
+/// The calling agent's verdict on a delegate result, by its run id (the
+/// MCP `confirm_result` tool): counted towards promotion when `correct`,
+/// otherwise the count is reset and a template promoted for the intent is
+/// removed. `{"ok": true, "ratchet": ...}`, or a failure for an unknown or
+/// malformed run id.
+pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) -> Value {
+    let bad = |ty: &str, msg: String| {
+        let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Validation, ty, msg);
+        json!({"ok": false, "error": e})
+    };
+    if run_id.is_empty()
+        || run_id.len() > 128
+        || !run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return bad(
+            "BadRunId",
+            "run_id must be the run_id of a delegate result".into(),
+        );
+    }
+    let select = Select {
+        profile: None,
+        tools: None,
+        workspace: Some(workspace.to_path_buf()),
+    };
+    let promote_after = common::load(&select)
+        .ok()
+        .and_then(|l| InferenceConfig::from_toml(&l.config.inference_document()).ok())
+        .map_or(InferenceConfig::default().promote_after, |c| c.promote_after);
+    match lackpy_inferencer::templates::confirm(workspace, run_id, correct, promote_after) {
+        Ok(Some(r)) => {
+            let what = match r {
+                Ratchet::Counted(n) => format!("counted ({n} of {promote_after} before promotion)"),
+                Ratchet::Promoted => "promoted to a workspace template".into(),
+                Ratchet::Reset(true) => "count reset; the promoted template was removed".into(),
+                Ratchet::Reset(false) => "count reset".into(),
+                Ratchet::Pending | Ratchet::Skipped => "not counted (promote_after = 0)".into(),
+            };
+            json!({"ok": true, "run_id": run_id, "correct": correct, "ratchet": what})
+        }
+        Ok(None) => bad(
+            "UnknownRun",
+            format!("no delegate result waits for a verdict under run_id {run_id:?} (unknown, already judged, or too old)"),
+        ),
+        Err(e) => {
+            let e = ErrorInfo::new(
+                lackpy_policy::wire::ErrorKind::Internal,
+                "RatchetFailed",
+                e.to_string(),
+            );
+            json!({"ok": false, "error": e})
+        }
+    }
+}
+
 /// Highest effects grade (`d`) of a program that is run as soon as it
 /// validates and, when it fails, handed on to the next provider: the
 /// shipped read tools' ceiling. Why: reading and finding change nothing,

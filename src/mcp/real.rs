@@ -436,6 +436,10 @@ impl Backend for RealBackend {
         crate::cmd::delegate::delegate_json(&args).0
     }
 
+    fn confirm_result(&self, run_id: &str, correct: bool) -> Value {
+        crate::cmd::delegate::confirm_json(&self.workspace, run_id, correct)
+    }
+
     fn max_concurrent_runs(&self) -> usize {
         MAX_IN_FLIGHT
     }
