@@ -449,7 +449,11 @@ fn runtime_failure_of_generated_program() {
     // Read-only: the failure went back to the model (its only provider),
     // with the error, since the workspace view is on for a local endpoint.
     let seen = fake.seen();
-    assert_eq!(seen.len(), 1, "the fake serves one answer; the retry found it gone");
+    assert_eq!(
+        seen.len(),
+        1,
+        "the fake serves one answer; the retry found it gone"
+    );
     assert!(
         !ws.path().join(".lackpy/ratchet.json").exists(),
         "failures are not recorded"
@@ -488,12 +492,18 @@ fn ratchet_waits_for_confirmation_by_default() {
     for _ in 0..2 {
         let v = json(&delegate(ws.path(), "count my notes", &[]));
         assert_eq!(v["provider"], "local", "{v}");
-        assert!(v["confirm"].as_str().unwrap_or("").contains("run_id"), "{v}");
+        assert!(
+            v["confirm"].as_str().unwrap_or("").contains("run_id"),
+            "{v}"
+        );
         let r = std::fs::read_to_string(ws.path().join(".lackpy/ratchet.json")).unwrap_or_default();
         let id = v["run_id"].as_str().unwrap_or("?");
         assert!(r.contains(id), "pending under its run id: {r}");
     }
-    assert!(!ws.path().join(".lackpy/templates.toml").exists(), "unconfirmed results never promote");
+    assert!(
+        !ws.path().join(".lackpy/templates.toml").exists(),
+        "unconfirmed results never promote"
+    );
 }
 
 /// The MCP `confirm_result` tool: a confirmed delegate result promotes
@@ -506,23 +516,49 @@ async fn confirm_result_over_mcp_promotes_and_rejects() {
         provider("local", "ollama", &fake.url, "")
     ));
     let c = crate::mcp::connect(ws.path(), &[]).await;
-    let r = crate::mcp::call(&c, "delegate", serde_json::json!({"intent": "count my notes"})).await;
+    let r = crate::mcp::call(
+        &c,
+        "delegate",
+        serde_json::json!({"intent": "count my notes"}),
+    )
+    .await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(v["provider"], "local", "{v}");
     let id = v["run_id"].as_str().unwrap_or("").to_string();
-    let r = crate::mcp::call(&c, "confirm_result", serde_json::json!({"run_id": id, "correct": true})).await;
+    let r = crate::mcp::call(
+        &c,
+        "confirm_result",
+        serde_json::json!({"run_id": id, "correct": true}),
+    )
+    .await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(v["ok"], true, "{v}");
-    assert!(v["ratchet"].as_str().unwrap_or("").contains("promoted"), "{v}");
+    assert!(
+        v["ratchet"].as_str().unwrap_or("").contains("promoted"),
+        "{v}"
+    );
     // Judged once only; unknown ids are refused.
-    let r = crate::mcp::call(&c, "confirm_result", serde_json::json!({"run_id": id, "correct": true})).await;
+    let r = crate::mcp::call(
+        &c,
+        "confirm_result",
+        serde_json::json!({"run_id": id, "correct": true}),
+    )
+    .await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(v["error"]["type"], "UnknownRun", "{v}");
     // Now the template answers; rejecting its result removes it.
-    let r = crate::mcp::call(&c, "delegate", serde_json::json!({"intent": "count my notes"})).await;
+    let r = crate::mcp::call(
+        &c,
+        "delegate",
+        serde_json::json!({"intent": "count my notes"}),
+    )
+    .await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(v["provider"], "templates", "{v}");
-    assert!(v["confirm"].is_null(), "template results are not counted again: {v}");
+    assert!(
+        v["confirm"].is_null(),
+        "template results are not counted again: {v}"
+    );
     let t = std::fs::read_to_string(ws.path().join(".lackpy/templates.toml")).unwrap_or_default();
     assert!(t.contains("count my notes"), "{t}");
     let _ = c.cancel().await;
@@ -549,8 +585,14 @@ fn read_only_runtime_failure_moves_the_cascade_on_with_the_workspace_view() {
     let small_prompt = small.seen().join("");
     let big_prompt = big.seen().join("");
     assert!(!small_prompt.contains("notes/b.txt"), "{small_prompt}");
-    assert!(big_prompt.contains("notes/b.txt") && big_prompt.contains("README.md"), "{big_prompt}");
-    assert!(!big_prompt.contains("config.toml"), "hidden entries stay out: {big_prompt}");
+    assert!(
+        big_prompt.contains("notes/b.txt") && big_prompt.contains("README.md"),
+        "{big_prompt}"
+    );
+    assert!(
+        !big_prompt.contains("config.toml"),
+        "hidden entries stay out: {big_prompt}"
+    );
 }
 
 #[test]
@@ -565,11 +607,21 @@ fn a_program_with_effects_runs_once() {
         provider("big", "ollama", &big.url, "")
     );
     let ws = ws_with_config(&config);
-    let out = delegate(ws.path(), "write out.txt then show a note", &["--tools", "read_file,write_file"]);
+    let out = delegate(
+        ws.path(),
+        "write out.txt then show a note",
+        &["--tools", "read_file,write_file"],
+    );
     let v = json(&out);
     assert_eq!(out.status.code(), Some(1), "{v}");
     assert_eq!(v["rerun_safe"], false, "{v}");
-    assert!(v["error"]["hint"].as_str().unwrap_or("").contains("not re-run"), "{v}");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not re-run"),
+        "{v}"
+    );
     assert!(big.seen().is_empty(), "never handed to another provider");
     assert_eq!(v["attempts"].as_array().map(Vec::len), Some(1));
 }
@@ -590,7 +642,11 @@ fn comment_only_or_constant_answers_are_not_success() {
     assert_eq!(out.status.code(), Some(2), "{v}");
     let types: Vec<&str> = v["attempts"]
         .as_array()
-        .map(|a| a.iter().filter_map(|x| x["error"]["type"].as_str()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x["error"]["type"].as_str())
+                .collect()
+        })
         .unwrap_or_default();
     assert_eq!(types, ["EmptyProgram", "EmptyProgram", "NoToolCall"], "{v}");
     // The repeated answer got a different request.
@@ -609,7 +665,10 @@ fn tool_arguments_are_checked_before_running() {
     ));
     let v = json(&delegate(ws.path(), "the text notes", &[]));
     assert_eq!(v["attempts"][0]["error"]["type"], "ArgumentError", "{v}");
-    assert_eq!(v["value"], serde_json::json!(["notes/a.txt", "notes/b.txt"]));
+    assert_eq!(
+        v["value"],
+        serde_json::json!(["notes/a.txt", "notes/b.txt"])
+    );
     assert!(fake.seen()[1].contains("call it as find_files(pattern)"));
 }
 
@@ -731,7 +790,14 @@ fn eval_harness_with_fake_model() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new("python3")
         .arg(root.join("scripts/eval"))
-        .args(["--fake", "--cascade-only", "--json", "--min-accuracy", "0.95", "--bin"])
+        .args([
+            "--fake",
+            "--cascade-only",
+            "--json",
+            "--min-accuracy",
+            "0.95",
+            "--bin",
+        ])
         .arg(crate::util::bin())
         .env_remove("LACKPY_CONFIG")
         .output()
@@ -744,10 +810,22 @@ fn eval_harness_with_fake_model() {
         String::from_utf8_lossy(&out.stderr)
     );
     let c = &v["cascade"];
-    assert!(c["overall"]["n"].as_u64().unwrap_or(0) >= 100, "{}", c["overall"]);
+    assert!(
+        c["overall"]["n"].as_u64().unwrap_or(0) >= 100,
+        "{}",
+        c["overall"]
+    );
     assert_eq!(c["workspaces"].as_object().map(|m| m.len()), Some(2));
-    assert!(c["tiers"]["model"]["n"].as_u64().unwrap_or(0) > 0, "{}", c["tiers"]);
-    assert!(c["tiers"]["rule"]["n"].as_u64().unwrap_or(0) > 0, "{}", c["tiers"]);
+    assert!(
+        c["tiers"]["model"]["n"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        c["tiers"]
+    );
+    assert!(
+        c["tiers"]["rule"]["n"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        c["tiers"]
+    );
     // The canned answers that need the correction retry still end correct.
     let results = c["results"].as_array().cloned().unwrap_or_default();
     assert!(

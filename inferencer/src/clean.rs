@@ -182,9 +182,7 @@ fn is_literal(e: &rustpython_parser::ast::Expr) -> bool {
         Expr::List(l) => l.elts.iter().all(is_literal),
         Expr::Tuple(t) => t.elts.iter().all(is_literal),
         Expr::Set(s) => s.elts.iter().all(is_literal),
-        Expr::Dict(d) => {
-            d.keys.iter().flatten().all(is_literal) && d.values.iter().all(is_literal)
-        }
+        Expr::Dict(d) => d.keys.iter().flatten().all(is_literal) && d.values.iter().all(is_literal),
         Expr::UnaryOp(u) => is_literal(&u.operand),
         _ => false,
     }

@@ -244,7 +244,11 @@ mod tests {
         let w = d.path();
         std::fs::create_dir_all(w.join("data")).ok();
         std::fs::create_dir_all(w.join(".git")).ok();
-        std::fs::write(w.join("data/orders.csv"), "id,customer,qty\n1,ann,2\n2,bo,3\n").ok();
+        std::fs::write(
+            w.join("data/orders.csv"),
+            "id,customer,qty\n1,ann,2\n2,bo,3\n",
+        )
+        .ok();
         std::fs::write(w.join(".git/config"), "secret").ok();
         std::fs::write(w.join("README.md"), "# Title\n\ntext\n").ok();
         #[cfg(unix)]
@@ -252,7 +256,10 @@ mod tests {
         let c = workspace_context(w, "total qty of the orders").unwrap_or_default();
         assert!(c.contains("  data/orders.csv\n"), "{c}");
         assert!(c.contains("id,customer,qty\n  1,ann,2"), "{c}");
-        assert!(!c.contains("2,bo,3"), "only the header and the first record: {c}");
+        assert!(
+            !c.contains("2,bo,3"),
+            "only the header and the first record: {c}"
+        );
         assert!(!c.contains(".git") && !c.contains("secret"), "{c}");
         assert!(!c.contains("root:"), "a symlink is never followed: {c}");
         assert!(c.len() <= MAX_CONTEXT_BYTES);

@@ -96,9 +96,10 @@ pub fn stem(w: &str) -> String {
                 base.pop();
             }
         }
-    } else if let Some(b) = base.strip_suffix("es").filter(|b| {
-        ["s", "x", "ch", "sh"].iter().any(|e| b.ends_with(e)) && b.chars().count() >= 3
-    }) {
+    } else if let Some(b) = base
+        .strip_suffix("es")
+        .filter(|b| ["s", "x", "ch", "sh"].iter().any(|e| b.ends_with(e)) && b.chars().count() >= 3)
+    {
         base = b.to_string();
     } else if let Some(b) = base
         .strip_suffix('s')
@@ -420,7 +421,9 @@ pub(crate) mod tests {
         let code_intel = f
             .intents
             .iter()
-            .filter(|i| i.program.contains("find_definitions") || i.program.contains("find_callers"))
+            .filter(|i| {
+                i.program.contains("find_definitions") || i.program.contains("find_callers")
+            })
             .count();
         assert!(code_intel >= 10, "{code_intel}");
     }
@@ -442,7 +445,15 @@ pub(crate) mod tests {
         for w in ["replacing", "replaced", "replaces"] {
             assert_eq!(stem(w), stem("replace"), "{w}");
         }
-        for (a, b) in [("writing", "write"), ("summing", "sum"), ("names", "name"), ("matches", "match"), ("sizes", "size"), ("parsing", "parse"), ("counted", "count")] {
+        for (a, b) in [
+            ("writing", "write"),
+            ("summing", "sum"),
+            ("names", "name"),
+            ("matches", "match"),
+            ("sizes", "size"),
+            ("parsing", "parse"),
+            ("counted", "count"),
+        ] {
             assert_eq!(stem(a), stem(b), "{a} {b}");
         }
     }

@@ -365,7 +365,10 @@ mod tests {
     fn forbidden_constructs_are_not_unknown_names() {
         for (p, msg) in [
             ("import os\nos.listdir('.')", "`import` is not allowed"),
-            ("try:\n    x = 1\nexcept E:\n    x = 2\nx", "'try' is not allowed"),
+            (
+                "try:\n    x = 1\nexcept E:\n    x = 2\nx",
+                "'try' is not allowed",
+            ),
             ("'a'.foo()", "str method 'foo' is not allowed"),
         ] {
             let e = ErrorInfo::new(ErrorKind::Validation, "ForbiddenSyntax", msg);
@@ -376,6 +379,10 @@ mod tests {
             );
         }
         let h = hints_for("x + 1", &[err("name 'x' is not defined")], &tools());
-        assert!(h.iter().any(|h| h.text.contains("`x` is used but never assigned")), "{h:?}");
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("`x` is used but never assigned")),
+            "{h:?}"
+        );
     }
 }

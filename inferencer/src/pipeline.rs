@@ -15,7 +15,9 @@ use crate::config::{InferenceConfig, Plugin, ProviderConfig};
 use crate::corpus::Corpus;
 use crate::hints::hints_for;
 use crate::http::{Generation, InferError, Request};
-use crate::prompt::{different_messages, first_messages, retry_messages, system_prompt_with, ToolDoc};
+use crate::prompt::{
+    different_messages, first_messages, retry_messages, system_prompt_with, ToolDoc,
+};
 use crate::templates::{rules, TemplateSet};
 use lackpy_policy::{ErrorInfo, ErrorKind};
 use serde::Serialize;
@@ -689,7 +691,10 @@ mod tests {
         let (d, _) = run(
             vec![ollama("x")],
             "summarise a.txt",
-            vec![Ok("# read a.txt and summarise it".into()), Ok("read_file('a.txt')".into())],
+            vec![
+                Ok("# read a.txt and summarise it".into()),
+                Ok("read_file('a.txt')".into()),
+            ],
         );
         assert_eq!(
             d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
@@ -704,7 +709,10 @@ mod tests {
         let (d, _) = run(
             vec![ollama("x")],
             "how many lines in a.txt",
-            vec![Ok("42".into()), Ok("print(len(read_file('a.txt').splitlines()))".into())],
+            vec![
+                Ok("42".into()),
+                Ok("print(len(read_file('a.txt').splitlines()))".into()),
+            ],
         );
         assert_eq!(
             d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
@@ -741,14 +749,20 @@ mod tests {
             ],
         );
         assert_eq!(s.seen.len(), 3);
-        assert!(s.seen[2].messages[1].content.contains("Write a different cell"));
+        assert!(s.seen[2].messages[1]
+            .content
+            .contains("Write a different cell"));
         assert!(s.seen[2].temperature > s.seen[1].temperature);
         assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
         // A retry that differs gets no third call.
         let (_, s) = run(
             vec![ollama("x")],
             "summarise a.txt",
-            vec![Ok("import os".into()), Ok("import sys".into()), Ok("x".into())],
+            vec![
+                Ok("import os".into()),
+                Ok("import sys".into()),
+                Ok("x".into()),
+            ],
         );
         assert_eq!(s.seen.len(), 2);
     }
@@ -809,7 +823,9 @@ mod tests {
         );
         assert!(s.seen[0].messages[0].content.contains("notes/present.txt"));
         // The model's first answer failed at run time too: retried with the error.
-        assert!(s.seen[1].messages[1].content.contains("missing.txt: no such file"));
+        assert!(s.seen[1].messages[1]
+            .content
+            .contains("missing.txt: no such file"));
         assert_eq!(d.program.as_deref(), Some("read_file('notes/present.txt')"));
     }
 }

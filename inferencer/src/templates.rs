@@ -116,7 +116,9 @@ pub fn ratchet_key(intent: &str) -> String {
     let words: Vec<String> = intent
         .split_whitespace()
         .map(|w| {
-            let literal = w.chars().any(|c| ".*/_\"'`".contains(c) || c.is_ascii_digit())
+            let literal = w
+                .chars()
+                .any(|c| ".*/_\"'`".contains(c) || c.is_ascii_digit())
                 || w.chars().skip(1).any(char::is_uppercase);
             if literal {
                 w.to_string()
@@ -756,11 +758,14 @@ pub fn confirm(
 fn count(ws: &Path, run: &PendingRun, promote_after: u32) -> Result<Ratchet, TemplateError> {
     let key = ratchet_entry_key(&run.profile, &run.intent);
     let n = with_ratchet(ws, |f| {
-        let entry = f.intents.entry(key.clone()).or_insert_with(|| RatchetEntry {
-            program: run.program.clone(),
-            successes: 0,
-            provider: run.provider.clone(),
-        });
+        let entry = f
+            .intents
+            .entry(key.clone())
+            .or_insert_with(|| RatchetEntry {
+                program: run.program.clone(),
+                successes: 0,
+                provider: run.provider.clone(),
+            });
         if entry.program != run.program {
             *entry = RatchetEntry {
                 program: run.program.clone(),
@@ -867,7 +872,8 @@ fn promote_template(
 ) -> Result<(), TemplateError> {
     let key = ratchet_key(intent);
     let mut file = load_workspace_templates(ws)?;
-    file.templates.retain(|t| !is_promoted_for(t, &key, profile));
+    file.templates
+        .retain(|t| !is_promoted_for(t, &key, profile));
     file.templates.push(Template {
         name: format!("promoted: {}", key.chars().take(60).collect::<String>()),
         intent: Some(key),
@@ -884,7 +890,8 @@ fn demote_template(ws: &Path, intent: &str, profile: &str) -> Result<bool, Templ
     let key = ratchet_key(intent);
     let mut file = load_workspace_templates(ws)?;
     let before = file.templates.len();
-    file.templates.retain(|t| !is_promoted_for(t, &key, profile));
+    file.templates
+        .retain(|t| !is_promoted_for(t, &key, profile));
     if file.templates.len() == before {
         return Ok(false);
     }
@@ -1071,7 +1078,17 @@ mod tests {
         let ws = dir.path();
         let p = "len(read_file(\"A.txt\"))";
         let rec = |id: &str, ok: bool| {
-            record_result(ws, "size of A.txt", "default", p, "ollama", ok, id, policy(2)).ok()
+            record_result(
+                ws,
+                "size of A.txt",
+                "default",
+                p,
+                "ollama",
+                ok,
+                id,
+                policy(2),
+            )
+            .ok()
         };
         // Ran ok: pending, not counted.
         assert_eq!(rec("r1", true), Some(Ratchet::Pending));
@@ -1080,12 +1097,24 @@ mod tests {
         assert!(load().find("size of A.txt").is_none());
         // Unknown run ids are refused; a rejection resets.
         assert_eq!(confirm(ws, "nope", true, 2).ok(), Some(None));
-        assert_eq!(confirm(ws, "r1", false, 2).ok(), Some(Some(Ratchet::Reset(false))));
+        assert_eq!(
+            confirm(ws, "r1", false, 2).ok(),
+            Some(Some(Ratchet::Reset(false)))
+        );
         assert_eq!(confirm(ws, "r1", true, 2).ok(), Some(None), "judged once");
-        assert_eq!(confirm(ws, "r2", true, 2).ok(), Some(Some(Ratchet::Counted(1))));
+        assert_eq!(
+            confirm(ws, "r2", true, 2).ok(),
+            Some(Some(Ratchet::Counted(1)))
+        );
         assert_eq!(rec("r3", true), Some(Ratchet::Pending));
-        assert_eq!(confirm(ws, "r3", true, 2).ok(), Some(Some(Ratchet::Promoted)));
-        assert_eq!(load().find("size of A.txt").map(|x| x.1), Some(p.to_string()));
+        assert_eq!(
+            confirm(ws, "r3", true, 2).ok(),
+            Some(Some(Ratchet::Promoted))
+        );
+        assert_eq!(
+            load().find("size of A.txt").map(|x| x.1),
+            Some(p.to_string())
+        );
         // Literals keep their case; other profiles do not see it.
         assert!(load().find("size of a.txt").is_none());
         assert!(TemplateSet::load_for(Some(ws), "other")
@@ -1109,7 +1138,10 @@ mod tests {
             let r = record_result(ws, "q", "", "1", "ollama", true, &format!("r{i}"), pol).ok();
             assert_eq!(r, Some(Ratchet::Skipped));
         }
-        assert!(!ratchet_path(ws).exists(), "promote_after = 0 counts nothing");
+        assert!(
+            !ratchet_path(ws).exists(),
+            "promote_after = 0 counts nothing"
+        );
         pol.force = true;
         assert_eq!(
             record_result(ws, "q", "", "1", "ollama", true, "", pol).ok(),
@@ -1120,7 +1152,13 @@ mod tests {
     #[test]
     fn broad_templates_do_not_answer_non_paths() {
         let t = shipped();
-        for intent in ["find TODO", "list python", "show me everything", "read the docs", "open settings"] {
+        for intent in [
+            "find TODO",
+            "list python",
+            "show me everything",
+            "read the docs",
+            "open settings",
+        ] {
             assert!(t.find(intent).is_none(), "{intent}: {:?}", t.find(intent));
         }
         assert_eq!(

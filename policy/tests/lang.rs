@@ -1159,10 +1159,19 @@ fn tool_calls_match_declared_arguments() {
         ("find_files('a', 'b')", "takes 1 argument but 2 were given"),
         ("read_file()", "missing 1 required argument: 'path'"),
         ("read_file(name='a')", "unexpected keyword argument 'name'"),
-        ("read_file('a', path='b')", "multiple values for argument 'path'"),
-        ("edit_file('a', 'b')", "missing 1 required argument: 'new_str'"),
+        (
+            "read_file('a', path='b')",
+            "multiple values for argument 'path'",
+        ),
+        (
+            "edit_file('a', 'b')",
+            "missing 1 required argument: 'new_str'",
+        ),
         ("read_file(3)", "argument 'path' must be str, not int"),
-        ("find_files(['*.py'])", "argument 'pattern' must be str, not list"),
+        (
+            "find_files(['*.py'])",
+            "argument 'pattern' must be str, not list",
+        ),
         ("custom(1, 2, 3)", "takes 2 arguments but 3 were given"),
     ] {
         match first(src) {

@@ -27,8 +27,8 @@ use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
-use std::cell::RefCell;
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 /// Arguments of `lackpy delegate`.
@@ -316,7 +316,9 @@ pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) ->
     let promote_after = common::load(&select)
         .ok()
         .and_then(|l| InferenceConfig::from_toml(&l.config.inference_document()).ok())
-        .map_or(InferenceConfig::default().promote_after, |c| c.promote_after);
+        .map_or(InferenceConfig::default().promote_after, |c| {
+            c.promote_after
+        });
     match lackpy_inferencer::templates::confirm(workspace, run_id, correct, promote_after) {
         Ok(Some(r)) => {
             let what = match r {

@@ -13,8 +13,8 @@ use crate::mcp::backend::{
 use crate::mcp::render;
 use crate::mcp::session::{self, SessionError, SessionStore};
 use crate::mcp::tools::{
-    self, ConfirmArgs, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs, TracesArg,
-    ValidateArgs,
+    self, ConfirmArgs, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs,
+    TracesArg, ValidateArgs,
 };
 use lackpy_policy::wire::{ErrorInfo, ErrorKind};
 use rmcp::model::{

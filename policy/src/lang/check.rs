@@ -896,7 +896,10 @@ impl<'a> Checker<'a> {
             );
             return;
         }
-        let mut given: Vec<&str> = declared[..c.args.len()].iter().map(String::as_str).collect();
+        let mut given: Vec<&str> = declared[..c.args.len()]
+            .iter()
+            .map(String::as_str)
+            .collect();
         for k in &c.keywords {
             let Some(name) = k.arg.as_ref().map(|a| a.as_str()) else {
                 continue;
@@ -952,9 +955,11 @@ impl<'a> Checker<'a> {
             .iter()
             .zip(declared.iter())
             .map(|(v, d)| (v, d.as_str()))
-            .chain(c.keywords.iter().filter_map(|k| {
-                k.arg.as_ref().map(|a| (&k.value, a.as_str()))
-            }));
+            .chain(
+                c.keywords
+                    .iter()
+                    .filter_map(|k| k.arg.as_ref().map(|a| (&k.value, a.as_str()))),
+            );
         for (v, name) in values {
             let ty = match v {
                 Expr::Constant(k) if matches!(k.value, Constant::Str(_)) => None,
