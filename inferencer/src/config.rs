@@ -781,4 +781,74 @@ api_key_env = "MY_KEY"
             ))
         );
     }
+
+    #[test]
+    fn endpoint_variables_and_v1_bases() {
+        let env = |k: &str| match k {
+            "OLLAMA_HOST" => Some("0.0.0.0:11500".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:8088/v1".to_string()),
+            "ANTHROPIC_BASE_URL" => Some("https://proxy.example/anthropic".to_string()),
+            "ANTHROPIC_API_KEY" => Some("k".to_string()),
+            _ => None,
+        };
+        let url = |p: ProviderConfig| {
+            p.endpoint(&env)
+                .ok()
+                .flatten()
+                .map(|e| e.url)
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            url(ProviderConfig::new("o", Plugin::Ollama)),
+            "http://127.0.0.1:11500/api/generate"
+        );
+        let mut oa = ProviderConfig::new("a", Plugin::OpenAi);
+        oa.model = Some("m".into());
+        assert_eq!(url(oa), "http://127.0.0.1:8088/v1/chat/completions");
+        let mut an = ProviderConfig::new("b", Plugin::Anthropic);
+        an.model = Some("m".into());
+        assert_eq!(url(an), "https://proxy.example/anthropic/v1/messages");
+        // The config's own base_url wins over the variable.
+        let mut o = ProviderConfig::new("o", Plugin::Ollama);
+        o.base_url = Some("http://h:1".into());
+        assert_eq!(url(o), "http://h:1/api/generate");
+        // woollama "ollama/..." with an OpenAI-style base ending in /v1.
+        let mut w = ProviderConfig::new("w", Plugin::Woollama);
+        w.model = Some("ollama/qwen".into());
+        w.base_url = Some("http://localhost:11434/v1".into());
+        assert_eq!(url(w), "http://localhost:11434/api/chat");
+        assert_eq!(
+            ollama_host_url("example.org").as_deref(),
+            Some("http://example.org:11434")
+        );
+        assert_eq!(
+            ollama_host_url("https://h:5/x/").as_deref(),
+            Some("https://h:5/x")
+        );
+        assert_eq!(
+            ollama_host_url("[::1]").as_deref(),
+            Some("http://[::1]:11434")
+        );
+        assert_eq!(ollama_host_url(" "), None);
+    }
+
+    #[test]
+    fn workspace_context_defaults_by_locality() {
+        for (u, local) in [
+            ("http://localhost:11434/api/generate", true),
+            ("http://127.0.0.1:8088/v1/chat/completions", true),
+            ("http://[::1]:1/x", true),
+            ("https://api.openai.com/v1/chat/completions", false),
+            ("http://localhost.evil.com/x", false),
+            ("http://user@127.0.0.1:1/", true),
+        ] {
+            assert_eq!(is_loopback_url(u), local, "{u}");
+        }
+        let c = parse("[inference.providers.x]\nplugin = \"openai\"\nmodel = \"m\"\nworkspace_context = true\nseed = 7\n")
+            .unwrap_or_default();
+        let p = c.order.iter().find(|p| p.name == "x").cloned();
+        let p = p.unwrap_or_else(|| ProviderConfig::new("none", Plugin::Rules));
+        assert_eq!((p.workspace_context, p.seed), (Some(true), Some(7)));
+        assert!(parse("[inference.providers.x]\nworkspace_context = 1\n").is_err());
+    }
 }

@@ -697,3 +697,51 @@ fn unrequested_stream_is_still_read() {
         "ab"
     );
 }
+
+/// A 429 with `Retry-After: 1` is retried after about a second (not the
+/// 200 ms backoff); the answer's prompt-token count is reported; the seed
+/// and temperature go into the request.
+#[test]
+fn retry_after_seed_and_prompt_tokens() {
+    let srv = Server::start(vec![
+        Reply::Raw(
+            b"HTTP/1.1 429 Too Many\r\nRetry-After: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                .to_vec(),
+        ),
+        Reply::Body(
+            200,
+            "{\"choices\":[{\"message\":{\"content\":\"1\"}}],\"usage\":{\"prompt_tokens\":321}}"
+                .into(),
+        ),
+    ]);
+    let mut ep = endpoint(Wire::OpenAi, &srv.url);
+    ep.retries = 1;
+    ep.seed = Some(42);
+    let t0 = Instant::now();
+    let g = generate(&req(ep)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        (g.text.as_str(), g.prompt_tokens, g.tries),
+        ("1", Some(321), 2)
+    );
+    let body = &srv.seen()[1].body;
+    assert!(body.contains("\"seed\":42"), "{body}");
+    // Ollama: the seed goes into options; prompt_eval_count is the count.
+    let srv = Server::start(vec![Reply::Body(
+        200,
+        "{\"response\":\"x\",\"done\":true,\"prompt_eval_count\":77}".into(),
+    )]);
+    let mut ep = endpoint(Wire::OllamaGenerate, &srv.url);
+    ep.seed = Some(5);
+    let g = generate(&req(ep)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(g.prompt_tokens, Some(77));
+    assert!(
+        srv.seen()[0].body.contains("\"seed\":5"),
+        "{}",
+        srv.seen()[0].body
+    );
+}
