@@ -555,12 +555,25 @@ async fn confirm_result_over_mcp_promotes_and_rejects() {
     .await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(v["provider"], "templates", "{v}");
-    assert!(
-        v["confirm"].is_null(),
-        "template results are not counted again: {v}"
-    );
     let t = std::fs::read_to_string(ws.path().join(".lackpy/templates.toml")).unwrap_or_default();
     assert!(t.contains("count my notes"), "{t}");
+    let id = v["run_id"].as_str().unwrap_or("").to_string();
+    let r = crate::mcp::call(
+        &c,
+        "confirm_result",
+        serde_json::json!({"run_id": id, "correct": false}),
+    )
+    .await;
+    let v = r.structured_content.clone().unwrap_or_default();
+    assert!(
+        v["ratchet"]
+            .as_str()
+            .unwrap_or("")
+            .contains("template was removed"),
+        "{v}"
+    );
+    let t = std::fs::read_to_string(ws.path().join(".lackpy/templates.toml")).unwrap_or_default();
+    assert!(!t.contains("count my notes"), "{t}");
     let _ = c.cancel().await;
 }
 

@@ -692,7 +692,9 @@ pub fn record_result(
         })?;
         return Ok(Ratchet::Promoted);
     }
-    if policy.promote_after == 0 || provider == "templates" {
+    // A template's result is not counted again, but it waits for a
+    // verdict too: a rejection removes a promoted template.
+    if policy.promote_after == 0 || (provider == "templates" && policy.count_unconfirmed) {
         return Ok(Ratchet::Skipped);
     }
     let run = PendingRun {
@@ -749,7 +751,7 @@ pub fn confirm(
     if !correct {
         return reset(ws, &run.intent, &run.profile).map(Some);
     }
-    if promote_after == 0 {
+    if promote_after == 0 || run.provider == "templates" {
         return Ok(Some(Ratchet::Skipped));
     }
     count(ws, &run, promote_after).map(Some)

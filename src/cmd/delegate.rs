@@ -4,8 +4,11 @@
 //! it, and run it through the supervisor's jailed executor.
 //!
 //! With `--json`, stdout carries one object: the run contract object plus
-//! `"program"`, `"provider"` and `"attempts": [{"provider", "raw",
-//! "program", "error", "duration_ms"}]`.
+//! `"program"`, `"provider"`, `"attempts": [{"provider", "raw",
+//! "program", "error", "duration_ms", "prompt_tokens"?}]`, `"run_id"` (the
+//! handle for the MCP `confirm_result` tool), `"rerun_safe"` (false for a
+//! program with effects: run once, never re-run or handed on) and, when
+//! the ratchet waits for a verdict, `"confirm"`.
 //!
 //! Exit status: as `lackpy run` once a program ran (0 ok, 1 runtime/tool/
 //! limit, 4 internal). When no provider produced a valid program: 2 if some
@@ -280,6 +283,8 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
             }
         }
         m.insert("rerun_safe".into(), json!(!effects));
+        // The handle for confirm_result (also the trace's id).
+        m.insert("run_id".into(), json!(report.run_id));
         if let Some(Ratchet::Pending) = ratchet {
             m.insert("confirm".into(), json!("pending: confirm or reject this result by its run_id (MCP tool confirm_result) so the ratchet can learn from it"));
         }
