@@ -292,8 +292,9 @@ impl Delegator<'_> {
         };
         let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let allowed = |n: &str| tool_names.iter().any(|t| t == n);
-        let examples = self.corpus.retrieve(intent, self.config.examples, &allowed);
         let context = self.context.filter(|_| p.context_enabled(&endpoint));
+        let query = retrieval_query(intent, context);
+        let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, &examples, context);
         let mut messages = first_messages(&system, intent);
         let mut temperature = None;
@@ -397,6 +398,46 @@ impl Delegator<'_> {
             rejected.push(program);
         }
         false
+    }
+}
+
+/// The retrieval query: the intent, plus the kind of each workspace file
+/// the intent names (`orders` → `data/orders.csv` → `csv`), so a data
+/// question finds the examples for its file format.
+fn retrieval_query(intent: &str, context: Option<&str>) -> String {
+    let Some(ctx) = context else {
+        return intent.to_string();
+    };
+    let words: std::collections::BTreeSet<String> =
+        crate::corpus::tokens(intent).into_iter().collect();
+    let mut extra: Vec<&str> = Vec::new();
+    for line in ctx.lines() {
+        let Some(path) = line.strip_prefix("  ") else {
+            continue;
+        };
+        if path.contains(char::is_whitespace) || path.ends_with(':') {
+            continue;
+        }
+        let Some((stem, ext)) = path.rsplit_once('.') else {
+            continue;
+        };
+        let named = crate::corpus::tokens(stem)
+            .iter()
+            .any(|t| words.contains(t));
+        let kind = match ext {
+            "py" => "python",
+            "md" => "markdown",
+            "csv" | "tsv" | "json" | "jsonl" | "ini" | "cfg" | "toml" | "log" | "txt" => ext,
+            _ => continue,
+        };
+        if named && !extra.contains(&kind) {
+            extra.push(kind);
+        }
+    }
+    if extra.is_empty() {
+        intent.to_string()
+    } else {
+        format!("{intent} {}", extra.join(" "))
     }
 }
 
@@ -827,5 +868,19 @@ mod tests {
             .content
             .contains("missing.txt: no such file"));
         assert_eq!(d.program.as_deref(), Some("read_file('notes/present.txt')"));
+    }
+
+    #[test]
+    fn retrieval_query_adds_the_kind_of_named_files() {
+        let ctx = "Workspace files:\n  data/orders.csv\n  logs/server.log\n  README.md\nFirst lines of data files:\ndata/orders.csv:\n  id,qty";
+        assert_eq!(
+            retrieval_query("how many orders have status shipped", Some(ctx)),
+            "how many orders have status shipped csv"
+        );
+        assert_eq!(
+            retrieval_query("errors in the server log", Some(ctx)),
+            "errors in the server log log"
+        );
+        assert_eq!(retrieval_query("anything", None), "anything");
     }
 }
