@@ -45,7 +45,7 @@ const LIST_ALL: usize = 40;
 /// Most intent-matching files listed otherwise.
 const MAX_MATCHES: usize = 25;
 /// Most data files whose first lines are shown.
-const MAX_HEADS: usize = 8;
+const MAX_HEADS: usize = 12;
 
 /// Extensions whose first lines are shown, and how many lines.
 fn head_lines(path: &str) -> Option<usize> {
@@ -181,14 +181,20 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
         out.push_str(&outline(&files));
     }
     // First lines of listed data files: those the intent names first.
+    // Those the intent names are chosen first; they are shown in path
+    // order, so the view (and with it the start of the prompt) stays the
+    // same across intents in a small workspace and an endpoint can reuse
+    // its cache of the prompt's prefix.
     let mut data: Vec<&String> = listed
         .iter()
         .copied()
         .filter(|p| head_lines(p).is_some())
         .collect();
     data.sort_by_key(|p| !matches(p));
+    data.truncate(MAX_HEADS);
+    data.sort();
     let mut heads = String::new();
-    for p in data.into_iter().take(MAX_HEADS) {
+    for p in data {
         let Some(n) = head_lines(p) else { continue };
         if let Some(lines) = head(&root, p, n) {
             let block = format!(
@@ -200,7 +206,7 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
                     .join("\n")
             );
             if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
-                break;
+                continue;
             }
             heads.push_str(&block);
         }
