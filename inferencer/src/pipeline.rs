@@ -261,6 +261,11 @@ impl Delegator<'_> {
             return Err(vec![ErrorInfo::new(ErrorKind::Validation, ty, msg)]);
         }
         (self.validate)(program)?;
+        if let Some((msg, hint)) = crate::clean::literal_arg_problem(program, self.tools) {
+            let mut e = ErrorInfo::new(ErrorKind::Validation, "ArgumentError", msg);
+            e.hint = Some(hint);
+            return Err(vec![e]);
+        }
         match self.run.map(|r| r(program)) {
             Some(RunCheck::Failed(e)) => Err(vec![e]),
             _ => Ok(()),

@@ -1167,11 +1167,6 @@ fn tool_calls_match_declared_arguments() {
             "edit_file('a', 'b')",
             "missing 1 required argument: 'new_str'",
         ),
-        ("read_file(3)", "argument 'path' must be str, not int"),
-        (
-            "find_files(['*.py'])",
-            "argument 'pattern' must be str, not list",
-        ),
         ("custom(1, 2, 3)", "takes 2 arguments but 3 were given"),
     ] {
         match first(src) {
@@ -1190,6 +1185,8 @@ fn tool_calls_match_declared_arguments() {
         "custom(1)",
         "custom(b=2)",
         "args = ['a']\nread_file(*args)",
+        // Literal types are the tools' run-time check (see tests/escapes).
+        "read_file(3)",
     ] {
         assert!(first(ok).is_none(), "{ok}: {:?}", first(ok));
     }
