@@ -757,8 +757,17 @@ def docs(outdir, order):
     parts += [f"- {b}" for b in behind] or ["- none in this run"]
     parts += ["", READING_WHY]
     os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
-    with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as f:
-        f.write("\n".join(parts))
+    # The inference eval section is written by `scripts/eval --write-docs`: keep it.
+    doc = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    marker = "<!-- scripts/eval -->"
+    kept = ""
+    if os.path.exists(doc):
+        with open(doc) as f:
+            old = f.read()
+        if marker in old:
+            kept = "\n\n" + old[old.index(marker):]
+    with open(doc, "w") as f:
+        f.write("\n".join(parts) + kept)
     print("wrote docs/BENCHMARKS.md")
 
 

@@ -73,6 +73,7 @@ async fn initialize_and_list_tools() {
     assert_eq!(
         names,
         [
+            "confirm_result",
             "delegate",
             "describe_tool",
             "docs_index",

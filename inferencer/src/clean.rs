@@ -101,6 +101,216 @@ pub fn ensure_result(program: &str) -> Option<String> {
     Some(format!("{}\n{}", program.trim_end(), n.id.as_str()))
 }
 
+/// A cell ending in `print(x)` displays nothing as its value: the cell
+/// ending in `x` instead. `None` when the last statement is not a
+/// one-argument `print` call.
+pub fn unprint_result(program: &str) -> Option<String> {
+    use rustpython_parser::ast::{self, Ranged};
+    let module = parse_bounded(program)?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let ast::Stmt::Expr(e) = m.body.last()? else {
+        return None;
+    };
+    let ast::Expr::Call(c) = &*e.value else {
+        return None;
+    };
+    let ast::Expr::Name(f) = &*c.func else {
+        return None;
+    };
+    if f.id.as_str() != "print" || c.args.len() != 1 || !c.keywords.is_empty() {
+        return None;
+    }
+    let stmt = e.range();
+    let arg = c.args.first()?.range();
+    let (s0, s1) = (usize::from(stmt.start()), usize::from(stmt.end()));
+    let (a0, a1) = (usize::from(arg.start()), usize::from(arg.end()));
+    let inner = program.get(a0..a1)?;
+    Some(format!(
+        "{}{}{}",
+        program.get(..s0)?,
+        inner,
+        program.get(s1..)?
+    ))
+}
+
+/// Why a cleaned answer cannot be a delegated program even if it
+/// validates: it must compute something. `(type, message)`:
+/// `EmptyProgram` (no statement: empty or only comments), `NoResult` (it
+/// does not end in an expression, so its value would be None), `NoToolCall`
+/// (it calls no tool and ends in a made-up constant). `None` when the
+/// shape is fine or the text does not parse (the validator reports that).
+pub fn shape_problem(program: &str, tools: &[String]) -> Option<(&'static str, String)> {
+    use rustpython_parser::ast;
+    if program.trim().is_empty() {
+        return Some(("EmptyProgram", "the answer held no code".into()));
+    }
+    let module = parse_bounded(program)?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let Some(last) = m.body.last() else {
+        return Some((
+            "EmptyProgram",
+            "the cell holds only comments: it computes nothing".into(),
+        ));
+    };
+    let ast::Stmt::Expr(e) = last else {
+        return Some((
+            "NoResult",
+            "the cell does not end in an expression, so it has no value".into(),
+        ));
+    };
+    let calls_tool = crate::corpus::called_names(program)
+        .iter()
+        .any(|n| tools.iter().any(|t| t == n));
+    if !tools.is_empty() && !calls_tool && is_literal(&e.value) {
+        return Some((
+            "NoToolCall",
+            "the cell calls no tool and ends in a constant: the value must come from the tools"
+                .into(),
+        ));
+    }
+    None
+}
+
+fn is_literal(e: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::Expr;
+    match e {
+        Expr::Constant(_) => true,
+        Expr::List(l) => l.elts.iter().all(is_literal),
+        Expr::Tuple(t) => t.elts.iter().all(is_literal),
+        Expr::Set(s) => s.elts.iter().all(is_literal),
+        Expr::Dict(d) => d.keys.iter().flatten().all(is_literal) && d.values.iter().all(is_literal),
+        Expr::UnaryOp(u) => is_literal(&u.operand),
+        _ => false,
+    }
+}
+
+/// A literal argument of the wrong type in a call to one of `tools`, by
+/// the types their signatures declare (`read_file(path: str)` given `3` or
+/// a list): `(message, hint)`. Only `str`, `int`, `float`, `bool`, `list`
+/// and `dict` declarations are checked, only for literal arguments.
+pub fn literal_arg_problem(
+    program: &str,
+    tools: &[crate::prompt::ToolDoc],
+) -> Option<(String, String)> {
+    use rustpython_parser::ast::{self, Constant, Expr};
+    let code: Vec<char> = crate::corpus::strip_strings(program).chars().collect();
+    let src: Vec<char> = program.chars().collect();
+    if code.len() != src.len() {
+        return None;
+    }
+    for t in tools {
+        let Some(params) = declared_params(&t.signature) else {
+            continue;
+        };
+        let name: Vec<char> = t.name.chars().collect();
+        let mut i = 0;
+        while i + name.len() < code.len() {
+            let hit = code[i..i + name.len()] == name[..]
+                && code[i + name.len()] == '('
+                && (i == 0
+                    || !(code[i - 1].is_alphanumeric()
+                        || code[i - 1] == '_'
+                        || code[i - 1] == '.'));
+            if !hit {
+                i += 1;
+                continue;
+            }
+            // The argument list: up to the matching parenthesis.
+            let open = i + name.len();
+            let mut depth = 0usize;
+            let mut end = None;
+            for (j, c) in code.iter().enumerate().skip(open) {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = Some(j);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            i += 1;
+            let Some(end) = end else { continue };
+            let call: String = std::iter::once('f')
+                .chain(src[open..=end].iter().copied())
+                .collect();
+            if lackpy_policy::lang::prescan::scan(&call, PARSE_DEPTH).is_err() {
+                continue;
+            }
+            let Ok(ast::Mod::Expression(e)) =
+                rustpython_parser::parse(&call, rustpython_parser::Mode::Expression, "<call>")
+            else {
+                continue;
+            };
+            let Expr::Call(c) = *e.body else { continue };
+            let given = c
+                .args
+                .iter()
+                .zip(params.iter())
+                .map(|(v, (n, ty))| (v, n.as_str(), ty.as_str()))
+                .chain(c.keywords.iter().filter_map(|k| {
+                    let n = k.arg.as_ref()?.as_str();
+                    params
+                        .iter()
+                        .find(|(p, _)| p == n)
+                        .map(|(p, ty)| (&k.value, p.as_str(), ty.as_str()))
+                }));
+            for (v, pname, ty) in given {
+                let actual = match v {
+                    Expr::Constant(k) => match &k.value {
+                        Constant::Str(_) => "str",
+                        Constant::Int(_) => "int",
+                        Constant::Float(_) => "float",
+                        Constant::Bool(_) => "bool",
+                        Constant::None => "None",
+                        _ => continue,
+                    },
+                    Expr::List(_) | Expr::ListComp(_) => "list",
+                    Expr::Dict(_) | Expr::DictComp(_) => "dict",
+                    Expr::Tuple(_) => "tuple",
+                    Expr::Set(_) => "set",
+                    Expr::JoinedStr(_) => "str",
+                    _ => continue,
+                };
+                let ok = actual == ty
+                    || (ty == "float" && actual == "int")
+                    || !matches!(ty, "str" | "int" | "float" | "bool" | "list" | "dict");
+                if !ok {
+                    return Some((
+                        format!("{}() argument '{pname}' must be {ty}, not {actual}", t.name),
+                        format!("call it as {}", t.signature),
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `name(a: str, b: int) -> x` → `[(a, str), (b, int)]`; `None` when the
+/// signature declares no types.
+fn declared_params(sig: &str) -> Option<Vec<(String, String)>> {
+    let open = sig.find('(')?;
+    let close = sig.rfind(')')?;
+    let inner = sig.get(open + 1..close)?;
+    let params: Vec<(String, String)> = inner
+        .split(',')
+        .filter_map(|p| {
+            let (n, t) = p.split_once(':')?;
+            let t = t.split('=').next().unwrap_or("").trim();
+            Some((n.trim().to_string(), t.to_string()))
+        })
+        .collect();
+    (!params.is_empty()).then_some(params)
+}
+
 /// A region must start with something code-like (not a prose sentence that
 /// happens to parse, like a bare name).
 fn looks_like_code(region: &[&str]) -> bool {
@@ -225,5 +435,33 @@ mod tests {
         // Huge answers are not searched.
         let big = "prose line\n".repeat(1000);
         assert_eq!(clean_answer(&big).lines().count(), 1000);
+    }
+
+    #[test]
+    fn literal_argument_types_follow_the_signatures() {
+        let tools: Vec<crate::prompt::ToolDoc> = ["read_file", "write_file", "find_files"]
+            .iter()
+            .filter_map(|n| crate::prompt::ToolDoc::builtin(n))
+            .collect();
+        let msg = |p: &str| literal_arg_problem(p, &tools).map(|(m, _)| m);
+        assert_eq!(
+            msg("x = 1\nread_file(3)").as_deref(),
+            Some("read_file() argument 'path' must be str, not int")
+        );
+        assert_eq!(
+            msg("find_files(pattern=['*.py'])").as_deref(),
+            Some("find_files() argument 'pattern' must be str, not list")
+        );
+        assert!(msg("write_file('a', None)").is_some());
+        for ok in [
+            "read_file('a')",
+            "read_file(p)",
+            "read_file(f'{d}/x')",
+            "len(read_file('read_file(3)'))",
+            "x.read_file(3)",
+            "my_read_file(3)",
+        ] {
+            assert_eq!(msg(ok), None, "{ok}");
+        }
     }
 }

@@ -185,6 +185,8 @@ fn io_err(e: &std::io::Error, during: &str) -> ClientError {
 pub struct Response {
     /// HTTP status.
     pub status: u16,
+    /// A `Retry-After` header given in seconds, if any.
+    pub retry_after_secs: Option<u64>,
     conn: Conn,
     framing: Framing,
 }
@@ -459,6 +461,7 @@ pub fn post(
         })?;
     let mut length = None;
     let mut chunked = false;
+    let mut retry_after_secs = None;
     let mut total = status_line.len();
     loop {
         let line = conn.line(MAX_HEADER_BYTES)?;
@@ -479,6 +482,9 @@ pub fn post(
                 );
             } else if k == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
                 chunked = true;
+            } else if k == "retry-after" {
+                // Seconds only; an HTTP date is ignored (the backoff applies).
+                retry_after_secs = v.parse::<u64>().ok();
             }
         }
     }
@@ -494,6 +500,7 @@ pub fn post(
     };
     Ok(Response {
         status,
+        retry_after_secs,
         conn,
         framing,
     })

@@ -132,6 +132,14 @@ pub struct ProviderConfig {
     pub retries: u32,
     /// Largest response body accepted, in bytes. Default 1 MiB.
     pub max_response_bytes: u64,
+    /// Sampling seed sent to the endpoint (Ollama `options.seed`, OpenAI
+    /// `seed`), for reproducible answers. Default none.
+    pub seed: Option<u64>,
+    /// Put a bounded view of the workspace (matching paths, an outline,
+    /// data files' first lines) into the prompt. Default: on for an
+    /// endpoint on a loopback address, off otherwise (it discloses file
+    /// names and the start of data files to the endpoint).
+    pub workspace_context: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -154,7 +162,17 @@ impl ProviderConfig {
             timeout: Duration::from_secs(60),
             retries: 1,
             max_response_bytes: 1024 * 1024,
+            seed: None,
+            workspace_context: None,
         }
+    }
+
+    /// Whether the workspace view goes into this provider's prompts:
+    /// `workspace_context` when set, else true only for an endpoint whose
+    /// host is a loopback name or address.
+    pub fn context_enabled(&self, endpoint: &Endpoint) -> bool {
+        self.workspace_context
+            .unwrap_or_else(|| is_loopback_url(&endpoint.url))
     }
 
     /// Resolve into a concrete HTTP endpoint (`None` for templates/rules).
@@ -259,9 +277,19 @@ impl ProviderConfig {
         } else {
             model
         };
+        // The endpoint's own variables, when the config names no URL:
+        // OLLAMA_HOST (Ollama's, may be "host:port"), OPENAI_BASE_URL,
+        // ANTHROPIC_BASE_URL.
+        let from_env = match plugin {
+            Plugin::Ollama => env("OLLAMA_HOST").and_then(|h| ollama_host_url(&h)),
+            Plugin::OpenAi => env("OPENAI_BASE_URL").filter(|u| !u.trim().is_empty()),
+            _ => env("ANTHROPIC_BASE_URL").filter(|u| !u.trim().is_empty()),
+        };
         let base = self
             .base_url
             .clone()
+            .or(from_env)
+            .map(|u| u.trim().trim_end_matches('/').to_string())
             .unwrap_or_else(|| default_url.to_string());
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(bad(
@@ -299,8 +327,59 @@ impl ProviderConfig {
             retries: self.retries,
             max_response_bytes: self.max_response_bytes,
             pinned_addr: None,
+            seed: self.seed,
         }))
     }
+}
+
+/// `OLLAMA_HOST` as a base URL: Ollama accepts `host`, `host:port` and
+/// full URLs there (port 11434 when absent; `0.0.0.0`, a listen address,
+/// means this machine).
+pub fn ollama_host_url(v: &str) -> Option<String> {
+    let v = v.trim().trim_end_matches('/');
+    if v.is_empty() {
+        return None;
+    }
+    let (scheme, rest) = match v.split_once("://") {
+        Some((s, r)) => (s.to_string(), r.to_string()),
+        None => ("http".to_string(), v.to_string()),
+    };
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
+        None => (rest, String::new()),
+    };
+    let has_port = if hostport.starts_with('[') {
+        hostport.contains("]:")
+    } else {
+        hostport.contains(':')
+    };
+    let mut hostport = if has_port {
+        hostport
+    } else {
+        format!("{hostport}:11434")
+    };
+    if let Some(port) = hostport.strip_prefix("0.0.0.0:") {
+        hostport = format!("127.0.0.1:{port}");
+    }
+    Some(format!("{scheme}://{hostport}{path}"))
+}
+
+/// True when the URL's host is `localhost`, a `127.x` address or `::1`.
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
+    let host = if let Some(h) = hostport.strip_prefix('[') {
+        h.split(']').next().unwrap_or("")
+    } else {
+        hostport.split(':').next().unwrap_or("")
+    };
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
 }
 
 fn duration_ms(d: Duration) -> u64 {
@@ -316,6 +395,10 @@ pub struct InferenceConfig {
     pub promote_after: u32,
     /// Examples retrieved into a prompt. Default 6.
     pub examples: usize,
+    /// Count a delegate result that ran ok towards promotion without the
+    /// caller's confirmation (`promote_unconfirmed = true`). Default false:
+    /// only results confirmed over MCP (`confirm_result`) count.
+    pub promote_unconfirmed: bool,
 }
 
 impl Default for InferenceConfig {
@@ -328,6 +411,7 @@ impl Default for InferenceConfig {
             ],
             promote_after: 3,
             examples: 6,
+            promote_unconfirmed: false,
         }
     }
 }
@@ -359,6 +443,11 @@ impl InferenceConfig {
             cfg.promote_after = int(v)
                 .and_then(|i| u32::try_from(i).ok())
                 .ok_or_else(|| bad("", "promote_after", "must be a non-negative integer"))?;
+        }
+        if let Some(v) = inf.get("promote_unconfirmed") {
+            cfg.promote_unconfirmed = v
+                .as_bool()
+                .ok_or_else(|| bad("", "promote_unconfirmed", "must be true or false"))?;
         }
         if let Some(v) = inf.get("examples") {
             cfg.examples = int(v)
@@ -527,6 +616,19 @@ fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigE
             .filter(|n| *n > 0)
             .ok_or_else(|| bad(&table, "max_response_bytes", "must be a positive integer"))?;
     }
+    if let Some(v) = t.get("seed") {
+        p.seed = Some(
+            int(v)
+                .and_then(|i| u64::try_from(i).ok())
+                .ok_or_else(|| bad(&table, "seed", "must be a non-negative integer"))?,
+        );
+    }
+    if let Some(v) = t.get("workspace_context") {
+        p.workspace_context = Some(
+            v.as_bool()
+                .ok_or_else(|| bad(&table, "workspace_context", "must be true or false"))?,
+        );
+    }
     p.api_key = s("api_key")?.filter(|k| !k.is_empty()).map(Secret::new);
     Ok(p)
 }
@@ -678,5 +780,75 @@ api_key_env = "MY_KEY"
                 "qwen2.5-coder:7b".into()
             ))
         );
+    }
+
+    #[test]
+    fn endpoint_variables_and_v1_bases() {
+        let env = |k: &str| match k {
+            "OLLAMA_HOST" => Some("0.0.0.0:11500".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:8088/v1".to_string()),
+            "ANTHROPIC_BASE_URL" => Some("https://proxy.example/anthropic".to_string()),
+            "ANTHROPIC_API_KEY" => Some("k".to_string()),
+            _ => None,
+        };
+        let url = |p: ProviderConfig| {
+            p.endpoint(&env)
+                .ok()
+                .flatten()
+                .map(|e| e.url)
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            url(ProviderConfig::new("o", Plugin::Ollama)),
+            "http://127.0.0.1:11500/api/generate"
+        );
+        let mut oa = ProviderConfig::new("a", Plugin::OpenAi);
+        oa.model = Some("m".into());
+        assert_eq!(url(oa), "http://127.0.0.1:8088/v1/chat/completions");
+        let mut an = ProviderConfig::new("b", Plugin::Anthropic);
+        an.model = Some("m".into());
+        assert_eq!(url(an), "https://proxy.example/anthropic/v1/messages");
+        // The config's own base_url wins over the variable.
+        let mut o = ProviderConfig::new("o", Plugin::Ollama);
+        o.base_url = Some("http://h:1".into());
+        assert_eq!(url(o), "http://h:1/api/generate");
+        // woollama "ollama/..." with an OpenAI-style base ending in /v1.
+        let mut w = ProviderConfig::new("w", Plugin::Woollama);
+        w.model = Some("ollama/qwen".into());
+        w.base_url = Some("http://localhost:11434/v1".into());
+        assert_eq!(url(w), "http://localhost:11434/api/chat");
+        assert_eq!(
+            ollama_host_url("example.org").as_deref(),
+            Some("http://example.org:11434")
+        );
+        assert_eq!(
+            ollama_host_url("https://h:5/x/").as_deref(),
+            Some("https://h:5/x")
+        );
+        assert_eq!(
+            ollama_host_url("[::1]").as_deref(),
+            Some("http://[::1]:11434")
+        );
+        assert_eq!(ollama_host_url(" "), None);
+    }
+
+    #[test]
+    fn workspace_context_defaults_by_locality() {
+        for (u, local) in [
+            ("http://localhost:11434/api/generate", true),
+            ("http://127.0.0.1:8088/v1/chat/completions", true),
+            ("http://[::1]:1/x", true),
+            ("https://api.openai.com/v1/chat/completions", false),
+            ("http://localhost.evil.com/x", false),
+            ("http://user@127.0.0.1:1/", true),
+        ] {
+            assert_eq!(is_loopback_url(u), local, "{u}");
+        }
+        let c = parse("[inference.providers.x]\nplugin = \"openai\"\nmodel = \"m\"\nworkspace_context = true\nseed = 7\n")
+            .unwrap_or_default();
+        let p = c.order.iter().find(|p| p.name == "x").cloned();
+        let p = p.unwrap_or_else(|| ProviderConfig::new("none", Plugin::Rules));
+        assert_eq!((p.workspace_context, p.seed), (Some(true), Some(7)));
+        assert!(parse("[inference.providers.x]\nworkspace_context = 1\n").is_err());
     }
 }

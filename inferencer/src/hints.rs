@@ -185,7 +185,17 @@ fn mentions(e: &ErrorInfo, word: &str) -> bool {
 }
 
 /// The name an "unknown name" validation error is about, if it is one.
+///
+/// Only errors about names count (`UnknownName`, `ForbiddenName`,
+/// `NameError`): a forbidden construct (`import`, `try`), a method or an
+/// argument error also quotes a word, which is not an unassigned name.
 fn unknown_name(e: &ErrorInfo) -> Option<String> {
+    if !matches!(
+        e.type_name.as_str(),
+        "UnknownName" | "ForbiddenName" | "NameError"
+    ) {
+        return None;
+    }
     let m = &e.message;
     let lower = m.to_lowercase();
     if !(lower.contains("unknown")
@@ -261,7 +271,7 @@ mod tests {
     use lackpy_policy::ErrorKind;
 
     fn err(msg: &str) -> ErrorInfo {
-        ErrorInfo::new(ErrorKind::Validation, "ValidationError", msg)
+        ErrorInfo::new(ErrorKind::Validation, "UnknownName", msg)
     }
 
     fn tools() -> Vec<String> {
@@ -348,6 +358,31 @@ mod tests {
     fn render() {
         let mut e = err("bad");
         e.line = Some(3);
-        assert_eq!(render_errors(&[e]), "- line 3: ValidationError: bad");
+        assert_eq!(render_errors(&[e]), "- line 3: UnknownName: bad");
+    }
+
+    #[test]
+    fn forbidden_constructs_are_not_unknown_names() {
+        for (p, msg) in [
+            ("import os\nos.listdir('.')", "`import` is not allowed"),
+            (
+                "try:\n    x = 1\nexcept E:\n    x = 2\nx",
+                "'try' is not allowed",
+            ),
+            ("'a'.foo()", "str method 'foo' is not allowed"),
+        ] {
+            let e = ErrorInfo::new(ErrorKind::Validation, "ForbiddenSyntax", msg);
+            let h = hints_for(p, &[e], &tools());
+            assert!(
+                !h.iter().any(|h| h.text.contains("never assigned")),
+                "{p}: {h:?}"
+            );
+        }
+        let h = hints_for("x + 1", &[err("name 'x' is not defined")], &tools());
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("`x` is used but never assigned")),
+            "{h:?}"
+        );
     }
 }

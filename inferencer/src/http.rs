@@ -60,8 +60,10 @@ impl Wire {
     pub fn url(self, base: &str) -> String {
         let base = base.trim_end_matches('/');
         match self {
-            Wire::OllamaGenerate => format!("{base}/api/generate"),
-            Wire::OllamaChat => format!("{base}/api/chat"),
+            // Ollama's native API lives at the root: a base URL copied from
+            // an OpenAI-compatible setup (`…/v1`) must not give `/v1/api/chat`.
+            Wire::OllamaGenerate => format!("{}/api/generate", base.trim_end_matches("/v1")),
+            Wire::OllamaChat => format!("{}/api/chat", base.trim_end_matches("/v1")),
             Wire::OpenAi if base.ends_with("/v1") => format!("{base}/chat/completions"),
             Wire::OpenAi => format!("{base}/v1/chat/completions"),
             Wire::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
@@ -98,6 +100,8 @@ pub struct Endpoint {
     /// When set, the host of `url` resolves to this address without DNS
     /// (the jailed worker cannot read `/etc/resolv.conf`).
     pub pinned_addr: Option<SocketAddr>,
+    /// Sampling seed, when set (Ollama `options.seed`, OpenAI `seed`).
+    pub seed: Option<u64>,
 }
 
 /// Who says a chat message.
@@ -160,6 +164,10 @@ pub struct Generation {
     pub elapsed_ms: u64,
     /// Tries used (1 = no retry).
     pub tries: u32,
+    /// Prompt tokens, when the endpoint reports them (Ollama
+    /// `prompt_eval_count`, OpenAI `usage.prompt_tokens`, Anthropic
+    /// `usage.input_tokens`; not for streamed answers).
+    pub prompt_tokens: Option<u64>,
 }
 
 /// Why a model call produced no text. Messages name the URL (without query
@@ -184,11 +192,11 @@ pub enum InferError {
         detail: String,
     },
     /// The endpoint did not answer in time.
-    #[error("the model at {url} did not answer within {timeout_ms} ms")]
+    #[error("the model at {url} did not answer: gave up after {timeout_ms} ms")]
     Timeout {
         /// Endpoint.
         url: String,
-        /// The per-try timeout.
+        /// Time spent on the call, all tries included.
         timeout_ms: u64,
     },
     /// A non-success HTTP status.
@@ -308,18 +316,32 @@ fn generate_tries(
     loop {
         own_tries += 1;
         *tries += 1;
-        match try_once(&target, ep, &url, body.as_bytes()) {
-            Ok(text) => {
+        let mut retry_after = None;
+        match try_once(&target, ep, &url, body.as_bytes(), &mut retry_after) {
+            Ok((text, prompt_tokens)) => {
                 return Ok(Generation {
                     text,
                     elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
                     tries: *tries,
+                    prompt_tokens,
                 })
             }
             Err(e) if e.retryable() && own_tries <= ep.retries => {
                 tracing::debug!(url = %url, try_ = own_tries, error = %e, "model call failed; retrying");
-                std::thread::sleep(backoff);
+                // Retry-After (seconds) is honoured, within the backoff cap.
+                let wait = retry_after
+                    .map(|s| Duration::from_secs(s).min(MAX_BACKOFF))
+                    .unwrap_or(backoff)
+                    .max(backoff);
+                std::thread::sleep(wait);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(InferError::Timeout { url, .. }) => {
+                // Report the time really spent (all tries), not one try's budget.
+                return Err(InferError::Timeout {
+                    url,
+                    timeout_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                });
             }
             Err(e) => return Err(e),
         }
@@ -343,19 +365,23 @@ fn request_body(req: &Request) -> Value {
         .map(|m| m.content.as_str())
         .collect::<Vec<_>>()
         .join("\n\n");
-    match ep.wire {
+    let mut options = json!({"temperature": temperature, "num_predict": ep.max_tokens});
+    if let (Some(seed), Some(o)) = (ep.seed, options.as_object_mut()) {
+        o.insert("seed".into(), json!(seed));
+    }
+    let mut body = match ep.wire {
         Wire::OllamaGenerate => json!({
             "model": ep.model,
             "system": system,
             "prompt": flatten_conversation(&req.messages),
             "stream": ep.stream,
-            "options": {"temperature": temperature, "num_predict": ep.max_tokens},
+            "options": options,
         }),
         Wire::OllamaChat => json!({
             "model": ep.model,
             "messages": msgs(false),
             "stream": ep.stream,
-            "options": {"temperature": temperature, "num_predict": ep.max_tokens},
+            "options": options,
         }),
         Wire::OpenAi => json!({
             "model": ep.model,
@@ -372,7 +398,11 @@ fn request_body(req: &Request) -> Value {
             "temperature": temperature.min(1.0),
             "max_tokens": ep.max_tokens,
         }),
+    };
+    if let (Wire::OpenAi, Some(seed), Some(o)) = (ep.wire, ep.seed, body.as_object_mut()) {
+        o.insert("seed".into(), json!(seed));
     }
+    body
 }
 
 /// `/api/generate` takes one prompt: the non-system turns, labelled when
@@ -417,7 +447,8 @@ fn try_once(
     ep: &Endpoint,
     url: &str,
     body: &[u8],
-) -> Result<String, InferError> {
+    retry_after: &mut Option<u64>,
+) -> Result<(String, Option<u64>), InferError> {
     let mut headers: Vec<(&str, &str)> = vec![
         ("Content-Type", "application/json"),
         ("User-Agent", concat!("lackpy/", env!("CARGO_PKG_VERSION"))),
@@ -446,6 +477,7 @@ fn try_once(
     )
     .map_err(|e| client_error(e, url, ep))?;
     let status = resp.status;
+    *retry_after = resp.retry_after_secs;
     let mut reader = BodyReader {
         resp,
         url,
@@ -488,7 +520,7 @@ fn try_once(
                     }
                 }
                 if ok && (done || !out.is_empty()) {
-                    return Ok(out);
+                    return Ok((out, None));
                 }
                 return Err(InferError::Garbage {
                     url: url.to_string(),
@@ -496,7 +528,12 @@ fn try_once(
                 });
             }
         };
-        return extract_whole(ep.wire, &v, url);
+        let tokens = v
+            .get("prompt_eval_count")
+            .or_else(|| v.pointer("/usage/prompt_tokens"))
+            .or_else(|| v.pointer("/usage/input_tokens"))
+            .and_then(Value::as_u64);
+        return extract_whole(ep.wire, &v, url).map(|t| (t, tokens));
     }
     // Streaming: NDJSON (Ollama) or SSE (OpenAI, Anthropic), line by line.
     let mut text = String::new();
@@ -542,7 +579,7 @@ fn try_once(
             detail: "the stream ended without an answer".into(),
         });
     }
-    Ok(text)
+    Ok((text, None))
 }
 
 struct BodyReader<'a> {

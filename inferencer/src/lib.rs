@@ -10,13 +10,19 @@
 //! - [`templates`]: templates, rules and the ratchet (`.lackpy/templates.toml`).
 //! - [`config`]: the `[inference]` section.
 //!
-//! This crate never reads workspace files other than `.lackpy/templates.toml`
-//! and `.lackpy/ratchet.json`, never sees tool results, and never logs API keys.
+//! - [`context`]: the bounded workspace view put into prompts as text
+//!   (built in the supervisor process, confined beneath the workspace).
+//!
+//! Besides `.lackpy/templates.toml` and `.lackpy/ratchet.json`, this crate
+//! reads workspace files only for [`context`] (in the supervisor process,
+//! never in the jailed worker); it never sees tool results, and never logs
+//! API keys.
 #![warn(missing_docs)]
 
 pub mod clean;
 pub mod client;
 pub mod config;
+pub mod context;
 pub mod corpus;
 pub mod hints;
 pub mod http;
@@ -27,6 +33,6 @@ pub mod worker;
 
 pub use config::{InferenceConfig, Plugin, ProviderConfig};
 pub use http::{generate, Endpoint, Generation, InferError, Request};
-pub use pipeline::{Attempt, Delegation, Delegator, InProcess, ModelCaller};
+pub use pipeline::{Attempt, Delegation, Delegator, InProcess, ModelCaller, RunCheck};
 pub use prompt::ToolDoc;
 pub use templates::{record_success, Ratchet, TemplateSet};

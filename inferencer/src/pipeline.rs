@@ -15,7 +15,9 @@ use crate::config::{InferenceConfig, Plugin, ProviderConfig};
 use crate::corpus::Corpus;
 use crate::hints::hints_for;
 use crate::http::{Generation, InferError, Request};
-use crate::prompt::{first_messages, retry_messages, system_prompt, ToolDoc};
+use crate::prompt::{
+    different_messages, first_messages, retry_messages, system_prompt_with, ToolDoc,
+};
 use crate::templates::{rules, TemplateSet};
 use lackpy_policy::{first_error, ErrorInfo, ErrorKind};
 use serde::Serialize;
@@ -77,9 +79,23 @@ pub struct Attempt {
     pub error: Option<ErrorInfo>,
     /// Wall time of the attempt, ms.
     pub duration_ms: u64,
+    /// Prompt tokens the endpoint reported for this call, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
     /// From a template or rule (whose misfit does not decide the final error).
     #[serde(skip)]
     pub zero_cost: bool,
+}
+
+/// What the caller's run check says about a program that validated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunCheck {
+    /// Use it: it ran ok, or it has effects and is run once by the caller
+    /// (never re-run automatically).
+    Accept,
+    /// It ran (it has no effects) and failed: record the error and let the
+    /// cascade go on.
+    Failed(ErrorInfo),
 }
 
 /// The outcome of the cascade.
@@ -109,6 +125,12 @@ pub struct Delegator<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// The validator: `Ok` when the program may run under the profile.
     pub validate: &'a dyn Fn(&str) -> Result<(), Vec<ErrorInfo>>,
+    /// A bounded view of the workspace as text ([`crate::context`]), put
+    /// into the prompt of providers whose `workspace_context` allows it.
+    pub context: Option<&'a str>,
+    /// Runs a validated program when that is safe (no effects) and says
+    /// whether to keep it; `None`: every validated program is accepted.
+    pub run: Option<&'a dyn Fn(&str) -> RunCheck>,
 }
 
 fn ms(since: std::time::Instant) -> u64 {
@@ -205,7 +227,7 @@ impl Delegator<'_> {
             return false;
         };
         let t0 = std::time::Instant::now();
-        let res = (self.validate)(&program);
+        let res = self.check(&program, &[]);
         let ok = res.is_ok();
         d.attempts.push(Attempt {
             provider: provider.to_string(),
@@ -213,6 +235,7 @@ impl Delegator<'_> {
             program: Some(program.clone()),
             error: res.err().map(first_error),
             duration_ms: ms(t0),
+            prompt_tokens: None,
             zero_cost: true,
         });
         if ok {
@@ -220,6 +243,23 @@ impl Delegator<'_> {
             d.provider = Some(provider.to_string());
         }
         ok
+    }
+
+    /// Shape check, validator, then the caller's run check.
+    fn check(&self, program: &str, tool_names: &[String]) -> Result<(), Vec<ErrorInfo>> {
+        if let Some((ty, msg)) = crate::clean::shape_problem(program, tool_names) {
+            return Err(vec![ErrorInfo::new(ErrorKind::Validation, ty, msg)]);
+        }
+        (self.validate)(program)?;
+        if let Some((msg, hint)) = crate::clean::literal_arg_problem(program, self.tools) {
+            let mut e = ErrorInfo::new(ErrorKind::Validation, "ArgumentError", msg);
+            e.hint = Some(hint);
+            return Err(vec![e]);
+        }
+        match self.run.map(|r| r(program)) {
+            Some(RunCheck::Failed(e)) => Err(vec![e]),
+            _ => Ok(()),
+        }
     }
 
     fn model(
@@ -239,6 +279,7 @@ impl Delegator<'_> {
                     program: None,
                     error: Some(inference_error(e.to_string())),
                     duration_ms: 0,
+                    prompt_tokens: None,
                     zero_cost: false,
                 });
                 return false;
@@ -246,11 +287,18 @@ impl Delegator<'_> {
         };
         let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let allowed = |n: &str| tool_names.iter().any(|t| t == n);
-        let examples = self.corpus.retrieve(intent, self.config.examples, &allowed);
-        let system = system_prompt(self.tools, &examples);
+        let context = self.context.filter(|_| p.context_enabled(&endpoint));
+        let query = retrieval_query(intent, context);
+        let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
+        let system = system_prompt_with(self.tools, &examples, context);
         let mut messages = first_messages(&system, intent);
         let mut temperature = None;
-        for attempt in 0..2 {
+        let mut rejected: Vec<String> = Vec::new();
+        // One first answer, one correction retry, and one more call only
+        // when the retry repeated a rejected cell.
+        let mut calls = 0;
+        while calls < 3 {
+            calls += 1;
             let t0 = std::time::Instant::now();
             let req = Request {
                 endpoint: endpoint.clone(),
@@ -267,6 +315,7 @@ impl Delegator<'_> {
                         program: None,
                         error: Some(inference_error(e.to_string())),
                         duration_ms: ms(t0),
+                        prompt_tokens: None,
                         zero_cost: false,
                     });
                     return false;
@@ -281,25 +330,22 @@ impl Delegator<'_> {
                         "the answer is larger than {MAX_ANSWER_BYTES} bytes"
                     ))),
                     duration_ms: ms(t0),
+                    prompt_tokens: generation.prompt_tokens,
                     zero_cost: false,
                 });
                 return false;
             }
             let mut program = clean_answer(&generation.text);
-            // wrong_output: a cell ending in `name = ...` loses its value.
+            // wrong_output: a cell ending in `name = ...` or `print(x)` loses its value.
             if let Some(fixed) = crate::clean::ensure_result(&program) {
                 program = fixed;
             }
-            let res = if program.trim().is_empty() {
-                Err(vec![ErrorInfo::new(
-                    ErrorKind::Validation,
-                    "EmptyProgram",
-                    "the answer held no code",
-                )])
-            } else {
-                (self.validate)(&program)
-            };
-            match res {
+            if let Some(fixed) = crate::clean::unprint_result(&program) {
+                program = fixed;
+            }
+            let repeated = rejected.iter().any(|r| same_code(r, &program));
+            let res = self.check(&program, &tool_names);
+            let errs = match res {
                 Ok(()) => {
                     d.attempts.push(Attempt {
                         provider: p.name.clone(),
@@ -307,31 +353,100 @@ impl Delegator<'_> {
                         program: Some(program.clone()),
                         error: None,
                         duration_ms: ms(t0),
+                        prompt_tokens: generation.prompt_tokens,
                         zero_cost: false,
                     });
                     d.program = Some(program);
                     d.provider = Some(p.name.clone());
                     return true;
                 }
-                Err(errs) => {
-                    let hints = hints_for(&program, &errs, &tool_names);
-                    d.attempts.push(Attempt {
-                        provider: p.name.clone(),
-                        raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
-                        program: Some(program.clone()),
-                        error: Some(first_error(errs.clone())),
-                        duration_ms: ms(t0),
-                        zero_cost: false,
-                    });
-                    if attempt == 0 {
-                        messages = retry_messages(&system, intent, &generation.text, &errs, &hints);
-                        temperature = Some(p.retry_temperature);
-                    }
-                }
+                Err(errs) => errs,
+            };
+            let hints = hints_for(&program, &errs, &tool_names);
+            d.attempts.push(Attempt {
+                provider: p.name.clone(),
+                raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
+                program: Some(program.clone()),
+                error: Some(first_error(errs.clone())),
+                duration_ms: ms(t0),
+                prompt_tokens: generation.prompt_tokens,
+                zero_cost: false,
+            });
+            // A run-time failure goes back to the model only when the
+            // workspace view is on for it (the error text may quote data).
+            let runtime = errs.iter().any(|e| e.kind != ErrorKind::Validation);
+            if runtime && context.is_none() {
+                return false;
             }
+            if calls == 1 {
+                messages = retry_messages(&system, intent, &program, &errs, &hints);
+                temperature = Some(p.retry_temperature);
+            } else if repeated && calls == 2 {
+                // A retry that repeats the rejected cell is wasted: ask
+                // again, warmer, saying so.
+                tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
+                messages = different_messages(&system, intent, &program, &errs, &hints);
+                temperature = Some((p.retry_temperature + 0.3).min(1.2));
+            } else {
+                break;
+            }
+            rejected.push(program);
         }
         false
     }
+}
+
+/// The retrieval query: the intent, plus the kind of each workspace file
+/// the intent names (`orders` → `data/orders.csv` → `csv`), so a data
+/// question finds the examples for its file format.
+fn retrieval_query(intent: &str, context: Option<&str>) -> String {
+    let Some(ctx) = context else {
+        return intent.to_string();
+    };
+    let words: std::collections::BTreeSet<String> =
+        crate::corpus::tokens(intent).into_iter().collect();
+    let mut extra: Vec<&str> = Vec::new();
+    for line in ctx.lines() {
+        let Some(path) = line.strip_prefix("  ") else {
+            continue;
+        };
+        if path.contains(char::is_whitespace) || path.ends_with(':') {
+            continue;
+        }
+        let Some((stem, ext)) = path.rsplit_once('.') else {
+            continue;
+        };
+        let named = crate::corpus::tokens(stem)
+            .iter()
+            .any(|t| words.contains(t));
+        let kind = match ext {
+            "py" => "python",
+            "md" => "markdown",
+            "csv" | "tsv" | "json" | "jsonl" | "ini" | "cfg" | "toml" | "log" | "txt" => ext,
+            _ => continue,
+        };
+        if named && !extra.contains(&kind) {
+            extra.push(kind);
+        }
+    }
+    if extra.is_empty() {
+        intent.to_string()
+    } else {
+        format!("{intent} {}", extra.join(" "))
+    }
+}
+
+/// Two programs that differ only in whitespace and comments.
+fn same_code(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.lines()
+            .map(|l| l.split(" #").next().unwrap_or("").trim().to_string())
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace(' ', "")
+    };
+    norm(a) == norm(b)
 }
 
 #[cfg(test)]
@@ -356,6 +471,7 @@ mod tests {
                 text,
                 elapsed_ms: 1,
                 tries: 1,
+                prompt_tokens: Some(100),
             })
         }
     }
@@ -391,6 +507,7 @@ mod tests {
             order,
             promote_after: 3,
             examples: 6,
+            promote_unconfirmed: false,
         };
         let tools: Vec<ToolDoc> = ["read_file", "find_files"]
             .iter()
@@ -409,6 +526,8 @@ mod tests {
             corpus: &corpus,
             env: &env,
             validate: &fake_validate,
+            context: None,
+            run: None,
         };
         let mut s = Script {
             answers,
@@ -451,15 +570,16 @@ mod tests {
             Some("f = open('a.txt')\nf.read()")
         );
         let retry = &s.seen[1].messages;
-        assert_eq!(retry.len(), 4);
-        assert_eq!(retry[2].role, Role::Assistant);
+        assert_eq!(retry.len(), 2);
+        assert_eq!(retry[1].role, Role::User);
         assert!(
-            retry[3].content.contains("line 1")
-                && retry[3]
+            retry[1].content.contains("line 1")
+                && retry[1].content.contains("```python\nf = open('a.txt')")
+                && retry[1]
                     .content
                     .contains("read_file(path) instead of open()"),
             "{}",
-            retry[3].content
+            retry[1].content
         );
         assert_eq!(s.seen[1].temperature, Some(0.6));
         // The first prompt carries retrieved examples and the namespace, no prohibitions.
@@ -592,11 +712,170 @@ mod tests {
             "do something",
             vec![Ok("".into()), Ok("```\n```".into())],
         );
-        assert_eq!(d.attempts.len(), 2);
+        // Two empty answers: the retry repeated the first, so one more call
+        // (here the script is exhausted).
+        assert_eq!(d.attempts.len(), 3);
         assert_eq!(
             d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
             Some("EmptyProgram")
         );
         assert!(d.program.is_none());
+    }
+
+    #[test]
+    fn comment_only_cell_is_not_a_program() {
+        let (d, _) = run(
+            vec![ollama("x")],
+            "summarise a.txt",
+            vec![
+                Ok("# read a.txt and summarise it".into()),
+                Ok("read_file('a.txt')".into()),
+            ],
+        );
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("EmptyProgram")
+        );
+        assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
+    }
+
+    #[test]
+    fn constant_and_print_answers() {
+        // A made-up constant is flagged; a trailing print(x) becomes x.
+        let (d, _) = run(
+            vec![ollama("x")],
+            "how many lines in a.txt",
+            vec![
+                Ok("42".into()),
+                Ok("print(len(read_file('a.txt').splitlines()))".into()),
+            ],
+        );
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("NoToolCall")
+        );
+        assert_eq!(
+            d.program.as_deref(),
+            Some("len(read_file('a.txt').splitlines())")
+        );
+        let (d, _) = run(
+            vec![ollama("x")],
+            "print each line of a.txt",
+            vec![
+                Ok("for l in read_file('a.txt').splitlines():\n    print(l)".into()),
+                Ok("read_file('a.txt').splitlines()".into()),
+            ],
+        );
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("NoResult")
+        );
+        assert!(d.program.is_some());
+    }
+
+    #[test]
+    fn repeated_retry_is_asked_again_differently() {
+        let (d, s) = run(
+            vec![ollama("x")],
+            "summarise a.txt",
+            vec![
+                Ok("import os".into()),
+                Ok("import  os  # again".into()),
+                Ok("read_file('a.txt')".into()),
+            ],
+        );
+        assert_eq!(s.seen.len(), 3);
+        assert!(s.seen[2].messages[1]
+            .content
+            .contains("Write a different cell"));
+        assert!(s.seen[2].temperature > s.seen[1].temperature);
+        assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
+        // A retry that differs gets no third call.
+        let (_, s) = run(
+            vec![ollama("x")],
+            "summarise a.txt",
+            vec![
+                Ok("import os".into()),
+                Ok("import sys".into()),
+                Ok("x".into()),
+            ],
+        );
+        assert_eq!(s.seen.len(), 2);
+    }
+
+    #[test]
+    fn runtime_failure_falls_through_and_context_reaches_the_prompt() {
+        let config = InferenceConfig {
+            order: vec![
+                ProviderConfig::new("templates", Plugin::Templates),
+                ollama("small"),
+            ],
+            promote_after: 3,
+            examples: 2,
+            promote_unconfirmed: false,
+        };
+        let tools: Vec<ToolDoc> = ["read_file", "find_files"]
+            .iter()
+            .filter_map(|n| ToolDoc::builtin(n))
+            .collect();
+        let templates = TemplateSet::load(None).unwrap_or_default();
+        let corpus = Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let env = |_: &str| None;
+        // Programs reading missing.txt fail at run time.
+        let run_check = |p: &str| {
+            if p.contains("missing.txt") {
+                RunCheck::Failed(ErrorInfo::new(
+                    ErrorKind::Tool,
+                    "FileNotFoundError",
+                    "missing.txt: no such file",
+                ))
+            } else {
+                RunCheck::Accept
+            }
+        };
+        let del = Delegator {
+            config: &config,
+            tools: &tools,
+            templates: &templates,
+            corpus: &corpus,
+            env: &env,
+            validate: &fake_validate,
+            context: Some("Workspace files:\n  notes/present.txt"),
+            run: Some(&run_check),
+        };
+        let mut s = Script {
+            answers: vec![
+                Ok("read_file('missing.txt')".into()),
+                Ok("read_file('notes/present.txt')".into()),
+            ],
+            seen: Vec::new(),
+        };
+        let d = del.delegate("read missing.txt", &mut s);
+        // The template's answer failed at run time: the model was asked.
+        assert_eq!(d.attempts[0].provider, "templates");
+        assert_eq!(
+            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
+            Some("FileNotFoundError")
+        );
+        assert!(s.seen[0].messages[0].content.contains("notes/present.txt"));
+        // The model's first answer failed at run time too: retried with the error.
+        assert!(s.seen[1].messages[1]
+            .content
+            .contains("missing.txt: no such file"));
+        assert_eq!(d.program.as_deref(), Some("read_file('notes/present.txt')"));
+    }
+
+    #[test]
+    fn retrieval_query_adds_the_kind_of_named_files() {
+        let ctx = "Workspace files:\n  data/orders.csv\n  logs/server.log\n  README.md\nFirst lines of data files:\ndata/orders.csv:\n  id,qty";
+        assert_eq!(
+            retrieval_query("how many orders have status shipped", Some(ctx)),
+            "how many orders have status shipped csv"
+        );
+        assert_eq!(
+            retrieval_query("errors in the server log", Some(ctx)),
+            "errors in the server log log"
+        );
+        assert_eq!(retrieval_query("anything", None), "anything");
     }
 }

@@ -67,6 +67,16 @@ impl ToolDoc {
 
 /// The system prompt for a namespace and retrieved examples.
 pub fn system_prompt(tools: &[ToolDoc], examples: &[&Example]) -> String {
+    system_prompt_with(tools, examples, None)
+}
+
+/// The system prompt, with a workspace view (see [`crate::context`]) when
+/// given: what the cell can read, as text.
+pub fn system_prompt_with(
+    tools: &[ToolDoc],
+    examples: &[&Example],
+    workspace: Option<&str>,
+) -> String {
     let mut s = String::from(
         "You are a Jupyter notebook cell generator. Write a single cell using ONLY the pre-loaded kernel namespace below.\n\n\
          Output ONLY the cell contents — no markdown, no explanation, no code fences.\n\n\
@@ -94,7 +104,12 @@ pub fn system_prompt(tools: &[ToolDoc], examples: &[&Example]) -> String {
             .join(", ")
     ));
     s.push_str("  sort_by(items, key, reverse=False) -> list: sort dicts by a field name, or sequences by an index\n");
-    s.push_str("\nThe cell's last expression is displayed as output.\n");
+    s.push_str("\nThe cell's last expression is displayed as output: end the cell with the expression whose value answers the task.\n");
+    if let Some(w) = workspace.filter(|w| !w.trim().is_empty()) {
+        s.push_str("\nThe workspace (use these exact paths; data files start as shown):\n");
+        s.push_str(w.trim_end());
+        s.push('\n');
+    }
     if !examples.is_empty() {
         s.push_str("\nExample cells:\n");
         for e in examples {
@@ -116,8 +131,10 @@ pub fn first_messages(system: &str, intent: &str) -> Vec<Message> {
     ]
 }
 
-/// The correction retry's conversation: the previous answer, the errors
-/// with lines, and the hints.
+/// The correction retry's conversation: one user turn holding the task,
+/// the rejected cell in a fence, the errors with lines and the hints. No
+/// assistant turn and no section labels: small models echo a
+/// `### Request:` or `# Task:` header back as code.
 pub fn retry_messages(
     system: &str,
     intent: &str,
@@ -125,22 +142,44 @@ pub fn retry_messages(
     errors: &[ErrorInfo],
     hints: &[Hint],
 ) -> Vec<Message> {
-    let mut fix = String::from("That cell won't work in this kernel.\n");
+    let mut fix = format!(
+        "# Task: {}\n\nThis cell was rejected:\n```python\n{}\n```\n",
+        intent.trim(),
+        previous.trim_end()
+    );
     if !errors.is_empty() {
-        fix.push_str("Errors:\n");
+        fix.push_str("Why:\n");
         fix.push_str(&render_errors(errors));
         fix.push('\n');
     }
     if !hints.is_empty() {
-        fix.push_str("Hints:\n");
+        fix.push_str("How to fix it:\n");
         for h in hints {
             fix.push_str(&format!("- {}\n", h.text));
         }
     }
-    fix.push_str("Rewrite the whole cell using only the kernel namespace. Output only the cell.");
-    let mut m = first_messages(system, intent);
-    m.push(Message::new(Role::Assistant, previous));
-    m.push(Message::new(Role::User, fix));
+    fix.push_str("Write the corrected cell for the task, using only the kernel namespace. Output only the code.");
+    vec![
+        Message::new(Role::System, system),
+        Message::new(Role::User, fix),
+    ]
+}
+
+/// A retry after the model repeated a rejected cell: the same turn, plus
+/// an explicit request for a different approach.
+pub fn different_messages(
+    system: &str,
+    intent: &str,
+    previous: &str,
+    errors: &[ErrorInfo],
+    hints: &[Hint],
+) -> Vec<Message> {
+    let mut m = retry_messages(system, intent, previous, errors, hints);
+    if let Some(last) = m.last_mut() {
+        last.content.push_str(
+            "\nYou already gave this cell twice. Write a different cell that follows the hints.",
+        );
+    }
     m
 }
 
@@ -192,9 +231,10 @@ mod tests {
             &["read_file".to_string()],
         );
         let m = retry_messages("SYS", "read a", "open('a')", &[e], &h);
-        assert_eq!(m.len(), 4);
-        assert_eq!(m[2].content, "open('a')");
-        assert!(m[3].content.contains("line 1: ForbiddenName"));
-        assert!(m[3].content.contains("read_file(path) instead of open()"));
+        assert_eq!(m.len(), 2);
+        assert!(m[1].content.contains("```python\nopen('a')\n```"));
+        assert!(m[1].content.contains("line 1: ForbiddenName"));
+        assert!(m[1].content.contains("read_file(path) instead of open()"));
+        assert!(!m[1].content.contains("###"));
     }
 }

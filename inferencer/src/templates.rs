@@ -54,6 +54,10 @@ pub struct Template {
     /// Provider whose output was promoted (ratchet templates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promoted_from: Option<String>,
+    /// The profile it was promoted under; such a template answers only
+    /// under that profile (ratchet templates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -99,6 +103,33 @@ pub fn normalise_intent(intent: &str) -> String {
         .join(" ")
         .to_lowercase();
     s.trim_end_matches(['.', '!', '?', ':', ';', ','])
+        .trim()
+        .to_string()
+}
+
+/// The ratchet's key for an intent: whitespace collapsed, trailing
+/// punctuation dropped, words lowercased, but literals kept exact — a word
+/// with a `.`, `/`, `*`, `_`, digit or quote, or with a capital after its
+/// first letter (`A.txt`, `TODO`, `parse_line`), so "summarise A.txt" and
+/// "summarise a.txt" are different intents.
+pub fn ratchet_key(intent: &str) -> String {
+    let words: Vec<String> = intent
+        .split_whitespace()
+        .map(|w| {
+            let literal = w
+                .chars()
+                .any(|c| ".*/_\"'`".contains(c) || c.is_ascii_digit())
+                || w.chars().skip(1).any(char::is_uppercase);
+            if literal {
+                w.to_string()
+            } else {
+                w.to_lowercase()
+            }
+        })
+        .collect();
+    words
+        .join(" ")
+        .trim_end_matches(['.', '!', '?', ':', ';', ','])
         .trim()
         .to_string()
 }
@@ -162,6 +193,18 @@ fn slot_value(raw: &str) -> Option<String> {
     Some(v.to_string())
 }
 
+/// A slot named `path` takes only a path-like token (a `.` or `/`, no
+/// glob characters), one named `pattern` only a glob or path (`*`, `?`,
+/// `[`, `.` or `/`): "find TODO" is not a file pattern, and "list python"
+/// not a path, so those intents go to a model instead of a wrong answer.
+fn slot_fits(name: &str, v: &str) -> bool {
+    match name {
+        "path" => v.contains(['.', '/']) && !v.contains(['*', '?']),
+        "pattern" => v.contains(['*', '?', '[', '.', '/']),
+        _ => true,
+    }
+}
+
 /// Match `intent` (normalised) against a pattern; the slot captures.
 fn match_pattern(pattern: &str, intent: &str) -> Option<BTreeMap<String, String>> {
     let segs = segments(pattern);
@@ -201,7 +244,11 @@ fn go(
             if end == pos {
                 return false;
             }
-            let Some(v) = orig.get(pos..end).and_then(slot_value) else {
+            let Some(v) = orig
+                .get(pos..end)
+                .and_then(slot_value)
+                .filter(|v| slot_fits(name, v))
+            else {
                 return false;
             };
             caps.insert(name.clone(), v);
@@ -221,9 +268,8 @@ impl Template {
 
     /// The program for `intent`, if this template matches it.
     pub fn apply(&self, intent: &str) -> Option<String> {
-        let norm_lower = normalise_intent(intent);
         if let Some(exact) = &self.intent {
-            return (normalise_intent(exact) == norm_lower).then(|| self.program.clone());
+            return (ratchet_key(exact) == ratchet_key(intent)).then(|| self.program.clone());
         }
         // Keep the intent's case for captures, with normalised spacing/punctuation.
         let norm = intent.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -307,6 +353,18 @@ impl TemplateSet {
         }
         templates.extend(Self::parse(SHIPPED_TEMPLATES, "shipped templates")?);
         Ok(TemplateSet { templates })
+    }
+
+    /// [`TemplateSet::load`], keeping only templates for `profile` (a
+    /// template promoted under another profile is dropped).
+    ///
+    /// # Errors
+    /// As [`TemplateSet::load`].
+    pub fn load_for(workspace: Option<&Path>, profile: &str) -> Result<Self, TemplateError> {
+        let mut t = Self::load(workspace)?;
+        t.templates
+            .retain(|t| t.profile.as_deref().is_none_or(|p| p == profile));
+        Ok(t)
     }
 
     /// The first template matching `intent`: (template name, program).
@@ -490,32 +548,282 @@ pub fn rules(intent: &str) -> Option<(String, String)> {
 
 // -------------------------------------------------------------- ratchet
 
-/// One intent's record in `ratchet.json`.
+/// One (intent, profile)'s record in `ratchet.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RatchetEntry {
-    /// The last successful program.
+    /// The last confirmed program.
     pub program: String,
-    /// Consecutive successes with this program.
+    /// Consecutive confirmed successes with this program.
     pub successes: u32,
     /// Provider that produced it.
     pub provider: String,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct RatchetFile {
-    #[serde(default)]
-    intents: BTreeMap<String, RatchetEntry>,
+/// A delegate run that ran ok and waits for the caller's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRun {
+    /// The intent as asked.
+    pub intent: String,
+    /// The profile it ran under.
+    pub profile: String,
+    /// The program.
+    pub program: String,
+    /// Provider that produced it.
+    pub provider: String,
 }
 
-/// What [`record_success`] did.
+/// Most runs kept waiting for a verdict. Why: unconfirmed runs would
+/// otherwise grow the file without bound; the oldest are dropped.
+const MAX_PENDING: usize = 200;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct RatchetFile {
+    /// Keyed by `profile` + U+001F + [`ratchet_key`] of the intent.
+    #[serde(default)]
+    intents: BTreeMap<String, RatchetEntry>,
+    /// Runs awaiting confirmation, by run id (with an insertion counter
+    /// to drop the oldest).
+    #[serde(default)]
+    pending: BTreeMap<String, (u64, PendingRun)>,
+    #[serde(default)]
+    seq: u64,
+}
+
+/// What the ratchet did with a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ratchet {
-    /// Counted; `successes` so far.
+    /// Counted; confirmed successes so far.
     Counted(u32),
     /// Stored as a workspace template.
     Promoted,
-    /// Nothing to do (the program came from a template already).
+    /// Kept until the caller confirms or rejects it (by run id).
+    Pending,
+    /// A failure or rejection: the count was reset (and `true` when a
+    /// promoted template was removed).
+    Reset(bool),
+    /// Nothing to do (counting is off, or the program came from a template).
     Skipped,
+}
+
+/// How the ratchet treats a delegate result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatchetPolicy {
+    /// Confirmed successes before promotion; 0 = never count nor promote
+    /// (except `force`).
+    pub promote_after: u32,
+    /// Count a run that ran ok as confirmed (default false: only the
+    /// caller's confirmation counts).
+    pub count_unconfirmed: bool,
+    /// Promote now (`lackpy delegate --promote`).
+    pub force: bool,
+}
+
+fn ratchet_entry_key(profile: &str, intent: &str) -> String {
+    format!("{profile}\u{1f}{}", ratchet_key(intent))
+}
+
+/// One read-modify-write of the ratchet file at a time in this process
+/// (MCP runs delegate calls concurrently); a poisoned lock only means
+/// another call panicked.
+fn with_ratchet<T>(
+    ws: &Path,
+    f: impl FnOnce(&mut RatchetFile) -> Result<T, TemplateError>,
+) -> Result<T, TemplateError> {
+    with_ratchet_if(ws, |file| f(file).map(|t| (t, true)))
+}
+
+/// As [`with_ratchet`]; the file is written only when `f` says it changed.
+fn with_ratchet_if<T>(
+    ws: &Path,
+    f: impl FnOnce(&mut RatchetFile) -> Result<(T, bool), TemplateError>,
+) -> Result<T, TemplateError> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let rpath = ratchet_path(ws);
+    let mut file: RatchetFile = match read_small(ws, RATCHET_FILE)? {
+        // A file in the old shape (or damaged) starts afresh rather than
+        // blocking every delegate call.
+        Some(t) => serde_json::from_str(&t).unwrap_or_default(),
+        None => RatchetFile::default(),
+    };
+    let (out, changed) = f(&mut file)?;
+    if !changed {
+        return Ok(out);
+    }
+    let json = serde_json::to_string_pretty(&file).map_err(|e| TemplateError::Parse {
+        file: rpath.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    write_atomic(ws, RATCHET_FILE, &json)?;
+    Ok(out)
+}
+
+/// Record the outcome of a delegate run (`ok`: it validated and ran ok).
+///
+/// A failure resets the count of its (intent, profile) and removes a
+/// template promoted for it. A success is counted only when
+/// `count_unconfirmed`; otherwise it waits under `run_id` for
+/// [`confirm`]. `force` promotes a success at once. A program that came
+/// from a template is not counted again, but its failure still demotes.
+///
+/// # Errors
+/// The ratchet or templates file cannot be read or written.
+#[allow(clippy::too_many_arguments)]
+pub fn record_result(
+    ws: &Path,
+    intent: &str,
+    profile: &str,
+    program: &str,
+    provider: &str,
+    ok: bool,
+    run_id: &str,
+    policy: RatchetPolicy,
+) -> Result<Ratchet, TemplateError> {
+    if !ok {
+        return reset(ws, intent, profile);
+    }
+    if policy.force {
+        promote_template(ws, intent, profile, program, provider)?;
+        with_ratchet(ws, |f| {
+            f.intents.remove(&ratchet_entry_key(profile, intent));
+            Ok(())
+        })?;
+        return Ok(Ratchet::Promoted);
+    }
+    // A template's result is not counted again, but it waits for a
+    // verdict too: a rejection removes a promoted template.
+    if policy.promote_after == 0 || (provider == "templates" && policy.count_unconfirmed) {
+        return Ok(Ratchet::Skipped);
+    }
+    let run = PendingRun {
+        intent: intent.to_string(),
+        profile: profile.to_string(),
+        program: program.to_string(),
+        provider: provider.to_string(),
+    };
+    if policy.count_unconfirmed {
+        return count(ws, &run, policy.promote_after);
+    }
+    if run_id.is_empty() {
+        return Ok(Ratchet::Skipped);
+    }
+    with_ratchet(ws, |f| {
+        f.seq = f.seq.wrapping_add(1);
+        f.pending.insert(run_id.to_string(), (f.seq, run));
+        while f.pending.len() > MAX_PENDING {
+            let oldest = f
+                .pending
+                .iter()
+                .min_by_key(|(_, (n, _))| *n)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => f.pending.remove(&k),
+                None => break,
+            };
+        }
+        Ok(Ratchet::Pending)
+    })
+}
+
+/// The caller's verdict on a delegate result, by its run id: `correct`
+/// counts it (promoting after `promote_after`), a rejection resets the
+/// count and removes a template promoted for the intent. `None` when the
+/// run id is unknown (never recorded, already judged, or dropped).
+///
+/// # Errors
+/// The ratchet or templates file cannot be read or written.
+pub fn confirm(
+    ws: &Path,
+    run_id: &str,
+    correct: bool,
+    promote_after: u32,
+) -> Result<Option<Ratchet>, TemplateError> {
+    let run = with_ratchet_if(ws, |f| {
+        let r = f.pending.remove(run_id).map(|(_, r)| r);
+        let changed = r.is_some();
+        Ok((r, changed))
+    })?;
+    let Some(run) = run else {
+        return Ok(None);
+    };
+    if !correct {
+        return reset(ws, &run.intent, &run.profile).map(Some);
+    }
+    if promote_after == 0 || run.provider == "templates" {
+        return Ok(Some(Ratchet::Skipped));
+    }
+    count(ws, &run, promote_after).map(Some)
+}
+
+fn count(ws: &Path, run: &PendingRun, promote_after: u32) -> Result<Ratchet, TemplateError> {
+    let key = ratchet_entry_key(&run.profile, &run.intent);
+    let n = with_ratchet(ws, |f| {
+        let entry = f
+            .intents
+            .entry(key.clone())
+            .or_insert_with(|| RatchetEntry {
+                program: run.program.clone(),
+                successes: 0,
+                provider: run.provider.clone(),
+            });
+        if entry.program != run.program {
+            *entry = RatchetEntry {
+                program: run.program.clone(),
+                successes: 0,
+                provider: run.provider.clone(),
+            };
+        }
+        entry.successes = entry.successes.saturating_add(1);
+        let n = entry.successes;
+        if n >= promote_after {
+            f.intents.remove(&key);
+        }
+        Ok(n)
+    })?;
+    if n >= promote_after {
+        promote_template(ws, &run.intent, &run.profile, &run.program, &run.provider)?;
+        return Ok(Ratchet::Promoted);
+    }
+    Ok(Ratchet::Counted(n))
+}
+
+fn reset(ws: &Path, intent: &str, profile: &str) -> Result<Ratchet, TemplateError> {
+    let key = ratchet_entry_key(profile, intent);
+    with_ratchet_if(ws, |f| Ok(((), f.intents.remove(&key).is_some())))?;
+    demote_template(ws, intent, profile).map(Ratchet::Reset)
+}
+
+/// Record a delegate run that validated and ran ok, counting it as
+/// confirmed (the behaviour before confirmations; kept for callers that
+/// have no verdict step): after `promote_after` successes (0 = never)
+/// with the same program, or at once when `force`, it becomes a template.
+///
+/// # Errors
+/// The ratchet or templates file cannot be read, parsed or written.
+pub fn record_success(
+    ws: &Path,
+    intent: &str,
+    program: &str,
+    provider: &str,
+    promote_after: u32,
+    force: bool,
+) -> Result<Ratchet, TemplateError> {
+    record_result(
+        ws,
+        intent,
+        "",
+        program,
+        provider,
+        true,
+        "",
+        RatchetPolicy {
+            promote_after,
+            count_unconfirmed: true,
+            force,
+        },
+    )
 }
 
 /// Replace `name` in the workspace's `.lackpy/` atomically (created when
@@ -528,97 +836,20 @@ fn write_atomic(ws: &Path, name: &str, text: &str) -> Result<(), TemplateError> 
     Ok(ctl.write_atomic(name, text.as_bytes())?)
 }
 
-/// Record a delegate run that validated and ran ok. After `promote_after`
-/// successes with the same program for the same normalised intent (or at
-/// once when `force`), store it as a workspace template.
-///
-/// # Errors
-/// The ratchet or templates file cannot be read, parsed or written.
-pub fn record_success(
-    ws: &Path,
-    intent: &str,
-    program: &str,
-    provider: &str,
-    promote_after: u32,
-    force: bool,
-) -> Result<Ratchet, TemplateError> {
-    if provider == "templates" && !force {
-        return Ok(Ratchet::Skipped);
-    }
-    // One read-modify-write at a time in this process (MCP runs delegate
-    // calls concurrently); a poisoned lock only means another call panicked.
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let key = normalise_intent(intent);
-    let rpath = ratchet_path(ws);
-    let mut file: RatchetFile = match read_small(ws, RATCHET_FILE)? {
-        Some(t) => serde_json::from_str(&t).map_err(|e| TemplateError::Parse {
-            file: rpath.display().to_string(),
-            detail: e.to_string(),
-        })?,
-        None => RatchetFile::default(),
-    };
-    let entry = file
-        .intents
-        .entry(key.clone())
-        .or_insert_with(|| RatchetEntry {
-            program: program.to_string(),
-            successes: 0,
-            provider: provider.to_string(),
-        });
-    if entry.program != program {
-        *entry = RatchetEntry {
-            program: program.to_string(),
-            successes: 0,
-            provider: provider.to_string(),
-        };
-    }
-    entry.successes = entry.successes.saturating_add(1);
-    let n = entry.successes;
-    let promote = force || (promote_after > 0 && n >= promote_after);
-    if promote {
-        file.intents.remove(&key);
-        promote_template(ws, &key, program, provider)?;
-    }
-    let json = serde_json::to_string_pretty(&file).map_err(|e| TemplateError::Parse {
-        file: rpath.display().to_string(),
-        detail: e.to_string(),
-    })?;
-    write_atomic(ws, RATCHET_FILE, &json)?;
-    Ok(if promote {
-        Ratchet::Promoted
-    } else {
-        Ratchet::Counted(n)
-    })
-}
-
-fn promote_template(
-    ws: &Path,
-    key: &str,
-    program: &str,
-    provider: &str,
-) -> Result<(), TemplateError> {
+fn load_workspace_templates(ws: &Path) -> Result<TemplatesFile, TemplateError> {
     let tpath = templates_path(ws);
-    let mut file: TemplatesFile = match read_small(ws, TEMPLATES_FILE)? {
+    Ok(match read_small(ws, TEMPLATES_FILE)? {
         Some(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
             file: tpath.display().to_string(),
             detail: e.to_string(),
         })?,
         None => TemplatesFile::default(),
-    };
-    file.templates
-        .retain(|t| t.intent.as_deref().map(normalise_intent).as_deref() != Some(key));
-    file.templates.push(Template {
-        name: format!("promoted: {}", key.chars().take(60).collect::<String>()),
-        intent: Some(key.to_string()),
-        program: program.to_string(),
-        promoted_from: Some(provider.to_string()),
-        ..Template::default()
-    });
-    let text = toml::to_string(&file).map_err(|e| TemplateError::Parse {
-        file: tpath.display().to_string(),
+    })
+}
+
+fn save_workspace_templates(ws: &Path, file: &TemplatesFile) -> Result<(), TemplateError> {
+    let text = toml::to_string(file).map_err(|e| TemplateError::Parse {
+        file: templates_path(ws).display().to_string(),
         detail: e.to_string(),
     })?;
     write_atomic(
@@ -626,6 +857,48 @@ fn promote_template(
         TEMPLATES_FILE,
         &format!("# Written by `lackpy delegate` (the ratchet). Edit freely.\n{text}"),
     )
+}
+
+fn is_promoted_for(t: &Template, key: &str, profile: &str) -> bool {
+    t.promoted_from.is_some()
+        && t.intent.as_deref().map(ratchet_key).as_deref() == Some(key)
+        && t.profile.as_deref().unwrap_or("") == profile
+}
+
+fn promote_template(
+    ws: &Path,
+    intent: &str,
+    profile: &str,
+    program: &str,
+    provider: &str,
+) -> Result<(), TemplateError> {
+    let key = ratchet_key(intent);
+    let mut file = load_workspace_templates(ws)?;
+    file.templates
+        .retain(|t| !is_promoted_for(t, &key, profile));
+    file.templates.push(Template {
+        name: format!("promoted: {}", key.chars().take(60).collect::<String>()),
+        intent: Some(key),
+        program: program.to_string(),
+        promoted_from: Some(provider.to_string()),
+        profile: (!profile.is_empty()).then(|| profile.to_string()),
+        ..Template::default()
+    });
+    save_workspace_templates(ws, &file)
+}
+
+/// Remove the template promoted for (intent, profile); true when one was.
+fn demote_template(ws: &Path, intent: &str, profile: &str) -> Result<bool, TemplateError> {
+    let key = ratchet_key(intent);
+    let mut file = load_workspace_templates(ws)?;
+    let before = file.templates.len();
+    file.templates
+        .retain(|t| !is_promoted_for(t, &key, profile));
+    if file.templates.len() == before {
+        return Ok(false);
+    }
+    save_workspace_templates(ws, &file)?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -674,10 +947,10 @@ mod tests {
     fn slots_cannot_inject() {
         let t = shipped();
         let got = t
-            .find("read a\"+read_file(\"b")
+            .find("read a.txt\"+read_file(\"b")
             .map(|x| x.1)
             .unwrap_or_default();
-        assert_eq!(got, "read_file(\"a\\\"+read_file(\\\"b\")");
+        assert_eq!(got, "read_file(\"a.txt\\\"+read_file(\\\"b\")");
         assert!(rustpython_parser::parse(&got, rustpython_parser::Mode::Module, "<t>").is_ok());
     }
 
@@ -791,5 +1064,114 @@ mod tests {
             record_success(ws, "q", "2", "ollama", 3, false).ok(),
             Some(Ratchet::Counted(1))
         );
+    }
+
+    fn policy(n: u32) -> RatchetPolicy {
+        RatchetPolicy {
+            promote_after: n,
+            count_unconfirmed: false,
+            force: false,
+        }
+    }
+
+    #[test]
+    fn ratchet_needs_confirmation_and_a_failure_demotes() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = dir.path();
+        let p = "len(read_file(\"A.txt\"))";
+        let rec = |id: &str, ok: bool| {
+            record_result(
+                ws,
+                "size of A.txt",
+                "default",
+                p,
+                "ollama",
+                ok,
+                id,
+                policy(2),
+            )
+            .ok()
+        };
+        // Ran ok: pending, not counted.
+        assert_eq!(rec("r1", true), Some(Ratchet::Pending));
+        assert_eq!(rec("r2", true), Some(Ratchet::Pending));
+        let load = || TemplateSet::load_for(Some(ws), "default").unwrap_or_default();
+        assert!(load().find("size of A.txt").is_none());
+        // Unknown run ids are refused; a rejection resets.
+        assert_eq!(confirm(ws, "nope", true, 2).ok(), Some(None));
+        assert_eq!(
+            confirm(ws, "r1", false, 2).ok(),
+            Some(Some(Ratchet::Reset(false)))
+        );
+        assert_eq!(confirm(ws, "r1", true, 2).ok(), Some(None), "judged once");
+        assert_eq!(
+            confirm(ws, "r2", true, 2).ok(),
+            Some(Some(Ratchet::Counted(1)))
+        );
+        assert_eq!(rec("r3", true), Some(Ratchet::Pending));
+        assert_eq!(
+            confirm(ws, "r3", true, 2).ok(),
+            Some(Some(Ratchet::Promoted))
+        );
+        assert_eq!(
+            load().find("size of A.txt").map(|x| x.1),
+            Some(p.to_string())
+        );
+        // Literals keep their case; other profiles do not see it.
+        assert!(load().find("size of a.txt").is_none());
+        assert!(TemplateSet::load_for(Some(ws), "other")
+            .unwrap_or_default()
+            .find("size of A.txt")
+            .is_none());
+        // The template's program later fails: it is demoted.
+        assert_eq!(rec("r4", false), Some(Ratchet::Reset(true)));
+        assert!(load().find("size of A.txt").is_none());
+        let text = std::fs::read_to_string(ratchet_path(ws)).unwrap_or_default();
+        assert!(!text.contains("\"successes\""), "count reset: {text}");
+    }
+
+    #[test]
+    fn ratchet_off_and_forced() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = dir.path();
+        let mut pol = policy(0);
+        pol.count_unconfirmed = true;
+        for i in 0..5 {
+            let r = record_result(ws, "q", "", "1", "ollama", true, &format!("r{i}"), pol).ok();
+            assert_eq!(r, Some(Ratchet::Skipped));
+        }
+        assert!(
+            !ratchet_path(ws).exists(),
+            "promote_after = 0 counts nothing"
+        );
+        pol.force = true;
+        assert_eq!(
+            record_result(ws, "q", "", "1", "ollama", true, "", pol).ok(),
+            Some(Ratchet::Promoted)
+        );
+    }
+
+    #[test]
+    fn broad_templates_do_not_answer_non_paths() {
+        let t = shipped();
+        for intent in [
+            "find TODO",
+            "list python",
+            "show me everything",
+            "read the docs",
+            "open settings",
+        ] {
+            assert!(t.find(intent).is_none(), "{intent}: {:?}", t.find(intent));
+        }
+        assert_eq!(
+            t.find("find **/*.py").map(|x| x.1),
+            Some("find_files(\"**/*.py\")".into())
+        );
+        assert_eq!(
+            t.find("read notes/a.txt").map(|x| x.1),
+            Some("read_file(\"notes/a.txt\")".into())
+        );
+        assert_eq!(ratchet_key("Summarise  A.txt."), "summarise A.txt");
+        assert_eq!(ratchet_key("Count TODO lines"), "count TODO lines");
     }
 }

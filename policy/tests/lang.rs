@@ -1182,3 +1182,61 @@ fn random_token_soup_never_panics() {
         }
     });
 }
+
+/// Tool calls are checked against the tool's declared arguments.
+#[test]
+fn tool_calls_match_declared_arguments() {
+    let t = |name: &str, args: &[&str]| ToolEntry {
+        name: name.into(),
+        target: name.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        grade: Grade { w: 1, d: 0 },
+    };
+    let ns = Namespace {
+        tools: vec![
+            t("read_file", &["path"]),
+            t("find_files", &["pattern"]),
+            t("edit_file", &["path", "old_str", "new_str"]),
+            t("custom", &["a", "b"]),
+        ],
+    };
+    let first = |src: &str| match validate(src, &ns, &Limits::default()) {
+        Ok(_) => None,
+        Err(e) => e.into_iter().next().map(|e| (e.type_name, e.message)),
+    };
+    for (src, want) in [
+        ("find_files('a', 'b')", "takes 1 argument but 2 were given"),
+        ("read_file()", "missing 1 required argument: 'path'"),
+        ("read_file(name='a')", "unexpected keyword argument 'name'"),
+        (
+            "read_file('a', path='b')",
+            "multiple values for argument 'path'",
+        ),
+        (
+            "edit_file('a', 'b')",
+            "missing 1 required argument: 'new_str'",
+        ),
+        ("custom(1, 2, 3)", "takes 2 arguments but 3 were given"),
+    ] {
+        match first(src) {
+            Some((ty, msg)) => {
+                assert_eq!(ty, "ArgumentError", "{src}");
+                assert!(msg.contains(want), "{src}: {msg}");
+            }
+            None => panic!("{src} validated"),
+        }
+    }
+    for ok in [
+        "read_file('a')",
+        "read_file(path='a')",
+        "p = 'x'\nread_file(p)",
+        "edit_file('a', old_str='b', new_str='c')",
+        "custom(1)",
+        "custom(b=2)",
+        "args = ['a']\nread_file(*args)",
+        // Literal types are the tools' run-time check (see tests/escapes).
+        "read_file(3)",
+    ] {
+        assert!(first(ok).is_none(), "{ok}: {:?}", first(ok));
+    }
+}

@@ -4,8 +4,11 @@
 //! it, and run it through the supervisor's jailed executor.
 //!
 //! With `--json`, stdout carries one object: the run contract object plus
-//! `"program"`, `"provider"` and `"attempts": [{"provider", "raw",
-//! "program", "error", "duration_ms"}]`.
+//! `"program"`, `"provider"`, `"attempts": [{"provider", "raw",
+//! "program", "error", "duration_ms", "prompt_tokens"?}]`, `"run_id"` (the
+//! handle for the MCP `confirm_result` tool), `"rerun_safe"` (false for a
+//! program with effects: run once, never re-run or handed on) and, when
+//! the ratchet waits for a verdict, `"confirm"`.
 //!
 //! Exit status: as `lackpy run` once a program ran (0 ok, 1 runtime/tool/
 //! limit, 4 internal). When no provider produced a valid program: 2 if some
@@ -19,15 +22,17 @@
 use super::common::{self, Loaded, Select};
 use lackpy_inferencer::client::{self, Url};
 use lackpy_inferencer::corpus::Corpus;
-use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller};
+use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck};
+use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
 use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
 use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
-use lackpy_supervisor::{RunRequest, Supervisor, SupervisorConfig};
+use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -165,7 +170,8 @@ pub fn delegate_with(
         Err(e) => return usage_error(format!("config error: {e}")),
     };
     config.apply_flags(opts.model, opts.ollama_url);
-    let templates = match TemplateSet::load(Some(&loaded.workspace)) {
+    let profile_name = loaded.profile.name.clone();
+    let templates = match TemplateSet::load_for(Some(&loaded.workspace), &profile_name) {
         Ok(t) => t,
         Err(e) => return usage_error(format!("templates: {e}")),
     };
@@ -193,6 +199,45 @@ pub fn delegate_with(
     let limits = loaded.profile.limits.clone();
     let validate = |p: &str| lackpy_policy::validate(p, &ns, &limits).map(|_| ());
     let env = |k: &str| std::env::var(k).ok();
+    let run = |program: &str| {
+        sup.run(RunRequest {
+            source: program.as_bytes().to_vec(),
+            profile: loaded.profile.clone(),
+            workspace: loaded.workspace.clone(),
+            limits: loaded.profile.limits.clone(),
+        })
+    };
+    // The workspace view for prompts (only providers whose
+    // `workspace_context` allows it get it; see lackpy_inferencer::context).
+    let context = config
+        .order
+        .iter()
+        .any(|p| p.plugin.is_model())
+        .then(|| lackpy_inferencer::context::workspace_context(&loaded.workspace, intent))
+        .flatten();
+    // Programs without write effects run as soon as they validate, so a
+    // failure moves the cascade on; a program with effects is accepted
+    // unrun and runs once below, never again automatically.
+    let last_run: RefCell<Option<(String, RunReport)>> = RefCell::new(None);
+    let run_check = |program: &str| -> RunCheck {
+        let grade = match lackpy_policy::validate(program, &ns, &limits) {
+            Ok(p) => p.grade,
+            Err(_) => return RunCheck::Accept,
+        };
+        if grade.d > RERUN_MAX_EFFECTS {
+            return RunCheck::Accept;
+        }
+        let report = run(program);
+        let verdict = match (&report.ok, &report.error) {
+            (true, _) => RunCheck::Accept,
+            (false, Some(e)) if e.kind != lackpy_policy::wire::ErrorKind::Internal => {
+                RunCheck::Failed(e.clone())
+            }
+            _ => RunCheck::Accept,
+        };
+        *last_run.borrow_mut() = Some((program.to_string(), report));
+        verdict
+    };
     let delegator = Delegator {
         config: &config,
         tools: &tools,
@@ -200,48 +245,146 @@ pub fn delegate_with(
         corpus: &corpus,
         env: &env,
         validate: &validate,
+        context: context.as_deref(),
+        run: Some(&run_check),
     };
     let mut caller = model_caller();
     let d = delegator.delegate(intent, caller.as_mut());
-    let Some(program) = d.program.clone() else {
-        let e = d
-            .error
-            .clone()
-            .unwrap_or_else(|| lackpy_inferencer::pipeline::inference_error("no program"));
-        let code = e.exit_code();
-        return (failed(&e, Some(&d)), code);
-    };
-    let report = sup.run(RunRequest {
-        source: program.clone().into_bytes(),
-        profile: loaded.profile.clone(),
-        workspace: loaded.workspace.clone(),
-        limits: loaded.profile.limits.clone(),
-    });
-    let code = report.exit_code();
-    if report.ok {
-        let provider = d.provider.clone().unwrap_or_default();
-        match lackpy_inferencer::record_success(
-            &loaded.workspace,
-            intent,
-            &program,
-            &provider,
-            config.promote_after,
-            opts.promote,
-        ) {
-            Ok(r) => tracing::info!(?r, "ratchet"),
-            Err(e) => eprintln!(
-                "lackpy delegate: warning: could not record the success for the ratchet: {e}"
-            ),
+    let last = last_run.borrow_mut().take();
+    let (program, report, effects) = match (d.program.clone(), last) {
+        (Some(p), Some((ran, report))) if ran == p => (p, report, false),
+        (Some(p), _) => {
+            let report = run(&p);
+            (p, report, true)
         }
-    }
+        // Every program that validated failed at run time: report the last run.
+        (None, Some((ran, report))) => (ran, report, false),
+        (None, None) => {
+            let e = d
+                .error
+                .clone()
+                .unwrap_or_else(|| lackpy_inferencer::pipeline::inference_error("no program"));
+            let code = e.exit_code();
+            return (failed(&e, Some(&d)), code);
+        }
+    };
+    let code = report.exit_code();
+    let provider = d.provider.clone().unwrap_or_else(|| {
+        d.attempts
+            .iter()
+            .rev()
+            .find(|a| a.program.as_deref() == Some(program.as_str()))
+            .map(|a| a.provider.clone())
+            .unwrap_or_default()
+    });
+    let policy = RatchetPolicy {
+        promote_after: config.promote_after,
+        count_unconfirmed: config.promote_unconfirmed,
+        force: opts.promote,
+    };
+    let outcome = lackpy_inferencer::templates::record_result(
+        &loaded.workspace,
+        intent,
+        &profile_name,
+        &program,
+        &provider,
+        report.ok,
+        &report.run_id,
+        policy,
+    );
+    let ratchet = match outcome {
+        Ok(r) => {
+            tracing::info!(?r, "ratchet");
+            Some(r)
+        }
+        Err(e) => {
+            eprintln!("lackpy delegate: warning: could not record the result for the ratchet: {e}");
+            None
+        }
+    };
     let mut out = serde_json::to_value(&report).unwrap_or_else(|_| json!({}));
     if let Value::Object(m) = &mut out {
         m.insert("program".into(), json!(program));
-        m.insert("provider".into(), json!(d.provider));
+        m.insert("provider".into(), json!(provider));
         m.insert("attempts".into(), json!(d.attempts));
+        if effects && !report.ok {
+            if let Some(Value::Object(e)) = m.get_mut("error") {
+                e.insert(
+                    "hint".into(),
+                    json!("the program has effects, so it was run once and not re-run or passed to another provider; check the workspace before trying again"),
+                );
+            }
+        }
+        m.insert("rerun_safe".into(), json!(!effects));
+        // The handle for confirm_result (also the trace's id).
+        m.insert("run_id".into(), json!(report.run_id));
+        if let Some(Ratchet::Pending) = ratchet {
+            m.insert("confirm".into(), json!("pending: confirm or reject this result by its run_id (MCP tool confirm_result) so the ratchet can learn from it"));
+        }
     }
     (out, code)
 }
+
+/// The calling agent's verdict on a delegate result, by its run id (the
+/// MCP `confirm_result` tool): counted towards promotion when `correct`,
+/// otherwise the count is reset and a template promoted for the intent is
+/// removed. `{"ok": true, "ratchet": ...}`, or a failure for an unknown or
+/// malformed run id.
+pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) -> Value {
+    let bad = |ty: &str, msg: String| {
+        let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Validation, ty, msg);
+        json!({"ok": false, "error": e})
+    };
+    if run_id.is_empty()
+        || run_id.len() > 128
+        || !run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return bad(
+            "BadRunId",
+            "run_id must be the run_id of a delegate result".into(),
+        );
+    }
+    // Only the config is needed (no profile, no MCP server).
+    let promote_after = common::load_files(workspace)
+        .ok()
+        .and_then(|(config, _)| InferenceConfig::from_toml(&config.inference_document()).ok())
+        .map_or(InferenceConfig::default().promote_after, |c| {
+            c.promote_after
+        });
+    match lackpy_inferencer::templates::confirm(workspace, run_id, correct, promote_after) {
+        Ok(Some(r)) => {
+            let what = match r {
+                Ratchet::Counted(n) => format!("counted ({n} of {promote_after} before promotion)"),
+                Ratchet::Promoted => "promoted to a workspace template".into(),
+                Ratchet::Reset(true) => "count reset; the promoted template was removed".into(),
+                Ratchet::Reset(false) => "count reset".into(),
+                Ratchet::Pending | Ratchet::Skipped => "not counted (promote_after = 0)".into(),
+            };
+            json!({"ok": true, "run_id": run_id, "correct": correct, "ratchet": what})
+        }
+        Ok(None) => bad(
+            "UnknownRun",
+            format!("no delegate result waits for a verdict under run_id {run_id:?} (unknown, already judged, or too old)"),
+        ),
+        Err(e) => {
+            let e = ErrorInfo::new(
+                lackpy_policy::wire::ErrorKind::Internal,
+                "RatchetFailed",
+                e.to_string(),
+            );
+            json!({"ok": false, "error": e})
+        }
+    }
+}
+
+/// Highest effects grade (`d`) of a program that is run as soon as it
+/// validates and, when it fails, handed on to the next provider: the
+/// shipped read tools' ceiling. Why: reading and finding change nothing,
+/// so running such a program again (another provider's version) is safe;
+/// anything that writes runs once.
+const RERUN_MAX_EFFECTS: u8 = 1;
 
 /// How model calls are made: each in a fresh jailed inferencer worker.
 /// `LACKPY_INFERENCE_IN_PROCESS=1` makes them in this process instead (a

@@ -213,6 +213,17 @@ pub trait Backend: Send + Sync + 'static {
         })
     }
 
+    /// The caller's verdict on a delegate result (by run id), for the
+    /// ratchet. The default says no inference provider is available.
+    fn confirm_result(&self, run_id: &str, correct: bool) -> Value {
+        let _ = (run_id, correct);
+        failure(ErrorInfo::new(
+            ErrorKind::Internal,
+            "NoInferenceProvider",
+            "no inference provider is configured or available in this build",
+        ))
+    }
+
     /// How many runs may be in flight at once (the warm pool's size).
     fn max_concurrent_runs(&self) -> usize {
         4

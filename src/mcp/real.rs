@@ -440,6 +440,10 @@ impl Backend for RealBackend {
         }
     }
 
+    fn confirm_result(&self, run_id: &str, correct: bool) -> Value {
+        crate::cmd::delegate::confirm_json(&self.workspace, run_id, correct)
+    }
+
     fn max_concurrent_runs(&self) -> usize {
         MAX_IN_FLIGHT
     }

@@ -13,8 +13,8 @@ use crate::mcp::backend::{
 use crate::mcp::render;
 use crate::mcp::session::{self, SessionError, SessionStore};
 use crate::mcp::tools::{
-    self, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs, TracesArg,
-    ValidateArgs,
+    self, ConfirmArgs, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs,
+    TracesArg, ValidateArgs,
 };
 use lackpy_policy::wire::{ErrorInfo, ErrorKind};
 use rmcp::model::{
@@ -257,6 +257,13 @@ impl LackpyServer {
                         .blocking(move |b| b.delegate(&a.intent, a.profile.as_deref()))
                         .await?;
                     return Ok(result(report, render::render_run));
+                }
+                Err(e) => failure(e),
+            },
+            "confirm_result" => match parse::<ConfirmArgs>(args) {
+                Ok(a) => {
+                    self.blocking(move |b| b.confirm_result(&a.run_id, a.correct))
+                        .await?
                 }
                 Err(e) => failure(e),
             },

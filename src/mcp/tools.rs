@@ -103,6 +103,16 @@ pub struct DelegateArgs {
     pub profile: Option<String>,
 }
 
+/// Arguments of `confirm_result`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmArgs {
+    /// The `run_id` of a `delegate` result.
+    pub run_id: String,
+    /// Whether the result was right.
+    pub correct: bool,
+}
+
 /// Default and largest `traces` limit.
 pub const TRACES_DEFAULT: u64 = 20;
 /// Largest `traces` limit. Why: the store is a file per run; 1000 keeps a
@@ -263,6 +273,27 @@ pub fn all(toolbox: &[ToolInfo]) -> Vec<Tool> {
         )
         .with_title("Delegate a task to lackpy")
         .with_annotations(run_ann.open_world(true)),
+        Tool::new(
+            "confirm_result",
+            "Tell lackpy whether a delegate result was right, by its run_id. Confirmed results teach the ratchet \
+             (after [inference] promote_after confirmations the program becomes a workspace template); a rejection \
+             resets the count and removes a template promoted for that intent.",
+            schema(
+                json!({
+                    "run_id": {"type": "string", "description": "The run_id of the delegate result."},
+                    "correct": {"type": "boolean", "description": "true when the result was right, false when it was wrong."},
+                }),
+                &["run_id", "correct"],
+            ),
+        )
+        .with_title("Confirm or reject a delegate result")
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        ),
     ]
 }
 
@@ -346,7 +377,8 @@ mod tests {
                 "traces",
                 "search_tools",
                 "describe_tool",
-                "delegate"
+                "delegate",
+                "confirm_result"
             ]
         );
         for t in all(&[]) {

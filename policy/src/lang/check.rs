@@ -11,6 +11,17 @@ use std::collections::BTreeSet;
 /// The shipped builtin tools (for a hint when a profile does not grant one).
 const SHIPPED_TOOLS: &[&str] = &["read_file", "find_files", "write_file", "edit_file"];
 
+/// Shipped tools whose declared arguments are all required: a call to one
+/// of them (by target name) must pass every argument.
+const STR_ARG_TOOLS: &[&str] = &[
+    "read_file",
+    "find_files",
+    "write_file",
+    "edit_file",
+    "find_definitions",
+    "find_callers",
+];
+
 /// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
 const MAX_STR_DIGITS: usize = 4300;
 
@@ -807,6 +818,7 @@ impl<'a> Checker<'a> {
                         if !self.calls.iter().any(|x| x == id) {
                             self.calls.push(id.to_string());
                         }
+                        self.tool_signature(fat, id, c);
                     } else if is_builtin(id) {
                         isinstance = id == "isinstance";
                     } else if self.assigned.contains(id) {
@@ -932,6 +944,98 @@ impl<'a> Checker<'a> {
                 None => self.expr(&k.value),
             }
         }
+    }
+
+    /// A tool call against the tool's declared arguments: not more
+    /// positional arguments than declared, keyword names that exist and
+    /// are not given twice; for the shipped tools (all of whose arguments
+    /// are required) every argument present. A tool declared without arguments, or a call with `*args`
+    /// or `**kwargs`, is not checked (its signature is not known here).
+    fn tool_signature(&mut self, at: usize, id: &str, c: &ast::ExprCall) {
+        let Some(tool) = self.ns.get(id) else {
+            return;
+        };
+        let declared = &tool.args;
+        if declared.is_empty()
+            || c.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+            || c.keywords.iter().any(|k| k.arg.is_none())
+        {
+            return;
+        }
+        let shipped = STR_ARG_TOOLS.contains(&tool.target.as_str());
+        let sig = format!("{id}({})", declared.join(", "));
+        let n = declared.len();
+        let plural = |k: usize| if k == 1 { "" } else { "s" };
+        if c.args.len() > n {
+            self.err(
+                at,
+                "ArgumentError",
+                format!(
+                    "{id}() takes {n} argument{} but {} were given",
+                    plural(n),
+                    c.args.len()
+                ),
+                Some(format!("call it as {sig}")),
+            );
+            return;
+        }
+        let mut given: Vec<&str> = declared[..c.args.len()]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        for k in &c.keywords {
+            let Some(name) = k.arg.as_ref().map(|a| a.as_str()) else {
+                continue;
+            };
+            if !declared.iter().any(|d| d == name) {
+                self.err(
+                    off(&k.value),
+                    "ArgumentError",
+                    format!("{id}() got an unexpected keyword argument '{name}'"),
+                    Some(format!("call it as {sig}")),
+                );
+                return;
+            }
+            if given.contains(&name) {
+                self.err(
+                    off(&k.value),
+                    "ArgumentError",
+                    format!("{id}() got multiple values for argument '{name}'"),
+                    Some(format!("call it as {sig}")),
+                );
+                return;
+            }
+            given.push(name);
+        }
+        if !shipped {
+            return;
+        }
+        let missing: Vec<&str> = declared
+            .iter()
+            .map(String::as_str)
+            .filter(|d| !given.contains(d))
+            .collect();
+        if !missing.is_empty() {
+            self.err(
+                at,
+                "ArgumentError",
+                format!(
+                    "{id}() missing {} required argument{}: {}",
+                    missing.len(),
+                    plural(missing.len()),
+                    missing
+                        .iter()
+                        .map(|m| format!("'{m}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(format!("call it as {sig}")),
+            );
+        }
+        // Literal argument types are left to the tools' own checks at run
+        // time (and to `delegate`'s answer checks, which know the declared
+        // types): the supervisor's refusal of a wrongly typed argument is
+        // part of the security tests.
     }
 
     /// `isinstance`'s second argument: a type name or a tuple of them.

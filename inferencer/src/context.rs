@@ -1,0 +1,289 @@
+//! A bounded, relevant view of the workspace, as prompt text.
+//!
+//! Small models fail most often by guessing what they cannot see: a CSV's
+//! columns, a file's path. The supervisor (never the jailed inferencer
+//! worker) builds this view before the model call and the inferencer puts
+//! it into the prompt as plain text; the model never sees a tool result.
+//!
+//! What it holds, within [`MAX_CONTEXT_BYTES`]:
+//! - the workspace's files (relative paths) when there are few; otherwise
+//!   the files whose path shares a word with the intent, then a directory
+//!   outline (each directory with its file count and extensions);
+//! - for data files (`.csv`, `.tsv`, `.jsonl`, `.ini`, `.cfg`, `.toml`,
+//!   `.log`, `.txt`, `.md`…) that are listed: their first lines (a CSV's
+//!   header and first record), each cut to [`MAX_LINE_BYTES`].
+//!
+//! Reading is confined: the walk and every read go through
+//! `lackpy_beneath` (`openat2` beneath the workspace's descriptor, no
+//! symlink followed, in or out), hidden entries, `__pycache__`,
+//! `node_modules` and virtual environments are skipped, and the walk is
+//! bounded in depth, directories, entries and bytes read.
+
+use crate::corpus::tokens;
+use lackpy_beneath::{Dir, Kind};
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+/// Largest context text, in bytes. Why: it is copied into every prompt of
+/// the delegation; a small model's window is a few thousand tokens.
+pub const MAX_CONTEXT_BYTES: usize = 3000;
+/// Longest line shown of a data file, in bytes.
+pub const MAX_LINE_BYTES: usize = 160;
+/// Deepest directory visited.
+const MAX_DEPTH: usize = 8;
+/// Most directories visited.
+const MAX_DIRS: usize = 400;
+/// Most files seen in the walk.
+const MAX_FILES: usize = 5000;
+/// Most entries read from one directory (beyond: the directory is skipped).
+const MAX_DIR_ENTRIES: usize = 5000;
+/// Bytes read from the start of a data file.
+const HEAD_BYTES: usize = 2048;
+/// Files listed in full when the workspace has at most this many.
+const LIST_ALL: usize = 40;
+/// Most intent-matching files listed otherwise.
+const MAX_MATCHES: usize = 25;
+/// Most data files whose first lines are shown.
+const MAX_HEADS: usize = 12;
+
+/// Extensions whose first lines are shown, and how many lines.
+fn head_lines(path: &str) -> Option<usize> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+    Some(match ext.as_str() {
+        "csv" | "tsv" => 2,
+        "jsonl" | "ndjson" | "log" => 1,
+        "ini" | "cfg" | "toml" | "env" | "conf" => 3,
+        "txt" | "md" => 1,
+        "json" | "yaml" | "yml" => 2,
+        _ => return None,
+    })
+}
+
+fn skipped_dir(name: &str) -> bool {
+    name.starts_with('.')
+        || matches!(
+            name,
+            "__pycache__" | "node_modules" | "site-packages" | "target" | "venv" | "env"
+        )
+}
+
+/// Walk the workspace: relative file paths, sorted, bounded.
+fn walk(root: &Dir) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut stack: Vec<(Dir, String, usize)> = Vec::new();
+    let mut dirs = 0usize;
+    visit(root, "", 0, &mut files, &mut stack, &mut dirs);
+    while let Some((d, prefix, depth)) = stack.pop() {
+        if dirs >= MAX_DIRS || files.len() >= MAX_FILES {
+            break;
+        }
+        visit(&d, &prefix, depth, &mut files, &mut stack, &mut dirs);
+    }
+    files.sort();
+    files
+}
+
+fn visit(
+    d: &Dir,
+    prefix: &str,
+    depth: usize,
+    files: &mut Vec<String>,
+    stack: &mut Vec<(Dir, String, usize)>,
+    dirs: &mut usize,
+) {
+    *dirs += 1;
+    let Ok(entries) = d.entries(MAX_DIR_ENTRIES) else {
+        return;
+    };
+    if entries.iter().any(|(n, _)| n == "pyvenv.cfg") {
+        return;
+    }
+    for (name, kind) in entries {
+        if name.starts_with('.') || files.len() >= MAX_FILES {
+            continue;
+        }
+        let rel = format!("{prefix}{name}");
+        match kind {
+            Kind::File => files.push(rel),
+            Kind::Dir if depth + 1 < MAX_DEPTH && !skipped_dir(&name) => {
+                if let Ok(Some(sub)) = d.subdir(&name, false) {
+                    stack.push((sub, format!("{rel}/"), depth + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The first `n` lines of a file beneath `root`, each cut; `None` when it
+/// cannot be read as text.
+fn head(root: &Dir, rel: &str, n: usize) -> Option<Vec<String>> {
+    let file = match rel.rsplit_once('/') {
+        Some((d, f)) => root.subdir(d, false).ok()??.open_read(f).ok()??,
+        None => root.open_read(rel).ok()??,
+    };
+    let mut buf = Vec::with_capacity(HEAD_BYTES);
+    file.take(HEAD_BYTES as u64).read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| cut(l, MAX_LINE_BYTES))
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_string();
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The workspace view for `intent`, or `None` when the workspace cannot
+/// be opened or holds no files.
+pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
+    let root = Dir::open(workspace).ok()?;
+    let files = walk(&root);
+    if files.is_empty() {
+        return None;
+    }
+    let words: BTreeSet<String> = tokens(intent)
+        .into_iter()
+        .filter(|w| w.len() >= 2)
+        .collect();
+    let matches = |p: &str| tokens(p).iter().any(|t| words.contains(t));
+    let mut out = String::new();
+    let listed: Vec<&String> = if files.len() <= LIST_ALL {
+        out.push_str("Workspace files:\n");
+        files.iter().collect()
+    } else {
+        let m: Vec<&String> = files
+            .iter()
+            .filter(|p| matches(p))
+            .take(MAX_MATCHES)
+            .collect();
+        if !m.is_empty() {
+            out.push_str("Workspace files matching the task:\n");
+        }
+        m
+    };
+    for p in &listed {
+        out.push_str(&format!("  {p}\n"));
+    }
+    if files.len() > LIST_ALL {
+        out.push_str(&outline(&files));
+    }
+    // First lines of listed data files: those the intent names first.
+    // Those the intent names are chosen first; they are shown in path
+    // order, so the view (and with it the start of the prompt) stays the
+    // same across intents in a small workspace and an endpoint can reuse
+    // its cache of the prompt's prefix.
+    let mut data: Vec<&String> = listed
+        .iter()
+        .copied()
+        .filter(|p| head_lines(p).is_some())
+        .collect();
+    data.sort_by_key(|p| !matches(p));
+    data.truncate(MAX_HEADS);
+    data.sort();
+    let mut heads = String::new();
+    for p in data {
+        let Some(n) = head_lines(p) else { continue };
+        if let Some(lines) = head(&root, p, n) {
+            let block = format!(
+                "{p}:\n{}\n",
+                lines
+                    .iter()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
+                continue;
+            }
+            heads.push_str(&block);
+        }
+    }
+    if !heads.is_empty() {
+        out.push_str("First lines of data files:\n");
+        out.push_str(&heads);
+    }
+    Some(cut(out.trim_end(), MAX_CONTEXT_BYTES))
+}
+
+/// Directories with their file counts and extensions.
+fn outline(files: &[String]) -> String {
+    let mut dirs: std::collections::BTreeMap<&str, (usize, BTreeSet<String>)> =
+        std::collections::BTreeMap::new();
+    for f in files {
+        let dir = f.rsplit_once('/').map_or(".", |(d, _)| d);
+        let e = dirs.entry(dir).or_default();
+        e.0 += 1;
+        if let Some((_, ext)) = f.rsplit_once('.') {
+            if !ext.contains('/') && ext.len() <= 8 {
+                e.1.insert(format!(".{ext}"));
+            }
+        }
+    }
+    let mut s = String::from("Directories (files, extensions):\n");
+    for (d, (n, exts)) in dirs.iter().take(40) {
+        let exts: Vec<&str> = exts.iter().map(String::as_str).take(6).collect();
+        s.push_str(&format!("  {d}/ ({n}: {})\n", exts.join(" ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_files_and_data_heads() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let w = d.path();
+        std::fs::create_dir_all(w.join("data")).ok();
+        std::fs::create_dir_all(w.join(".git")).ok();
+        std::fs::write(
+            w.join("data/orders.csv"),
+            "id,customer,qty\n1,ann,2\n2,bo,3\n",
+        )
+        .ok();
+        std::fs::write(w.join(".git/config"), "secret").ok();
+        std::fs::write(w.join("README.md"), "# Title\n\ntext\n").ok();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/etc/passwd", w.join("data/pw.csv")).ok();
+        let c = workspace_context(w, "total qty of the orders").unwrap_or_default();
+        assert!(c.contains("  data/orders.csv\n"), "{c}");
+        assert!(c.contains("id,customer,qty\n  1,ann,2"), "{c}");
+        assert!(
+            !c.contains("2,bo,3"),
+            "only the header and the first record: {c}"
+        );
+        assert!(!c.contains(".git") && !c.contains("secret"), "{c}");
+        assert!(!c.contains("root:"), "a symlink is never followed: {c}");
+        assert!(c.len() <= MAX_CONTEXT_BYTES);
+    }
+
+    #[test]
+    fn large_workspace_gets_matches_and_outline() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let w = d.path();
+        std::fs::create_dir_all(w.join("src")).ok();
+        for i in 0..100 {
+            std::fs::write(w.join(format!("src/mod{i}.py")), "x = 1\n").ok();
+        }
+        std::fs::write(w.join("src/billing.py"), "def bill(): pass\n").ok();
+        let c = workspace_context(w, "where is billing handled").unwrap_or_default();
+        assert!(c.contains("matching the task:\n  src/billing.py"), "{c}");
+        assert!(c.contains("src/ (101: .py)"), "{c}");
+        assert!(!c.contains("mod7.py"), "{c}");
+        assert!(c.len() <= MAX_CONTEXT_BYTES);
+    }
+}
