@@ -7,7 +7,8 @@
 //!   `$XDG_CONFIG_HOME/lackpy/config.toml`, else
 //!   `~/.config/lackpy/config.toml` (optional); the workspace file wins key
 //!   by key (see `Config::merge`);
-//! - kits: `<workspace>/.lackpy/kits/NAME.kit`.
+//! - kits: `<workspace>/.lackpy/kits/NAME.profile` or `NAME.kit` (the
+//!   original's two spellings; `.profile` wins when both exist).
 
 use lackpy_policy::config::{Config, ConfigError, Kits, ResolvedProfile};
 use lackpy_policy::wire::ErrorInfo;
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// `validate` and others.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Select {
-    /// Profile to use (a `[profiles.NAME]` table or `.lackpy/kits/NAME.kit`).
+    /// Profile to use (a `[profiles.NAME]` table or `.lackpy/kits/NAME.profile|.kit`).
     #[arg(long, conflicts_with = "tools")]
     pub profile: Option<String>,
     /// Ad-hoc tool list instead of a profile, comma-separated (`read_file,find_files`).
@@ -246,8 +247,16 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
         config = Config::merge(config, ws);
     }
     if let Some(kit_dir) = ctl.subdir("kits", false).map_err(control)? {
-        for (name, kind) in kit_dir.entries(MAX_KIT_FILES).map_err(control)? {
-            let Some(stem) = name.strip_suffix(".kit").filter(|s| !s.is_empty()) else {
+        let mut entries = kit_dir.entries(MAX_KIT_FILES).map_err(control)?;
+        // `.kit` files first, so that a `.profile` of the same name (the
+        // original's preferred spelling) replaces it.
+        entries.sort_by_key(|(name, _)| name.ends_with(".profile"));
+        for (name, kind) in entries {
+            let Some(stem) = name
+                .strip_suffix(".profile")
+                .or_else(|| name.strip_suffix(".kit"))
+                .filter(|s| !s.is_empty())
+            else {
                 continue;
             };
             match kind {
@@ -267,7 +276,23 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
             }
         }
     }
+    for w in &config.warnings {
+        warn_once(w);
+    }
     Ok((config, kits))
+}
+
+/// Print `lackpy: warning: MSG` on stderr, once per process per message
+/// (escaped for the terminal: it quotes config text).
+pub fn warn_once(msg: &str) {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.iter().any(|s| s == msg) {
+        return;
+    }
+    seen.push(msg.to_string());
+    eprintln!("lackpy: warning: {}", super::escape::line(msg));
 }
 
 /// Find the workspace, load config and kits, resolve the selected profile.
@@ -278,6 +303,12 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
 pub fn load(select: &Select) -> Result<Loaded, CliError> {
     let workspace = workspace_dir(select)?;
     let (config, kits) = load_config(&workspace)?;
+    if select.profile.is_none() && select.tools.is_none() && config.default_names_nothing(&kits) {
+        warn_once(&format!(
+            "the default profile {:?} ([profile] default) is not defined: using the read-only builtins (read_file, find_files)",
+            config.default_profile.as_deref().unwrap_or_default()
+        ));
+    }
     let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
     Ok(Loaded {
         workspace,

@@ -1,10 +1,11 @@
 //! `lackpy run [FILE|-] [--profile NAME | --tools a,b] [--workspace DIR] [--json]`:
 //! validate a program and run it in a jailed, single-use worker.
 //!
-//! With `--json`, stdout carries exactly one contract object. Otherwise:
-//! the value's repr, then the captured stdout, on stdout; a one-line trace
-//! summary and any error (with the source line and a caret) on stderr; all
-//! of it escaped for the terminal ([`super::escape`]).
+//! With `--json`, stdout carries exactly one contract object. Otherwise,
+//! as a notebook shows a cell: the captured stdout, then the value's repr
+//! (left out when it is `None`), on stdout; the one-line trace summary on
+//! its own line and any error (with the source line and a caret) on
+//! stderr; all of it escaped for the terminal ([`super::escape`]).
 
 use super::common::{self, Select};
 use super::escape;
@@ -111,14 +112,16 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
 fn print_human(report: &RunReport, source: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    if let Some(r) = &report.repr {
-        let _ = writeln!(out, "{}", escape::line(r));
-    }
+    // As a notebook shows a cell: what it printed, then its value (none
+    // for `None`, so a program ending in `print(...)` shows only the print).
     if !report.stdout.is_empty() {
         let _ = out.write_all(escape::block(&report.stdout).as_bytes());
         if !report.stdout.ends_with('\n') {
             let _ = writeln!(out);
         }
+    }
+    if let Some(r) = report.repr.as_deref().filter(|r| *r != "None") {
+        let _ = writeln!(out, "{}", escape::line(r));
     }
     let _ = out.flush();
     let n = report.trace.len();
