@@ -143,15 +143,31 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
 /// # Errors
 /// [`CliError`] for a missing workspace, an unreadable file or bad config.
 pub fn load_config(workspace: &Path) -> Result<(Config, Kits), CliError> {
-    let (mut config, kits) = load_files(workspace)?;
-    // What write-mode servers can write is program-writable: no trusted
-    // code (a server, command or module) may come from there.
+    load_config_reporting(workspace).map(|(c, k, _)| (c, k))
+}
+
+/// [`load_config`], also returning one line per MCP tool left out because
+/// another tool has its name (for `lackpy tools` and `doctor`).
+///
+/// # Errors
+/// As [`load_config`].
+pub fn load_config_reporting(workspace: &Path) -> Result<(Config, Kits, Vec<String>), CliError> {
+    let (mut config, kits) = load_files_registered(workspace)?;
+    // Tools of `[mcp_servers]` (from the workspace's tool-list cache when
+    // the server is unchanged; else the server is started and asked).
+    let clashes = lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
+    Ok((config, kits, clashes))
+}
+
+/// [`load_files`], then register what write-mode servers can write as
+/// program-writable: no trusted code (a server, command or module) may
+/// come from there.
+fn load_files_registered(workspace: &Path) -> Result<(Config, Kits), CliError> {
+    let (config, kits) = load_files(workspace)?;
     lackpy_supervisor::trusted::register_write_paths(
         workspace,
         lackpy_supervisor::mcp_source::write_paths_of(&config, workspace),
     );
-    // Tools of `[mcp_servers]` (discovered once per process).
-    lackpy_supervisor::mcp_source::extend_config(&mut config, workspace);
     Ok((config, kits))
 }
 
@@ -302,7 +318,18 @@ pub fn warn_once(msg: &str) {
 /// or an unknown profile or tool.
 pub fn load(select: &Select) -> Result<Loaded, CliError> {
     let workspace = workspace_dir(select)?;
-    let (config, kits) = load_config(&workspace)?;
+    // MCP servers' tools are looked up only when the selection names a
+    // tool the config and builtins do not have: a run, validation or
+    // delegation that uses no server's tool never starts (or reads the
+    // cache of) any server.
+    let (mut config, kits) = load_files_registered(&workspace)?;
+    if !config.mcp_servers.is_empty()
+        && config
+            .resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)
+            .is_err()
+    {
+        let _ = lackpy_supervisor::mcp_source::extend_config(&mut config, &workspace);
+    }
     if select.profile.is_none() && select.tools.is_none() && config.default_names_nothing(&kits) {
         warn_once(&format!(
             "the default profile {:?} ([profile] default) is not defined: using the read-only builtins (read_file, find_files)",

@@ -142,7 +142,7 @@ impl RealBackend {
         };
         // Tools of `[mcp_servers]` (discovery is cached per process, and
         // retried after a failure, so this stays per call).
-        lackpy_supervisor::mcp_source::extend_config(&mut config, &self.workspace);
+        let _ = lackpy_supervisor::mcp_source::extend_config(&mut config, &self.workspace);
         Ok((config, kits))
     }
 

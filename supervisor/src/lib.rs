@@ -12,6 +12,7 @@ pub mod childjail;
 pub mod confine;
 pub mod freezer;
 pub mod json;
+pub mod mcp_cache;
 pub mod mcp_source;
 pub mod providers;
 pub mod session;
