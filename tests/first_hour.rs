@@ -165,3 +165,147 @@ fn human_run_prints_output_then_value_and_no_none() {
     assert_eq!(summary.len(), 1, "{err}");
     assert!(summary[0].starts_with("-- 0 tool calls"), "{err}");
 }
+
+/// The npm-installed MCP server `scripts/test-deps` puts in
+/// `target/test-deps/npm` (the test fails, naming the script, without it).
+fn npm_server() -> std::path::PathBuf {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-deps/npm/node_modules/.bin/mcp-server-everything");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/test-deps (needs npm); scripts/test does",
+        p.display()
+    );
+    p
+}
+
+fn toml_str(p: &std::path::Path) -> String {
+    format!("{:?}", p.to_str().expect("utf-8 path"))
+}
+
+#[test]
+fn npm_installed_server_runs_in_its_jail_only_when_a_profile_names_its_tool() {
+    let server = npm_server();
+    let cfg = format!(
+        "[mcp_servers.every]\ncommand = {}\nargs = [\"stdio\"]\n\n[profiles.ev]\ntools = [\"echo\", \"read_file\"]\n",
+        toml_str(&server)
+    );
+    let ws = workspace(&[(".lackpy/config.toml", &cfg)]);
+    let cache = ws.path().join(".lackpy/cache");
+    // A run whose profile names none of the server's tools never looks the
+    // server up (no start, no cache entry).
+    let out = run_with_stdin(&["run", "--json", "-"], "1 + 1", Some(ws.path()));
+    assert_eq!(json(&out)["value"], 2, "{}", text(&out.stderr));
+    let out = run_with_stdin(&["validate", "-"], "read_file('x')", Some(ws.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!cache.exists(), "the server was asked for its tools");
+    // Its tool, from a profile: the server starts in its jail (no extra
+    // read_paths: its node_modules is part of its installation) and answers.
+    let out = run_with_stdin(
+        &["run", "--json", "--profile", "ev", "-"],
+        "echo('hi')",
+        Some(ws.path()),
+    );
+    let v = json(&out);
+    assert_eq!(v["value"], "Echo: hi", "{v}\n{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("ERR_MODULE_NOT_FOUND"));
+    assert_eq!(
+        std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0),
+        1,
+        "the tool list is cached"
+    );
+}
+
+#[test]
+fn cached_tool_lists_need_no_server_and_doctor_fails_for_a_broken_one() {
+    let server = npm_server();
+    // A wrapper beside a switch: with `broken` present the server dies at
+    // start, without changing anything the cache identity covers.
+    let inst = tempfile::tempdir().expect("tempdir");
+    let inst = inst.path().canonicalize().expect("canon");
+    let wrapper = inst.join("srv.sh");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\n[ -e \"$(dirname \"$0\")/broken\" ] && { echo broken >&2; exit 1; }\nexec \"$@\"\n",
+    )
+    .expect("write");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let cfg = format!(
+        "[mcp_servers.every]\ncommand = {}\nargs = [{}, \"stdio\"]\n",
+        toml_str(&wrapper),
+        toml_str(&server)
+    );
+    let ws = workspace(&[(".lackpy/config.toml", &cfg)]);
+    let names = |out: &Output| -> Vec<String> {
+        json(out)["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let out = lp(&["tools", "--json"], ws.path());
+    assert!(names(&out).contains(&"echo".to_string()), "{}", text(&out.stderr));
+    std::fs::write(inst.join("broken"), "").expect("write");
+    // From the cache: the (now broken) server is not started.
+    let out = lp(&["tools", "--json"], ws.path());
+    assert!(names(&out).contains(&"echo".to_string()), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("broken"), "{}", text(&out.stderr));
+    // doctor asks the server itself: it fails, and doctor says so.
+    let out = lp(&["doctor", "--json"], ws.path());
+    let v = json(&out);
+    assert_ne!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["mcp_servers"][0]["error"].is_string(), "{v}");
+    // Changing the server's table makes the cache stale: asked again.
+    let cfg2 = cfg.replace("\"stdio\"]", "\"stdio\"]\nenv = { X = \"1\" }");
+    std::fs::write(ws.path().join(".lackpy/config.toml"), cfg2).expect("write");
+    let out = lp(&["tools", "--json"], ws.path());
+    assert!(!names(&out).contains(&"echo".to_string()));
+    assert!(text(&out.stderr).contains("mcp server every"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn missing_program_clashes_and_doctor_exit_status() {
+    let ws = workspace(&[(
+        ".lackpy/config.toml",
+        "[mcp_servers.ghost]\ncommand = \"no-such-mcp-server-for-lackpy\"\n",
+    )]);
+    let out = lp(&["tools"], ws.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("\"no-such-mcp-server-for-lackpy\" is not on PATH"), "{err}");
+    assert!(!err.contains("see its stderr above"), "{err}");
+    let out = lp(&["doctor", "--json"], ws.path());
+    let v = json(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        v["mcp_servers"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not on PATH")),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_server_tool_hidden_by_a_builtin_is_reported() {
+    let server = npm_server();
+    // `echo` of the server clashes with a config tool of that name.
+    let cfg = format!(
+        "[mcp_servers.every]\ncommand = {}\nargs = [\"stdio\"]\n\n[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"echo\", \"{{x}}\"]\nargs = [{{ name = \"x\", type = \"str\" }}]\n",
+        toml_str(&server)
+    );
+    let ws = workspace(&[(".lackpy/config.toml", &cfg)]);
+    let out = lp(&["tools", "--json"], ws.path());
+    let v = json(&out);
+    let shadowed = v["shadowed"].as_array().cloned().unwrap_or_default();
+    assert_eq!(shadowed.len(), 1, "{v}");
+    assert!(shadowed[0].as_str().is_some_and(|s| s.contains("echo")), "{v}");
+    let out = lp(&["tools"], ws.path());
+    assert!(text(&out.stdout).contains("shadowed: mcp server every: its tool echo"));
+    let out = lp(&["doctor", "--json"], ws.path());
+    let v = json(&out);
+    assert_eq!(v["mcp_tools_shadowed"].as_array().map(Vec::len), Some(1), "{v}");
+}

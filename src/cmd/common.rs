@@ -345,6 +345,74 @@ pub fn load(select: &Select) -> Result<Loaded, CliError> {
     })
 }
 
+/// The name an `UnknownName` validation error is about (`'NAME' is not ...`).
+fn unknown_name(e: &ErrorInfo) -> Option<&str> {
+    if e.type_name != "UnknownName" {
+        return None;
+    }
+    e.message.strip_prefix('\'')?.split('\'').next()
+}
+
+/// When an `UnknownName` error names a tool of the toolbox that the
+/// selected profile does not grant, say which profiles grant it or how to
+/// add it with `--tools` (instead of a guess at close names). MCP servers
+/// are looked up (cache first) only here, on the error path.
+pub fn explain_unknown_tools(errors: &mut [ErrorInfo], loaded: &mut Loaded) {
+    if !errors.iter().any(|e| unknown_name(e).is_some()) {
+        return;
+    }
+    let known = |c: &Config, n: &str| c.toolbox().get(n).is_some();
+    let needs_servers = !loaded.config.mcp_servers.is_empty()
+        && errors
+            .iter()
+            .filter_map(unknown_name)
+            .any(|n| !known(&loaded.config, n));
+    if needs_servers && !loaded.config.tools.iter().any(|t| t.provider == "mcp") {
+        let _ = lackpy_supervisor::mcp_source::extend_config(&mut loaded.config, &loaded.workspace);
+    }
+    let grants = super::tools::grants(&loaded.config, &loaded.kits);
+    for e in errors.iter_mut() {
+        let Some(name) = unknown_name(e).map(str::to_string) else {
+            continue;
+        };
+        if !known(&loaded.config, &name) {
+            continue;
+        }
+        let granted: Vec<&String> = grants
+            .get(&name)
+            .map(|v| v.iter().filter(|p| p.as_str() != "(default)").collect())
+            .unwrap_or_default();
+        let mut current: Vec<String> = loaded.profile.tools.iter().map(|(a, _)| a.clone()).collect();
+        current.push(name.clone());
+        let via_tools = format!("--tools {}", current.join(","));
+        let how = if granted.is_empty() {
+            format!("no profile grants it; add it with {via_tools}")
+        } else {
+            let list: Vec<&str> = granted.iter().map(|s| s.as_str()).collect();
+            format!(
+                "profile{} {} grant{} it (--profile {}), or use {via_tools}",
+                if list.len() == 1 { "" } else { "s" },
+                list.join(", "),
+                if list.len() == 1 { "s" } else { "" },
+                list[0]
+            )
+        };
+        let available = e
+            .hint
+            .as_deref()
+            .and_then(|h| h.find("available tools:").map(|i| h[i..].to_string()));
+        let mut hint = format!(
+            "{name} is a tool that profile {} does not grant: {how}",
+            loaded.profile.name
+        );
+        if let Some(a) = available {
+            hint.push_str("; ");
+            hint.push_str(&a);
+        }
+        e.hint = Some(hint);
+    }
+}
+
 /// Read the program: from `file`, or stdin when `file` is `None` or `-`.
 /// Reads at most `limit + 1` bytes, so an oversized input is never slurped
 /// whole but still reaches the validator, which reports `SourceTooLarge`.

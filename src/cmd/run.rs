@@ -47,7 +47,7 @@ const EXIT_USAGE: i32 = 3;
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let loaded = match common::load(&args.select) {
+    let mut loaded = match common::load(&args.select) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("lackpy run: {}", escape::line(&e.to_string()));
@@ -91,12 +91,15 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     sup_cfg.jail_level = jail_level;
     sup_cfg.trace_limits = loaded.config.trace.unwrap_or_default();
     let sup = Supervisor::new(sup_cfg)?;
-    let report = sup.run(RunRequest {
+    let mut report = sup.run(RunRequest {
         source: source.clone(),
-        profile: loaded.profile,
-        workspace: loaded.workspace,
+        profile: loaded.profile.clone(),
+        workspace: loaded.workspace.clone(),
         limits,
     });
+    if let Some(e) = report.error.as_mut() {
+        common::explain_unknown_tools(std::slice::from_mut(e), &mut loaded);
+    }
     if args.json {
         use std::io::Write;
         let line = serde_json::to_string(&report)?;

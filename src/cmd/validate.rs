@@ -45,7 +45,7 @@ pub struct Args {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let loaded = match common::load(&args.select) {
+    let mut loaded = match common::load(&args.select) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("lackpy validate: {}", escape::line(&e.to_string()));
@@ -64,7 +64,10 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         },
     };
     let ns = loaded.profile.namespace();
-    let result = validate_bytes(&src, &ns, limits);
+    let mut result = validate_bytes(&src, &ns, limits);
+    if let Err(errs) = &mut result {
+        common::explain_unknown_tools(errs, &mut loaded);
+    }
     let text = String::from_utf8_lossy(&src);
     if args.json {
         let obj = report_json(&result);

@@ -275,6 +275,8 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
         .into_iter()
         .partition(|p| p.starts_with(&key.workspace));
     read_exec.extend(outside);
+    read_exec.sort();
+    read_exec.dedup();
     // `read_paths` in the program-writable set are readable, never
     // executable: a program could have written what is there.
     let (writable, trusted): (Vec<PathBuf>, Vec<PathBuf>) = key
