@@ -242,16 +242,32 @@ fn cached_tool_lists_need_no_server_and_doctor_fails_for_a_broken_one() {
     let names = |out: &Output| -> Vec<String> {
         json(out)["tools"]
             .as_array()
-            .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let out = lp(&["tools", "--json"], ws.path());
-    assert!(names(&out).contains(&"echo".to_string()), "{}", text(&out.stderr));
+    assert!(
+        names(&out).contains(&"echo".to_string()),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::write(inst.join("broken"), "").expect("write");
     // From the cache: the (now broken) server is not started.
     let out = lp(&["tools", "--json"], ws.path());
-    assert!(names(&out).contains(&"echo".to_string()), "{}", text(&out.stderr));
-    assert!(!text(&out.stderr).contains("broken"), "{}", text(&out.stderr));
+    assert!(
+        names(&out).contains(&"echo".to_string()),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("broken"),
+        "{}",
+        text(&out.stderr)
+    );
     // doctor asks the server itself: it fails, and doctor says so.
     let out = lp(&["doctor", "--json"], ws.path());
     let v = json(&out);
@@ -263,7 +279,11 @@ fn cached_tool_lists_need_no_server_and_doctor_fails_for_a_broken_one() {
     std::fs::write(ws.path().join(".lackpy/config.toml"), cfg2).expect("write");
     let out = lp(&["tools", "--json"], ws.path());
     assert!(!names(&out).contains(&"echo".to_string()));
-    assert!(text(&out.stderr).contains("mcp server every"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("mcp server every"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -275,7 +295,10 @@ fn missing_program_clashes_and_doctor_exit_status() {
     let out = lp(&["tools"], ws.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("\"no-such-mcp-server-for-lackpy\" is not on PATH"), "{err}");
+    assert!(
+        err.contains("\"no-such-mcp-server-for-lackpy\" is not on PATH"),
+        "{err}"
+    );
     assert!(!err.contains("see its stderr above"), "{err}");
     let out = lp(&["doctor", "--json"], ws.path());
     let v = json(&out);
@@ -302,10 +325,171 @@ fn a_server_tool_hidden_by_a_builtin_is_reported() {
     let v = json(&out);
     let shadowed = v["shadowed"].as_array().cloned().unwrap_or_default();
     assert_eq!(shadowed.len(), 1, "{v}");
-    assert!(shadowed[0].as_str().is_some_and(|s| s.contains("echo")), "{v}");
+    assert!(
+        shadowed[0].as_str().is_some_and(|s| s.contains("echo")),
+        "{v}"
+    );
     let out = lp(&["tools"], ws.path());
     assert!(text(&out.stdout).contains("shadowed: mcp server every: its tool echo"));
     let out = lp(&["doctor", "--json"], ws.path());
     let v = json(&out);
-    assert_eq!(v["mcp_tools_shadowed"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(
+        v["mcp_tools_shadowed"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+}
+
+#[test]
+fn json_config_errors_are_one_object_of_kind_config() {
+    let ws = workspace(&[(".lackpy/config.toml", "[sandbox]\nmemory_mb = \"x\"\n")]);
+    for args in [
+        &["run", "--json", "-c", "1"][..],
+        &["validate", "--json", "-c", "1"],
+        &["tools", "--json"],
+        &["profile", "list", "--json"],
+    ] {
+        let out = lp(args, ws.path());
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        let v = json(&out);
+        assert_eq!(v["ok"], false, "{args:?}: {v}");
+        assert_eq!(v["error"]["kind"], "config", "{args:?}: {v}");
+        assert_eq!(v["error"]["type"], "ConfigError", "{args:?}: {v}");
+        assert_eq!(v["error"]["line"], 2, "{args:?}: {v}");
+        // Still said on stderr for a person.
+        assert!(text(&out.stderr).contains("config.toml:2"), "{args:?}");
+    }
+    let ok = workspace(&[]);
+    let out = lp(
+        &["run", "--json", "--profile", "nope", "-c", "1"],
+        ok.path(),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["error"]["kind"], "config", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown profile 'nope'")),
+        "{v}"
+    );
+    let out = lp(&["run", "--json", "no-such-file.py"], ok.path());
+    assert_eq!(json(&out)["error"]["type"], "UsageError");
+}
+
+#[test]
+fn unknown_tool_errors_say_which_profile_grants_it() {
+    let ws = workspace(&[(
+        ".lackpy/config.toml",
+        "[profiles.code]\ntools = [\"read_file\", \"find_definitions\"]\n",
+    )]);
+    let hint = |program: &str| -> String {
+        let out = run_with_stdin(&["validate", "--json", "-"], program, Some(ws.path()));
+        assert_eq!(out.status.code(), Some(2));
+        json(&out)["error"]["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let h = hint("find_definitions('f')");
+    assert!(h.contains("profile code grants it (--profile code)"), "{h}");
+    assert!(
+        h.contains("--tools read_file,find_files,find_definitions"),
+        "{h}"
+    );
+    let h = hint("find_callers('f')");
+    assert!(
+        h.contains("no profile grants it; add it with --tools read_file,find_files,find_callers"),
+        "{h}"
+    );
+    assert!(!h.contains("did you mean"), "{h}");
+    // A typo still gets its close name, and only that.
+    let h = hint("raed_file('a')");
+    assert!(h.contains("did you mean read_file?"), "{h}");
+    // Far names are not suggested.
+    let h = hint("summarize_everything('a')");
+    assert!(!h.contains("did you mean"), "{h}");
+    // The same explanation for `run`.
+    let out = run_with_stdin(
+        &["run", "--json", "-"],
+        "find_definitions('f')",
+        Some(ws.path()),
+    );
+    let v = json(&out);
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("--profile code")),
+        "{v}"
+    );
+}
+
+#[test]
+fn tools_lists_the_profiles_granting_each_tool() {
+    let ws = workspace(&[(
+        ".lackpy/config.toml",
+        "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n",
+    )]);
+    let out = lp(&["tools", "--json"], ws.path());
+    let v = json(&out);
+    let of = |name: &str| -> Vec<String> {
+        v["tools"]
+            .as_array()
+            .and_then(|a| a.iter().find(|t| t["name"] == name))
+            .and_then(|t| t["profiles"].as_array())
+            .map(|p| {
+                p.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(of("read_file"), ["rw", "(default)"], "{v}");
+    assert_eq!(of("write_file"), ["rw"], "{v}");
+    assert!(of("edit_file").is_empty(), "{v}");
+    let out = lp(&["tools"], ws.path());
+    assert!(
+        text(&out.stdout).contains("    profiles: rw, (default)"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn mcp_client_script_exits_non_zero_when_the_program_fails() {
+    assert!(crate::util::have_python(), "python3 is required");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let check = "import sys; sys.path.insert(0, sys.argv[1]); import mcp_client as m\n\
+        assert m.exit_status({}, {'ok': True}) == 0\n\
+        assert m.exit_status({'isError': True}, {'ok': False, 'error': {'kind': 'runtime'}}) == 1\n\
+        assert m.exit_status({}, {'ok': False, 'error': {'kind': 'validation'}}) == 2\n\
+        assert m.exit_status({}, {'ok': False, 'error': {'kind': 'config'}}) == 3\n\
+        assert m.exit_status({'isError': True}, None) == 1\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", check])
+        .arg(&dir)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn readme_delegate_example_needs_no_model() {
+    let ws = workspace(&[("notes.md", "a\nTODO b\nc\n")]);
+    // No model anywhere: the README's example is answered by templates/rules.
+    let out = lackpy()
+        .args([
+            "delegate",
+            "count the lines in notes.md",
+            "--json",
+            "--ollama-url",
+            "http://127.0.0.1:9",
+        ])
+        .current_dir(ws.path())
+        .output()
+        .expect("run");
+    let v = json(&out);
+    assert_eq!(v["value"], 3, "{v}");
+    let readme = include_str!("../README.md");
+    assert!(readme.contains("lackpy delegate \"count the lines in notes.md\" --json"));
 }

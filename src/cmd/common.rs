@@ -62,6 +62,50 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         3
     }
+
+    /// The contract's error object for it: kind `config`, type
+    /// `ConfigError` (a config file, profile or tool problem) or
+    /// `UsageError` (arguments, workspace, input file), with the config
+    /// file's line when known.
+    pub fn info(&self) -> ErrorInfo {
+        use lackpy_policy::wire::ErrorKind;
+        let (ty, line) = match self {
+            CliError::Config(e) => ("ConfigError", e.line),
+            CliError::Usage(m) if m.starts_with("config error") => ("ConfigError", None),
+            CliError::Usage(_) => ("UsageError", None),
+        };
+        let mut info = ErrorInfo::new(ErrorKind::Config, ty, self.to_string());
+        info.line = line;
+        info
+    }
+
+    /// The one JSON object a `--json` command prints for this error: the
+    /// run contract's shape (`ok` false, `error` of kind `config`), plus
+    /// `calls`/`errors` so that `validate --json` readers find theirs.
+    pub fn json(&self) -> serde_json::Value {
+        let e = self.info();
+        serde_json::json!({
+            "ok": false,
+            "value": null,
+            "repr": null,
+            "stdout": "",
+            "grade": null,
+            "trace": [],
+            "calls": [],
+            "error": e,
+            "errors": [e],
+        })
+    }
+
+    /// Report the error: on stderr (always), and as one JSON object on
+    /// stdout when `json`. Returns the exit status.
+    pub fn report(&self, cmd: &str, json: bool) -> i32 {
+        eprintln!("lackpy {cmd}: {}", super::escape::line(&self.to_string()));
+        if json {
+            println!("{}", self.json());
+        }
+        self.exit_code()
+    }
 }
 
 /// Everything a subcommand needs after `--workspace/--profile/--tools`.
@@ -382,7 +426,12 @@ pub fn explain_unknown_tools(errors: &mut [ErrorInfo], loaded: &mut Loaded) {
             .get(&name)
             .map(|v| v.iter().filter(|p| p.as_str() != "(default)").collect())
             .unwrap_or_default();
-        let mut current: Vec<String> = loaded.profile.tools.iter().map(|(a, _)| a.clone()).collect();
+        let mut current: Vec<String> = loaded
+            .profile
+            .tools
+            .iter()
+            .map(|(a, _)| a.clone())
+            .collect();
         current.push(name.clone());
         let via_tools = format!("--tools {}", current.join(","));
         let how = if granted.is_empty() {

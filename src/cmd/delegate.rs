@@ -75,7 +75,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
 }
 
 fn usage_error(msg: String) -> (Value, i32) {
-    let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Internal, "UsageError", msg);
+    let e = common::CliError::Usage(msg).info();
     (failed(&e, None), EXIT_USAGE)
 }
 
@@ -99,7 +99,7 @@ fn failed(e: &ErrorInfo, d: Option<&Delegation>) -> Value {
 pub fn delegate_json(args: &Args) -> (Value, i32) {
     let loaded = match common::load(&args.select) {
         Ok(l) => l,
-        Err(e) => return usage_error(e.to_string()),
+        Err(e) => return (failed(&e.info(), None), EXIT_USAGE),
     };
     let mut config = match InferenceConfig::from_toml(&loaded.config.inference_document()) {
         Ok(c) => c,

@@ -75,10 +75,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 }
                 None => (Vec::new(), "default".to_string()),
             },
-            Err(e) => {
-                eprintln!("lackpy doctor: {e}");
-                return Ok(e.exit_code());
-            }
+            Err(e) => return Ok(e.report("doctor", args.json)),
         },
     };
     let lowered = match JailLevel::lowered(&names) {

@@ -63,17 +63,11 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     };
     let ws = match common::workspace_dir(&select) {
         Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("profile", args.json)),
     };
     let (config, kits) = match common::load_config(&ws) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("profile", args.json)),
     };
     match args.command {
         Sub::List => list(&config, &kits, args.json),

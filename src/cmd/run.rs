@@ -14,6 +14,9 @@ use std::path::Path;
 
 /// Arguments of `lackpy run`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Every run is traced in WORKSPACE/.lackpy/traces: without --workspace that is\nthe current directory (created there if missing; `lackpy trace list` reads it).\n\nExit status: 0 ok, 1 runtime/tool/limit error, 2 validation error,\n3 usage or configuration error, 4 internal error."
+)]
 pub struct Args {
     /// Program file, or `-` for stdin (the default).
     #[arg(value_name = "FILE|-")]
@@ -42,23 +45,19 @@ pub struct Args {
     memory_mb: Option<u64>,
 }
 
-/// Exit status for usage and configuration errors.
-const EXIT_USAGE: i32 = 3;
-
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let mut loaded = match common::load(&args.select) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("run", args.json)),
     };
     let mut limits = loaded.profile.limits.clone();
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
-            eprintln!("lackpy run: --timeout must be a positive number of seconds");
-            return Ok(EXIT_USAGE);
+            let e = common::CliError::Usage(
+                "--timeout must be a positive number of seconds".to_string(),
+            );
+            return Ok(e.report("run", args.json));
         }
         limits.wall_ms = (t * 1000.0).ceil() as u64;
     }
@@ -73,19 +72,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         None => {
             match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
                 Ok(s) => s,
-                Err(e) => {
-                    eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-                    return Ok(e.exit_code());
-                }
+                Err(e) => return Ok(e.report("run", args.json)),
             }
         }
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("run", args.json)),
     };
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;

@@ -85,17 +85,11 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     };
     let ws = match common::workspace_dir(&select) {
         Ok(w) => w,
-        Err(e) => {
-            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("tools", args.json)),
     };
     let (config, kits, shadowed) = match common::load_config_reporting(&ws) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("tools", args.json)),
     };
     let tools: Vec<(String, ToolSpec)> = match &args.profile {
         None => config
@@ -106,13 +100,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             .collect(),
         Some(p) => match config.resolve(Some(p), None, &kits) {
             Ok(r) => r.tools,
-            Err(e) => {
-                eprintln!(
-                    "lackpy tools: config error: {}",
-                    escape::line(&e.to_string())
-                );
-                return Ok(3);
-            }
+            Err(e) => return Ok(common::CliError::Config(e).report("tools", args.json)),
         },
     };
     let granted = grants(&config, &kits);

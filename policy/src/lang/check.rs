@@ -138,7 +138,10 @@ fn close_matches<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> V
             };
             if d <= limit {
                 Some((d, c))
-            } else if short.len() >= 4 && short.len() * 2 >= long.len() && long.contains(short.as_str()) {
+            } else if short.len() >= 4
+                && short.len() * 2 >= long.len()
+                && long.contains(short.as_str())
+            {
                 // A name inside the other (`files` / `find_files`), when
                 // it is most of it (`all` is not close to `find_callers`).
                 Some((limit + 1, c))
