@@ -493,3 +493,14 @@ fn readme_delegate_example_needs_no_model() {
     let readme = include_str!("../README.md");
     assert!(readme.contains("lackpy delegate \"count the lines in notes.md\" --json"));
 }
+
+#[test]
+fn run_help_says_where_traces_go() {
+    let out = lackpy().args(["run", "--help"]).output().expect("run");
+    let help = text(&out.stdout);
+    assert!(help.contains("WORKSPACE/.lackpy/traces"), "{help}");
+    assert!(
+        help.contains("without --workspace that is\nthe current directory"),
+        "{help}"
+    );
+}

@@ -450,10 +450,12 @@ pub fn explain_unknown_tools(errors: &mut [ErrorInfo], loaded: &mut Loaded) {
             .hint
             .as_deref()
             .and_then(|h| h.find("available tools:").map(|i| h[i..].to_string()));
-        let mut hint = format!(
-            "{name} is a tool that profile {} does not grant: {how}",
-            loaded.profile.name
-        );
+        let selection = match loaded.profile.name.as_str() {
+            "(default)" => "the default selection".to_string(),
+            "(tools)" => "the --tools list".to_string(),
+            p => format!("profile {p}"),
+        };
+        let mut hint = format!("{name} is a tool that {selection} does not grant: {how}");
         if let Some(a) = available {
             hint.push_str("; ");
             hint.push_str(&a);

@@ -1124,6 +1124,45 @@ mod tests {
     }
 
     #[test]
+    fn npm_installs_read_their_node_modules_and_missing_programs_say_so() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let dist = root.join("proj/node_modules/@scope/srv/dist");
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::create_dir_all(root.join("proj/node_modules/.bin")).unwrap();
+        std::fs::write(dist.join("index.js"), "#!/usr/bin/env node\n").unwrap();
+        let bin = root.join("proj/node_modules/.bin/srv");
+        std::os::unix::fs::symlink("../@scope/srv/dist/index.js", &bin).unwrap();
+        let nm = root.join("proj/node_modules");
+        assert_eq!(node_modules_of(&bin), Some(nm.clone()));
+        // Nested installs: the outermost node_modules holds them all.
+        assert_eq!(
+            node_modules_of(&nm.join("a/node_modules/b/x.js")),
+            Some(nm.clone())
+        );
+        assert_eq!(node_modules_of(&root.join("proj/x.js")), None);
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let key = key_of(
+            "s",
+            &McpServer {
+                transport: "stdio".into(),
+                command: Some(bin.display().to_string()),
+                ..McpServer::default()
+            },
+            &ws,
+        )
+        .unwrap();
+        let spec = jail_spec(&key, &bin);
+        assert!(spec.read_exec.contains(&nm), "{:?}", spec.read_exec);
+        assert!(missing_program("no-such-program-for-lackpy-tests")
+            .is_some_and(|m| m.contains("is not on PATH")));
+        assert!(missing_program("/no/such/dir/prog").is_some_and(|m| m.contains("does not exist")));
+        assert!(missing_program("sh").is_none());
+        assert!(missing_program(&bin.display().to_string()).is_none());
+    }
+
+    #[test]
     fn python_names() {
         assert_eq!(py_name("read-file").as_deref(), Some("read_file"));
         assert_eq!(py_name("2fa").as_deref(), Some("_2fa"));
