@@ -336,8 +336,16 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
             }
         }
     }
-    for w in &config.warnings {
+    // Bounded: a config file is capped in size, not in keys.
+    const MAX_WARNINGS: usize = 50;
+    for w in config.warnings.iter().take(MAX_WARNINGS) {
         warn_once(w);
+    }
+    if config.warnings.len() > MAX_WARNINGS {
+        warn_once(&format!(
+            "... and {} more ignored config keys",
+            config.warnings.len() - MAX_WARNINGS
+        ));
     }
     Ok((config, kits))
 }

@@ -594,7 +594,7 @@ struct RawProfile {
 /// table of limit overrides.
 enum RawProfileSandbox {
     Level(String),
-    Limits(RawSandbox),
+    Limits(Box<RawSandbox>),
 }
 
 // By hand rather than `#[serde(untagged)]`: an untagged enum buffers its
@@ -615,7 +615,7 @@ impl<'de> Deserialize<'de> for RawProfileSandbox {
                 m: A,
             ) -> Result<Self::Value, A::Error> {
                 RawSandbox::deserialize(serde::de::value::MapAccessDeserializer::new(m))
-                    .map(RawProfileSandbox::Limits)
+                    .map(|s| RawProfileSandbox::Limits(Box::new(s)))
             }
         }
         d.deserialize_any(V)
