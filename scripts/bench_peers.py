@@ -756,6 +756,15 @@ def docs(outdir, order):
     parts += ["", f"**Where lackpy is behind** ({len(behind)} comparisons):", ""]
     parts += [f"- {b}" for b in behind] or ["- none in this run"]
     parts += ["", READING_WHY]
+    # The hand-measured "Build and install" section (cold builds take too
+    # long for this script) is kept as it was.
+    doc = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    if os.path.exists(doc):
+        with open(doc) as f:
+            old = f.read()
+        found = re.search(r"^## Build and install\n.*?(?=^## |\Z)", old, re.S | re.M)
+        if found:
+            parts += ["", found.group(0).rstrip(), ""]
     os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
     # The inference eval section is written by `scripts/eval --write-docs`: keep it.
     doc = os.path.join(ROOT, "docs", "BENCHMARKS.md")

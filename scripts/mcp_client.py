@@ -3,6 +3,10 @@
 `lackpy serve` tests and scripts/soak. Standard library only.
 
     mcp_client.py SOCKET PROGRAM [--tools a,b] [--profile P]   # one run_program, prints structuredContent
+
+Exit status as `lackpy run`'s: 0 when the program ran (`ok` true); when it
+failed, 2 validation, 1 runtime/tool/limit, 3 config, 4 internal (from the
+error's kind); 1 for a protocol error or an `isError` result without one.
 """
 import json
 import socket
@@ -86,8 +90,24 @@ def main():
     if "error" in resp:
         print(json.dumps(resp))
         sys.exit(1)
-    print(json.dumps(resp["result"].get("structuredContent")))
+    result = resp.get("result") or {}
+    content = result.get("structuredContent")
+    print(json.dumps(content))
     c.close()
+    sys.exit(exit_status(result, content))
+
+
+# The CLI's exit status for each error kind.
+EXIT_BY_KIND = {"validation": 2, "runtime": 1, "limit": 1, "tool": 1, "config": 3, "internal": 4}
+
+
+def exit_status(result, content):
+    """0 when the run succeeded, else the CLI's status for its error kind."""
+    if isinstance(content, dict) and content.get("ok") is True and not result.get("isError"):
+        return 0
+    if isinstance(content, dict) and isinstance(content.get("error"), dict):
+        return EXIT_BY_KIND.get(content["error"].get("kind"), 1)
+    return 1
 
 
 if __name__ == "__main__":

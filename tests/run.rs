@@ -281,7 +281,7 @@ fn human_output() {
         None,
     );
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "[1, 'a']\nhey\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hey\n[1, 'a']\n");
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 tool calls"));
     let out = run_with_stdin(
         &["run", "--workspace", ws.path().to_str().unwrap_or(".")],

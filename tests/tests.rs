@@ -3,6 +3,7 @@
 
 mod delegate;
 mod escapes;
+mod first_hour;
 mod fuzz_smoke;
 mod jail;
 mod layer_matrix;

@@ -327,6 +327,10 @@ pub enum ErrorKind {
     Tool,
     /// lackpy itself failed, e.g. the jail could not be set up (exit 4).
     Internal,
+    /// A usage or configuration error found before anything ran: a bad
+    /// config file, an unknown profile or tool, a missing workspace or
+    /// input file (exit 3). Only the CLI's `--json` output uses it.
+    Config,
 }
 
 /// The contract's `error` object.
@@ -366,6 +370,7 @@ impl ErrorInfo {
             ErrorKind::Validation => 2,
             ErrorKind::Runtime | ErrorKind::Limit | ErrorKind::Tool => 1,
             ErrorKind::Internal => 4,
+            ErrorKind::Config => 3,
         }
     }
 }

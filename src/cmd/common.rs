@@ -7,7 +7,8 @@
 //!   `$XDG_CONFIG_HOME/lackpy/config.toml`, else
 //!   `~/.config/lackpy/config.toml` (optional); the workspace file wins key
 //!   by key (see `Config::merge`);
-//! - kits: `<workspace>/.lackpy/kits/NAME.kit`.
+//! - kits: `<workspace>/.lackpy/kits/NAME.profile` or `NAME.kit` (the
+//!   original's two spellings; `.profile` wins when both exist).
 
 use lackpy_policy::config::{Config, ConfigError, Kits, ResolvedProfile};
 use lackpy_policy::wire::ErrorInfo;
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// `validate` and others.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Select {
-    /// Profile to use (a `[profiles.NAME]` table or `.lackpy/kits/NAME.kit`).
+    /// Profile to use (a `[profiles.NAME]` table or `.lackpy/kits/NAME.profile|.kit`).
     #[arg(long, conflicts_with = "tools")]
     pub profile: Option<String>,
     /// Ad-hoc tool list instead of a profile, comma-separated (`read_file,find_files`).
@@ -62,6 +63,50 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         3
     }
+
+    /// The contract's error object for it: kind `config`, type
+    /// `ConfigError` (a config file, profile or tool problem) or
+    /// `UsageError` (arguments, workspace, input file), with the config
+    /// file's line when known.
+    pub fn info(&self) -> ErrorInfo {
+        use lackpy_policy::wire::ErrorKind;
+        let (ty, line) = match self {
+            CliError::Config(e) => ("ConfigError", e.line),
+            CliError::Usage(m) if m.starts_with("config error") => ("ConfigError", None),
+            CliError::Usage(_) => ("UsageError", None),
+        };
+        let mut info = ErrorInfo::new(ErrorKind::Config, ty, self.to_string());
+        info.line = line;
+        info
+    }
+
+    /// The one JSON object a `--json` command prints for this error: the
+    /// run contract's shape (`ok` false, `error` of kind `config`), plus
+    /// `calls`/`errors` so that `validate --json` readers find theirs.
+    pub fn json(&self) -> serde_json::Value {
+        let e = self.info();
+        serde_json::json!({
+            "ok": false,
+            "value": null,
+            "repr": null,
+            "stdout": "",
+            "grade": null,
+            "trace": [],
+            "calls": [],
+            "error": e,
+            "errors": [e],
+        })
+    }
+
+    /// Report the error: on stderr (always), and as one JSON object on
+    /// stdout when `json`. Returns the exit status.
+    pub fn report(&self, cmd: &str, json: bool) -> i32 {
+        eprintln!("lackpy {cmd}: {}", super::escape::line(&self.to_string()));
+        if json {
+            println!("{}", self.json());
+        }
+        self.exit_code()
+    }
 }
 
 /// Everything a subcommand needs after `--workspace/--profile/--tools`.
@@ -71,6 +116,8 @@ pub struct Loaded {
     pub workspace: PathBuf,
     /// User and workspace config, merged.
     pub config: Config,
+    /// The workspace's kits (which profiles grant a tool, for errors).
+    pub kits: Kits,
     /// The selected profile, resolved.
     pub profile: ResolvedProfile,
 }
@@ -137,45 +184,48 @@ pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
 
 /// Start `config`'s `[mcp_servers]` in `workspace` with `providers` (the
 /// supervisor's that will run their tools) and add their tools to
-/// `config.tools`. Loading ([`load_files`]) starts nothing.
-pub fn start_mcp_servers(config: &mut Config, workspace: &Path, providers: &Providers) {
-    // What write-mode servers can write is program-writable: no trusted
-    // code (a server, command or module) may come from there.
+/// `config.tools` (from the workspace's tool-list cache when the server is
+/// unchanged; else the server is started and asked). Returns one line per
+/// MCP tool left out because another tool has its name (for `lackpy tools`
+/// and `doctor`). Loading ([`load_files`]) starts nothing.
+pub fn start_mcp_servers(
+    config: &mut Config,
+    workspace: &Path,
+    providers: &Providers,
+) -> Vec<String> {
+    register_server_writes(config, workspace);
+    providers.mcp().start(config, workspace)
+}
+
+/// Register what write-mode servers can write as program-writable: no
+/// trusted code (a server, command or module) may come from there.
+fn register_server_writes(config: &Config, workspace: &Path) {
     lackpy_supervisor::trusted::register_write_paths(
         workspace,
         lackpy_supervisor::providers::mcp::write_paths_of(config, workspace),
     );
-    providers.mcp().start(config, workspace);
 }
 
 /// For the commands that list tools and profiles: the workspace directory
 /// (`workspace`, else the current one), its config and kits, its MCP
-/// servers started (with providers of their own) so that their tools show.
+/// servers' tools added (with providers of their own; from the tool-list
+/// cache when it is fresh), and one line per MCP tool left out because
+/// another tool has its name.
 ///
 /// # Errors
 /// As [`workspace_dir`] and [`load_files`].
-pub fn load_for_listing(workspace: Option<PathBuf>) -> Result<(PathBuf, Config, Kits), CliError> {
+pub fn load_for_listing(
+    workspace: Option<PathBuf>,
+) -> Result<(PathBuf, Config, Kits, Vec<String>), CliError> {
     let select = Select {
         profile: None,
         tools: None,
         workspace,
     };
     let ws = workspace_dir(&select)?;
-    let (config, kits) = load_files_and_start_servers(&ws, &Providers::new())?;
-    Ok((ws, config, kits))
-}
-
-/// [`load_files`], then [`start_mcp_servers`] with `providers`.
-///
-/// # Errors
-/// As [`load_files`].
-pub fn load_files_and_start_servers(
-    workspace: &Path,
-    providers: &Providers,
-) -> Result<(Config, Kits), CliError> {
-    let (mut config, kits) = load_files(workspace)?;
-    start_mcp_servers(&mut config, workspace, providers);
-    Ok((config, kits))
+    let (mut config, kits) = load_files(&ws)?;
+    let clashes = start_mcp_servers(&mut config, &ws, &Providers::new());
+    Ok((ws, config, kits, clashes))
 }
 
 /// What [`load_files`] read, for a cheap "did anything change?" check:
@@ -270,8 +320,16 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
         config = Config::merge(config, ws);
     }
     if let Some(kit_dir) = ctl.subdir("kits", false).map_err(control)? {
-        for (name, kind) in kit_dir.entries(MAX_KIT_FILES).map_err(control)? {
-            let Some(stem) = name.strip_suffix(".kit").filter(|s| !s.is_empty()) else {
+        let mut entries = kit_dir.entries(MAX_KIT_FILES).map_err(control)?;
+        // `.kit` files first, so that a `.profile` of the same name (the
+        // original's preferred spelling) replaces it.
+        entries.sort_by_key(|(name, _)| name.ends_with(".profile"));
+        for (name, kind) in entries {
+            let Some(stem) = name
+                .strip_suffix(".profile")
+                .or_else(|| name.strip_suffix(".kit"))
+                .filter(|s| !s.is_empty())
+            else {
                 continue;
             };
             match kind {
@@ -291,7 +349,31 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
             }
         }
     }
+    // Bounded: a config file is capped in size, not in keys.
+    const MAX_WARNINGS: usize = 50;
+    for w in config.warnings.iter().take(MAX_WARNINGS) {
+        warn_once(w);
+    }
+    if config.warnings.len() > MAX_WARNINGS {
+        warn_once(&format!(
+            "... and {} more ignored config keys",
+            config.warnings.len() - MAX_WARNINGS
+        ));
+    }
     Ok((config, kits))
+}
+
+/// Print `lackpy: warning: MSG` on stderr, once per process per message
+/// (escaped for the terminal: it quotes config text).
+pub fn warn_once(msg: &str) {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.iter().any(|s| s == msg) {
+        return;
+    }
+    seen.push(msg.to_string());
+    eprintln!("lackpy: warning: {}", super::escape::line(msg));
 }
 
 /// Find the workspace, load config and kits, start the MCP servers with
@@ -304,13 +386,107 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
 /// or an unknown profile or tool.
 pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> {
     let workspace = workspace_dir(select)?;
-    let (config, kits) = load_files_and_start_servers(&workspace, providers)?;
+    // MCP servers' tools are looked up only when the selection names a
+    // tool the config and builtins do not have: a run, validation or
+    // delegation that uses no server's tool never starts (or reads the
+    // cache of) any server.
+    let (mut config, kits) = load_files(&workspace)?;
+    register_server_writes(&config, &workspace);
+    if !config.mcp_servers.is_empty()
+        && config
+            .resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)
+            .is_err()
+    {
+        let _ = start_mcp_servers(&mut config, &workspace, providers);
+    }
+    if select.profile.is_none() && select.tools.is_none() && config.default_names_nothing(&kits) {
+        warn_once(&format!(
+            "the default profile {:?} ([profile] default) is not defined: using the read-only builtins (read_file, find_files)",
+            config.default_profile.as_deref().unwrap_or_default()
+        ));
+    }
     let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
     Ok(Loaded {
         workspace,
         config,
+        kits,
         profile,
     })
+}
+
+/// The name an `UnknownName` validation error is about (`'NAME' is not ...`).
+fn unknown_name(e: &ErrorInfo) -> Option<&str> {
+    if e.type_name != "UnknownName" {
+        return None;
+    }
+    e.message.strip_prefix('\'')?.split('\'').next()
+}
+
+/// When an `UnknownName` error names a tool of the toolbox that the
+/// selected profile does not grant, say which profiles grant it or how to
+/// add it with `--tools` (instead of a guess at close names). MCP servers
+/// are looked up (cache first) only here, on the error path.
+pub fn explain_unknown_tools(errors: &mut [ErrorInfo], loaded: &mut Loaded) {
+    if !errors.iter().any(|e| unknown_name(e).is_some()) {
+        return;
+    }
+    let known = |c: &Config, n: &str| c.toolbox().get(n).is_some();
+    let needs_servers = !loaded.config.mcp_servers.is_empty()
+        && errors
+            .iter()
+            .filter_map(unknown_name)
+            .any(|n| !known(&loaded.config, n));
+    if needs_servers && !loaded.config.tools.iter().any(|t| t.provider == "mcp") {
+        let _ = start_mcp_servers(&mut loaded.config, &loaded.workspace, &Providers::new());
+    }
+    let grants = super::tools::grants(&loaded.config, &loaded.kits);
+    for e in errors.iter_mut() {
+        let Some(name) = unknown_name(e).map(str::to_string) else {
+            continue;
+        };
+        if !known(&loaded.config, &name) {
+            continue;
+        }
+        let granted: Vec<&String> = grants
+            .get(&name)
+            .map(|v| v.iter().filter(|p| p.as_str() != "(default)").collect())
+            .unwrap_or_default();
+        let mut current: Vec<String> = loaded
+            .profile
+            .tools
+            .iter()
+            .map(|(a, _)| a.clone())
+            .collect();
+        current.push(name.clone());
+        let via_tools = format!("--tools {}", current.join(","));
+        let how = if granted.is_empty() {
+            format!("no profile grants it; add it with {via_tools}")
+        } else {
+            let list: Vec<&str> = granted.iter().map(|s| s.as_str()).collect();
+            format!(
+                "profile{} {} grant{} it (--profile {}), or use {via_tools}",
+                if list.len() == 1 { "" } else { "s" },
+                list.join(", "),
+                if list.len() == 1 { "s" } else { "" },
+                list[0]
+            )
+        };
+        let available = e
+            .hint
+            .as_deref()
+            .and_then(|h| h.find("available tools:").map(|i| h[i..].to_string()));
+        let selection = match loaded.profile.name.as_str() {
+            "(default)" => "the default selection".to_string(),
+            "(tools)" => "the --tools list".to_string(),
+            p => format!("profile {p}"),
+        };
+        let mut hint = format!("{name} is a tool that {selection} does not grant: {how}");
+        if let Some(a) = available {
+            hint.push_str("; ");
+            hint.push_str(&a);
+        }
+        e.hint = Some(hint);
+    }
 }
 
 /// Read the program: from `file`, or stdin when `file` is `None` or `-`.

@@ -83,7 +83,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
 
 /// A usage or configuration error as the command's object and status.
 pub(crate) fn usage_error(msg: String) -> (Value, i32) {
-    let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Internal, "UsageError", msg);
+    let e = common::CliError::Usage(msg).info();
     (failed(&e, None), EXIT_USAGE)
 }
 
@@ -107,7 +107,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
     let providers = Arc::new(Providers::new());
     let loaded = match common::load(&args.select, &providers) {
         Ok(l) => l,
-        Err(e) => return usage_error(e.to_string()),
+        Err(e) => return (failed(&e.info(), None), EXIT_USAGE),
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,

@@ -1,7 +1,12 @@
 //! `lackpy doctor`: which jail layers this kernel supports, found by really
 //! spawning jailed workers (one per layer alone, then all together); and
 //! for each `[mcp_servers]` table of the workspace, its jail and whether
-//! the server starts in it and lists its tools.
+//! the server starts in it and lists its tools, and which of their tools
+//! another tool's name hides.
+//!
+//! Exit status: 0 all well; 4 a required jail layer or the full jail
+//! fails; 1 the jail works but a configured MCP server fails (`"ok":
+//! false` in `--json` for either); 3 a bad config.
 
 use super::escape::line;
 use lackpy_policy::wire::Limits;
@@ -99,10 +104,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 }
                 None => (Vec::new(), "default".to_string()),
             },
-            Err(e) => {
-                eprintln!("lackpy doctor: {e}");
-                return Ok(e.exit_code());
-            }
+            Err(e) => return Ok(e.report("doctor", args.json)),
         },
     };
     let lowered = match JailLevel::lowered(&names) {
@@ -182,15 +184,29 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let full = try_level(&exe, lowered);
     let level = lowered.executor_spec(&Limits::default()).level();
     // The workspace's MCP servers: their jails, and whether they start.
+    let providers = lackpy_supervisor::providers::Providers::new();
     let servers = match &config {
-        Ok(c) => lackpy_supervisor::providers::Providers::new()
-            .mcp()
-            .check(c, &ws),
+        Ok(c) => providers.mcp().check(c, &ws),
         Err(_) => Vec::new(),
+    };
+    let servers_failed: Vec<&str> = servers
+        .iter()
+        .filter(|s| s.error.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    // Tools of the servers that another tool's name hides (the servers
+    // were just asked, so this reads what they listed).
+    let shadowed = match &config {
+        Ok(c) if !c.mcp_servers.is_empty() => {
+            let mut c = c.clone();
+            providers.mcp().start(&mut c, &ws)
+        }
+        _ => Vec::new(),
     };
     if args.json {
         let v = serde_json::json!({
-            "ok": failed.is_empty() && full.is_ok(),
+            "ok": failed.is_empty() && full.is_ok() && servers_failed.is_empty(),
+            "mcp_tools_shadowed": shadowed,
             "jail_level": level,
             "jail_level_source": source,
             "landlock_abi": abi,
@@ -235,6 +251,9 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 println!("{:<11} jail: {}", "", line(&s.jail));
             }
         }
+        for c in &shadowed {
+            println!("mcp tool    shadowed: {}", line(c));
+        }
     }
     if !failed.is_empty() {
         eprintln!(
@@ -245,6 +264,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     }
     if full.is_err() {
         return Ok(4);
+    }
+    if !servers_failed.is_empty() {
+        eprintln!(
+            "lackpy doctor: MCP server(s) failed: {}; their tools are unavailable",
+            line(&servers_failed.join(", "))
+        );
+        return Ok(1);
     }
     Ok(0)
 }

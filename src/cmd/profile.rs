@@ -1,5 +1,5 @@
 //! `lackpy profile list|info|create`: the profiles of a workspace
-//! (`[profiles.NAME]` tables in config and `.lackpy/kits/NAME.kit` files).
+//! (`[profiles.NAME]` tables in config and `.lackpy/kits/NAME.profile|.kit` files).
 
 use super::common;
 use super::escape;
@@ -35,7 +35,7 @@ enum Sub {
         /// Profile name, `none`, or `tool_a,tool_b`.
         name: String,
     },
-    /// Create `.lackpy/kits/NAME.kit` with the given tools.
+    /// Create `.lackpy/kits/NAME.kit` with the given tools (an existing `NAME.profile` is replaced instead).
     Create {
         /// Name of the new profile (letters, digits, `-`, `_`).
         name: String,
@@ -56,12 +56,9 @@ enum Sub {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let (ws, config, kits) = match common::load_for_listing(args.workspace.clone()) {
+    let (ws, config, kits, _clashes) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("lackpy profile: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("profile", args.json)),
     };
     match args.command {
         Sub::List => list(&config, &kits, args.json),
@@ -265,7 +262,13 @@ fn create(
         return Ok(3);
     }
     let dir = ws.join(".lackpy").join("kits");
-    let path = dir.join(format!("{name}.kit"));
+    // An existing `.profile` (which wins over a `.kit`) is the file to replace.
+    let file = if dir.join(format!("{name}.profile")).is_file() {
+        format!("{name}.profile")
+    } else {
+        format!("{name}.kit")
+    };
+    let path = dir.join(&file);
     if config.profiles.contains_key(name) {
         eprintln!("lackpy profile: a [profiles.{name}] table already exists in the config; choose another name");
         return Ok(3);
@@ -289,9 +292,7 @@ fn create(
         lackpy_beneath::open_control(ws, true)?
             .and_then(|ctl| ctl.subdir("kits", true).transpose())
             .transpose()?
-            .map_or(Ok(()), |kits| {
-                kits.write_atomic(&format!("{name}.kit"), body.as_bytes())
-            })
+            .map_or(Ok(()), |kits| kits.write_atomic(&file, body.as_bytes()))
     };
     if let Err(e) = write() {
         eprintln!("lackpy profile: cannot write {}: {e}", path.display());

@@ -1,10 +1,11 @@
 //! `lackpy run [FILE|-] [--profile NAME | --tools a,b] [--workspace DIR] [--json]`:
 //! validate a program and run it in a jailed, single-use worker.
 //!
-//! With `--json`, stdout carries exactly one contract object. Otherwise:
-//! the value's repr, then the captured stdout, on stdout; a one-line trace
-//! summary and any error (with the source line and a caret) on stderr; all
-//! of it escaped for the terminal ([`super::escape`]).
+//! With `--json`, stdout carries exactly one contract object. Otherwise,
+//! as a notebook shows a cell: the captured stdout, then the value's repr
+//! (left out when it is `None`), on stdout; the one-line trace summary on
+//! its own line and any error (with the source line and a caret) on
+//! stderr; all of it escaped for the terminal ([`super::escape`]).
 
 use super::common::{self, Select};
 use super::escape;
@@ -15,6 +16,9 @@ use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Every run is traced in WORKSPACE/.lackpy/traces: without --workspace that is\nthe current directory (created there if missing; `lackpy trace list` reads it).\n\nExit status: 0 ok, 1 runtime/tool/limit error, 2 validation error,\n3 usage or configuration error, 4 internal error."
+)]
 pub struct Args {
     /// Program file, or `-` for stdin (the default).
     #[arg(value_name = "FILE|-")]
@@ -43,24 +47,20 @@ pub struct Args {
     memory_mb: Option<u64>,
 }
 
-/// Exit status for usage and configuration errors.
-const EXIT_USAGE: i32 = 3;
-
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let providers = Arc::new(Providers::new());
-    let loaded = match common::load(&args.select, &providers) {
+    let mut loaded = match common::load(&args.select, &providers) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("run", args.json)),
     };
     let mut limits = loaded.profile.limits.clone();
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
-            eprintln!("lackpy run: --timeout must be a positive number of seconds");
-            return Ok(EXIT_USAGE);
+            let e = common::CliError::Usage(
+                "--timeout must be a positive number of seconds".to_string(),
+            );
+            return Ok(e.report("run", args.json));
         }
         limits.wall_ms = (t * 1000.0).ceil() as u64;
     }
@@ -75,30 +75,27 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         None => {
             match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
                 Ok(s) => s,
-                Err(e) => {
-                    eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-                    return Ok(e.exit_code());
-                }
+                Err(e) => return Ok(e.report("run", args.json)),
             }
         }
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy run: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("run", args.json)),
     };
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
     sup_cfg.trace_limits = loaded.config.trace.unwrap_or_default();
     let sup = Supervisor::with_providers(sup_cfg, providers)?;
-    let report = sup.run(RunRequest {
+    let mut report = sup.run(RunRequest {
         source: source.clone(),
-        profile: loaded.profile,
-        workspace: loaded.workspace,
+        profile: loaded.profile.clone(),
+        workspace: loaded.workspace.clone(),
         limits,
     });
+    if let Some(e) = report.error.as_mut() {
+        common::explain_unknown_tools(std::slice::from_mut(e), &mut loaded);
+    }
     if args.json {
         use std::io::Write;
         let line = serde_json::to_string(&report)?;
@@ -114,14 +111,16 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
 fn print_human(report: &RunReport, source: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    if let Some(r) = &report.repr {
-        let _ = writeln!(out, "{}", escape::line(r));
-    }
+    // As a notebook shows a cell: what it printed, then its value (none
+    // for `None`, so a program ending in `print(...)` shows only the print).
     if !report.stdout.is_empty() {
         let _ = out.write_all(escape::block(&report.stdout).as_bytes());
         if !report.stdout.ends_with('\n') {
             let _ = writeln!(out);
         }
+    }
+    if let Some(r) = report.repr.as_deref().filter(|r| *r != "None") {
+        let _ = writeln!(out, "{}", escape::line(r));
     }
     let _ = out.flush();
     let n = report.trace.len();

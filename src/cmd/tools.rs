@@ -1,11 +1,38 @@
 //! `lackpy tools [--workspace DIR] [--profile NAME] [--json]`: list the
-//! toolbox (the shipped builtins plus `[[tools]]` from config), or the tools
-//! of one profile.
+//! toolbox (the shipped builtins, `[[tools]]` from config and the tools of
+//! `[mcp_servers]`), with the profiles that grant each tool, or the tools
+//! of one profile. MCP tools hidden by another tool of the same name are
+//! reported.
 
 use super::common;
 use super::escape;
-use lackpy_policy::config::ToolSpec;
+use lackpy_policy::config::{Config, Kits, ToolSpec};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// Which profiles grant each tool (by tool name, profile names sorted;
+/// `(default)` when the default selection, used when a call names no
+/// profile, grants it). Profiles that do not resolve grant nothing.
+pub fn grants(config: &Config, kits: &Kits) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut names: Vec<Option<String>> = config.profile_names(kits).into_iter().map(Some).collect();
+    if config.default_profile.is_none() || config.default_names_nothing(kits) {
+        names.push(None);
+    }
+    for name in names {
+        let Ok(r) = config.resolve(name.as_deref(), None, kits) else {
+            continue;
+        };
+        let label = name.unwrap_or_else(|| "(default)".to_string());
+        for (_, t) in r.tools {
+            let v = out.entry(t.name).or_default();
+            if !v.contains(&label) {
+                v.push(label.clone());
+            }
+        }
+    }
+    out
+}
 
 /// Arguments of `lackpy tools`.
 ///
@@ -15,7 +42,10 @@ use std::path::PathBuf;
 ///
 /// `--json` prints `{"tools": [{"name", "tool", "provider", "signature",
 /// "description", "args": [{"name", "type", "description"}], "returns",
-/// "grade": {"w", "d"}, "docs"}]}`.
+/// "grade": {"w", "d"}, "docs", "profiles": [...]}], "shadowed": [...]}`
+/// (`profiles`: the profiles granting the tool, `(default)` for the
+/// default selection; `shadowed`: one line per MCP tool left out because
+/// another tool has its name).
 #[derive(clap::Args)]
 pub struct Args {
     /// Only the tools of this profile.
@@ -48,12 +78,9 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let (_, config, kits) = match common::load_for_listing(args.workspace.clone()) {
+    let (_ws, config, kits, shadowed) = match common::load_for_listing(args.workspace.clone()) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("lackpy tools: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("tools", args.json)),
     };
     let tools: Vec<(String, ToolSpec)> = match &args.profile {
         None => config
@@ -64,23 +91,28 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             .collect(),
         Some(p) => match config.resolve(Some(p), None, &kits) {
             Ok(r) => r.tools,
-            Err(e) => {
-                eprintln!(
-                    "lackpy tools: config error: {}",
-                    escape::line(&e.to_string())
-                );
-                return Ok(3);
-            }
+            Err(e) => return Ok(common::CliError::Config(e).report("tools", args.json)),
         },
     };
+    let granted = grants(&config, &kits);
+    let profiles_of = |t: &ToolSpec| granted.get(&t.name).cloned().unwrap_or_default();
     if args.json {
-        let list: Vec<serde_json::Value> = tools.iter().map(|(a, t)| tool_json(a, t)).collect();
-        println!("{}", serde_json::json!({ "tools": list }));
+        let list: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|(a, t)| {
+                let mut j = tool_json(a, t);
+                j["profiles"] = serde_json::json!(profiles_of(t));
+                j
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({ "tools": list, "shadowed": shadowed })
+        );
         return Ok(0);
     }
     if tools.is_empty() {
         println!("(no tools)");
-        return Ok(0);
     }
     for (alias, t) in &tools {
         let sig = t.signature_as(alias);
@@ -107,6 +139,18 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         {
             println!("    {}", escape::line(line));
         }
+        let p = profiles_of(t);
+        println!(
+            "    profiles: {}",
+            if p.is_empty() {
+                "none (grant it with --tools or a profile)".to_string()
+            } else {
+                escape::line(&p.join(", ")).into_owned()
+            }
+        );
+    }
+    for c in &shadowed {
+        println!("shadowed: {}", escape::line(c));
     }
     Ok(0)
 }

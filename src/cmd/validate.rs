@@ -13,8 +13,9 @@ use std::path::PathBuf;
 ///
 /// Exit status: 0 valid, 2 invalid (validation errors), 3 usage or
 /// configuration error (unknown profile or tool, bad config file, missing
-/// workspace or input file). On exit 3 the message goes to stderr and
-/// nothing is printed on stdout, even with `--json`.
+/// workspace or input file). On exit 3 the message goes to stderr, and
+/// with `--json` stdout still carries one object: `ok` false and an
+/// `error` of kind `config` (type `ConfigError` or `UsageError`).
 ///
 /// With `--json`, stdout carries one object:
 /// `{"ok": bool, "grade": {"w", "d"} | null, "calls": [tool, ...],
@@ -46,26 +47,23 @@ pub struct Args {
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let loaded = match common::load(&args.select, &Providers::new()) {
+    let mut loaded = match common::load(&args.select, &Providers::new()) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("lackpy validate: {}", escape::line(&e.to_string()));
-            return Ok(e.exit_code());
-        }
+        Err(e) => return Ok(e.report("validate", args.json)),
     };
     let limits = &loaded.profile.limits;
     let src = match &args.code {
         Some(c) => c.clone().into_bytes(),
         None => match common::read_program(args.file.as_deref(), limits.source_bytes) {
             Ok(s) => s,
-            Err(e) => {
-                eprintln!("lackpy validate: {}", escape::line(&e.to_string()));
-                return Ok(e.exit_code());
-            }
+            Err(e) => return Ok(e.report("validate", args.json)),
         },
     };
     let ns = loaded.profile.namespace();
-    let result = validate_bytes(&src, &ns, limits);
+    let mut result = validate_bytes(&src, &ns, limits);
+    if let Err(errs) = &mut result {
+        common::explain_unknown_tools(errs, &mut loaded);
+    }
     let text = String::from_utf8_lossy(&src);
     if args.json {
         let obj = report_json(&result);

@@ -141,8 +141,10 @@ impl RealBackend {
             }
         };
         // Tools of `[mcp_servers]` (discovery is cached by the supervisor's
-        // providers, and retried after a failure, so this stays per call).
-        common::start_mcp_servers(&mut config, &self.workspace, self.supervisor.providers());
+        // providers and in the workspace's tool-list cache, and retried
+        // after a failure, so this stays per call).
+        let _ =
+            common::start_mcp_servers(&mut config, &self.workspace, self.supervisor.providers());
         Ok((config, kits))
     }
 
@@ -428,6 +430,7 @@ impl Backend for RealBackend {
             Ok(common::Loaded {
                 workspace: self.workspace.clone(),
                 config,
+                kits,
                 profile,
             })
         });

@@ -449,9 +449,9 @@ pub struct Config {
     pub profiles: BTreeMap<String, ProfileDef>,
     /// `[profile] default` (or `[kit] default`).
     pub default_profile: Option<String>,
-    /// True when `default_profile` came from the original's `[kit] default`:
-    /// then a name that resolves to nothing falls back to the read-only
-    /// builtins instead of failing (the original shipped `default = "debug"`).
+    /// True when `default_profile` came from the original's `[kit] default`
+    /// (informational: a default of either spelling that names nothing
+    /// falls back to the read-only builtins, see [`Config::default_names_nothing`]).
     pub default_is_legacy: bool,
     /// `[sandbox]` limit overrides.
     pub sandbox: LimitOverrides,
@@ -474,6 +474,10 @@ pub struct Config {
     pub trace: Option<TraceLimits>,
     /// Files this config was read from, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// Keys that were accepted but change nothing here (the original
+    /// lackpy's, mostly), one line each, prefixed with the file; front
+    /// ends print each once.
+    pub warnings: Vec<String>,
 }
 
 // ---- raw serde shapes -------------------------------------------------
@@ -599,7 +603,84 @@ struct RawProfile {
     #[serde(default)]
     docs: Option<String>,
     #[serde(default)]
-    sandbox: Option<RawSandbox>,
+    sandbox: Option<RawProfileSandbox>,
+    /// The original's other profile keys (`model`, `mode`, `order`,
+    /// `temperature`, `rules`, `language`, `execution`, `policy`) and
+    /// anything else: each one is reported by [`profile_key_warnings`].
+    #[serde(flatten)]
+    extra: BTreeMap<String, toml::Value>,
+}
+
+/// A profile's `sandbox`: the original's level string (`"strict"`) or a
+/// table of limit overrides.
+enum RawProfileSandbox {
+    Level(String),
+    Limits(Box<RawSandbox>),
+}
+
+// By hand rather than `#[serde(untagged)]`: an untagged enum buffers its
+// input, which loses the spans `RawSandbox` keeps for error lines.
+impl<'de> Deserialize<'de> for RawProfileSandbox {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawProfileSandbox;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sandbox level (\"strict\") or a table of limits")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawProfileSandbox::Level(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> Result<Self::Value, A::Error> {
+                RawSandbox::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(|s| RawProfileSandbox::Limits(Box::new(s)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Profile keys of the original lackpy that select inference or policy
+/// settings this runtime does not take from a profile.
+const PROFILE_KEYS_WITHOUT_EFFECT: &[&str] =
+    &["model", "mode", "order", "temperature", "rules", "policy"];
+
+/// The one-line warnings for a profile's keys that are accepted but change
+/// nothing here (the original accepts them; refusing them would break its
+/// files, ignoring them silently would mislead).
+fn profile_key_warnings(
+    name: &str,
+    sandbox: Option<&RawProfileSandbox>,
+    extra: &BTreeMap<String, toml::Value>,
+    out: &mut Vec<String>,
+) {
+    if let Some(RawProfileSandbox::Level(level)) = sandbox {
+        if level != "strict" {
+            out.push(format!(
+                "profiles.{name}.sandbox = {level:?} has no effect: every run is jailed (namespaces, landlock, seccomp, rlimits)"
+            ));
+        }
+    }
+    for (key, value) in extra {
+        let text = match value {
+            toml::Value::String(s) => format!("{s:?}"),
+            other => other.to_string(),
+        };
+        let why = match key.as_str() {
+            "language" if text == "\"restricted-python\"" => continue,
+            "execution" if text == "\"one-shot\"" => continue,
+            "language" => "the only language here is \"restricted-python\"",
+            "execution" => "the only execution model here is \"one-shot\"",
+            k if PROFILE_KEYS_WITHOUT_EFFECT.contains(&k) => {
+                "per-profile inference and policy settings are not supported here (use [inference])"
+            }
+            _ => "not a profile key lackpy knows",
+        };
+        out.push(format!("profiles.{name}.{key} is ignored: {why}"));
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -641,6 +722,27 @@ struct RawSandbox {
     max_depth: Option<i64>,
     #[serde(default)]
     lower: Option<toml::Spanned<Vec<String>>>,
+    /// The original's `enabled` (its sandbox was optional; here every run
+    /// is jailed, so the key is reported and otherwise ignored).
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(flatten)]
+    extra: BTreeMap<String, toml::Value>,
+}
+
+/// Warnings for `[sandbox]` keys (`prefix` = `sandbox` or
+/// `profiles.NAME.sandbox`) that are accepted but change nothing.
+fn sandbox_key_warnings(prefix: &str, s: &RawSandbox, out: &mut Vec<String>) {
+    if s.enabled == Some(false) {
+        out.push(format!(
+            "{prefix}.enabled = false has no effect: every run is jailed (namespaces, landlock, seccomp, rlimits)"
+        ));
+    }
+    for key in s.extra.keys() {
+        out.push(format!(
+            "{prefix}.{key} is ignored: not a sandbox key lackpy knows"
+        ));
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -1050,8 +1152,11 @@ impl Config {
                 ),
                 (None, None) => ToolSelection::List(Vec::new()),
             };
+            profile_key_warnings(&name, p.sandbox.as_ref(), &p.extra, &mut cfg.warnings);
             let limits = match &p.sandbox {
-                Some(s) => {
+                Some(RawProfileSandbox::Level(_)) | None => LimitOverrides::default(),
+                Some(RawProfileSandbox::Limits(s)) => {
+                    sandbox_key_warnings(&format!("profiles.{name}.sandbox"), s, &mut cfg.warnings);
                     if let Some(l) = &s.lower {
                         return Err(ctx.err(
                             Some(l.span()),
@@ -1061,7 +1166,6 @@ impl Config {
                     }
                     ctx.sandbox(&format!("profiles.{name}.sandbox"), s)?
                 }
-                None => LimitOverrides::default(),
             };
             cfg.profiles.insert(
                 name,
@@ -1084,6 +1188,7 @@ impl Config {
             cfg.trace = Some(ctx.trace(&t)?);
         }
         if let Some(s) = &raw.sandbox {
+            sandbox_key_warnings("sandbox", s, &mut cfg.warnings);
             cfg.sandbox = ctx.sandbox("sandbox", s)?;
             if let Some(lower) = &s.lower {
                 cfg.sandbox_lower = Some(ctx.jail_lower(lower)?);
@@ -1216,6 +1321,9 @@ impl Config {
             );
         }
         cfg.mcp_host_configs = raw.mcp.map(|m| m.host_configs).unwrap_or_default();
+        for w in &mut cfg.warnings {
+            *w = format!("{}: {w}", file.display());
+        }
         Ok(cfg)
     }
 
@@ -1274,6 +1382,8 @@ impl Config {
         mcp_host_configs.extend(over.mcp_host_configs);
         let mut files = under.files;
         files.extend(over.files);
+        let mut warnings = under.warnings;
+        warnings.extend(over.warnings);
         Config {
             tools,
             virtual_tools,
@@ -1297,6 +1407,7 @@ impl Config {
             mcp_host_configs,
             trace: over.trace.or(under.trace),
             files,
+            warnings,
         }
     }
 
@@ -1369,11 +1480,7 @@ impl Config {
             let names: Vec<&str> = list.iter().map(String::as_str).collect();
             return listed("(tools)", &names, limits);
         }
-        let legacy_missing = profile.is_none()
-            && self.default_is_legacy
-            && self.default_profile.as_deref().is_some_and(|d| {
-                d != "none" && !self.profiles.contains_key(d) && kits.get(d).is_none()
-            });
+        let legacy_missing = profile.is_none() && self.default_names_nothing(kits);
         let chosen = if legacy_missing {
             None
         } else {
@@ -1427,6 +1534,20 @@ impl Config {
             name: name.to_string(),
             available: available.join(", "),
         }))
+    }
+
+    /// True when `[profile] default` (or `[kit] default`) names a profile
+    /// that no table or kit file defines: runs that name no profile then
+    /// use the read-only builtins (the original's `lackpyctl init` writes
+    /// `default = "debug"` without defining `debug`); front ends say so
+    /// with a warning.
+    pub fn default_names_nothing(&self, kits: &dyn KitSource) -> bool {
+        self.default_profile.as_deref().is_some_and(|d| {
+            d != "none"
+                && !d.contains(',')
+                && !self.profiles.contains_key(d)
+                && kits.get(d).is_none()
+        })
     }
 
     fn kit_pairs(

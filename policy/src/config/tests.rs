@@ -320,8 +320,58 @@ fn legacy_kit_default_falls_back() {
     let c = p("[kit]\ndefault = \"debug\"\n").expect("parses");
     let r = c.resolve(None, None, &Kits::default()).expect("falls back");
     assert_eq!(r.name, "(default)");
+    // The original's `lackpyctl init` writes `[profile] default = "debug"`
+    // without defining it: the same fallback (the CLI warns).
     let c = p("[profile]\ndefault = \"debug\"\n").expect("parses");
-    assert!(c.resolve(None, None, &Kits::default()).is_err());
+    assert!(c.default_names_nothing(&Kits::default()));
+    assert_eq!(
+        c.resolve(None, None, &Kits::default())
+            .expect("falls back")
+            .name,
+        "(default)"
+    );
+    // Naming it explicitly is still an error.
+    assert!(c.resolve(Some("debug"), None, &Kits::default()).is_err());
+}
+
+#[test]
+fn original_profile_keys_are_accepted_with_one_warning_each() {
+    let c = p("[profiles.a]\ntools = [\"read_file\"]\nsandbox = \"strict\"\nlanguage = \"restricted-python\"\nexecution = \"one-shot\"\nmodel = \"m\"\nmode = \"x\"\norder = [\"rules\"]\ntemperature = 0.1\nrules = [\"r\"]\npolicy = { a = 1 }\n[profiles.b]\nsandbox = \"off\"\nlanguage = \"lua\"\nwhatever = 1\n[sandbox]\nenabled = false\nbogus = 2\n")
+        .expect("parses");
+    let w = c.warnings.join("\n");
+    for key in ["model", "mode", "order", "temperature", "rules", "policy"] {
+        assert_eq!(
+            w.matches(&format!("profiles.a.{key} is ignored")).count(),
+            1,
+            "{w}"
+        );
+    }
+    assert!(
+        !w.contains("profiles.a.sandbox") && !w.contains("profiles.a.language"),
+        "{w}"
+    );
+    assert!(
+        w.contains("profiles.b.sandbox = \"off\" has no effect"),
+        "{w}"
+    );
+    assert!(w.contains("profiles.b.language is ignored"), "{w}");
+    assert!(w.contains("profiles.b.whatever is ignored"), "{w}");
+    assert!(w.contains("sandbox.enabled = false has no effect"), "{w}");
+    assert!(w.contains("sandbox.bogus is ignored"), "{w}");
+    assert!(
+        c.warnings
+            .iter()
+            .all(|l| l.starts_with("/ws/.lackpy/config.toml: ")),
+        "{w}"
+    );
+    assert_eq!(c.warnings.len(), 11, "{w}");
+    // A profile's limit table still works next to the level form.
+    let c = p("[profiles.s]\ntools = []\n[profiles.s.sandbox]\nfuel = 7\n").expect("parses");
+    assert_eq!(c.profiles["s"].limits.fuel, Some(7));
+    assert!(c.warnings.is_empty());
+    // Warnings survive a merge (user file, then workspace file).
+    let m = Config::merge(p("[sandbox]\nenabled = false\n").expect("u"), c);
+    assert_eq!(m.warnings.len(), 1);
 }
 
 #[test]

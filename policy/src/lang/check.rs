@@ -191,10 +191,21 @@ fn close_matches<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> V
         .filter_map(|c| {
             let lc = c.to_lowercase();
             let d = distance(&lname, &lc);
-            let limit = (name.chars().count() / 3).max(1);
+            // Close means a typo or two: one edit per four characters.
+            let limit = (name.chars().count() / 4).max(1);
+            let (short, long) = if lc.len() < lname.len() {
+                (&lc, &lname)
+            } else {
+                (&lname, &lc)
+            };
             if d <= limit {
                 Some((d, c))
-            } else if lname.len() >= 3 && (lc.contains(&lname) || lname.contains(&lc)) {
+            } else if short.len() >= 4
+                && short.len() * 2 >= long.len()
+                && long.contains(short.as_str())
+            {
+                // A name inside the other (`files` / `find_files`), when
+                // it is most of it (`all` is not close to `find_callers`).
                 Some((limit + 1, c))
             } else {
                 None

@@ -243,6 +243,15 @@ pub fn write_paths_of(config: &Config, workspace: &Path) -> Vec<PathBuf> {
 /// - the host's network only with `network = true`.
 fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
     let mut read_exec = program_roots(program);
+    // A package installed with `npm install` runs from `node_modules/.bin/`
+    // (or its `dist/`) and imports its dependencies from the
+    // `node_modules` it lies in: all of it is part of the installation.
+    read_exec.extend(node_modules_of(program));
+    read_exec.extend(
+        std::fs::canonicalize(program)
+            .ok()
+            .and_then(|p| node_modules_of(&p)),
+    );
     let mut from_args = Vec::new();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     for arg in &key.args {
@@ -261,6 +270,7 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
             Ok(_) => {
                 from_args.push(install_root(&p));
                 from_args.extend(project_root(&p));
+                from_args.extend(node_modules_of(&p));
             }
             Err(_) => {}
         }
@@ -272,6 +282,8 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
         .into_iter()
         .partition(|p| p.starts_with(&key.workspace));
     read_exec.extend(outside);
+    read_exec.sort();
+    read_exec.dedup();
     // `read_paths` in the program-writable set are readable, never
     // executable: a program could have written what is there.
     let (writable, trusted): (Vec<PathBuf>, Vec<PathBuf>) = key
@@ -315,11 +327,26 @@ fn jail_spec(key: &ServerKey, program: &Path) -> Spec {
     }
 }
 
+/// The outermost `node_modules` directory `path` lies in (where Node looks
+/// for the packages a package imports), if any.
+fn node_modules_of(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .map(Path::to_path_buf)
+}
+
 /// What a server that failed to start may have been missing, for the
 /// warning: the jail's defaults, and the keys that open them.
 fn jail_hint(server: &McpServer) -> String {
-    if server.command.is_none() || server.transport != "stdio" {
+    if server.transport != "stdio" {
         return String::new();
+    }
+    match server.command.as_deref() {
+        None => return String::new(),
+        // A missing program is not a jail problem.
+        Some(c) if missing_program(c).is_some() => return String::new(),
+        Some(_) => {}
     }
     let mut closed = Vec::new();
     if !server.network {
@@ -455,8 +482,56 @@ fn drop_connection(st: &McpServers, key: &ServerKey) {
     }
 }
 
+/// The identity of `key`'s server for the workspace's tool-list cache
+/// ([`crate::mcp_cache`]): its table without environment values, the
+/// workspace, and the files it runs.
+fn cache_identity(key: &ServerKey, program: &Path) -> String {
+    let env_names: Vec<&str> = key.env.iter().map(|(k, _)| k.as_str()).collect();
+    let parts = format!(
+        "v1\ncommand {:?}\nargs {:?}\nenv {:?}\nworkspace {:?}\nnetwork {}\naccess {:?}\nread {:?}\nwrite {:?}\nmemory {:?}\nprocs {:?}\n",
+        key.command,
+        key.args,
+        env_names,
+        key.workspace,
+        key.network,
+        key.ws_access,
+        key.read_paths,
+        key.write_paths,
+        key.memory_mb,
+        key.max_procs,
+    );
+    let mut files = vec![program.to_path_buf()];
+    files.extend(std::fs::canonicalize(program).ok());
+    for arg in &key.args {
+        let text = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
+        if text.is_empty() || text.starts_with('-') {
+            continue;
+        }
+        let p = config_path(text, &key.workspace);
+        if p.is_file() {
+            files.push(p);
+        }
+    }
+    crate::mcp_cache::identity(&parts, &files)
+}
+
+/// Why `command` cannot be started, when it does not exist: a bare name
+/// not on `PATH`, or a path naming nothing.
+fn missing_program(command: &str) -> Option<String> {
+    if command.contains('/') {
+        return (!Path::new(command).exists())
+            .then(|| format!("the program {command:?} does not exist"));
+    }
+    find_on_path(command).is_none().then(|| {
+        let path = std::env::var("PATH").unwrap_or_default();
+        format!("the program {command:?} is not on PATH ({path}); give its full path as `command`")
+    })
+}
+
 /// The tools one server lists, cached per process (failures too, so a
-/// broken server costs one attempt and one warning).
+/// broken server costs one attempt and one warning) and, when it lists
+/// them, in the workspace's cache: a later process with the same server
+/// identity takes the list from there without starting it.
 fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered {
     let cached = st.discovered.lock().ok().and_then(|m| m.get(key).cloned());
     if let Some((r, at)) = cached {
@@ -464,7 +539,30 @@ fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered
             return r;
         }
     }
+    let program = resolve_program(&key.command);
+    let identity = cache_identity(key, &program);
+    if let Some(tools) = crate::mcp_cache::load(&key.workspace, &key.name, &identity) {
+        if let Ok(mut m) = st.discovered.lock() {
+            m.insert(key.clone(), (Ok(tools.clone()), Instant::now()));
+        }
+        return Ok(tools);
+    }
+    let r = list_live(st, key, timeout);
+    if let Ok(tools) = &r {
+        if let Err(e) = crate::mcp_cache::store(&key.workspace, &key.name, &identity, tools) {
+            tracing::debug!("mcp server {}: tool list not cached: {e}", key.name);
+        }
+    }
+    r
+}
+
+/// Start (or reuse) the server and ask it for its tools, remembering the
+/// answer for this process.
+fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered {
     let r = (|| {
+        if let Some(why) = missing_program(&key.command) {
+            return Err(McpSourceError::Config(why));
+        }
         let c = connection(st, key, timeout)?;
         let peer = c.peer().clone();
         run_on(st, async move { peer.list_all_tools().await }, timeout)?
@@ -733,7 +831,12 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
                         show(&spec.read_only),
                         show(&spec.read_write),
                     );
-                    let listed = list_tools(st, &key, DISCOVERY_TIMEOUT.min(timeout));
+                    // Asked live (never from the cache): doctor checks the server.
+                    let listed = list_live(st, &key, DISCOVERY_TIMEOUT.min(timeout));
+                    if let Ok(tools) = &listed {
+                        let id = cache_identity(&key, &resolve_program(&key.command));
+                        let _ = crate::mcp_cache::store(&key.workspace, name, &id, tools);
+                    }
                     ServerReport {
                         name: name.clone(),
                         jail,
@@ -751,11 +854,12 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
 /// Add the tools of `config`'s MCP servers to `config.tools` so that the
 /// toolbox, profiles and the validator know them. Builtins, `[[tools]]` and
 /// `[[virtual_tools]]` keep their names; among servers the first (by server
-/// name) wins; a shadowed tool is dropped. Warnings go to stderr, once per
-/// process each.
-fn start(st: &McpServers, config: &mut Config, workspace: &Path) {
+/// name) wins; a shadowed tool is left out and reported: the returned
+/// lines (one per shadowed tool) are also printed as warnings. Warnings go
+/// to stderr, once per process each.
+pub(crate) fn start(st: &McpServers, config: &mut Config, workspace: &Path) -> Vec<String> {
     if config.mcp_servers.is_empty() {
-        return;
+        return Vec::new();
     }
     let (found, warnings) = discover(st, config, workspace);
     let warned = &st.warned;
@@ -768,16 +872,58 @@ fn start(st: &McpServers, config: &mut Config, workspace: &Path) {
         }
         eprintln!("lackpy: warning: {w}");
     }
-    let taken: Vec<String> = config.toolbox().tools.into_iter().map(|t| t.name).collect();
-    let mut added: Vec<String> = Vec::new();
+    let taken: Vec<(String, String)> = config
+        .toolbox()
+        .tools
+        .into_iter()
+        .map(|t| {
+            let by = if t.provider == "builtin" {
+                "the builtin".to_string()
+            } else {
+                format!("the config's [[tools]] entry ({})", t.provider)
+            };
+            (t.name, by)
+        })
+        .collect();
+    let mut added: Vec<(String, String)> = Vec::new();
+    let mut clashes = Vec::new();
     for t in found {
-        if taken.contains(&t.name) || added.contains(&t.name) {
-            tracing::debug!("mcp tool {} is shadowed; dropped", t.name);
+        let server = t
+            .provider_config
+            .get("server")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let by = taken
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, by)| by.clone())
+            .or_else(|| {
+                added
+                    .iter()
+                    .find(|(n, _)| *n == t.name)
+                    .map(|(_, s)| format!("the tool of mcp server {s}"))
+            });
+        if let Some(by) = by {
+            clashes.push(format!(
+                "mcp server {server}: its tool {} is hidden by {by} of the same name, so it is not available",
+                t.name
+            ));
             continue;
         }
-        added.push(t.name.clone());
+        added.push((t.name.clone(), server));
         config.tools.push(t);
     }
+    for c in &clashes {
+        if let Ok(mut seen) = warned.lock() {
+            if seen.contains(c) {
+                continue;
+            }
+            seen.push(c.clone());
+        }
+        eprintln!("lackpy: warning: {c}");
+    }
+    clashes
 }
 
 impl McpServers {
@@ -943,10 +1089,11 @@ impl McpServers {
     /// and add their tools to `config.tools`, so that the toolbox, profiles
     /// and the validator know them. Builtins, `[[tools]]` and
     /// `[[virtual_tools]]` keep their names; among servers the first (by
-    /// server name) wins; a shadowed tool is dropped. Warnings go to
-    /// stderr, once each.
-    pub fn start(&self, config: &mut Config, workspace: &Path) {
-        start(self, config, workspace);
+    /// server name) wins; a shadowed tool is left out and reported: the
+    /// returned lines (one per shadowed tool) are also printed as warnings,
+    /// once each.
+    pub fn start(&self, config: &mut Config, workspace: &Path) -> Vec<String> {
+        start(self, config, workspace)
     }
 
     /// Start (or reuse) every server of `config` and return their tools as
@@ -1009,6 +1156,45 @@ mod tests {
             (2, 1)
         );
         assert_eq!(g(Some(ann(json!({"destructiveHint": false})))), (2, 2));
+    }
+
+    #[test]
+    fn npm_installs_read_their_node_modules_and_missing_programs_say_so() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let dist = root.join("proj/node_modules/@scope/srv/dist");
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::create_dir_all(root.join("proj/node_modules/.bin")).unwrap();
+        std::fs::write(dist.join("index.js"), "#!/usr/bin/env node\n").unwrap();
+        let bin = root.join("proj/node_modules/.bin/srv");
+        std::os::unix::fs::symlink("../@scope/srv/dist/index.js", &bin).unwrap();
+        let nm = root.join("proj/node_modules");
+        assert_eq!(node_modules_of(&bin), Some(nm.clone()));
+        // Nested installs: the outermost node_modules holds them all.
+        assert_eq!(
+            node_modules_of(&nm.join("a/node_modules/b/x.js")),
+            Some(nm.clone())
+        );
+        assert_eq!(node_modules_of(&root.join("proj/x.js")), None);
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let key = key_of(
+            "s",
+            &McpServer {
+                transport: "stdio".into(),
+                command: Some(bin.display().to_string()),
+                ..McpServer::default()
+            },
+            &ws,
+        )
+        .unwrap();
+        let spec = jail_spec(&key, &bin);
+        assert!(spec.read_exec.contains(&nm), "{:?}", spec.read_exec);
+        assert!(missing_program("no-such-program-for-lackpy-tests")
+            .is_some_and(|m| m.contains("is not on PATH")));
+        assert!(missing_program("/no/such/dir/prog").is_some_and(|m| m.contains("does not exist")));
+        assert!(missing_program("sh").is_none());
+        assert!(missing_program(&bin.display().to_string()).is_none());
     }
 
     #[test]
