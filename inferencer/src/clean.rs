@@ -31,8 +31,34 @@ fn parses(src: &str) -> bool {
     !src.trim().is_empty() && parse_bounded(src).is_some()
 }
 
-/// Extract the program from a raw model answer.
+/// Extract the program from a raw model answer: [`extract`], then cut
+/// where the model went on writing the prompt's pattern (a `# Task:` line
+/// after code starts a new, unasked cell; leading ones are dropped).
 pub fn clean_answer(raw: &str) -> String {
+    let program = extract(raw);
+    let mut out: Vec<&str> = Vec::new();
+    for line in program.lines() {
+        let task = line.trim_start().starts_with("# Task:");
+        if task && out.iter().all(|l| l.trim().is_empty()) {
+            out.clear();
+            continue;
+        }
+        if task {
+            break;
+        }
+        out.push(line);
+    }
+    let cut = out.join("\n").trim().to_string();
+    if cut.is_empty() {
+        program
+    } else {
+        cut
+    }
+}
+
+/// The program text of a raw answer: the first fenced block, or the
+/// largest parseable run of lines.
+fn extract(raw: &str) -> String {
     let mut text = raw.replace("\r\n", "\n");
     // Reasoning models: drop <think>…</think>.
     while let (Some(a), Some(b)) = (text.find("<think>"), text.find("</think>")) {
@@ -463,5 +489,14 @@ mod tests {
         ] {
             assert_eq!(msg(ok), None, "{ok}");
         }
+    }
+
+    #[test]
+    fn echoed_task_lines_are_cut() {
+        assert_eq!(
+            clean_answer("# Task: count\nlen(read_file('a'))\n\n# Task: other\nfind_files('*')"),
+            "len(read_file('a'))"
+        );
+        assert_eq!(clean_answer("x = 1\nx"), "x = 1\nx");
     }
 }

@@ -292,6 +292,15 @@ impl Delegator<'_> {
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, &examples, context);
         let mut messages = first_messages(&system, intent);
+        // The files the task names, next to the task (a small model copies
+        // the examples' paths unless the right ones are close by).
+        if let (Some(ctx), Some(last)) = (context, messages.last_mut()) {
+            let named = named_files(intent, ctx);
+            if !named.is_empty() {
+                last.content
+                    .push_str(&format!("\n# Files: {}", named.join("; ")));
+            }
+        }
         let mut temperature = None;
         let mut rejected: Vec<String> = Vec::new();
         // One first answer, one correction retry, and one more call only
@@ -434,6 +443,44 @@ fn retrieval_query(intent: &str, context: Option<&str>) -> String {
     } else {
         format!("{intent} {}", extra.join(" "))
     }
+}
+
+/// Workspace files of the view whose path shares a word with the intent,
+/// each with its first line when the view shows one (a CSV's header): at
+/// most 4.
+fn named_files(intent: &str, ctx: &str) -> Vec<String> {
+    let words: std::collections::BTreeSet<String> =
+        crate::corpus::tokens(intent).into_iter().collect();
+    let lines: Vec<&str> = ctx.lines().collect();
+    let mut out: Vec<String> = Vec::new();
+    for line in &lines {
+        let Some(path) = line.strip_prefix("  ") else {
+            continue;
+        };
+        if path.contains(char::is_whitespace) || !path.contains('.') {
+            continue;
+        }
+        let named = crate::corpus::tokens(path)
+            .iter()
+            .any(|t| t != "txt" && t != "md" && t != "py" && words.contains(t));
+        if !named || out.iter().any(|o| o.starts_with(path)) {
+            continue;
+        }
+        // The head block: "path:" then indented lines.
+        let head = lines
+            .iter()
+            .position(|l| *l == format!("{path}:"))
+            .and_then(|j| lines.get(j + 1))
+            .map(|h| h.trim());
+        out.push(match head {
+            Some(h) => format!("{path} (first line: {h})"),
+            None => path.to_string(),
+        });
+        if out.len() >= 4 {
+            break;
+        }
+    }
+    out
 }
 
 /// Two programs that differ only in whitespace and comments.
@@ -877,5 +924,15 @@ mod tests {
             "errors in the server log log"
         );
         assert_eq!(retrieval_query("anything", None), "anything");
+    }
+
+    #[test]
+    fn files_named_by_the_task_go_next_to_it() {
+        let ctx = "Workspace files:\n  data/orders.csv\n  notes/a.txt\nFirst lines of data files:\ndata/orders.csv:\n  id,qty\n  1,2";
+        assert_eq!(
+            named_files("total qty of the orders", ctx),
+            ["data/orders.csv (first line: id,qty)"]
+        );
+        assert!(named_files("something else", ctx).is_empty());
     }
 }

@@ -65,7 +65,7 @@ async fn lists_the_tools_with_schemas_and_annotations() {
     let h = start(2).await;
     let tools = h.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     let run = tools
         .iter()
         .find(|t| t.name == "run_program")
