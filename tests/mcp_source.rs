@@ -435,12 +435,16 @@ fn doctor_reports_server_jails() {
     );
     let missing = by("missing");
     assert!(missing["tools"].is_null(), "{missing}");
+    // A program that does not exist is said to be missing (not blamed on
+    // the jail), and doctor fails for it.
     assert!(
         missing["error"]
             .as_str()
-            .is_some_and(|e| e.contains("jail")),
+            .is_some_and(|e| e.contains("does not exist") && !e.contains("jail")),
         "{missing}"
     );
+    assert_eq!(v["ok"], false, "{v}");
+    assert_ne!(out.status.code(), Some(0));
 }
 
 /// A misspelt jail key value is a config error naming the key, not a
