@@ -165,11 +165,15 @@ fn keyword_and_wrong_arity_tool_calls() {
     let (code, v) = run_json(ws.path(), &[], "read_file(path='a.txt')");
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["trace"][0]["args"], json!(["a.txt"]));
+    // A call that does not match the tool's declared arguments is caught
+    // by the validator (before anything runs), with the line and a hint.
     let (code, v) = run_json(ws.path(), &[], "x = 1\nread_file('a.txt', 'b')\n");
-    assert_eq!(code, 1, "{v}");
-    assert_eq!(v["error"]["kind"], "tool");
-    assert_eq!(v["error"]["type"], "BadArgument");
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["kind"], "validation");
+    assert_eq!(v["error"]["type"], "ArgumentError");
     assert_eq!(v["error"]["line"], 2, "{v}");
+    assert_eq!(v["error"]["hint"], "call it as read_file(path)", "{v}");
+    assert_eq!(v["trace"], json!([]), "nothing ran: {v}");
 }
 
 #[test]
