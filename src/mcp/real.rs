@@ -217,7 +217,14 @@ fn config_error(e: &lackpy_policy::config::ConfigError) -> ErrorInfo {
         ConfigErrorKind::UnknownTool { .. } => "UnknownTool",
         _ => "ConfigError",
     };
-    let mut info = ErrorInfo::new(ErrorKind::Validation, ty, e.to_string());
+    // A broken config file is the operator's to fix (kind `config`, as in
+    // the CLI); an unknown profile or tool is the caller's request.
+    let kind = if ty == "ConfigError" {
+        ErrorKind::Config
+    } else {
+        ErrorKind::Validation
+    };
+    let mut info = ErrorInfo::new(kind, ty, e.to_string());
     info.line = e.line;
     if ty != "ConfigError" {
         info.hint = Some("call list_profiles or list_tools to see what is available".into());
@@ -488,6 +495,27 @@ fn spec_markdown(t: &ToolSpec) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// A broken config file is the operator's (kind `config`, as in the
+    /// CLI); an unknown profile is the caller's request (kind `validation`).
+    #[test]
+    fn config_errors_have_the_cli_kinds() {
+        use lackpy_policy::config::{Config, Kits};
+        let broken = Config::parse(
+            "[sandbox]\ntimeout_seconds = \"x\"\n",
+            std::path::Path::new("/ws/.lackpy/config.toml"),
+        )
+        .expect_err("a string timeout is a config error");
+        let info = super::config_error(&broken);
+        assert_eq!(info.kind, ErrorKind::Config, "{info:?}");
+        assert_eq!(info.type_name, "ConfigError");
+        let unknown = Config::default()
+            .resolve(Some("nope"), None, &Kits::default())
+            .expect_err("unknown profile");
+        let info = super::config_error(&unknown);
+        assert_eq!(info.kind, ErrorKind::Validation, "{info:?}");
+        assert_eq!(info.type_name, "UnknownProfile");
+    }
     use super::*;
 
     #[test]

@@ -14,7 +14,6 @@ pub mod confine;
 mod death;
 pub mod freezer;
 pub mod json;
-pub mod mcp_cache;
 mod pool;
 pub mod providers;
 pub mod session;

@@ -483,7 +483,7 @@ fn drop_connection(st: &McpServers, key: &ServerKey) {
 }
 
 /// The identity of `key`'s server for the workspace's tool-list cache
-/// ([`crate::mcp_cache`]): its table without environment values, the
+/// ([`crate::providers::mcp_cache`]): its table without environment values, the
 /// workspace, and the files it runs.
 fn cache_identity(key: &ServerKey, program: &Path) -> String {
     let env_names: Vec<&str> = key.env.iter().map(|(k, _)| k.as_str()).collect();
@@ -512,7 +512,7 @@ fn cache_identity(key: &ServerKey, program: &Path) -> String {
             files.push(p);
         }
     }
-    crate::mcp_cache::identity(&parts, &files)
+    crate::providers::mcp_cache::identity(&parts, &files)
 }
 
 /// Why `command` cannot be started, when it does not exist: a bare name
@@ -541,7 +541,7 @@ fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered
     }
     let program = resolve_program(&key.command);
     let identity = cache_identity(key, &program);
-    if let Some(tools) = crate::mcp_cache::load(&key.workspace, &key.name, &identity) {
+    if let Some(tools) = crate::providers::mcp_cache::load(&key.workspace, &key.name, &identity) {
         if let Ok(mut m) = st.discovered.lock() {
             m.insert(key.clone(), (Ok(tools.clone()), Instant::now()));
         }
@@ -549,7 +549,9 @@ fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered
     }
     let r = list_live(st, key, timeout);
     if let Ok(tools) = &r {
-        if let Err(e) = crate::mcp_cache::store(&key.workspace, &key.name, &identity, tools) {
+        if let Err(e) =
+            crate::providers::mcp_cache::store(&key.workspace, &key.name, &identity, tools)
+        {
             tracing::debug!("mcp server {}: tool list not cached: {e}", key.name);
         }
     }
@@ -835,7 +837,7 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
                     let listed = list_live(st, &key, DISCOVERY_TIMEOUT.min(timeout));
                     if let Ok(tools) = &listed {
                         let id = cache_identity(&key, &resolve_program(&key.command));
-                        let _ = crate::mcp_cache::store(&key.workspace, name, &id, tools);
+                        let _ = crate::providers::mcp_cache::store(&key.workspace, name, &id, tools);
                     }
                     ServerReport {
                         name: name.clone(),

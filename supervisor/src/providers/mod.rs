@@ -20,6 +20,7 @@
 mod child;
 pub mod command;
 pub mod mcp;
+pub mod mcp_cache;
 mod pipes;
 pub mod python;
 pub mod value;
