@@ -392,20 +392,22 @@ pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> 
     // cache of) any server.
     let (mut config, kits) = load_files(&workspace)?;
     register_server_writes(&config, &workspace);
-    if !config.mcp_servers.is_empty()
-        && config
-            .resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)
-            .is_err()
-    {
-        let _ = start_mcp_servers(&mut config, &workspace, providers);
-    }
     if select.profile.is_none() && select.tools.is_none() && config.default_names_nothing(&kits) {
         warn_once(&format!(
             "the default profile {:?} ([profile] default) is not defined: using the read-only builtins (read_file, find_files)",
             config.default_profile.as_deref().unwrap_or_default()
         ));
     }
-    let profile = config.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits)?;
+    let resolve = |c: &Config| c.resolve(select.profile.as_deref(), select.tools.as_deref(), &kits);
+    let profile = match resolve(&config) {
+        Ok(p) => p,
+        // The write paths are registered above: start the servers only.
+        Err(_) if !config.mcp_servers.is_empty() => {
+            let _ = providers.mcp().start(&mut config, &workspace);
+            resolve(&config)?
+        }
+        Err(e) => return Err(e.into()),
+    };
     Ok(Loaded {
         workspace,
         config,
