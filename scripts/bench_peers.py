@@ -327,7 +327,7 @@ def section_warm():
             if isinstance(err, dict) and isinstance(err.get("error"), dict):
                 err = err["error"].get("message", err)
             notes.insert(0, f"lackpy on `{pname}`: {str(err)[:200]} — the language subset has no "
-                         "`def` (DESIGN.md); the row stays to show who else can run it.")
+                         "`def` (README.md, 'The language'); the row stays to show who else can run it.")
     for n in notes:
         print(f"\n- {n}")
 
@@ -651,7 +651,7 @@ Profiles taken with `perf` on this machine (2026-11-30) unless noted.
   in-process in the same run: ~3.5–4.4 µs here); the crossing itself (encode, `sendto`, the
   supervisor's poll, decode, authorization, trace entry, reply) is the rest. A bare `SOCK_SEQPACKET`
   ping-pong between two spinning processes costs ~4 µs on this VM, the floor for any socket design;
-  going below it would take a shared-memory ring, which DESIGN.md's framing does not use.
+  going below it would take a shared-memory ring, which lackpy's seqpacket framing (docs/ARCHITECTURE.md, "Processes") does not use.
 - **Cold start.** `lackpy run` is two execs of the binary (process start alone: `lackpy --version`
   ~1.35–1.8 ms vs `/bin/true` ~0.8–1.1 ms, from ~16k relative relocations and ~200 page faults per
   exec), a user namespace, a network namespace (`unshare` of the net namespace alone is ~0.8 ms), a
