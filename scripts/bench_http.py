@@ -81,11 +81,17 @@ class Http:
         if r.status >= 300:
             raise RuntimeError(f"HTTP {r.status}: {body}")
         self.sid = self.sid or r.getheader("mcp-session-id")
-        return body
+        return r.getheader("content-type", ""), body
 
     def call(self, method, params):
         self.id += 1
-        body = self.post({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        ct, body = self.post({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        # The server answers with one JSON object or an SSE stream (both are
+        # the transport's; a quick run gets JSON).
+        if ct.startswith("application/json"):
+            v = json.loads(body)
+            if v.get("id") == self.id:
+                return v
         for line in body.splitlines():
             if line.startswith("data:") and line[5:].strip():
                 v = json.loads(line[5:])

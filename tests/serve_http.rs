@@ -816,3 +816,43 @@ fn tls_from_certificate_files() {
     let plain = request(&srv.addr, "GET", "/mcp", &[], b"");
     assert_ne!(plain.status, 200, "{plain:?}");
 }
+
+/// A quick run in a session is answered with one `application/json` body
+/// (the transport allows JSON or SSE; one JSON body is one write and one
+/// read), the initialize reply keeps its `Mcp-Session-Id`, and a run's
+/// printed output and a tool error come back the same way.
+#[test]
+fn quick_runs_in_a_session_get_a_json_reply() {
+    let ws = workspace(&[("a.txt", "A")]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    for (program, check) in [
+        ("6 * 7", json!({"value": 42})),
+        ("print('hi')\n1", json!({"stdout": "hi\n"})),
+        ("read_file('/etc/passwd')", json!({"ok": false})),
+    ] {
+        let r = run(&srv.addr, TOKEN_A, &sid, program, None);
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+        let v: Value = serde_json::from_str(&r.body).expect("one JSON object");
+        assert_eq!(v["id"], json!(7), "{r:?}");
+        let sc = &v["result"]["structuredContent"];
+        for (k, want) in check.as_object().into_iter().flatten() {
+            assert_eq!(&sc[k], want, "{program}: {r:?}");
+        }
+    }
+    let init = post(
+        &srv.addr,
+        Some(TOKEN_A),
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    assert_eq!(
+        init.header("content-type"),
+        Some("application/json"),
+        "{init:?}"
+    );
+    assert!(init.header("mcp-session-id").is_some(), "{init:?}");
+}

@@ -15,7 +15,11 @@
 //!    `request_timeout_seconds` (`408`);
 //! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
 //!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
-//!    (`400`/`422`), the session header, then the MCP server.
+//!    (`400`/`422`), the session header, then the MCP server;
+//! 7. the reply: rmcp answers a request in a session with an SSE stream; when
+//!    that stream is one JSON-RPC response and ends within [`JSON_WINDOW`]
+//!    (a quick run), it goes out as one `application/json` body instead
+//!    (see [`json_when_quick`]; measured in docs/BENCHMARKS.md).
 //!
 //! Clients are kept apart by giving every rule its own
 //! `StreamableHttpService` and session manager: an `Mcp-Session-Id` is a
@@ -67,6 +71,13 @@ const MAX_AUTH_HEADER: usize = 4096;
 
 /// Largest request head (request line and headers) hyper buffers.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// How long the reply to a POST in a session waits for its JSON-RPC
+/// response before it starts as an SSE stream (see [`json_when_quick`]).
+const JSON_WINDOW: Duration = Duration::from_millis(500);
+
+/// Most SSE bytes held back while deciding; a larger response goes out as SSE.
+const MAX_JSON_REPLY: usize = 8 << 20;
 
 type HttpBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 type Svc = StreamableHttpService<HttpSession, LocalSessionManager>;
@@ -291,6 +302,7 @@ impl HttpServer {
             refused: Mutex::new(None),
         });
         let delete = parts.method == hyper::Method::DELETE;
+        let post = parts.method == hyper::Method::POST;
         if delete {
             // rmcp answers DELETE of an unknown session as if it ended one;
             // say plainly that this client has no such session.
@@ -323,6 +335,7 @@ impl HttpServer {
                 self.shared.metrics.count_refusal(&r);
                 refusal(&r)
             }
+            None if post => json_when_quick(resp, JSON_WINDOW).await,
             None => resp,
         }
     }
@@ -563,5 +576,274 @@ async fn read_body(
                 h.request_timeout_seconds
             ),
         ))),
+    }
+}
+
+/// What the SSE events read so far hold.
+#[derive(Debug, PartialEq, Eq)]
+enum SseSoFar {
+    /// Only priming events and comments (or nothing).
+    Nothing,
+    /// One JSON-RPC response (its data), then nothing else.
+    Response(Vec<u8>),
+    /// A notification or server request, or more than one message: the
+    /// client must get the stream.
+    Stream,
+}
+
+/// Classify the complete events in `buf` (an SSE body: events end with an
+/// empty line; `data:` lines are joined with `\n`; `id:`, `retry:`,
+/// `event:` and `:` comment lines carry no message).
+fn sse_so_far(buf: &[u8]) -> SseSoFar {
+    let mut found: Option<Vec<u8>> = None;
+    let mut data: Vec<u8> = Vec::new();
+    let mut has_data = false;
+    // Only events followed by their blank line count; a partial tail waits.
+    let mut lines = buf.split(|&b| b == b'\n').peekable();
+    while let Some(raw) = lines.next() {
+        if lines.peek().is_none() {
+            break; // the unterminated last piece
+        }
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.is_empty() {
+            if has_data && !data.is_empty() {
+                if found.is_some() || !is_response(&data) {
+                    return SseSoFar::Stream;
+                }
+                found = Some(std::mem::take(&mut data));
+            }
+            data.clear();
+            has_data = false;
+        } else if let Some(d) = line.strip_prefix(b"data:") {
+            if has_data {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(d.strip_prefix(b" ").unwrap_or(d));
+            has_data = true;
+        }
+    }
+    match found {
+        Some(d) => SseSoFar::Response(d),
+        None => SseSoFar::Nothing,
+    }
+}
+
+/// A JSON-RPC response: an object with `result` or `error` and no
+/// `method` (checked without building the value).
+fn is_response(data: &[u8]) -> bool {
+    use serde::de::IgnoredAny;
+    #[derive(serde::Deserialize)]
+    struct Keys {
+        method: Option<IgnoredAny>,
+        result: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+    }
+    match serde_json::from_slice::<Keys>(data) {
+        Ok(k) => k.method.is_none() && (k.result.is_some() || k.error.is_some()),
+        Err(_) => false,
+    }
+}
+
+/// The reply to a POST as `application/json` when its SSE stream is nothing
+/// but one JSON-RPC response and ends within `window`; otherwise the SSE
+/// stream unchanged (what was read so far, then the rest, as it comes).
+///
+/// rmcp answers every request of a session with an SSE stream: a priming
+/// event, the response, the end of the stream — three writes and, for the
+/// client, a chunked body to parse. The transport lets the server answer a
+/// request with either (clients must accept both), and a quick run is the
+/// common case: one JSON body with a length is one write and one read. A
+/// run that sends a notification first, or outlasts the window, keeps its
+/// stream (and with it the priming event's resumability and keep-alives).
+async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response<HttpBody> {
+    let is_sse = resp.status() == StatusCode::OK
+        && resp
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !is_sse {
+        return resp;
+    }
+    let (mut parts, mut body) = resp.into_parts();
+    let mut buf: Vec<u8> = Vec::new();
+    let deadline = tokio::time::Instant::now() + window;
+    let mut so_far = SseSoFar::Nothing;
+    let ended = loop {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.extend_from_slice(&data);
+                    so_far = sse_so_far(&buf);
+                }
+                if buf.len() > MAX_JSON_REPLY || so_far == SseSoFar::Stream {
+                    break false;
+                }
+            }
+            Ok(Some(Err(never))) => match never {},
+            Ok(None) => break true,
+            Err(_) => break false,
+        }
+    };
+    if ended {
+        if let SseSoFar::Response(data) = so_far {
+            let h = &mut parts.headers;
+            h.remove(hyper::header::CACHE_CONTROL);
+            h.remove("x-accel-buffering");
+            h.insert(
+                hyper::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            return Response::from_parts(parts, Full::new(Bytes::from(data)).boxed());
+        }
+    }
+    let head = (!buf.is_empty()).then(|| Bytes::from(buf));
+    Response::from_parts(parts, Prefixed { head, rest: body }.boxed())
+}
+
+/// A body: `head`, then whatever `rest` still yields.
+struct Prefixed {
+    head: Option<Bytes>,
+    rest: HttpBody,
+}
+
+impl hyper::body::Body for Prefixed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        if let Some(head) = self.head.take() {
+            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(head))));
+        }
+        std::pin::Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.head.is_none() && self.rest.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A body that yields `chunks`, then ends (or, with `hang`, never ends).
+    struct Chunks {
+        chunks: VecDeque<&'static str>,
+        hang: bool,
+    }
+
+    impl hyper::body::Body for Chunks {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+            match self.chunks.pop_front() {
+                Some(c) => Poll::Ready(Some(Ok(hyper::body::Frame::data(Bytes::from(c))))),
+                None if self.hang => Poll::Pending,
+                None => Poll::Ready(None),
+            }
+        }
+    }
+
+    fn sse(chunks: &[&'static str], hang: bool) -> Response<HttpBody> {
+        Response::builder()
+            .header(hyper::header::CONTENT_TYPE, "text/event-stream")
+            .header(hyper::header::CACHE_CONTROL, "no-cache")
+            .header("mcp-session-id", "abc")
+            .body(
+                Chunks {
+                    chunks: chunks.iter().copied().collect(),
+                    hang,
+                }
+                .boxed(),
+            )
+            .unwrap_or_else(|_| Response::new(Full::default().boxed()))
+    }
+
+    async fn reply(r: Response<HttpBody>) -> (String, String, Option<String>) {
+        let r = json_when_quick(r, Duration::from_millis(200)).await;
+        let ct = r
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let sid = r
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        // A hanging stream: read what is there within a short time.
+        let mut body = r.into_body();
+        let mut out = Vec::new();
+        while let Ok(Some(Ok(f))) =
+            tokio::time::timeout(Duration::from_millis(50), body.frame()).await
+        {
+            if let Ok(d) = f.into_data() {
+                out.extend_from_slice(&d);
+            }
+        }
+        (ct, String::from_utf8_lossy(&out).into_owned(), sid)
+    }
+
+    const PRIMING: &str = "id: 0\nretry: 3000\ndata:\n\n";
+    const RESPONSE: &str = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"x\":1}}\n\n";
+    const NOTE: &str =
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n";
+
+    #[tokio::test]
+    async fn a_quick_single_response_becomes_json() {
+        let (ct, body, sid) = reply(sse(&[PRIMING, RESPONSE], false)).await;
+        assert_eq!(ct, "application/json");
+        assert_eq!(body, r#"{"jsonrpc":"2.0","id":7,"result":{"x":1}}"#);
+        assert_eq!(sid.as_deref(), Some("abc"), "other headers are kept");
+        // Split across frames anywhere, CRLF line ends.
+        let (ct, body, _) = reply(sse(
+            &[
+                "id: 0\r\ndata:\r\n\r\nda",
+                "ta: {\"id\":1,\"error\":{}}\r\n",
+                "\r\n",
+            ],
+            false,
+        ))
+        .await;
+        assert_eq!(
+            (ct.as_str(), body.as_str()),
+            ("application/json", r#"{"id":1,"error":{}}"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn notifications_slow_runs_and_non_responses_keep_the_stream() {
+        // A notification before the response: the client gets every event.
+        let (ct, body, _) = reply(sse(&[PRIMING, NOTE, RESPONSE], false)).await;
+        assert_eq!(ct, "text/event-stream");
+        assert_eq!(body, format!("{PRIMING}{NOTE}{RESPONSE}"));
+        // No response within the window: the stream, with what was read.
+        let (ct, body, _) = reply(sse(&[PRIMING], true)).await;
+        assert_eq!((ct.as_str(), body.as_str()), ("text/event-stream", PRIMING));
+        // A response but the stream does not end: stays a stream.
+        let (ct, body, _) = reply(sse(&[PRIMING, RESPONSE], true)).await;
+        assert_eq!(ct, "text/event-stream");
+        assert_eq!(body, format!("{PRIMING}{RESPONSE}"));
+        // Two responses, or data that is not a JSON-RPC response.
+        let (ct, _, _) = reply(sse(&[RESPONSE, RESPONSE], false)).await;
+        assert_eq!(ct, "text/event-stream");
+        let (ct, body, _) = reply(sse(&["data: not json\n\n"], false)).await;
+        assert_eq!(
+            (ct.as_str(), body.as_str()),
+            ("text/event-stream", "data: not json\n\n")
+        );
+        // An empty stream stays what it was.
+        let (ct, body, _) = reply(sse(&[], false)).await;
+        assert_eq!((ct.as_str(), body.as_str()), ("text/event-stream", ""));
     }
 }
