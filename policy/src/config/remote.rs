@@ -92,11 +92,7 @@ pub fn expand_vars(
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(VarError::Syntax(format!(
                 "`${{{inner}}}` does not name an environment variable (letters, digits and _)"
             )));
@@ -177,9 +173,9 @@ pub fn is_loopback_host(host: &str) -> bool {
 pub fn valid_header_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 256
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-        })
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// The keys an http server's table may not have (they describe a process).
@@ -226,10 +222,7 @@ pub fn check_http(
     };
     let (host, tls) = url_host(url).map_err(|e| ("url".to_string(), e))?;
     if headers.0.len() > MAX_HEADERS {
-        return Err((
-            "headers".into(),
-            format!("more than {MAX_HEADERS} headers"),
-        ));
+        return Err(("headers".into(), format!("more than {MAX_HEADERS} headers")));
     }
     for (name, value) in &headers.0 {
         if !valid_header_name(name) {
@@ -287,12 +280,23 @@ mod tests {
 
     #[test]
     fn urls_and_hosts() {
-        assert_eq!(url_host("https://Example.com:8443/mcp").unwrap(), ("example.com".into(), true));
-        assert_eq!(url_host("http://127.0.0.1:9/mcp").unwrap(), ("127.0.0.1".into(), false));
-        assert_eq!(url_host("http://[::1]:9/mcp").unwrap(), ("::1".into(), false));
+        assert_eq!(
+            url_host("https://Example.com:8443/mcp").unwrap(),
+            ("example.com".into(), true)
+        );
+        assert_eq!(
+            url_host("http://127.0.0.1:9/mcp").unwrap(),
+            ("127.0.0.1".into(), false)
+        );
+        assert_eq!(
+            url_host("http://[::1]:9/mcp").unwrap(),
+            ("::1".into(), false)
+        );
         assert!(url_host("ftp://x/").is_err());
         assert!(url_host("https:///mcp").is_err());
-        assert!(url_host("https://u:p@host/mcp").unwrap_err().contains("headers"));
+        assert!(url_host("https://u:p@host/mcp")
+            .unwrap_err()
+            .contains("headers"));
         assert!(url_host("https://host/a b").is_err());
         assert!(is_loopback_host("localhost") && is_loopback_host("127.3.2.1"));
         assert!(is_loopback_host("::1") && !is_loopback_host("10.0.0.1"));
@@ -310,16 +314,24 @@ mod tests {
         };
         let ok = h(&[("Authorization", "Bearer ${TOKEN}")]);
         assert_eq!(check_http(Some("https://h/mcp"), &ok, &[]), Ok(vec![]));
-        assert_eq!(check_http(Some("http://localhost:1/mcp"), &ok, &[]), Ok(vec![]));
+        assert_eq!(
+            check_http(Some("http://localhost:1/mcp"), &ok, &[]),
+            Ok(vec![])
+        );
         let w = check_http(Some("http://h.example/mcp"), &ok, &[]).unwrap();
         assert!(w[0].contains("in clear"), "{w:?}");
         assert_eq!(check_http(None, &ok, &[]).unwrap_err().0, "url");
         assert_eq!(
-            check_http(Some("https://h/"), &ok, &["command"]).unwrap_err().0,
+            check_http(Some("https://h/"), &ok, &["command"])
+                .unwrap_err()
+                .0,
             "command"
         );
         let bad = h(&[("Bad Name", "x")]);
-        assert_eq!(check_http(Some("https://h/"), &bad, &[]).unwrap_err().0, "headers.Bad Name");
+        assert_eq!(
+            check_http(Some("https://h/"), &bad, &[]).unwrap_err().0,
+            "headers.Bad Name"
+        );
         let unterminated = h(&[("A", "${X")]);
         assert!(check_http(Some("https://h/"), &unterminated, &[]).is_err());
         // Missing variables are fine at load (they are looked up when connecting).
@@ -327,6 +339,9 @@ mod tests {
         assert!(check_http(Some("https://h/"), &missing, &[]).is_ok());
         // Debug never shows a value.
         let d = format!("{:?}", h(&[("Authorization", "Bearer literal-token")]));
-        assert!(d.contains("Authorization") && !d.contains("literal-token"), "{d}");
+        assert!(
+            d.contains("Authorization") && !d.contains("literal-token"),
+            "{d}"
+        );
     }
 }
