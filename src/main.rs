@@ -88,7 +88,10 @@ fn exit_code(result: anyhow::Result<i32>) -> ExitCode {
 /// Logs go to stderr only: stdout belongs to results and the MCP protocol.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LACKPY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp's client worker logs a remote MCP server's failure as an
+        // ERROR with the request's details; lackpy's own warning says why
+        // the server's tools are unavailable (LACKPY_LOG shows it again).
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::transport::worker=off"));
     // Colour only for a person at a terminal: a log file, a journal or an
     // MCP client's stderr pipe gets plain text, not escape sequences.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

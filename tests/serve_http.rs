@@ -449,6 +449,10 @@ async fn rmcp_client_runs_programs_with_a_token_and_is_refused_without() {
         .await
         .expect("start");
     let url = srv.url();
+    // reqwest is built with `rustls-no-provider` (lackpy's TLS is rustls +
+    // ring, configured explicitly): a client built with defaults needs a
+    // process-wide provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN_A),
     );

@@ -8,6 +8,7 @@ mod fuzz_smoke;
 mod jail;
 mod layer_matrix;
 mod mcp;
+mod mcp_remote;
 mod mcp_source;
 mod providers;
 mod run;

@@ -309,6 +309,7 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     let control = |e: lackpy_beneath::Error| CliError::Usage(format!("config error: {e}"));
     let mut kits = Kits::default();
     let Some(ctl) = lackpy_beneath::open_control(workspace, false).map_err(control)? else {
+        read_host_configs(&mut config, workspace)?;
         return Ok((config, kits));
     };
     if let Some(text) = ctl
@@ -349,6 +350,7 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
             }
         }
     }
+    read_host_configs(&mut config, workspace)?;
     // Bounded: a config file is capped in size, not in keys.
     const MAX_WARNINGS: usize = 50;
     for w in config.warnings.iter().take(MAX_WARNINGS) {
@@ -361,6 +363,20 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
         ));
     }
     Ok((config, kits))
+}
+
+/// Read the servers of `[mcp] host_configs` into `config` (warnings
+/// printed once; a host config file programs can write is a config error).
+fn read_host_configs(config: &mut Config, workspace: &Path) -> Result<(), CliError> {
+    if config.mcp_host_configs.is_empty() {
+        return Ok(());
+    }
+    let warnings = lackpy_supervisor::providers::host_configs::load(config, workspace)
+        .map_err(CliError::Usage)?;
+    for w in warnings.iter().take(50) {
+        warn_once(w);
+    }
+    Ok(())
 }
 
 /// Print `lackpy: warning: MSG` on stderr, once per process per message
@@ -402,9 +418,20 @@ pub fn load(select: &Select, providers: &Providers) -> Result<Loaded, CliError> 
     let profile = match resolve(&config) {
         Ok(p) => p,
         // The write paths are registered above: start the servers only.
-        Err(_) if !config.mcp_servers.is_empty() => {
+        Err(_) if lackpy_supervisor::providers::mcp::has_servers(&config) => {
             let _ = providers.mcp().start(&mut config, &workspace);
-            resolve(&config)?
+            match resolve(&config) {
+                Ok(p) => p,
+                // A remote server whose header names an unset variable
+                // is a configuration error, not a missing tool.
+                Err(e) => {
+                    let bad = lackpy_supervisor::providers::mcp::header_errors(&config);
+                    match bad.into_iter().next() {
+                        Some(msg) => return Err(CliError::Usage(msg)),
+                        None => return Err(e.into()),
+                    }
+                }
+            }
         }
         Err(e) => return Err(e.into()),
     };
@@ -433,7 +460,7 @@ pub fn explain_unknown_tools(errors: &mut [ErrorInfo], loaded: &mut Loaded) {
         return;
     }
     let known = |c: &Config, n: &str| c.toolbox().get(n).is_some();
-    let needs_servers = !loaded.config.mcp_servers.is_empty()
+    let needs_servers = lackpy_supervisor::providers::mcp::has_servers(&loaded.config)
         && errors
             .iter()
             .filter_map(unknown_name)

@@ -197,7 +197,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     // Tools of the servers that another tool's name hides (the servers
     // were just asked, so this reads what they listed).
     let shadowed = match &config {
-        Ok(c) if !c.mcp_servers.is_empty() => {
+        Ok(c) if lackpy_supervisor::providers::mcp::has_servers(c) => {
             let mut c = c.clone();
             providers.mcp().start(&mut c, &ws)
         }
@@ -240,7 +240,11 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         for s in &servers {
             match (&s.tools, &s.error) {
                 // Server names come from config; errors quote a server's stderr.
-                (Some(n), _) => println!("mcp server  {:<22} {n} tools", line(&s.name)),
+                (Some(n), _) => println!(
+                    "mcp server  {:<22} {n} tools ({})",
+                    line(&s.name),
+                    line(&s.endpoint)
+                ),
                 (None, e) => println!(
                     "mcp server  {:<22} FAILED: {}",
                     line(&s.name),

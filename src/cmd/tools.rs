@@ -76,6 +76,30 @@ pub fn tool_json(alias: &str, t: &ToolSpec) -> serde_json::Value {
     })
 }
 
+/// The MCP servers of `config`, in precedence order: name, transport,
+/// endpoint (the url of a remote server, the command of a stdio one) and
+/// the host config file it came from. Header and env values are never
+/// shown.
+fn servers_json(config: &lackpy_policy::config::Config) -> Vec<serde_json::Value> {
+    lackpy_supervisor::providers::mcp::all_servers(config)
+        .into_iter()
+        .map(|(name, s)| {
+            let endpoint = if s.transport == "http" {
+                s.url.clone().unwrap_or_default()
+            } else {
+                s.command.clone().unwrap_or_default()
+            };
+            serde_json::json!({
+                "name": name,
+                "transport": s.transport,
+                "endpoint": endpoint,
+                "headers": s.headers.names(),
+                "origin": s.origin.as_ref().map(|p| p.display().to_string()),
+            })
+        })
+        .collect()
+}
+
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let (_ws, config, kits, shadowed) = match common::load_for_listing(args.workspace.clone()) {
@@ -107,9 +131,30 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             .collect();
         println!(
             "{}",
-            serde_json::json!({ "tools": list, "shadowed": shadowed })
+            serde_json::json!({ "tools": list, "shadowed": shadowed, "mcp_servers": servers_json(&config) })
         );
         return Ok(0);
+    }
+    for s in servers_json(&config) {
+        // Where each server is: a url or a command (never its headers or env).
+        let field = |k: &str| {
+            s.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let from = field("origin");
+        println!(
+            "mcp server {} ({}): {}{}",
+            escape::line(&field("name")),
+            escape::line(&field("transport")),
+            escape::line(&field("endpoint")),
+            if from.is_empty() {
+                String::new()
+            } else {
+                format!(" (from {})", escape::line(&from))
+            }
+        );
     }
     if tools.is_empty() {
         println!("(no tools)");

@@ -33,12 +33,16 @@
 //!   `timeout_seconds`, the server's jail (`network`, `workspace`,
 //!   `read_paths`, `write_paths`, `memory_mb`, `max_procs`),
 //!   `[mcp_servers.NAME.tools.TOOL] grade = {w, d}`; `[mcp] host_configs`.
+//!   With `transport = "http"`: `url` (required, http(s)) and `headers`
+//!   (values may name `${VAR}`s); the process keys are then errors
+//!   ([`remote::check_http`]).
 //!
 //! Unknown top-level sections and keys are ignored, as the original did;
 //! a known key with the wrong type is an error naming file, line and key.
 
 mod kit;
 mod provider;
+pub mod remote;
 
 pub use provider::{
     CommandTool, McpTool, Parse, Provider, ProviderError, PythonTool, Seg, Template,
@@ -46,6 +50,7 @@ pub use provider::{
 };
 
 pub use kit::{parse_kit, render_kit, Kit, KitSource, Kits};
+pub use remote::Headers;
 
 use crate::lang::{Grade, Namespace, ToolEntry};
 use crate::wire::Limits;
@@ -402,8 +407,15 @@ pub struct McpServer {
     pub args: Vec<String>,
     /// Extra environment for it.
     pub env: BTreeMap<String, String>,
-    /// URL of an http server.
+    /// URL of an http server (`http://` or `https://`, checked at load).
     pub url: Option<String>,
+    /// `headers` of an http server: values may hold `${VAR}` references,
+    /// expanded from the supervisor's environment when connecting. Never
+    /// shown (its `Debug` prints the names only).
+    pub headers: Headers,
+    /// The host application's config file this server was read from
+    /// (`[mcp] host_configs`); `None` for an `[mcp_servers]` table.
+    pub origin: Option<PathBuf>,
     /// Per-tool grade overrides.
     pub tool_grades: BTreeMap<String, Grade>,
     /// `network = true`: the server keeps the host's network (default: a
@@ -469,6 +481,11 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// `[mcp] host_configs`.
     pub mcp_host_configs: Vec<String>,
+    /// The servers read from the `host_configs` files, in the order the
+    /// files are listed (filled by the front end, which reads the files;
+    /// a name already used by `[mcp_servers]` or an earlier file is left
+    /// out there). Their tools come after those of `[mcp_servers]`.
+    pub mcp_host_servers: Vec<(String, McpServer)>,
     /// `[trace]`, when a file set it (a workspace table replaces the
     /// user's as a whole; keys it leaves out take the defaults).
     pub trace: Option<TraceLimits>,
@@ -785,6 +802,8 @@ struct RawMcpServer {
     env: BTreeMap<String, String>,
     #[serde(default)]
     url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
     #[serde(default)]
     tools: BTreeMap<String, RawMcpTool>,
     #[serde(default)]
@@ -1301,14 +1320,58 @@ impl Config {
                     ));
                 }
             }
+            let transport = s.transport.unwrap_or_else(|| "stdio".to_string());
+            let headers = Headers(s.headers);
+            if transport == "http" {
+                let mut present = Vec::new();
+                for (key, set) in [
+                    ("command", s.command.is_some()),
+                    ("args", !s.args.is_empty()),
+                    ("env", !s.env.is_empty()),
+                    ("workspace", s.workspace.is_some()),
+                    ("read_paths", !s.read_paths.is_empty()),
+                    ("write_paths", !s.write_paths.is_empty()),
+                    ("network", s.network.is_some()),
+                    ("memory_mb", s.memory_mb.is_some()),
+                    ("max_procs", s.max_procs.is_some()),
+                ] {
+                    if set {
+                        present.push(key);
+                    }
+                }
+                match remote::check_http(s.url.as_deref(), &headers, &present) {
+                    Ok(w) => cfg
+                        .warnings
+                        .extend(w.into_iter().map(|w| format!("mcp_servers.{name}: {w}"))),
+                    Err((key, msg)) => {
+                        return Err(ctx.err(None, &format!("mcp_servers.{name}.{key}"), msg))
+                    }
+                }
+            } else if let Some(h) = headers.0.keys().next() {
+                return Err(ctx.err(
+                    None,
+                    &format!("mcp_servers.{name}.headers.{h}"),
+                    format!(
+                        "`headers` are sent to a remote server: they need transport = \"http\" (this one is {transport:?})"
+                    ),
+                ));
+            } else if transport == "stdio" && s.url.is_some() {
+                return Err(ctx.err(
+                    None,
+                    &format!("mcp_servers.{name}.url"),
+                    "`url` names a remote server: add transport = \"http\" (a stdio server is started from `command`)",
+                ));
+            }
             cfg.mcp_servers.insert(
                 name,
                 McpServer {
-                    transport: s.transport.unwrap_or_else(|| "stdio".to_string()),
+                    transport,
                     command: s.command,
                     args: s.args,
                     env: s.env,
                     url: s.url,
+                    headers,
+                    origin: None,
                     tool_grades,
                     network: s.network.unwrap_or(false),
                     workspace,
@@ -1380,6 +1443,8 @@ impl Config {
         mcp_servers.extend(over.mcp_servers);
         let mut mcp_host_configs = under.mcp_host_configs;
         mcp_host_configs.extend(over.mcp_host_configs);
+        let mut mcp_host_servers = under.mcp_host_servers;
+        mcp_host_servers.extend(over.mcp_host_servers);
         let mut files = under.files;
         files.extend(over.files);
         let mut warnings = under.warnings;
@@ -1405,6 +1470,7 @@ impl Config {
             inference_raw,
             mcp_servers,
             mcp_host_configs,
+            mcp_host_servers,
             trace: over.trace.or(under.trace),
             files,
             warnings,

@@ -22,6 +22,16 @@
 //! server found dead before a call is restarted once; one that dies during a
 //! call, or answers `isError: true`, is a `ToolFailed` tool error.
 //!
+//! A `transport = "http"` server is no process: the supervisor itself
+//! connects to its `url` with rmcp's Streamable HTTP client (reqwest over
+//! rustls with ring; see [`connect_http`]), sending its `headers` with
+//! `${VAR}` expanded from this process's environment when connecting.
+//! No jail applies to that connection; what it trusts is the server's
+//! answers, which are bounded like a stdio server's (response and event
+//! sizes, tool count, list pages, every request's timeout). Header values
+//! are never logged, put in an error, a trace, `doctor` output or the
+//! tool-list cache (its identity holds a SHA-256 of them).
+//!
 //! All MCP I/O runs on one process-wide tokio runtime (one worker thread);
 //! callers on ordinary threads wait on a channel, so this works the same
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
@@ -32,10 +42,14 @@ use crate::call::RunContext;
 use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
 use crate::json::to_json;
 use crate::tools::fs::Workspace;
-use lackpy_policy::config::{ArgSpec, Config, McpServer, McpTool, ToolSpec, WorkspaceAccess};
+use lackpy_policy::config::{
+    ArgSpec, Config, Headers, McpServer, McpTool, ToolSpec, WorkspaceAccess,
+};
 use lackpy_policy::lang::Grade;
 use lackpy_policy::wire::{Data, ToolFailure};
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, PaginatedRequestParams, Tool, ToolAnnotations,
+};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
@@ -59,6 +73,18 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most tools taken from one server (a server listing more is truncated).
 const MAX_TOOLS_PER_SERVER: usize = 512;
+
+/// Most `tools/list` pages asked of one server (a server that keeps
+/// answering with a next cursor is cut off there).
+const MAX_LIST_PAGES: usize = 64;
+
+/// Largest JSON response or SSE event accepted from a remote server.
+/// Why 16 MiB: twice the largest result a run may return (8 MiB) and more
+/// than any honest tool list; a bigger answer is an error, never buffered.
+const MAX_REMOTE_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// Longest error body kept from a remote server (for the message only).
+const MAX_REMOTE_ERROR_BODY: usize = 2048;
 
 /// Largest accepted `timeout_seconds` (one hour).
 const MAX_TIMEOUT_SECONDS: u64 = 3600;
@@ -88,10 +114,16 @@ pub enum McpSourceError {
     Runtime(String),
 }
 
-/// Which process a tool lives in: one server table run in one workspace.
+/// Which process (or remote server) a tool lives in: one server table run
+/// in one workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ServerKey {
     name: String,
+    /// `url` of an http server (empty for stdio).
+    url: String,
+    /// `headers` of an http server, as written (`${VAR}` unexpanded;
+    /// `Debug` shows names only).
+    headers: Headers,
     command: String,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -178,9 +210,29 @@ where
 }
 
 fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey, McpSourceError> {
+    if server.transport == "http" {
+        let Some(url) = server.url.clone().filter(|u| !u.is_empty()) else {
+            return Err(McpSourceError::Config("no `url` given".into()));
+        };
+        return Ok(ServerKey {
+            name: name.to_string(),
+            url,
+            headers: server.headers.clone(),
+            command: String::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            workspace: workspace.to_path_buf(),
+            network: false,
+            ws_access: WorkspaceAccess::None,
+            read_paths: Vec::new(),
+            write_paths: Vec::new(),
+            memory_mb: None,
+            max_procs: None,
+        });
+    }
     if server.transport != "stdio" {
         return Err(McpSourceError::Config(format!(
-            "transport {:?} is not supported (only \"stdio\")",
+            "transport {:?} is not supported (\"stdio\" or \"http\", which is Streamable HTTP)",
             server.transport
         )));
     }
@@ -189,6 +241,8 @@ fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey,
     };
     Ok(ServerKey {
         name: name.to_string(),
+        url: String::new(),
+        headers: Headers::default(),
         command,
         args: server.args.clone(),
         env: server
@@ -222,10 +276,63 @@ const SERVER_NOFILE: u64 = 1024;
 /// Every `write_paths` entry of `config`'s MCP servers, resolved as their
 /// jails resolve them (for [`crate::trusted::register_write_paths`]).
 pub fn write_paths_of(config: &Config, workspace: &Path) -> Vec<PathBuf> {
-    config
-        .mcp_servers
-        .values()
-        .flat_map(|s| s.write_paths.iter().map(|p| config_path(p, workspace)))
+    all_servers(config)
+        .into_iter()
+        .flat_map(|(_, s)| s.write_paths.iter().map(|p| config_path(p, workspace)))
+        .collect()
+}
+
+/// Every server of `config` in precedence order: the `[mcp_servers]`
+/// tables by name, then the servers read from `[mcp] host_configs` in the
+/// order of the files (a name already used is left out; the front end
+/// that read the files reported it).
+pub fn all_servers(config: &Config) -> Vec<(&String, &McpServer)> {
+    let mut out: Vec<(&String, &McpServer)> = config.mcp_servers.iter().collect();
+    for (name, s) in &config.mcp_host_servers {
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, s));
+        }
+    }
+    out
+}
+
+/// Whether `config` has any MCP server (its own or from a host config).
+pub fn has_servers(config: &Config) -> bool {
+    !config.mcp_servers.is_empty() || !config.mcp_host_servers.is_empty()
+}
+
+/// The header values of an http server, `${VAR}` expanded from this
+/// process's environment.
+///
+/// # Errors
+/// A config error naming the server, the header and the variable (never a
+/// value).
+fn expand_headers(name: &str, headers: &Headers) -> Result<Vec<(String, String)>, McpSourceError> {
+    headers
+        .0
+        .iter()
+        .map(|(h, template)| {
+            lackpy_policy::config::remote::expand_vars(template, &|v| std::env::var(v).ok())
+                .map(|v| (h.clone(), v))
+                .map_err(|e| {
+                    McpSourceError::Config(format!(
+                        "config error: mcp_servers.{name}.headers.{h}: {e}"
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// One line per http server of `config` whose headers name an unset
+/// environment variable (`config error: mcp_servers.NAME.headers.H: the
+/// environment variable V is not set`), for front ends that report a
+/// configuration error rather than a missing tool.
+pub fn header_errors(config: &Config) -> Vec<String> {
+    all_servers(config)
+        .into_iter()
+        .filter(|(_, s)| s.transport == "http")
+        .filter_map(|(n, s)| expand_headers(n, &s.headers).err())
+        .map(|e| e.to_string())
         .collect()
 }
 
@@ -340,6 +447,7 @@ fn node_modules_of(path: &Path) -> Option<PathBuf> {
 /// warning: the jail's defaults, and the keys that open them.
 fn jail_hint(server: &McpServer) -> String {
     if server.transport != "stdio" {
+        // No process, no jail: the failure is the connection's.
         return String::new();
     }
     match server.command.as_deref() {
@@ -398,9 +506,153 @@ fn untrusted_code(key: &ServerKey, program: &Path) -> Option<String> {
     None
 }
 
-/// Start the server in its jail and complete the MCP handshake (on the
-/// runtime).
+/// The TLS configuration of remote servers: rustls with the ring provider
+/// and the webpki root certificates (the stack `serve` and the inferencer
+/// use; no system trust store, no second TLS library).
+fn tls_config() -> Result<rustls::ClientConfig, McpSourceError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| McpSourceError::Runtime(format!("TLS setup: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth())
+}
+
+/// Connect to a remote (`transport = "http"`) server with rmcp's
+/// Streamable HTTP client and complete the MCP handshake (on the runtime).
+/// The HTTP client follows no redirect (a redirect could carry the
+/// headers elsewhere) and uses no proxy; responses and events are capped
+/// at [`MAX_REMOTE_RESPONSE`], error bodies at [`MAX_REMOTE_ERROR_BODY`];
+/// the caller's timeout bounds the whole exchange.
+async fn connect_http(key: ServerKey) -> Result<Conn, McpSourceError> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    let values = expand_headers(&key.name, &key.headers)?;
+    let mut headers = HashMap::new();
+    for (name, value) in values {
+        let hname = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            McpSourceError::Config(format!(
+                "config error: mcp_servers.{}.headers.{name}: not a valid header name",
+                key.name
+            ))
+        })?;
+        // The error never quotes the value (it may be a token).
+        let mut hvalue = http::HeaderValue::from_str(&value).map_err(|_| {
+            McpSourceError::Config(format!(
+                "config error: mcp_servers.{}.headers.{name}: the value (once expanded) holds characters a header cannot carry",
+                key.name
+            ))
+        })?;
+        hvalue.set_sensitive(true);
+        headers.insert(hname, hvalue);
+    }
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config()?)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(DISCOVERY_TIMEOUT)
+        .pool_max_idle_per_host(4)
+        .build()
+        .map_err(|e| McpSourceError::Runtime(format!("HTTP client: {e}")))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(key.url.as_str())
+        .custom_headers(headers)
+        .max_json_response_size(MAX_REMOTE_RESPONSE)
+        .max_sse_event_size(MAX_REMOTE_RESPONSE)
+        .max_error_response_size(MAX_REMOTE_ERROR_BODY)
+        .max_concurrent_requests(8);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let svc = ()
+        .serve(transport)
+        .await
+        .map_err(|e| McpSourceError::Protocol(explain_http(&key, &e.to_string())))?;
+    Ok(Arc::new(svc))
+}
+
+/// A remote server's failure in words a user can act on: a refused
+/// credential (401) or a connection that could not be made, else rmcp's
+/// own message.
+fn explain_http(key: &ServerKey, text: &str) -> String {
+    let text = tidy(text);
+    let text = text.as_str();
+    // The url (whose port may hold "401") is not part of what is matched.
+    let lower = text.replace(&key.url, "URL").to_ascii_lowercase();
+    let auth = key
+        .headers
+        .0
+        .keys()
+        .find(|h| h.eq_ignore_ascii_case("authorization"));
+    if lower.contains("auth required")
+        || lower.contains("authorization required")
+        || lower.contains("401 unauthorized")
+        || lower.contains("http 401")
+        || lower.contains("status: 401")
+        || lower.contains("unauthorized")
+    {
+        return match auth {
+            Some(h) => format!(
+                "the server refused the credentials in headers.{h} (HTTP 401 from {})",
+                key.url
+            ),
+            None => format!(
+                "the server asks for credentials (HTTP 401 from {}): set headers.Authorization = \"Bearer ${{TOKEN_VARIABLE}}\"",
+                key.url
+            ),
+        };
+    }
+    if lower.contains("403 forbidden")
+        || lower.contains("http 403")
+        || lower.contains("insufficient scope")
+    {
+        return format!(
+            "the server refused access (HTTP 403 from {}): the credentials lack a permission",
+            key.url
+        );
+    }
+    if lower.contains("error sending request")
+        || lower.contains("dns error")
+        || lower.contains("connection refused")
+        || lower.contains("tcp connect")
+    {
+        return format!(
+            "cannot connect to {} (DNS, connection or TLS failure): {}",
+            key.url,
+            clip(text)
+        );
+    }
+    format!("MCP initialize with {} failed: {}", key.url, clip(text))
+}
+
+/// rmcp's message without the transport's type name
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: `).
+fn tidy(text: &str) -> String {
+    let mut out = text.to_string();
+    while let Some(i) = out.find("Transport [") {
+        let Some(end) = out[i..].find("] error: ") else {
+            break;
+        };
+        out.replace_range(i..i + end + "] error: ".len(), "");
+    }
+    out.replace("Send message error ", "")
+}
+
+/// `text` cut to 500 characters (a remote server chooses part of it).
+fn clip(text: &str) -> String {
+    const MAX: usize = 500;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// Start the server (in its jail) or connect to it, and complete the MCP
+/// handshake (on the runtime).
 async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
+    if !key.url.is_empty() {
+        return connect_http(key).await;
+    }
     let program = resolve_program(&key.command);
     if let Some(e) = untrusted_code(&key, &program) {
         return Err(McpSourceError::Config(e));
@@ -486,6 +738,9 @@ fn drop_connection(st: &McpServers, key: &ServerKey) {
 /// ([`crate::providers::mcp_cache`]): its table without environment values, the
 /// workspace, and the files it runs.
 fn cache_identity(key: &ServerKey, program: &Path) -> String {
+    if !key.url.is_empty() {
+        return http_identity(key);
+    }
     let env_names: Vec<&str> = key.env.iter().map(|(k, _)| k.as_str()).collect();
     let parts = format!(
         "v1\ncommand {:?}\nargs {:?}\nenv {:?}\nworkspace {:?}\nnetwork {}\naccess {:?}\nread {:?}\nwrite {:?}\nmemory {:?}\nprocs {:?}\n",
@@ -515,6 +770,33 @@ fn cache_identity(key: &ServerKey, program: &Path) -> String {
     crate::providers::mcp_cache::identity(&parts, &files)
 }
 
+/// The cache identity of a remote server: its url, the workspace, the
+/// header names and a SHA-256 over the expanded header values (never the
+/// values: a changed token makes a new identity without being stored).
+/// An unset variable gives an identity no entry matches.
+fn http_identity(key: &ServerKey) -> String {
+    let values = match expand_headers(&key.name, &key.headers) {
+        Ok(v) => {
+            let mut joined = String::new();
+            for (h, v) in &v {
+                joined.push_str(h);
+                joined.push('\0');
+                joined.push_str(v);
+                joined.push('\0');
+            }
+            crate::sha256::hex(joined.as_bytes())
+        }
+        Err(_) => "unresolved".to_string(),
+    };
+    let parts = format!(
+        "v1-http\nurl {:?}\nheaders {:?}\nvalues {values}\nworkspace {:?}\n",
+        key.url,
+        key.headers.names(),
+        key.workspace,
+    );
+    crate::providers::mcp_cache::identity(&parts, &[])
+}
+
 /// Why `command` cannot be started, when it does not exist: a bare name
 /// not on `PATH`, or a path naming nothing.
 fn missing_program(command: &str) -> Option<String> {
@@ -541,6 +823,12 @@ fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered
     }
     let program = resolve_program(&key.command);
     let identity = cache_identity(key, &program);
+    // A remote server whose header variables are unset is not looked up
+    // in the cache (its identity is unresolved): the connection reports why.
+    let cacheable = key.url.is_empty() || expand_headers(&key.name, &key.headers).is_ok();
+    if !cacheable {
+        return list_live(st, key, timeout);
+    }
     if let Some(tools) = crate::providers::mcp_cache::load(&key.workspace, &key.name, &identity) {
         if let Ok(mut m) = st.discovered.lock() {
             m.insert(key.clone(), (Ok(tools.clone()), Instant::now()));
@@ -562,13 +850,15 @@ fn list_tools(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered
 /// answer for this process.
 fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered {
     let r = (|| {
-        if let Some(why) = missing_program(&key.command) {
-            return Err(McpSourceError::Config(why));
+        if key.url.is_empty() {
+            if let Some(why) = missing_program(&key.command) {
+                return Err(McpSourceError::Config(why));
+            }
         }
         let c = connection(st, key, timeout)?;
         let peer = c.peer().clone();
-        run_on(st, async move { peer.list_all_tools().await }, timeout)?
-            .map_err(|e| McpSourceError::Protocol(format!("tools/list failed: {e}")))
+        run_on(st, list_bounded(peer), timeout)?
+            .map_err(|e| McpSourceError::Protocol(format!("tools/list failed: {}", clip(&e))))
     })()
     .map_err(|e| e.to_string());
     if r.is_err() {
@@ -578,6 +868,30 @@ fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered 
         m.insert(key.clone(), (r.clone(), Instant::now()));
     }
     r
+}
+
+/// Every tool a server lists, page by page, at most [`MAX_TOOLS_PER_SERVER`]
+/// tools and [`MAX_LIST_PAGES`] pages (a server that keeps sending a next
+/// cursor, or the same one, is cut off there).
+async fn list_bounded(peer: rmcp::service::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
+        tools.extend(page.tools);
+        if tools.len() >= MAX_TOOLS_PER_SERVER {
+            tools.truncate(MAX_TOOLS_PER_SERVER);
+            break;
+        }
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    Ok(tools)
 }
 
 /// The grade the annotations claim (hints; `[mcp_servers.X.tools.T] grade`
@@ -698,10 +1012,10 @@ fn args_of(schema: &Map<String, Value>) -> Vec<ArgSpec> {
 /// `timeout_seconds` of `[mcp_servers.NAME]` (as parsed with the rest of
 /// the config: never re-read from a file a program might have swapped).
 fn timeout_of(config: &Config, name: &str) -> Duration {
-    config
-        .mcp_servers
-        .get(name)
-        .and_then(|s| s.timeout_ms)
+    all_servers(config)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, s)| s.timeout_ms)
         .map_or(DEFAULT_CALL_TIMEOUT, |ms| {
             Duration::from_millis(ms).min(Duration::from_secs(MAX_TIMEOUT_SECONDS))
         })
@@ -768,7 +1082,7 @@ pub fn is_required(spec: &ToolSpec, name: &str) -> bool {
 fn discover(st: &McpServers, config: &Config, workspace: &Path) -> (Vec<ToolSpec>, Vec<String>) {
     let mut tools = Vec::new();
     let mut warnings = Vec::new();
-    for (name, server) in &config.mcp_servers {
+    for (name, server) in all_servers(config) {
         let timeout = timeout_of(config, name);
         let listed = key_of(name, server, workspace)
             .map_err(|e| e.to_string())
@@ -780,7 +1094,8 @@ fn discover(st: &McpServers, config: &Config, workspace: &Path) -> (Vec<ToolSpec
                     .filter_map(|t| spec_of(name, server, t, timeout)),
             ),
             Err(e) => warnings.push(format!(
-                "mcp server {name}: {e}; its tools are unavailable{}",
+                "mcp server {name}{}: {e}; its tools are unavailable{}",
+                origin_of(server),
                 jail_hint(server)
             )),
         }
@@ -788,11 +1103,24 @@ fn discover(st: &McpServers, config: &Config, workspace: &Path) -> (Vec<ToolSpec
     (tools, warnings)
 }
 
+/// ` (from FILE)` for a server read from a host application's config.
+fn origin_of(server: &McpServer) -> String {
+    server
+        .origin
+        .as_ref()
+        .map(|f| format!(" (from {})", f.display()))
+        .unwrap_or_default()
+}
+
 /// What `lackpy doctor` reports for one configured server.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ServerReport {
     /// The `[mcp_servers.NAME]` name.
     pub name: String,
+    /// Where it is: the url of a remote server, the command of a stdio one.
+    pub endpoint: String,
+    /// The host application's config file it was read from, if any.
+    pub origin: Option<String>,
     /// Its jail in one line (network, workspace, what it may read and write).
     pub jail: String,
     /// How many tools it listed, when it started.
@@ -812,18 +1140,43 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
             v.join(" ")
         }
     };
-    config
-        .mcp_servers
-        .iter()
+    all_servers(config)
+        .into_iter()
         .map(|(name, server)| {
             let timeout = timeout_of(config, name);
+            let endpoint = match &server.url {
+                Some(u) if server.transport == "http" => u.clone(),
+                _ => server.command.clone().unwrap_or_default(),
+            };
+            let origin = server.origin.as_ref().map(|p| p.display().to_string());
             match key_of(name, server, workspace) {
                 Err(e) => ServerReport {
                     name: name.clone(),
+                    endpoint,
+                    origin,
                     jail: String::new(),
                     tools: None,
                     error: Some(e.to_string()),
                 },
+                Ok(key) if !key.url.is_empty() => {
+                    let listed = list_live(st, &key, DISCOVERY_TIMEOUT.min(timeout));
+                    if let Ok(tools) = &listed {
+                        let id = http_identity(&key);
+                        let _ = crate::providers::mcp_cache::store(&key.workspace, name, &id, tools);
+                    }
+                    ServerReport {
+                        name: name.clone(),
+                        endpoint,
+                        origin,
+                        jail: format!(
+                            "none: remote server at {}, reached by the supervisor over the network (headers: {})",
+                            key.url,
+                            if key.headers.is_empty() { "-".to_string() } else { key.headers.names().join(", ") }
+                        ),
+                        tools: listed.as_ref().ok().map(Vec::len),
+                        error: listed.err(),
+                    }
+                }
                 Ok(key) => {
                     let spec = jail_spec(&key, &resolve_program(&key.command));
                     let jail = format!(
@@ -841,6 +1194,8 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
                     }
                     ServerReport {
                         name: name.clone(),
+                        endpoint,
+                        origin,
                         jail,
                         tools: listed.as_ref().ok().map(Vec::len),
                         error: listed
@@ -860,10 +1215,21 @@ fn check_servers(st: &McpServers, config: &Config, workspace: &Path) -> Vec<Serv
 /// lines (one per shadowed tool) are also printed as warnings. Warnings go
 /// to stderr, once per process each.
 pub(crate) fn start(st: &McpServers, config: &mut Config, workspace: &Path) -> Vec<String> {
-    if config.mcp_servers.is_empty() {
+    if !has_servers(config) {
         return Vec::new();
     }
     let (found, warnings) = discover(st, config, workspace);
+    let origins: Vec<(String, String)> = all_servers(config)
+        .into_iter()
+        .map(|(n, s)| (n.clone(), origin_of(s)))
+        .collect();
+    let origin = |server: &str| {
+        origins
+            .iter()
+            .find(|(n, _)| n == server)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default()
+    };
     let warned = &st.warned;
     for w in warnings {
         if let Ok(mut seen) = warned.lock() {
@@ -908,7 +1274,8 @@ pub(crate) fn start(st: &McpServers, config: &mut Config, workspace: &Path) -> V
             });
         if let Some(by) = by {
             clashes.push(format!(
-                "mcp server {server}: its tool {} is hidden by {by} of the same name, so it is not available",
+                "mcp server {server}{}: its tool {} is hidden by {by} of the same name, so it is not available",
+                origin(&server),
                 t.name
             ));
             continue;

@@ -19,6 +19,7 @@
 
 mod child;
 pub mod command;
+pub mod host_configs;
 pub mod mcp;
 pub mod mcp_cache;
 mod pipes;
