@@ -14,6 +14,9 @@ use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::wire::{ErrorKind, Limits};
 use lackpy_supervisor::spawn::ExeHandle;
 use lackpy_supervisor::{JailLevel, RunReport, RunRequest, Supervisor, SupervisorConfig};
+use lackpy_worker::role::test_roles::{
+    KERNEL_PROBES, PROCESS_PROBES, SOCKET_PROBES, ZYGOTE_EXTRA_PROBES,
+};
 use std::path::Path;
 
 fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
@@ -79,6 +82,15 @@ fn probe_report(r: &RunReport) -> Probe {
 
 fn probe(action: &str, arg: &str) -> Probe {
     probe_with(JailLevel::full(), action, arg)
+}
+
+/// The jail with one of its four layers on and the others lowered.
+fn only_layer(layer: &str) -> JailLevel {
+    let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
+        .into_iter()
+        .filter(|l| *l != layer)
+        .collect();
+    JailLevel::lowered(&others).expect("level")
 }
 
 fn assert_stopped(p: Probe, what: &str) {
@@ -201,20 +213,6 @@ fn probe_write_anywhere() {
 }
 
 #[test]
-fn probe_sockets() {
-    let _g = serial();
-    for kind in [
-        "socket_inet",
-        "socket_inet6",
-        "socket_unix",
-        "socket_netlink",
-        "socket_packet",
-    ] {
-        assert_stopped(probe(kind, ""), kind);
-    }
-}
-
-#[test]
 fn probe_connect_to_host_listener() {
     let _g = serial();
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
@@ -225,23 +223,6 @@ fn probe_connect_to_host_listener() {
         l.accept().is_err(),
         "the jailed worker reached the host listener"
     );
-}
-
-#[test]
-fn probe_process_escapes() {
-    let _g = serial();
-    for action in [
-        "execve",
-        "fork",
-        "clone_thread",
-        "ptrace",
-        "mount",
-        "unshare",
-        "setns",
-        "chroot",
-    ] {
-        assert_stopped(probe(action, ""), action);
-    }
 }
 
 #[test]
@@ -261,42 +242,15 @@ fn probe_kill_host_process() {
     let _ = victim.wait();
 }
 
+/// Sockets, process escapes and the kernel attack surface; an exec'd
+/// worker is denied the zygote's extras and the IPC calls too.
 #[test]
-fn probe_kernel_attack_surface() {
+fn probe_sockets_processes_kernel_and_zygote_extras() {
     let _g = serial();
-    for action in [
-        "tiocsti",
-        "keyctl",
-        "bpf",
-        "perf_event_open",
-        "userfaultfd",
-        "io_uring_setup",
-        "proc_self_mem",
-    ] {
-        assert_stopped(probe(action, ""), action);
-    }
-}
-
-/// What a zygote may do and its workers may not (its seccomp extras), and
-/// the IPC a shared ipc namespace would expose. Probed in exec'd workers
-/// here and in forked ones by `forked_workers_hold_every_probe`.
-const ZYGOTE_EXTRA_PROBES: [&str; 8] = [
-    "sysv_shm",
-    "mq_open",
-    "write_stdout",
-    "dup3",
-    "sendmsg_fd",
-    "wait4",
-    "prctl",
-    "clone_worker",
-];
-
-/// An exec'd worker is denied the zygote's extras and the IPC calls too.
-#[test]
-fn probe_zygote_extras_and_ipc() {
-    let _g = serial();
-    for action in ZYGOTE_EXTRA_PROBES {
-        assert_stopped(probe(action, ""), action);
+    for group in [SOCKET_PROBES, PROCESS_PROBES, KERNEL_PROBES, ZYGOTE_EXTRA_PROBES] {
+        for &action in group {
+            assert_stopped(probe(action, ""), action);
+        }
     }
 }
 
@@ -320,26 +274,19 @@ fn probe_memory_past_the_rlimit() {
 #[test]
 fn each_layer_holds_alone_for_host_files() {
     let _g = serial();
-    let only = |layer: &str| {
-        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
-            .into_iter()
-            .filter(|l| *l != layer)
-            .collect();
-        JailLevel::lowered(&others).expect("level")
-    };
     // The empty root alone: the file does not exist in the jail.
     assert_eq!(
-        probe_with(only("namespaces"), "read_file", "/etc/passwd"),
+        probe_with(only_layer("namespaces"), "read_file", "/etc/passwd"),
         Probe::Denied(libc::ENOENT)
     );
     // Landlock alone: access denied.
     assert_eq!(
-        probe_with(only("landlock"), "read_file", "/etc/passwd"),
+        probe_with(only_layer("landlock"), "read_file", "/etc/passwd"),
         Probe::Denied(libc::EACCES)
     );
     // Seccomp alone: open is not on the allowlist, the worker dies.
     assert!(
-        matches!(probe_with(only("seccomp"), "read_file", "/etc/passwd"), Probe::Killed(m) if m.contains("seccomp"))
+        matches!(probe_with(only_layer("seccomp"), "read_file", "/etc/passwd"), Probe::Killed(m) if m.contains("seccomp"))
     );
     // With every layer off, the probe really can read (the probe is honest).
     let none =
@@ -354,27 +301,20 @@ fn each_layer_holds_alone_for_network() {
     let _g = serial();
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = l.local_addr().expect("addr").port().to_string();
-    let only = |layer: &str| {
-        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
-            .into_iter()
-            .filter(|l| *l != layer)
-            .collect();
-        JailLevel::lowered(&others).expect("level")
-    };
     // Own network namespace: 127.0.0.1 is a down loopback with nothing listening.
     assert!(matches!(
-        probe_with(only("namespaces"), "connect", &port),
+        probe_with(only_layer("namespaces"), "connect", &port),
         Probe::Denied(_)
     ));
     // Landlock (ABI >= 4) alone: TCP connect denied.
     if lackpy_worker::jail::landlock_abi() >= 4 {
         assert_eq!(
-            probe_with(only("landlock"), "connect", &port),
+            probe_with(only_layer("landlock"), "connect", &port),
             Probe::Denied(libc::EACCES)
         );
     }
     assert!(matches!(
-        probe_with(only("seccomp"), "connect", &port),
+        probe_with(only_layer("seccomp"), "connect", &port),
         Probe::Killed(_)
     ));
 }
@@ -686,31 +626,14 @@ fn forked_workers_hold_every_probe() {
         ("write_file", "/tmp/lackpy-probe-forked-escape"),
         ("write_file", "x"),
         ("list_root", ""),
-        ("socket_inet", ""),
-        ("socket_inet6", ""),
-        ("socket_unix", ""),
-        ("socket_netlink", ""),
-        ("socket_packet", ""),
         ("connect", &port),
-        ("execve", ""),
-        ("fork", ""),
-        ("clone_thread", ""),
-        ("ptrace", ""),
-        ("mount", ""),
-        ("unshare", ""),
-        ("setns", ""),
-        ("chroot", ""),
         ("kill", &victim_pid),
-        ("tiocsti", ""),
-        ("keyctl", ""),
-        ("bpf", ""),
-        ("perf_event_open", ""),
-        ("userfaultfd", ""),
-        ("io_uring_setup", ""),
-        ("proc_self_mem", ""),
         ("raise_rlimit", ""),
     ];
-    let extras = ZYGOTE_EXTRA_PROBES.iter().map(|a| (*a, ""));
+    let extras = [SOCKET_PROBES, PROCESS_PROBES, KERNEL_PROBES, ZYGOTE_EXTRA_PROBES]
+        .concat()
+        .into_iter()
+        .map(|a| (a, ""));
     for (action, arg) in cases.into_iter().chain(extras) {
         assert_stopped(
             probe_forked(action, arg),

@@ -32,6 +32,37 @@ pub struct Select {
     pub workspace: Option<PathBuf>,
 }
 
+/// Where a program comes from: `FILE|-` or `-c PROGRAM`, shared by `run`
+/// and `validate`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgramSource {
+    /// Program file, or `-` for stdin (the default).
+    #[arg(value_name = "FILE|-")]
+    file: Option<PathBuf>,
+    /// Program text given inline instead of a file.
+    #[arg(
+        short = 'c',
+        long = "code",
+        value_name = "PROGRAM",
+        conflicts_with = "file"
+    )]
+    code: Option<String>,
+}
+
+impl ProgramSource {
+    /// The program's bytes: the inline text, or at most `limit + 1` bytes
+    /// of the file or stdin ([`read_program`]).
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] when the file cannot be opened or read.
+    pub fn read(&self, limit: u64) -> Result<Vec<u8>, CliError> {
+        match &self.code {
+            Some(code) => Ok(code.clone().into_bytes()),
+            None => read_program(self.file.as_deref(), limit),
+        }
+    }
+}
+
 /// A usage or configuration problem: the command exits with status 3.
 #[derive(Debug)]
 pub enum CliError {

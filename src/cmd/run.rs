@@ -7,11 +7,10 @@
 //! its own line and any error (with the source line and a caret) on
 //! stderr; all of it escaped for the terminal ([`super::escape`]).
 
-use super::common::{self, Select};
+use super::common::{self, ProgramSource, Select};
 use super::escape;
 use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
-use std::path::Path;
 use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
@@ -20,17 +19,8 @@ use std::sync::Arc;
     after_help = "Every run is traced in WORKSPACE/.lackpy/traces: without --workspace that is\nthe current directory (created there if missing; `lackpy trace list` reads it).\n\nExit status: 0 ok, 1 runtime/tool/limit error, 2 validation error,\n3 usage or configuration error, 4 internal error."
 )]
 pub struct Args {
-    /// Program file, or `-` for stdin (the default).
-    #[arg(value_name = "FILE|-")]
-    file: Option<String>,
-    /// Program text given inline instead of a file.
-    #[arg(
-        short = 'c',
-        long = "code",
-        value_name = "PROGRAM",
-        conflicts_with = "file"
-    )]
-    code: Option<String>,
+    #[command(flatten)]
+    source: ProgramSource,
     #[command(flatten)]
     select: Select,
     /// Print one JSON object (the contract) instead of human-readable output.
@@ -70,14 +60,9 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.memory_mb {
         limits.memory_bytes = m.saturating_mul(1 << 20);
     }
-    let source = match &args.code {
-        Some(code) => code.clone().into_bytes(),
-        None => {
-            match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
-                Ok(s) => s,
-                Err(e) => return Ok(e.report("run", args.json)),
-            }
-        }
+    let source = match args.source.read(limits.source_bytes) {
+        Ok(s) => s,
+        Err(e) => return Ok(e.report("run", args.json)),
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,

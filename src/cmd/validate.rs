@@ -2,12 +2,11 @@
 //! check a program against the language whitelist and the profile's
 //! namespace, and show its grade and tool calls, without running it.
 
-use super::common::{self, Select};
+use super::common::{self, ProgramSource, Select};
 use super::escape;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::providers::Providers;
-use std::path::PathBuf;
 
 /// Arguments of `lackpy validate`.
 ///
@@ -27,17 +26,8 @@ use std::path::PathBuf;
     after_help = "Exit status: 0 valid, 2 invalid, 3 usage or configuration error.\n--json prints {\"ok\", \"grade\": {\"w\", \"d\"}, \"calls\", \"error\", \"errors\"}; each error is\n{\"kind\": \"validation\", \"type\", \"message\", \"line\", \"col\", \"hint\"}.\n\nExamples:\n  lackpy validate prog.py\n  echo 'read_file(\"a.txt\")' | lackpy validate --json\n  lackpy validate prog.py --tools read_file,write_file"
 )]
 pub struct Args {
-    /// Program file, or `-` for stdin (the default).
-    #[arg(value_name = "FILE|-")]
-    file: Option<PathBuf>,
-    /// Program text given inline instead of a file.
-    #[arg(
-        short = 'c',
-        long = "code",
-        value_name = "PROGRAM",
-        conflicts_with = "file"
-    )]
-    code: Option<String>,
+    #[command(flatten)]
+    source: ProgramSource,
     #[command(flatten)]
     select: Select,
     /// Print one JSON object instead of human-readable output.
@@ -52,12 +42,9 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         Err(e) => return Ok(e.report("validate", args.json)),
     };
     let limits = &loaded.profile.limits;
-    let src = match &args.code {
-        Some(c) => c.clone().into_bytes(),
-        None => match common::read_program(args.file.as_deref(), limits.source_bytes) {
-            Ok(s) => s,
-            Err(e) => return Ok(e.report("validate", args.json)),
-        },
+    let src = match args.source.read(limits.source_bytes) {
+        Ok(s) => s,
+        Err(e) => return Ok(e.report("validate", args.json)),
     };
     let ns = loaded.profile.namespace();
     let mut result = validate_bytes(&src, &ns, limits);

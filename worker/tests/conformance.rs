@@ -32,7 +32,7 @@
 
 use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
 use lackpy_policy::{validate, Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run_source, Output, ToolHost};
+use lackpy_worker::interp::{run_source, Kwargs, Output, ToolHost};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -546,12 +546,7 @@ fn bind(
 }
 
 impl ToolHost for FsHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, kwargs: Kwargs) -> Result<Data, ToolFailure> {
         match name {
             "read_file" => {
                 let a = bind(name, &["path"], args, kwargs)?;
@@ -585,12 +580,7 @@ impl ToolHost for FsHost {
 struct NoTools;
 
 impl ToolHost for NoTools {
-    fn call(
-        &mut self,
-        name: &str,
-        _args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, _args: Vec<Data>, _kwargs: Kwargs) -> Result<Data, ToolFailure> {
         Err(fail("ToolFailed", format!("no workspace for {name}")))
     }
 }

@@ -26,10 +26,10 @@ pub mod gen;
 
 use lackpy_policy::lang::validate_bytes;
 use lackpy_policy::wire::{
-    Data, FlatData, FromWorker, Limits, ToWorker, ToolFailure, MAX_DATA_DEPTH,
+    Data, FlatData, FromWorker, Limits, Outcome, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
 };
 use lackpy_policy::{Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run, Output, ToolHost};
+use lackpy_worker::interp::{run, Kwargs, Output, ToolHost};
 
 /// The profile every target uses: the four builtin file tools.
 pub fn namespace() -> Namespace {
@@ -66,12 +66,7 @@ pub fn limits() -> Limits {
 pub struct FakeHost;
 
 impl ToolHost for FakeHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, _kwargs: Kwargs) -> Result<Data, ToolFailure> {
         match (name, args.first()) {
             ("read_file", Some(Data::Str(p))) if p == "a.txt" => {
                 Ok(Data::Str("hello\nworld\n".into()))
@@ -121,16 +116,22 @@ pub fn parse_validate(data: &[u8]) {
     let _ = validate_bytes(data, &namespace(), &most);
 }
 
-/// Validate then interpret `src`.
+/// Validate then interpret `src` with [`namespace`] and [`limits`].
 pub fn validate_and_run(src: &[u8]) -> bool {
-    let limits = limits();
-    match validate_bytes(src, &namespace(), &limits) {
+    validate_and_run_with(src, &namespace(), &limits())
+}
+
+/// Validate `src` against `ns` and, when it validates, interpret it against
+/// [`FakeHost`] with stdout capped at `limits.stdout_bytes`; whether it
+/// validated.
+pub fn validate_and_run_with(src: &[u8], ns: &Namespace, limits: &Limits) -> bool {
+    match validate_bytes(src, ns, limits) {
         Ok(program) => {
             let mut out = CappedOut {
                 text: String::new(),
                 cap: limits.stdout_bytes as usize,
             };
-            let _ = run(&program, &mut FakeHost, &mut out, &limits);
+            let _ = run(&program, &mut FakeHost, &mut out, limits);
             true
         }
         Err(_) => false,
@@ -151,7 +152,9 @@ pub fn interp(data: &[u8]) {
     }
 }
 
-fn check_flat(flat: &FlatData) {
+/// A flat value the decoder accepts is within the depth cap and survives a
+/// round trip unchanged.
+pub fn check_flat(flat: &FlatData) {
     if let Ok(d) = Data::from_flat(flat, MAX_DATA_DEPTH) {
         assert!(
             d.depth() <= MAX_DATA_DEPTH,
@@ -169,8 +172,16 @@ fn check_flat(flat: &FlatData) {
 
 /// Target `ipc_frame`.
 pub fn ipc_frame(data: &[u8]) {
+    ipc_decode(data);
+}
+
+/// `data` decoded as a message in both directions, every accepted value
+/// through [`check_flat`]; how many of the two directions decoded it.
+pub fn ipc_decode(data: &[u8]) -> usize {
     use lackpy_worker::ipc::decode;
+    let mut decoded = 0;
     if let Ok(m) = decode::<FromWorker>(data) {
+        decoded += 1;
         match m {
             FromWorker::ToolCall { args, kwargs, .. } => {
                 args.iter().for_each(check_flat);
@@ -185,8 +196,10 @@ pub fn ipc_frame(data: &[u8]) {
         }
     }
     if let Ok(ToWorker::ToolResult { result: Ok(f), .. }) = decode::<ToWorker>(data) {
+        decoded += 1;
         check_flat(&f);
     }
+    decoded
 }
 
 /// Supervisor-side handling of an accepted value: the JSON form and repr
@@ -494,4 +507,85 @@ pub fn mcp_result(data: &[u8]) {
             );
         }
     }
+}
+
+// ------------------------------------------------------------------ shared
+
+/// Every target, by name: what `lackpy-fuzz TARGET` runs and what the
+/// fuzz smoke replays each committed corpus through.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("parse_validate", parse_validate),
+    ("interp", interp),
+    ("ipc_frame", ipc_frame_full),
+    ("glob", glob),
+    ("config", config),
+    ("mcp_result", mcp_result),
+];
+
+/// Valid messages of every variant, with edge values: the seeds the
+/// `ipc_frame` fuzzers mutate.
+pub fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
+    let data = Data::Dict(vec![
+        (
+            Data::Str("k".into()),
+            Data::List(vec![Data::Int(i64::MIN), Data::Float(f64::NAN), Data::None]),
+        ),
+        (
+            Data::Tuple(vec![]),
+            Data::Set(vec![
+                Data::BigInt("-123456789012345678901234567890".into()),
+                Data::Bool(true),
+            ]),
+        ),
+    ]);
+    let from = vec![
+        FromWorker::Ready {
+            protocol: lackpy_policy::wire::PROTOCOL_VERSION,
+        },
+        FromWorker::SetupFailed {
+            step: "pivot_root".into(),
+            errno: 22,
+            detail: "EINVAL".into(),
+        },
+        FromWorker::ToolCall {
+            id: 1,
+            name: "read_file".into(),
+            args: vec![Data::Str("a.txt".into()).to_flat(), data.to_flat()],
+            kwargs: vec![("path".into(), Data::Str("é\u{0}".into()).to_flat())],
+        },
+        FromWorker::Stdout("hello\n".into()),
+        FromWorker::Done(Outcome {
+            value: Some(data.to_flat()),
+            repr: Some("{...}".into()),
+            error: None,
+            fuel_used: u64::MAX,
+            globals: vec![],
+            skipped_globals: vec![],
+        }),
+    ];
+    let to = vec![
+        ToWorker::Run {
+            protocol: 1,
+            program: "x = 1\nx".into(),
+            tools: vec![ToolSig {
+                name: "read_file".into(),
+                args: vec!["path".into()],
+            }],
+            limits: Limits::default(),
+            globals: vec![],
+            want_globals: false,
+        },
+        ToWorker::ToolResult {
+            id: 7,
+            result: Ok(data.to_flat()),
+        },
+        ToWorker::ToolResult {
+            id: 8,
+            result: Err(ToolFailure {
+                type_name: "PathOutsideWorkspace".into(),
+                message: "no".into(),
+            }),
+        },
+    ];
+    (from, to)
 }

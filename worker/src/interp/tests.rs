@@ -8,12 +8,7 @@ use std::process::Command;
 struct FakeTools;
 
 impl ToolHost for FakeTools {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        _kw: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, _kw: Kwargs) -> Result<Data, ToolFailure> {
         match name {
             "echo" => Ok(args.into_iter().next().unwrap_or(Data::None)),
             "fail" => Err(ToolFailure {
@@ -568,12 +563,7 @@ fn lazy_generators_short_circuit() {
 struct Counting(u32);
 
 impl ToolHost for Counting {
-    fn call(
-        &mut self,
-        _name: &str,
-        args: Vec<Data>,
-        _kw: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, _name: &str, args: Vec<Data>, _kw: Kwargs) -> Result<Data, ToolFailure> {
         self.0 += 1;
         assert!(self.0 <= 2, "generator was not lazy");
         Ok(args.into_iter().next().unwrap_or(Data::None))
