@@ -1194,11 +1194,7 @@ fn escapes_corpus_over_mcp() {
         for c in cases.iter().cloned() {
             let (peer, sem) = (peer.clone(), Arc::clone(&sem));
             let program = String::from_utf8_lossy(&c.source(&subst)).into_owned();
-            let tools: Vec<String> = c
-                .tool_list()
-                .split(',')
-                .map(str::to_string)
-                .collect();
+            let tools: Vec<String> = c.tool_list().split(',').map(str::to_string).collect();
             set.spawn(async move {
                 let _permit = sem.acquire().await;
                 let mut params = serde_json::Map::new();

@@ -19,8 +19,9 @@ use fuzzlib::gen;
 
 use gen::Rng;
 use lackpy_policy::wire::{FlatData, FromWorker, Limits, Node};
-use lackpy_policy::{Grade, Namespace, ToolEntry};
+use lackpy_policy::Namespace;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,23 +63,6 @@ fn small_limits() -> Limits {
         tool_calls: 50,
         result_bytes: 1 << 20,
         ..Limits::default()
-    }
-}
-
-fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        grade: Grade { w, d },
-    };
-    Namespace {
-        tools: vec![
-            tool("read_file", &["path"], 1, 0),
-            tool("find_files", &["pattern"], 1, 0),
-            tool("write_file", &["path", "content"], 1, 2),
-            tool("edit_file", &["path", "old_str", "new_str"], 1, 2),
-        ],
     }
 }
 
@@ -165,7 +149,7 @@ fn set(cur: &Mutex<String>, s: &str) {
 #[test]
 fn fuzz_smoke_programs() {
     bounded("programs", Duration::from_secs(300), |cur| {
-        let ns = namespace();
+        let ns = fuzzlib::namespace();
         let limits = small_limits();
         let seeds = seeds();
         let mut rng = Rng::new(SEED);
@@ -391,32 +375,14 @@ fn fuzz_smoke_ipc_frames() {
 #[test]
 fn fuzz_smoke_corpora() {
     bounded("corpora", Duration::from_secs(300), |cur| {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
         let mut failures = Vec::new();
         let mut counts = Vec::new();
         for (target, run) in fuzzlib::TARGETS {
-            let mut files: Vec<std::path::PathBuf> = ["corpus", "regressions"]
-                .iter()
-                .filter_map(|d| std::fs::read_dir(root.join(d).join(target)).ok())
-                .flat_map(|rd| rd.flatten().map(|e| e.path()))
-                .collect();
-            files.sort();
+            let files = files_in(["corpus", "regressions"].map(|d| root.join(d).join(target)));
             counts.push(format!("{target}: {}", files.len()));
-            for f in &files {
-                let Ok(bytes) = std::fs::read(f) else {
-                    failures.push(format!("cannot read {}", f.display()));
-                    continue;
-                };
-                set(&cur, &format!("{target}: {}", f.display()));
-                let t = Instant::now();
-                if catch_unwind(AssertUnwindSafe(|| run(&bytes))).is_err() {
-                    failures.push(format!("{target}: {} panicked", f.display()));
-                }
-                let el = t.elapsed();
-                if el > Duration::from_secs(10) {
-                    failures.push(format!("{target}: {} took {el:?}", f.display()));
-                }
-            }
+            let slow = Duration::from_secs(10);
+            failures.extend(replay(&cur, target, &files, *run, slow));
         }
         eprintln!("fuzz smoke: corpora replayed ({})", counts.join(", "));
         failures
@@ -433,26 +399,49 @@ fn fuzz_smoke_corpora() {
 #[test]
 fn fuzz_known_glob_gaps() {
     bounded("known-glob", Duration::from_secs(300), |cur| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
-        let mut failures = Vec::new();
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        files.sort();
-        for f in files {
-            let bytes = std::fs::read(&f).unwrap_or_default();
-            set(&cur, &format!("{}", f.display()));
-            let t = Instant::now();
-            if catch_unwind(AssertUnwindSafe(|| fuzzlib::glob(&bytes))).is_err() {
-                failures.push(format!("{} panicked", f.display()));
-            }
-            // A 60-byte pattern over a dozen directories: well under a
-            // second when bounded; 5 s is generous even in a debug build.
-            let el = t.elapsed();
-            if el > Duration::from_secs(5) {
-                failures.push(format!("{} took {el:?}", f.display()));
-            }
-        }
-        failures
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
+        // A 60-byte pattern over a dozen directories: well under a second
+        // when bounded; 5 s is generous even in a debug build.
+        let slow = Duration::from_secs(5);
+        replay(&cur, "glob", &files_in([dir]), fuzzlib::glob, slow)
     });
+}
+
+/// The files in `dirs` (a missing directory has none), sorted.
+fn files_in<const N: usize>(dirs: [PathBuf; N]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Each file through `run` (the fuzz target `target`): a panic, an
+/// unreadable file or a run longer than `slow` is a failure.
+fn replay(
+    cur: &Mutex<String>,
+    target: &str,
+    files: &[PathBuf],
+    run: fn(&[u8]),
+    slow: Duration,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for f in files {
+        let Ok(bytes) = std::fs::read(f) else {
+            failures.push(format!("cannot read {}", f.display()));
+            continue;
+        };
+        set(cur, &format!("{target}: {}", f.display()));
+        let t = Instant::now();
+        if catch_unwind(AssertUnwindSafe(|| run(&bytes))).is_err() {
+            failures.push(format!("{target}: {} panicked", f.display()));
+        }
+        let el = t.elapsed();
+        if el > slow {
+            failures.push(format!("{target}: {} took {el:?}", f.display()));
+        }
+    }
+    failures
 }

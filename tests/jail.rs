@@ -247,7 +247,12 @@ fn probe_kill_host_process() {
 #[test]
 fn probe_sockets_processes_kernel_and_zygote_extras() {
     let _g = serial();
-    for group in [SOCKET_PROBES, PROCESS_PROBES, KERNEL_PROBES, ZYGOTE_EXTRA_PROBES] {
+    for group in [
+        SOCKET_PROBES,
+        PROCESS_PROBES,
+        KERNEL_PROBES,
+        ZYGOTE_EXTRA_PROBES,
+    ] {
         for &action in group {
             assert_stopped(probe(action, ""), action);
         }
@@ -630,10 +635,15 @@ fn forked_workers_hold_every_probe() {
         ("kill", &victim_pid),
         ("raise_rlimit", ""),
     ];
-    let extras = [SOCKET_PROBES, PROCESS_PROBES, KERNEL_PROBES, ZYGOTE_EXTRA_PROBES]
-        .concat()
-        .into_iter()
-        .map(|a| (a, ""));
+    let extras = [
+        SOCKET_PROBES,
+        PROCESS_PROBES,
+        KERNEL_PROBES,
+        ZYGOTE_EXTRA_PROBES,
+    ]
+    .concat()
+    .into_iter()
+    .map(|a| (a, ""));
     for (action, arg) in cases.into_iter().chain(extras) {
         assert_stopped(
             probe_forked(action, arg),

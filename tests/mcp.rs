@@ -11,21 +11,26 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+/// Start `lackpy mcp --workspace <ws> EXTRA...` (clean environment, stderr
+/// dropped) as a child on stdio.
+pub(crate) fn spawn_server(ws: &std::path::Path, extra: &[&str]) -> TokioChildProcess {
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
+    TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lackpy mcp")
+        .0
+}
+
 /// Start `lackpy mcp --workspace <ws>` and complete the MCP handshake.
 pub(crate) async fn connect(
     ws: &std::path::Path,
     extra: &[&str],
 ) -> RunningService<RoleClient, ()> {
-    let mut cmd = tokio::process::Command::new(util::bin());
-    cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
-    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
-    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
-    let transport = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lackpy mcp")
-        .0;
-    ().serve(transport).await.expect("MCP initialize")
+    ().serve(spawn_server(ws, extra))
+        .await
+        .expect("MCP initialize")
 }
 
 fn args(v: Value) -> Map<String, Value> {

@@ -22,19 +22,7 @@ fn ws_with(extra: &str) -> tempfile::TempDir {
 }
 
 fn run(ws: &Path, tools: &str, program: &str) -> (Output, Value) {
-    let out = util::run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.to_str().unwrap_or("."),
-            "--tools",
-            tools,
-            "-",
-        ],
-        program,
-        None,
-    );
+    let out = util::run_json(ws, tools, program);
     let v = util::json(&out);
     (out, v)
 }

@@ -132,10 +132,7 @@ impl Server {
     }
 
     pub fn terminate(&self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        crate::util::sigterm(&self.child);
     }
 
     /// Wait for the process to exit; its status.
@@ -153,16 +150,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.terminate();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::util::stop(&mut self.child, Duration::from_secs(15));
     }
 }
 

@@ -4,23 +4,13 @@
 use crate::util;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Start `lackpy mcp` and return the client and the server's pid.
 async fn connect(ws: &std::path::Path) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(util::bin());
-    cmd.arg("mcp").arg("--workspace").arg(ws);
-    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
-    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
-    let transport = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lackpy mcp")
-        .0;
+    let transport = crate::mcp::spawn_server(ws, &[]);
     let pid = transport.id().expect("server pid");
     (().serve(transport).await.expect("MCP initialize"), pid)
 }

@@ -32,8 +32,20 @@ pub struct Select {
     pub workspace: Option<PathBuf>,
 }
 
-/// Where a program comes from: `FILE|-` or `-c PROGRAM`, shared by `run`
-/// and `validate`.
+/// The arguments `run` and `validate` share: the program, the profile and
+/// workspace, and `--json`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgramArgs {
+    #[command(flatten)]
+    pub source: ProgramSource,
+    #[command(flatten)]
+    pub select: Select,
+    /// Print one JSON object instead of human-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where a program comes from: `FILE|-` or `-c PROGRAM`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ProgramSource {
     /// Program file, or `-` for stdin (the default).

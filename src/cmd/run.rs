@@ -7,7 +7,7 @@
 //! its own line and any error (with the source line and a caret) on
 //! stderr; all of it escaped for the terminal ([`super::escape`]).
 
-use super::common::{self, ProgramSource, Select};
+use super::common::{self, ProgramArgs};
 use super::escape;
 use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
@@ -20,12 +20,7 @@ use std::sync::Arc;
 )]
 pub struct Args {
     #[command(flatten)]
-    source: ProgramSource,
-    #[command(flatten)]
-    select: Select,
-    /// Print one JSON object (the contract) instead of human-readable output.
-    #[arg(long)]
-    json: bool,
+    program: ProgramArgs,
     /// Wall-clock limit in seconds (overrides the profile's).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
@@ -40,9 +35,9 @@ pub struct Args {
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let providers = Arc::new(Providers::new());
-    let mut loaded = match common::load(&args.select, &providers) {
+    let mut loaded = match common::load(&args.program.select, &providers) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("run", args.json)),
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let mut limits = loaded.profile.limits.clone();
     if let Some(t) = args.timeout {
@@ -50,7 +45,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             let e = common::CliError::Usage(
                 "--timeout must be a positive number of seconds".to_string(),
             );
-            return Ok(e.report("run", args.json));
+            return Ok(e.report("run", args.program.json));
         }
         limits.wall_ms = (t * 1000.0).ceil() as u64;
     }
@@ -60,13 +55,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.memory_mb {
         limits.memory_bytes = m.saturating_mul(1 << 20);
     }
-    let source = match args.source.read(limits.source_bytes) {
+    let source = match args.program.source.read(limits.source_bytes) {
         Ok(s) => s,
-        Err(e) => return Ok(e.report("run", args.json)),
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("run", args.json)),
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
@@ -81,7 +76,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(e) = report.error.as_mut() {
         common::explain_unknown_tools(std::slice::from_mut(e), &mut loaded);
     }
-    if args.json {
+    if args.program.json {
         use std::io::Write;
         let line = serde_json::to_string(&report)?;
         // A closed pipe (`lackpy run --json | head -c1`) is not an error.

@@ -2,7 +2,7 @@
 //! check a program against the language whitelist and the profile's
 //! namespace, and show its grade and tool calls, without running it.
 
-use super::common::{self, ProgramSource, Select};
+use super::common::{self, ProgramArgs};
 use super::escape;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
@@ -27,24 +27,19 @@ use lackpy_supervisor::providers::Providers;
 )]
 pub struct Args {
     #[command(flatten)]
-    source: ProgramSource,
-    #[command(flatten)]
-    select: Select,
-    /// Print one JSON object instead of human-readable output.
-    #[arg(long)]
-    json: bool,
+    program: ProgramArgs,
 }
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let mut loaded = match common::load(&args.select, &Providers::new()) {
+    let mut loaded = match common::load(&args.program.select, &Providers::new()) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("validate", args.json)),
+        Err(e) => return Ok(e.report("validate", args.program.json)),
     };
     let limits = &loaded.profile.limits;
-    let src = match args.source.read(limits.source_bytes) {
+    let src = match args.program.source.read(limits.source_bytes) {
         Ok(s) => s,
-        Err(e) => return Ok(e.report("validate", args.json)),
+        Err(e) => return Ok(e.report("validate", args.program.json)),
     };
     let ns = loaded.profile.namespace();
     let mut result = validate_bytes(&src, &ns, limits);
@@ -52,7 +47,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         common::explain_unknown_tools(errs, &mut loaded);
     }
     let text = String::from_utf8_lossy(&src);
-    if args.json {
+    if args.program.json {
         let obj = report_json(&result);
         println!("{obj}");
     } else {

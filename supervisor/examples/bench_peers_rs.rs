@@ -108,9 +108,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tool_us = median(&mut z).as_secs_f64() * 1e6 / 500.0;
 
     // RSS of a Ready worker: the jailed pid 1 (and anything under it) plus its reaper.
-    let rss = ready_worker_rss(&bin).map_or(json!(null), |(jailed, reaper)| {
-        json!({"jailed": jailed, "reaper": reaper})
-    });
+    let rss = ready_worker_rss(&bin).map_or(
+        json!(null),
+        |(jailed, reaper)| json!({"jailed": jailed, "reaper": reaper}),
+    );
 
     // A pooled worker as the pool gets it: forked by the zygote, Ready.
     // VmRSS counts the pages it shares with the zygote; Private_* are its own.

@@ -449,23 +449,12 @@ fn normalize(id: &mut ast::Identifier) {
 }
 
 fn normalize_args(a: &mut ast::Arguments, assigned: &mut BTreeSet<String>) {
-    let ast::Arguments {
-        posonlyargs,
-        args,
-        vararg,
-        kwonlyargs,
-        kwarg,
-        ..
-    } = a;
-    for awd in posonlyargs
-        .iter_mut()
-        .chain(args.iter_mut())
-        .chain(kwonlyargs.iter_mut())
-    {
+    let (with_defaults, star) = walk::params_mut(a);
+    for awd in with_defaults {
         normalize(&mut awd.def.arg);
         assigned.insert(awd.def.arg.as_str().to_string());
     }
-    for arg in vararg.iter_mut().chain(kwarg.iter_mut()) {
+    for arg in star {
         normalize(&mut arg.arg);
         assigned.insert(arg.arg.as_str().to_string());
     }

@@ -182,17 +182,8 @@ pub fn ipc_decode(data: &[u8]) -> usize {
     let mut decoded = 0;
     if let Ok(m) = decode::<FromWorker>(data) {
         decoded += 1;
-        match m {
-            FromWorker::ToolCall { args, kwargs, .. } => {
-                args.iter().for_each(check_flat);
-                kwargs.iter().for_each(|(_, f)| check_flat(f));
-            }
-            FromWorker::Done(o) => {
-                if let Some(v) = &o.value {
-                    check_flat(v);
-                }
-            }
-            _ => {}
+        for (_, v) in worker_values(&m) {
+            check_flat(v);
         }
     }
     if let Ok(ToWorker::ToolResult { result: Ok(f), .. }) = decode::<ToWorker>(data) {
@@ -200,6 +191,25 @@ pub fn ipc_decode(data: &[u8]) -> usize {
         check_flat(&f);
     }
     decoded
+}
+
+/// Every value a worker message carries: a tool call's arguments, and a
+/// run's value and the globals it kept (these with their names).
+fn worker_values(m: &FromWorker) -> Vec<(Option<&str>, &FlatData)> {
+    match m {
+        FromWorker::ToolCall { args, kwargs, .. } => args
+            .iter()
+            .chain(kwargs.iter().map(|(_, f)| f))
+            .map(|f| (None, f))
+            .collect(),
+        FromWorker::Done(o) => o
+            .value
+            .iter()
+            .map(|v| (None, v))
+            .chain(o.globals.iter().map(|(n, f)| (Some(n.as_str()), f)))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Supervisor-side handling of an accepted value: the JSON form and repr
@@ -223,21 +233,11 @@ pub fn ipc_frame_full(data: &[u8]) {
     ipc_frame(data);
     let ns = namespace();
     if let Ok(m) = decode::<FromWorker>(data) {
-        match m {
-            FromWorker::ToolCall { args, kwargs, .. } => {
-                args.iter().for_each(check_flat_and_render);
-                kwargs.iter().for_each(|(_, f)| check_flat_and_render(f));
+        for (name, v) in worker_values(&m) {
+            if let Some(name) = name {
+                let _ = lackpy_policy::lang::is_predefinable(name, &ns);
             }
-            FromWorker::Done(o) => {
-                if let Some(v) = &o.value {
-                    check_flat_and_render(v);
-                }
-                for (name, f) in &o.globals {
-                    let _ = lackpy_policy::lang::is_predefinable(name, &ns);
-                    check_flat_and_render(f);
-                }
-            }
-            _ => {}
+            check_flat_and_render(v);
         }
     }
     if let Ok(ToWorker::Run { globals, .. }) = decode::<ToWorker>(data) {
