@@ -871,12 +871,7 @@ fn corpus_policy_validator_agrees() {
                 .tool_list()
                 .split(',')
                 .filter(|s| !s.is_empty())
-                .map(|name| ToolEntry {
-                    name: name.to_string(),
-                    target: name.to_string(),
-                    args: Vec::new(),
-                    grade: Grade::default(),
-                })
+                .map(|name| ToolEntry::new(name, &[], Grade::default()))
                 .collect(),
         };
         let allowed = c.allowed();

@@ -424,7 +424,7 @@ fn replay(
     cur: &Mutex<String>,
     target: &str,
     files: &[PathBuf],
-    run: fn(&[u8]),
+    run: fuzzlib::Target,
     slow: Duration,
 ) -> Vec<String> {
     let mut failures = Vec::new();

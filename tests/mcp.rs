@@ -62,6 +62,12 @@ pub(crate) fn text(r: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// The listed tool named `name`.
+fn listed<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
+    let found = tools.iter().find(|t| t.name == name);
+    found.unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
 #[tokio::test]
 async fn initialize_and_list_tools() {
     let ws = util::workspace(&[]);
@@ -100,10 +106,7 @@ async fn initialize_and_list_tools() {
         );
         assert!(t.annotations.is_some(), "{} has no annotations", t.name);
     }
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     assert_eq!(run.input_schema.get("required"), Some(&json!(["program"])));
     let props = run
         .input_schema
@@ -113,14 +116,9 @@ async fn initialize_and_list_tools() {
     for p in ["program", "profile", "tools", "session"] {
         assert!(props.contains_key(p), "run_program lacks {p}");
     }
-    let v = tools
-        .iter()
-        .find(|t| t.name == "validate")
-        .expect("validate");
-    assert_eq!(
-        v.annotations.as_ref().and_then(|a| a.read_only_hint),
-        Some(true)
-    );
+    let v = listed(&tools, "validate");
+    let read_only = v.annotations.as_ref().and_then(|a| a.read_only_hint);
+    assert_eq!(read_only, Some(true));
     c.cancel().await.expect("close");
 }
 
@@ -341,10 +339,7 @@ async fn config_profiles_sessions_and_traces() {
     let ws = util::workspace(&[(".lackpy/config.toml", config), ("a.txt", "abc")]);
     let c = connect(ws.path(), &[]).await;
     let tools = c.list_all_tools().await.expect("tools/list");
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     // write_file is in the toolbox: running programs is not read-only.
     assert_eq!(
         run.annotations.as_ref().and_then(|a| a.read_only_hint),

@@ -128,17 +128,12 @@ impl CliError {
     /// `calls`/`errors` so that `validate --json` readers find theirs.
     pub fn json(&self) -> serde_json::Value {
         let e = self.info();
-        serde_json::json!({
-            "ok": false,
-            "value": null,
-            "repr": null,
-            "stdout": "",
-            "grade": null,
-            "trace": [],
-            "calls": [],
-            "error": e,
-            "errors": [e],
-        })
+        let mut v = crate::mcp::backend::failed_run(e.clone());
+        if let Some(o) = v.as_object_mut() {
+            o.insert("calls".into(), serde_json::json!([]));
+            o.insert("errors".into(), serde_json::json!([e]));
+        }
+        v
     }
 
     /// Report the error: on stderr (always), and as one JSON object on

@@ -29,7 +29,7 @@ use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::providers::Providers;
-use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
+use lackpy_supervisor::spawn::{self, ExeHandle};
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -457,26 +457,9 @@ impl ModelCaller for JailedCaller {
         let worker_err = |m: String| InferError::Worker(m);
         let mut w = spawn::spawn(&self.exe, "inferencer", &[], &spec)
             .map_err(|e| worker_err(format!("cannot spawn: {e}")))?;
-        let ready_by = Instant::now() + lackpy_supervisor::READY_TIMEOUT;
-        match w.greeting(ready_by) {
-            Ok(Greeting::Ready) => {}
-            Ok(Greeting::SetupFailed {
-                step,
-                errno,
-                detail,
-            }) => {
-                w.kill_and_reap();
-                return Err(worker_err(format!(
-                    "jail step {step} failed (errno {errno}): {detail}"
-                )));
-            }
-            Err(e) => {
-                let st = w.kill_and_reap();
-                return Err(worker_err(format!(
-                    "no greeting: {e}{}",
-                    death(st.as_ref())
-                )));
-            }
+        if let Err(e) = lackpy_supervisor::greet(&mut w) {
+            let hint = e.hint.map(|h| format!("; hint: {h}")).unwrap_or_default();
+            return Err(worker_err(format!("{}{hint}", e.message)));
         }
         let deadline = Instant::now() + budget;
         let msg = ToInferencer::Generate {

@@ -60,29 +60,27 @@ fn text(r: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// The listed tool named `name`.
+fn listed<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
+    let found = tools.iter().find(|t| t.name == name);
+    found.unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_the_tools_with_schemas_and_annotations() {
     let h = start(2).await;
     let tools = h.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names.len(), 11, "{names:?}");
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     assert_eq!(run.input_schema.get("required"), Some(&json!(["program"])));
     let ann = run.annotations.as_ref().expect("annotations");
     // The fake toolbox has write_file (d=3).
     assert_eq!(ann.read_only_hint, Some(false));
     assert_eq!(ann.destructive_hint, Some(true));
-    let v = tools
-        .iter()
-        .find(|t| t.name == "validate")
-        .expect("validate");
-    assert_eq!(
-        v.annotations.as_ref().and_then(|a| a.read_only_hint),
-        Some(true)
-    );
+    let v = listed(&tools, "validate");
+    let read_only = v.annotations.as_ref().and_then(|a| a.read_only_hint);
+    assert_eq!(read_only, Some(true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,12 +146,7 @@ pub fn warm_up() {
         }
     }
     let ns = Namespace {
-        tools: vec![ToolEntry {
-            target: "read_file".into(),
-            name: "read_file".into(),
-            args: vec!["path".into()],
-            grade: Default::default(),
-        }],
+        tools: vec![ToolEntry::new("read_file", &["path"], Default::default())],
     };
     let limits = lackpy_policy::wire::Limits::default();
     if let Ok(prog) = lackpy_policy::validate_with_predefined(WARM_UP, &ns, &limits, &[]) {

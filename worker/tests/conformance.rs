@@ -588,12 +588,7 @@ impl ToolHost for NoTools {
 // --- the lackpy side ----------------------------------------------------------------
 
 fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        grade: Grade { w, d },
-    };
+    let tool = |name: &str, args: &[&str], w, d| ToolEntry::new(name, args, Grade { w, d });
     Namespace {
         tools: vec![
             tool("read_file", &["path"], 1, 0),
@@ -1168,6 +1163,18 @@ fn data_shape_comparison() {
 // --- randomized differential programs ----------------------------------------------
 
 /// A small deterministic PRNG (xorshift64*), so failures are reproducible from the seed.
+/// The allowed `str.is*()` methods, from the policy's method table.
+fn str_predicates() -> Vec<&'static str> {
+    let methods = lackpy_policy::lang::tables::METHODS.iter();
+    let str_methods = methods
+        .filter(|(t, _)| *t == "str")
+        .flat_map(|(_, ms)| ms.iter());
+    str_methods
+        .copied()
+        .filter(|m| m.starts_with("is"))
+        .collect()
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -1330,22 +1337,7 @@ fn gen_str(rng: &mut Rng, depth: u32) -> String {
         ),
         11 => format!("{s}.splitlines({})", rng.pick(&["", "True", "False"])),
         12 => format!("{s}.expandtabs({int})"),
-        13 => format!(
-            "{s}.{}()",
-            rng.pick(&[
-                "isalnum",
-                "isalpha",
-                "isascii",
-                "isdecimal",
-                "isdigit",
-                "isidentifier",
-                "islower",
-                "isnumeric",
-                "isspace",
-                "istitle",
-                "isupper",
-            ])
-        ),
+        13 => format!("{s}.{}()", rng.pick(&str_predicates())),
         14 => format!("{sub}.join({s})"),
         15 => format!("({s} + {})", gen_str(rng, depth.saturating_sub(1))),
         16 => format!("({s} * {int})"),

@@ -67,6 +67,18 @@ pub struct ToolEntry {
     pub grade: Grade,
 }
 
+impl ToolEntry {
+    /// A tool visible under its own name, with these declared arguments.
+    pub fn new(name: &str, args: &[&str], grade: Grade) -> ToolEntry {
+        ToolEntry {
+            name: name.to_string(),
+            target: name.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            grade,
+        }
+    }
+}
+
 /// The names a program may call besides builtins: the active profile's tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Namespace {

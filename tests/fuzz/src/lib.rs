@@ -33,12 +33,7 @@ use lackpy_worker::interp::{run, Kwargs, Output, ToolHost};
 
 /// The profile every target uses: the four builtin file tools.
 pub fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str]| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        grade: Grade::default(),
-    };
+    let tool = |name: &str, args: &[&str]| ToolEntry::new(name, args, Grade::default());
     Namespace {
         tools: vec![
             tool("read_file", &["path"]),
@@ -511,9 +506,12 @@ pub fn mcp_result(data: &[u8]) {
 
 // ------------------------------------------------------------------ shared
 
+/// A fuzz target: takes any bytes, must never panic or hang.
+pub type Target = fn(&[u8]);
+
 /// Every target, by name: what `lackpy-fuzz TARGET` runs and what the
 /// fuzz smoke replays each committed corpus through.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("parse_validate", parse_validate),
     ("interp", interp),
     ("ipc_frame", ipc_frame_full),
