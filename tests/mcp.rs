@@ -1,12 +1,14 @@
 //! `lackpy mcp` driven as a child process by rmcp's client, the way an MCP
 //! host runs it.
 
+pub(crate) use crate::mcp_util::text;
+use crate::mcp_util::{args, listed};
 use crate::util;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -33,13 +35,6 @@ pub(crate) async fn connect(
         .expect("MCP initialize")
 }
 
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 pub(crate) async fn call(
     c: &RunningService<RoleClient, ()>,
     name: &'static str,
@@ -52,20 +47,6 @@ pub(crate) async fn call(
 
 fn sc(r: &CallToolResult) -> &Value {
     r.structured_content.as_ref().expect("structuredContent")
-}
-
-pub(crate) fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The listed tool named `name`.
-fn listed<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
-    let found = tools.iter().find(|t| t.name == name);
-    found.unwrap_or_else(|| panic!("{name} is not listed"))
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod jail;
 mod layer_matrix;
 mod mcp;
 mod mcp_source;
+mod mcp_util;
 mod providers;
 mod run;
 mod serve;

@@ -701,14 +701,10 @@ mod tests {
 
     #[test]
     fn render_escapes_every_piece_and_keeps_the_caret_aligned() {
-        let mut e = ErrorInfo::new(
-            ErrorKind::Tool,
-            "Bad\u{1b}[2J",
-            "line one\nfake: line\r\u{9b}31m\u{202e}",
-        );
-        e.line = Some(1);
-        e.col = Some(4);
-        e.hint = Some("\u{2066}hint\u{2069}".into());
+        let message = "line one\nfake: line\r\u{9b}31m\u{202e}";
+        let e = ErrorInfo::new(ErrorKind::Tool, "Bad\u{1b}[2J", message)
+            .at(1, 4)
+            .with_hint("\u{2066}hint\u{2069}");
         let r = render_error("\u{1b}\tx(\u{202e})\n", &e);
         assert_eq!(
             r,
@@ -718,14 +714,13 @@ mod tests {
 
     #[test]
     fn render_has_caret_and_hint() {
-        let mut e = ErrorInfo::new(
+        let e = ErrorInfo::new(
             ErrorKind::Validation,
             "ForbiddenName",
             "'open' is not available",
-        );
-        e.line = Some(2);
-        e.col = Some(5);
-        e.hint = Some("use read_file(path)".into());
+        )
+        .at(2, 5)
+        .with_hint("use read_file(path)");
         let r = render_error("x = 1\ny = open('a')\n", &e);
         assert_eq!(
             r,

@@ -1,12 +1,16 @@
 //! Protocol-layer tests: a real rmcp client talks to [`serve`] over an
 //! in-process duplex pipe, with the [`fake`] backend behind it.
 
+#[path = "../../tests/mcp_util.rs"]
+mod mcp_util;
+
 use super::fake::{Fake, Stats};
 use super::serve;
+use mcp_util::{args, listed, text};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,13 +38,6 @@ async fn start(slots: usize) -> Harness {
     }
 }
 
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 async fn call(h: &Harness, name: &'static str, a: Value) -> CallToolResult {
     h.client
         .call_tool(CallToolRequestParams::new(name).with_arguments(args(a)))
@@ -50,20 +47,6 @@ async fn call(h: &Harness, name: &'static str, a: Value) -> CallToolResult {
 
 fn structured(r: &CallToolResult) -> &Value {
     r.structured_content.as_ref().expect("structured content")
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The listed tool named `name`.
-fn listed<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
-    let found = tools.iter().find(|t| t.name == name);
-    found.unwrap_or_else(|| panic!("{name} is not listed"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -209,18 +209,12 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
     if (len as u64) <= limits.source_bytes {
         return None;
     }
-    let mut e = ErrorInfo::new(
-        ErrorKind::Validation,
-        "SourceTooLarge",
-        format!(
-            "program is {len} bytes; the limit (source_bytes) is {} bytes",
-            limits.source_bytes
-        ),
+    let message = format!(
+        "program is {len} bytes; the limit (source_bytes) is {} bytes",
+        limits.source_bytes
     );
-    e.line = Some(1);
-    e.col = Some(1);
-    e.hint = Some("split the work into smaller programs".to_string());
-    Some(e)
+    let e = ErrorInfo::new(ErrorKind::Validation, "SourceTooLarge", message);
+    Some(e.at(1, 1).with_hint("split the work into smaller programs"))
 }
 
 /// Parse, validate and grade `source` against `ns` under `limits`

@@ -60,7 +60,9 @@
 //! restarted); a helper that dies during a call is `ToolFailed` and the next
 //! call gets a fresh one.
 
-use super::child::{cfg_env, cfg_f64, cfg_str, config_path, workspace_path, CHILD_PATH};
+use super::child::{
+    cfg_env, cfg_f64, cfg_str, config_path, spawn_jailed, workspace_path, CHILD_PATH,
+};
 use super::pipes::{kill_group, read_line, PipeError};
 use super::value;
 use crate::call::RunContext;
@@ -320,13 +322,8 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
             cmd.env(k, v);
         }
     }
-    jail.attach(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new(
-            "ToolFailed",
-            format!("cannot start python {}: {e}", found.display()),
-        )
+    let mut child = spawn_jailed(jail, &mut cmd, || {
+        format!("cannot start python {}", found.display())
     })?;
     let Some(stdout) = child.stdout.take() else {
         kill_group(&mut child);
@@ -412,15 +409,10 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
-    jail.attach(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new(
-            "ToolFailed",
-            format!(
-                "cannot start the python helper {} in its jail: {e}",
-                key.python.display()
-            ),
+    let mut child = spawn_jailed(jail, &mut cmd, || {
+        format!(
+            "cannot start the python helper {} in its jail",
+            key.python.display()
         )
     })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
