@@ -29,17 +29,14 @@ impl Server {
         let socket = dir.path().join("s.sock");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
-        let child = Command::new(bin())
-            .args(["serve", "--socket"])
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--socket"])
             .arg(&socket)
             .arg("--config")
             .arg(&cfg)
-            .env_remove("LACKPY_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn lackpy serve");
+            .env_remove("LACKPY_LOG");
+        let io = [Stdio::null(), Stdio::null(), Stdio::null()];
+        let child = crate::util::spawn(&mut cmd, io, "lackpy serve");
         let deadline = Instant::now() + Duration::from_secs(20);
         while UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "lackpy serve did not start");

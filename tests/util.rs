@@ -95,6 +95,17 @@ pub fn run_json(ws: &Path, tools: &str, program: &str) -> Output {
     run_with_stdin(&args, program, None)
 }
 
+/// Spawn `cmd` (`what` names it in the panic) with its stdin, stdout and
+/// stderr as given.
+pub fn spawn(
+    cmd: &mut Command,
+    [stdin, stdout, stderr]: [Stdio; 3],
+    what: &str,
+) -> std::process::Child {
+    let started = cmd.stdin(stdin).stdout(stdout).stderr(stderr).spawn();
+    started.unwrap_or_else(|e| panic!("spawn {what}: {e}"))
+}
+
 /// Ask `child` to stop (SIGTERM), as a service manager does.
 pub fn sigterm(child: &std::process::Child) {
     if let Ok(pid) = i32::try_from(child.id()) {

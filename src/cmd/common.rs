@@ -201,21 +201,35 @@ pub fn user_config_path() -> Option<PathBuf> {
     })
 }
 
-/// The workspace directory: `--workspace` or the current directory; it must exist.
+/// A workspace given as `arg`, or the current directory; it must be a
+/// directory (the long-running front ends, `mcp` and `serve`, keep it as
+/// given).
 ///
 /// # Errors
-/// [`CliError::Usage`] when it is not a directory.
-pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
-    let ws = select
-        .workspace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("."));
+/// [`CliError::Usage`] when it is not a directory (or there is no current
+/// directory).
+pub fn server_workspace(arg: Option<&Path>) -> Result<PathBuf, CliError> {
+    let ws = match arg {
+        Some(w) => w.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::Usage(format!("no current directory: {e}")))?,
+    };
     if !ws.is_dir() {
         return Err(CliError::Usage(format!(
             "workspace {} is not a directory",
             ws.display()
         )));
     }
+    Ok(ws)
+}
+
+/// The workspace directory: `--workspace` or the current directory; it must
+/// exist. Canonical.
+///
+/// # Errors
+/// [`CliError::Usage`] when it is not a directory.
+pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
+    let ws = server_workspace(select.workspace.as_deref())?;
     ws.canonicalize()
         .map_err(|e| CliError::Usage(format!("workspace {}: {e}", ws.display())))
 }

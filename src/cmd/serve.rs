@@ -57,17 +57,10 @@ pub struct Args {
 /// # Errors
 /// The async runtime could not be built.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir()?,
+    let workspace = match super::common::server_workspace(args.workspace.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return Ok(e.report("serve", false)),
     };
-    if !workspace.is_dir() {
-        eprintln!(
-            "lackpy serve: workspace {} is not a directory",
-            workspace.display()
-        );
-        return Ok(3);
-    }
     let cfg = match serve::load_config(args.config.as_deref(), &workspace) {
         Ok(c) => c,
         Err(e) => {
