@@ -326,6 +326,13 @@ fn each_layer_holds_alone_for_network() {
 
 // ---- hostile workers -------------------------------------------------------
 
+/// [`hostile`] under the default limits as changed by `tweak`.
+fn hostile_with(mode: &str, tweak: impl FnOnce(&mut Limits)) -> RunReport {
+    let mut limits = Limits::default();
+    tweak(&mut limits);
+    hostile(mode, limits)
+}
+
 fn hostile(mode: &str, limits: Limits) -> RunReport {
     let ws = tempfile::tempdir().expect("tempdir");
     std::fs::write(ws.path().join("a.txt"), "hello").expect("write");
@@ -400,11 +407,7 @@ fn hostile_truncated_and_dying_workers() {
 fn hostile_bad_arguments_are_refused_not_executed() {
     let _g = serial();
     // The hostile worker never finishes; the refused call is answered and traced.
-    let limits = Limits {
-        wall_ms: 500,
-        ..Limits::default()
-    };
-    let r = hostile("bad_arg_count", limits);
+    let r = hostile_with("bad_arg_count", |l| l.wall_ms = 500);
     assert_eq!(err_of(&r).1, "timeout");
     assert_eq!(r.trace.len(), 1);
     assert!(!r.trace[0].ok);
@@ -418,19 +421,11 @@ fn hostile_bad_arguments_are_refused_not_executed() {
 #[test]
 fn hostile_budgets_are_limits() {
     let _g = serial();
-    let limits = Limits {
-        tool_calls: 5,
-        ..Limits::default()
-    };
-    let r = hostile("flood", limits);
+    let r = hostile_with("flood", |l| l.tool_calls = 5);
     assert_eq!(err_of(&r).0, ErrorKind::Limit);
     assert_eq!(err_of(&r).1, "tool_calls");
     assert_eq!(r.trace.len(), 5, "every authorized call is traced");
-    let limits = Limits {
-        stdout_bytes: 100_000,
-        ..Limits::default()
-    };
-    let (kind, ty, _) = err_of(&hostile("stdout_flood", limits));
+    let (kind, ty, _) = err_of(&hostile_with("stdout_flood", |l| l.stdout_bytes = 100_000));
     assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "output"));
 }
 
@@ -446,11 +441,7 @@ fn hostile_silence_and_spin_hit_the_wall_clock() {
     let _g = serial();
     for mode in ["silent", "spin"] {
         let t0 = std::time::Instant::now();
-        let limits = Limits {
-            wall_ms: 300,
-            ..Limits::default()
-        };
-        let (kind, ty, _) = err_of(&hostile(mode, limits));
+        let (kind, ty, _) = err_of(&hostile_with(mode, |l| l.wall_ms = 300));
         assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "timeout"), "{mode}");
         assert!(
             t0.elapsed() < std::time::Duration::from_secs(5),

@@ -553,17 +553,7 @@ fn cancelled_code_intelligence_frees_its_slot() {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let ws = util::workspace(&refs);
-    let mut child = util::lackpy()
-        .arg("mcp")
-        .arg("--workspace")
-        .arg(ws.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {

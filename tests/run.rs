@@ -13,6 +13,13 @@ fn run_json(ws: &Path, args: &[&str], program: &str) -> (i32, serde_json::Value)
     (out.status.code().unwrap_or(-1), json(&out))
 }
 
+/// `lackpy run --workspace WS ARGS...` with `stdin`.
+fn run_in(ws: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut a = vec!["run", "--workspace", ws.to_str().unwrap_or(".")];
+    a.extend_from_slice(args);
+    run_with_stdin(&a, stdin, None)
+}
+
 /// The run exited with `exit` and reported an error of `kind` and `type`.
 fn assert_error(code: i32, v: &serde_json::Value, exit: i32, kind: &str, ty: &str) {
     assert_eq!(code, exit, "{v}");
@@ -241,28 +248,9 @@ fn encoding_and_size_are_validation_errors() {
 #[test]
 fn usage_errors_exit_3() {
     let ws = fixture();
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "/nonexistent/prog.py",
-        ],
-        "",
-        None,
-    );
+    let out = run_in(ws.path(), &["/nonexistent/prog.py"], "");
     assert_eq!(out.status.code(), Some(3));
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--tools",
-            "no_such_tool",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "1",
-        None,
-    );
+    let out = run_in(ws.path(), &["--tools", "no_such_tool"], "1");
     assert_eq!(out.status.code(), Some(3));
     let out = run_with_stdin(&["run", "--workspace", "/nonexistent-dir"], "1", None);
     assert_eq!(out.status.code(), Some(3));
@@ -271,19 +259,11 @@ fn usage_errors_exit_3() {
 #[test]
 fn human_output() {
     let ws = fixture();
-    let out = run_with_stdin(
-        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
-        "print('hey')\n[1, 'a']\n",
-        None,
-    );
+    let out = run_in(ws.path(), &[], "print('hey')\n[1, 'a']\n");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hey\n[1, 'a']\n");
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 tool calls"));
-    let out = run_with_stdin(
-        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
-        "x = 1\ny = x / 0\n",
-        None,
-    );
+    let out = run_in(ws.path(), &[], "x = 1\ny = x / 0\n");
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ZeroDivisionError"), "{err}");
@@ -296,29 +276,9 @@ fn file_argument_and_stdin_dash() {
     let ws = fixture();
     std::fs::write(ws.path().join("prog.py"), "read_file('a.txt')\n").unwrap_or(());
     let p = ws.path().join("prog.py");
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            p.to_str().unwrap_or(""),
-        ],
-        "",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json", p.to_str().unwrap_or("")], "");
     assert_eq!(json(&out)["value"], "hello\n");
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "-",
-        ],
-        "2*3",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json", "-"], "2*3");
     assert_eq!(json(&out)["value"], 6);
 }
 
@@ -327,16 +287,7 @@ fn read_only_workspace_still_runs() {
     let ws = fixture();
     // Make the trace directory impossible to create: a file where it should be.
     std::fs::write(ws.path().join(".lackpy"), "not a dir").unwrap_or(());
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "1",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json"], "1");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("trace not written"));
 }

@@ -642,20 +642,28 @@ mod tests {
         tempfile::tempdir().expect("tempdir")
     }
 
+    /// A workspace with `files` (paths relative to it) written.
+    fn ws_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = ws();
+        for (path, text) in files {
+            let p = d.path().join(path);
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).expect("mkdir");
+            }
+            std::fs::write(p, text).expect("write");
+        }
+        d
+    }
+
     #[test]
     fn load_reads_workspace_config_and_kits() {
-        let d = ws();
-        std::fs::create_dir_all(d.path().join(".lackpy/kits")).expect("mkdir");
-        std::fs::write(
-            d.path().join(".lackpy/config.toml"),
-            "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n[sandbox]\ntimeout_seconds = 3\n",
-        )
-        .expect("write");
-        std::fs::write(
-            d.path().join(".lackpy/kits/fs.kit"),
-            "---\nname: fs\n---\nfind_files\n",
-        )
-        .expect("write");
+        let d = ws_with(&[
+            (
+                ".lackpy/config.toml",
+                "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n[sandbox]\ntimeout_seconds = 3\n",
+            ),
+            (".lackpy/kits/fs.kit", "---\nname: fs\n---\nfind_files\n"),
+        ]);
         let sel = |p: Option<&str>| Select {
             profile: p.map(str::to_string),
             tools: None,
@@ -684,13 +692,7 @@ mod tests {
         )
         .expect_err("missing");
         assert!(e.to_string().contains("not a directory"));
-        let d = ws();
-        std::fs::create_dir_all(d.path().join(".lackpy")).expect("mkdir");
-        std::fs::write(
-            d.path().join(".lackpy/config.toml"),
-            "[sandbox]\nmemory_mb = \"x\"\n",
-        )
-        .expect("write");
+        let d = ws_with(&[(".lackpy/config.toml", "[sandbox]\nmemory_mb = \"x\"\n")]);
         let e = load(
             &Select {
                 workspace: Some(d.path().to_path_buf()),

@@ -698,6 +698,12 @@ pub fn call(
 mod tests {
     use super::*;
 
+    /// `e` is of type `ty` and its message contains `needle`.
+    fn assert_failure(e: &ToolFailure, ty: &str, needle: &str) {
+        assert_eq!(e.type_name, ty, "{}", e.message);
+        assert!(e.message.contains(needle), "{}", e.message);
+    }
+
     /// A call outside any run, with this test binary's helpers.
     fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
         static HELPERS: OnceLock<Helpers> = OnceLock::new();
@@ -927,12 +933,7 @@ VERSION = 1
         let e = call(&tool("bad", "bad", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
         let e = call(&tool("obj", "obj", 10.0), &[], &ws).unwrap_err();
-        assert_eq!(e.type_name, "ToolFailed");
-        assert!(
-            e.message.contains("non-plain value of type 'object'"),
-            "{}",
-            e.message
-        );
+        assert_failure(&e, "ToolFailed", "non-plain value of type 'object'");
         assert_eq!(
             call(&tool("sub", "subclasses", 10.0), &[], &ws).unwrap(),
             Data::List(vec![
@@ -947,12 +948,7 @@ VERSION = 1
         let e = call(&tool("rec", "rec", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
         let e = call(&tool("missing", "missing", 10.0), &[], &ws).unwrap_err();
-        assert_eq!(e.type_name, "FileNotFound");
-        assert!(
-            e.message.starts_with("FileNotFoundError: "),
-            "{}",
-            e.message
-        );
+        assert_failure(&e, "FileNotFound", "FileNotFoundError: ");
 
         let (cwd, env) = match call(&tool("cwd", "cwd", 10.0), &[], &ws).unwrap() {
             Data::Tuple(v) => (v[0].clone(), v[1].clone()),

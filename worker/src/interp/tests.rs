@@ -679,20 +679,9 @@ fn hostile_programs_end_with_limits() {
     assert!(r.error.is_none(), "{:?}", r.error);
 }
 
-/// A tiny deterministic PRNG (xorshift64*), so property tests need no crate.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+#[path = "../../tests/rng.rs"]
+mod rng;
+use rng::Rng;
 
 #[test]
 fn property_float_repr_matches_cpython() {
