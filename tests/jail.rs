@@ -521,6 +521,15 @@ fn pool_serves_single_use_workers() {
 
 // ---- workers forked by the zygote -----------------------------------------
 
+/// A workspace and a supervisor whose warm pool of executors holds a
+/// Ready worker.
+fn warm_pool() -> (tempfile::TempDir, Supervisor) {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = pooled(&["executor"]);
+    wait_pool(&sup);
+    (ws, sup)
+}
+
 /// A pooled supervisor: its workers come from a zygote (a pre-jailed parent
 /// that forks them) instead of one exec each.
 fn pooled(role: &[&str]) -> Supervisor {
@@ -563,9 +572,7 @@ fn zygote_pids_of_self() -> Vec<i32> {
 #[test]
 fn idle_pool_recovers_when_its_zygote_is_killed() {
     let _g = serial();
-    let ws = tempfile::tempdir().expect("tempdir");
-    let sup = pooled(&["executor"]);
-    wait_pool(&sup);
+    let (ws, sup) = warm_pool();
     let old = zygote_pids_of_self();
     assert_eq!(old.len(), 1, "expected one zygote, found {old:?}");
     // SAFETY: kill(2) on a pid we just read as our own child.
@@ -670,9 +677,7 @@ fn forked_workers_hold_every_probe() {
 #[test]
 fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
     let _g = serial();
-    let ws = tempfile::tempdir().expect("tempdir");
-    let sup = pooled(&["executor"]);
-    wait_pool(&sup);
+    let (ws, sup) = warm_pool();
     let limits = Limits {
         wall_ms: 300,
         fuel: u64::MAX / 4,
