@@ -2,7 +2,7 @@
 //! host runs it.
 
 pub(crate) use crate::mcp_util::text;
-use crate::mcp_util::{args, listed};
+use crate::mcp_util::{args, listed, timed};
 use crate::util;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -243,9 +243,12 @@ async fn concurrent_runs_and_a_runaway() {
     );
     let quick = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let t = Instant::now();
-        let r = call(&c, "run_program", json!({"program": "sum(range(10))"})).await;
-        (r, t.elapsed())
+        timed(call(
+            &c,
+            "run_program",
+            json!({"program": "sum(range(10))"}),
+        ))
+        .await
     };
     tokio::select! {
         r = runaway => panic!("runaway finished first: {}", text(&r)),

@@ -27,3 +27,12 @@ pub(crate) fn listed<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
     let found = tools.iter().find(|t| t.name == name);
     found.unwrap_or_else(|| panic!("{name} is not listed"))
 }
+
+/// What `fut` gives and how long it took.
+pub(crate) async fn timed<T>(
+    fut: impl std::future::Future<Output = T>,
+) -> (T, std::time::Duration) {
+    let t0 = std::time::Instant::now();
+    let out = fut.await;
+    (out, t0.elapsed())
+}

@@ -6,7 +6,7 @@ mod mcp_util;
 
 use super::fake::{Fake, Stats};
 use super::serve;
-use mcp_util::{args, listed, text};
+use mcp_util::{args, listed, text, timed};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
@@ -228,9 +228,7 @@ async fn a_runaway_does_not_block_other_calls() {
     let runaway = call(&h, "run_program", json!({"program": "sleep"}));
     let quick = async {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let t = Instant::now();
-        let r = call(&h, "run_program", json!({"program": "x"})).await;
-        (r, t.elapsed())
+        timed(call(&h, "run_program", json!({"program": "x"}))).await
     };
     tokio::select! {
         _ = runaway => panic!("runaway finished first"),
