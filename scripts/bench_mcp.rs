@@ -38,6 +38,13 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// Print `label: p50 … · p99 …` of `times`.
+fn report(label: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let (p50, p99) = (pct(&times, 0.5), pct(&times, 0.99));
+    println!("{label}: p50 {} · p99 {}", ms(p50), ms(p99));
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     // LACKPY_BIN picks another build (for A/B runs of two binaries).
@@ -72,11 +79,9 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("run failed: {:?}", r.structured_content);
             }
         }
-        times.sort();
-        println!(
-            "run_program `{label}` ×{SEQUENTIAL} sequential: p50 {} · p99 {}",
-            ms(pct(&times, 0.5)),
-            ms(pct(&times, 0.99))
+        report(
+            &format!("run_program `{label}` ×{SEQUENTIAL} sequential"),
+            times,
         );
     }
 
@@ -91,12 +96,7 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         times.push(t.elapsed());
     }
-    times.sort();
-    println!(
-        "validate ×{SEQUENTIAL} sequential: p50 {} · p99 {}",
-        ms(pct(&times, 0.5)),
-        ms(pct(&times, 0.99))
-    );
+    report(&format!("validate ×{SEQUENTIAL} sequential"), times);
 
     let peer = client.peer().clone();
     let t = Instant::now();
@@ -146,11 +146,9 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         during.push(t.elapsed());
     }
-    during.sort();
-    println!(
-        "run_program while a runaway runs ({SEQUENTIAL} calls): p50 {} · p99 {}",
-        ms(pct(&during, 0.5)),
-        ms(pct(&during, 0.99))
+    report(
+        &format!("run_program while a runaway runs ({SEQUENTIAL} calls)"),
+        during,
     );
     runaway.abort();
     client.cancel().await?;

@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from mcp_client import JsonRpcClient  # scripts/, next to this file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV = os.path.join(ROOT, ".venv-bench")
 VPY = os.path.join(VENV, "bin", "python")
@@ -461,37 +463,28 @@ def section_cold():
 
 # ---------------------------------------------------------------- MCP over stdio
 
-class StdioMcp:
+class StdioMcp(JsonRpcClient):
+    """The client on a server's stdin/stdout (lines that are not JSON are skipped)."""
+
+    client_name = "lackpy-bench"
+
     def __init__(self, argv, cwd):
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, cwd=cwd)
-        self.next_id = 1
 
-    def request(self, method, params=None):
-        rid = self.next_id
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+    def send(self, obj):
+        self.p.stdin.write((json.dumps(obj) + "\n").encode())
         self.p.stdin.flush()
+
+    def recv(self):
         while True:
             line = self.p.stdout.readline()
             if not line:
                 raise EOFError("server closed stdout")
             try:
-                resp = json.loads(line)
+                return json.loads(line)
             except ValueError:
                 continue
-            if resp.get("id") == rid:
-                return resp
-
-    def initialize(self):
-        r = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                        "clientInfo": {"name": "lackpy-bench", "version": "0"}})
-        self.p.stdin.write((json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n").encode())
-        self.p.stdin.flush()
-        return r
 
     def close(self):
         try:

@@ -13,25 +13,12 @@ import socket
 import sys
 
 
-class Client:
-    def __init__(self, path, timeout=30.0):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
-        self.buf = b""
-        self.next_id = 1
+class JsonRpcClient:
+    """An MCP client over newline-delimited JSON-RPC; a subclass supplies
+    `send(obj)` and `recv()` (the next message) for its transport."""
 
-    def send(self, obj):
-        self.sock.sendall((json.dumps(obj) + "\n").encode())
-
-    def recv(self):
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError("server closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+    next_id = 1
+    client_name = "lackpy-test-client"
 
     def request(self, method, params=None):
         rid = self.next_id
@@ -49,7 +36,7 @@ class Client:
         resp = self.request("initialize", {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "lackpy-test-client", "version": "0"},
+            "clientInfo": {"name": self.client_name, "version": "0"},
         })
         if "error" in resp:
             return resp
@@ -58,6 +45,28 @@ class Client:
 
     def call(self, tool, arguments):
         return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+
+class Client(JsonRpcClient):
+    """The client on a unix socket (`lackpy serve`)."""
+
+    def __init__(self, path, timeout=30.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def send(self, obj):
+        self.sock.sendall((json.dumps(obj) + "\n").encode())
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
 
     def close(self):
         self.sock.close()

@@ -47,19 +47,15 @@ const PARALLEL: usize = 3;
 const DEFAULT_TOOLS: &str = "read_file,find_files,write_file,edit_file";
 
 /// The corpus files, embedded so the test binary needs no path at run time.
-const CORPUS: &[(&str, &str)] = &[
-    ("dunder", include_str!("escapes/dunder.toml")),
-    ("builtins", include_str!("escapes/builtins.toml")),
-    ("format", include_str!("escapes/format.toml")),
-    ("unicode", include_str!("escapes/unicode.toml")),
-    ("lambda", include_str!("escapes/lambda.toml")),
-    ("syntax", include_str!("escapes/syntax.toml")),
-    ("paths", include_str!("escapes/paths.toml")),
-    ("bombs", include_str!("escapes/bombs.toml")),
-    ("tools", include_str!("escapes/tools.toml")),
-    ("builders", include_str!("escapes/builders.toml")),
-    ("glob", include_str!("escapes/glob.toml")),
-    ("fuzz", include_str!("escapes/fuzz.toml")),
+/// (`include_str!` takes only a literal, hence a macro.)
+macro_rules! corpus_files {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("escapes/", $name, ".toml")))),*]
+    };
+}
+const CORPUS: &[(&str, &str)] = corpus_files![
+    "dunder", "builtins", "format", "unicode", "lambda", "syntax", "paths", "bombs", "tools",
+    "builders", "glob", "fuzz",
 ];
 
 /// Placeholders a program may contain; see the corpus README.
@@ -542,25 +538,62 @@ fn excerpt(b: &[u8]) -> String {
     s.replace('\n', "\\n")
 }
 
+impl Case {
+    /// The comma-separated tools the case is run with.
+    fn tool_list(&self) -> String {
+        self.tools
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TOOLS.to_string())
+    }
+}
+
+/// `lackpy CMD - --json --workspace WS --tools TOOLS`: the program on stdin.
+fn cli_args<'a>(cmd: &'a str, ws: &'a str, tools: &'a str) -> [&'a str; 7] {
+    [cmd, "-", "--json", "--workspace", ws, "--tools", tools]
+}
+
+/// Lackpy processes started since `before` and orphaned: what a run left behind.
+fn leftover_processes(before: &HashSet<u32>) -> Vec<(u32, String)> {
+    lackpy_processes()
+        .into_iter()
+        .filter(|(p, _)| !before.contains(p) && orphaned(*p))
+        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
+        .collect()
+}
+
+/// Fails with every disagreement in `bad` (each `"case name: ..."`) of a
+/// check of `cases` against `checker`; a known gap (SECURITY.md) is
+/// reported, not failed: the end-to-end runner is the one that insists a
+/// gap is removed once fixed.
+fn assert_agrees(cases: &[Case], bad: Vec<String>, checker: &str) {
+    let gaps: HashSet<&str> = cases
+        .iter()
+        .filter(|c| c.gap.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
+    let (known, bad): (Vec<String>, Vec<String>) = bad
+        .into_iter()
+        .partition(|b| gaps.contains(b.split(':').next().unwrap_or("")));
+    if !known.is_empty() {
+        eprintln!("known gaps at {checker}:\n{}", known.join("\n"));
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases disagree with {checker}:\n{}",
+        bad.len(),
+        cases.len(),
+        bad.join("\n")
+    );
+}
+
 /// Run one case and return its violations (empty = pass) and the outcome seen.
 fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
     let arena = Arena::new();
     let before = arena.snapshot_outside();
     let source = case.source(&arena.substitutions());
     let ws = arena.ws.display().to_string();
-    let tools = case
-        .tools
-        .clone()
-        .unwrap_or_else(|| DEFAULT_TOOLS.to_string());
-    let args = [
-        "run",
-        "-",
-        "--json",
-        "--workspace",
-        ws.as_str(),
-        "--tools",
-        tools.as_str(),
-    ];
+    let tools = case.tool_list();
+    let args = cli_args("run", &ws, &tools);
     let ran = run_bounded(&args, source, &arena.ws, HARD_DEADLINE);
     let mut v = Vec::new();
 
@@ -833,17 +866,12 @@ fn corpus_policy_validator_agrees() {
     let mut bad = Vec::new();
     let cases = corpus();
     for c in &cases {
-        let tools = c.tools.clone().unwrap_or_else(|| DEFAULT_TOOLS.to_string());
         let ns = Namespace {
-            tools: tools
+            tools: c
+                .tool_list()
                 .split(',')
                 .filter(|s| !s.is_empty())
-                .map(|name| ToolEntry {
-                    name: name.to_string(),
-                    target: name.to_string(),
-                    args: Vec::new(),
-                    grade: Grade::default(),
-                })
+                .map(|name| ToolEntry::new(name, &[], Grade::default()))
                 .collect(),
         };
         let allowed = c.allowed();
@@ -879,26 +907,7 @@ fn corpus_policy_validator_agrees() {
             Ok(Ok(())) => {}
         }
     }
-    // Known gaps (SECURITY.md) are reported, not failed, here; the end-to-end
-    // runner is the one that insists a gap is removed once fixed.
-    let gaps: HashSet<&str> = cases
-        .iter()
-        .filter(|c| c.gap.is_some())
-        .map(|c| c.name.as_str())
-        .collect();
-    let (known, bad): (Vec<String>, Vec<String>) = bad
-        .into_iter()
-        .partition(|b| gaps.contains(b.split(':').next().unwrap_or("")));
-    if !known.is_empty() {
-        eprintln!("known gaps at the validator:\n{}", known.join("\n"));
-    }
-    assert!(
-        bad.is_empty(),
-        "{} of {} cases disagree with the policy validator:\n{}",
-        bad.len(),
-        cases.len(),
-        bad.join("\n")
-    );
+    assert_agrees(&cases, bad, "the policy validator");
 }
 
 /// The validator alone (through `lackpy validate`, no jail) agrees with every
@@ -912,16 +921,8 @@ fn corpus_validator_agrees() {
     let ws = arena.ws.display().to_string();
     let mut bad = Vec::new();
     for c in &cases {
-        let tools = c.tools.clone().unwrap_or_else(|| DEFAULT_TOOLS.to_string());
-        let args = [
-            "validate",
-            "-",
-            "--json",
-            "--workspace",
-            ws.as_str(),
-            "--tools",
-            tools.as_str(),
-        ];
+        let tools = c.tool_list();
+        let args = cli_args("validate", &ws, &tools);
         let ran = run_bounded(&args, c.source(&subst), &arena.ws, HARD_DEADLINE);
         let allowed = c.allowed();
         let may_fail = allowed.contains(&Expect::Validation);
@@ -960,24 +961,7 @@ fn corpus_validator_agrees() {
             )),
         }
     }
-    let gaps: HashSet<&str> = cases
-        .iter()
-        .filter(|c| c.gap.is_some())
-        .map(|c| c.name.as_str())
-        .collect();
-    let (known, bad): (Vec<String>, Vec<String>) = bad
-        .into_iter()
-        .partition(|b| gaps.contains(b.split(':').next().unwrap_or("")));
-    if !known.is_empty() {
-        eprintln!("known gaps at `lackpy validate`:\n{}", known.join("\n"));
-    }
-    assert!(
-        bad.is_empty(),
-        "{} of {} cases disagree with the validator:\n{}",
-        bad.len(),
-        cases.len(),
-        bad.join("\n")
-    );
+    assert_agrees(&cases, bad, "`lackpy validate`");
 }
 
 #[test]
@@ -1017,11 +1001,7 @@ fn escapes_corpus() {
     };
     // Leftover lackpy processes that no live test owns.
     std::thread::sleep(Duration::from_millis(200));
-    let leftovers: Vec<_> = lackpy_processes()
-        .into_iter()
-        .filter(|(p, _)| !procs_before.contains(p) && orphaned(*p))
-        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
-        .collect();
+    let leftovers = leftover_processes(&procs_before);
 
     // Per-category table.
     let mut table: BTreeMap<&str, (usize, usize, BTreeMap<String, usize>)> = BTreeMap::new();
@@ -1209,13 +1189,7 @@ fn escapes_corpus_over_mcp() {
         for c in cases.iter().cloned() {
             let (peer, sem) = (peer.clone(), Arc::clone(&sem));
             let program = String::from_utf8_lossy(&c.source(&subst)).into_owned();
-            let tools: Vec<String> = c
-                .tools
-                .clone()
-                .unwrap_or_else(|| DEFAULT_TOOLS.to_string())
-                .split(',')
-                .map(str::to_string)
-                .collect();
+            let tools: Vec<String> = c.tool_list().split(',').map(str::to_string).collect();
             set.spawn(async move {
                 let _permit = sem.acquire().await;
                 let mut params = serde_json::Map::new();
@@ -1305,11 +1279,7 @@ fn escapes_corpus_over_mcp() {
         }
     }
     std::thread::sleep(Duration::from_millis(300));
-    let leftovers: Vec<_> = lackpy_processes()
-        .into_iter()
-        .filter(|(p, _)| !procs_before.contains(p) && orphaned(*p))
-        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
-        .collect();
+    let leftovers = leftover_processes(&procs_before);
     if !leftovers.is_empty() {
         bad.push(format!("lackpy processes left behind: {leftovers:?}"));
     }

@@ -31,6 +31,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `bytes` (an output stream) contains `needle`.
+fn assert_contains(bytes: &[u8], needle: &str) {
+    let t = text(bytes);
+    assert!(t.contains(needle), "{needle:?} not in {t}");
+}
+
 fn lp(args: &[&str], ws: &std::path::Path) -> Output {
     lackpy()
         .args(args)
@@ -83,11 +89,7 @@ sandbox = "none"
     let out = lp(&["profile", "list"], ws.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(
-        text(&out.stdout).contains("reader"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert_contains(&out.stdout, "reader");
     // "strict", the only language and the only execution model: no warning.
     assert!(!err.contains("profiles.reader.sandbox"), "{err}");
     assert!(!err.contains("language"), "{err}");
@@ -179,18 +181,23 @@ fn npm_server() -> std::path::PathBuf {
     p
 }
 
+/// A workspace whose config declares the npm-installed server as `every`,
+/// then `extra` (TOML).
+fn npm_workspace(extra: &str) -> tempfile::TempDir {
+    let cfg = format!(
+        "[mcp_servers.every]\ncommand = {}\nargs = [\"stdio\"]\n\n{extra}",
+        toml_str(&npm_server())
+    );
+    workspace(&[(".lackpy/config.toml", &cfg)])
+}
+
 fn toml_str(p: &std::path::Path) -> String {
     format!("{:?}", p.to_str().expect("utf-8 path"))
 }
 
 #[test]
 fn npm_installed_server_runs_in_its_jail_only_when_a_profile_names_its_tool() {
-    let server = npm_server();
-    let cfg = format!(
-        "[mcp_servers.every]\ncommand = {}\nargs = [\"stdio\"]\n\n[profiles.ev]\ntools = [\"echo\", \"read_file\"]\n",
-        toml_str(&server)
-    );
-    let ws = workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws = npm_workspace("[profiles.ev]\ntools = [\"echo\", \"read_file\"]\n");
     let cache = ws.path().join(".lackpy/cache");
     // A run whose profile names none of the server's tools never looks the
     // server up (no start, no cache entry).
@@ -279,11 +286,7 @@ fn cached_tool_lists_need_no_server_and_doctor_fails_for_a_broken_one() {
     std::fs::write(ws.path().join(".lackpy/config.toml"), cfg2).expect("write");
     let out = lp(&["tools", "--json"], ws.path());
     assert!(!names(&out).contains(&"echo".to_string()));
-    assert!(
-        text(&out.stderr).contains("mcp server every"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_contains(&out.stderr, "mcp server every");
 }
 
 #[test]
@@ -314,13 +317,10 @@ fn missing_program_clashes_and_doctor_exit_status() {
 
 #[test]
 fn a_server_tool_hidden_by_a_builtin_is_reported() {
-    let server = npm_server();
     // `echo` of the server clashes with a config tool of that name.
-    let cfg = format!(
-        "[mcp_servers.every]\ncommand = {}\nargs = [\"stdio\"]\n\n[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"echo\", \"{{x}}\"]\nargs = [{{ name = \"x\", type = \"str\" }}]\n",
-        toml_str(&server)
+    let ws = npm_workspace(
+        "[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"echo\", \"{x}\"]\nargs = [{ name = \"x\", type = \"str\" }]\n",
     );
-    let ws = workspace(&[(".lackpy/config.toml", &cfg)]);
     let out = lp(&["tools", "--json"], ws.path());
     let v = json(&out);
     let shadowed = v["shadowed"].as_array().cloned().unwrap_or_default();
@@ -448,11 +448,7 @@ fn tools_lists_the_profiles_granting_each_tool() {
     assert_eq!(of("write_file"), ["rw"], "{v}");
     assert!(of("edit_file").is_empty(), "{v}");
     let out = lp(&["tools"], ws.path());
-    assert!(
-        text(&out.stdout).contains("    profiles: rw, (default)"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert_contains(&out.stdout, "    profiles: rw, (default)");
 }
 
 #[test]

@@ -18,14 +18,10 @@ mod fuzzlib;
 use fuzzlib::gen;
 
 use gen::Rng;
-use lackpy_policy::lang::validate_bytes;
-use lackpy_policy::wire::{
-    Data, FlatData, FromWorker, Limits, Node, Outcome, ToWorker, ToolFailure, ToolSig,
-    MAX_DATA_DEPTH,
-};
-use lackpy_policy::{Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run, Output, ToolHost};
+use lackpy_policy::wire::{FlatData, FromWorker, Limits, Node};
+use lackpy_policy::Namespace;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -70,77 +66,10 @@ fn small_limits() -> Limits {
     }
 }
 
-fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        grade: Grade { w, d },
-    };
-    Namespace {
-        tools: vec![
-            tool("read_file", &["path"], 1, 0),
-            tool("find_files", &["pattern"], 1, 0),
-            tool("write_file", &["path", "content"], 1, 2),
-            tool("edit_file", &["path", "old_str", "new_str"], 1, 2),
-        ],
-    }
-}
-
-/// In-process stand-in for the supervisor's tools: canned plain data.
-struct FakeHost;
-
-impl ToolHost for FakeHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
-        match (name, args.first()) {
-            ("read_file", Some(Data::Str(p))) if p == "a.txt" => {
-                Ok(Data::Str("hello\nworld\n".into()))
-            }
-            ("find_files", _) => Ok(Data::List(vec![
-                Data::Str("a.txt".into()),
-                Data::Str("sub/b.txt".into()),
-            ])),
-            ("write_file", _) => Ok(Data::Bool(true)),
-            ("edit_file", _) => Ok(Data::Bool(false)),
-            _ => Err(ToolFailure {
-                type_name: "FileNotFound".into(),
-                message: "no such file".into(),
-            }),
-        }
-    }
-}
-
-/// Captured stdout with a cap, as the worker's.
-struct CappedOut {
-    text: String,
-    cap: usize,
-}
-
-impl Output for CappedOut {
-    fn write(&mut self, text: &str) -> bool {
-        if self.text.len() + text.len() > self.cap {
-            return false;
-        }
-        self.text.push_str(text);
-        true
-    }
-}
-
 /// Validate and (if valid) interpret `src`; returns a panic message if either panicked.
 fn exercise(src: &[u8], ns: &Namespace, limits: &Limits) -> Option<String> {
     let r = catch_unwind(AssertUnwindSafe(|| {
-        if let Ok(program) = validate_bytes(src, ns, limits) {
-            let mut out = CappedOut {
-                text: String::new(),
-                cap: limits.stdout_bytes as usize,
-            };
-            let _ = run(&program, &mut FakeHost, &mut out, limits);
-        }
+        fuzzlib::validate_and_run_with(src, ns, limits);
     }));
     r.err().map(|e| {
         e.downcast_ref::<String>()
@@ -220,7 +149,7 @@ fn set(cur: &Mutex<String>, s: &str) {
 #[test]
 fn fuzz_smoke_programs() {
     bounded("programs", Duration::from_secs(300), |cur| {
-        let ns = namespace();
+        let ns = fuzzlib::namespace();
         let limits = small_limits();
         let seeds = seeds();
         let mut rng = Rng::new(SEED);
@@ -281,88 +210,11 @@ fn fuzz_smoke_programs() {
     });
 }
 
-/// Valid messages of every variant, with edge values, to mutate.
-fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
-    let data = Data::Dict(vec![
-        (
-            Data::Str("k".into()),
-            Data::List(vec![Data::Int(i64::MIN), Data::Float(f64::NAN), Data::None]),
-        ),
-        (
-            Data::Tuple(vec![]),
-            Data::Set(vec![
-                Data::BigInt("-123456789012345678901234567890".into()),
-                Data::Bool(true),
-            ]),
-        ),
-    ]);
-    let from = vec![
-        FromWorker::Ready {
-            protocol: lackpy_policy::wire::PROTOCOL_VERSION,
-        },
-        FromWorker::SetupFailed {
-            step: "pivot_root".into(),
-            errno: 22,
-            detail: "EINVAL".into(),
-        },
-        FromWorker::ToolCall {
-            id: 1,
-            name: "read_file".into(),
-            args: vec![Data::Str("a.txt".into()).to_flat(), data.to_flat()],
-            kwargs: vec![("path".into(), Data::Str("é\u{0}".into()).to_flat())],
-        },
-        FromWorker::Stdout("hello\n".into()),
-        FromWorker::Done(Outcome {
-            value: Some(data.to_flat()),
-            repr: Some("{...}".into()),
-            error: None,
-            fuel_used: u64::MAX,
-            globals: vec![],
-            skipped_globals: vec![],
-        }),
-    ];
-    let to = vec![
-        ToWorker::Run {
-            protocol: 1,
-            program: "x = 1\nx".into(),
-            tools: vec![ToolSig {
-                name: "read_file".into(),
-                args: vec!["path".into()],
-            }],
-            limits: Limits::default(),
-            globals: vec![],
-            want_globals: false,
-        },
-        ToWorker::ToolResult {
-            id: 7,
-            result: Ok(data.to_flat()),
-        },
-        ToWorker::ToolResult {
-            id: 8,
-            result: Err(ToolFailure {
-                type_name: "PathOutsideWorkspace".into(),
-                message: "no".into(),
-            }),
-        },
-    ];
-    (from, to)
-}
-
-fn check_flat(flat: &FlatData) {
-    if let Ok(d) = Data::from_flat(flat, MAX_DATA_DEPTH) {
-        assert!(d.depth() <= MAX_DATA_DEPTH);
-        // Round trip must be exact for what was accepted (compared through
-        // Debug, so NaN equals itself).
-        let again = Data::from_flat(&d.to_flat(), MAX_DATA_DEPTH).map(|x| format!("{x:?}"));
-        assert_eq!(again, Ok(format!("{d:?}")));
-    }
-}
-
 #[test]
 fn fuzz_smoke_ipc_decode() {
-    use lackpy_worker::ipc::{decode, encode};
+    use lackpy_worker::ipc::encode;
     bounded("ipc-decode", Duration::from_secs(120), |cur| {
-        let (from, to) = sample_messages();
+        let (from, to) = fuzzlib::sample_messages();
         let mut encoded: Vec<Vec<u8>> = Vec::new();
         for m in &from {
             encoded.push(encode(m).expect("encode FromWorker"));
@@ -381,29 +233,7 @@ fn fuzz_smoke_ipc_decode() {
                 gen::mutate_bytes(&mut rng, &base)
             };
             set(&cur, &format!("frame #{i}: {bytes:02x?}"));
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                let mut ok = 0;
-                if let Ok(m) = decode::<FromWorker>(&bytes) {
-                    ok += 1;
-                    match m {
-                        FromWorker::ToolCall { args, kwargs, .. } => {
-                            args.iter().for_each(check_flat);
-                            kwargs.iter().for_each(|(_, f)| check_flat(f));
-                        }
-                        FromWorker::Done(o) => {
-                            if let Some(v) = &o.value {
-                                check_flat(v);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                if let Ok(ToWorker::ToolResult { result: Ok(f), .. }) = decode::<ToWorker>(&bytes) {
-                    ok += 1;
-                    check_flat(&f);
-                }
-                ok
-            }));
+            let r = catch_unwind(AssertUnwindSafe(|| fuzzlib::ipc_decode(&bytes)));
             match r {
                 Ok(n) => decoded_ok += n,
                 Err(_) => failures.push(format!("frame #{i} panicked: {bytes:02x?}")),
@@ -434,7 +264,7 @@ fn fuzz_smoke_ipc_decode() {
                 .collect();
             let flat = FlatData(nodes);
             set(&cur, &format!("flat #{i}: {flat:?}"));
-            if catch_unwind(AssertUnwindSafe(|| check_flat(&flat))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| fuzzlib::check_flat(&flat))).is_err() {
                 failures.push(format!("flat #{i} panicked: {flat:?}"));
             }
         }
@@ -545,41 +375,14 @@ fn fuzz_smoke_ipc_frames() {
 #[test]
 fn fuzz_smoke_corpora() {
     bounded("corpora", Duration::from_secs(300), |cur| {
-        type Target = (&'static str, fn(&[u8]));
-        let targets: &[Target] = &[
-            ("parse_validate", fuzzlib::parse_validate),
-            ("interp", fuzzlib::interp),
-            ("ipc_frame", fuzzlib::ipc_frame_full),
-            ("glob", fuzzlib::glob),
-            ("config", fuzzlib::config),
-            ("mcp_result", fuzzlib::mcp_result),
-        ];
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
         let mut failures = Vec::new();
         let mut counts = Vec::new();
-        for (target, run) in targets {
-            let mut files: Vec<std::path::PathBuf> = ["corpus", "regressions"]
-                .iter()
-                .filter_map(|d| std::fs::read_dir(root.join(d).join(target)).ok())
-                .flat_map(|rd| rd.flatten().map(|e| e.path()))
-                .collect();
-            files.sort();
+        for (target, run) in fuzzlib::TARGETS {
+            let files = files_in(["corpus", "regressions"].map(|d| root.join(d).join(target)));
             counts.push(format!("{target}: {}", files.len()));
-            for f in &files {
-                let Ok(bytes) = std::fs::read(f) else {
-                    failures.push(format!("cannot read {}", f.display()));
-                    continue;
-                };
-                set(&cur, &format!("{target}: {}", f.display()));
-                let t = Instant::now();
-                if catch_unwind(AssertUnwindSafe(|| run(&bytes))).is_err() {
-                    failures.push(format!("{target}: {} panicked", f.display()));
-                }
-                let el = t.elapsed();
-                if el > Duration::from_secs(10) {
-                    failures.push(format!("{target}: {} took {el:?}", f.display()));
-                }
-            }
+            let slow = Duration::from_secs(10);
+            failures.extend(replay(&cur, target, &files, *run, slow));
         }
         eprintln!("fuzz smoke: corpora replayed ({})", counts.join(", "));
         failures
@@ -596,26 +399,49 @@ fn fuzz_smoke_corpora() {
 #[test]
 fn fuzz_known_glob_gaps() {
     bounded("known-glob", Duration::from_secs(300), |cur| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
-        let mut failures = Vec::new();
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        files.sort();
-        for f in files {
-            let bytes = std::fs::read(&f).unwrap_or_default();
-            set(&cur, &format!("{}", f.display()));
-            let t = Instant::now();
-            if catch_unwind(AssertUnwindSafe(|| fuzzlib::glob(&bytes))).is_err() {
-                failures.push(format!("{} panicked", f.display()));
-            }
-            // A 60-byte pattern over a dozen directories: well under a
-            // second when bounded; 5 s is generous even in a debug build.
-            let el = t.elapsed();
-            if el > Duration::from_secs(5) {
-                failures.push(format!("{} took {el:?}", f.display()));
-            }
-        }
-        failures
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/known/glob");
+        // A 60-byte pattern over a dozen directories: well under a second
+        // when bounded; 5 s is generous even in a debug build.
+        let slow = Duration::from_secs(5);
+        replay(&cur, "glob", &files_in([dir]), fuzzlib::glob, slow)
     });
+}
+
+/// The files in `dirs` (a missing directory has none), sorted.
+fn files_in<const N: usize>(dirs: [PathBuf; N]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Each file through `run` (the fuzz target `target`): a panic, an
+/// unreadable file or a run longer than `slow` is a failure.
+fn replay(
+    cur: &Mutex<String>,
+    target: &str,
+    files: &[PathBuf],
+    run: fuzzlib::Target,
+    slow: Duration,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for f in files {
+        let Ok(bytes) = std::fs::read(f) else {
+            failures.push(format!("cannot read {}", f.display()));
+            continue;
+        };
+        set(cur, &format!("{target}: {}", f.display()));
+        let t = Instant::now();
+        if catch_unwind(AssertUnwindSafe(|| run(&bytes))).is_err() {
+            failures.push(format!("{target}: {} panicked", f.display()));
+        }
+        let el = t.elapsed();
+        if el > slow {
+            failures.push(format!("{target}: {} took {el:?}", f.display()));
+        }
+    }
+    failures
 }

@@ -14,6 +14,9 @@ use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::wire::{ErrorKind, Limits};
 use lackpy_supervisor::spawn::ExeHandle;
 use lackpy_supervisor::{JailLevel, RunReport, RunRequest, Supervisor, SupervisorConfig};
+use lackpy_worker::role::test_roles::{
+    KERNEL_PROBES, PROCESS_PROBES, SOCKET_PROBES, ZYGOTE_EXTRA_PROBES,
+};
 use std::path::Path;
 
 fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
@@ -79,6 +82,15 @@ fn probe_report(r: &RunReport) -> Probe {
 
 fn probe(action: &str, arg: &str) -> Probe {
     probe_with(JailLevel::full(), action, arg)
+}
+
+/// The jail with one of its four layers on and the others lowered.
+fn only_layer(layer: &str) -> JailLevel {
+    let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
+        .into_iter()
+        .filter(|l| *l != layer)
+        .collect();
+    JailLevel::lowered(&others).expect("level")
 }
 
 fn assert_stopped(p: Probe, what: &str) {
@@ -201,20 +213,6 @@ fn probe_write_anywhere() {
 }
 
 #[test]
-fn probe_sockets() {
-    let _g = serial();
-    for kind in [
-        "socket_inet",
-        "socket_inet6",
-        "socket_unix",
-        "socket_netlink",
-        "socket_packet",
-    ] {
-        assert_stopped(probe(kind, ""), kind);
-    }
-}
-
-#[test]
 fn probe_connect_to_host_listener() {
     let _g = serial();
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
@@ -225,23 +223,6 @@ fn probe_connect_to_host_listener() {
         l.accept().is_err(),
         "the jailed worker reached the host listener"
     );
-}
-
-#[test]
-fn probe_process_escapes() {
-    let _g = serial();
-    for action in [
-        "execve",
-        "fork",
-        "clone_thread",
-        "ptrace",
-        "mount",
-        "unshare",
-        "setns",
-        "chroot",
-    ] {
-        assert_stopped(probe(action, ""), action);
-    }
 }
 
 #[test]
@@ -261,42 +242,20 @@ fn probe_kill_host_process() {
     let _ = victim.wait();
 }
 
+/// Sockets, process escapes and the kernel attack surface; an exec'd
+/// worker is denied the zygote's extras and the IPC calls too.
 #[test]
-fn probe_kernel_attack_surface() {
+fn probe_sockets_processes_kernel_and_zygote_extras() {
     let _g = serial();
-    for action in [
-        "tiocsti",
-        "keyctl",
-        "bpf",
-        "perf_event_open",
-        "userfaultfd",
-        "io_uring_setup",
-        "proc_self_mem",
+    for group in [
+        SOCKET_PROBES,
+        PROCESS_PROBES,
+        KERNEL_PROBES,
+        ZYGOTE_EXTRA_PROBES,
     ] {
-        assert_stopped(probe(action, ""), action);
-    }
-}
-
-/// What a zygote may do and its workers may not (its seccomp extras), and
-/// the IPC a shared ipc namespace would expose. Probed in exec'd workers
-/// here and in forked ones by `forked_workers_hold_every_probe`.
-const ZYGOTE_EXTRA_PROBES: [&str; 8] = [
-    "sysv_shm",
-    "mq_open",
-    "write_stdout",
-    "dup3",
-    "sendmsg_fd",
-    "wait4",
-    "prctl",
-    "clone_worker",
-];
-
-/// An exec'd worker is denied the zygote's extras and the IPC calls too.
-#[test]
-fn probe_zygote_extras_and_ipc() {
-    let _g = serial();
-    for action in ZYGOTE_EXTRA_PROBES {
-        assert_stopped(probe(action, ""), action);
+        for &action in group {
+            assert_stopped(probe(action, ""), action);
+        }
     }
 }
 
@@ -320,26 +279,19 @@ fn probe_memory_past_the_rlimit() {
 #[test]
 fn each_layer_holds_alone_for_host_files() {
     let _g = serial();
-    let only = |layer: &str| {
-        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
-            .into_iter()
-            .filter(|l| *l != layer)
-            .collect();
-        JailLevel::lowered(&others).expect("level")
-    };
     // The empty root alone: the file does not exist in the jail.
     assert_eq!(
-        probe_with(only("namespaces"), "read_file", "/etc/passwd"),
+        probe_with(only_layer("namespaces"), "read_file", "/etc/passwd"),
         Probe::Denied(libc::ENOENT)
     );
     // Landlock alone: access denied.
     assert_eq!(
-        probe_with(only("landlock"), "read_file", "/etc/passwd"),
+        probe_with(only_layer("landlock"), "read_file", "/etc/passwd"),
         Probe::Denied(libc::EACCES)
     );
     // Seccomp alone: open is not on the allowlist, the worker dies.
     assert!(
-        matches!(probe_with(only("seccomp"), "read_file", "/etc/passwd"), Probe::Killed(m) if m.contains("seccomp"))
+        matches!(probe_with(only_layer("seccomp"), "read_file", "/etc/passwd"), Probe::Killed(m) if m.contains("seccomp"))
     );
     // With every layer off, the probe really can read (the probe is honest).
     let none =
@@ -354,32 +306,32 @@ fn each_layer_holds_alone_for_network() {
     let _g = serial();
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = l.local_addr().expect("addr").port().to_string();
-    let only = |layer: &str| {
-        let others: Vec<&str> = ["namespaces", "rlimits", "landlock", "seccomp"]
-            .into_iter()
-            .filter(|l| *l != layer)
-            .collect();
-        JailLevel::lowered(&others).expect("level")
-    };
     // Own network namespace: 127.0.0.1 is a down loopback with nothing listening.
     assert!(matches!(
-        probe_with(only("namespaces"), "connect", &port),
+        probe_with(only_layer("namespaces"), "connect", &port),
         Probe::Denied(_)
     ));
     // Landlock (ABI >= 4) alone: TCP connect denied.
     if lackpy_worker::jail::landlock_abi() >= 4 {
         assert_eq!(
-            probe_with(only("landlock"), "connect", &port),
+            probe_with(only_layer("landlock"), "connect", &port),
             Probe::Denied(libc::EACCES)
         );
     }
     assert!(matches!(
-        probe_with(only("seccomp"), "connect", &port),
+        probe_with(only_layer("seccomp"), "connect", &port),
         Probe::Killed(_)
     ));
 }
 
 // ---- hostile workers -------------------------------------------------------
+
+/// [`hostile`] under the default limits as changed by `tweak`.
+fn hostile_with(mode: &str, tweak: impl FnOnce(&mut Limits)) -> RunReport {
+    let mut limits = Limits::default();
+    tweak(&mut limits);
+    hostile(mode, limits)
+}
 
 fn hostile(mode: &str, limits: Limits) -> RunReport {
     let ws = tempfile::tempdir().expect("tempdir");
@@ -455,11 +407,7 @@ fn hostile_truncated_and_dying_workers() {
 fn hostile_bad_arguments_are_refused_not_executed() {
     let _g = serial();
     // The hostile worker never finishes; the refused call is answered and traced.
-    let limits = Limits {
-        wall_ms: 500,
-        ..Limits::default()
-    };
-    let r = hostile("bad_arg_count", limits);
+    let r = hostile_with("bad_arg_count", |l| l.wall_ms = 500);
     assert_eq!(err_of(&r).1, "timeout");
     assert_eq!(r.trace.len(), 1);
     assert!(!r.trace[0].ok);
@@ -473,19 +421,11 @@ fn hostile_bad_arguments_are_refused_not_executed() {
 #[test]
 fn hostile_budgets_are_limits() {
     let _g = serial();
-    let limits = Limits {
-        tool_calls: 5,
-        ..Limits::default()
-    };
-    let r = hostile("flood", limits);
+    let r = hostile_with("flood", |l| l.tool_calls = 5);
     assert_eq!(err_of(&r).0, ErrorKind::Limit);
     assert_eq!(err_of(&r).1, "tool_calls");
     assert_eq!(r.trace.len(), 5, "every authorized call is traced");
-    let limits = Limits {
-        stdout_bytes: 100_000,
-        ..Limits::default()
-    };
-    let (kind, ty, _) = err_of(&hostile("stdout_flood", limits));
+    let (kind, ty, _) = err_of(&hostile_with("stdout_flood", |l| l.stdout_bytes = 100_000));
     assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "output"));
 }
 
@@ -501,11 +441,7 @@ fn hostile_silence_and_spin_hit_the_wall_clock() {
     let _g = serial();
     for mode in ["silent", "spin"] {
         let t0 = std::time::Instant::now();
-        let limits = Limits {
-            wall_ms: 300,
-            ..Limits::default()
-        };
-        let (kind, ty, _) = err_of(&hostile(mode, limits));
+        let (kind, ty, _) = err_of(&hostile_with(mode, |l| l.wall_ms = 300));
         assert_eq!((kind, ty.as_str()), (ErrorKind::Limit, "timeout"), "{mode}");
         assert!(
             t0.elapsed() < std::time::Duration::from_secs(5),
@@ -585,6 +521,15 @@ fn pool_serves_single_use_workers() {
 
 // ---- workers forked by the zygote -----------------------------------------
 
+/// A workspace and a supervisor whose warm pool of executors holds a
+/// Ready worker.
+fn warm_pool() -> (tempfile::TempDir, Supervisor) {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let sup = pooled(&["executor"]);
+    wait_pool(&sup);
+    (ws, sup)
+}
+
 /// A pooled supervisor: its workers come from a zygote (a pre-jailed parent
 /// that forks them) instead of one exec each.
 fn pooled(role: &[&str]) -> Supervisor {
@@ -627,9 +572,7 @@ fn zygote_pids_of_self() -> Vec<i32> {
 #[test]
 fn idle_pool_recovers_when_its_zygote_is_killed() {
     let _g = serial();
-    let ws = tempfile::tempdir().expect("tempdir");
-    let sup = pooled(&["executor"]);
-    wait_pool(&sup);
+    let (ws, sup) = warm_pool();
     let old = zygote_pids_of_self();
     assert_eq!(old.len(), 1, "expected one zygote, found {old:?}");
     // SAFETY: kill(2) on a pid we just read as our own child.
@@ -686,31 +629,19 @@ fn forked_workers_hold_every_probe() {
         ("write_file", "/tmp/lackpy-probe-forked-escape"),
         ("write_file", "x"),
         ("list_root", ""),
-        ("socket_inet", ""),
-        ("socket_inet6", ""),
-        ("socket_unix", ""),
-        ("socket_netlink", ""),
-        ("socket_packet", ""),
         ("connect", &port),
-        ("execve", ""),
-        ("fork", ""),
-        ("clone_thread", ""),
-        ("ptrace", ""),
-        ("mount", ""),
-        ("unshare", ""),
-        ("setns", ""),
-        ("chroot", ""),
         ("kill", &victim_pid),
-        ("tiocsti", ""),
-        ("keyctl", ""),
-        ("bpf", ""),
-        ("perf_event_open", ""),
-        ("userfaultfd", ""),
-        ("io_uring_setup", ""),
-        ("proc_self_mem", ""),
         ("raise_rlimit", ""),
     ];
-    let extras = ZYGOTE_EXTRA_PROBES.iter().map(|a| (*a, ""));
+    let extras = [
+        SOCKET_PROBES,
+        PROCESS_PROBES,
+        KERNEL_PROBES,
+        ZYGOTE_EXTRA_PROBES,
+    ]
+    .concat()
+    .into_iter()
+    .map(|a| (a, ""));
     for (action, arg) in cases.into_iter().chain(extras) {
         assert_stopped(
             probe_forked(action, arg),
@@ -746,9 +677,7 @@ fn forked_workers_hold_every_probe() {
 #[test]
 fn forked_worker_is_killed_at_the_deadline_and_the_pool_recovers() {
     let _g = serial();
-    let ws = tempfile::tempdir().expect("tempdir");
-    let sup = pooled(&["executor"]);
-    wait_pool(&sup);
+    let (ws, sup) = warm_pool();
     let limits = Limits {
         wall_ms: 300,
         fuel: u64::MAX / 4,

@@ -18,7 +18,7 @@ use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::ExeHandle;
 use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
-use lackpy_worker::role::test_roles::PROBE_ACTIONS;
+use lackpy_worker::role::test_roles::probe_actions;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -191,7 +191,7 @@ fn layer_matrix() {
     let cols = columns();
     let mut rows: BTreeMap<usize, (String, Vec<String>, usize)> = BTreeMap::new();
     let mut not_stopped_by_full = Vec::new();
-    for (i, action) in PROBE_ACTIONS.iter().enumerate() {
+    for (i, action) in probe_actions().iter().enumerate() {
         let mut cells = Vec::new();
         let mut alone = 0;
         for (ci, (name, level)) in cols.iter().enumerate() {
@@ -350,10 +350,10 @@ fn security_md_matrix_covers_every_probe_action() {
                 .map(|c| c.trim().trim_matches('`').to_string())
         })
         .collect();
-    let actions: Vec<String> = PROBE_ACTIONS.iter().map(|a| a.to_string()).collect();
+    let actions: Vec<String> = probe_actions().iter().map(|a| a.to_string()).collect();
     assert_eq!(
         documented, actions,
-        "SECURITY.md's layer matrix rows differ from PROBE_ACTIONS (scripts/layer-matrix --write)"
+        "SECURITY.md's layer matrix rows differ from probe_actions() (scripts/layer-matrix --write)"
     );
     let header = &table_lines(&documented_matrix())[0];
     for (name, _) in columns() {

@@ -1,38 +1,38 @@
 //! `lackpy mcp` driven as a child process by rmcp's client, the way an MCP
 //! host runs it.
 
+pub(crate) use crate::mcp_util::text;
+use crate::mcp_util::{args, listed, timed};
 use crate::util;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+/// Start `lackpy mcp --workspace <ws> EXTRA...` (clean environment, stderr
+/// dropped) as a child on stdio.
+pub(crate) fn spawn_server(ws: &std::path::Path, extra: &[&str]) -> TokioChildProcess {
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
+    TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lackpy mcp")
+        .0
+}
 
 /// Start `lackpy mcp --workspace <ws>` and complete the MCP handshake.
 pub(crate) async fn connect(
     ws: &std::path::Path,
     extra: &[&str],
 ) -> RunningService<RoleClient, ()> {
-    let mut cmd = tokio::process::Command::new(util::bin());
-    cmd.arg("mcp").arg("--workspace").arg(ws).args(extra);
-    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
-    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
-    let transport = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lackpy mcp")
-        .0;
-    ().serve(transport).await.expect("MCP initialize")
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
+    ().serve(spawn_server(ws, extra))
+        .await
+        .expect("MCP initialize")
 }
 
 pub(crate) async fn call(
@@ -45,22 +45,37 @@ pub(crate) async fn call(
         .expect("tools/call")
 }
 
+/// `lackpy mcp` on an empty workspace (kept alive by the first value).
+async fn serve_empty() -> (tempfile::TempDir, RunningService<RoleClient, ()>) {
+    let ws = util::workspace(&[]);
+    let c = connect(ws.path(), &[]).await;
+    (ws, c)
+}
+
+/// `call`, which must succeed.
+async fn call_ok(
+    c: &RunningService<RoleClient, ()>,
+    name: &'static str,
+    a: Value,
+) -> CallToolResult {
+    let r = call(c, name, a).await;
+    assert_eq!(r.is_error, Some(false), "{name}: {}", text(&r));
+    r
+}
+
+/// The `name` of each object in the array `v`.
+fn names_in(v: &Value) -> Vec<&str> {
+    let items = v.as_array().into_iter().flatten();
+    items.filter_map(|t| t["name"].as_str()).collect()
+}
+
 fn sc(r: &CallToolResult) -> &Value {
     r.structured_content.as_ref().expect("structuredContent")
 }
 
-pub(crate) fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn initialize_and_list_tools() {
-    let ws = util::workspace(&[]);
-    let c = connect(ws.path(), &[]).await;
+    let (_ws, c) = serve_empty().await;
     let info = c.peer_info().expect("server info");
     assert_eq!(
         info.server_info.as_ref().map(|s| s.name.as_str()),
@@ -95,10 +110,7 @@ async fn initialize_and_list_tools() {
         );
         assert!(t.annotations.is_some(), "{} has no annotations", t.name);
     }
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     assert_eq!(run.input_schema.get("required"), Some(&json!(["program"])));
     let props = run
         .input_schema
@@ -108,28 +120,21 @@ async fn initialize_and_list_tools() {
     for p in ["program", "profile", "tools", "session"] {
         assert!(props.contains_key(p), "run_program lacks {p}");
     }
-    let v = tools
-        .iter()
-        .find(|t| t.name == "validate")
-        .expect("validate");
-    assert_eq!(
-        v.annotations.as_ref().and_then(|a| a.read_only_hint),
-        Some(true)
-    );
+    let v = listed(&tools, "validate");
+    let read_only = v.annotations.as_ref().and_then(|a| a.read_only_hint);
+    assert_eq!(read_only, Some(true));
     c.cancel().await.expect("close");
 }
 
 #[tokio::test]
 async fn validate_ok_and_invalid() {
-    let ws = util::workspace(&[]);
-    let c = connect(ws.path(), &[]).await;
-    let ok = call(
+    let (_ws, c) = serve_empty().await;
+    let ok = call_ok(
         &c,
         "validate",
         json!({"program": "x = read_file('a.txt')\nlen(x)"}),
     )
     .await;
-    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
     let s = sc(&ok);
     assert_eq!(s["ok"], json!(true));
     for k in ["grade", "calls", "error"] {
@@ -145,23 +150,15 @@ async fn validate_ok_and_invalid() {
 
 #[tokio::test]
 async fn profiles_and_tools_discovery() {
-    let ws = util::workspace(&[]);
-    let c = connect(ws.path(), &[]).await;
-    let p = call(&c, "list_profiles", json!({})).await;
-    assert_eq!(p.is_error, Some(false), "{}", text(&p));
+    let (_ws, c) = serve_empty().await;
+    let p = call_ok(&c, "list_profiles", json!({})).await;
     assert!(
         sc(&p)["profiles"].as_array().is_some_and(|a| !a.is_empty()),
         "{}",
         sc(&p)
     );
-    let t = call(&c, "list_tools", json!({})).await;
-    assert_eq!(t.is_error, Some(false), "{}", text(&t));
-    let names: Vec<&str> = sc(&t)["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let t = call_ok(&c, "list_tools", json!({})).await;
+    let names = names_in(&sc(&t)["tools"]);
     assert!(
         names.contains(&"read_file") && names.contains(&"find_files"),
         "{names:?}"
@@ -193,8 +190,7 @@ async fn profiles_and_tools_discovery() {
 
 #[tokio::test]
 async fn unknown_tool_is_a_protocol_error_and_server_survives() {
-    let ws = util::workspace(&[]);
-    let c = connect(ws.path(), &[]).await;
+    let (_ws, c) = serve_empty().await;
     let e = c.call_tool(CallToolRequestParams::new("rm_rf")).await;
     assert!(e.is_err(), "{e:?}");
     let bad = call(&c, "run_program", json!({"source": "1"})).await;
@@ -239,8 +235,7 @@ async fn run_program_ok_and_failing() {
 
 #[tokio::test]
 async fn concurrent_runs_and_a_runaway() {
-    let ws = util::workspace(&[]);
-    let c = connect(ws.path(), &[]).await;
+    let (_ws, c) = serve_empty().await;
     let runaway = call(
         &c,
         "run_program",
@@ -248,9 +243,12 @@ async fn concurrent_runs_and_a_runaway() {
     );
     let quick = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let t = Instant::now();
-        let r = call(&c, "run_program", json!({"program": "sum(range(10))"})).await;
-        (r, t.elapsed())
+        timed(call(
+            &c,
+            "run_program",
+            json!({"program": "sum(range(10))"}),
+        ))
+        .await
     };
     tokio::select! {
         r = runaway => panic!("runaway finished first: {}", text(&r)),
@@ -262,27 +260,41 @@ async fn concurrent_runs_and_a_runaway() {
     c.cancel().await.expect("close");
 }
 
+/// `lackpy mcp --workspace WS` with `env` set, spoken to as raw JSON-RPC
+/// lines on its stdin and stdout (stderr dropped).
+fn raw_server(
+    ws: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::process::ChildStdout,
+) {
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws);
+    cmd.envs(env.iter().copied());
+    let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
+    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    (child, stdin, stdout)
+}
+
+/// The client's first frame: `initialize` with id 1.
+fn initialize_frame() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+}
+
 /// Raw JSON-RPC over pipes: every stdout line must be a JSON-RPC frame, and
 /// closing stdin must end the process within a second.
 #[test]
 fn eof_shuts_down_quickly_and_stdout_is_only_frames() {
     let ws = util::workspace(&[]);
-    let mut child = util::lackpy()
-        .arg("mcp")
-        .arg("--workspace")
-        .arg(ws.path())
-        .env("LACKPY_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[("LACKPY_LOG", "debug")]);
     let frames = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
+        initialize_frame(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "validate", "arguments": {"program": "len('x')"}}}),
@@ -336,10 +348,7 @@ async fn config_profiles_sessions_and_traces() {
     let ws = util::workspace(&[(".lackpy/config.toml", config), ("a.txt", "abc")]);
     let c = connect(ws.path(), &[]).await;
     let tools = c.list_all_tools().await.expect("tools/list");
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     // write_file is in the toolbox: running programs is not read-only.
     assert_eq!(
         run.annotations.as_ref().and_then(|a| a.read_only_hint),
@@ -347,12 +356,7 @@ async fn config_profiles_sessions_and_traces() {
     );
 
     let p = call(&c, "list_profiles", json!({})).await;
-    let names: Vec<&str> = sc(&p)["profiles"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let names = names_in(&sc(&p)["profiles"]);
     assert!(names.contains(&"edit"), "{}", sc(&p));
 
     let w = call(
@@ -393,13 +397,12 @@ async fn config_profiles_sessions_and_traces() {
     assert_eq!(sc(&u)["error"]["type"], json!("UnknownTool"));
 
     // A session id is accepted and reported.
-    let s = call(
+    let s = call_ok(
         &c,
         "run_program",
         json!({"program": "x = 1\nx", "session": "nb1"}),
     )
     .await;
-    assert_eq!(s.is_error, Some(false), "{}", text(&s));
     assert_eq!(sc(&s)["session"]["id"], json!("nb1"));
 
     // Traces may be written in the background: wait for the newest run.
@@ -422,13 +425,12 @@ async fn config_profiles_sessions_and_traces() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let d = call(
+    let d = call_ok(
         &c,
         "resolve_doc",
         json!({"path": "docs/tools/read_file.md"}),
     )
     .await;
-    assert_eq!(d.is_error, Some(false), "{}", text(&d));
     assert!(sc(&d)["text"]
         .as_str()
         .is_some_and(|t| t.contains("read_file(")));
@@ -442,22 +444,9 @@ async fn config_profiles_sessions_and_traces() {
 #[test]
 fn eof_with_a_run_in_flight_exits_quickly() {
     let ws = util::workspace(&[]);
-    let mut child = util::lackpy()
-        .arg("mcp")
-        .arg("--workspace")
-        .arg(ws.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
     let mut lines = BufReader::new(stdout).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    writeln!(stdin, "{init}").expect("write");
+    writeln!(stdin, "{}", initialize_frame()).expect("write");
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
     assert!(first.contains("\"id\":1"), "{first}");
     let runaway = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -545,8 +534,7 @@ async fn hostile_find_files_leaves_the_server_serving() {
             t.elapsed()
         );
     }
-    let ok = call(&c, "run_program", json!({"program": "find_files('*.txt')"})).await;
-    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    let ok = call_ok(&c, "run_program", json!({"program": "find_files('*.txt')"})).await;
     assert_eq!(sc(&ok)["value"], json!(["a.txt"]));
     c.cancel().await.expect("close");
 }
@@ -568,17 +556,7 @@ fn cancelled_code_intelligence_frees_its_slot() {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let ws = util::workspace(&refs);
-    let mut child = util::lackpy()
-        .arg("mcp")
-        .arg("--workspace")
-        .arg(ws.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {

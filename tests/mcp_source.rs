@@ -14,6 +14,7 @@ fn fixture() -> PathBuf {
 
 /// A workspace whose config declares the fake server (plus `extra` TOML).
 fn ws_with(extra: &str) -> tempfile::TempDir {
+    assert!(util::have_python(), "python3 is required for this test");
     let cfg = format!(
         "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}]\ntimeout_seconds = 2\n\n{extra}",
         fixture().display().to_string()
@@ -22,21 +23,22 @@ fn ws_with(extra: &str) -> tempfile::TempDir {
 }
 
 fn run(ws: &Path, tools: &str, program: &str) -> (Output, Value) {
-    let out = util::run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.to_str().unwrap_or("."),
-            "--tools",
-            tools,
-            "-",
-        ],
-        program,
-        None,
-    );
+    let out = util::run_json(ws, tools, program);
     let v = util::json(&out);
     (out, v)
+}
+
+/// `program` run with `tools` in a fresh workspace of the fake server.
+fn run_fake(tools: &str, program: &str) -> (tempfile::TempDir, Output, Value) {
+    let ws = ws_with("");
+    let (out, r) = run(ws.path(), tools, program);
+    (ws, out, r)
+}
+
+/// The run succeeded (its stderr in the message otherwise).
+fn assert_ran(out: &Output, r: &Value) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(r["ok"], true, "{r} {stderr}");
 }
 
 fn tools_json(ws: &Path) -> (Output, Value) {
@@ -71,7 +73,6 @@ fn grade_of(t: &Value) -> (u64, u64) {
 
 #[test]
 fn tools_lists_discovered_tools_with_grades_from_annotations() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let (out, v) = tools_json(ws.path());
     assert!(
@@ -95,18 +96,12 @@ fn tools_lists_discovered_tools_with_grades_from_annotations() {
 
 #[test]
 fn grade_override_applies() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.tools.plain]\ngrade = { w = 0, d = 1 }\n");
     let (_, v) = tools_json(ws.path());
     let plain = tool(&v, "plain").expect("plain listed");
     assert_eq!(grade_of(plain), (0, 1), "{plain}");
     let (out, r) = run(ws.path(), "plain", "plain('q')");
-    assert_eq!(
-        r["ok"],
-        true,
-        "{r} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out, &r);
     assert_eq!(r["value"], "plain:q");
     assert_eq!(r["grade"]["w"], 0);
     assert_eq!(r["grade"]["d"], 1);
@@ -114,16 +109,9 @@ fn grade_override_applies() {
 
 #[test]
 fn read_only_tool_call_works_and_is_traced() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let ws = ws_with("");
     let prog = "r = echo('hi')\ns = add(2, b=3)\n[r, s['sum'], whereami()['cwd']]";
-    let (out, r) = run(ws.path(), "echo,add,whereami", prog);
-    assert_eq!(
-        r["ok"],
-        true,
-        "{r} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ws, out, r) = run_fake("echo,add,whereami", prog);
+    assert_ran(&out, &r);
     let cwd = ws.path().canonicalize().expect("canonical ws");
     assert_eq!(r["value"][0], "hi");
     assert_eq!(r["value"][1], 5);
@@ -142,16 +130,9 @@ fn read_only_tool_call_works_and_is_traced() {
 /// as positionally; a required one cannot.
 #[test]
 fn optional_parameters_can_be_skipped_by_keyword() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let ws = ws_with("");
     let prog = "[window(text='a', tail=2), window('b'), window(text='c'), window('d', None, 5)]";
-    let (out, r) = run(ws.path(), "window", prog);
-    assert_eq!(
-        r["ok"],
-        true,
-        "{r} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ws, out, r) = run_fake("window", prog);
+    assert_ran(&out, &r);
     assert_eq!(
         r["value"],
         serde_json::json!(["a|-|2", "b|-|-", "c|-|-", "d|-|5"])
@@ -164,7 +145,6 @@ fn optional_parameters_can_be_skipped_by_keyword() {
 
 #[test]
 fn server_environment_is_restricted() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("[mcp_servers.fake.env]\nFAKE_TOKEN = \"abc\"\n");
     let mut c = util::lackpy();
     c.args([
@@ -193,12 +173,7 @@ fn server_environment_is_restricted() {
 fn probe(ws: &Path, action: &str, target: &str) -> (bool, String) {
     let prog = format!("probe({action:?}, {target:?})");
     let (out, r) = run(ws, "probe", &prog);
-    assert_eq!(
-        r["ok"],
-        true,
-        "{r} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out, &r);
     (
         r["value"]["ok"] == true,
         r["value"]["error"].as_str().unwrap_or_default().to_string(),
@@ -211,7 +186,6 @@ fn probe(ws: &Path, action: &str, target: &str) -> (bool, String) {
 /// its own pid namespace.
 #[test]
 fn server_is_jailed_by_default() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let outside = tempfile::tempdir().expect("tempdir");
     let secret = outside.path().join("secret.txt");
@@ -403,7 +377,6 @@ fn server_in_a_virtualenv_runs_jailed() {
 /// `lackpy doctor` shows each server's jail and whether it starts in it.
 #[test]
 fn doctor_reports_server_jails() {
-    assert!(util::have_python(), "python3 is required for this test");
     let extra = "[mcp_servers.missing]\ncommand = \"/nonexistent/lackpy-no-such-server\"\n";
     let ws = ws_with(extra);
     let out = util::run_with_stdin(
@@ -464,9 +437,7 @@ fn bad_jail_keys_are_config_errors() {
 
 #[test]
 fn is_error_result_is_a_tool_failure() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let ws = ws_with("");
-    let (out, r) = run(ws.path(), "fail", "fail()");
+    let (_ws, out, r) = run_fake("fail", "fail()");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(r["error"]["kind"], "tool", "{r}");
     assert_eq!(r["error"]["type"], "ToolFailed");
@@ -499,7 +470,6 @@ fn broken_server_is_skipped_with_a_warning() {
 
 #[test]
 fn hanging_call_times_out_within_the_bound() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let t0 = Instant::now();
     let (out, r) = run(
@@ -523,9 +493,7 @@ fn hanging_call_times_out_within_the_bound() {
 
 #[test]
 fn server_dying_mid_call_is_a_tool_failure() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let ws = ws_with("");
-    let (out, r) = run(ws.path(), "crash", "crash()");
+    let (_ws, out, r) = run_fake("crash", "crash()");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(r["error"]["type"], "ToolFailed", "{r}");
     assert!(r["error"]["message"]
@@ -535,21 +503,8 @@ fn server_dying_mid_call_is_a_tool_failure() {
 
 #[test]
 fn unknown_mcp_tool_is_a_validation_error() {
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
-    let out = util::run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "--tools",
-            "nosuch",
-            "-",
-        ],
-        "1",
-        None,
-    );
+    let out = util::run_json(ws.path(), "nosuch", "1");
     assert_eq!(out.status.code(), Some(3));
 }
 
@@ -585,12 +540,7 @@ fn published_filesystem_server_when_installed() {
     let path = root.join("notes/a.txt");
     let prog = format!("read_text_file({:?})", path.display().to_string());
     let (out, r) = run(ws.path(), "read_text_file", &prog);
-    assert_eq!(
-        r["ok"],
-        true,
-        "{r} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out, &r);
     assert!(r["value"].to_string().contains("alpha"), "{r}");
 }
 
@@ -602,7 +552,6 @@ async fn lackpy_mcp_front_end_uses_discovered_tools() {
     use rmcp::model::CallToolRequestParams;
     use rmcp::transport::TokioChildProcess;
     use rmcp::ServiceExt;
-    assert!(util::have_python(), "python3 is required for this test");
     let ws = ws_with("");
     let mut cmd = tokio::process::Command::new(util::bin());
     cmd.arg("mcp").arg("--workspace").arg(ws.path());

@@ -33,18 +33,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn run(ws: &Path, tools: &str, program: &str) -> (i32, Value) {
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.to_str().unwrap_or("."),
-            "--tools",
-            tools,
-        ],
-        program,
-        None,
-    );
+    let out = crate::util::run_json(ws, tools, program);
     (out.status.code().unwrap_or(-1), json(&out))
 }
 

@@ -13,6 +13,23 @@ fn run_json(ws: &Path, args: &[&str], program: &str) -> (i32, serde_json::Value)
     (out.status.code().unwrap_or(-1), json(&out))
 }
 
+/// `lackpy run --workspace WS ARGS...` with `stdin`.
+fn run_in(ws: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut a = vec!["run", "--workspace", ws.to_str().unwrap_or(".")];
+    a.extend_from_slice(args);
+    run_with_stdin(&a, stdin, None)
+}
+
+/// The run exited with `exit` and reported an error of `kind` and `type`.
+fn assert_error(code: i32, v: &serde_json::Value, exit: i32, kind: &str, ty: &str) {
+    assert_eq!(code, exit, "{v}");
+    assert_eq!(
+        (&v["error"]["kind"], &v["error"]["type"]),
+        (&json!(kind), &json!(ty)),
+        "{v}"
+    );
+}
+
 fn traces(ws: &Path) -> Vec<serde_json::Value> {
     let dir = ws.join(".lackpy/traces");
     let mut out = Vec::new();
@@ -131,9 +148,7 @@ fn hallucinated_tool_is_a_validation_error() {
 fn runtime_error_exits_1() {
     let ws = fixture();
     let (code, v) = run_json(ws.path(), &[], "x = 1\ny = x / 0\n");
-    assert_eq!(code, 1, "{v}");
-    assert_eq!(v["error"]["kind"], "runtime");
-    assert_eq!(v["error"]["type"], "ZeroDivisionError");
+    assert_error(code, &v, 1, "runtime", "ZeroDivisionError");
     assert_eq!(v["error"]["line"], 2);
 }
 
@@ -168,54 +183,38 @@ fn keyword_and_wrong_arity_tool_calls() {
     // A call that does not match the tool's declared arguments is caught
     // by the validator (before anything runs), with the line and a hint.
     let (code, v) = run_json(ws.path(), &[], "x = 1\nread_file('a.txt', 'b')\n");
-    assert_eq!(code, 2, "{v}");
-    assert_eq!(v["error"]["kind"], "validation");
-    assert_eq!(v["error"]["type"], "ArgumentError");
+    assert_error(code, &v, 2, "validation", "ArgumentError");
     assert_eq!(v["error"]["line"], 2, "{v}");
     assert_eq!(v["error"]["hint"], "call it as read_file(path)", "{v}");
     assert_eq!(v["trace"], json!([]), "nothing ran: {v}");
 }
 
+/// Each limit stops a runaway program with a `limit` error that names it.
 #[test]
-fn fuel_limit() {
+fn fuel_wall_clock_and_memory_limits() {
     let ws = fixture();
-    let (code, v) = run_json(
-        ws.path(),
-        &["--fuel", "10000"],
-        "t = 0\nfor i in range(10000000):\n    t += i\nt\n",
-    );
-    assert_eq!(code, 1, "{v}");
-    assert_eq!(v["error"]["kind"], "limit");
-    assert_eq!(v["error"]["type"], "fuel");
-}
-
-#[test]
-fn wall_clock_limit() {
-    let ws = fixture();
-    let t0 = std::time::Instant::now();
-    let prog = "t = 0\nfor i in range(1000000000):\n    t += i\nt\n";
-    let (code, v) = run_json(
-        ws.path(),
-        &["--timeout", "0.5", "--fuel", "100000000000"],
-        prog,
-    );
-    assert_eq!(code, 1, "{v}");
-    assert_eq!(v["error"]["kind"], "limit");
-    assert_eq!(v["error"]["type"], "timeout");
-    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
-}
-
-#[test]
-fn memory_limit() {
-    let ws = fixture();
-    let (code, v) = run_json(
-        ws.path(),
-        &["--memory-mb", "64"],
-        "x = 'a' * 500000000\nlen(x)\n",
-    );
-    assert_eq!(code, 1, "{v}");
-    assert_eq!(v["error"]["kind"], "limit");
-    assert_eq!(v["error"]["type"], "memory");
+    let spin = |n: &str| format!("t = 0\nfor i in range({n}):\n    t += i\nt\n");
+    let cases: [(&[&str], String, &str); 3] = [
+        (&["--fuel", "10000"], spin("10000000"), "fuel"),
+        (
+            &["--timeout", "0.5", "--fuel", "100000000000"],
+            spin("1000000000"),
+            "timeout",
+        ),
+        (
+            &["--memory-mb", "64"],
+            "x = 'a' * 500000000\nlen(x)\n".to_string(),
+            "memory",
+        ),
+    ];
+    for (args, program, ty) in cases {
+        let t0 = std::time::Instant::now();
+        let (code, v) = run_json(ws.path(), args, &program);
+        assert_error(code, &v, 1, "limit", ty);
+        if ty == "timeout" {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        }
+    }
 }
 
 #[test]
@@ -249,28 +248,9 @@ fn encoding_and_size_are_validation_errors() {
 #[test]
 fn usage_errors_exit_3() {
     let ws = fixture();
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "/nonexistent/prog.py",
-        ],
-        "",
-        None,
-    );
+    let out = run_in(ws.path(), &["/nonexistent/prog.py"], "");
     assert_eq!(out.status.code(), Some(3));
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--tools",
-            "no_such_tool",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "1",
-        None,
-    );
+    let out = run_in(ws.path(), &["--tools", "no_such_tool"], "1");
     assert_eq!(out.status.code(), Some(3));
     let out = run_with_stdin(&["run", "--workspace", "/nonexistent-dir"], "1", None);
     assert_eq!(out.status.code(), Some(3));
@@ -279,19 +259,11 @@ fn usage_errors_exit_3() {
 #[test]
 fn human_output() {
     let ws = fixture();
-    let out = run_with_stdin(
-        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
-        "print('hey')\n[1, 'a']\n",
-        None,
-    );
+    let out = run_in(ws.path(), &[], "print('hey')\n[1, 'a']\n");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hey\n[1, 'a']\n");
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 tool calls"));
-    let out = run_with_stdin(
-        &["run", "--workspace", ws.path().to_str().unwrap_or(".")],
-        "x = 1\ny = x / 0\n",
-        None,
-    );
+    let out = run_in(ws.path(), &[], "x = 1\ny = x / 0\n");
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ZeroDivisionError"), "{err}");
@@ -304,29 +276,9 @@ fn file_argument_and_stdin_dash() {
     let ws = fixture();
     std::fs::write(ws.path().join("prog.py"), "read_file('a.txt')\n").unwrap_or(());
     let p = ws.path().join("prog.py");
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            p.to_str().unwrap_or(""),
-        ],
-        "",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json", p.to_str().unwrap_or("")], "");
     assert_eq!(json(&out)["value"], "hello\n");
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-            "-",
-        ],
-        "2*3",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json", "-"], "2*3");
     assert_eq!(json(&out)["value"], 6);
 }
 
@@ -335,16 +287,7 @@ fn read_only_workspace_still_runs() {
     let ws = fixture();
     // Make the trace directory impossible to create: a file where it should be.
     std::fs::write(ws.path().join(".lackpy"), "not a dir").unwrap_or(());
-    let out = run_with_stdin(
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "1",
-        None,
-    );
+    let out = run_in(ws.path(), &["--json"], "1");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("trace not written"));
 }

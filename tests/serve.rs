@@ -29,17 +29,14 @@ impl Server {
         let socket = dir.path().join("s.sock");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
-        let child = Command::new(bin())
-            .args(["serve", "--socket"])
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--socket"])
             .arg(&socket)
             .arg("--config")
             .arg(&cfg)
-            .env_remove("LACKPY_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn lackpy serve");
+            .env_remove("LACKPY_LOG");
+        let io = [Stdio::null(), Stdio::null(), Stdio::null()];
+        let child = crate::util::spawn(&mut cmd, io, "lackpy serve");
         let deadline = Instant::now() + Duration::from_secs(20);
         while UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "lackpy serve did not start");
@@ -53,26 +50,31 @@ impl Server {
     }
 
     fn terminate(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        crate::util::sigterm(&self.child);
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.terminate();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::util::stop(&mut self.child, Duration::from_secs(15));
     }
+}
+
+/// A workspace with `a.txt` that other uids may enter (the root tests'
+/// second client runs as nobody).
+fn shared_workspace() -> tempfile::TempDir {
+    let ws = workspace(&[("a.txt", "A")]);
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    ws
+}
+
+/// `lackpy serve` with `[serve]` settings `serve` and one client rule: this
+/// process's uid on `ws`, with the rule's settings `client` (TOML lines).
+fn start_own(ws: &Path, serve: &str, client: &str) -> Server {
+    Server::start(&format!(
+        "[serve]\n{serve}[[serve.clients]]\nuid = {}\nworkspace = {ws:?}\n{client}",
+        uid()
+    ))
 }
 
 /// A minimal MCP client on the socket.
@@ -174,11 +176,11 @@ fn unknown_peer_is_refused_with_a_clear_error() {
 #[test]
 fn quota_and_backpressure_refuse_with_retry_hint() {
     let ws = workspace(&[("a.txt", "A")]);
-    let srv = Server::start(&format!(
-        "[serve]\npool_size = 1\nmax_in_flight = 4\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\nmax_concurrent = 1\n",
-        uid(),
-        ws.path()
-    ));
+    let srv = start_own(
+        ws.path(),
+        "pool_size = 1\nmax_in_flight = 4\n",
+        "max_concurrent = 1\n",
+    );
     let mut a = Client::connect(&srv.socket);
     a.initialize();
     let mut b = Client::connect(&srv.socket);
@@ -209,11 +211,7 @@ fn quota_and_backpressure_refuse_with_retry_hint() {
 #[test]
 fn sigterm_drains_a_run_in_flight_then_exits() {
     let ws = workspace(&[("a.txt", "A")]);
-    let mut srv = Server::start(&format!(
-        "[serve]\ndrain_seconds = 20\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\n",
-        uid(),
-        ws.path()
-    ));
+    let mut srv = start_own(ws.path(), "drain_seconds = 20\n", "");
     let mut c = Client::connect(&srv.socket);
     c.initialize();
     let id = c.start_run("x = 0\nfor i in range(200000):\n    x += i\nx");
@@ -398,8 +396,7 @@ fn connections_over_the_caps_are_refused_while_other_clients_are_served() {
     if !needs_root("serve::connections_over_the_caps_are_refused_while_other_clients_are_served") {
         return;
     }
-    let ws = workspace(&[("a.txt", "A")]);
-    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let ws = shared_workspace();
     let srv = Server::start(&format!(
         "[serve]\nmax_connections = 5\n\
          [[serve.clients]]\nuid = 0\nworkspace = {:?}\nmax_connections = 3\n\
@@ -441,11 +438,7 @@ fn connections_over_the_caps_are_refused_while_other_clients_are_served() {
 #[test]
 fn idle_connections_time_out_but_a_long_run_does_not() {
     let ws = workspace(&[("a.txt", "A")]);
-    let srv = Server::start(&format!(
-        "[serve]\nidle_timeout_seconds = 1\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\n",
-        uid(),
-        ws.path()
-    ));
+    let srv = start_own(ws.path(), "idle_timeout_seconds = 1\n", "");
     // Silent from the start (never initializes).
     let mut silent = Client::connect(&srv.socket);
     // Initialized, then idle.
@@ -491,12 +484,11 @@ fn run_in(c: &mut Client, program: &str, session: &str) -> Value {
 #[test]
 fn sessions_over_the_caps_are_refused_and_memory_stays_bounded() {
     let ws = workspace(&[("a.txt", "A")]);
-    let srv = Server::start(&format!(
-        "[serve]\nmax_sessions = 1000\n[[serve.clients]]\nuid = {}\nworkspace = {:?}\n\
-         max_sessions = 6\nmax_session_bytes = 10485760\n",
-        uid(),
-        ws.path()
-    ));
+    let srv = start_own(
+        ws.path(),
+        "max_sessions = 1000\n",
+        "max_sessions = 6\nmax_session_bytes = 10485760\n",
+    );
     let mut conns: Vec<Client> = (0..3)
         .map(|_| {
             let mut c = Client::connect(&srv.socket);
@@ -576,8 +568,7 @@ fn another_client_cannot_use_a_session_or_see_runs_it_did_not_create() {
         return;
     }
     // Both clients on the same workspace: the trace store is shared.
-    let ws = workspace(&[("a.txt", "A")]);
-    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let ws = shared_workspace();
     let srv = Server::start(&format!(
         "[[serve.clients]]\nuid = 0\nworkspace = {:?}\n[[serve.clients]]\nuid = 65534\nworkspace = {:?}\n",
         ws.path(),

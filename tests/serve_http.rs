@@ -63,23 +63,20 @@ impl Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
-        let mut child = Command::new(bin())
-            .args([
-                "serve",
-                "--listen",
-                listen,
-                "--metrics-listen",
-                "127.0.0.1:0",
-                "--config",
-            ])
-            .arg(&cfg)
-            .args(extra)
-            .env_remove("LACKPY_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn lackpy serve");
+        let mut cmd = Command::new(bin());
+        cmd.args([
+            "serve",
+            "--listen",
+            listen,
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(&cfg)
+        .args(extra)
+        .env_remove("LACKPY_LOG");
+        let io = [Stdio::null(), Stdio::null(), Stdio::piped()];
+        let mut child = crate::util::spawn(&mut cmd, io, "lackpy serve");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
         // Keep reading stderr so the server never blocks on it.
@@ -132,10 +129,7 @@ impl Server {
     }
 
     pub fn terminate(&self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        crate::util::sigterm(&self.child);
     }
 
     /// Wait for the process to exit; its status.
@@ -153,16 +147,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.terminate();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::util::stop(&mut self.child, Duration::from_secs(15));
     }
 }
 

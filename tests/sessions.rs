@@ -4,23 +4,13 @@
 use crate::util;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Start `lackpy mcp` and return the client and the server's pid.
 async fn connect(ws: &std::path::Path) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(util::bin());
-    cmd.arg("mcp").arg("--workspace").arg(ws);
-    cmd.env_remove("LACKPY_CONFIG").env_remove("LACKPY_LOG");
-    cmd.env("XDG_CONFIG_HOME", "/nonexistent-lackpy-test-config");
-    let transport = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lackpy mcp")
-        .0;
+    let transport = crate::mcp::spawn_server(ws, &[]);
     let pid = transport.id().expect("server pid");
     (().serve(transport).await.expect("MCP initialize"), pid)
 }
@@ -32,6 +22,11 @@ async fn run(c: &RunningService<RoleClient, ()>, a: Value) -> CallToolResult {
     c.call_tool(CallToolRequestParams::new("run_program").with_arguments(m))
         .await
         .expect("tools/call")
+}
+
+/// Run `program` as a cell of notebook session `session`.
+async fn cell(c: &RunningService<RoleClient, ()>, session: &str, program: &str) -> CallToolResult {
+    run(c, json!({"program": program, "session": session})).await
 }
 
 fn sc(r: &CallToolResult) -> &Value {
@@ -50,23 +45,15 @@ fn names(v: &Value) -> Vec<String> {
 async fn variables_carry_over_within_a_session_only() {
     let ws = util::workspace(&[]);
     let (c, _) = connect(ws.path()).await;
-    let a = run(
-        &c,
-        json!({"program": "x = 41\nys = [1, 2]", "session": "s1"}),
-    )
-    .await;
+    let a = cell(&c, "s1", "x = 41\nys = [1, 2]").await;
     assert_eq!(a.is_error, Some(false), "{}", sc(&a));
     assert_eq!(sc(&a)["session"]["id"], json!("s1"));
     let vars = names(&sc(&a)["session"]["variables"]);
     assert!(vars.contains(&"x".to_string()), "{}", sc(&a));
 
-    let b = run(
-        &c,
-        json!({"program": "ys.append(x)\nx + 1", "session": "s1"}),
-    )
-    .await;
+    let b = cell(&c, "s1", "ys.append(x)\nx + 1").await;
     assert_eq!(sc(&b)["value"], json!(42), "{}", sc(&b));
-    let d = run(&c, json!({"program": "ys", "session": "s1"})).await;
+    let d = cell(&c, "s1", "ys").await;
     assert_eq!(sc(&d)["value"], json!([1, 2, 41]), "{}", sc(&d));
 
     // Another session, and no session at all, do not see x.
@@ -82,9 +69,9 @@ async fn variables_carry_over_within_a_session_only() {
 
     // A failing cell keeps what it assigned before the error; the session
     // still holds the earlier variables.
-    let f = run(&c, json!({"program": "z = 5\n1 // 0", "session": "s1"})).await;
+    let f = cell(&c, "s1", "z = 5\n1 // 0").await;
     assert_eq!(f.is_error, Some(true));
-    let g = run(&c, json!({"program": "[x, z]", "session": "s1"})).await;
+    let g = cell(&c, "s1", "[x, z]").await;
     assert_eq!(sc(&g)["value"], json!([41, 5]), "{}", sc(&g));
     c.cancel().await.expect("close");
 }
@@ -93,9 +80,10 @@ async fn variables_carry_over_within_a_session_only() {
 async fn non_plain_variables_are_not_kept_and_say_so() {
     let ws = util::workspace(&[]);
     let (c, _) = connect(ws.path()).await;
-    let a = run(
+    let a = cell(
         &c,
-        json!({"program": "r = range(3)\nks = {'a': 1}.keys()\nok = list(range(3))", "session": "np"}),
+        "np",
+        "r = range(3)\nks = {'a': 1}.keys()\nok = list(range(3))",
     )
     .await;
     assert_eq!(a.is_error, Some(false), "{}", sc(&a));
@@ -106,9 +94,9 @@ async fn non_plain_variables_are_not_kept_and_say_so() {
         "{s}"
     );
     assert!(names(&s["variables"]).contains(&"ok".to_string()), "{s}");
-    let b = run(&c, json!({"program": "r", "session": "np"})).await;
+    let b = cell(&c, "np", "r").await;
     assert_eq!(sc(&b)["error"]["type"], json!("UnknownName"), "{}", sc(&b));
-    let d = run(&c, json!({"program": "ok", "session": "np"})).await;
+    let d = cell(&c, "np", "ok").await;
     assert_eq!(sc(&d)["value"], json!([0, 1, 2]), "{}", sc(&d));
     c.cancel().await.expect("close");
 }
@@ -127,7 +115,7 @@ async fn session_size_is_capped() {
         dropped.extend(names(&sc(&r)["session"]["dropped"]));
     }
     assert!(!dropped.is_empty(), "nothing was dropped beyond the cap");
-    let ok = run(&c, json!({"program": "len(v0)", "session": "big"})).await;
+    let ok = cell(&c, "big", "len(v0)").await;
     assert_eq!(sc(&ok)["value"], json!(900000), "{}", sc(&ok));
     c.cancel().await.expect("close");
 }
@@ -228,7 +216,7 @@ async fn cancelling_a_run_kills_its_worker() {
     // The server still serves, and the cancelled cell left nothing behind.
     let next = run(&c, json!({"program": "sum(range(10))"})).await;
     assert_eq!(sc(&next)["value"], json!(45), "{}", sc(&next));
-    let s = run(&c, json!({"program": "x = 1", "session": "c1"})).await;
+    let s = cell(&c, "c1", "x = 1").await;
     assert_eq!(names(&sc(&s)["session"]["variables"]), vec!["x"]);
     assert!(t0.elapsed() < Duration::from_secs(10));
     c.cancel().await.expect("close");

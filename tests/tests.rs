@@ -10,6 +10,7 @@ mod layer_matrix;
 mod mcp;
 mod mcp_remote;
 mod mcp_source;
+mod mcp_util;
 mod providers;
 mod run;
 mod serve;

@@ -87,3 +87,46 @@ pub fn skip(name: &str, reason: &str) {
     let n = SKIPS.fetch_add(1, Ordering::SeqCst) + 1;
     let _ = writeln!(std::io::stderr(), "SKIPPED {n}: {name}: {reason}");
 }
+
+/// `lackpy run --json --workspace WS --tools TOOLS` with `program` on stdin.
+pub fn run_json(ws: &Path, tools: &str, program: &str) -> Output {
+    let ws = ws.to_str().unwrap_or(".");
+    let args = ["run", "--json", "--workspace", ws, "--tools", tools];
+    run_with_stdin(&args, program, None)
+}
+
+/// Spawn `cmd` (`what` names it in the panic) with its stdin, stdout and
+/// stderr as given.
+pub fn spawn(
+    cmd: &mut Command,
+    [stdin, stdout, stderr]: [Stdio; 3],
+    what: &str,
+) -> std::process::Child {
+    let started = cmd.stdin(stdin).stdout(stdout).stderr(stderr).spawn();
+    started.unwrap_or_else(|e| panic!("spawn {what}: {e}"))
+}
+
+/// Ask `child` to stop (SIGTERM), as a service manager does.
+pub fn sigterm(child: &std::process::Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+}
+
+/// Stop `child`: SIGTERM, then SIGKILL if it has not exited within `grace`;
+/// reaped either way.
+pub fn stop(child: &mut std::process::Child, grace: std::time::Duration) {
+    sigterm(child);
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -31,12 +31,7 @@ names = [t["file"] for t in by_file]
 "#;
 
 fn ns() -> Namespace {
-    let t = |n: &str, w, d| ToolEntry {
-        name: n.into(),
-        target: n.into(),
-        args: vec![],
-        grade: Grade { w, d },
-    };
+    let t = |n: &str, w, d| ToolEntry::new(n, &[], Grade { w, d });
     Namespace {
         tools: vec![t("read_file", 1, 1), t("find_files", 1, 1)],
     }

@@ -364,6 +364,21 @@ impl ErrorInfo {
         }
     }
 
+    /// The same error at 1-based `line` and `col`.
+    #[must_use]
+    pub fn at(mut self, line: u32, col: u32) -> Self {
+        self.line = Some(line);
+        self.col = Some(col);
+        self
+    }
+
+    /// The same error with a hint for the author.
+    #[must_use]
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
     /// The process exit status the contract assigns to this error.
     pub fn exit_code(&self) -> i32 {
         match self.kind {

@@ -5,12 +5,7 @@ use lackpy_policy::lang::{validate, validate_bytes, Grade, Namespace, ToolEntry}
 use lackpy_policy::wire::{ErrorInfo, Limits};
 
 fn ns() -> Namespace {
-    let t = |name: &str, w, d| ToolEntry {
-        name: name.into(),
-        target: name.into(),
-        args: vec![],
-        grade: Grade { w, d },
-    };
+    let t = |name: &str, w, d| ToolEntry::new(name, &[], Grade { w, d });
     Namespace {
         tools: vec![
             t("read_file", 1, 1),
@@ -1069,96 +1064,16 @@ impl Rng {
 
 #[test]
 fn random_token_soup_never_panics() {
+    #[rustfmt::skip]
     const TOKENS: &[&str] = &[
-        "(",
-        ")",
-        "[",
-        "]",
-        "{",
-        "}",
-        ",",
-        ":",
-        ".",
-        "=",
-        "+",
-        "-",
-        "*",
-        "**",
-        "/",
-        "//",
-        "%",
-        "@",
-        "|",
-        "&",
-        "^",
-        "~",
-        "<",
-        ">",
-        "==",
-        "!=",
-        " ",
-        " ",
-        "\n",
-        "\n    ",
-        "\t",
-        "\\\n",
-        "'",
-        "\"",
-        "'''",
-        "f'",
-        "f\"{",
-        "rb'",
-        "#",
-        "x",
-        "y",
-        "read_file",
-        "open",
-        "__class__",
-        "_",
-        "lambda",
-        "if",
-        "else",
-        "for",
-        "in",
-        "not",
-        "and",
-        "or",
-        "while",
-        "def",
-        "import",
-        "yield",
-        "await",
-        "1",
-        "0x1f",
-        "1e5",
-        "1j",
-        "...",
-        "key=",
-        "ｏｐｅｎ",
-        "é",
-        "\u{feff}",
-        "\0",
-        "*",
-        ":=",
-        "print(",
-        "sorted(",
-        "isinstance(",
-        "str",
-        "True",
-        "None",
-        "async",
-        "match",
-        "case",
-        "try:",
-        "except",
-        "with",
-        "del",
-        "global",
-        "return",
-        "break",
-        "continue",
-        "pass",
-        "\r\n",
+        "(", ")", "[", "]", "{", "}", ",", ":", ".", "=", "+", "-", "*", "**", "/", "//", "%",
+        "@", "|", "&", "^", "~", "<", ">", "==", "!=", " ", " ", "\n", "\n    ", "\t", "\\\n",
+        "'", "\"", "'''", "f'", "f\"{", "rb'", "#", "x", "y", "read_file", "open", "__class__",
+        "_", "lambda", "if", "else", "for", "in", "not", "and", "or", "while", "def", "import",
+        "yield", "await", "1", "0x1f", "1e5", "1j", "...", "key=", "ｏｐｅｎ", "é", "\u{feff}",
+        "\0", "*", ":=", "print(", "sorted(", "isinstance(", "str", "True", "None", "async",
+        "match", "case", "try:", "except", "with", "del", "global", "return", "break",
+        "continue", "pass", "\r\n",
     ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut programs = Vec::new();
@@ -1186,12 +1101,7 @@ fn random_token_soup_never_panics() {
 /// Tool calls are checked against the tool's declared arguments.
 #[test]
 fn tool_calls_match_declared_arguments() {
-    let t = |name: &str, args: &[&str]| ToolEntry {
-        name: name.into(),
-        target: name.into(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        grade: Grade { w: 1, d: 0 },
-    };
+    let t = |name: &str, args: &[&str]| ToolEntry::new(name, args, Grade { w: 1, d: 0 });
     let ns = Namespace {
         tools: vec![
             t("read_file", &["path"]),

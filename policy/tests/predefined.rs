@@ -7,12 +7,7 @@ use lackpy_policy::wire::Limits;
 
 fn ns() -> Namespace {
     Namespace {
-        tools: vec![ToolEntry {
-            name: "read_file".into(),
-            target: "read_file".into(),
-            args: vec!["path".into()],
-            grade: Grade { w: 1, d: 1 },
-        }],
+        tools: vec![ToolEntry::new("read_file", &["path"], Grade { w: 1, d: 1 })],
     }
 }
 

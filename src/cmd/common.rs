@@ -32,6 +32,49 @@ pub struct Select {
     pub workspace: Option<PathBuf>,
 }
 
+/// The arguments `run` and `validate` share: the program, the profile and
+/// workspace, and `--json`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgramArgs {
+    #[command(flatten)]
+    pub source: ProgramSource,
+    #[command(flatten)]
+    pub select: Select,
+    /// Print one JSON object instead of human-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where a program comes from: `FILE|-` or `-c PROGRAM`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgramSource {
+    /// Program file, or `-` for stdin (the default).
+    #[arg(value_name = "FILE|-")]
+    file: Option<PathBuf>,
+    /// Program text given inline instead of a file.
+    #[arg(
+        short = 'c',
+        long = "code",
+        value_name = "PROGRAM",
+        conflicts_with = "file"
+    )]
+    code: Option<String>,
+}
+
+impl ProgramSource {
+    /// The program's bytes: the inline text, or at most `limit + 1` bytes
+    /// of the file or stdin ([`read_program`]).
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] when the file cannot be opened or read.
+    pub fn read(&self, limit: u64) -> Result<Vec<u8>, CliError> {
+        match &self.code {
+            Some(code) => Ok(code.clone().into_bytes()),
+            None => read_program(self.file.as_deref(), limit),
+        }
+    }
+}
+
 /// A usage or configuration problem: the command exits with status 3.
 #[derive(Debug)]
 pub enum CliError {
@@ -85,17 +128,12 @@ impl CliError {
     /// `calls`/`errors` so that `validate --json` readers find theirs.
     pub fn json(&self) -> serde_json::Value {
         let e = self.info();
-        serde_json::json!({
-            "ok": false,
-            "value": null,
-            "repr": null,
-            "stdout": "",
-            "grade": null,
-            "trace": [],
-            "calls": [],
-            "error": e,
-            "errors": [e],
-        })
+        let mut v = crate::mcp::backend::failed_run(e.clone());
+        if let Some(o) = v.as_object_mut() {
+            o.insert("calls".into(), serde_json::json!([]));
+            o.insert("errors".into(), serde_json::json!([e]));
+        }
+        v
     }
 
     /// Report the error: on stderr (always), and as one JSON object on
@@ -163,21 +201,35 @@ pub fn user_config_path() -> Option<PathBuf> {
     })
 }
 
-/// The workspace directory: `--workspace` or the current directory; it must exist.
+/// A workspace given as `arg`, or the current directory; it must be a
+/// directory (the long-running front ends, `mcp` and `serve`, keep it as
+/// given).
 ///
 /// # Errors
-/// [`CliError::Usage`] when it is not a directory.
-pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
-    let ws = select
-        .workspace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("."));
+/// [`CliError::Usage`] when it is not a directory (or there is no current
+/// directory).
+pub fn server_workspace(arg: Option<&Path>) -> Result<PathBuf, CliError> {
+    let ws = match arg {
+        Some(w) => w.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::Usage(format!("no current directory: {e}")))?,
+    };
     if !ws.is_dir() {
         return Err(CliError::Usage(format!(
             "workspace {} is not a directory",
             ws.display()
         )));
     }
+    Ok(ws)
+}
+
+/// The workspace directory: `--workspace` or the current directory; it must
+/// exist. Canonical.
+///
+/// # Errors
+/// [`CliError::Usage`] when it is not a directory.
+pub fn workspace_dir(select: &Select) -> Result<PathBuf, CliError> {
+    let ws = server_workspace(select.workspace.as_deref())?;
     ws.canonicalize()
         .map_err(|e| CliError::Usage(format!("workspace {}: {e}", ws.display())))
 }
@@ -617,20 +669,28 @@ mod tests {
         tempfile::tempdir().expect("tempdir")
     }
 
+    /// A workspace with `files` (paths relative to it) written.
+    fn ws_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = ws();
+        for (path, text) in files {
+            let p = d.path().join(path);
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).expect("mkdir");
+            }
+            std::fs::write(p, text).expect("write");
+        }
+        d
+    }
+
     #[test]
     fn load_reads_workspace_config_and_kits() {
-        let d = ws();
-        std::fs::create_dir_all(d.path().join(".lackpy/kits")).expect("mkdir");
-        std::fs::write(
-            d.path().join(".lackpy/config.toml"),
-            "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n[sandbox]\ntimeout_seconds = 3\n",
-        )
-        .expect("write");
-        std::fs::write(
-            d.path().join(".lackpy/kits/fs.kit"),
-            "---\nname: fs\n---\nfind_files\n",
-        )
-        .expect("write");
+        let d = ws_with(&[
+            (
+                ".lackpy/config.toml",
+                "[profiles.rw]\ntools = [\"read_file\", \"write_file\"]\n[sandbox]\ntimeout_seconds = 3\n",
+            ),
+            (".lackpy/kits/fs.kit", "---\nname: fs\n---\nfind_files\n"),
+        ]);
         let sel = |p: Option<&str>| Select {
             profile: p.map(str::to_string),
             tools: None,
@@ -659,13 +719,7 @@ mod tests {
         )
         .expect_err("missing");
         assert!(e.to_string().contains("not a directory"));
-        let d = ws();
-        std::fs::create_dir_all(d.path().join(".lackpy")).expect("mkdir");
-        std::fs::write(
-            d.path().join(".lackpy/config.toml"),
-            "[sandbox]\nmemory_mb = \"x\"\n",
-        )
-        .expect("write");
+        let d = ws_with(&[(".lackpy/config.toml", "[sandbox]\nmemory_mb = \"x\"\n")]);
         let e = load(
             &Select {
                 workspace: Some(d.path().to_path_buf()),
@@ -690,14 +744,10 @@ mod tests {
 
     #[test]
     fn render_escapes_every_piece_and_keeps_the_caret_aligned() {
-        let mut e = ErrorInfo::new(
-            ErrorKind::Tool,
-            "Bad\u{1b}[2J",
-            "line one\nfake: line\r\u{9b}31m\u{202e}",
-        );
-        e.line = Some(1);
-        e.col = Some(4);
-        e.hint = Some("\u{2066}hint\u{2069}".into());
+        let message = "line one\nfake: line\r\u{9b}31m\u{202e}";
+        let e = ErrorInfo::new(ErrorKind::Tool, "Bad\u{1b}[2J", message)
+            .at(1, 4)
+            .with_hint("\u{2066}hint\u{2069}");
         let r = render_error("\u{1b}\tx(\u{202e})\n", &e);
         assert_eq!(
             r,
@@ -707,14 +757,13 @@ mod tests {
 
     #[test]
     fn render_has_caret_and_hint() {
-        let mut e = ErrorInfo::new(
+        let e = ErrorInfo::new(
             ErrorKind::Validation,
             "ForbiddenName",
             "'open' is not available",
-        );
-        e.line = Some(2);
-        e.col = Some(5);
-        e.hint = Some("use read_file(path)".into());
+        )
+        .at(2, 5)
+        .with_hint("use read_file(path)");
         let r = render_error("x = 1\ny = open('a')\n", &e);
         assert_eq!(
             r,

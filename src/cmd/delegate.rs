@@ -27,9 +27,9 @@ use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
 use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
 use lackpy_inferencer::{Generation, InferError, Request};
 use lackpy_inferencer::{InferenceConfig, TemplateSet, ToolDoc};
-use lackpy_policy::wire::ErrorInfo;
+use lackpy_policy::wire::{ErrorInfo, ErrorKind};
 use lackpy_supervisor::providers::Providers;
-use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
+use lackpy_supervisor::spawn::{self, ExeHandle};
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -87,6 +87,13 @@ pub(crate) fn usage_error(msg: String) -> (Value, i32) {
     (failed(&e, None), EXIT_USAGE)
 }
 
+/// A delegation that could not start for an internal reason (`ty`): its
+/// object and exit status 4.
+fn internal_failure(ty: &str, e: impl std::fmt::Display) -> (Value, i32) {
+    let info = ErrorInfo::new(ErrorKind::Internal, ty, e.to_string());
+    (failed(&info, None), 4)
+}
+
 fn failed(e: &ErrorInfo, d: Option<&Delegation>) -> Value {
     let mut v = crate::mcp::backend::failed_run(e.clone());
     if let Value::Object(m) = &mut v {
@@ -112,11 +119,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
         Err(e) => {
-            let info = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Validation,
-                "ConfigError",
-                e.to_string(),
-            );
+            let info = ErrorInfo::new(ErrorKind::Validation, "ConfigError", e.to_string());
             return (failed(&info, None), e.exit_code());
         }
     };
@@ -126,14 +129,7 @@ pub fn delegate_json(args: &Args) -> (Value, i32) {
         Supervisor::with_providers(c, providers)
     }) {
         Ok(s) => s,
-        Err(e) => {
-            let e = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Internal,
-                "SupervisorFailed",
-                e.to_string(),
-            );
-            return (failed(&e, None), 4);
-        }
+        Err(e) => return internal_failure("SupervisorFailed", e),
     };
     let opts = Options {
         model: args.model.as_deref(),
@@ -177,14 +173,7 @@ pub fn delegate_with(
     };
     let corpus = match Corpus::shipped() {
         Ok(c) => c,
-        Err(e) => {
-            let e = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Internal,
-                "CorpusBroken",
-                e.to_string(),
-            );
-            return (failed(&e, None), 4);
-        }
+        Err(e) => return internal_failure("CorpusBroken", e),
     };
     // Only tools that can be called here are shown to the model: a virtual
     // tool with no host to supply it would only produce a failing program.
@@ -230,9 +219,7 @@ pub fn delegate_with(
         let report = run(program);
         let verdict = match (&report.ok, &report.error) {
             (true, _) => RunCheck::Accept,
-            (false, Some(e)) if e.kind != lackpy_policy::wire::ErrorKind::Internal => {
-                RunCheck::Failed(e.clone())
-            }
+            (false, Some(e)) if e.kind != ErrorKind::Internal => RunCheck::Failed(e.clone()),
             _ => RunCheck::Accept,
         };
         *last_run.borrow_mut() = Some((program.to_string(), report));
@@ -332,7 +319,7 @@ pub fn delegate_with(
 /// malformed run id.
 pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) -> Value {
     let bad = |ty: &str, msg: String| {
-        let e = ErrorInfo::new(lackpy_policy::wire::ErrorKind::Validation, ty, msg);
+        let e = ErrorInfo::new(ErrorKind::Validation, ty, msg);
         json!({"ok": false, "error": e})
     };
     if run_id.is_empty()
@@ -369,11 +356,7 @@ pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) ->
             format!("no delegate result waits for a verdict under run_id {run_id:?} (unknown, already judged, or too old)"),
         ),
         Err(e) => {
-            let e = ErrorInfo::new(
-                lackpy_policy::wire::ErrorKind::Internal,
-                "RatchetFailed",
-                e.to_string(),
-            );
+            let e = ErrorInfo::new(ErrorKind::Internal, "RatchetFailed", e.to_string());
             json!({"ok": false, "error": e})
         }
     }
@@ -457,26 +440,9 @@ impl ModelCaller for JailedCaller {
         let worker_err = |m: String| InferError::Worker(m);
         let mut w = spawn::spawn(&self.exe, "inferencer", &[], &spec)
             .map_err(|e| worker_err(format!("cannot spawn: {e}")))?;
-        let ready_by = Instant::now() + lackpy_supervisor::READY_TIMEOUT;
-        match w.greeting(ready_by) {
-            Ok(Greeting::Ready) => {}
-            Ok(Greeting::SetupFailed {
-                step,
-                errno,
-                detail,
-            }) => {
-                w.kill_and_reap();
-                return Err(worker_err(format!(
-                    "jail step {step} failed (errno {errno}): {detail}"
-                )));
-            }
-            Err(e) => {
-                let st = w.kill_and_reap();
-                return Err(worker_err(format!(
-                    "no greeting: {e}{}",
-                    death(st.as_ref())
-                )));
-            }
+        if let Err(e) = lackpy_supervisor::greet(&mut w) {
+            let hint = e.hint.map(|h| format!("; hint: {h}")).unwrap_or_default();
+            return Err(worker_err(format!("{}{hint}", e.message)));
         }
         let deadline = Instant::now() + budget;
         let msg = ToInferencer::Generate {

@@ -22,17 +22,10 @@ pub struct Args {
 /// # Errors
 /// The async runtime could not be built.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let workspace = match args.workspace {
-        Some(w) => w,
-        None => std::env::current_dir()?,
+    let workspace = match super::common::server_workspace(args.workspace.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return Ok(e.report("mcp", false)),
     };
-    if !workspace.is_dir() {
-        eprintln!(
-            "lackpy mcp: workspace {} is not a directory",
-            workspace.display()
-        );
-        return Ok(3);
-    }
     let backend: Arc<dyn mcp::backend::Backend> =
         match mcp::real::RealBackend::new(&workspace, args.profile) {
             Ok(b) => Arc::new(b),

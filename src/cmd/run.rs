@@ -7,11 +7,10 @@
 //! its own line and any error (with the source line and a caret) on
 //! stderr; all of it escaped for the terminal ([`super::escape`]).
 
-use super::common::{self, Select};
+use super::common::{self, ProgramArgs};
 use super::escape;
 use lackpy_supervisor::providers::Providers;
 use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
-use std::path::Path;
 use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
@@ -20,22 +19,8 @@ use std::sync::Arc;
     after_help = "Every run is traced in WORKSPACE/.lackpy/traces: without --workspace that is\nthe current directory (created there if missing; `lackpy trace list` reads it).\n\nExit status: 0 ok, 1 runtime/tool/limit error, 2 validation error,\n3 usage or configuration error, 4 internal error."
 )]
 pub struct Args {
-    /// Program file, or `-` for stdin (the default).
-    #[arg(value_name = "FILE|-")]
-    file: Option<String>,
-    /// Program text given inline instead of a file.
-    #[arg(
-        short = 'c',
-        long = "code",
-        value_name = "PROGRAM",
-        conflicts_with = "file"
-    )]
-    code: Option<String>,
     #[command(flatten)]
-    select: Select,
-    /// Print one JSON object (the contract) instead of human-readable output.
-    #[arg(long)]
-    json: bool,
+    program: ProgramArgs,
     /// Wall-clock limit in seconds (overrides the profile's).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
@@ -50,9 +35,9 @@ pub struct Args {
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let providers = Arc::new(Providers::new());
-    let mut loaded = match common::load(&args.select, &providers) {
+    let mut loaded = match common::load(&args.program.select, &providers) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("run", args.json)),
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let mut limits = loaded.profile.limits.clone();
     if let Some(t) = args.timeout {
@@ -60,7 +45,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             let e = common::CliError::Usage(
                 "--timeout must be a positive number of seconds".to_string(),
             );
-            return Ok(e.report("run", args.json));
+            return Ok(e.report("run", args.program.json));
         }
         limits.wall_ms = (t * 1000.0).ceil() as u64;
     }
@@ -70,18 +55,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.memory_mb {
         limits.memory_bytes = m.saturating_mul(1 << 20);
     }
-    let source = match &args.code {
-        Some(code) => code.clone().into_bytes(),
-        None => {
-            match common::read_program(args.file.as_deref().map(Path::new), limits.source_bytes) {
-                Ok(s) => s,
-                Err(e) => return Ok(e.report("run", args.json)),
-            }
-        }
+    let source = match args.program.source.read(limits.source_bytes) {
+        Ok(s) => s,
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let jail_level = match common::jail_level(&loaded.config) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("run", args.json)),
+        Err(e) => return Ok(e.report("run", args.program.json)),
     };
     let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
@@ -96,7 +76,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(e) = report.error.as_mut() {
         common::explain_unknown_tools(std::slice::from_mut(e), &mut loaded);
     }
-    if args.json {
+    if args.program.json {
         use std::io::Write;
         let line = serde_json::to_string(&report)?;
         // A closed pipe (`lackpy run --json | head -c1`) is not an error.

@@ -57,17 +57,10 @@ pub struct Args {
 /// # Errors
 /// The async runtime could not be built.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir()?,
+    let workspace = match super::common::server_workspace(args.workspace.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return Ok(e.report("serve", false)),
     };
-    if !workspace.is_dir() {
-        eprintln!(
-            "lackpy serve: workspace {} is not a directory",
-            workspace.display()
-        );
-        return Ok(3);
-    }
     let cfg = match serve::load_config(args.config.as_deref(), &workspace) {
         Ok(c) => c,
         Err(e) => {
@@ -129,6 +122,58 @@ async fn accept_unix(
     }
 }
 
+/// What `serve` listens on besides its unix socket, bound (and the TLS
+/// files loaded) before it serves anything.
+struct Listeners {
+    metrics_listener: Option<UnixListener>,
+    metrics_tcp: Option<tokio::net::TcpListener>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    http_listener: Option<tokio::net::TcpListener>,
+}
+
+impl Listeners {
+    /// Bind `--metrics-socket`, `--metrics-listen` and `--listen`, and load
+    /// the TLS files (the flags win over `[serve.http]`) when `--listen` is
+    /// given; the first failure.
+    async fn bind(args: &Args, cfg: &serve::config::ServeConfig) -> Result<Listeners, String> {
+        let metrics_listener = args
+            .metrics_socket
+            .as_deref()
+            .map(|p| bind(p, 0o600))
+            .transpose()?;
+        let metrics_tcp = match &args.metrics_listen {
+            Some(a) => Some(bind_tcp(a).await?),
+            None => None,
+        };
+        let tls_files = match (&args.tls_cert, &args.tls_key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            _ => match (&cfg.http.tls_cert, &cfg.http.tls_key) {
+                (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+                _ => None,
+            },
+        };
+        let tls = match (&args.listen, tls_files) {
+            (Some(_), Some((c, k))) => Some(serve::http::load_tls(&c, &k)?),
+            _ => None,
+        };
+        let http_listener = match &args.listen {
+            Some(a) => {
+                if !cfg.has_token_rules() {
+                    eprintln!("lackpy serve: warning: no [[serve.clients]] rule has token_sha256, so every HTTP request will get 401");
+                }
+                Some(bind_tcp(a).await?)
+            }
+            None => None,
+        };
+        Ok(Listeners {
+            metrics_listener,
+            metrics_tcp,
+            tls,
+            http_listener,
+        })
+    }
+}
+
 async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) -> i32 {
     let own_uid = nix::unistd::geteuid().as_raw();
     // Only the owner can connect unless rules admit other users; peer
@@ -158,62 +203,18 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
         },
         None => None,
     };
-    let metrics_listener = match &args.metrics_socket {
-        Some(p) => match bind(p, 0o600) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("lackpy serve: {e}");
-                cleanup(&args);
-                return 3;
-            }
-        },
-        None => None,
-    };
-    let metrics_tcp = match &args.metrics_listen {
-        Some(a) => match bind_tcp(a).await {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("lackpy serve: {e}");
-                cleanup(&args);
-                return 3;
-            }
-        },
-        None => None,
-    };
-    // TLS: the flags win over [serve.http].
-    let tls_files = match (&args.tls_cert, &args.tls_key) {
-        (Some(c), Some(k)) => Some((c.clone(), k.clone())),
-        _ => match (&cfg.http.tls_cert, &cfg.http.tls_key) {
-            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
-            _ => None,
-        },
-    };
-    let tls = match (&args.listen, tls_files) {
-        (Some(_), Some((c, k))) => match serve::http::load_tls(&c, &k) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("lackpy serve: {e}");
-                cleanup(&args);
-                return 3;
-            }
-        },
-        _ => None,
-    };
-    let http_listener = match &args.listen {
-        Some(a) => {
-            if !cfg.has_token_rules() {
-                eprintln!("lackpy serve: warning: no [[serve.clients]] rule has token_sha256, so every HTTP request will get 401");
-            }
-            match bind_tcp(a).await {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    eprintln!("lackpy serve: {e}");
-                    cleanup(&args);
-                    return 3;
-                }
-            }
+    let Listeners {
+        metrics_listener,
+        metrics_tcp,
+        tls,
+        http_listener,
+    } = match Listeners::bind(&args, &cfg).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lackpy serve: {e}");
+            cleanup(&args);
+            return 3;
         }
-        None => None,
     };
     let shared = Shared::new(cfg);
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (

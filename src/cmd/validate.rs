@@ -2,12 +2,11 @@
 //! check a program against the language whitelist and the profile's
 //! namespace, and show its grade and tool calls, without running it.
 
-use super::common::{self, Select};
+use super::common::{self, ProgramArgs};
 use super::escape;
 use lackpy_policy::lang::{validate_bytes, Program};
 use lackpy_policy::wire::ErrorInfo;
 use lackpy_supervisor::providers::Providers;
-use std::path::PathBuf;
 
 /// Arguments of `lackpy validate`.
 ///
@@ -27,37 +26,20 @@ use std::path::PathBuf;
     after_help = "Exit status: 0 valid, 2 invalid, 3 usage or configuration error.\n--json prints {\"ok\", \"grade\": {\"w\", \"d\"}, \"calls\", \"error\", \"errors\"}; each error is\n{\"kind\": \"validation\", \"type\", \"message\", \"line\", \"col\", \"hint\"}.\n\nExamples:\n  lackpy validate prog.py\n  echo 'read_file(\"a.txt\")' | lackpy validate --json\n  lackpy validate prog.py --tools read_file,write_file"
 )]
 pub struct Args {
-    /// Program file, or `-` for stdin (the default).
-    #[arg(value_name = "FILE|-")]
-    file: Option<PathBuf>,
-    /// Program text given inline instead of a file.
-    #[arg(
-        short = 'c',
-        long = "code",
-        value_name = "PROGRAM",
-        conflicts_with = "file"
-    )]
-    code: Option<String>,
     #[command(flatten)]
-    select: Select,
-    /// Print one JSON object instead of human-readable output.
-    #[arg(long)]
-    json: bool,
+    program: ProgramArgs,
 }
 
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
-    let mut loaded = match common::load(&args.select, &Providers::new()) {
+    let mut loaded = match common::load(&args.program.select, &Providers::new()) {
         Ok(l) => l,
-        Err(e) => return Ok(e.report("validate", args.json)),
+        Err(e) => return Ok(e.report("validate", args.program.json)),
     };
     let limits = &loaded.profile.limits;
-    let src = match &args.code {
-        Some(c) => c.clone().into_bytes(),
-        None => match common::read_program(args.file.as_deref(), limits.source_bytes) {
-            Ok(s) => s,
-            Err(e) => return Ok(e.report("validate", args.json)),
-        },
+    let src = match args.program.source.read(limits.source_bytes) {
+        Ok(s) => s,
+        Err(e) => return Ok(e.report("validate", args.program.json)),
     };
     let ns = loaded.profile.namespace();
     let mut result = validate_bytes(&src, &ns, limits);
@@ -65,7 +47,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         common::explain_unknown_tools(errs, &mut loaded);
     }
     let text = String::from_utf8_lossy(&src);
-    if args.json {
+    if args.program.json {
         let obj = report_json(&result);
         println!("{obj}");
     } else {

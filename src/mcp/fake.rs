@@ -101,10 +101,8 @@ impl Backend for Fake {
                 }
             }
             "boom" => {
-                let mut e =
-                    ErrorInfo::new(ErrorKind::Runtime, "NameError", "name 'x' is not defined");
-                e.line = Some(1);
-                e.col = Some(1);
+                let e = ErrorInfo::new(ErrorKind::Runtime, "NameError", "name 'x' is not defined")
+                    .at(1, 1);
                 RunOutcome {
                     report: failed_run(e),
                     vars: None,
@@ -144,13 +142,8 @@ impl Backend for Fake {
 
     fn validate(&self, req: ValidateRequest) -> Value {
         if req.program.contains("import") {
-            let mut e = ErrorInfo::new(
-                ErrorKind::Validation,
-                "ForbiddenStatement",
-                "import is not allowed",
-            );
-            e.line = Some(1);
-            e.col = Some(1);
+            let message = "import is not allowed";
+            let e = ErrorInfo::new(ErrorKind::Validation, "ForbiddenStatement", message).at(1, 1);
             json!({"ok": false, "grade": null, "calls": [], "error": e})
         } else {
             json!({"ok": true, "grade": {"w": 1, "d": 0}, "calls": ["read_file"], "error": null})

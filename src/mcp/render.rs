@@ -54,14 +54,7 @@ fn write_elided(out: &mut String, v: &Value, depth: usize) {
                 }
                 write_elided(out, item, depth + 1);
             }
-            if items.len() > MAX_ITEMS {
-                let _ = write!(
-                    out,
-                    ", … {} more ({} items)",
-                    items.len() - MAX_ITEMS,
-                    items.len()
-                );
-            }
+            write_more(out, items.len(), "items");
             out.push(']');
         }
         Value::Object(map) => {
@@ -78,17 +71,18 @@ fn write_elided(out: &mut String, v: &Value, depth: usize) {
                 out.push_str(": ");
                 write_elided(out, item, depth + 1);
             }
-            if map.len() > MAX_ITEMS {
-                let _ = write!(
-                    out,
-                    ", … {} more ({} keys)",
-                    map.len() - MAX_ITEMS,
-                    map.len()
-                );
-            }
+            write_more(out, map.len(), "keys");
             out.push('}');
         }
         other => out.push_str(&other.to_string()),
+    }
+}
+
+/// `, … N more (LEN WHAT)` when a container of `len` entries was cut at
+/// [`MAX_ITEMS`].
+fn write_more(out: &mut String, len: usize, what: &str) {
+    if len > MAX_ITEMS {
+        let _ = write!(out, ", … {} more ({len} {what})", len - MAX_ITEMS);
     }
 }
 

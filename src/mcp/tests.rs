@@ -1,12 +1,16 @@
 //! Protocol-layer tests: a real rmcp client talks to [`serve`] over an
 //! in-process duplex pipe, with the [`fake`] backend behind it.
 
+#[path = "../../tests/mcp_util.rs"]
+mod mcp_util;
+
 use super::fake::{Fake, Stats};
 use super::serve;
+use mcp_util::{args, listed, text, timed};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,13 +38,6 @@ async fn start(slots: usize) -> Harness {
     }
 }
 
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 async fn call(h: &Harness, name: &'static str, a: Value) -> CallToolResult {
     h.client
         .call_tool(CallToolRequestParams::new(name).with_arguments(args(a)))
@@ -52,37 +49,21 @@ fn structured(r: &CallToolResult) -> &Value {
     r.structured_content.as_ref().expect("structured content")
 }
 
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_the_tools_with_schemas_and_annotations() {
     let h = start(2).await;
     let tools = h.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names.len(), 11, "{names:?}");
-    let run = tools
-        .iter()
-        .find(|t| t.name == "run_program")
-        .expect("run_program");
+    let run = listed(&tools, "run_program");
     assert_eq!(run.input_schema.get("required"), Some(&json!(["program"])));
     let ann = run.annotations.as_ref().expect("annotations");
     // The fake toolbox has write_file (d=3).
     assert_eq!(ann.read_only_hint, Some(false));
     assert_eq!(ann.destructive_hint, Some(true));
-    let v = tools
-        .iter()
-        .find(|t| t.name == "validate")
-        .expect("validate");
-    assert_eq!(
-        v.annotations.as_ref().and_then(|a| a.read_only_hint),
-        Some(true)
-    );
+    let v = listed(&tools, "validate");
+    let read_only = v.annotations.as_ref().and_then(|a| a.read_only_hint);
+    assert_eq!(read_only, Some(true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,9 +228,7 @@ async fn a_runaway_does_not_block_other_calls() {
     let runaway = call(&h, "run_program", json!({"program": "sleep"}));
     let quick = async {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let t = Instant::now();
-        let r = call(&h, "run_program", json!({"program": "x"})).await;
-        (r, t.elapsed())
+        timed(call(&h, "run_program", json!({"program": "x"}))).await
     };
     tokio::select! {
         _ = runaway => panic!("runaway finished first"),

@@ -13,41 +13,16 @@
 //!   "toolcall_us": .., "tool_work_us": .., "rss_kib": {"jailed": .., "reaper": ..}}`
 //! (`tool_work_us`: the same `read_file` called in-process, no crossing).
 
-use lackpy_policy::config::ResolvedProfile;
+mod bench_common;
+
+use bench_common::{pool_supervisor, profile, ready_worker_rss, rss_kib, wait_pool};
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
-use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+use lackpy_supervisor::{JailLevel, RunRequest, Supervisor};
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn profile() -> ResolvedProfile {
-    ResolvedProfile {
-        name: "bench".into(),
-        tools: ["read_file", "find_files"]
-            .iter()
-            .filter_map(|t| lackpy_supervisor::tools::builtin_spec(t).map(|s| (t.to_string(), s)))
-            .collect(),
-        limits: Limits::default(),
-    }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-fn wait_pool(sup: &Supervisor) {
-    let t0 = Instant::now();
-    while sup.pool_ready() < 1 && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
 
 fn run(sup: &Supervisor, ws: &Path, prog: &str) -> (Duration, bool, Value) {
     wait_pool(sup);
@@ -81,15 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::io::stdin().read_to_string(&mut input)?;
     let programs: Map<String, Value> = serde_json::from_str(&input)?;
 
-    let exe = ExeHandle::open(&bin)?;
-    let cfg = SupervisorConfig {
-        exe,
-        jail_level: JailLevel::full(),
-        pool_size: 2,
-        worker_role: vec!["executor".into()],
-        trace_limits: Default::default(),
-    };
-    let sup = Supervisor::new(cfg)?;
+    let sup = pool_supervisor(&bin)?;
 
     let mut warm = Map::new();
     for (name, src) in &programs {
@@ -141,28 +108,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tool_us = median(&mut z).as_secs_f64() * 1e6 / 500.0;
 
     // RSS of a Ready worker: the jailed pid 1 (and anything under it) plus its reaper.
-    let mut rss = json!(null);
-    let exe = ExeHandle::open(&bin)?;
-    let spec = JailLevel::full().executor_spec(&Limits::default());
-    if let Ok(mut w) = spawn::spawn(&exe, "executor", &[], &spec) {
-        if let (Ok(Greeting::Ready), Some(pid)) =
-            (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid())
-        {
-            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .unwrap_or_default();
-            let inner: u64 = kids
-                .split_whitespace()
-                .filter_map(|k| k.parse().ok())
-                .map(rss_kib)
-                .sum();
-            rss = json!({"jailed": inner, "reaper": rss_kib(pid)});
-        }
-        w.kill_and_reap();
-    }
+    let rss = ready_worker_rss(&bin).map_or(
+        json!(null),
+        |(jailed, reaper)| json!({"jailed": jailed, "reaper": reaper}),
+    );
 
     // A pooled worker as the pool gets it: forked by the zygote, Ready.
     // VmRSS counts the pages it shares with the zygote; Private_* are its own.
     let mut forked = json!(null);
+    let exe = ExeHandle::open(&bin)?;
+    let spec = JailLevel::full().executor_spec(&Limits::default());
     if let Ok(mut z) = spawn::Zygote::start(&exe, &["executor".to_string()], &spec) {
         if let Ok(mut w) = z.fork_worker(&spec) {
             if let (Ok(Greeting::Ready), Some(pid)) =

@@ -12,10 +12,11 @@
 //! - worker RSS of a Ready worker (the jailed pid 1 and its reaper);
 //! - the same machine's alternatives: `unshare(1)`, `bwrap`, `python3`.
 
-use lackpy_policy::config::ResolvedProfile;
+mod bench_common;
+
+use bench_common::{pool_supervisor, profile, ready_worker_rss, wait_pool};
 use lackpy_policy::wire::Limits;
-use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
-use lackpy_supervisor::{JailLevel, RunRequest, Supervisor, SupervisorConfig};
+use lackpy_supervisor::{RunRequest, Supervisor};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,26 +50,6 @@ fn time_cmd(argv: &[&str], n: usize) -> Option<Duration> {
     Some(pct(&mut v, 0.5))
 }
 
-fn profile() -> ResolvedProfile {
-    ResolvedProfile {
-        name: "bench".into(),
-        tools: ["read_file", "find_files"]
-            .iter()
-            .filter_map(|t| lackpy_supervisor::tools::builtin_spec(t).map(|s| (t.to_string(), s)))
-            .collect(),
-        limits: Limits::default(),
-    }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 fn main() {
     let bin: PathBuf = std::env::args()
         .nth(1)
@@ -91,21 +72,7 @@ fn main() {
         cold.map_or("failed".into(), ms)
     );
 
-    let exe = ExeHandle::open(&bin).expect("open binary");
-    let cfg = SupervisorConfig {
-        exe,
-        jail_level: JailLevel::full(),
-        pool_size: 2,
-        worker_role: vec!["executor".into()],
-        trace_limits: Default::default(),
-    };
-    let sup = Supervisor::new(cfg).expect("supervisor");
-    let wait_pool = |sup: &Supervisor| {
-        let t0 = Instant::now();
-        while sup.pool_ready() < 1 && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    };
+    let sup = pool_supervisor(&bin).expect("supervisor");
     let run = |sup: &Supervisor, prog: &str| {
         let t0 = Instant::now();
         let r = sup.run(RunRequest {
@@ -150,27 +117,11 @@ fn main() {
     drop(sup);
 
     // RSS of a Ready worker: the reaper (direct child) and the jailed pid 1.
-    let exe = ExeHandle::open(&bin).expect("open binary");
-    let spec = JailLevel::full().executor_spec(&Limits::default());
-    if let Ok(mut w) = spawn::spawn(&exe, "executor", &[], &spec) {
-        if let (Ok(Greeting::Ready), Some(pid)) =
-            (w.greeting(Instant::now() + Duration::from_secs(5)), w.pid())
-        {
-            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .unwrap_or_default();
-            let inner: u64 = kids
-                .split_whitespace()
-                .filter_map(|k| k.parse().ok())
-                .map(rss_kib)
-                .sum();
-            println!(
-                "{:<52} jailed {} KiB + reaper {} KiB",
-                "executor worker RSS (Ready, VmRSS)",
-                inner,
-                rss_kib(pid)
-            );
-        }
-        w.kill_and_reap();
+    if let Some((jailed, reaper)) = ready_worker_rss(&bin) {
+        println!(
+            "{:<52} jailed {} KiB + reaper {} KiB",
+            "executor worker RSS (Ready, VmRSS)", jailed, reaper
+        );
     }
 
     println!("{:-<72}", "");

@@ -23,7 +23,7 @@ pub mod tools;
 pub mod trace;
 pub mod trusted;
 
-pub use pool::READY_TIMEOUT;
+pub use pool::{greet, READY_TIMEOUT};
 
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::lang::Grade;

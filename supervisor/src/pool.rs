@@ -185,8 +185,15 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
     }
 }
 
-/// Wait for `Ready`; `SetupFailed` and anything else become internal errors.
-fn greet(w: &mut Worker) -> Result<(), ErrorInfo> {
+/// Wait (at most [`READY_TIMEOUT`]) for a fresh worker's `Ready`;
+/// `SetupFailed` and anything else kill the worker and become internal
+/// errors that name the failed jail step (with a hint) or how it died.
+/// Every worker the supervisor's callers start is greeted here: executors
+/// and the inferencer alike.
+///
+/// # Errors
+/// `JailSetupFailed`, `WorkerTimeout`, `WorkerDied` or `ProtocolViolation`.
+pub fn greet(w: &mut Worker) -> Result<(), ErrorInfo> {
     match w.greeting(Instant::now() + READY_TIMEOUT) {
         Ok(Greeting::Ready) => Ok(()),
         Ok(Greeting::SetupFailed {

@@ -19,14 +19,14 @@
 //! process is a whole slice slower).
 
 use lackpy_policy::wire::{Data, Limits, ToolFailure};
-use lackpy_worker::interp::{mem_peak, mem_peak_reset, run_source, ToolHost};
+use lackpy_worker::interp::{mem_peak, mem_peak_reset, run_source, Kwargs, ToolHost};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 struct NoTools;
 impl ToolHost for NoTools {
-    fn call(&mut self, _: &str, _: Vec<Data>, _: Vec<(String, Data)>) -> Result<Data, ToolFailure> {
+    fn call(&mut self, _: &str, _: Vec<Data>, _: Kwargs) -> Result<Data, ToolFailure> {
         Err(ToolFailure {
             type_name: "ToolFailed".into(),
             message: "no tools in benchmarks".into(),

@@ -6,7 +6,7 @@
 //! environment and /dev/null on stdin/stdout. It jails itself first, then
 //! says `Ready` (or `SetupFailed`), then serves exactly one run.
 
-use crate::interp::{self, Output, ToolHost};
+use crate::interp::{self, Kwargs, Output, ToolHost};
 use crate::ipc::{Channel, FrameError};
 use crate::jail::{self, JailSpec};
 use lackpy_policy::lang::{Namespace, ToolEntry};
@@ -140,18 +140,13 @@ pub fn warm_up() {
             &mut self,
             _name: &str,
             _args: Vec<Data>,
-            _kwargs: Vec<(String, Data)>,
+            _kwargs: Kwargs,
         ) -> Result<Data, ToolFailure> {
             Ok(Data::None)
         }
     }
     let ns = Namespace {
-        tools: vec![ToolEntry {
-            target: "read_file".into(),
-            name: "read_file".into(),
-            args: vec!["path".into()],
-            grade: Default::default(),
-        }],
+        tools: vec![ToolEntry::new("read_file", &["path"], Default::default())],
     };
     let limits = lackpy_policy::wire::Limits::default();
     if let Ok(prog) = lackpy_policy::validate_with_predefined(WARM_UP, &ns, &limits, &[]) {
@@ -326,12 +321,7 @@ struct IpcHost {
 }
 
 impl ToolHost for IpcHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, kwargs: Kwargs) -> Result<Data, ToolFailure> {
         let mut chan = self.chan.borrow_mut();
         self.next_id += 1;
         let id = self.next_id;

@@ -32,7 +32,7 @@
 
 use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
 use lackpy_policy::{validate, Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run_source, Output, ToolHost};
+use lackpy_worker::interp::{run_source, Kwargs, Output, ToolHost};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -546,12 +546,7 @@ fn bind(
 }
 
 impl ToolHost for FsHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, kwargs: Kwargs) -> Result<Data, ToolFailure> {
         match name {
             "read_file" => {
                 let a = bind(name, &["path"], args, kwargs)?;
@@ -585,12 +580,7 @@ impl ToolHost for FsHost {
 struct NoTools;
 
 impl ToolHost for NoTools {
-    fn call(
-        &mut self,
-        name: &str,
-        _args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, _args: Vec<Data>, _kwargs: Kwargs) -> Result<Data, ToolFailure> {
         Err(fail("ToolFailed", format!("no workspace for {name}")))
     }
 }
@@ -598,12 +588,7 @@ impl ToolHost for NoTools {
 // --- the lackpy side ----------------------------------------------------------------
 
 fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str], w: u8, d: u8| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        grade: Grade { w, d },
-    };
+    let tool = |name: &str, args: &[&str], w, d| ToolEntry::new(name, args, Grade { w, d });
     Namespace {
         tools: vec![
             tool("read_file", &["path"], 1, 0),
@@ -1178,22 +1163,19 @@ fn data_shape_comparison() {
 // --- randomized differential programs ----------------------------------------------
 
 /// A small deterministic PRNG (xorshift64*), so failures are reproducible from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % (n as u64)).unwrap_or(0)
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
+/// The allowed `str.is*()` methods, from the policy's method table.
+fn str_predicates() -> Vec<&'static str> {
+    let methods = lackpy_policy::lang::tables::METHODS.iter();
+    let str_methods = methods
+        .filter(|(t, _)| *t == "str")
+        .flat_map(|(_, ms)| ms.iter());
+    str_methods
+        .copied()
+        .filter(|m| m.starts_with("is"))
+        .collect()
 }
+
+use crate::rng::Rng;
 
 const INT_ATOMS: &[&str] = &[
     "0",
@@ -1340,22 +1322,7 @@ fn gen_str(rng: &mut Rng, depth: u32) -> String {
         ),
         11 => format!("{s}.splitlines({})", rng.pick(&["", "True", "False"])),
         12 => format!("{s}.expandtabs({int})"),
-        13 => format!(
-            "{s}.{}()",
-            rng.pick(&[
-                "isalnum",
-                "isalpha",
-                "isascii",
-                "isdecimal",
-                "isdigit",
-                "isidentifier",
-                "islower",
-                "isnumeric",
-                "isspace",
-                "istitle",
-                "isupper",
-            ])
-        ),
+        13 => format!("{s}.{}()", rng.pick(&str_predicates())),
         14 => format!("{sub}.join({s})"),
         15 => format!("({s} + {})", gen_str(rng, depth.saturating_sub(1))),
         16 => format!("({s} * {int})"),

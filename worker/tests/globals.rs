@@ -14,6 +14,18 @@ fn cell(src: &str, initial: Vec<(String, Data)>, limits: &Limits) -> (RunResult,
     run_with_globals(&prog, &mut NoTools, &mut out, limits, initial)
 }
 
+/// A first cell: no initial variables, default limits.
+fn fresh(src: &str) -> (RunResult, Globals) {
+    cell(src, vec![], &Limits::default())
+}
+
+/// A first cell under the default limits as changed by `tweak`.
+fn fresh_with(src: &str, tweak: impl FnOnce(&mut Limits)) -> (RunResult, Globals) {
+    let mut limits = Limits::default();
+    tweak(&mut limits);
+    cell(src, vec![], &limits)
+}
+
 fn var<'a>(g: &'a Globals, name: &str) -> Option<&'a Data> {
     g.vars.iter().find(|(n, _)| n == name).map(|(_, d)| d)
 }
@@ -21,7 +33,7 @@ fn var<'a>(g: &'a Globals, name: &str) -> Option<&'a Data> {
 #[test]
 fn variables_carry_across_cells() {
     let l = Limits::default();
-    let (r, g) = cell("x = 41\nname = 'a'", vec![], &l);
+    let (r, g) = fresh("x = 41\nname = 'a'");
     assert_eq!(r.error, None);
     assert_eq!(var(&g, "x"), Some(&Data::Int(41)));
     let (r, g2) = cell("x + 1", g.vars.clone(), &l);
@@ -48,12 +60,8 @@ fn containers_are_fresh_values() {
 
 #[test]
 fn non_plain_values_are_skipped() {
-    let l = Limits::default();
-    let (r, g) = cell(
-        "r = range(3)\nit = enumerate([1])\nks = {'a': 1}.keys()\nok = list(range(3))",
-        vec![],
-        &l,
-    );
+    let (r, g) =
+        fresh("r = range(3)\nit = enumerate([1])\nks = {'a': 1}.keys()\nok = list(range(3))");
     assert_eq!(r.error, None);
     assert_eq!(g.skipped, vec!["r", "it", "ks"]);
     assert_eq!(g.vars.len(), 1);
@@ -62,8 +70,7 @@ fn non_plain_values_are_skipped() {
 
 #[test]
 fn failed_cell_keeps_what_it_assigned() {
-    let l = Limits::default();
-    let (r, g) = cell("a = 1\nb = 1 // 0\nc = 3", vec![], &l);
+    let (r, g) = fresh("a = 1\nb = 1 // 0\nc = 3");
     assert!(r.error.is_some());
     assert_eq!(var(&g, "a"), Some(&Data::Int(1)));
     assert_eq!(var(&g, "b"), None);
@@ -72,11 +79,9 @@ fn failed_cell_keeps_what_it_assigned() {
 
 #[test]
 fn reported_variables_are_bounded() {
-    let l = Limits {
-        result_bytes: 1000,
-        ..Limits::default()
-    };
-    let (r, g) = cell("small = 1\nbig = 'x' * 5000\nafter = 2", vec![], &l);
+    let (r, g) = fresh_with("small = 1\nbig = 'x' * 5000\nafter = 2", |l| {
+        l.result_bytes = 1000;
+    });
     assert_eq!(r.error, None);
     assert_eq!(g.skipped, vec!["big"]);
     assert!(var(&g, "small").is_some() && var(&g, "after").is_some());
@@ -84,12 +89,7 @@ fn reported_variables_are_bounded() {
 
 #[test]
 fn loop_variables_and_comprehension_locals() {
-    let l = Limits::default();
-    let (r, g) = cell(
-        "t = 0\nfor i in [1, 2, 3]:\n    t += i\nsq = [k * k for k in [1, 2]]",
-        vec![],
-        &l,
-    );
+    let (r, g) = fresh("t = 0\nfor i in [1, 2, 3]:\n    t += i\nsq = [k * k for k in [1, 2]]");
     assert_eq!(r.error, None);
     assert_eq!(var(&g, "t"), Some(&Data::Int(6)));
     assert_eq!(var(&g, "i"), Some(&Data::Int(3)));
@@ -99,15 +99,8 @@ fn loop_variables_and_comprehension_locals() {
 
 #[test]
 fn variables_survive_a_fuel_limit() {
-    let l = Limits {
-        fuel: 10_000,
-        ..Limits::default()
-    };
-    let (r, g) = cell(
-        "a = [1, 2]\nn = 0\nfor i in range(100000000):\n    n += 1",
-        vec![],
-        &l,
-    );
+    let spin = "a = [1, 2]\nn = 0\nfor i in range(100000000):\n    n += 1";
+    let (r, g) = fresh_with(spin, |l| l.fuel = 10_000);
     assert_eq!(r.error.map(|e| e.type_name).as_deref(), Some("fuel"));
     assert!(var(&g, "a").is_some(), "{g:?}");
     assert!(var(&g, "n").is_some(), "{g:?}");

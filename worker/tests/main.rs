@@ -3,3 +3,4 @@
 
 mod conformance;
 mod globals;
+mod rng;

@@ -13,14 +13,7 @@ const SHIPPED_TOOLS: &[&str] = &["read_file", "find_files", "write_file", "edit_
 
 /// Shipped tools whose declared arguments are all required: a call to one
 /// of them (by target name) must pass every argument.
-const STR_ARG_TOOLS: &[&str] = &[
-    "read_file",
-    "find_files",
-    "write_file",
-    "edit_file",
-    "find_definitions",
-    "find_callers",
-];
+const STR_ARG_TOOLS: &[&str] = tables::BUILTIN_TOOLS;
 
 /// CPython 3.11's limit on decimal digits in an int literal / int↔str conversion.
 const MAX_STR_DIGITS: usize = 4300;

@@ -67,6 +67,18 @@ pub struct ToolEntry {
     pub grade: Grade,
 }
 
+impl ToolEntry {
+    /// A tool visible under its own name, with these declared arguments.
+    pub fn new(name: &str, args: &[&str], grade: Grade) -> ToolEntry {
+        ToolEntry {
+            name: name.to_string(),
+            target: name.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            grade,
+        }
+    }
+}
+
 /// The names a program may call besides builtins: the active profile's tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Namespace {
@@ -197,18 +209,12 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
     if (len as u64) <= limits.source_bytes {
         return None;
     }
-    let mut e = ErrorInfo::new(
-        ErrorKind::Validation,
-        "SourceTooLarge",
-        format!(
-            "program is {len} bytes; the limit (source_bytes) is {} bytes",
-            limits.source_bytes
-        ),
+    let message = format!(
+        "program is {len} bytes; the limit (source_bytes) is {} bytes",
+        limits.source_bytes
     );
-    e.line = Some(1);
-    e.col = Some(1);
-    e.hint = Some("split the work into smaller programs".to_string());
-    Some(e)
+    let e = ErrorInfo::new(ErrorKind::Validation, "SourceTooLarge", message);
+    Some(e.at(1, 1).with_hint("split the work into smaller programs"))
 }
 
 /// Parse, validate and grade `source` against `ns` under `limits`
@@ -449,23 +455,12 @@ fn normalize(id: &mut ast::Identifier) {
 }
 
 fn normalize_args(a: &mut ast::Arguments, assigned: &mut BTreeSet<String>) {
-    let ast::Arguments {
-        posonlyargs,
-        args,
-        vararg,
-        kwonlyargs,
-        kwarg,
-        ..
-    } = a;
-    for awd in posonlyargs
-        .iter_mut()
-        .chain(args.iter_mut())
-        .chain(kwonlyargs.iter_mut())
-    {
+    let (with_defaults, star) = walk::params_mut(a);
+    for awd in with_defaults {
         normalize(&mut awd.def.arg);
         assigned.insert(awd.def.arg.as_str().to_string());
     }
-    for arg in vararg.iter_mut().chain(kwarg.iter_mut()) {
+    for arg in star {
         normalize(&mut arg.arg);
         assigned.insert(arg.arg.as_str().to_string());
     }

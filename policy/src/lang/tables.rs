@@ -3,6 +3,18 @@
 //! (with the hint each gets). The validator and the interpreter both read
 //! these; change them here and nowhere else.
 
+/// The names of the builtin tools, the ones the supervisor implements (the
+/// file tools and code intelligence). Their specs (arguments, grades,
+/// descriptions) are `default_tools.toml`, which names exactly these.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read_file",
+    "find_files",
+    "write_file",
+    "edit_file",
+    "find_definitions",
+    "find_callers",
+];
+
 /// Builtins a program may call (README.md, "The language"). Anything else that
 /// Python would call a builtin is not available: the forbidden ones are in
 /// [`FORBIDDEN_NAMES`]; the rest are reported as unknown names.
@@ -388,6 +400,16 @@ pub const UNKNOWN_NAME_HINTS: &[(&str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtin_tools_are_the_ones_default_tools_toml_declares() {
+        let declared: Vec<String> = crate::config::Toolbox::builtin()
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(declared, BUILTIN_TOOLS);
+    }
 
     #[test]
     fn filters_pass_every_entry_and_lookups_match_the_tables() {

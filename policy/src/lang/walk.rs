@@ -12,7 +12,14 @@ pub(crate) enum NodeMut<'a> {
     Expr(&'a mut Expr),
 }
 
-fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
+/// The parameters of a signature: the positional-only, plain and
+/// keyword-only ones (each with its default), then `*args` and `**kwargs`.
+pub(crate) fn params_mut(
+    a: &mut ast::Arguments,
+) -> (
+    impl Iterator<Item = &mut ast::ArgWithDefault>,
+    impl Iterator<Item = &mut ast::Arg>,
+) {
     let ast::Arguments {
         posonlyargs,
         args,
@@ -21,11 +28,17 @@ fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
         kwarg,
         ..
     } = a;
-    for awd in posonlyargs
+    let with_defaults = posonlyargs
         .iter_mut()
         .chain(args.iter_mut())
-        .chain(kwonlyargs.iter_mut())
-    {
+        .chain(kwonlyargs.iter_mut());
+    let star = vararg.iter_mut().chain(kwarg.iter_mut()).map(|b| &mut **b);
+    (with_defaults, star)
+}
+
+fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
+    let (with_defaults, star) = params_mut(a);
+    for awd in with_defaults {
         if let Some(d) = awd.default.as_deref_mut() {
             out.push(NodeMut::Expr(d));
         }
@@ -33,7 +46,7 @@ fn args_children<'a>(a: &'a mut ast::Arguments, out: &mut Vec<NodeMut<'a>>) {
             out.push(NodeMut::Expr(an));
         }
     }
-    for arg in vararg.iter_mut().chain(kwarg.iter_mut()) {
+    for arg in star {
         if let Some(an) = arg.annotation.as_deref_mut() {
             out.push(NodeMut::Expr(an));
         }
@@ -62,23 +75,62 @@ fn comps<'a>(gens: &'a mut [ast::Comprehension], out: &mut Vec<NodeMut<'a>>) {
     }
 }
 
+// The sync and async forms of a statement (and `try`/`try*`) are distinct
+// AST types with the same fields: one arm cannot bind both, and a function
+// would need a trait over them, so their shared walk is a macro.
+
+/// The children of a `def` or `async def`.
+macro_rules! def_children {
+    ($f:ident, $out:ident) => {{
+        args_children(&mut $f.args, $out);
+        stmts(&mut $f.body, $out);
+        exprs(&mut $f.decorator_list, $out);
+        opt(&mut $f.returns, $out);
+    }};
+}
+
+/// The children of a `for` or `async for`.
+macro_rules! for_children {
+    ($f:ident, $out:ident) => {{
+        $out.push(NodeMut::Expr(&mut $f.target));
+        $out.push(NodeMut::Expr(&mut $f.iter));
+        stmts(&mut $f.body, $out);
+        stmts(&mut $f.orelse, $out);
+    }};
+}
+
+/// The children of a `with` or `async with`.
+macro_rules! with_children {
+    ($w:ident, $out:ident) => {{
+        for it in &mut $w.items {
+            $out.push(NodeMut::Expr(&mut it.context_expr));
+            opt(&mut it.optional_vars, $out);
+        }
+        stmts(&mut $w.body, $out);
+    }};
+}
+
+/// The children of a `try` or `try*`.
+macro_rules! try_children {
+    ($t:ident, $out:ident) => {{
+        stmts(&mut $t.body, $out);
+        for h in &mut $t.handlers {
+            let ast::ExceptHandler::ExceptHandler(h) = h;
+            opt(&mut h.type_, $out);
+            stmts(&mut h.body, $out);
+        }
+        stmts(&mut $t.orelse, $out);
+        stmts(&mut $t.finalbody, $out);
+    }};
+}
+
 /// Push the direct children of `node` (statements and expressions; match
 /// patterns and type parameters are skipped: the pre-scan bounds them).
 pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
     match node {
         NodeMut::Stmt(s) => match s {
-            Stmt::FunctionDef(f) => {
-                args_children(&mut f.args, out);
-                stmts(&mut f.body, out);
-                exprs(&mut f.decorator_list, out);
-                opt(&mut f.returns, out);
-            }
-            Stmt::AsyncFunctionDef(f) => {
-                args_children(&mut f.args, out);
-                stmts(&mut f.body, out);
-                exprs(&mut f.decorator_list, out);
-                opt(&mut f.returns, out);
-            }
+            Stmt::FunctionDef(f) => def_children!(f, out),
+            Stmt::AsyncFunctionDef(f) => def_children!(f, out),
             Stmt::ClassDef(c) => {
                 exprs(&mut c.bases, out);
                 for k in &mut c.keywords {
@@ -106,18 +158,8 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
                 out.push(NodeMut::Expr(&mut a.annotation));
                 opt(&mut a.value, out);
             }
-            Stmt::For(f) => {
-                out.push(NodeMut::Expr(&mut f.target));
-                out.push(NodeMut::Expr(&mut f.iter));
-                stmts(&mut f.body, out);
-                stmts(&mut f.orelse, out);
-            }
-            Stmt::AsyncFor(f) => {
-                out.push(NodeMut::Expr(&mut f.target));
-                out.push(NodeMut::Expr(&mut f.iter));
-                stmts(&mut f.body, out);
-                stmts(&mut f.orelse, out);
-            }
+            Stmt::For(f) => for_children!(f, out),
+            Stmt::AsyncFor(f) => for_children!(f, out),
             Stmt::While(w) => {
                 out.push(NodeMut::Expr(&mut w.test));
                 stmts(&mut w.body, out);
@@ -128,20 +170,8 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
                 stmts(&mut i.body, out);
                 stmts(&mut i.orelse, out);
             }
-            Stmt::With(w) => {
-                for it in &mut w.items {
-                    out.push(NodeMut::Expr(&mut it.context_expr));
-                    opt(&mut it.optional_vars, out);
-                }
-                stmts(&mut w.body, out);
-            }
-            Stmt::AsyncWith(w) => {
-                for it in &mut w.items {
-                    out.push(NodeMut::Expr(&mut it.context_expr));
-                    opt(&mut it.optional_vars, out);
-                }
-                stmts(&mut w.body, out);
-            }
+            Stmt::With(w) => with_children!(w, out),
+            Stmt::AsyncWith(w) => with_children!(w, out),
             Stmt::Match(m) => {
                 out.push(NodeMut::Expr(&mut m.subject));
                 for c in &mut m.cases {
@@ -153,38 +183,16 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
                 opt(&mut r.exc, out);
                 opt(&mut r.cause, out);
             }
-            Stmt::Try(t) => {
-                stmts(&mut t.body, out);
-                for h in &mut t.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    opt(&mut h.type_, out);
-                    stmts(&mut h.body, out);
-                }
-                stmts(&mut t.orelse, out);
-                stmts(&mut t.finalbody, out);
-            }
-            Stmt::TryStar(t) => {
-                stmts(&mut t.body, out);
-                for h in &mut t.handlers {
-                    let ast::ExceptHandler::ExceptHandler(h) = h;
-                    opt(&mut h.type_, out);
-                    stmts(&mut h.body, out);
-                }
-                stmts(&mut t.orelse, out);
-                stmts(&mut t.finalbody, out);
-            }
+            Stmt::Try(t) => try_children!(t, out),
+            Stmt::TryStar(t) => try_children!(t, out),
             Stmt::Assert(a) => {
                 out.push(NodeMut::Expr(&mut a.test));
                 opt(&mut a.msg, out);
             }
             Stmt::Expr(e) => out.push(NodeMut::Expr(&mut e.value)),
-            Stmt::Import(_)
-            | Stmt::ImportFrom(_)
-            | Stmt::Global(_)
-            | Stmt::Nonlocal(_)
-            | Stmt::Pass(_)
-            | Stmt::Break(_)
-            | Stmt::Continue(_) => {}
+            // Statements without a child statement or expression.
+            Stmt::Import(_) | Stmt::ImportFrom(_) | Stmt::Global(_) | Stmt::Nonlocal(_) => {}
+            Stmt::Pass(_) | Stmt::Break(_) | Stmt::Continue(_) => {}
         },
         NodeMut::Expr(e) => match e {
             Expr::BoolOp(b) => exprs(&mut b.values, out),

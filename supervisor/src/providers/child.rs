@@ -38,26 +38,16 @@ pub(crate) fn cfg_f64(spec: &ToolSpec, key: &str) -> Option<f64> {
 /// copies those variables from lackpy's own environment (when set), then
 /// the `env` table (string values) adds or overrides. Sorted by name.
 pub(crate) fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFailure> {
+    let bad =
+        |what: String| ToolFailure::new("ToolFailed", format!("tool {:?}: {what}", spec.name));
     let mut out: Vec<(String, String)> = Vec::new();
     if let Some(p) = spec.provider_config.get("pass_env") {
         let Some(names) = p.as_array() else {
-            return Err(ToolFailure::new(
-                "ToolFailed",
-                format!(
-                    "tool {:?}: pass_env must be a list of variable names",
-                    spec.name
-                ),
-            ));
+            return Err(bad("pass_env must be a list of variable names".into()));
         };
         for n in names {
             let Some(n) = n.as_str() else {
-                return Err(ToolFailure::new(
-                    "ToolFailed",
-                    format!(
-                        "tool {:?}: pass_env must be a list of variable names",
-                        spec.name
-                    ),
-                ));
+                return Err(bad("pass_env must be a list of variable names".into()));
             };
             if let Some(v) = std::env::var_os(n).and_then(|v| v.into_string().ok()) {
                 out.push((n.to_string(), v));
@@ -69,32 +59,34 @@ pub(crate) fn cfg_env(spec: &ToolSpec) -> Result<Vec<(String, String)>, ToolFail
         return Ok(out);
     };
     let Some(map) = v.as_object() else {
-        return Err(ToolFailure::new(
-            "ToolFailed",
-            format!(
-                "tool {:?}: provider_config env must be a table of strings",
-                spec.name
-            ),
-        ));
+        return Err(bad("provider_config env must be a table of strings".into()));
     };
     for (k, v) in map {
         let Some(s) = v.as_str() else {
-            return Err(ToolFailure::new(
-                "ToolFailed",
-                format!("tool {:?}: env.{k} must be a string", spec.name),
-            ));
+            return Err(bad(format!("env.{k} must be a string")));
         };
         if k.is_empty() || k.contains('=') || k.contains('\0') || s.contains('\0') {
-            return Err(ToolFailure::new(
-                "ToolFailed",
-                format!("tool {:?}: env.{k} is not a valid variable", spec.name),
-            ));
+            return Err(bad(format!("env.{k} is not a valid variable")));
         }
         out.retain(|(name, _)| name != k);
         out.push((k.clone(), s.to_string()));
     }
     out.sort();
     Ok(out)
+}
+
+/// Start `cmd` in `jail`: a failure is a `ToolFailed` whose message is
+/// `what` and the jail step (with its errno) that failed.
+pub(crate) fn spawn_jailed(
+    jail: crate::childjail::Jail,
+    cmd: &mut std::process::Command,
+    what: impl FnOnce() -> String,
+) -> Result<std::process::Child, ToolFailure> {
+    jail.attach(cmd);
+    cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
+        ToolFailure::new("ToolFailed", format!("{}: {e}", what()))
+    })
 }
 
 /// The minimal `PATH` a provider's child process gets unless config passes one.

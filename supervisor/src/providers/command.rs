@@ -59,7 +59,7 @@
 //! A failure to set up any step fails the call (`ToolFailed`, naming it);
 //! there is no unjailed fallback.
 
-use super::child::{cfg_env, cfg_f64, workspace_path, CHILD_PATH};
+use super::child::{cfg_env, cfg_f64, spawn_jailed, workspace_path, CHILD_PATH};
 use super::pipes::{kill_group, read_both, PipeError};
 use super::value;
 use crate::call::RunContext;
@@ -353,14 +353,9 @@ pub fn call(
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    jail.attach(&mut cmd);
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new(
-            "ToolFailed",
-            format!("{tool}: cannot start {:?} in its jail: {e}", argv[0]),
-        )
+    let mut child = spawn_jailed(jail, &mut cmd, || {
+        format!("{tool}: cannot start {:?} in its jail", argv[0])
     })?;
     let deadline = t0 + Duration::from_secs_f64(timeout);
     // Feed stdin from a thread: a command that does not read it must not

@@ -121,17 +121,7 @@ pub(crate) fn read_both<A: AsFd, B: AsFd>(
         let mut i = 0;
         if o_open {
             if ready[i] {
-                match nix::unistd::read(out.as_fd(), &mut chunk) {
-                    Ok(0) => o_open = false,
-                    Ok(n) => {
-                        if o.len() + n > cap {
-                            return Err(PipeError::TooLarge);
-                        }
-                        o.extend_from_slice(&chunk[..n]);
-                    }
-                    Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
-                    Err(x) => return Err(PipeError::Io(x.into())),
-                }
+                o_open = read_some(out.as_fd(), &mut chunk, &mut o, cap)?;
             }
             i += 1;
         }
@@ -174,16 +164,30 @@ pub(crate) fn read_all<F: AsFd>(
         if !wait_readable(fd.as_fd(), deadline)? {
             return Err(PipeError::Timeout);
         }
-        match nix::unistd::read(fd.as_fd(), &mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                if buf.len() + n > cap {
-                    return Err(PipeError::TooLarge);
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
-            Err(e) => return Err(PipeError::Io(e.into())),
+        if !read_some(fd.as_fd(), &mut chunk, buf, cap)? {
+            return Ok(());
         }
+    }
+}
+
+/// One read of `fd` (through `chunk`) appended to `buf`, which may hold at
+/// most `cap` bytes: whether `fd` is still open (false at EOF).
+fn read_some(
+    fd: BorrowedFd<'_>,
+    chunk: &mut [u8],
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> Result<bool, PipeError> {
+    match nix::unistd::read(fd, chunk) {
+        Ok(0) => Ok(false),
+        Ok(n) => {
+            if buf.len() + n > cap {
+                return Err(PipeError::TooLarge);
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(true)
+        }
+        Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => Ok(true),
+        Err(e) => Err(PipeError::Io(e.into())),
     }
 }

@@ -60,7 +60,9 @@
 //! restarted); a helper that dies during a call is `ToolFailed` and the next
 //! call gets a fresh one.
 
-use super::child::{cfg_env, cfg_f64, cfg_str, config_path, workspace_path, CHILD_PATH};
+use super::child::{
+    cfg_env, cfg_f64, cfg_str, config_path, spawn_jailed, workspace_path, CHILD_PATH,
+};
 use super::pipes::{kill_group, read_line, PipeError};
 use super::value;
 use crate::call::RunContext;
@@ -320,13 +322,8 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
             cmd.env(k, v);
         }
     }
-    jail.attach(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new(
-            "ToolFailed",
-            format!("cannot start python {}: {e}", found.display()),
-        )
+    let mut child = spawn_jailed(jail, &mut cmd, || {
+        format!("cannot start python {}", found.display())
     })?;
     let Some(stdout) = child.stdout.take() else {
         kill_group(&mut child);
@@ -412,15 +409,10 @@ fn spawn(key: &Key) -> Result<Helper, ToolFailure> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
-    jail.attach(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new(
-            "ToolFailed",
-            format!(
-                "cannot start the python helper {} in its jail: {e}",
-                key.python.display()
-            ),
+    let mut child = spawn_jailed(jail, &mut cmd, || {
+        format!(
+            "cannot start the python helper {} in its jail",
+            key.python.display()
         )
     })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -706,6 +698,12 @@ pub fn call(
 mod tests {
     use super::*;
 
+    /// `e` is of type `ty` and its message contains `needle`.
+    fn assert_failure(e: &ToolFailure, ty: &str, needle: &str) {
+        assert_eq!(e.type_name, ty, "{}", e.message);
+        assert!(e.message.contains(needle), "{}", e.message);
+    }
+
     /// A call outside any run, with this test binary's helpers.
     fn call(spec: &ToolSpec, args: &[Data], ws: &Workspace) -> Result<Data, ToolFailure> {
         static HELPERS: OnceLock<Helpers> = OnceLock::new();
@@ -935,12 +933,7 @@ VERSION = 1
         let e = call(&tool("bad", "bad", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
         let e = call(&tool("obj", "obj", 10.0), &[], &ws).unwrap_err();
-        assert_eq!(e.type_name, "ToolFailed");
-        assert!(
-            e.message.contains("non-plain value of type 'object'"),
-            "{}",
-            e.message
-        );
+        assert_failure(&e, "ToolFailed", "non-plain value of type 'object'");
         assert_eq!(
             call(&tool("sub", "subclasses", 10.0), &[], &ws).unwrap(),
             Data::List(vec![
@@ -955,12 +948,7 @@ VERSION = 1
         let e = call(&tool("rec", "rec", 10.0), &[], &ws).unwrap_err();
         assert_eq!(e.type_name, "ToolFailed");
         let e = call(&tool("missing", "missing", 10.0), &[], &ws).unwrap_err();
-        assert_eq!(e.type_name, "FileNotFound");
-        assert!(
-            e.message.starts_with("FileNotFoundError: "),
-            "{}",
-            e.message
-        );
+        assert_failure(&e, "FileNotFound", "FileNotFoundError: ");
 
         let (cwd, env) = match call(&tool("cwd", "cwd", 10.0), &[], &ws).unwrap() {
             Data::Tuple(v) => (v[0].clone(), v[1].clone()),

@@ -949,13 +949,9 @@ impl Indexer<'_> {
                 }
             }
             Stmt::Expr(x) => self.expr(&x.value),
-            Stmt::Import(_)
-            | Stmt::ImportFrom(_)
-            | Stmt::Global(_)
-            | Stmt::Nonlocal(_)
-            | Stmt::Pass(_)
-            | Stmt::Break(_)
-            | Stmt::Continue(_) => {}
+            // Statements without a child statement or expression.
+            Stmt::Import(_) | Stmt::ImportFrom(_) | Stmt::Global(_) | Stmt::Nonlocal(_) => {}
+            Stmt::Pass(_) | Stmt::Break(_) | Stmt::Continue(_) => {}
         }
     }
 

@@ -346,23 +346,29 @@ fn control_dir_refusal(path: &str) -> ToolFailure {
     )
 }
 
-/// (dev, ino) of the directory `name` inside `dir` (not following symlinks).
-fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW | extra)`: never follows a
+/// symlink, so it only inspects `dir` or a name in it; the errno on failure.
+fn fstatat_nofollow(dir: RawFd, name: &CString, extra: libc::c_int) -> Result<libc::stat, i32> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstatat writes one stat struct; AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH only inspect `dir` or a name in it.
+    // SAFETY: fstatat writes one stat struct into `st`; `name` is a valid C string.
     let rc = unsafe {
         libc::fstatat(
             dir,
             name.as_ptr(),
             st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH,
+            libc::AT_SYMLINK_NOFOLLOW | extra,
         )
     };
     if rc != 0 {
-        return None;
+        return Err(errno());
     }
-    // SAFETY: fstatat succeeded.
-    let st = unsafe { st.assume_init() };
+    // SAFETY: fstatat succeeded, so it initialised `st`.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// (dev, ino) of the directory `name` inside `dir` (not following symlinks).
+fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
+    let st = fstatat_nofollow(dir, name, libc::AT_EMPTY_PATH).ok()?;
     Some((st.st_dev, st.st_ino))
 }
 
@@ -431,24 +437,11 @@ const SYMLINK_HOPS: usize = 40;
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: `None` when it does not exist.
 fn lstat_at(dir: RawFd, name: &CString, path: &str) -> Result<Option<libc::stat>, ToolFailure> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstatat writes one stat struct; AT_SYMLINK_NOFOLLOW never leaves the directory.
-    let rc = unsafe {
-        libc::fstatat(
-            dir,
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc != 0 {
-        return match errno() {
-            libc::ENOENT => Ok(None),
-            e => Err(resolve_error(path, e)),
-        };
+    match fstatat_nofollow(dir, name, 0) {
+        Ok(st) => Ok(Some(st)),
+        Err(libc::ENOENT) => Ok(None),
+        Err(e) => Err(resolve_error(path, e)),
     }
-    // SAFETY: fstatat succeeded.
-    Ok(Some(unsafe { st.assume_init() }))
 }
 
 /// The target of the symlink `name` in `dir` (at most `PATH_CAP` bytes).
@@ -933,28 +926,18 @@ mod tests {
                 "{name}"
             );
         }
-        // Links that stay inside are written through, atomically.
-        write_text(&w, "link_a", "via link").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(root.join("a.txt")).unwrap(),
-            "via link"
-        );
-        write_text(&w, "link_chain_in", "chained").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(root.join("a.txt")).unwrap(),
-            "chained"
-        );
-        write_text(&w, "link_via_in", "through a dir link").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(root.join("sub/b.txt")).unwrap(),
-            "through a dir link"
-        );
-        // A dangling link inside creates its target (as open(path, "w") does).
-        write_text(&w, "link_new", "created").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(root.join("sub/new.txt")).unwrap(),
-            "created"
-        );
+        // Links that stay inside are written through, atomically; a dangling
+        // link inside creates its target (as open(path, "w") does).
+        for (link, file, text) in [
+            ("link_a", "a.txt", "via link"),
+            ("link_chain_in", "a.txt", "chained"),
+            ("link_via_in", "sub/b.txt", "through a dir link"),
+            ("link_new", "sub/new.txt", "created"),
+        ] {
+            write_text(&w, link, text).unwrap();
+            let written = std::fs::read_to_string(root.join(file)).unwrap();
+            assert_eq!(written, text, "{link}");
+        }
         for (name, target) in links {
             assert_eq!(
                 std::fs::read_link(root.join(name)).unwrap(),

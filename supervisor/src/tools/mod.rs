@@ -14,14 +14,7 @@ use lackpy_policy::wire::{Data, ToolFailure};
 /// The builtins' names: the file tools and code intelligence. Their specs
 /// (arguments, grades, descriptions) are `policy`'s `default_tools.toml`,
 /// the one table of builtins.
-pub const NAMES: &[&str] = &[
-    "read_file",
-    "find_files",
-    "write_file",
-    "edit_file",
-    "find_definitions",
-    "find_callers",
-];
+pub const NAMES: &[&str] = lackpy_policy::lang::tables::BUILTIN_TOOLS;
 
 /// Whether the supervisor implements a builtin function of this name.
 pub fn is_builtin(name: &str) -> bool {

@@ -26,19 +26,14 @@ pub mod gen;
 
 use lackpy_policy::lang::validate_bytes;
 use lackpy_policy::wire::{
-    Data, FlatData, FromWorker, Limits, ToWorker, ToolFailure, MAX_DATA_DEPTH,
+    Data, FlatData, FromWorker, Limits, Outcome, ToWorker, ToolFailure, ToolSig, MAX_DATA_DEPTH,
 };
 use lackpy_policy::{Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run, Output, ToolHost};
+use lackpy_worker::interp::{run, Kwargs, Output, ToolHost};
 
 /// The profile every target uses: the four builtin file tools.
 pub fn namespace() -> Namespace {
-    let tool = |name: &str, args: &[&str]| ToolEntry {
-        name: name.to_string(),
-        target: name.to_string(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        grade: Grade::default(),
-    };
+    let tool = |name: &str, args: &[&str]| ToolEntry::new(name, args, Grade::default());
     Namespace {
         tools: vec![
             tool("read_file", &["path"]),
@@ -66,12 +61,7 @@ pub fn limits() -> Limits {
 pub struct FakeHost;
 
 impl ToolHost for FakeHost {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, _kwargs: Kwargs) -> Result<Data, ToolFailure> {
         match (name, args.first()) {
             ("read_file", Some(Data::Str(p))) if p == "a.txt" => {
                 Ok(Data::Str("hello\nworld\n".into()))
@@ -121,16 +111,22 @@ pub fn parse_validate(data: &[u8]) {
     let _ = validate_bytes(data, &namespace(), &most);
 }
 
-/// Validate then interpret `src`.
+/// Validate then interpret `src` with [`namespace`] and [`limits`].
 pub fn validate_and_run(src: &[u8]) -> bool {
-    let limits = limits();
-    match validate_bytes(src, &namespace(), &limits) {
+    validate_and_run_with(src, &namespace(), &limits())
+}
+
+/// Validate `src` against `ns` and, when it validates, interpret it against
+/// [`FakeHost`] with stdout capped at `limits.stdout_bytes`; whether it
+/// validated.
+pub fn validate_and_run_with(src: &[u8], ns: &Namespace, limits: &Limits) -> bool {
+    match validate_bytes(src, ns, limits) {
         Ok(program) => {
             let mut out = CappedOut {
                 text: String::new(),
                 cap: limits.stdout_bytes as usize,
             };
-            let _ = run(&program, &mut FakeHost, &mut out, &limits);
+            let _ = run(&program, &mut FakeHost, &mut out, limits);
             true
         }
         Err(_) => false,
@@ -151,7 +147,9 @@ pub fn interp(data: &[u8]) {
     }
 }
 
-fn check_flat(flat: &FlatData) {
+/// A flat value the decoder accepts is within the depth cap and survives a
+/// round trip unchanged.
+pub fn check_flat(flat: &FlatData) {
     if let Ok(d) = Data::from_flat(flat, MAX_DATA_DEPTH) {
         assert!(
             d.depth() <= MAX_DATA_DEPTH,
@@ -169,23 +167,43 @@ fn check_flat(flat: &FlatData) {
 
 /// Target `ipc_frame`.
 pub fn ipc_frame(data: &[u8]) {
+    ipc_decode(data);
+}
+
+/// `data` decoded as a message in both directions, every accepted value
+/// through [`check_flat`]; how many of the two directions decoded it.
+pub fn ipc_decode(data: &[u8]) -> usize {
     use lackpy_worker::ipc::decode;
+    let mut decoded = 0;
     if let Ok(m) = decode::<FromWorker>(data) {
-        match m {
-            FromWorker::ToolCall { args, kwargs, .. } => {
-                args.iter().for_each(check_flat);
-                kwargs.iter().for_each(|(_, f)| check_flat(f));
-            }
-            FromWorker::Done(o) => {
-                if let Some(v) = &o.value {
-                    check_flat(v);
-                }
-            }
-            _ => {}
+        decoded += 1;
+        for (_, v) in worker_values(&m) {
+            check_flat(v);
         }
     }
     if let Ok(ToWorker::ToolResult { result: Ok(f), .. }) = decode::<ToWorker>(data) {
+        decoded += 1;
         check_flat(&f);
+    }
+    decoded
+}
+
+/// Every value a worker message carries: a tool call's arguments, and a
+/// run's value and the globals it kept (these with their names).
+fn worker_values(m: &FromWorker) -> Vec<(Option<&str>, &FlatData)> {
+    match m {
+        FromWorker::ToolCall { args, kwargs, .. } => args
+            .iter()
+            .chain(kwargs.iter().map(|(_, f)| f))
+            .map(|f| (None, f))
+            .collect(),
+        FromWorker::Done(o) => o
+            .value
+            .iter()
+            .map(|v| (None, v))
+            .chain(o.globals.iter().map(|(n, f)| (Some(n.as_str()), f)))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -210,21 +228,11 @@ pub fn ipc_frame_full(data: &[u8]) {
     ipc_frame(data);
     let ns = namespace();
     if let Ok(m) = decode::<FromWorker>(data) {
-        match m {
-            FromWorker::ToolCall { args, kwargs, .. } => {
-                args.iter().for_each(check_flat_and_render);
-                kwargs.iter().for_each(|(_, f)| check_flat_and_render(f));
+        for (name, v) in worker_values(&m) {
+            if let Some(name) = name {
+                let _ = lackpy_policy::lang::is_predefinable(name, &ns);
             }
-            FromWorker::Done(o) => {
-                if let Some(v) = &o.value {
-                    check_flat_and_render(v);
-                }
-                for (name, f) in &o.globals {
-                    let _ = lackpy_policy::lang::is_predefinable(name, &ns);
-                    check_flat_and_render(f);
-                }
-            }
-            _ => {}
+            check_flat_and_render(v);
         }
     }
     if let Ok(ToWorker::Run { globals, .. }) = decode::<ToWorker>(data) {
@@ -494,4 +502,88 @@ pub fn mcp_result(data: &[u8]) {
             );
         }
     }
+}
+
+// ------------------------------------------------------------------ shared
+
+/// A fuzz target: takes any bytes, must never panic or hang.
+pub type Target = fn(&[u8]);
+
+/// Every target, by name: what `lackpy-fuzz TARGET` runs and what the
+/// fuzz smoke replays each committed corpus through.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("parse_validate", parse_validate),
+    ("interp", interp),
+    ("ipc_frame", ipc_frame_full),
+    ("glob", glob),
+    ("config", config),
+    ("mcp_result", mcp_result),
+];
+
+/// Valid messages of every variant, with edge values: the seeds the
+/// `ipc_frame` fuzzers mutate.
+pub fn sample_messages() -> (Vec<FromWorker>, Vec<ToWorker>) {
+    let data = Data::Dict(vec![
+        (
+            Data::Str("k".into()),
+            Data::List(vec![Data::Int(i64::MIN), Data::Float(f64::NAN), Data::None]),
+        ),
+        (
+            Data::Tuple(vec![]),
+            Data::Set(vec![
+                Data::BigInt("-123456789012345678901234567890".into()),
+                Data::Bool(true),
+            ]),
+        ),
+    ]);
+    let from = vec![
+        FromWorker::Ready {
+            protocol: lackpy_policy::wire::PROTOCOL_VERSION,
+        },
+        FromWorker::SetupFailed {
+            step: "pivot_root".into(),
+            errno: 22,
+            detail: "EINVAL".into(),
+        },
+        FromWorker::ToolCall {
+            id: 1,
+            name: "read_file".into(),
+            args: vec![Data::Str("a.txt".into()).to_flat(), data.to_flat()],
+            kwargs: vec![("path".into(), Data::Str("é\u{0}".into()).to_flat())],
+        },
+        FromWorker::Stdout("hello\n".into()),
+        FromWorker::Done(Outcome {
+            value: Some(data.to_flat()),
+            repr: Some("{...}".into()),
+            error: None,
+            fuel_used: u64::MAX,
+            globals: vec![],
+            skipped_globals: vec![],
+        }),
+    ];
+    let to = vec![
+        ToWorker::Run {
+            protocol: 1,
+            program: "x = 1\nx".into(),
+            tools: vec![ToolSig {
+                name: "read_file".into(),
+                args: vec!["path".into()],
+            }],
+            limits: Limits::default(),
+            globals: vec![],
+            want_globals: false,
+        },
+        ToWorker::ToolResult {
+            id: 7,
+            result: Ok(data.to_flat()),
+        },
+        ToWorker::ToolResult {
+            id: 8,
+            result: Err(ToolFailure {
+                type_name: "PathOutsideWorkspace".into(),
+                message: "no".into(),
+            }),
+        },
+    ];
+    (from, to)
 }

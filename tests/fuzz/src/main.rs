@@ -15,15 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Every target, by name.
-const TARGETS: &[(&str, fn(&[u8]))] = &[
-    ("parse_validate", lackpy_fuzz::parse_validate),
-    ("interp", lackpy_fuzz::interp),
-    ("ipc_frame", lackpy_fuzz::ipc_frame_full),
-    ("glob", lackpy_fuzz::glob),
-    ("config", lackpy_fuzz::config),
-    ("mcp_result", lackpy_fuzz::mcp_result),
-];
+use lackpy_fuzz::TARGETS;
 
 fn usage() -> ! {
     let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
@@ -62,61 +54,10 @@ fn program_seeds() -> Vec<String> {
 }
 
 fn frame_seeds() -> Vec<Vec<u8>> {
-    use lackpy_policy::wire::{
-        Data, FromWorker, Limits, Outcome, ToWorker, ToolSig, PROTOCOL_VERSION,
-    };
     use lackpy_worker::ipc::encode;
-    let d = Data::Dict(vec![(
-        Data::Str("k".into()),
-        Data::List(vec![
-            Data::Int(-1),
-            Data::BigInt("123456789012345678901234".into()),
-        ]),
-    )]);
-    let mut v = Vec::new();
-    let from = [
-        FromWorker::Ready {
-            protocol: PROTOCOL_VERSION,
-        },
-        FromWorker::ToolCall {
-            id: 1,
-            name: "read_file".into(),
-            args: vec![d.to_flat()],
-            kwargs: vec![("path".into(), d.to_flat())],
-        },
-        FromWorker::Stdout("x".into()),
-        FromWorker::Done(Outcome {
-            value: Some(d.to_flat()),
-            repr: Some("1".into()),
-            error: None,
-            fuel_used: 3,
-            globals: vec![],
-            skipped_globals: vec![],
-        }),
-    ];
-    for m in &from {
-        v.extend(encode(m).ok());
-    }
-    let to = [
-        ToWorker::Run {
-            protocol: 1,
-            program: "1".into(),
-            tools: vec![ToolSig {
-                name: "read_file".into(),
-                args: vec!["path".into()],
-            }],
-            limits: Limits::default(),
-            globals: vec![],
-            want_globals: false,
-        },
-        ToWorker::ToolResult {
-            id: 1,
-            result: Ok(d.to_flat()),
-        },
-    ];
-    for m in &to {
-        v.extend(encode(m).ok());
-    }
+    let (from, to) = lackpy_fuzz::sample_messages();
+    let mut v: Vec<Vec<u8>> = from.iter().filter_map(|m| encode(m).ok()).collect();
+    v.extend(to.iter().filter_map(|m| encode(m).ok()));
     v
 }
 

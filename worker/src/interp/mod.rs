@@ -52,6 +52,9 @@ use err::{Exc, InterpResult};
 use eval::Interp;
 use value::Value;
 
+/// The keyword arguments of a tool call, in the order the program wrote them.
+pub type Kwargs = Vec<(String, Data)>;
+
 /// How a program reaches its tools. The worker's implementation sends each
 /// call over IPC; tests use an in-process fake.
 pub trait ToolHost {
@@ -59,12 +62,7 @@ pub trait ToolHost {
     ///
     /// # Errors
     /// The tool's failure, which the interpreter raises as a `tool` error.
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure>;
+    fn call(&mut self, name: &str, args: Vec<Data>, kwargs: Kwargs) -> Result<Data, ToolFailure>;
 }
 
 /// Where `print` output goes. The worker streams it over IPC; tests collect it.
@@ -397,12 +395,7 @@ pub fn run_source(
 pub struct NoTools;
 
 impl ToolHost for NoTools {
-    fn call(
-        &mut self,
-        name: &str,
-        _args: Vec<Data>,
-        _kwargs: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, _args: Vec<Data>, _kwargs: Kwargs) -> Result<Data, ToolFailure> {
         Err(ToolFailure {
             type_name: "ToolFailed".into(),
             message: format!("no tool named '{name}'"),

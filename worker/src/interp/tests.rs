@@ -8,12 +8,7 @@ use std::process::Command;
 struct FakeTools;
 
 impl ToolHost for FakeTools {
-    fn call(
-        &mut self,
-        name: &str,
-        args: Vec<Data>,
-        _kw: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, name: &str, args: Vec<Data>, _kw: Kwargs) -> Result<Data, ToolFailure> {
         match name {
             "echo" => Ok(args.into_iter().next().unwrap_or(Data::None)),
             "fail" => Err(ToolFailure {
@@ -568,12 +563,7 @@ fn lazy_generators_short_circuit() {
 struct Counting(u32);
 
 impl ToolHost for Counting {
-    fn call(
-        &mut self,
-        _name: &str,
-        args: Vec<Data>,
-        _kw: Vec<(String, Data)>,
-    ) -> Result<Data, ToolFailure> {
+    fn call(&mut self, _name: &str, args: Vec<Data>, _kw: Kwargs) -> Result<Data, ToolFailure> {
         self.0 += 1;
         assert!(self.0 <= 2, "generator was not lazy");
         Ok(args.into_iter().next().unwrap_or(Data::None))
@@ -689,20 +679,9 @@ fn hostile_programs_end_with_limits() {
     assert!(r.error.is_none(), "{:?}", r.error);
 }
 
-/// A tiny deterministic PRNG (xorshift64*), so property tests need no crate.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+#[path = "../../tests/rng.rs"]
+mod rng;
+use rng::Rng;
 
 #[test]
 fn property_float_repr_matches_cpython() {

@@ -33,17 +33,18 @@ fn report(chan: &mut Channel, line: String) {
     );
 }
 
-/// Every action the probe role knows.
-pub const PROBE_ACTIONS: &[&str] = &[
-    "read_file",
-    "write_file",
-    "list_root",
+/// The socket families the probe tries to open.
+pub const SOCKET_PROBES: &[&str] = &[
     "socket_inet",
     "socket_inet6",
     "socket_unix",
     "socket_netlink",
     "socket_packet",
-    "connect",
+];
+
+/// Ways out of the process: run a program, make processes, trace or
+/// reshape namespaces and mounts.
+pub const PROCESS_PROBES: &[&str] = &[
     "execve",
     "fork",
     "clone_thread",
@@ -52,7 +53,10 @@ pub const PROBE_ACTIONS: &[&str] = &[
     "unshare",
     "setns",
     "chroot",
-    "kill",
+];
+
+/// Kernel attack surface a program never needs.
+pub const KERNEL_PROBES: &[&str] = &[
     "tiocsti",
     "keyctl",
     "bpf",
@@ -60,7 +64,11 @@ pub const PROBE_ACTIONS: &[&str] = &[
     "userfaultfd",
     "io_uring_setup",
     "proc_self_mem",
-    "raise_rlimit",
+];
+
+/// What a zygote may do and its workers may not (its seccomp extras), and
+/// the IPC a shared ipc namespace would expose.
+pub const ZYGOTE_EXTRA_PROBES: &[&str] = &[
     "sysv_shm",
     "mq_open",
     "write_stdout",
@@ -69,9 +77,24 @@ pub const PROBE_ACTIONS: &[&str] = &[
     "wait4",
     "prctl",
     "clone_worker",
-    "alloc",
-    "nothing",
 ];
+
+/// Every action the probe role knows, in the order of the layer matrix in
+/// SECURITY.md.
+pub fn probe_actions() -> Vec<&'static str> {
+    [
+        &["read_file", "write_file", "list_root"][..],
+        SOCKET_PROBES,
+        &["connect"],
+        PROCESS_PROBES,
+        &["kill"],
+        KERNEL_PROBES,
+        &["raise_rlimit"],
+        ZYGOTE_EXTRA_PROBES,
+        &["alloc", "nothing"],
+    ]
+    .concat()
+}
 
 /// The probe role. `args` = [ACTION, optional ARG].
 pub fn probe(spec: &JailSpec, args: &[String]) -> i32 {
