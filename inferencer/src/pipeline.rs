@@ -466,15 +466,28 @@ fn named_files(intent: &str, ctx: &str) -> Vec<String> {
         if !named || out.iter().any(|o| o.starts_with(path)) {
             continue;
         }
-        // The head block: "path:" then indented lines.
-        let head = lines
+        // The head block: "path:" then indented lines, a table's layout
+        // last, in parentheses.
+        let block: Vec<&str> = lines
             .iter()
             .position(|l| *l == format!("{path}:"))
-            .and_then(|j| lines.get(j + 1))
-            .map(|h| h.trim());
-        out.push(match head {
-            Some(h) => format!("{path} (first line: {h})"),
-            None => path.to_string(),
+            .map(|j| {
+                lines
+                    .iter()
+                    .skip(j + 1)
+                    .take_while(|l| l.starts_with("  "))
+                    .map(|l| l.trim())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let layout = block
+            .iter()
+            .find(|l| l.starts_with('(') && l.ends_with(')'))
+            .map(|l| &l[1..l.len() - 1]);
+        out.push(match (layout, block.first()) {
+            (Some(t), _) => format!("{path} ({t})"),
+            (None, Some(h)) => format!("{path} (first line: {h})"),
+            (None, None) => path.to_string(),
         });
         if out.len() >= 4 {
             break;
@@ -934,5 +947,11 @@ mod tests {
             ["data/orders.csv (first line: id,qty)"]
         );
         assert!(named_files("something else", ctx).is_empty());
+        // A table's layout, when the view has one, stands for its first line.
+        let ctx = "Workspace files:\n  data/orders.csv\nFirst lines of data files:\ndata/orders.csv:\n  id,qty\n  1,2\n  (fields split by \",\"; columns: 0 id, 1 qty)";
+        assert_eq!(
+            named_files("total qty of the orders", ctx),
+            ["data/orders.csv (fields split by \",\"; columns: 0 id, 1 qty)"]
+        );
     }
 }
