@@ -352,6 +352,9 @@ impl Delegator<'_> {
             if let Some(fixed) = crate::clean::unprint_result(&program) {
                 program = fixed;
             }
+            if let Some(fixed) = crate::clean::collect_prints(&program) {
+                program = fixed;
+            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let res = self.check(&program, &tool_names);
             let errs = match res {
@@ -822,7 +825,8 @@ mod tests {
             vec![ollama("x")],
             "print each line of a.txt",
             vec![
-                Ok("for l in read_file('a.txt').splitlines():\n    print(l)".into()),
+                // (A loop that prints is collected: see a_printing_loop_...)
+                Ok("for l in read_file('a.txt').splitlines():\n    n = len(l)".into()),
                 Ok("read_file('a.txt').splitlines()".into()),
             ],
         );
@@ -831,6 +835,23 @@ mod tests {
             Some("NoResult")
         );
         assert!(d.program.is_some());
+    }
+
+    #[test]
+    fn a_printing_loop_is_accepted_as_a_collecting_one() {
+        let (d, s) = run(
+            vec![ollama("x")],
+            "the text files that mention cats",
+            vec![Ok(
+                "for p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        print(p)"
+                    .into(),
+            )],
+        );
+        assert_eq!(s.seen.len(), 1, "no retry");
+        assert_eq!(
+            d.program.as_deref(),
+            Some("results = []\nfor p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        results.append(p)\nresults")
+        );
     }
 
     #[test]
