@@ -161,6 +161,87 @@ pub fn unprint_result(program: &str) -> Option<String> {
     ))
 }
 
+/// The name [`collect_prints`] gathers values into.
+const COLLECTED: &str = "results";
+
+/// A cell whose last statement is a loop printing what it finds (`for p
+/// in ...: if ...: print(p)`) displays values but has none: the same cell
+/// gathering them instead — `results = []` before the loop, each
+/// one-argument `print(x)` in it as `results.append(x)`, and `results` as
+/// the last line. `None` when the last statement is not a `for` loop, when
+/// it prints nothing, when any `print` in the cell is not a one-argument
+/// statement inside that loop, or when the cell already uses the name.
+pub fn collect_prints(program: &str) -> Option<String> {
+    use rustpython_parser::ast::{self, Ranged};
+    let module = parse_bounded(program)?;
+    let ast::Mod::Module(m) = module else {
+        return None;
+    };
+    let last @ ast::Stmt::For(_) = m.body.last()? else {
+        return None;
+    };
+    let code = crate::corpus::strip_strings(program);
+    if code
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|w| w == COLLECTED)
+    {
+        return None;
+    }
+    // The print statements of the loop, as byte ranges of the call's name.
+    fn prints(stmts: &[ast::Stmt], out: &mut Vec<(usize, usize)>) -> bool {
+        for st in stmts {
+            match st {
+                ast::Stmt::Expr(e) => {
+                    if let ast::Expr::Call(c) = &*e.value {
+                        if let ast::Expr::Name(f) = &*c.func {
+                            if f.id.as_str() == "print" {
+                                if c.args.len() != 1 || !c.keywords.is_empty() {
+                                    return false;
+                                }
+                                let r = f.range();
+                                out.push((usize::from(r.start()), usize::from(r.end())));
+                            }
+                        }
+                    }
+                }
+                ast::Stmt::For(f) if !(prints(&f.body, out) && prints(&f.orelse, out)) => {
+                    return false;
+                }
+                ast::Stmt::If(i) if !(prints(&i.body, out) && prints(&i.orelse, out)) => {
+                    return false;
+                }
+                _ => {}
+            }
+        }
+        true
+    }
+    let mut found = Vec::new();
+    if !prints(std::slice::from_ref(last), &mut found) || found.is_empty() {
+        return None;
+    }
+    // Every `print(` of the cell (outside strings) is one of those.
+    if code.matches("print(").count() != found.len() {
+        return None;
+    }
+    let start = usize::from(last.range().start());
+    // The loop starts a line (it is a top-level statement).
+    if !program.get(..start)?.ends_with('\n') && start != 0 {
+        return None;
+    }
+    let mut out = String::with_capacity(program.len() + 64);
+    out.push_str(program.get(..start)?);
+    out.push_str(&format!("{COLLECTED} = []\n"));
+    let mut at = start;
+    for (a, b) in found {
+        out.push_str(program.get(at..a)?);
+        out.push_str(&format!("{COLLECTED}.append"));
+        at = b;
+    }
+    out.push_str(program.get(at..)?.trim_end());
+    out.push_str(&format!("\n{COLLECTED}"));
+    Some(out)
+}
+
 /// Why a cleaned answer cannot be a delegated program even if it
 /// validates: it must compute something. `(type, message)`:
 /// `EmptyProgram` (no statement: empty or only comments), `NoResult` (it
@@ -399,6 +480,30 @@ fn dedent(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_printing_loop_collects_instead() {
+        let p = "files = find_files(\"**/*.py\")\nfor path in files:\n    if \"x\" in read_file(path):\n        print(path)\n";
+        assert_eq!(
+            collect_prints(p).as_deref(),
+            Some("files = find_files(\"**/*.py\")\nresults = []\nfor path in files:\n    if \"x\" in read_file(path):\n        results.append(path)\nresults")
+        );
+        let p = "for p in find_files(\"*.txt\"):\n    for l in read_file(p).splitlines():\n        print(l.strip())";
+        assert_eq!(
+            collect_prints(p).as_deref(),
+            Some("results = []\nfor p in find_files(\"*.txt\"):\n    for l in read_file(p).splitlines():\n        results.append(l.strip())\nresults")
+        );
+        for p in [
+            // Two arguments, a print outside the loop, no print, the name taken, no loop last.
+            "for p in find_files(\"*\"):\n    print(p, 1)",
+            "print(1)\nfor p in find_files(\"*\"):\n    print(p)",
+            "for p in find_files(\"*\"):\n    x = p",
+            "results = 1\nfor p in find_files(\"*\"):\n    print(p)",
+            "x = [p for p in find_files(\"*\")]\nprint(x)",
+        ] {
+            assert_eq!(collect_prints(p), None, "{p}");
+        }
+    }
 
     #[test]
     fn fences() {

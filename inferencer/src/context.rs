@@ -197,7 +197,7 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
     for p in data {
         let Some(n) = head_lines(p) else { continue };
         if let Some(lines) = head(&root, p, n) {
-            let block = format!(
+            let mut block = format!(
                 "{p}:\n{}\n",
                 lines
                     .iter()
@@ -205,6 +205,9 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
                     .collect::<Vec<_>>()
                     .join("\n")
             );
+            if let Some(layout) = table_layout(p, &lines) {
+                block.push_str(&format!("  ({layout})\n"));
+            }
             if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
                 continue;
             }
@@ -216,6 +219,42 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
         out.push_str(&heads);
     }
     Some(cut(out.trim_end(), MAX_CONTEXT_BYTES))
+}
+
+/// Most columns named in a table's layout line.
+const MAX_COLUMNS: usize = 24;
+
+/// The layout of a delimited table from its first lines: the separator,
+/// that line 0 is the header, and each column's index — what a program
+/// splitting lines needs (`line.split(",")[3]`, `lines[1:]`). `None` for
+/// files that are not `.csv`/`.tsv` or whose first line holds one column.
+fn table_layout(path: &str, lines: &[String]) -> Option<String> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+    let (sep, sep_name) = match ext.as_str() {
+        "csv" => (',', "\",\""),
+        "tsv" => ('\t', "\"\\t\""),
+        _ => return None,
+    };
+    let header = lines.first()?;
+    let cols: Vec<&str> = header.split(sep).map(str::trim).collect();
+    if cols.len() < 2 {
+        return None;
+    }
+    let named: Vec<String> = cols
+        .iter()
+        .take(MAX_COLUMNS)
+        .enumerate()
+        .map(|(i, c)| format!("{i} {c}"))
+        .collect();
+    let more = if cols.len() > MAX_COLUMNS {
+        ", …"
+    } else {
+        ""
+    };
+    Some(format!(
+        "fields split by {sep_name}; line 0 is the header, data rows are lines[1:]; columns: {}{more}",
+        named.join(", ")
+    ))
 }
 
 /// Directories with their file counts and extensions.
@@ -269,6 +308,35 @@ mod tests {
         assert!(!c.contains(".git") && !c.contains("secret"), "{c}");
         assert!(!c.contains("root:"), "a symlink is never followed: {c}");
         assert!(c.len() <= MAX_CONTEXT_BYTES);
+    }
+
+    #[test]
+    fn tables_get_their_layout() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let w = d.path();
+        std::fs::write(w.join("users.csv"), "id,name,role\n1,ann,admin\n").ok();
+        std::fs::write(w.join("towns.tsv"), "town\tcountry\nOslo\tNO\n").ok();
+        std::fs::write(w.join("one.csv"), "word\nhello\n").ok();
+        let c = workspace_context(w, "admins").unwrap_or_default();
+        assert!(
+            c.contains(
+                "users.csv:\n  id,name,role\n  1,ann,admin\n  (fields split by \",\"; line 0 is the header, \
+                 data rows are lines[1:]; columns: 0 id, 1 name, 2 role)"
+            ),
+            "{c}"
+        );
+        assert!(
+            c.contains("(fields split by \"\\t\"; line 0 is the header, data rows are lines[1:]; columns: 0 town, 1 country)"),
+            "{c}"
+        );
+        // One column: nothing to split.
+        assert!(
+            c.contains("one.csv:\n  word\n  hello\n") && !c.contains("columns: 0 word"),
+            "{c}"
+        );
+        let wide: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+        let layout = table_layout("w.csv", &[wide.join(",")]).unwrap_or_default();
+        assert!(layout.ends_with("23 c23, …"), "{layout}");
     }
 
     #[test]

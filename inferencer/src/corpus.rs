@@ -403,6 +403,97 @@ pub(crate) mod tests {
         assert!(code_intel >= 10, "{code_intel}");
     }
 
+    /// A question for one field of a definition or call site retrieves an
+    /// example that indexes that field, as the best (last) example.
+    #[test]
+    fn field_questions_retrieve_a_field_example() {
+        let c = corpus();
+        let all = |_: &str| true;
+        for (intent, field) in [
+            ("which file defines Scheduler", "[\"file\"]"),
+            ("on what line is Scheduler defined", "[\"line\"]"),
+            ("how many times is Scheduler called", "len(find_callers("),
+        ] {
+            let ex = c.retrieve(intent, 6, &all);
+            let best = ex.last().map(|e| e.program.as_str()).unwrap_or("");
+            assert!(best.contains(field), "{intent}: {best}");
+        }
+    }
+
+    /// The corpus names nothing of the eval's workspaces: no path of a
+    /// fixture file below a directory, no data file's name, and no name a
+    /// fixture's Python code defines (the examples teach patterns, never
+    /// the eval's answers).
+    #[test]
+    fn corpus_names_nothing_of_the_eval_workspaces() {
+        #[derive(serde::Deserialize)]
+        struct Ws {
+            files: BTreeMap<String, String>,
+        }
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for text in [
+            include_str!("../eval/heldout/shop.toml"),
+            include_str!("../eval/heldout/proj.toml"),
+        ] {
+            let ws: Ws = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!ws.files.is_empty());
+            for (path, content) in &ws.files {
+                if path.contains('/') {
+                    names.insert(path.clone());
+                }
+                let base = path.rsplit('/').next().unwrap_or(path);
+                if [".csv", ".tsv", ".log", ".ini"]
+                    .iter()
+                    .any(|e| base.ends_with(e))
+                {
+                    names.insert(base.to_string());
+                }
+                if path.ends_with(".py") {
+                    for line in content.lines() {
+                        let l = line.trim_start();
+                        let Some(rest) =
+                            l.strip_prefix("def ").or_else(|| l.strip_prefix("class "))
+                        else {
+                            continue;
+                        };
+                        let name: String = rest
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        // Dunder methods are the language's, and `main` and
+                        // `value` plain words, not the fixture's.
+                        if name.len() > 3
+                            && !name.starts_with("__")
+                            && !["main", "value"].contains(&name.as_str())
+                        {
+                            names.insert(name);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(names.contains("data/orders.csv") && names.contains("parse_line"));
+        let c = corpus();
+        for e in &c.examples {
+            for n in &names {
+                let word = |t: &str| {
+                    t.match_indices(n.as_str()).any(|(i, _)| {
+                        let before = t[..i].chars().next_back();
+                        let after = t[i + n.len()..].chars().next();
+                        let edge =
+                            |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                        edge(before) && edge(after)
+                    })
+                };
+                assert!(
+                    !word(&e.intent) && !word(&e.program),
+                    "example {:?} names {n:?} of an eval workspace",
+                    e.intent
+                );
+            }
+        }
+    }
+
     #[test]
     fn tokenise_and_stem() {
         assert_eq!(

@@ -173,6 +173,27 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         }
     }
     for e in errors {
+        if e.type_name == "NoToolCall" {
+            let example = tools
+                .first()
+                .map_or(String::new(), |t| format!(" (for example {t}(...))"));
+            push(FailureMode::WrongOutput, format!("Compute the answer by calling the tools{example} and end with an expression over their results; do not write the answer out as a constant."));
+        }
+        let msg = e.message.to_lowercase();
+        // A split line indexed by a column name, or the header row parsed
+        // as data: the two ways a table program fails at run time.
+        if msg.contains("indices must be integers") && code.contains(".split(") {
+            push(FailureMode::KeyHallucination, "A line split with .split(sep) is a list of strings: index it by the column's number (line 0 of the table names the columns), not by its name.".into());
+        }
+        if msg.contains("invalid literal for int()")
+            || msg.contains("could not convert string to float")
+        {
+            push(
+                FailureMode::KeyHallucination,
+                "Line 0 of a table is its header, not data: convert the fields of lines[1:] only."
+                    .into(),
+            );
+        }
         if let Some(h) = &e.hint {
             push(FailureMode::KeyHallucination, h.clone());
         }
@@ -359,6 +380,45 @@ mod tests {
         let mut e = err("bad");
         e.line = Some(3);
         assert_eq!(render_errors(&[e]), "- line 3: UnknownName: bad");
+    }
+
+    #[test]
+    fn constant_answers_and_table_errors_get_their_hints() {
+        let tools = ["find_callers".to_string(), "read_file".to_string()];
+        let e = ErrorInfo::new(
+            ErrorKind::Validation,
+            "NoToolCall",
+            "the cell calls no tool",
+        );
+        let h = hints_for("[{'file': 'a.py', 'line': 3}]", &[e], &tools);
+        assert!(
+            h.iter().any(|h| h
+                .text
+                .contains("calling the tools (for example find_callers(...))")),
+            "{h:?}"
+        );
+        let e = ErrorInfo::new(
+            ErrorKind::Runtime,
+            "TypeError",
+            "list indices must be integers or slices, not str",
+        );
+        let p = "[l.split(',')['qty'] for l in read_file('a.csv').splitlines()]";
+        let h = hints_for(p, &[e], &tools);
+        assert!(
+            h.iter().any(|h| h.text.contains("by the column's number")),
+            "{h:?}"
+        );
+        let e = ErrorInfo::new(
+            ErrorKind::Runtime,
+            "ValueError",
+            "invalid literal for int() with base 10: 'qty'",
+        );
+        let p = "sum(int(l.split(',')[1]) for l in read_file('a.csv').splitlines())";
+        let h = hints_for(p, &[e], &tools);
+        assert!(h.iter().any(|h| h.text.contains("lines[1:] only")), "{h:?}");
+        // Neither fires on an unrelated error.
+        let e = ErrorInfo::new(ErrorKind::Runtime, "KeyError", "'x'");
+        assert!(hints_for("read_file('a')", &[e], &tools).is_empty());
     }
 
     #[test]

@@ -352,6 +352,9 @@ impl Delegator<'_> {
             if let Some(fixed) = crate::clean::unprint_result(&program) {
                 program = fixed;
             }
+            if let Some(fixed) = crate::clean::collect_prints(&program) {
+                program = fixed;
+            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let res = self.check(&program, &tool_names);
             let errs = match res {
@@ -466,15 +469,28 @@ fn named_files(intent: &str, ctx: &str) -> Vec<String> {
         if !named || out.iter().any(|o| o.starts_with(path)) {
             continue;
         }
-        // The head block: "path:" then indented lines.
-        let head = lines
+        // The head block: "path:" then indented lines, a table's layout
+        // last, in parentheses.
+        let block: Vec<&str> = lines
             .iter()
             .position(|l| *l == format!("{path}:"))
-            .and_then(|j| lines.get(j + 1))
-            .map(|h| h.trim());
-        out.push(match head {
-            Some(h) => format!("{path} (first line: {h})"),
-            None => path.to_string(),
+            .map(|j| {
+                lines
+                    .iter()
+                    .skip(j + 1)
+                    .take_while(|l| l.starts_with("  "))
+                    .map(|l| l.trim())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let layout = block
+            .iter()
+            .find(|l| l.starts_with('(') && l.ends_with(')'))
+            .map(|l| &l[1..l.len() - 1]);
+        out.push(match (layout, block.first()) {
+            (Some(t), _) => format!("{path} ({t})"),
+            (None, Some(h)) => format!("{path} (first line: {h})"),
+            (None, None) => path.to_string(),
         });
         if out.len() >= 4 {
             break;
@@ -809,7 +825,8 @@ mod tests {
             vec![ollama("x")],
             "print each line of a.txt",
             vec![
-                Ok("for l in read_file('a.txt').splitlines():\n    print(l)".into()),
+                // (A loop that prints is collected: see a_printing_loop_...)
+                Ok("for l in read_file('a.txt').splitlines():\n    n = len(l)".into()),
                 Ok("read_file('a.txt').splitlines()".into()),
             ],
         );
@@ -818,6 +835,23 @@ mod tests {
             Some("NoResult")
         );
         assert!(d.program.is_some());
+    }
+
+    #[test]
+    fn a_printing_loop_is_accepted_as_a_collecting_one() {
+        let (d, s) = run(
+            vec![ollama("x")],
+            "the text files that mention cats",
+            vec![Ok(
+                "for p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        print(p)"
+                    .into(),
+            )],
+        );
+        assert_eq!(s.seen.len(), 1, "no retry");
+        assert_eq!(
+            d.program.as_deref(),
+            Some("results = []\nfor p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        results.append(p)\nresults")
+        );
     }
 
     #[test]
@@ -934,5 +968,11 @@ mod tests {
             ["data/orders.csv (first line: id,qty)"]
         );
         assert!(named_files("something else", ctx).is_empty());
+        // A table's layout, when the view has one, stands for its first line.
+        let ctx = "Workspace files:\n  data/orders.csv\nFirst lines of data files:\ndata/orders.csv:\n  id,qty\n  1,2\n  (fields split by \",\"; columns: 0 id, 1 qty)";
+        assert_eq!(
+            named_files("total qty of the orders", ctx),
+            ["data/orders.csv (fields split by \",\"; columns: 0 id, 1 qty)"]
+        );
     }
 }

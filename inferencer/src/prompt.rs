@@ -105,6 +105,7 @@ pub fn system_prompt_with(
     ));
     s.push_str("  sort_by(items, key, reverse=False) -> list: sort dicts by a field name, or sequences by an index\n");
     s.push_str("\nThe cell's last expression is displayed as output: end the cell with the expression whose value answers the task.\n");
+    s.push_str("Answer exactly what the task asks for: one field (a file, a line number, a name, a count) when it asks for one, the matching lines or values when it asks for those, whole records only when it asks where or what something is.\n");
     if let Some(w) = workspace.filter(|w| !w.trim().is_empty()) {
         s.push_str("\nThe workspace (use these exact paths; data files start as shown):\n");
         s.push_str(w.trim_end());
@@ -207,6 +208,7 @@ mod tests {
         assert!(s.contains("read_file(path: str) -> str: Read a file's whole content"));
         assert!(!s.contains("write_file"));
         assert!(s.contains("Jupyter"));
+        assert!(s.contains("Answer exactly what the task asks for: one field"));
         for banned in ["import", "Not available", "forbidden", "while", "lambda"] {
             // Examples may use lambda as key=, but the framing never lists prohibitions.
             if banned == "lambda" {
