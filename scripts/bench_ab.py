@@ -71,7 +71,8 @@ def main():
     if len(a) < 2:
         print(__doc__, file=sys.stderr)
         return 3
-    base, new = a[0], a[1]
+    # Absolute: the MCP client starts the server with the workspace as its cwd.
+    base, new = os.path.abspath(a[0]), os.path.abspath(a[1])
     rounds = 5
     if "--rounds" in a:
         rounds = int(a[a.index("--rounds") + 1])
