@@ -540,13 +540,40 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// Evaluate an operand of a binary operator: `Ok(i)` for a small int
+    /// (read in place for a name or a constant: no clone), else the value.
+    #[inline]
+    fn int_operand(&mut self, e: &Expr) -> InterpResult<Result<i64, Value>> {
+        let v = match &e.k {
+            ExprKind::Const(Value::Int(i)) => return Ok(Ok(*i)),
+            ExprKind::Name(s) => match self.slots.get(*s as usize) {
+                Some(Some(Value::Int(i))) => return Ok(Ok(*i)),
+                _ => self.eval(e)?,
+            },
+            _ => self.eval(e)?,
+        };
+        Ok(match v {
+            Value::Int(i) => Ok(i),
+            v => Err(v),
+        })
+    }
+
     fn eval_slow(&mut self, e: &Expr) -> InterpResult<Value> {
         Ok(match &e.k {
             ExprKind::Const(v) => v.clone(),
             ExprKind::Name(s) => self.load(*s)?,
             ExprKind::Bin(op, a, b) => {
-                let x = self.eval(a)?;
-                let y = self.eval(b)?;
+                // Small-int arithmetic (`i * 2 + 1`, `i % 37`) without
+                // cloning and dropping the operands or calling `binop`.
+                let x = self.int_operand(a)?;
+                let y = self.int_operand(b)?;
+                let (x, y) = match (x, y) {
+                    (Ok(x), Ok(y)) => match ops::int_binop(*op, x, y) {
+                        Some(r) => return Ok(Value::Int(r)),
+                        None => (Value::Int(x), Value::Int(y)),
+                    },
+                    (x, y) => (int_or_value(x), int_or_value(y)),
+                };
                 if *op == BinOp::Sub && (x.as_view().is_some() || y.as_view().is_some()) {
                     self.view_sub(&x, &y)?
                 } else {
@@ -2666,5 +2693,14 @@ pub fn as_i64(v: &Value) -> Option<i64> {
         Value::Bool(b) => Some(*b as i64),
         Value::Big(b) => b.to_i64(),
         _ => None,
+    }
+}
+
+/// An operand from [`Interp::int_operand`] as a value.
+#[inline]
+fn int_or_value(x: Result<i64, Value>) -> Value {
+    match x {
+        Ok(i) => Value::Int(i),
+        Err(v) => v,
     }
 }

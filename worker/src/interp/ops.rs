@@ -122,6 +122,23 @@ fn unsupported(op: &str, a: &Value, b: &Value) -> Box<Exc> {
     ))
 }
 
+/// `x op y` on two small ints when the result is a small int too (the
+/// fast path of [`binop`], also used inline by the evaluator); None when
+/// the op needs the general path (overflow, division by zero, `/`, ...).
+#[inline]
+pub fn int_binop(op: BinOp, x: i64, y: i64) -> Option<i64> {
+    match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::FloorDiv if y != 0 && !(x == i64::MIN && y == -1) => {
+            Some(Integer::div_floor(&x, &y))
+        }
+        BinOp::Mod if y != 0 && !(x == i64::MIN && y == -1) => Some(Integer::mod_floor(&x, &y)),
+        _ => None,
+    }
+}
+
 /// Apply a binary operator.
 ///
 /// # Errors
@@ -129,31 +146,8 @@ fn unsupported(op: &str, a: &Value, b: &Value) -> Box<Exc> {
 pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
     // Fast path: two small ints.
     if let (Value::Int(x), Value::Int(y)) = (a, b) {
-        let (x, y) = (*x, *y);
-        match op {
-            BinOp::Add => {
-                if let Some(r) = x.checked_add(y) {
-                    return Ok(Value::Int(r));
-                }
-            }
-            BinOp::Sub => {
-                if let Some(r) = x.checked_sub(y) {
-                    return Ok(Value::Int(r));
-                }
-            }
-            BinOp::Mul => {
-                if let Some(r) = x.checked_mul(y) {
-                    return Ok(Value::Int(r));
-                }
-            }
-            BinOp::FloorDiv | BinOp::Mod if y != 0 && !(x == i64::MIN && y == -1) => {
-                return Ok(Value::Int(if op == BinOp::FloorDiv {
-                    Integer::div_floor(&x, &y)
-                } else {
-                    Integer::mod_floor(&x, &y)
-                }));
-            }
-            _ => {}
+        if let Some(r) = int_binop(op, *x, *y) {
+            return Ok(Value::Int(r));
         }
     }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
