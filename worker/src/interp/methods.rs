@@ -1848,7 +1848,7 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> InterpResult<bool> {
                 }
             })
             .collect();
-        idx.sort_by(|a, b| ks[*a].cmp(ks[*b]));
+        idx.sort_by(|a, b| super::surrogate::cmp_str(ks[*a], ks[*b]));
         return Ok(true);
     }
     let width = match &keys[0] {
