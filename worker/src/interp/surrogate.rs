@@ -177,3 +177,145 @@ pub fn from_outside_error(what: &str) -> InterpResult<()> {
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{run_source, run_with_globals, ToolHost};
+    use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
+    use lackpy_policy::{validate, Namespace, ToolEntry};
+
+    /// `echo` returns its argument; `weird` returns a real placeholder char.
+    struct Host(Vec<Data>);
+
+    impl ToolHost for Host {
+        fn call(
+            &mut self,
+            name: &str,
+            args: Vec<Data>,
+            _kw: Vec<(String, Data)>,
+        ) -> Result<Data, ToolFailure> {
+            self.0.extend(args.iter().cloned());
+            match name {
+                "weird" => Ok(Data::Str("x\u{10F800}".into())),
+                _ => Ok(args.into_iter().next().unwrap_or(Data::None)),
+            }
+        }
+    }
+
+    fn run(src: &str) -> (super::super::RunResult, String, Vec<Data>) {
+        let mut out = String::new();
+        let mut host = Host(Vec::new());
+        let r = run_source(
+            src,
+            &["echo", "weird"],
+            &mut host,
+            &mut out,
+            &Limits::default(),
+        );
+        (r, out, host.0)
+    }
+
+    #[test]
+    fn surrogates_repr_and_order_as_cpython() {
+        let (r, _, _) = run("s = '\\ud800'\n[s, s < '\\ue000', s > '\\ud7ff', sorted(['\\U00010000', s, '\\uffff'])]");
+        assert_eq!(r.error, None);
+        assert_eq!(
+            r.repr.as_deref(),
+            Some("['\\ud800', True, True, ['\\ud800', '\\uffff', '\u{10000}']]")
+        );
+        // The value crosses as placeholders (the front ends escape them).
+        let Some(Data::List(v)) = r.value else {
+            panic!("a list")
+        };
+        assert_eq!(v[0], Data::Str("\u{10F800}".into()));
+        // The mode ends with the run.
+        assert!(!super::on());
+    }
+
+    #[test]
+    fn without_a_surrogate_escape_the_placeholder_range_is_ordinary() {
+        let (r, out, _) = run("s = '\\U0010f800'\nprint(s)\n[s, s > '\\uffff', echo(s), weird()]");
+        assert_eq!(r.error, None);
+        assert_eq!(out, "\u{10F800}\n");
+        assert_eq!(
+            r.repr.as_deref(),
+            Some("['\\U0010f800', True, '\\U0010f800', 'x\\U0010f800']")
+        );
+    }
+
+    #[test]
+    fn printing_a_surrogate_fails_after_the_pieces_before_it() {
+        let (r, out, _) = run("print('a')\nprint('b', 'c\\udc00\\udc01', sep='-')");
+        let e = r.error.expect("an error");
+        assert_eq!(e.kind, ErrorKind::Runtime);
+        assert_eq!(e.type_name, "UnicodeEncodeError");
+        assert_eq!(
+            e.message,
+            "'utf-8' codec can't encode characters in position 1-2: surrogates not allowed"
+        );
+        assert_eq!(e.line, Some(2));
+        assert_eq!(out, "a\nb-");
+    }
+
+    #[test]
+    fn a_surrogate_never_reaches_a_tool() {
+        let (r, _, sent) = run("x = echo('ok')\ny = echo(['a', {'k': 'b\\ud800'}])");
+        let e = r.error.expect("an error");
+        assert_eq!(e.type_name, "UnicodeEncodeError");
+        assert_eq!(
+            e.message,
+            "'utf-8' codec can't encode character '\\ud800' in position 1: surrogates not allowed"
+        );
+        assert_eq!(sent, vec![Data::Str("ok".into())]);
+    }
+
+    #[test]
+    fn a_real_placeholder_from_a_tool_is_refused_in_surrogate_mode() {
+        let (r, _, _) = run("s = '\\ud800'\nt = weird()");
+        let e = r.error.expect("an error");
+        assert_eq!(e.kind, ErrorKind::Tool);
+        assert!(e.message.contains("U+10F800"), "{}", e.message);
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn runtime_columns_are_those_of_the_program_as_written() {
+        let (r, _, _) = run("x = '\\ud800\\udfff' + 1");
+        let e = r.error.expect("an error");
+        assert_eq!(e.type_name, "TypeError");
+        assert_eq!((e.line, e.col), (Some(1), Some(5)));
+        let (r, _, _) = run("x = ['\\ud800', 1 / 0]");
+        let e = r.error.expect("an error");
+        assert_eq!((e.line, e.col), (Some(1), Some(16)));
+    }
+
+    #[test]
+    fn session_variables_with_surrogates_are_not_kept_nor_taken() {
+        let ns = Namespace {
+            tools: vec![ToolEntry {
+                name: "echo".into(),
+                target: "echo".into(),
+                args: Vec::new(),
+                grade: Default::default(),
+            }],
+        };
+        let limits = Limits::default();
+        let p = validate("a = '\\ud800'\nb = 'ok'", &ns, &limits).expect("valid");
+        assert!(p.surrogates);
+        let mut out = String::new();
+        let (r, g) = run_with_globals(&p, &mut Host(Vec::new()), &mut out, &limits, Vec::new());
+        assert_eq!(r.error, None);
+        assert_eq!(g.vars, vec![("b".to_string(), Data::Str("ok".into()))]);
+        assert_eq!(g.skipped, vec!["a".to_string()]);
+        let p = lackpy_policy::validate_with_predefined(
+            "c = v + '\\ud800'",
+            &ns,
+            &limits,
+            &["v".into()],
+        )
+        .expect("valid");
+        let initial = vec![("v".to_string(), Data::Str("\u{10FFFF}".into()))];
+        let (r, _) = run_with_globals(&p, &mut Host(Vec::new()), &mut out, &limits, initial);
+        assert_eq!(r.error.map(|e| e.type_name), Some("ValueError".to_string()));
+    }
+}
