@@ -329,7 +329,7 @@ fn check_rewritten(
     let max_depth = (limits.max_depth as usize).min(HARD_MAX_DEPTH);
     let bracket_problem = match prescan::scan(source, max_depth) {
         Ok(p) => p,
-        Err(t) => return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]),
+        Err(t) => return Err(vec![too_deep(source, starts, t.offset, t.what, max_depth)]),
     };
     let parsed = match fastparse::parse(source) {
         Some(body) => {
@@ -347,10 +347,10 @@ fn check_rewritten(
         Err(e) => {
             if let Some(p) = bracket_problem {
                 let msg =
-                    p.message(|o| locate(source, &starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+                    p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
                 return Err(vec![error_at(
                     source,
-                    &starts,
+                    starts,
                     p.offset(),
                     "SyntaxError",
                     msg,
@@ -360,7 +360,7 @@ fn check_rewritten(
             let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
                 source,
-                &starts,
+                starts,
                 off,
                 "SyntaxError",
                 syntax_message(&e.error),
@@ -382,13 +382,13 @@ fn check_rewritten(
         walk::dismantle(body);
         return Err(vec![too_deep(
             source,
-            &starts,
+            starts,
             off,
             "expressions",
             max_depth,
         )]);
     }
-    let mut checker = check::Checker::new(source, &starts, ns, &assigned);
+    let mut checker = check::Checker::new(source, starts, ns, &assigned);
     checker.body(&body);
     let (mut errors, calls) = checker.finish();
     if !errors.is_empty() {

@@ -101,14 +101,39 @@ pub(crate) fn unshift(shifts: &[Shift], line: u32, col: u32) -> u32 {
 /// raw and/or bytes? `None`: not a prefix (an identifier or keyword such as
 /// `or` or `in` that happens to touch the quote).
 fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
-    let lower: Vec<u8> = p.iter().map(u8::to_ascii_lowercase).collect();
-    match lower.as_slice() {
+    let mut lower = [0u8; 2];
+    if p.len() > 2 {
+        return None;
+    }
+    for (l, c) in lower.iter_mut().zip(p) {
+        *l = c.to_ascii_lowercase();
+    }
+    match &lower[..p.len()] {
         b"" | b"u" | b"f" => Some((false, false)),
         b"r" | b"fr" | b"rf" => Some((true, false)),
         b"b" => Some((false, true)),
         b"br" | b"rb" => Some((true, true)),
         _ => None,
     }
+}
+
+/// Whether `b` has anything that may be a surrogate escape (`\uD8xx`..,
+/// `\U0000D8xx`..) anywhere, in a literal or not: without one the
+/// program cannot be in surrogate mode, and [`rewrite`] stops at this
+/// quick scan (the common case).
+fn may_have_surrogate_escape(b: &[u8]) -> bool {
+    let high = |x: Option<&u8>| matches!(x, Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'));
+    let d = |x: Option<&u8>| matches!(x, Some(b'd' | b'D'));
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'\\'
+            && match b.get(i + 1) {
+                Some(b'u') => d(b.get(i + 2)) && high(b.get(i + 3)),
+                Some(b'U') => {
+                    b.get(i + 2..i + 6) == Some(b"0000") && d(b.get(i + 6)) && high(b.get(i + 7))
+                }
+                _ => false,
+            }
+    })
 }
 
 fn hex_value(h: &[u8]) -> Option<u32> {
@@ -131,6 +156,9 @@ pub fn has_surrogate_escape(src: &str) -> bool {
 pub(crate) fn rewrite(src: &str) -> Rewritten {
     let b = src.as_bytes();
     let mut out = Rewritten::default();
+    if !may_have_surrogate_escape(b) {
+        return out;
+    }
     let mut text = String::new();
     // Bytes of `src` already copied to `text`.
     let mut copied = 0usize;
@@ -213,7 +241,7 @@ pub(crate) fn rewrite(src: &str) -> Rewritten {
                                                 delta,
                                             });
                                         }
-                                    } else if cp >= PLACEHOLDER_BASE && cp <= 0x10_FFFF {
+                                    } else if (PLACEHOLDER_BASE..=0x10_FFFF).contains(&cp) {
                                         placeholder_at.get_or_insert(i);
                                     }
                                     i += 2 + digits;

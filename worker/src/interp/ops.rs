@@ -756,7 +756,7 @@ fn cmp_rec(op: OrderOp, a: &Value, b: &Value, depth: usize) -> InterpResult<bool
     }
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => {
-            Ok(op.test(super::surrogate::cmp_str(x.as_str(), y.as_str())))
+            Ok(op.test(super::surrogate::cmp_str(x.as_bytes(), y.as_bytes())))
         }
         (Value::List(x), Value::List(y)) => {
             let (x, y) = (x.v.borrow(), y.v.borrow());
@@ -859,7 +859,7 @@ fn seq_cmp(op: OrderOp, x: &[Value], y: &[Value], depth: usize) -> InterpResult<
             }
             (Value::Str(p), Value::Str(q)) => {
                 if p.as_bytes() != q.as_bytes() {
-                    return Ok(op.test(super::surrogate::cmp_str(p.as_str(), q.as_str())));
+                    return Ok(op.test(super::surrogate::cmp_str(p.as_bytes(), q.as_bytes())));
                 }
                 continue;
             }

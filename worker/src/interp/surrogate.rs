@@ -24,7 +24,7 @@ thread_local! {
 }
 
 /// Whether the running program is in surrogate mode.
-#[inline]
+#[inline(always)]
 pub fn on() -> bool {
     ON.with(Cell::get)
 }
@@ -55,25 +55,38 @@ pub fn code_point(c: char) -> u32 {
     }
 }
 
-/// Code point order of two strs (CPython's `str` comparison).
+/// Code point order of two strs (CPython's `str` comparison), given their
+/// UTF-8 bytes (taken as bytes: `PyStr::as_str` would validate them).
 #[inline]
-pub fn cmp_str(a: &str, b: &str) -> Ordering {
+pub fn cmp_str(a: &[u8], b: &[u8]) -> Ordering {
     // UTF-8 byte order is code point order, except that in surrogate mode
     // the placeholders (the top of plane 16) sort as U+D800..U+DFFF.
-    let o = a.as_bytes().cmp(b.as_bytes());
-    if o == Ordering::Equal || !on() {
-        return o;
+    let o = a.cmp(b);
+    if o != Ordering::Equal && on() {
+        return cmp_surrogates(a, b, o);
     }
-    // Only the first differing character decides.
+    o
+}
+
+/// [`cmp_str`] in surrogate mode: only the first differing character decides.
+#[cold]
+#[inline(never)]
+fn cmp_surrogates(a: &[u8], b: &[u8], bytewise: Ordering) -> Ordering {
+    let (Ok(a), Ok(b)) = (std::str::from_utf8(a), std::str::from_utf8(b)) else {
+        return bytewise;
+    };
     let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
     let mut start = common;
     while start > 0 && !a.is_char_boundary(start) {
         start -= 1;
     }
-    let (x, y) = (a[start..].chars().next(), b[start..].chars().next());
+    let (x, y) = (
+        a.get(start..).and_then(|s| s.chars().next()),
+        b.get(start..).and_then(|s| s.chars().next()),
+    );
     match (x, y) {
         (Some(x), Some(y)) => code_point(x).cmp(&code_point(y)),
-        _ => o,
+        _ => bytewise,
     }
 }
 
