@@ -291,3 +291,31 @@ fn read_only_workspace_still_runs() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("trace not written"));
 }
+
+#[test]
+fn lone_surrogates_run_as_in_cpython_and_json_escapes_them() {
+    let ws = fixture();
+    let dir = ws.path().to_str().unwrap_or(".");
+    let out = run_with_stdin(
+        &["run", "--json", "--workspace", dir],
+        "s = '\\ud800'\n[s, {s: 'x\\udfff'}, len(s), s < '\\ue000']\n",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // What Python's json.dumps writes (a strict parser would refuse it).
+    assert!(
+        text.contains(r#""value":["\ud800",{"\ud800":"x\udfff"},1,true]"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""repr":"['\\ud800', {'\\ud800': 'x\\udfff'}, 1, True]""#),
+        "{text}"
+    );
+    // Printing one fails as CPython's strict UTF-8 stdout does.
+    let (code, v) = run_json(ws.path(), &[], "print('ok')\nprint('a\\udc00')\n");
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["stdout"], "ok\n");
+    assert_eq!(v["error"]["type"], "UnicodeEncodeError");
+    assert_eq!(v["error"]["line"], 2);
+}

@@ -602,43 +602,39 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "",
     ),
     ("x = 1\0", "SyntaxError", 1, 6, ""),
-    // --- lone surrogates (CPython keeps them; lackpy strings cannot) ---
-    ("x = '\\ud800'", "ForbiddenSyntax", 1, 6, "scalar values"),
-    ("x = 'ab\\uDFFFc'", "ForbiddenSyntax", 1, 8, "scalar values"),
+    // --- lone surrogates: accepted (surrogate mode); a real placeholder
+    // character (U+10F800..U+10FFFF) beside one is refused, and columns after
+    // a rewritten escape are those of the program as written ---
     (
-        "x = \"\\U0000dc00\"",
+        "x = '\\ud800' + '\u{10FFFF}'",
+        "ForbiddenSyntax",
+        1,
+        17,
+        "private-use",
+    ),
+    (
+        "x = '\\U0010f800'\ny = '\\udfff'",
         "ForbiddenSyntax",
         1,
         6,
-        "scalar values",
+        "private-use",
     ),
+    ("x = '\\ud800\\udc00' + y", "UnknownName", 1, 22, ""),
     (
-        "x = ('a'  # it's\n     '\\ud83d' '\\ude00')",
-        "ForbiddenSyntax",
-        2,
-        7,
-        "scalar values",
-    ),
-    (
-        "x = 1\ny = f'{x}\\udbff'",
-        "ForbiddenSyntax",
-        2,
-        10,
-        "scalar values",
-    ),
-    (
-        "x = '''a\n\\ud800'''",
-        "ForbiddenSyntax",
-        2,
+        "x = 'é\\ud800'; y = r'\\ud800' + zz",
+        "UnknownName",
         1,
-        "scalar values",
+        32,
+        "",
     ),
+    ("x = ('\\udfff'\n     + q)", "UnknownName", 2, 8, ""),
+    ("x = f'{a}\\ud800'", "UnknownName", 1, 8, ""),
     (
-        "x = r'\\ud800' + '\\ud800'",
+        "x = '\\ud800' + b'\\ud800'",
         "ForbiddenSyntax",
         1,
-        18,
-        "scalar values",
+        16,
+        "bytes",
     ),
     // --- isinstance ---
     (
@@ -749,6 +745,9 @@ const ACCEPT: &[&str] = &[
     "x = r'\\ud800' + '\\\\ud800' + '\\ufffd' + '\u{fffd}' + '\\U0001f600' + '\\N{BULLET}'",
     "x = isinstance(1)\ny = isinstance(int)\nz = isinstance(1, int, (str, int))",
     "x = range(3).index(1) + range(3).count(2)",
+    "x = '\\ud800' + '\\U0000dfff' + f'{1}\\udc00' + '\\ud83d\\ude00'",
+    "x = r'\\ud800' + '\\\\ud800' + '\u{10FFFF}'",
+    "x = 0 or'\\ud800'",
 ];
 
 #[test]

@@ -74,7 +74,18 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         eprintln!("lackpy delegate: {}", printable(msg));
     }
     if args.json {
-        println!("{}", serde_json::to_string(&out)?);
+        let text = serde_json::to_string(&out)?;
+        // A program in surrogate mode: its value's lone surrogates are
+        // written as Python's json.dumps writes them (see `lackpy run`).
+        let surrogates = out
+            .get("program")
+            .and_then(Value::as_str)
+            .is_some_and(lackpy_policy::lang::surrogate::has_surrogate_escape);
+        if surrogates {
+            println!("{}", lackpy_supervisor::json::escape_surrogates(&text));
+        } else {
+            println!("{text}");
+        }
     } else {
         print_human(&out);
     }

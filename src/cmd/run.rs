@@ -79,6 +79,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if args.program.json {
         use std::io::Write;
         let line = serde_json::to_string(&report)?;
+        // Surrogate mode: strings of the value may hold lone surrogates,
+        // written as Python's json.dumps writes them.
+        let line = if report.surrogates {
+            lackpy_supervisor::json::escape_surrogates(&line).into_owned()
+        } else {
+            line
+        };
         // A closed pipe (`lackpy run --json | head -c1`) is not an error.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());

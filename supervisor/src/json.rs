@@ -40,6 +40,50 @@ pub fn to_json(d: &Data) -> Value {
     }
 }
 
+/// JSON text of a report of a run in surrogate mode ([`crate::RunReport`]
+/// `surrogates`): each placeholder character (U+10F800..U+10FFFF, which in
+/// that mode can only stand for a surrogate: the validator and the
+/// interpreter refuse real ones) becomes the escape of its surrogate, as
+/// Python's `json.dumps` writes it (`"\ud800"`). serde_json writes
+/// non-ASCII characters as themselves, so the only placeholders in `text`
+/// are such characters inside strings.
+pub fn escape_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    use lackpy_policy::lang::surrogate::{has_placeholder, surrogate_of};
+    if !has_placeholder(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match surrogate_of(c) {
+            Some(s) => out.push_str(&format!("\\u{s:04x}")),
+            None => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a JSON value holds a placeholder character (in a string or key).
+pub fn holds_placeholder(v: &Value) -> bool {
+    use lackpy_policy::lang::surrogate::has_placeholder;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if has_placeholder(s) => return true,
+            Value::Array(a) => stack.extend(a.iter()),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if has_placeholder(k) {
+                        return true;
+                    }
+                    stack.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// CPython's `repr(float)` and `repr(str)`: the interpreter's, so a
 /// value's JSON form and its repr agree.
 pub use lackpy_worker::interp::{float_repr, str_repr};
@@ -122,6 +166,25 @@ mod tests {
             serde_json::to_string(&to_json(&d)).ok().as_deref(),
             Some(r#"{"b":1,"a":{"z":1,"y":2},"0":null}"#)
         );
+    }
+
+    #[test]
+    fn surrogates_are_escaped_as_json_dumps_does() {
+        let d = Data::Dict(vec![(
+            Data::Str("k\u{10F800}".into()),
+            Data::List(vec![Data::Str("a\u{10FFFF}\u{10F83D}é".into())]),
+        )]);
+        let v = to_json(&d);
+        assert!(holds_placeholder(&v));
+        assert!(!holds_placeholder(
+            &serde_json::json!({"a": ["\u{10F7FF}"]})
+        ));
+        let text = serde_json::to_string(&v).unwrap_or_default();
+        assert_eq!(
+            escape_surrogates(&text),
+            r#"{"k\ud800":["a\udfff\ud83dé"]}"#
+        );
+        assert_eq!(escape_surrogates("plain"), "plain");
     }
 
     #[test]

@@ -237,6 +237,12 @@ pub struct RunReport {
     /// (ranges, iterators, views) or beyond the `result_bytes` bound.
     #[serde(skip)]
     pub skipped_vars: Vec<String>,
+    /// The program ran in surrogate mode (it has a lone surrogate escape,
+    /// `lackpy_policy::lang::surrogate`): placeholder characters
+    /// (U+10F800..U+10FFFF) in `value` stand for surrogates, and JSON text
+    /// of the report must go through [`json::escape_surrogates`].
+    #[serde(skip)]
+    pub surrogates: bool,
 }
 
 impl RunReport {
@@ -379,6 +385,7 @@ impl Supervisor {
             calls: Vec::new(),
             vars: None,
             skipped_vars: Vec::new(),
+            surrogates: false,
         };
         self.execute(&req, opts, &spec, &mut report);
         report.ok = report.error.is_none();

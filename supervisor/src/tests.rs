@@ -48,6 +48,7 @@ fn report_serializes_to_the_contract_keys() {
         jail_level: "full".into(),
         calls: vec![],
         vars: None,
+        surrogates: false,
         skipped_vars: vec![],
     };
     let v = serde_json::to_value(&r).unwrap_or_default();

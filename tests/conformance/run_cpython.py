@@ -18,6 +18,12 @@ own; ``repr`` is its repr and ``data`` its shape as lackpy's ``wire::Data``
 (null when it is not plain data). Otherwise both are null. ``exc_msg`` is
 ``str(exception)``, which is what lackpy reports as the error message.
 
+Printed output goes to a strict UTF-8 text stream, as lackpy's stdout: a
+lone surrogate cannot be printed (``UnicodeEncodeError``). Lone surrogates
+left in the results (values, messages) are written as lackpy's placeholders
+(U+10F800 + (cp - 0xD800), see ``policy/src/lang/surrogate.rs``), since the
+Rust side reads this JSON with serde_json, which holds scalar values only.
+
 ``lint`` lists uses of constructs outside the lackpy subset, found by a
 conservative AST walk. It keeps the corpus honest while the real validator is
 being written; the Rust harness additionally runs ``lackpy_policy::validate``.
@@ -281,7 +287,8 @@ def error_line(exc, name):
 def run_one(name, source, workspace):
     result = {"name": name, "ok": False, "repr": None, "data": None, "stdout": "",
               "exc_type": None, "exc_msg": None, "exc_line": None, "lint": lint(source)}
-    buf = io.StringIO()
+    raw = io.BytesIO()
+    buf = io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="\n")
     old_cwd = os.getcwd()
     try:
         tree = ast.parse(source, filename=name)
@@ -306,8 +313,22 @@ def run_one(name, source, workspace):
         result["exc_line"] = error_line(e, name)
     finally:
         os.chdir(old_cwd)
-    result["stdout"] = buf.getvalue()
-    return result
+    buf.flush()
+    result["stdout"] = raw.getvalue().decode("utf-8")
+    return placeholders(result)
+
+
+def placeholders(v):
+    """``v`` with every lone surrogate in its strings replaced by lackpy's placeholder."""
+    if isinstance(v, str):
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+            return "".join(chr(ord(c) - 0xD800 + 0x10F800) if 0xD800 <= ord(c) <= 0xDFFF else c for c in v)
+        return v
+    if isinstance(v, list):
+        return [placeholders(x) for x in v]
+    if isinstance(v, dict):
+        return {placeholders(k): placeholders(x) for k, x in v.items()}
+    return v
 
 
 def main():

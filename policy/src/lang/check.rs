@@ -749,10 +749,10 @@ impl<'a> Checker<'a> {
             Constant::Ellipsis => {
                 self.forbid(at, "`...` (Ellipsis)", "use pass for an empty block")
             }
-            // The parser turns a lone surrogate escape (`'\ud800'`) into
-            // U+FFFD; CPython keeps the surrogate. lackpy's strings hold
-            // Unicode scalar values only, so the program is refused rather
-            // than silently run with different text.
+            // `surrogate::rewrite` turned every lone surrogate escape into a
+            // placeholder before parsing; one it missed would reach the
+            // parser, which makes it U+FFFD where CPython keeps the
+            // surrogate. A safety net: refuse rather than run different text.
             Constant::Str(v) if v.contains('\u{FFFD}') => {
                 let r = e.range();
                 let start = u32::from(r.start()) as usize;

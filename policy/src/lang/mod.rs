@@ -20,6 +20,7 @@
 mod check;
 mod fastparse;
 pub mod prescan;
+pub mod surrogate;
 pub mod tables;
 mod walk;
 
@@ -105,13 +106,20 @@ pub struct Program {
     pub grade: Grade,
     /// Tools it calls, in first-appearance order, deduplicated.
     pub calls: Vec<String>,
+    /// Surrogate mode: a string literal held a lone surrogate escape, and
+    /// `source` has it rewritten to a placeholder (see [`surrogate`]).
+    pub surrogates: bool,
     line_starts: Vec<u32>,
+    shifts: Vec<surrogate::Shift>,
 }
 
 impl Program {
-    /// 1-based (line, column) of a byte offset into the source; the column counts characters.
+    /// 1-based (line, column) of a byte offset into the source; the column
+    /// counts characters of the program as written (before any surrogate
+    /// escape was rewritten).
     pub fn locate(&self, offset: TextSize) -> (u32, u32) {
-        locate(&self.source, &self.line_starts, u32::from(offset))
+        let (line, col) = locate(&self.source, &self.line_starts, u32::from(offset));
+        (line, surrogate::unshift(&self.shifts, line, col))
     }
 }
 
@@ -269,12 +277,65 @@ pub fn validate_with_predefined(
             None,
         )]);
     }
+    // Lone surrogate escapes become placeholders (surrogate mode); errors
+    // found in the rewritten text are mapped back to the columns as written.
+    let rewritten = surrogate::rewrite(source);
+    let shifts = rewritten.shifts;
+    if let (Some(_), Some(at)) = (&rewritten.text, rewritten.real_placeholder) {
+        return Err(vec![error_at(
+            source,
+            &starts,
+            at,
+            "ForbiddenSyntax",
+            "a string literal holds a character of U+10F800..U+10FFFF in a program that also has a lone surrogate escape (\\ud800-\\udfff)".to_string(),
+            Some("lackpy stands in for surrogates with these private-use characters; a program may use one or the other, not both".to_string()),
+        )]);
+    }
+    let surrogates = rewritten.text.is_some();
+    let owned;
+    let (source, starts) = match rewritten.text {
+        Some(t) => {
+            owned = t;
+            let s = line_starts(&owned);
+            (owned.as_str(), s)
+        }
+        None => (source, starts),
+    };
+    match check_rewritten(source, &starts, ns, limits, predefined) {
+        Ok((body, grade, calls)) => Ok(Program {
+            source: source.to_string(),
+            body,
+            grade,
+            calls,
+            surrogates,
+            line_starts: starts,
+            shifts,
+        }),
+        Err(mut errors) => {
+            for e in &mut errors {
+                if let (Some(line), Some(col)) = (e.line, e.col) {
+                    e.col = Some(surrogate::unshift(&shifts, line, col));
+                }
+            }
+            Err(errors)
+        }
+    }
+}
+
+/// Steps 2–6 of [`validate`] on the (possibly rewritten) source.
+fn check_rewritten(
+    source: &str,
+    starts: &[u32],
+    ns: &Namespace,
+    limits: &Limits,
+    predefined: &[String],
+) -> Result<(Vec<ast::Stmt>, Grade, Vec<String>), Vec<ErrorInfo>> {
     // However high a profile sets `max_depth`, source nesting stays under
     // HARD_MAX_DEPTH: the check pass recurses once per level.
     let max_depth = (limits.max_depth as usize).min(HARD_MAX_DEPTH);
     let bracket_problem = match prescan::scan(source, max_depth) {
         Ok(p) => p,
-        Err(t) => return Err(vec![too_deep(source, &starts, t.offset, t.what, max_depth)]),
+        Err(t) => return Err(vec![too_deep(source, starts, t.offset, t.what, max_depth)]),
     };
     let parsed = match fastparse::parse(source) {
         Some(body) => {
@@ -292,10 +353,10 @@ pub fn validate_with_predefined(
         Err(e) => {
             if let Some(p) = bracket_problem {
                 let msg =
-                    p.message(|o| locate(source, &starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+                    p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
                 return Err(vec![error_at(
                     source,
-                    &starts,
+                    starts,
                     p.offset(),
                     "SyntaxError",
                     msg,
@@ -305,7 +366,7 @@ pub fn validate_with_predefined(
             let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
                 source,
-                &starts,
+                starts,
                 off,
                 "SyntaxError",
                 syntax_message(&e.error),
@@ -327,13 +388,13 @@ pub fn validate_with_predefined(
         walk::dismantle(body);
         return Err(vec![too_deep(
             source,
-            &starts,
+            starts,
             off,
             "expressions",
             max_depth,
         )]);
     }
-    let mut checker = check::Checker::new(source, &starts, ns, &assigned);
+    let mut checker = check::Checker::new(source, starts, ns, &assigned);
     checker.body(&body);
     let (mut errors, calls) = checker.finish();
     if !errors.is_empty() {
@@ -344,13 +405,7 @@ pub fn validate_with_predefined(
         .iter()
         .filter_map(|c| ns.get(c))
         .fold(Grade::default(), |g, t| g.join(t.grade));
-    Ok(Program {
-        source: source.to_string(),
-        body,
-        grade,
-        calls,
-        line_starts: starts,
-    })
+    Ok((body, grade, calls))
 }
 
 /// Debug builds only: the fast parser must build exactly rustpython-parser's

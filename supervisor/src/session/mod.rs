@@ -495,6 +495,7 @@ pub(crate) fn check_program<'r>(
         Ok(program) => {
             report.grade = program.grade;
             report.calls = program.calls;
+            report.surrogates = program.surrogates;
             Some(Checked { source, initial })
         }
         Err(errors) => {

@@ -901,9 +901,19 @@ impl<'a> Interp<'a> {
                     ));
                 }
                 let mut text = String::new();
+                // Surrogate mode: where each piece starts (CPython writes
+                // them one by one, and the first holding a surrogate fails).
+                let pieces = super::surrogate::on();
+                let mut starts = Vec::new();
                 for (i, v) in a.pos.iter().enumerate() {
                     if i > 0 {
+                        if pieces {
+                            starts.push(text.len());
+                        }
                         text.push_str(&sep);
+                    }
+                    if pieces {
+                        starts.push(text.len());
                     }
                     match v {
                         Value::Str(s) => text.push_str(s.as_str()),
@@ -915,7 +925,14 @@ impl<'a> Interp<'a> {
                         return self.write_out(&text).map(|()| Value::None);
                     }
                 }
+                if pieces {
+                    starts.push(text.len());
+                }
                 text.push_str(&end);
+                if let Some((ok, e)) = super::surrogate::print_error(&text, &starts) {
+                    self.write_out(text.get(..ok).unwrap_or(""))?;
+                    return Err(e);
+                }
                 self.write_out(&text)?;
                 Ok(Value::None)
             }

@@ -1955,7 +1955,20 @@ impl<'a> Interp<'a> {
         for (k, v) in &a.kw {
             kwargs.push((k.to_string(), self.data_of(v, false)?));
         }
+        if super::surrogate::on() {
+            let all = args.iter().chain(kwargs.iter().map(|(_, d)| d));
+            if let Some(e) = all.filter_map(super::surrogate::data_error).next() {
+                return Err(e);
+            }
+        }
         match self.host.call(name, args, kwargs) {
+            Ok(d) if super::surrogate::on() && super::surrogate::data_has_placeholder(&d) => {
+                Err(Box::new(Exc {
+                    kind: ExcKind::Tool("ToolFailed".to_string()),
+                    msg: format!("the result of {name}() holds a character of U+10F800..U+10FFFF, which this program (it has a lone surrogate escape such as '\\ud800') uses to stand for surrogates"),
+                    pos: None,
+                }))
+            }
             Ok(d) => from_data(&d, 0),
             Err(f) => Err(Box::new(Exc {
                 kind: ExcKind::Tool(f.type_name),

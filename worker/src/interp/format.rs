@@ -170,7 +170,7 @@ pub fn str_repr_into(s: &str, out: &mut String, ascii: bool) {
             c if (c as u32) < 0x7f && (c as u32) >= 0x20 => out.push(c),
             c if !ascii && is_printable(c) => out.push(c),
             c => {
-                let u = c as u32;
+                let u = super::surrogate::code_point(c);
                 if u < 0x100 {
                     out.push_str(&format!("\\x{u:02x}"));
                 } else if u < 0x10000 {

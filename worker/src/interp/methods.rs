@@ -1848,7 +1848,12 @@ fn fast_sort(idx: &mut [usize], keys: &[Value]) -> InterpResult<bool> {
                 }
             })
             .collect();
-        idx.sort_by(|a, b| ks[*a].cmp(ks[*b]));
+        // Surrogate mode asked once per sort, not per comparison.
+        if super::surrogate::on() {
+            idx.sort_by(|a, b| super::surrogate::cmp_str(ks[*a].as_bytes(), ks[*b].as_bytes()));
+        } else {
+            idx.sort_by(|a, b| ks[*a].cmp(ks[*b]));
+        }
         return Ok(true);
     }
     let width = match &keys[0] {

@@ -38,6 +38,7 @@ pub(crate) mod format;
 pub(crate) mod iter;
 pub(crate) mod methods;
 pub(crate) mod ops;
+pub(crate) mod surrogate;
 pub(crate) mod unicode;
 pub(crate) mod value;
 
@@ -159,6 +160,8 @@ fn run_inner(
     limits: &Limits,
     initial: Option<Vec<(String, Data)>>,
 ) -> (RunResult, Globals) {
+    // Surrogate mode for this run only (restored when the run returns).
+    let _mode = surrogate::Mode::enter(program.surrogates);
     let code = match compile::compile(&program.body, &program.source, is_tool) {
         Ok(c) => c,
         Err(e) => return (fail(program, &e, 0), Globals::default()),
@@ -217,6 +220,9 @@ fn bind_globals(it: &mut Interp, initial: Vec<(String, Data)>) -> InterpResult<(
         let Some((_, slot)) = code.globals.iter().find(|(n, _)| **n == *name) else {
             continue;
         };
+        if surrogate::on() && surrogate::data_has_placeholder(&data) {
+            surrogate::from_outside_error(&format!("session variable '{name}'"))?;
+        }
         let v = eval::from_data(&data, 0)?;
         if let Some(s) = it.slots.get_mut(*slot as usize) {
             *s = Some(v);
@@ -252,6 +258,9 @@ fn collect_globals(it: &mut Interp, limits: &Limits) -> Globals {
         } else {
             None
         };
+        // In surrogate mode a str holding a surrogate (a placeholder) is not
+        // kept: a later cell would take it for a private-use character.
+        let data = data.filter(|d| !(surrogate::on() && surrogate::data_has_placeholder(d)));
         match data {
             Some(d) => {
                 let size = approx_size(&d).saturating_add(name.len());

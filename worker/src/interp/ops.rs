@@ -749,8 +749,9 @@ fn cmp_rec(op: OrderOp, a: &Value, b: &Value, depth: usize) -> InterpResult<bool
         });
     }
     match (a, b) {
-        // UTF-8 byte order is code point order.
-        (Value::Str(x), Value::Str(y)) => Ok(op.test(x.as_bytes().cmp(y.as_bytes()))),
+        (Value::Str(x), Value::Str(y)) => {
+            Ok(op.test(super::surrogate::cmp_str(x.as_bytes(), y.as_bytes())))
+        }
         (Value::List(x), Value::List(y)) => {
             let (x, y) = (x.v.borrow(), y.v.borrow());
             seq_cmp(op, &x, &y, depth)
@@ -852,7 +853,7 @@ fn seq_cmp(op: OrderOp, x: &[Value], y: &[Value], depth: usize) -> InterpResult<
             }
             (Value::Str(p), Value::Str(q)) => {
                 if p.as_bytes() != q.as_bytes() {
-                    return Ok(op.test(p.as_bytes().cmp(q.as_bytes())));
+                    return Ok(op.test(super::surrogate::cmp_str(p.as_bytes(), q.as_bytes())));
                 }
                 continue;
             }

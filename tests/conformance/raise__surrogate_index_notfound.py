@@ -1,0 +1,2 @@
+t = 'abc'
+n = t.index('\ud800')

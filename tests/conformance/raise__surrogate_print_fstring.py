@@ -1,0 +1,2 @@
+s = '\ud800'
+print(f'value: {s}')

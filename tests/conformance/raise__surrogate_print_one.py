@@ -1,0 +1,3 @@
+print('before')
+x = 'ab\ud800'
+print('x', x)

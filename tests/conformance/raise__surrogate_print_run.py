@@ -1,0 +1,2 @@
+print('start', end=' ')
+print('é' + '\ud83d\ude00' + 'z')

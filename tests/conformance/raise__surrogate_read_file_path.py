@@ -1,0 +1,2 @@
+# message: any
+t = read_file('\ud800.txt')

@@ -1,0 +1,1 @@
+x = write_file('out.txt', 'hello \ud800')

@@ -1,0 +1,3 @@
+# Raise=ValueError
+x = 'x'
+y = int('12\ud800')
