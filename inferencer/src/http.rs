@@ -724,23 +724,26 @@ fn try_once(
     Ok((text, None))
 }
 
-fn remote_error(v: &Value) -> Option<String> {
-    let e = v.get("error")?;
+/// An endpoint's own error inside a 200 answer (`{"error": "..."}` or
+/// `{"error": {"message": "..."}}`, whole or in a stream line) as
+/// [`InferError::Remote`].
+fn check_remote(v: &Value, url: &str) -> Result<(), InferError> {
+    let Some(e) = v.get("error") else {
+        return Ok(());
+    };
     let msg = e
         .as_str()
         .map(str::to_string)
         .or_else(|| e.get("message").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_else(|| e.to_string());
-    Some(bounded(&msg, 300))
+    Err(InferError::Remote {
+        url: url.to_string(),
+        detail: bounded(&msg, 300),
+    })
 }
 
 fn extract_whole(wire: Wire, v: &Value, url: &str) -> Result<String, InferError> {
-    if let Some(msg) = remote_error(v) {
-        return Err(InferError::Remote {
-            url: url.to_string(),
-            detail: msg,
-        });
-    }
+    check_remote(v, url)?;
     let text = match wire {
         Wire::OllamaGenerate => v
             .get("response")
@@ -781,12 +784,7 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
         Wire::OllamaGenerate | Wire::OllamaChat => {
             let v: Value = serde_json::from_str(line)
                 .map_err(|e| garbage(format!("bad stream line ({e}): {}", bounded(line, 120))))?;
-            if let Some(msg) = remote_error(&v) {
-                return Err(InferError::Remote {
-                    url: url.to_string(),
-                    detail: msg,
-                });
-            }
+            check_remote(&v, url)?;
             let piece = if wire == Wire::OllamaGenerate {
                 v.get("response")
             } else {
@@ -808,12 +806,7 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
             }
             let v: Value = serde_json::from_str(data)
                 .map_err(|e| garbage(format!("bad stream event ({e}): {}", bounded(data, 120))))?;
-            if let Some(msg) = remote_error(&v) {
-                return Err(InferError::Remote {
-                    url: url.to_string(),
-                    detail: msg,
-                });
-            }
+            check_remote(&v, url)?;
             if wire == Wire::OpenAi {
                 if let Some(p) = v
                     .pointer("/choices/0/delta/content")
