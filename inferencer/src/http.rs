@@ -355,10 +355,18 @@ fn host_port(url: &str) -> Result<(String, u16), String> {
     if authority.host().is_empty() {
         return Err("missing host".into());
     }
-    Ok((
-        authority.host().to_string(),
-        authority.port_u16().unwrap_or(port),
-    ))
+    // `port_u16` is None both without a port and for one that is no u16.
+    let hostport = authority
+        .as_str()
+        .rsplit_once('@')
+        .map_or(authority.as_str(), |(_, h)| h);
+    let after_host = hostport.rsplit(']').next().unwrap_or("");
+    let port = match (after_host.rsplit_once(':'), authority.port_u16()) {
+        (_, Some(p)) => p,
+        (None, None) => port,
+        (Some((_, bad)), None) => return Err(format!("bad port {bad:?}")),
+    };
+    Ok((authority.host().to_string(), port))
 }
 
 /// Resolve the endpoint URL's host to socket addresses, IPv4 first (Ollama
@@ -834,6 +842,65 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The supervisor's resolution: literal addresses without DNS, the
+    /// scheme's port by default, IPv4 first, and clear errors for what is
+    /// not an http(s) URL with a host.
+    #[test]
+    fn resolve_before_the_jail() {
+        let ok = |u: &str| resolve(u).unwrap_or_else(|e| panic!("{u}: {e}"));
+        assert_eq!(
+            ok("http://127.0.0.1/api"),
+            ["127.0.0.1:80".parse().expect("addr")]
+        );
+        assert_eq!(
+            ok("https://127.0.0.1"),
+            ["127.0.0.1:443".parse().expect("addr")]
+        );
+        assert_eq!(
+            ok("http://[::1]:8080/x"),
+            ["[::1]:8080".parse().expect("addr")]
+        );
+        let v4_first = ok("http://localhost:11434");
+        if let Some(first_v6) = v4_first.iter().position(|a| a.is_ipv6()) {
+            assert!(
+                v4_first[first_v6..].iter().all(|a| a.is_ipv6()),
+                "{v4_first:?}"
+            );
+        }
+        for bad in ["ftp://h/x", "http:///x", "not a url", "http://h:99999/"] {
+            assert!(
+                matches!(resolve(bad), Err(InferError::BadRequest { .. })),
+                "{bad}: {:?}",
+                resolve(bad)
+            );
+        }
+    }
+
+    /// ureq's resolver is replaced: the pinned addresses are all it returns
+    /// (at most 16), whatever the URL's host.
+    #[test]
+    fn pinned_resolver_never_looks_names_up() {
+        let uri: ureq::http::Uri = "http://model.invalid:1/x".parse().expect("uri");
+        let config = ureq::config::Config::default();
+        let timeout = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::NotHappening,
+            reason: ureq::Timeout::Global,
+            per_read: None,
+            per_write: None,
+        };
+        let addrs: Vec<SocketAddr> = (0..20u16)
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], 1000 + p)))
+            .collect();
+        let got = Pinned(addrs.clone())
+            .resolve(&uri, &config, timeout)
+            .map(|r| r.iter().copied().collect::<Vec<_>>());
+        assert_eq!(got.ok(), Some(addrs[..16].to_vec()));
+        assert!(matches!(
+            Pinned(Vec::new()).resolve(&uri, &config, timeout),
+            Err(ureq::Error::HostNotFound)
+        ));
+    }
 
     #[test]
     fn urls() {
