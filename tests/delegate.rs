@@ -4,129 +4,14 @@
 //! inferencer worker; programs run in the jailed executor.
 
 use crate::util::{json, lackpy, workspace};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Output;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[derive(Clone)]
-enum Reply {
-    Json(u16, String),
-    Silent(Duration),
-    Huge(usize),
-    /// 200, chunked transfer encoding, one chunk per piece.
-    Chunked(Vec<String>),
-}
-
-struct Fake {
-    url: String,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Fake {
-    /// Serve `script` in order, one reply per connection; the thread ends
-    /// when the script is used up or after 30 s.
-    fn start(script: Vec<Reply>) -> Fake {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", l.local_addr().expect("addr"));
-        l.set_nonblocking(true).expect("nonblocking");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let seen2 = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            for r in script {
-                let s = loop {
-                    match l.accept() {
-                        Ok((s, _)) => break Some(s),
-                        Err(_) if Instant::now() < deadline => {
-                            std::thread::sleep(Duration::from_millis(5))
-                        }
-                        Err(_) => break None,
-                    }
-                };
-                let Some(mut s) = s else { return };
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let req = read_request(&mut s);
-                seen2.lock().expect("lock").push(req);
-                match r {
-                    Reply::Json(st, body) => {
-                        let _ = write!(s, "HTTP/1.1 {st} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-                    }
-                    Reply::Silent(d) => std::thread::sleep(d),
-                    Reply::Chunked(parts) => {
-                        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n");
-                        for p in parts {
-                            let _ = write!(s, "{:x}\r\n{p}\r\n", p.len());
-                            let _ = s.flush();
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        let _ = write!(s, "0\r\n\r\n");
-                    }
-                    Reply::Huge(n) => {
-                        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n");
-                        let _ = s.write_all(&vec![b'x'; n]);
-                    }
-                }
-            }
-        });
-        Fake { url, seen }
-    }
-
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().expect("lock").clone()
-    }
-}
-
-fn read_request(s: &mut TcpStream) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    while let Ok(n) = s.read(&mut chunk) {
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf);
-        if let Some(i) = text.find("\r\n\r\n") {
-            let len: usize = text[..i]
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if buf.len() >= i + 4 + len {
-                break;
-            }
-        }
-    }
-    String::from_utf8_lossy(&buf).to_string()
-}
-
-/// An Ollama `/api/generate` answer.
-fn ollama(text: &str) -> Reply {
-    Reply::Json(
-        200,
-        serde_json::json!({"response": text, "done": true}).to_string(),
-    )
-}
-
-/// An OpenAI chat-completions answer.
-fn openai(text: &str) -> Reply {
-    Reply::Json(
-        200,
-        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": text}}]})
-            .to_string(),
-    )
-}
-
-fn closed_port_url() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    format!("http://{}", l.local_addr().expect("addr"))
-}
+/// The fake model endpoints, shared with the inferencer's own wire tests.
+#[path = "../inferencer/tests/support/fake_server.rs"]
+mod fake_server;
+use fake_server::{closed_port_url, ollama, openai, Reply, Server as Fake};
 
 fn ws_with_config(config: &str) -> tempfile::TempDir {
     workspace(&[
@@ -203,7 +88,7 @@ fn model_through_jailed_worker() {
         .as_str()
         .unwrap_or("")
         .starts_with("Here you go"));
-    let req = &fake.seen()[0];
+    let req = &fake.requests()[0];
     assert!(req.starts_with("POST /api/generate "), "{req}");
     assert!(req.contains("shout the first note") && req.contains("read_file(path: str) -> str"));
 }
@@ -224,7 +109,7 @@ fn unavailable_virtual_tools_are_not_in_the_prompt() {
     let v = json(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["value"], 4);
-    let req = &fake.seen()[0];
+    let req = &fake.requests()[0];
     assert!(req.contains("read_file(path: str) -> str"), "{req}");
     assert!(!req.contains("ask_user"), "{req}");
 }
@@ -237,12 +122,15 @@ fn streaming_chat_through_jailed_worker() {
             serde_json::json!({"message": {"role": "assistant", "content": t}, "done": done})
         )
     };
-    let fake = Fake::start(vec![Reply::Chunked(vec![
-        piece("```python\nlen(read_", false),
-        piece("file('notes/b.txt'))\n", false),
-        piece("```", false),
-        piece("", true),
-    ])]);
+    let fake = Fake::start(vec![Reply::Chunks(
+        vec![
+            piece("```python\nlen(read_", false),
+            piece("file('notes/b.txt'))\n", false),
+            piece("```", false),
+            piece("", true),
+        ],
+        Duration::from_millis(5),
+    )]);
     let ws = ws_with_config(&format!(
         "[inference]\norder = [\"local\"]\n{}",
         provider(
@@ -257,7 +145,7 @@ fn streaming_chat_through_jailed_worker() {
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["program"], "len(read_file('notes/b.txt'))");
     assert_eq!(v["value"], 4);
-    let req = &fake.seen()[0];
+    let req = &fake.requests()[0];
     assert!(
         req.starts_with("POST /api/chat ") && req.contains("\"stream\":true"),
         "{req}"
@@ -285,7 +173,7 @@ fn retry_with_hints_then_success() {
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0]["error"]["kind"], "validation");
     assert!(attempts[0]["error"]["line"].is_number(), "{}", attempts[0]);
-    let retry = &fake.seen()[1];
+    let retry = &fake.requests()[1];
     assert!(
         retry.contains("import os") && retry.contains("line 1"),
         "{retry}"
@@ -295,7 +183,7 @@ fn retry_with_hints_then_success() {
 
 #[test]
 fn cascade_from_failing_small_model_to_openai() {
-    let small = Fake::start(vec![Reply::Json(500, "{\"error\":\"boom\"}".into())]);
+    let small = Fake::start(vec![Reply::Body(500, "{\"error\":\"boom\"}".into())]);
     let big = Fake::start(vec![openai("len(find_files('notes/*.txt'))")]);
     let config = format!(
         "[inference]\norder = [\"small\", \"big\"]\n{}{}",
@@ -327,7 +215,7 @@ fn cascade_from_failing_small_model_to_openai() {
         .as_str()
         .unwrap_or("")
         .contains("500"));
-    let req = &big.seen()[0];
+    let req = &big.requests()[0];
     assert!(req.starts_with("POST /v1/chat/completions "));
     assert!(req
         .to_ascii_lowercase()
@@ -391,7 +279,10 @@ fn no_valid_program_is_exit_2() {
         "{v}"
     );
     assert_eq!(v["attempts"].as_array().map(Vec::len), Some(2));
-    assert!(fake.seen()[1].contains("for loop"), "retry hint for while");
+    assert!(
+        fake.requests()[1].contains("for loop"),
+        "retry hint for while"
+    );
 }
 
 #[test]
@@ -448,7 +339,7 @@ fn runtime_failure_of_generated_program() {
     assert_eq!(v["program"], "read_file('missing.txt')");
     // Read-only: the failure went back to the model (its only provider),
     // with the error, since the workspace view is on for a local endpoint.
-    let seen = fake.seen();
+    let seen = fake.requests();
     assert_eq!(
         seen.len(),
         1,
@@ -479,7 +370,7 @@ fn ratchet_promotes_after_n_successes() {
     let v = json(&delegate(ws.path(), "count my   notes", &[]));
     assert_eq!(v["provider"], "templates", "{v}");
     assert_eq!(v["value"], 2);
-    assert_eq!(fake.seen().len(), 2);
+    assert_eq!(fake.requests().len(), 2);
 }
 
 #[test]
@@ -595,8 +486,8 @@ fn read_only_runtime_failure_moves_the_cascade_on_with_the_workspace_view() {
     assert_eq!(v["attempts"][0]["error"]["kind"], "tool", "{v}");
     assert_eq!(v["rerun_safe"], true);
     // The view reaches only the provider that allows it.
-    let small_prompt = small.seen().join("");
-    let big_prompt = big.seen().join("");
+    let small_prompt = small.requests().join("");
+    let big_prompt = big.requests().join("");
     assert!(!small_prompt.contains("notes/b.txt"), "{small_prompt}");
     assert!(
         big_prompt.contains("notes/b.txt") && big_prompt.contains("README.md"),
@@ -635,7 +526,10 @@ fn a_program_with_effects_runs_once() {
             .contains("not re-run"),
         "{v}"
     );
-    assert!(big.seen().is_empty(), "never handed to another provider");
+    assert!(
+        big.requests().is_empty(),
+        "never handed to another provider"
+    );
     assert_eq!(v["attempts"].as_array().map(Vec::len), Some(1));
 }
 
@@ -663,7 +557,7 @@ fn comment_only_or_constant_answers_are_not_success() {
         .unwrap_or_default();
     assert_eq!(types, ["EmptyProgram", "EmptyProgram", "NoToolCall"], "{v}");
     // The repeated answer got a different request.
-    assert!(fake.seen()[2].contains("Write a different cell"));
+    assert!(fake.requests()[2].contains("Write a different cell"));
 }
 
 #[test]
@@ -682,7 +576,7 @@ fn tool_arguments_are_checked_before_running() {
         v["value"],
         serde_json::json!(["notes/a.txt", "notes/b.txt"])
     );
-    assert!(fake.seen()[1].contains("call it as find_files(pattern)"));
+    assert!(fake.requests()[1].contains("call it as find_files(pattern)"));
 }
 
 #[test]
@@ -864,7 +758,7 @@ fn inferencer_role_cannot_reach_another_port() {
     use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
     use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 
-    let allowed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let allowed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let other = Fake::start(vec![ollama("1")]);
     let other_addr: std::net::SocketAddr = other
         .url
@@ -919,5 +813,5 @@ fn inferencer_role_cannot_reach_another_port() {
         other_reply => panic!("expected a refused connection, got {other_reply:?}"),
     }
     std::thread::sleep(Duration::from_millis(100));
-    assert!(other.seen().is_empty(), "the other port was reached");
+    assert!(other.requests().is_empty(), "the other port was reached");
 }

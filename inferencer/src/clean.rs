@@ -27,6 +27,14 @@ fn parse_bounded(src: &str) -> Option<rustpython_parser::ast::Mod> {
     parse(src, Mode::Module, "<answer>").ok()
 }
 
+/// The statements of a module that parses within the bounds.
+fn statements(src: &str) -> Option<Vec<rustpython_parser::ast::Stmt>> {
+    match parse_bounded(src)? {
+        rustpython_parser::ast::Mod::Module(m) => Some(m.body),
+        _ => None,
+    }
+}
+
 fn parses(src: &str) -> bool {
     !src.trim().is_empty() && parse_bounded(src).is_some()
 }
@@ -114,11 +122,7 @@ fn extract(raw: &str) -> String {
 /// repair of kibitzer's `wrong_output` mode; `None` when not applicable.
 pub fn ensure_result(program: &str) -> Option<String> {
     use rustpython_parser::ast;
-    let module = parse_bounded(program)?;
-    let ast::Mod::Module(m) = module else {
-        return None;
-    };
-    let ast::Stmt::Assign(a) = m.body.last()? else {
+    let ast::Stmt::Assign(a) = statements(program)?.pop()? else {
         return None;
     };
     let [ast::Expr::Name(n)] = a.targets.as_slice() else {
@@ -132,11 +136,7 @@ pub fn ensure_result(program: &str) -> Option<String> {
 /// one-argument `print` call.
 pub fn unprint_result(program: &str) -> Option<String> {
     use rustpython_parser::ast::{self, Ranged};
-    let module = parse_bounded(program)?;
-    let ast::Mod::Module(m) = module else {
-        return None;
-    };
-    let ast::Stmt::Expr(e) = m.body.last()? else {
+    let ast::Stmt::Expr(e) = statements(program)?.pop()? else {
         return None;
     };
     let ast::Expr::Call(c) = &*e.value else {
@@ -253,11 +253,8 @@ pub fn shape_problem(program: &str, tools: &[String]) -> Option<(&'static str, S
     if program.trim().is_empty() {
         return Some(("EmptyProgram", "the answer held no code".into()));
     }
-    let module = parse_bounded(program)?;
-    let ast::Mod::Module(m) = module else {
-        return None;
-    };
-    let Some(last) = m.body.last() else {
+    let body = statements(program)?;
+    let Some(last) = body.last() else {
         return Some((
             "EmptyProgram",
             "the cell holds only comments: it computes nothing".into(),

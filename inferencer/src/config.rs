@@ -1,26 +1,18 @@
-//! The `[inference]` section of `.lackpy/config.toml`: provider order and
-//! `[inference.providers.NAME]` tables, compatible with the original lackpy.
+//! Turning the `[inference]` providers into HTTP endpoints.
 //!
-//! ```toml
-//! [inference]
-//! order = ["templates", "rules", "local", "big"]
-//! promote_after = 3
+//! The section itself is typed once, by `lackpy-policy` when the config
+//! file is loaded ([`lackpy_policy::config::Inference`], with file, line
+//! and key in its errors); this module re-exports those types and adds what
+//! needs the environment or the wire formats: [`ProviderEndpoint::endpoint`]
+//! (the base URL from the config, `OLLAMA_HOST`, `OPENAI_BASE_URL` or
+//! `ANTHROPIC_BASE_URL`; the API key from its variable) and
+//! [`ProviderEndpoint::context_enabled`].
 //!
-//! [inference.providers.local]
-//! plugin = "ollama"            # ollama | openai | anthropic | woollama
-//! host = "http://localhost:11434"
-//! model = "qwen2.5-coder:3b"
-//!
-//! [inference.providers.big]
-//! plugin = "woollama"
-//! model = "ollama/qwen2.5-coder:7b"
-//! ```
-//!
-//! Pure: the caller reads the file; API keys are looked up through a
-//! caller-supplied environment function so tests never touch the real one.
+//! Pure: API keys are looked up through a caller-supplied environment
+//! function so tests never touch the real one.
 
 use crate::http::{Endpoint, Secret, Wire};
-use std::collections::BTreeMap;
+pub use lackpy_policy::config::{InferenceConfig, Plugin, ProviderConfig};
 use std::time::Duration;
 
 /// Default Ollama endpoint.
@@ -56,133 +48,38 @@ fn bad(table: &str, key: &str, message: impl Into<String>) -> ConfigError {
     }
 }
 
-/// Which implementation a provider uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plugin {
-    /// Intent patterns with slots (shipped plus `.lackpy/templates.toml`).
-    Templates,
-    /// Keyword rules.
-    Rules,
-    /// Ollama's native API.
-    Ollama,
-    /// An OpenAI-compatible `/v1/chat/completions` endpoint.
-    OpenAi,
-    /// Anthropic's `/v1/messages`.
-    Anthropic,
-    /// `"provider/model"` strings routed to the matching wire format.
-    Woollama,
-    /// A plugin this build does not implement (kept so an existing config
-    /// still loads; every attempt with it fails with a clear error).
-    Unsupported,
-}
-
-impl Plugin {
-    /// Parse a `plugin = "..."` value.
-    pub fn parse(s: &str) -> Option<Plugin> {
-        Some(match s {
-            "templates" | "template" => Plugin::Templates,
-            "rules" => Plugin::Rules,
-            "ollama" => Plugin::Ollama,
-            "openai" | "openai-compatible" => Plugin::OpenAi,
-            "anthropic" => Plugin::Anthropic,
-            "woollama" => Plugin::Woollama,
-            _ => return None,
-        })
-    }
-
-    /// True for providers that call a model over HTTP.
-    pub fn is_model(self) -> bool {
-        !matches!(self, Plugin::Templates | Plugin::Rules)
-    }
-}
-
-/// One `[inference.providers.NAME]` table (or a built-in default).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProviderConfig {
-    /// The name used in `order` and reported in `attempts`.
-    pub name: String,
-    /// Implementation.
-    pub plugin: Plugin,
-    /// Model name (for woollama, `"provider/model"`).
-    pub model: Option<String>,
-    /// Base URL (`base_url` or `host`).
-    pub base_url: Option<String>,
-    /// The `plugin` value as written (for [`Plugin::Unsupported`] errors).
-    pub plugin_name: String,
-    /// Environment variable holding the API key.
-    pub api_key_env: Option<String>,
-    /// An API key written in the config file (`api_key`); the environment
-    /// variable wins when both are set. Never logged.
-    pub api_key: Option<Secret>,
-    /// Ollama API: `"generate"` or `"chat"` (default `generate`; woollama uses chat).
-    pub api: Option<String>,
-    /// Ask for a streamed answer (NDJSON for Ollama, SSE otherwise).
-    pub stream: bool,
-    /// Sampling temperature of the first attempt. Default 0.2.
-    pub temperature: f64,
-    /// Temperature of the correction retry. Default 0.6.
-    pub retry_temperature: f64,
-    /// Maximum tokens to generate. Default 1024.
-    pub max_tokens: u32,
-    /// TCP connect timeout. Default 3 s.
-    pub connect_timeout: Duration,
-    /// Whole-request timeout (connect + answer). Default 60 s (a 3B model on a laptop CPU answers in 3–10 s; loading it cold takes longer).
-    pub timeout: Duration,
-    /// Retries after a 5xx, 429, timeout or connection failure. Default 1. Worst case per provider: 2 attempts × (retries + 1) × timeout.
-    pub retries: u32,
-    /// Largest response body accepted, in bytes. Default 1 MiB.
-    pub max_response_bytes: u64,
-    /// Sampling seed sent to the endpoint (Ollama `options.seed`, OpenAI
-    /// `seed`), for reproducible answers. Default none.
-    pub seed: Option<u64>,
-    /// Put a bounded view of the workspace (matching paths, an outline,
-    /// data files' first lines) into the prompt. Default: on for an
-    /// endpoint on a loopback address, off otherwise (it discloses file
-    /// names and the start of data files to the endpoint).
-    pub workspace_context: Option<bool>,
-}
-
-impl ProviderConfig {
-    /// A provider with every setting at its default.
-    pub fn new(name: impl Into<String>, plugin: Plugin) -> Self {
-        ProviderConfig {
-            name: name.into(),
-            plugin,
-            model: None,
-            base_url: None,
-            plugin_name: String::new(),
-            api_key_env: None,
-            api_key: None,
-            api: None,
-            stream: false,
-            temperature: 0.2,
-            retry_temperature: 0.6,
-            max_tokens: 1024,
-            connect_timeout: Duration::from_secs(3),
-            timeout: Duration::from_secs(60),
-            retries: 1,
-            max_response_bytes: 1024 * 1024,
-            seed: None,
-            workspace_context: None,
-        }
-    }
-
+/// What a provider needs from the environment and the wire formats.
+pub trait ProviderEndpoint {
     /// Whether the workspace view goes into this provider's prompts:
     /// `workspace_context` when set, else true only for an endpoint whose
     /// host is a loopback name or address.
-    pub fn context_enabled(&self, endpoint: &Endpoint) -> bool {
+    fn context_enabled(&self, endpoint: &Endpoint) -> bool;
+
+    /// Resolve into a concrete HTTP endpoint (`None` for templates/rules).
+    ///
+    /// `env` looks up environment variables (the API key, the base URL
+    /// variables).
+    ///
+    /// # Errors
+    /// A woollama model string with an unknown provider prefix, a missing
+    /// API key for a provider that needs one, a base URL from the
+    /// environment that is not `http(s)://`.
+    fn endpoint(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Endpoint>, ConfigError>;
+}
+
+impl ProviderEndpoint for ProviderConfig {
+    /// Whether the workspace view goes into this provider's prompts:
+    /// `workspace_context` when set, else true only for an endpoint whose
+    /// host is a loopback name or address.
+    fn context_enabled(&self, endpoint: &Endpoint) -> bool {
         self.workspace_context
             .unwrap_or_else(|| is_loopback_url(&endpoint.url))
     }
 
-    /// Resolve into a concrete HTTP endpoint (`None` for templates/rules).
-    ///
-    /// `env` looks up environment variables (the API key).
-    ///
-    /// # Errors
-    /// A woollama model string with an unknown provider prefix, or a missing
-    /// API key for a provider that needs one.
-    pub fn endpoint(
+    fn endpoint(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Option<Endpoint>, ConfigError> {
@@ -386,261 +283,15 @@ fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The whole `[inference]` section.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InferenceConfig {
-    /// Providers in the order they are tried.
-    pub order: Vec<ProviderConfig>,
-    /// Successes of the same normalised intent before it becomes a template. Default 3.
-    pub promote_after: u32,
-    /// Examples retrieved into a prompt. Default 6.
-    pub examples: usize,
-    /// Count a delegate result that ran ok towards promotion without the
-    /// caller's confirmation (`promote_unconfirmed = true`). Default false:
-    /// only results confirmed over MCP (`confirm_result`) count.
-    pub promote_unconfirmed: bool,
-}
-
-impl Default for InferenceConfig {
-    fn default() -> Self {
-        InferenceConfig {
-            order: vec![
-                ProviderConfig::new("templates", Plugin::Templates),
-                ProviderConfig::new("rules", Plugin::Rules),
-                ProviderConfig::new("ollama", Plugin::Ollama),
-            ],
-            promote_after: 3,
-            examples: 6,
-            promote_unconfirmed: false,
-        }
-    }
-}
-
-impl InferenceConfig {
-    /// Read `[inference]` from a parsed config file (the whole document).
-    /// A document without the section gives the defaults.
-    ///
-    /// # Errors
-    /// [`ConfigError`] naming the table and key.
-    pub fn from_toml(doc: &toml::Value) -> Result<Self, ConfigError> {
-        let mut cfg = InferenceConfig::default();
-        let Some(inf) = doc.get("inference") else {
-            return Ok(cfg);
-        };
-        let Some(inf) = inf.as_table() else {
-            return Err(bad("", "inference", "must be a table"));
-        };
-        let mut providers: BTreeMap<String, ProviderConfig> = BTreeMap::new();
-        if let Some(p) = inf.get("providers") {
-            let Some(p) = p.as_table() else {
-                return Err(bad("", "providers", "must be a table"));
-            };
-            for (name, t) in p {
-                providers.insert(name.clone(), parse_provider(name, t)?);
-            }
-        }
-        if let Some(v) = inf.get("promote_after") {
-            cfg.promote_after = int(v)
-                .and_then(|i| u32::try_from(i).ok())
-                .ok_or_else(|| bad("", "promote_after", "must be a non-negative integer"))?;
-        }
-        if let Some(v) = inf.get("promote_unconfirmed") {
-            cfg.promote_unconfirmed = v
-                .as_bool()
-                .ok_or_else(|| bad("", "promote_unconfirmed", "must be true or false"))?;
-        }
-        if let Some(v) = inf.get("examples") {
-            cfg.examples = int(v)
-                .and_then(|i| usize::try_from(i).ok())
-                .filter(|n| *n <= 50)
-                .ok_or_else(|| bad("", "examples", "must be an integer 0..=50"))?;
-        }
-        let order: Vec<String> = match inf.get("order") {
-            Some(v) => {
-                let Some(a) = v.as_array() else {
-                    return Err(bad("", "order", "must be an array of provider names"));
-                };
-                a.iter()
-                    .map(|x| {
-                        x.as_str()
-                            .map(str::to_string)
-                            .ok_or_else(|| bad("", "order", "must be an array of strings"))
-                    })
-                    .collect::<Result<_, _>>()?
-            }
-            None if providers.is_empty() => return Ok(cfg),
-            None => {
-                let mut o = vec!["templates".to_string(), "rules".to_string()];
-                o.extend(
-                    providers
-                        .keys()
-                        .filter(|k| *k != "templates" && *k != "rules")
-                        .cloned(),
-                );
-                o
-            }
-        };
-        cfg.order = order
-            .iter()
-            .map(|name| match providers.get(name) {
-                Some(p) => Ok(p.clone()),
-                None => match Plugin::parse(name) {
-                    Some(plugin) => Ok(ProviderConfig::new(name.clone(), plugin)),
-                    None => Err(bad("", "order", format!("{name:?} is neither a built-in provider nor an [inference.providers.{name}] table"))),
-                },
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(cfg)
-    }
-
-    /// Apply the `--model` / `--ollama-url` flags.
-    ///
-    /// `--model M` replaces every model provider with one built from `M`
-    /// (`"ollama/x"`, `"openai/x"`, `"anthropic/x"` route by prefix; a bare
-    /// name is an Ollama model); templates and rules stay. `--ollama-url U`
-    /// sets the base URL of every Ollama-wire provider.
-    pub fn apply_flags(&mut self, model: Option<&str>, ollama_url: Option<&str>) {
-        if let Some(m) = model {
-            let mut p = if m.contains('/') {
-                ProviderConfig::new(m, Plugin::Woollama)
-            } else {
-                ProviderConfig::new(format!("ollama/{m}"), Plugin::Ollama)
-            };
-            p.model = Some(m.to_string());
-            // Keep the first model provider's settings (timeouts, stream, url).
-            if let Some(first) = self.order.iter().find(|p| p.plugin.is_model()) {
-                p.stream = first.stream;
-                p.timeout = first.timeout;
-                p.connect_timeout = first.connect_timeout;
-                p.retries = first.retries;
-                if first.plugin == Plugin::Ollama && p.plugin == Plugin::Ollama {
-                    p.base_url = first.base_url.clone();
-                    p.api = first.api.clone();
-                }
-            }
-            self.order.retain(|p| !p.plugin.is_model());
-            self.order.push(p);
-        }
-        if let Some(u) = ollama_url {
-            for p in &mut self.order {
-                let ollama_wire = p.plugin == Plugin::Ollama
-                    || (p.plugin == Plugin::Woollama
-                        && p.model.as_deref().is_none_or(|m| m.starts_with("ollama/")));
-                if ollama_wire {
-                    p.base_url = Some(u.to_string());
-                }
-            }
-        }
-    }
-}
-
-fn int(v: &toml::Value) -> Option<i64> {
-    v.as_integer()
-}
-
-fn secs(table: &str, key: &str, v: &toml::Value) -> Result<Duration, ConfigError> {
-    let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
-    match f {
-        Some(f) if f.is_finite() && f > 0.0 && f <= 3600.0 => Ok(Duration::from_secs_f64(f)),
-        _ => Err(bad(table, key, "must be a number of seconds in (0, 3600]")),
-    }
-}
-
-fn parse_provider(name: &str, v: &toml::Value) -> Result<ProviderConfig, ConfigError> {
-    let table = format!(".providers.{name}");
-    let Some(t) = v.as_table() else {
-        return Err(bad("", &format!("providers.{name}"), "must be a table"));
-    };
-    let plugin_name = match t.get("plugin") {
-        Some(p) => p
-            .as_str()
-            .ok_or_else(|| bad(&table, "plugin", "must be a string"))?
-            .to_string(),
-        None => name.to_string(),
-    };
-    let plugin = Plugin::parse(&plugin_name).unwrap_or(Plugin::Unsupported);
-    let mut p = ProviderConfig::new(name, plugin);
-    p.plugin_name = plugin_name;
-    let s = |key: &str| -> Result<Option<String>, ConfigError> {
-        match t.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(|x| Some(x.to_string()))
-                .ok_or_else(|| bad(&table, key, "must be a string")),
-        }
-    };
-    p.model = s("model")?;
-    p.base_url = s("base_url")?
-        .or(s("host")?)
-        .map(|u| u.trim_end_matches('/').to_string());
-    p.api_key_env = s("api_key_env")?;
-    p.api = s("api")?;
-    if let Some(v) = t.get("stream") {
-        p.stream = v
-            .as_bool()
-            .ok_or_else(|| bad(&table, "stream", "must be true or false"))?;
-    }
-    for (key, slot) in [
-        ("temperature", &mut p.temperature),
-        ("retry_temperature", &mut p.retry_temperature),
-    ] {
-        if let Some(v) = t.get(key) {
-            let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
-            *slot = f
-                .filter(|f| (0.0..=2.0).contains(f))
-                .ok_or_else(|| bad(&table, key, "must be a number in [0, 2]"))?;
-        }
-    }
-    if let Some(v) = t.get("max_tokens") {
-        p.max_tokens = int(v)
-            .and_then(|i| u32::try_from(i).ok())
-            .filter(|n| *n > 0)
-            .ok_or_else(|| bad(&table, "max_tokens", "must be a positive integer"))?;
-    }
-    if let Some(v) = t.get("timeout_seconds").or(t.get("timeout")) {
-        p.timeout = secs(&table, "timeout_seconds", v)?;
-    }
-    if let Some(v) = t.get("connect_timeout_seconds") {
-        p.connect_timeout = secs(&table, "connect_timeout_seconds", v)?;
-    }
-    if let Some(v) = t.get("retries") {
-        p.retries = int(v)
-            .and_then(|i| u32::try_from(i).ok())
-            .filter(|n| *n <= 10)
-            .ok_or_else(|| bad(&table, "retries", "must be an integer 0..=10"))?;
-    }
-    if let Some(v) = t.get("max_response_bytes") {
-        p.max_response_bytes = int(v)
-            .and_then(|i| u64::try_from(i).ok())
-            .filter(|n| *n > 0)
-            .ok_or_else(|| bad(&table, "max_response_bytes", "must be a positive integer"))?;
-    }
-    if let Some(v) = t.get("seed") {
-        p.seed = Some(
-            int(v)
-                .and_then(|i| u64::try_from(i).ok())
-                .ok_or_else(|| bad(&table, "seed", "must be a non-negative integer"))?,
-        );
-    }
-    if let Some(v) = t.get("workspace_context") {
-        p.workspace_context = Some(
-            v.as_bool()
-                .ok_or_else(|| bad(&table, "workspace_context", "must be true or false"))?,
-        );
-    }
-    p.api_key = s("api_key")?.filter(|k| !k.is_empty()).map(Secret::new);
-    Ok(p)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(s: &str) -> Result<InferenceConfig, ConfigError> {
-        InferenceConfig::from_toml(
-            &toml::from_str::<toml::Value>(s).map_err(|e| bad("", "toml", e.to_string()))?,
-        )
+    /// The section as the CLI gets it: typed by policy, then resolved.
+    fn parse(s: &str) -> Result<InferenceConfig, String> {
+        lackpy_policy::config::Config::parse(s, std::path::Path::new("config.toml"))
+            .and_then(|c| c.inference.resolve())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

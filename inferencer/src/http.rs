@@ -5,42 +5,36 @@
 //! is what the jailed inferencer worker runs, and what runs in-process when
 //! no worker is used. It never sees files, tools or results.
 //!
+//! Transport: `ureq` (blocking, no threads of its own, so it runs in the
+//! jailed worker where `RLIMIT_NPROC` is 0), rustls with the ring provider
+//! and the webpki roots, no proxy taken from the environment, no redirects,
+//! no pooled connections. Names are never resolved in the jail: the
+//! supervisor resolves the endpoint ([`resolve`]) and pins the address
+//! ([`Endpoint::pinned_addr`]); ureq's resolver is replaced by one that only
+//! returns it.
+//!
 //! Bounds: a connect timeout and a whole-request timeout per try; at most
 //! `retries` further tries, only after a 5xx, 429, timeout or connection
-//! failure, with exponential backoff capped at [`MAX_BACKOFF`]; the body is
-//! read in chunks and abandoned past `max_response_bytes`. API keys live in
-//! [`Secret`], whose `Debug` is redacted, and travel only in headers; error
-//! messages name the URL without its query or user info.
+//! failure, with exponential backoff capped at [`MAX_BACKOFF`] (a
+//! `Retry-After` in seconds honoured within it); the body is abandoned past
+//! `max_response_bytes`, the header block past [`MAX_HEADER_BYTES`]. API
+//! keys live in [`Secret`], whose `Debug` is redacted, and travel only in
+//! headers; error messages name the URL without its query or user info.
 
 use bincode::{Decode, Encode};
+pub use lackpy_policy::config::Secret;
 use serde_json::{json, Value};
-use std::net::SocketAddr;
+use std::io::{BufRead, Read};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{Connector, NextTimeout, RustlsConnector, TcpConnector};
 
 /// Longest pause between two tries. Why: retries exist for a model server
 /// that is briefly busy; a longer wait only delays the next provider.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
-
-/// A secret string (an API key) whose `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq, Encode, Decode)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wrap a secret.
-    pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
-    }
-    /// The secret itself, for the request header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
 
 /// The wire format of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
@@ -306,10 +300,11 @@ fn generate_tries(
 ) -> Result<Generation, InferError> {
     let ep = &req.endpoint;
     let url = display_url(&ep.url);
-    let target = crate::client::Url::parse(&ep.url).map_err(|detail| InferError::BadRequest {
-        url: url.clone(),
-        detail,
-    })?;
+    let addrs = match ep.pinned_addr {
+        Some(a) => vec![a],
+        None => resolve(&ep.url)?,
+    };
+    let agent = agent(ep, &addrs);
     let body = request_body(req).to_string();
     let mut own_tries = 0u32;
     let mut backoff = Duration::from_millis(200);
@@ -317,7 +312,7 @@ fn generate_tries(
         own_tries += 1;
         *tries += 1;
         let mut retry_after = None;
-        match try_once(&target, ep, &url, body.as_bytes(), &mut retry_after) {
+        match try_once(&agent, ep, &url, body.as_bytes(), &mut retry_after) {
             Ok((text, prompt_tokens)) => {
                 return Ok(Generation {
                     text,
@@ -345,6 +340,203 @@ fn generate_tries(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// The host and port of an `http://` or `https://` URL.
+fn host_port(url: &str) -> Result<(String, u16), String> {
+    let uri: ureq::http::Uri = url.parse().map_err(|e| format!("bad URL: {e}"))?;
+    let port = match uri.scheme_str() {
+        Some("http") => 80,
+        Some("https") => 443,
+        _ => return Err(format!("{url:?} is not an http:// or https:// URL")),
+    };
+    let authority = uri.authority().ok_or("missing host")?;
+    if authority.host().is_empty() {
+        return Err("missing host".into());
+    }
+    // `port_u16` is None both without a port and for one that is no u16.
+    let hostport = authority
+        .as_str()
+        .rsplit_once('@')
+        .map_or(authority.as_str(), |(_, h)| h);
+    let after_host = hostport.rsplit(']').next().unwrap_or("");
+    let port = match (after_host.rsplit_once(':'), authority.port_u16()) {
+        (_, Some(p)) => p,
+        (None, None) => port,
+        (Some((_, bad)), None) => return Err(format!("bad port {bad:?}")),
+    };
+    Ok((authority.host().to_string(), port))
+}
+
+/// Resolve the endpoint URL's host to socket addresses, IPv4 first (Ollama
+/// listens on 127.0.0.1 while `localhost` may resolve to `::1` first).
+/// The supervisor calls this before it starts the jailed worker, which has
+/// no resolver files and connects only to the address it is given.
+///
+/// # Errors
+/// [`InferError::BadRequest`] for a URL that is not `http(s)://host…`,
+/// [`InferError::Unreachable`] when the name does not resolve.
+pub fn resolve(url: &str) -> Result<Vec<SocketAddr>, InferError> {
+    let shown = display_url(url);
+    let (host, port) = host_port(url).map_err(|detail| InferError::BadRequest {
+        url: shown.clone(),
+        detail,
+    })?;
+    // `host` keeps an IPv6 literal's brackets, which `ToSocketAddrs` wants.
+    let mut addrs: Vec<SocketAddr> = format!("{host}:{port}")
+        .to_socket_addrs()
+        .map_err(|e| InferError::Unreachable {
+            url: shown.clone(),
+            detail: format!("cannot resolve {host}: {e}"),
+        })?
+        .collect();
+    addrs.sort_by_key(|a| !a.is_ipv4());
+    if addrs.is_empty() {
+        return Err(InferError::Unreachable {
+            url: shown,
+            detail: format!("{host} has no address"),
+        });
+    }
+    Ok(addrs)
+}
+
+/// ureq's name resolution replaced by addresses resolved beforehand: by the
+/// supervisor for the jailed worker (which has no resolver files), or by
+/// [`resolve`] in-process. It never looks a name up, so ureq's own
+/// resolver, which starts a thread when a timeout is set, never runs (the
+/// jailed worker has `RLIMIT_NPROC` 0).
+#[derive(Debug)]
+struct Pinned(Vec<SocketAddr>);
+
+impl Resolver for Pinned {
+    fn resolve(
+        &self,
+        _uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        _timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let mut out = self.empty();
+        for a in &self.0 {
+            // At most 16 fit; the rest are dropped, never a panic.
+            if out.try_push(*a).is_err() {
+                break;
+            }
+        }
+        if out.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(out)
+    }
+}
+
+/// One agent per call: plain TCP and rustls (ring, webpki roots), no proxy
+/// from the environment, no redirects, no pooled connections, the whole
+/// try (connect, request, answer) bounded by the endpoint's timeout.
+fn agent(ep: &Endpoint, addrs: &[SocketAddr]) -> ureq::Agent {
+    let tls = TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .root_certs(RootCerts::WebPki)
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .build();
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .max_redirects(0)
+        .max_idle_connections(0)
+        .max_response_header_size(MAX_HEADER_BYTES)
+        .user_agent(concat!("lackpy/", env!("CARGO_PKG_VERSION")))
+        .timeout_global(Some(Duration::from_millis(ep.timeout_ms.max(1))))
+        .timeout_connect(Some(Duration::from_millis(ep.connect_timeout_ms.max(1))))
+        .tls_config(tls)
+        .build();
+    let connector = TcpConnector::default().chain(RustlsConnector::default());
+    ureq::Agent::with_parts(config, connector, Pinned(addrs.to_vec()))
+}
+
+/// Largest response header block accepted. Why: real model servers send
+/// well under 4 KiB of headers; more is a hostile or broken endpoint.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Where a transport error happened: it decides what an early end means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Connecting, sending, waiting for the status line and headers.
+    Head,
+    /// Reading the body.
+    Body,
+}
+
+/// A ureq error as an [`InferError`]: connection failures are
+/// `Unreachable` (retried), deadlines `Timeout`, a broken or non-HTTP
+/// answer `Garbage` with what was wrong.
+fn transport_error(e: ureq::Error, url: &str, ep: &Endpoint, phase: Phase) -> InferError {
+    use std::io::ErrorKind as K;
+    use ureq_proto::Error as P;
+    let unreachable = |detail: String| InferError::Unreachable {
+        url: url.to_string(),
+        detail,
+    };
+    let garbage = |detail: String| InferError::Garbage {
+        url: url.to_string(),
+        detail,
+    };
+    match e {
+        ureq::Error::Timeout(_) => InferError::Timeout {
+            url: url.to_string(),
+            timeout_ms: ep.timeout_ms,
+        },
+        ureq::Error::Io(io) => match io.kind() {
+            K::TimedOut | K::WouldBlock => InferError::Timeout {
+                url: url.to_string(),
+                timeout_ms: ep.timeout_ms,
+            },
+            K::UnexpectedEof if phase == Phase::Head => {
+                garbage("the server closed the connection without answering".into())
+            }
+            K::UnexpectedEof => garbage("connection closed before the end of the body".into()),
+            K::ConnectionRefused
+            | K::ConnectionReset
+            | K::ConnectionAborted
+            | K::BrokenPipe
+            | K::HostUnreachable
+            | K::NetworkUnreachable
+            | K::NetworkDown
+            | K::AddrNotAvailable
+            | K::PermissionDenied
+                if phase == Phase::Head =>
+            {
+                unreachable(io.to_string())
+            }
+            _ => garbage(format!("reading the answer: {io}")),
+        },
+        ureq::Error::HostNotFound => unreachable("the host has no address".into()),
+        ureq::Error::ConnectionFailed => unreachable("connection failed".into()),
+        ureq::Error::Tls(m) => unreachable(format!("TLS: {m}")),
+        ureq::Error::Rustls(t) => unreachable(format!("TLS: {t}")),
+        ureq::Error::BodyExceedsLimit(limit) => InferError::TooLarge {
+            url: url.to_string(),
+            limit,
+        },
+        ureq::Error::LargeResponseHeader(..)
+        | ureq::Error::Protocol(P::HttpParseTooManyHeaders) => {
+            garbage("response headers too large".into())
+        }
+        ureq::Error::Protocol(p @ (P::ChunkLenNotAscii | P::ChunkLenNotANumber)) => {
+            garbage(format!("bad chunk size ({p})"))
+        }
+        ureq::Error::Protocol(
+            p @ (P::HttpParseFail(_) | P::BadHeader(_) | P::UnsupportedVersion),
+        ) => garbage(format!("not an HTTP answer ({p})")),
+        ureq::Error::BadUri(m) => InferError::BadRequest {
+            url: url.to_string(),
+            detail: m,
+        },
+        ureq::Error::Http(h) => InferError::BadRequest {
+            url: url.to_string(),
+            detail: h.to_string(),
+        },
+        other => garbage(other.to_string()),
     }
 }
 
@@ -424,70 +616,46 @@ fn flatten_conversation(messages: &[Message]) -> String {
     out
 }
 
-fn client_error(e: crate::client::ClientError, url: &str, ep: &Endpoint) -> InferError {
-    use crate::client::ClientError;
-    match e {
-        ClientError::Timeout => InferError::Timeout {
-            url: url.to_string(),
-            timeout_ms: ep.timeout_ms,
-        },
-        ClientError::Connect(detail) => InferError::Unreachable {
-            url: url.to_string(),
-            detail,
-        },
-        ClientError::Protocol(detail) => InferError::Garbage {
-            url: url.to_string(),
-            detail,
-        },
-    }
-}
-
 fn try_once(
-    target: &crate::client::Url,
+    agent: &ureq::Agent,
     ep: &Endpoint,
     url: &str,
     body: &[u8],
     retry_after: &mut Option<u64>,
 ) -> Result<(String, Option<u64>), InferError> {
-    let mut headers: Vec<(&str, &str)> = vec![
-        ("Content-Type", "application/json"),
-        ("User-Agent", concat!("lackpy/", env!("CARGO_PKG_VERSION"))),
-    ];
-    let bearer;
+    let mut post = agent
+        .post(&ep.url)
+        .header("Content-Type", "application/json");
     if let Some(k) = &ep.api_key {
-        if ep.wire == Wire::Anthropic {
-            headers.push(("x-api-key", k.expose()));
+        post = if ep.wire == Wire::Anthropic {
+            post.header("x-api-key", k.expose())
         } else {
-            bearer = format!("Bearer {}", k.expose());
-            headers.push(("Authorization", &bearer));
-        }
+            post.header("Authorization", format!("Bearer {}", k.expose()))
+        };
     }
     if ep.wire == Wire::Anthropic {
-        headers.push(("anthropic-version", "2023-06-01"));
+        post = post.header("anthropic-version", "2023-06-01");
     }
-    let deadline = Instant::now() + Duration::from_millis(ep.timeout_ms.max(1));
-    let connect_timeout = Duration::from_millis(ep.connect_timeout_ms.max(1));
-    let resp = crate::client::post(
-        target,
-        &headers,
-        body,
-        connect_timeout,
-        deadline,
-        ep.pinned_addr,
-    )
-    .map_err(|e| client_error(e, url, ep))?;
-    let status = resp.status;
-    *retry_after = resp.retry_after_secs;
-    let mut reader = BodyReader {
-        resp,
-        url,
-        ep,
-        total: 0,
-    };
+    let resp = post
+        .send(body)
+        .map_err(|e| transport_error(e, url, ep, Phase::Head))?;
+    let status = resp.status().as_u16();
+    // Seconds only; an HTTP date is ignored (the backoff applies).
+    *retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let body_err = |e: std::io::Error| transport_error(e.into(), url, ep, Phase::Body);
+    let mut reader = resp
+        .into_body()
+        .into_with_config()
+        .limit(ep.max_response_bytes)
+        .reader();
     if !(200..300).contains(&status) {
         let mut buf = Vec::new();
         // Read at most 4 KiB of an error body.
-        let _ = reader.read_limited(&mut buf, 4096);
+        let _ = (&mut reader).take(4096).read_to_end(&mut buf);
         let mut text = String::from_utf8_lossy(&buf).to_string();
         if let Some(k) = ep.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
             // An endpoint that echoes the key must not put it into our errors.
@@ -501,7 +669,7 @@ fn try_once(
     }
     if !ep.stream {
         let mut buf = Vec::new();
-        reader.read_all(&mut buf)?;
+        reader.read_to_end(&mut buf).map_err(body_err)?;
         let v: Value = match serde_json::from_slice(&buf) {
             Ok(v) => v,
             Err(e) => {
@@ -535,45 +703,27 @@ fn try_once(
             .and_then(Value::as_u64);
         return extract_whole(ep.wire, &v, url).map(|t| (t, tokens));
     }
-    // Streaming: NDJSON (Ollama) or SSE (OpenAI, Anthropic), line by line.
+    // Streaming: NDJSON (Ollama) or SSE (OpenAI, Anthropic), line by line,
+    // each line as it arrives (the cap bounds the total).
     let mut text = String::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 8192];
-    let mut done = false;
-    while !done {
-        let n = reader.read_chunk(&mut chunk)?;
+    let mut line = Vec::new();
+    let mut lines = std::io::BufReader::new(reader);
+    loop {
+        line.clear();
+        let n = lines.read_until(b'\n', &mut line).map_err(body_err)?;
         if n == 0 {
             break;
         }
-        let scan_from = pending.len();
-        pending.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        if !pending
-            .get(scan_from..)
-            .unwrap_or_default()
-            .contains(&b'\n')
-        {
-            continue;
+        if stream_line(
+            ep.wire,
+            String::from_utf8_lossy(&line).trim(),
+            &mut text,
+            url,
+        )? {
+            return Ok((text, None));
         }
-        let mut start = 0;
-        while let Some(off) = pending
-            .get(start..)
-            .and_then(|p| p.iter().position(|b| *b == b'\n'))
-        {
-            let line = String::from_utf8_lossy(pending.get(start..start + off).unwrap_or_default())
-                .to_string();
-            start += off + 1;
-            if stream_line(ep.wire, line.trim(), &mut text, url)? {
-                done = true;
-                break;
-            }
-        }
-        pending.drain(..start);
     }
-    if !done && !pending.is_empty() {
-        let line = String::from_utf8_lossy(&pending).to_string();
-        done = stream_line(ep.wire, line.trim(), &mut text, url)?;
-    }
-    if !done && text.is_empty() {
+    if text.is_empty() {
         return Err(InferError::Garbage {
             url: url.to_string(),
             detail: "the stream ended without an answer".into(),
@@ -582,73 +732,26 @@ fn try_once(
     Ok((text, None))
 }
 
-struct BodyReader<'a> {
-    resp: crate::client::Response,
-    url: &'a str,
-    ep: &'a Endpoint,
-    total: u64,
-}
-
-impl BodyReader<'_> {
-    fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, InferError> {
-        let n = self
-            .resp
-            .read(buf)
-            .map_err(|e| client_error(e, self.url, self.ep))?;
-        self.total += n as u64;
-        if self.total > self.ep.max_response_bytes {
-            return Err(InferError::TooLarge {
-                url: self.url.to_string(),
-                limit: self.ep.max_response_bytes,
-            });
-        }
-        Ok(n)
-    }
-
-    fn read_all(&mut self, out: &mut Vec<u8>) -> Result<(), InferError> {
-        let mut chunk = vec![0u8; 8192];
-        loop {
-            let n = self.read_chunk(&mut chunk)?;
-            if n == 0 {
-                return Ok(());
-            }
-            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        }
-    }
-
-    fn read_limited(&mut self, out: &mut Vec<u8>, cap: usize) -> Result<(), InferError> {
-        let mut chunk = vec![0u8; 1024];
-        while out.len() < cap {
-            let n = self
-                .resp
-                .read(&mut chunk)
-                .map_err(|e| client_error(e, self.url, self.ep))?;
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        }
-        Ok(())
-    }
-}
-
-fn remote_error(v: &Value) -> Option<String> {
-    let e = v.get("error")?;
+/// An endpoint's own error inside a 200 answer (`{"error": "..."}` or
+/// `{"error": {"message": "..."}}`, whole or in a stream line) as
+/// [`InferError::Remote`].
+fn check_remote(v: &Value, url: &str) -> Result<(), InferError> {
+    let Some(e) = v.get("error") else {
+        return Ok(());
+    };
     let msg = e
         .as_str()
         .map(str::to_string)
         .or_else(|| e.get("message").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_else(|| e.to_string());
-    Some(bounded(&msg, 300))
+    Err(InferError::Remote {
+        url: url.to_string(),
+        detail: bounded(&msg, 300),
+    })
 }
 
 fn extract_whole(wire: Wire, v: &Value, url: &str) -> Result<String, InferError> {
-    if let Some(msg) = remote_error(v) {
-        return Err(InferError::Remote {
-            url: url.to_string(),
-            detail: msg,
-        });
-    }
+    check_remote(v, url)?;
     let text = match wire {
         Wire::OllamaGenerate => v
             .get("response")
@@ -689,12 +792,7 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
         Wire::OllamaGenerate | Wire::OllamaChat => {
             let v: Value = serde_json::from_str(line)
                 .map_err(|e| garbage(format!("bad stream line ({e}): {}", bounded(line, 120))))?;
-            if let Some(msg) = remote_error(&v) {
-                return Err(InferError::Remote {
-                    url: url.to_string(),
-                    detail: msg,
-                });
-            }
+            check_remote(&v, url)?;
             let piece = if wire == Wire::OllamaGenerate {
                 v.get("response")
             } else {
@@ -716,12 +814,7 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
             }
             let v: Value = serde_json::from_str(data)
                 .map_err(|e| garbage(format!("bad stream event ({e}): {}", bounded(data, 120))))?;
-            if let Some(msg) = remote_error(&v) {
-                return Err(InferError::Remote {
-                    url: url.to_string(),
-                    detail: msg,
-                });
-            }
+            check_remote(&v, url)?;
             if wire == Wire::OpenAi {
                 if let Some(p) = v
                     .pointer("/choices/0/delta/content")
@@ -749,6 +842,65 @@ fn stream_line(wire: Wire, line: &str, text: &mut String, url: &str) -> Result<b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The supervisor's resolution: literal addresses without DNS, the
+    /// scheme's port by default, IPv4 first, and clear errors for what is
+    /// not an http(s) URL with a host.
+    #[test]
+    fn resolve_before_the_jail() {
+        let ok = |u: &str| resolve(u).unwrap_or_else(|e| panic!("{u}: {e}"));
+        assert_eq!(
+            ok("http://127.0.0.1/api"),
+            ["127.0.0.1:80".parse().expect("addr")]
+        );
+        assert_eq!(
+            ok("https://127.0.0.1"),
+            ["127.0.0.1:443".parse().expect("addr")]
+        );
+        assert_eq!(
+            ok("http://[::1]:8080/x"),
+            ["[::1]:8080".parse().expect("addr")]
+        );
+        let v4_first = ok("http://localhost:11434");
+        if let Some(first_v6) = v4_first.iter().position(|a| a.is_ipv6()) {
+            assert!(
+                v4_first[first_v6..].iter().all(|a| a.is_ipv6()),
+                "{v4_first:?}"
+            );
+        }
+        for bad in ["ftp://h/x", "http:///x", "not a url", "http://h:99999/"] {
+            assert!(
+                matches!(resolve(bad), Err(InferError::BadRequest { .. })),
+                "{bad}: {:?}",
+                resolve(bad)
+            );
+        }
+    }
+
+    /// ureq's resolver is replaced: the pinned addresses are all it returns
+    /// (at most 16), whatever the URL's host.
+    #[test]
+    fn pinned_resolver_never_looks_names_up() {
+        let uri: ureq::http::Uri = "http://model.invalid:1/x".parse().expect("uri");
+        let config = ureq::config::Config::default();
+        let timeout = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::NotHappening,
+            reason: ureq::Timeout::Global,
+            per_read: None,
+            per_write: None,
+        };
+        let addrs: Vec<SocketAddr> = (0..20u16)
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], 1000 + p)))
+            .collect();
+        let got = Pinned(addrs.clone())
+            .resolve(&uri, &config, timeout)
+            .map(|r| r.iter().copied().collect::<Vec<_>>());
+        assert_eq!(got.ok(), Some(addrs[..16].to_vec()));
+        assert!(matches!(
+            Pinned(Vec::new()).resolve(&uri, &config, timeout),
+            Err(ureq::Error::HostNotFound)
+        ));
+    }
 
     #[test]
     fn urls() {

@@ -3,12 +3,14 @@
 //! - [`pipeline`]: the provider cascade (templates → rules → models), one
 //!   correction retry per model, attempts recorded for `delegate --json`.
 //! - [`http`]: [`http::generate`], the pure model call (Ollama generate/chat,
-//!   OpenAI-compatible, Anthropic; streaming; bounded time, size, retries).
-//!   It is what the jailed inferencer worker runs.
+//!   OpenAI-compatible, Anthropic; streaming; bounded time, size, retries)
+//!   over `ureq` to an address the supervisor resolved. It is what the
+//!   jailed inferencer worker runs.
 //! - [`prompt`], [`corpus`], [`clean`], [`hints`]: Jupyter-cell prompts,
 //!   keyword+synonym example retrieval, answer cleaning, correction hints.
 //! - [`templates`]: templates, rules and the ratchet (`.lackpy/templates.toml`).
-//! - [`config`]: the `[inference]` section.
+//! - [`config`]: providers as HTTP endpoints (the `[inference]` section
+//!   itself is typed by `lackpy-policy` when the config loads).
 //!
 //! - [`context`]: the bounded workspace view put into prompts as text
 //!   (built in the supervisor process, confined beneath the workspace).
@@ -20,7 +22,6 @@
 #![warn(missing_docs)]
 
 pub mod clean;
-pub mod client;
 pub mod config;
 pub mod context;
 pub mod corpus;

@@ -11,7 +11,7 @@
 //! with the jailed inferencer worker, in-process HTTP, or a test double.
 
 use crate::clean::clean_answer;
-use crate::config::{InferenceConfig, Plugin, ProviderConfig};
+use crate::config::{InferenceConfig, Plugin, ProviderConfig, ProviderEndpoint};
 use crate::corpus::Corpus;
 use crate::hints::hints_for;
 use crate::http::{Generation, InferError, Request};

@@ -507,23 +507,17 @@ pub fn rules(intent: &str) -> Option<(String, String)> {
         "read", "show", "print", "cat", "display", "view", "open", "get", "what's", "what", "whats",
     ];
     if let Some(p) = &path {
-        if counting
-            && (has("lines") || has("line"))
-            && covered(&[COUNT, &["lines", "line"]].concat())
-        {
-            return Some((
-                "count-lines".into(),
-                format!("len(read_file({}).splitlines())", py_str(p)),
-            ));
-        }
-        if counting
-            && (has("words") || has("word"))
-            && covered(&[COUNT, &["words", "word"]].concat())
-        {
-            return Some((
-                "count-words".into(),
-                format!("len(read_file({}).split())", py_str(p)),
-            ));
+        // Counting the lines or the words of one file.
+        for (rule, unit, method) in [
+            ("count-lines", ["lines", "line"], "splitlines"),
+            ("count-words", ["words", "word"], "split"),
+        ] {
+            if counting && unit.iter().any(|u| has(u)) && covered(&[COUNT, &unit].concat()) {
+                return Some((
+                    rule.into(),
+                    format!("len(read_file({}).{method}())", py_str(p)),
+                ));
+            }
         }
         if !counting && lower.iter().any(|w| READ.contains(&w.as_str())) && covered(READ) {
             return Some(("read".into(), format!("read_file({})", py_str(p))));

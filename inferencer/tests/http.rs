@@ -11,160 +11,11 @@ use lackpy_inferencer::pipeline::{Delegator, InProcess};
 use lackpy_inferencer::prompt::ToolDoc;
 use lackpy_inferencer::templates::TemplateSet;
 use lackpy_policy::{ErrorInfo, Grade, Limits, Namespace, ToolEntry};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// One scripted reply.
-#[derive(Clone)]
-enum Reply {
-    /// Status and body, with Content-Length.
-    Body(u16, String),
-    /// 200 with a chunked body sent piece by piece, with a pause between.
-    Chunks(Vec<String>, Duration),
-    /// Accept, read the request, then say nothing for this long.
-    Silent(Duration),
-    /// 200 with a body of `n` bytes of JSON-ish filler.
-    Huge(usize),
-    /// These exact bytes, then close.
-    Raw(Vec<u8>),
-}
-
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: String,
-    body: String,
-}
-
-struct Server {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(script: Vec<Reply>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let seen2 = Arc::clone(&seen);
-        listener.set_nonblocking(true).expect("nonblocking");
-        let handle = std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(20);
-            for reply in script {
-                let stream = loop {
-                    match listener.accept() {
-                        Ok((s, _)) => break Some(s),
-                        Err(_) if Instant::now() < deadline => {
-                            std::thread::sleep(Duration::from_millis(5))
-                        }
-                        Err(_) => break None,
-                    }
-                };
-                let Some(mut s) = stream else { return };
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                if let Some(req) = read_request(&mut s) {
-                    seen2.lock().expect("lock").push(req);
-                }
-                respond(&mut s, &reply);
-            }
-        });
-        Server {
-            url,
-            seen,
-            handle: Some(handle),
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("lock").clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // The thread ends by itself once its script is used or its deadline passes.
-        let _ = self.handle.take();
-    }
-}
-
-fn read_request(s: &mut TcpStream) -> Option<Seen> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse().unwrap_or(0))
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-    Some(Seen {
-        path,
-        headers: head,
-        body: String::from_utf8_lossy(&buf[head_end..]).to_string(),
-    })
-}
-
-fn respond(s: &mut TcpStream, r: &Reply) {
-    match r {
-        Reply::Body(status, body) => {
-            let _ = write!(s, "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-        }
-        Reply::Chunks(parts, pause) => {
-            let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-            for p in parts {
-                let _ = write!(s, "{:x}\r\n{p}\r\n", p.len());
-                let _ = s.flush();
-                std::thread::sleep(*pause);
-            }
-            let _ = write!(s, "0\r\n\r\n");
-        }
-        Reply::Silent(d) => std::thread::sleep(*d),
-        Reply::Raw(bytes) => {
-            let _ = s.write_all(bytes);
-        }
-        Reply::Huge(n) => {
-            let _ = write!(
-                s,
-                "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n"
-            );
-            let block = vec![b'x'; 64 * 1024];
-            let mut left = *n;
-            while left > 0 {
-                let k = left.min(block.len());
-                if s.write_all(&block[..k]).is_err() {
-                    break;
-                }
-                left -= k;
-            }
-        }
-    }
-    let _ = s.flush();
-}
+#[path = "support/fake_server.rs"]
+mod fake_server;
+use fake_server::{closed_port_url, Reply, Server};
 
 fn endpoint(wire: Wire, base: &str) -> Endpoint {
     Endpoint {
@@ -182,6 +33,15 @@ fn endpoint(wire: Wire, base: &str) -> Endpoint {
         pinned_addr: None,
         seed: None,
     }
+}
+
+/// A server that answers once with `parts` as chunks, `pause` apart, and
+/// a streaming endpoint of `wire` for it.
+fn streaming(wire: Wire, parts: Vec<String>, pause: Duration) -> (Server, Endpoint) {
+    let srv = Server::start(vec![Reply::Chunks(parts, pause)]);
+    let mut ep = endpoint(wire, &srv.url);
+    ep.stream = true;
+    (srv, ep)
 }
 
 fn req(ep: Endpoint) -> Request {
@@ -224,9 +84,7 @@ fn ollama_chat_streaming_ndjson() {
         "{\"message\":{\"role\":\"assistant\",\"content\":\"file('a\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\".txt')\"},".to_string(),
         "\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n".to_string(),
     ];
-    let srv = Server::start(vec![Reply::Chunks(parts, Duration::from_millis(20))]);
-    let mut ep = endpoint(Wire::OllamaChat, &srv.url);
-    ep.stream = true;
+    let (srv, ep) = streaming(Wire::OllamaChat, parts, Duration::from_millis(20));
     let g = generate(&req(ep)).expect("generate");
     assert_eq!(g.text, "read_file('a.txt')");
     let seen = srv.seen();
@@ -262,9 +120,7 @@ fn openai_sse_stream() {
         "data: {\"choices\":[{\"delta\":{\"content\":\"x = 1\\n\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n".to_string(),
         "data: [DONE]\n\n".to_string(),
     ];
-    let srv = Server::start(vec![Reply::Chunks(parts, Duration::from_millis(10))]);
-    let mut ep = endpoint(Wire::OpenAi, &srv.url);
-    ep.stream = true;
+    let (_srv, ep) = streaming(Wire::OpenAi, parts, Duration::from_millis(10));
     assert_eq!(generate(&req(ep)).expect("generate").text, "x = 1\nx");
 }
 
@@ -376,9 +232,7 @@ fn stalled_stream_times_out() {
         "{\"response\":\"x\",\"done\":false}\n".to_string(),
         "{\"response\":\"y\",\"done\":false}\n".to_string(),
     ];
-    let srv = Server::start(vec![Reply::Chunks(parts, Duration::from_secs(2))]);
-    let mut ep = endpoint(Wire::OllamaGenerate, &srv.url);
-    ep.stream = true;
+    let (_srv, mut ep) = streaming(Wire::OllamaGenerate, parts, Duration::from_secs(2));
     ep.timeout_ms = 500;
     let t0 = Instant::now();
     let e = generate(&req(ep)).expect_err("must time out");
@@ -400,12 +254,11 @@ fn oversized_answer_is_cut() {
 #[test]
 fn oversized_stream_is_cut() {
     let line = format!("{{\"response\":\"{}\",\"done\":false}}\n", "x".repeat(4000));
-    let srv = Server::start(vec![Reply::Chunks(
+    let (_srv, mut ep) = streaming(
+        Wire::OllamaGenerate,
         vec![line; 40],
         Duration::from_millis(1),
-    )]);
-    let mut ep = endpoint(Wire::OllamaGenerate, &srv.url);
-    ep.stream = true;
+    );
     ep.max_response_bytes = 32 * 1024;
     assert!(matches!(
         generate(&req(ep)),
@@ -454,18 +307,14 @@ fn garbage_answers_are_clear_errors() {
 
 #[test]
 fn unreachable_names_the_url() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let mut ep = endpoint(Wire::OllamaGenerate, &format!("http://127.0.0.1:{port}"));
+    let gone = closed_port_url();
+    let mut ep = endpoint(Wire::OllamaGenerate, &gone);
     ep.retries = 1;
     let t0 = Instant::now();
     let e = generate(&req(ep)).expect_err("refused");
     assert!(matches!(e, InferError::Unreachable { .. }), "{e}");
     assert!(
-        e.to_string()
-            .contains(&format!("http://127.0.0.1:{port}/api/generate")),
+        e.to_string().contains(&format!("{gone}/api/generate")),
         "{e}"
     );
     assert!(t0.elapsed() < Duration::from_secs(3));
@@ -594,14 +443,11 @@ fn cascade_retry_with_hints_then_next_provider_over_http() {
 
 #[test]
 fn cascade_all_down_is_a_clear_error() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
+    let gone = closed_port_url();
     let srv = Server::start(vec![Reply::Body(500, "x".into())]);
     let config = InferenceConfig {
         order: vec![
-            provider("gone", Plugin::Ollama, &format!("http://127.0.0.1:{port}")),
+            provider("gone", Plugin::Ollama, &gone),
             provider("broken", Plugin::Ollama, &srv.url),
         ],
         promote_after: 3,
@@ -614,7 +460,7 @@ fn cascade_all_down_is_a_clear_error() {
     let e = d.error.expect("error");
     assert_eq!(e.type_name, "InferenceFailed");
     assert!(
-        e.message.contains(&format!("127.0.0.1:{port}")) && e.message.contains("500"),
+        e.message.contains(gone.trim_start_matches("http://")) && e.message.contains("500"),
         "{}",
         e.message
     );

@@ -20,7 +20,6 @@
 //! and configuration errors.
 
 use super::common::{self, Loaded, Select};
-use lackpy_inferencer::client::{self, Url};
 use lackpy_inferencer::corpus::Corpus;
 use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck};
 use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
@@ -172,7 +171,7 @@ pub fn delegate_with(
     intent: &str,
     opts: &Options<'_>,
 ) -> (Value, i32) {
-    let mut config = match InferenceConfig::from_toml(&loaded.config.inference_document()) {
+    let mut config = match loaded.config.inference.resolve() {
         Ok(c) => c,
         Err(e) => return usage_error(format!("config error: {e}")),
     };
@@ -347,7 +346,7 @@ pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) ->
     // Only the config is needed (no profile, no MCP server).
     let promote_after = common::load_files(workspace)
         .ok()
-        .and_then(|(config, _)| InferenceConfig::from_toml(&config.inference_document()).ok())
+        .and_then(|(config, _)| config.inference.resolve().ok())
         .map_or(InferenceConfig::default().promote_after, |c| {
             c.promote_after
         });
@@ -414,28 +413,19 @@ const WORKER_SLACK: Duration = Duration::from_secs(3);
 
 impl ModelCaller for JailedCaller {
     fn call(&mut self, req: &Request) -> Result<Generation, InferError> {
-        let shown = lackpy_inferencer::http::display_url(&req.endpoint.url);
-        let url = Url::parse(&req.endpoint.url).map_err(|detail| InferError::BadRequest {
-            url: shown.clone(),
-            detail,
-        })?;
-        // Resolve here: the jail has no resolver files. Prefer IPv4 (Ollama
-        // listens on 127.0.0.1 while "localhost" may resolve to ::1 first).
+        // Resolve here: the jail has no resolver files; the worker connects
+        // only to this address (IPv4 first: Ollama listens on 127.0.0.1
+        // while "localhost" may resolve to ::1 first).
         let addr = match req.endpoint.pinned_addr {
             Some(a) => a,
             None => {
-                let addrs = client::resolve(&url).map_err(|detail| InferError::Unreachable {
-                    url: shown.clone(),
-                    detail: format!("cannot resolve {}: {detail}", url.host),
-                })?;
+                let addrs = lackpy_inferencer::http::resolve(&req.endpoint.url)?;
                 addrs
-                    .iter()
-                    .find(|a| a.is_ipv4())
-                    .or(addrs.first())
+                    .first()
                     .copied()
                     .ok_or_else(|| InferError::Unreachable {
-                        url: shown.clone(),
-                        detail: format!("{} has no address", url.host),
+                        url: lackpy_inferencer::http::display_url(&req.endpoint.url),
+                        detail: "the host has no address".into(),
                     })?
             }
         };

@@ -26,7 +26,8 @@
 //!   records the degraded level in its trace. An unknown name is an error.
 //! - `[inference]`: `order`, `mode`, `[inference.providers.NAME]` with
 //!   `plugin`, `model`, `base_url`/`host`, `api_key_env`, `temperature`,
-//!   ... (parsed into [`Inference`]; the raw table is kept too).
+//!   ... (typed into [`Inference`] here, once; [`Inference::resolve`] gives
+//!   the [`InferenceConfig`] the inferencer runs with).
 //! - `[trace]`: what run traces keep ([`TraceLimits`]): `arg_bytes`,
 //!   `run_bytes`, `file_mb`, `total_mb`. An unknown key is an error.
 //! - `[mcp_servers.NAME]`: `transport`, `command`, `args`, `env`, `url`,
@@ -40,9 +41,12 @@
 //! Unknown top-level sections and keys are ignored, as the original did;
 //! a known key with the wrong type is an error naming file, line and key.
 
+mod inference;
 mod kit;
 mod provider;
 pub mod remote;
+
+pub use inference::{Inference, InferenceConfig, Plugin, ProviderConfig, Secret};
 
 pub use provider::{
     CommandTool, McpTool, Parse, Provider, ProviderError, PythonTool, Seg, Template,
@@ -368,34 +372,6 @@ pub struct ProfileDef {
     pub origin: (PathBuf, Option<u32>),
 }
 
-/// One `[inference.providers.NAME]` table.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct InferenceProvider {
-    /// `ollama`, `openai`, `anthropic`, `woollama`, ...
-    pub plugin: String,
-    /// Model name.
-    pub model: Option<String>,
-    /// Endpoint (`base_url`, or the original's `host`).
-    pub base_url: Option<String>,
-    /// Name of the environment variable holding the API key.
-    pub api_key_env: Option<String>,
-    /// Sampling temperature.
-    pub temperature: Option<f64>,
-    /// Every other key, as TOML.
-    pub extra: BTreeMap<String, toml::Value>,
-}
-
-/// The `[inference]` section.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Inference {
-    /// Provider names in priority order.
-    pub order: Vec<String>,
-    /// The original's `mode` key.
-    pub mode: Option<String>,
-    /// Providers by name.
-    pub providers: BTreeMap<String, InferenceProvider>,
-}
-
 /// One `[mcp_servers.NAME]` table (parsed now, used by the supervisor later).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpServer {
@@ -473,10 +449,9 @@ pub struct Config {
     /// `[sandbox] lower`: jail layers the operator lowered (each one of
     /// [`JAIL_LAYERS`], no duplicates); `None` when no file set the key.
     pub sandbox_lower: Option<Vec<String>>,
-    /// `[inference]`.
+    /// `[inference]`, typed (as written; [`Inference::resolve`] gives
+    /// what the inferencer runs with).
     pub inference: Inference,
-    /// The raw `[inference]` table (for the inferencer's own parser).
-    pub inference_raw: Option<toml::Table>,
     /// `[mcp_servers.NAME]`.
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// `[mcp] host_configs`.
@@ -514,7 +489,7 @@ struct RawConfig {
     #[serde(default)]
     sandbox: Option<RawSandbox>,
     #[serde(default)]
-    inference: Option<RawInference>,
+    inference: Option<inference::RawInference>,
     #[serde(default)]
     mcp_servers: BTreeMap<String, RawMcpServer>,
     #[serde(default)]
@@ -760,34 +735,6 @@ fn sandbox_key_warnings(prefix: &str, s: &RawSandbox, out: &mut Vec<String>) {
             "{prefix}.{key} is ignored: not a sandbox key lackpy knows"
         ));
     }
-}
-
-#[derive(Deserialize, Default)]
-struct RawInference {
-    #[serde(default)]
-    order: Vec<String>,
-    #[serde(default)]
-    mode: Option<String>,
-    #[serde(default)]
-    providers: BTreeMap<String, RawProvider>,
-}
-
-#[derive(Deserialize, Default)]
-struct RawProvider {
-    #[serde(default)]
-    plugin: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    base_url: Option<String>,
-    #[serde(default)]
-    host: Option<String>,
-    #[serde(default)]
-    api_key_env: Option<String>,
-    #[serde(default)]
-    temperature: Option<Number>,
-    #[serde(flatten)]
-    extra: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -1214,32 +1161,10 @@ impl Config {
             }
         }
         if let Some(inf) = raw.inference {
-            cfg.inference.order = inf.order;
-            cfg.inference.mode = inf.mode;
-            for (name, p) in inf.providers {
-                let temperature = match p.temperature {
-                    None => None,
-                    Some(Number::Int(i)) => Some(i as f64),
-                    Some(Number::Float(f)) => Some(f),
-                };
-                cfg.inference.providers.insert(
-                    name,
-                    InferenceProvider {
-                        plugin: p.plugin.unwrap_or_default(),
-                        model: p.model,
-                        base_url: p.base_url.or(p.host),
-                        api_key_env: p.api_key_env,
-                        temperature,
-                        extra: p.extra,
-                    },
-                );
-            }
+            cfg.inference = ctx.inference(inf, &mut cfg.warnings)?;
         }
-        // Keep the raw [inference] and [sandbox] tables for other parsers.
+        // Keep the raw [sandbox] table for keys other components own.
         if let Ok(doc) = text.parse::<toml::Table>() {
-            if let Some(toml::Value::Table(t)) = doc.get("inference") {
-                cfg.inference_raw = Some(t.clone());
-            }
             if let Some(toml::Value::Table(t)) = doc.get("sandbox") {
                 cfg.sandbox_raw = t.clone();
             }
@@ -1410,35 +1335,7 @@ impl Config {
         }
         let mut profiles = under.profiles;
         profiles.extend(over.profiles);
-        let mut providers = under.inference.providers;
-        providers.extend(over.inference.providers);
-        let inference = Inference {
-            order: if over.inference.order.is_empty() {
-                under.inference.order
-            } else {
-                over.inference.order
-            },
-            mode: over.inference.mode.or(under.inference.mode),
-            providers,
-        };
-        let inference_raw = match (under.inference_raw, over.inference_raw) {
-            (Some(mut u), Some(o)) => {
-                for (k, v) in o {
-                    match (k.as_str(), u.get_mut("providers"), &v) {
-                        ("providers", Some(toml::Value::Table(up)), toml::Value::Table(op)) => {
-                            for (pk, pv) in op {
-                                up.insert(pk.clone(), pv.clone());
-                            }
-                        }
-                        _ => {
-                            u.insert(k, v);
-                        }
-                    }
-                }
-                Some(u)
-            }
-            (u, o) => o.or(u),
-        };
+        let inference = Inference::merge(under.inference, over.inference);
         let mut mcp_servers = under.mcp_servers;
         mcp_servers.extend(over.mcp_servers);
         let mut mcp_host_configs = under.mcp_host_configs;
@@ -1467,7 +1364,6 @@ impl Config {
                 t
             },
             inference,
-            inference_raw,
             mcp_servers,
             mcp_host_configs,
             mcp_host_servers,
@@ -1475,16 +1371,6 @@ impl Config {
             files,
             warnings,
         }
-    }
-
-    /// The whole-document view of `[inference]` that
-    /// `lackpy_inferencer::InferenceConfig::from_toml` expects.
-    pub fn inference_document(&self) -> toml::Value {
-        let mut doc = toml::Table::new();
-        if let Some(t) = &self.inference_raw {
-            doc.insert("inference".to_string(), toml::Value::Table(t.clone()));
-        }
-        toml::Value::Table(doc)
     }
 
     /// The toolbox: the shipped builtins, overridden and extended by this

@@ -86,11 +86,19 @@ fn original_format_parses() {
         vec!["templates", "rules", "ollama-local"]
     );
     let prov = &c.inference.providers["ollama-local"];
-    assert_eq!(prov.plugin, "ollama");
+    assert_eq!(prov.plugin, Plugin::Ollama);
     assert_eq!(prov.base_url.as_deref(), Some("http://localhost:11434"));
-    assert_eq!(prov.temperature, Some(0.2));
-    assert!(prov.extra.contains_key("keep_alive"));
-    assert!(c.inference_document().get("inference").is_some());
+    assert_eq!(prov.temperature, 0.2);
+    // The original's Ollama `keep_alive` changes nothing here: one warning.
+    assert_eq!(
+        c.warnings
+            .iter()
+            .filter(|w| w.contains("inference.providers.ollama-local.keep_alive is ignored"))
+            .count(),
+        1,
+        "{:?}",
+        c.warnings
+    );
     let t = &c.tools[0];
     assert_eq!(t.name, "count_lines");
     assert_eq!(t.provider, "python");
@@ -293,12 +301,108 @@ fn merge_prefers_workspace() {
     assert!(m.profiles.contains_key("u") && m.profiles.contains_key("w"));
     assert_eq!(m.inference.order, vec!["a"]);
     assert_eq!(m.inference.providers.len(), 2);
-    let raw = m.inference_raw.expect("raw");
-    let provs = raw
-        .get("providers")
-        .and_then(|v| v.as_table())
-        .expect("providers");
-    assert_eq!(provs.len(), 2);
+    let r = m.inference.resolve().expect("resolves");
+    assert_eq!(
+        r.order.iter().map(|p| p.plugin).collect::<Vec<_>>(),
+        [Plugin::Ollama]
+    );
+}
+
+/// `[inference]` is typed when the file loads: a wrong value is an error
+/// naming the file, its line and the dotted key; an `order` name that is
+/// no provider is reported at the line of `order` once the files are
+/// merged; keys of the original that change nothing warn once each.
+#[test]
+fn inference_is_typed_at_load_with_file_line_and_key() {
+    let e = p("[inference]
+examples = 3
+
+[inference.providers.small]
+plugin = \"ollama\"\ntimeout_seconds = -1\n")
+    .expect_err("bad timeout");
+    assert_eq!(e.line, Some(6), "{e}");
+    assert_eq!(
+        e.key.as_deref(),
+        Some("inference.providers.small.timeout_seconds"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with("/ws/.lackpy/config.toml:6: "),
+        "{e}"
+    );
+    for (text, key) in [
+        (
+            "[inference]\npromote_after = -2\n",
+            "inference.promote_after",
+        ),
+        ("[inference]\norder = \"small\"\n", "inference.order"),
+        ("[inference]\nexamples = 51\n", "inference.examples"),
+        (
+            "[inference.providers.x]\nstream = \"yes\"\n",
+            "inference.providers.x.stream",
+        ),
+        (
+            "[inference.providers.x]\napi = \"completions\"\n",
+            "inference.providers.x.api",
+        ),
+        (
+            "[inference.providers.x]\nhost = \"localhost:11434\"\n",
+            "inference.providers.x.host",
+        ),
+        (
+            "[inference.providers.x]\ntemperature = 3\n",
+            "inference.providers.x.temperature",
+        ),
+        (
+            "[inference.providers.x]\nretries = 11\n",
+            "inference.providers.x.retries",
+        ),
+        (
+            "[inference.providers.x]\nmodel = 7\n",
+            "inference.providers.x.model",
+        ),
+    ] {
+        let e = p(text).expect_err(text);
+        assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+        assert!(e.line.is_some(), "{text}: {e}");
+    }
+    // An unknown order name: accepted per file (the other file may define
+    // it), an error with the line of `order` when resolved.
+    let c = p("[profile]\ndefault = \"x\"\n[inference]\norder = [\"rules\", \"nope\"]\n")
+        .expect("loads");
+    let e = c.inference.resolve().expect_err("nope");
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(4), Some("inference.order")),
+        "{e}"
+    );
+    assert!(e.to_string().contains("\"nope\""), "{e}");
+    // Typed values and defaults.
+    let c = p("[inference]\npromote_after = 0\n[inference.providers.s]\nplugin = \"openai\"\nmodel = \"m\"\ntimeout = 5\nconnect_timeout_seconds = 0.5\nseed = 42\napi_key = \"sk-x\"\n")
+        .expect("loads");
+    let r = c.inference.resolve().expect("resolves");
+    assert_eq!(r.promote_after, 0);
+    assert_eq!(
+        r.order.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        ["templates", "rules", "s"]
+    );
+    let s = &r.order[2];
+    assert_eq!(
+        (s.timeout, s.connect_timeout, s.seed, s.retries),
+        (
+            std::time::Duration::from_secs(5),
+            std::time::Duration::from_millis(500),
+            Some(42),
+            1
+        )
+    );
+    assert!(
+        !format!("{c:?}").contains("sk-x"),
+        "the key never shows in Debug"
+    );
+    // No section: the defaults.
+    let r = p("").expect("empty").inference.resolve().expect("defaults");
+    assert_eq!(r, InferenceConfig::default());
 }
 
 #[test]

@@ -397,8 +397,12 @@ fn config_file(text: &str) {
     let _ = cfg.resolve(None, None, &kits);
     let _ = cfg.resolve(None, Some(&["read_file".to_string()]), &kits);
     let _ = cfg.toolbox();
-    let doc = cfg.inference_document();
-    let _ = lackpy_inferencer::config::InferenceConfig::from_toml(&doc);
+    if let Ok(inference) = cfg.inference.resolve() {
+        use lackpy_inferencer::config::ProviderEndpoint;
+        for p in &inference.order {
+            let _ = p.endpoint(&|_| None);
+        }
+    }
     let merged = Config::merge(cfg.clone(), cfg);
     let _ = merged.resolve(None, None, &kits);
 }
