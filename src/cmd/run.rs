@@ -78,14 +78,12 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     }
     if args.program.json {
         use std::io::Write;
+        // Surrogate mode: a value holding a lone surrogate is null (strict
+        // JSON cannot carry it); the repr is exact.
+        if report.surrogates {
+            lackpy_supervisor::json::null_surrogate_value(&mut report.value, &mut report.warnings);
+        }
         let line = serde_json::to_string(&report)?;
-        // Surrogate mode: strings of the value may hold lone surrogates,
-        // written as Python's json.dumps writes them.
-        let line = if report.surrogates {
-            lackpy_supervisor::json::escape_surrogates(&line).into_owned()
-        } else {
-            line
-        };
         // A closed pipe (`lackpy run --json | head -c1`) is not an error.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());

@@ -291,11 +291,8 @@ impl Backend for RealBackend {
         // A value holding a lone surrogate (a program in surrogate mode)
         // cannot travel in JSON-RPC (its strings are Unicode scalar values):
         // say so, the repr is exact.
-        if report.surrogates && lackpy_supervisor::json::holds_placeholder(&report.value) {
-            report.value = Value::Null;
-            report.warnings.push(
-                "the value holds a lone surrogate (a '\\ud800'-style escape), which JSON-RPC cannot carry: value is null; repr is exact".to_string(),
-            );
+        if report.surrogates {
+            lackpy_supervisor::json::null_surrogate_value(&mut report.value, &mut report.warnings);
         }
         let run_id = Some(std::mem::take(&mut report.run_id)).filter(|id| !id.is_empty());
         let report = serde_json::to_value(&report).unwrap_or_else(|e| {

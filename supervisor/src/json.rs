@@ -40,26 +40,23 @@ pub fn to_json(d: &Data) -> Value {
     }
 }
 
-/// JSON text of a report of a run in surrogate mode ([`crate::RunReport`]
-/// `surrogates`): each placeholder character (U+10F800..U+10FFFF, which in
-/// that mode can only stand for a surrogate: the validator and the
-/// interpreter refuse real ones) becomes the escape of its surrogate, as
-/// Python's `json.dumps` writes it (`"\ud800"`). serde_json writes
-/// non-ASCII characters as themselves, so the only placeholders in `text`
-/// are such characters inside strings.
-pub fn escape_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
-    use lackpy_policy::lang::surrogate::{has_placeholder, surrogate_of};
-    if !has_placeholder(text) {
-        return std::borrow::Cow::Borrowed(text);
+/// The warning a run's report carries when its value held a lone surrogate.
+pub const SURROGATE_VALUE_WARNING: &str = "the value holds a lone surrogate (a '\\ud800'-style escape), which strict JSON cannot carry: value is null; repr is exact";
+
+/// A value of a run in surrogate mode ([`crate::RunReport`] `surrogates`)
+/// that holds a lone surrogate becomes `null`, and `warnings` says so; the
+/// repr stays exact. Every front end (CLI `--json`, MCP, serve) writes
+/// strict JSON: a lone `"\ud800"` escape, as Python's `json.dumps` writes
+/// it, is rejected by strict parsers (serde_json, Go's `encoding/json`,
+/// I-JSON), so one program's value would make the whole object unreadable.
+/// Returns whether the value was replaced.
+pub fn null_surrogate_value(value: &mut Value, warnings: &mut Vec<String>) -> bool {
+    if !holds_placeholder(value) {
+        return false;
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match surrogate_of(c) {
-            Some(s) => out.push_str(&format!("\\u{s:04x}")),
-            None => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    *value = Value::Null;
+    warnings.push(SURROGATE_VALUE_WARNING.to_string());
+    true
 }
 
 /// Whether a JSON value holds a placeholder character (in a string or key).
@@ -169,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn surrogates_are_escaped_as_json_dumps_does() {
+    fn a_value_holding_a_surrogate_becomes_null_with_a_warning() {
         let d = Data::Dict(vec![(
             Data::Str("k\u{10F800}".into()),
             Data::List(vec![Data::Str("a\u{10FFFF}\u{10F83D}é".into())]),
@@ -179,12 +176,15 @@ mod tests {
         assert!(!holds_placeholder(
             &serde_json::json!({"a": ["\u{10F7FF}"]})
         ));
-        let text = serde_json::to_string(&v).unwrap_or_default();
-        assert_eq!(
-            escape_surrogates(&text),
-            r#"{"k\ud800":["a\udfff\ud83dé"]}"#
-        );
-        assert_eq!(escape_surrogates("plain"), "plain");
+        let mut value = v;
+        let mut warnings = Vec::new();
+        assert!(null_surrogate_value(&mut value, &mut warnings));
+        assert_eq!(value, Value::Null);
+        assert_eq!(warnings, vec![SURROGATE_VALUE_WARNING.to_string()]);
+        let mut plain = serde_json::json!({"a": "é"});
+        assert!(!null_surrogate_value(&mut plain, &mut warnings));
+        assert_eq!(plain, serde_json::json!({"a": "é"}));
+        assert_eq!(warnings.len(), 1);
     }
 
     #[test]

@@ -240,7 +240,7 @@ pub struct RunReport {
     /// The program ran in surrogate mode (it has a lone surrogate escape,
     /// `lackpy_policy::lang::surrogate`): placeholder characters
     /// (U+10F800..U+10FFFF) in `value` stand for surrogates, and JSON text
-    /// of the report must go through [`json::escape_surrogates`].
+    /// of the report must go through [`json::null_surrogate_value`].
     #[serde(skip)]
     pub surrogates: bool,
 }
