@@ -385,37 +385,36 @@ mod tests {
     #[test]
     fn constant_answers_and_table_errors_get_their_hints() {
         let tools = ["find_callers".to_string(), "read_file".to_string()];
-        let e = ErrorInfo::new(
-            ErrorKind::Validation,
-            "NoToolCall",
-            "the cell calls no tool",
-        );
-        let h = hints_for("[{'file': 'a.py', 'line': 3}]", &[e], &tools);
-        assert!(
-            h.iter().any(|h| h
-                .text
-                .contains("calling the tools (for example find_callers(...))")),
-            "{h:?}"
-        );
-        let e = ErrorInfo::new(
-            ErrorKind::Runtime,
-            "TypeError",
-            "list indices must be integers or slices, not str",
-        );
-        let p = "[l.split(',')['qty'] for l in read_file('a.csv').splitlines()]";
-        let h = hints_for(p, &[e], &tools);
-        assert!(
-            h.iter().any(|h| h.text.contains("by the column's number")),
-            "{h:?}"
-        );
-        let e = ErrorInfo::new(
-            ErrorKind::Runtime,
-            "ValueError",
-            "invalid literal for int() with base 10: 'qty'",
-        );
-        let p = "sum(int(l.split(',')[1]) for l in read_file('a.csv').splitlines())";
-        let h = hints_for(p, &[e], &tools);
-        assert!(h.iter().any(|h| h.text.contains("lines[1:] only")), "{h:?}");
+        for (kind, type_name, message, program, hint) in [
+            (
+                ErrorKind::Validation,
+                "NoToolCall",
+                "the cell calls no tool",
+                "[{'file': 'a.py', 'line': 3}]",
+                "calling the tools (for example find_callers(...))",
+            ),
+            (
+                ErrorKind::Runtime,
+                "TypeError",
+                "list indices must be integers or slices, not str",
+                "[l.split(',')['qty'] for l in read_file('a.csv').splitlines()]",
+                "by the column's number",
+            ),
+            (
+                ErrorKind::Runtime,
+                "ValueError",
+                "invalid literal for int() with base 10: 'qty'",
+                "sum(int(l.split(',')[1]) for l in read_file('a.csv').splitlines())",
+                "lines[1:] only",
+            ),
+        ] {
+            let e = ErrorInfo::new(kind, type_name, message);
+            let h = hints_for(program, &[e], &tools);
+            assert!(
+                h.iter().any(|h| h.text.contains(hint)),
+                "{type_name}: {h:?}"
+            );
+        }
         // Neither fires on an unrelated error.
         let e = ErrorInfo::new(ErrorKind::Runtime, "KeyError", "'x'");
         assert!(hints_for("read_file('a')", &[e], &tools).is_empty());

@@ -87,6 +87,13 @@ pub struct Attempt {
     pub zero_cost: bool,
 }
 
+impl Attempt {
+    /// The error's type name (`ForbiddenName`, `InferenceFailed`, ...), if it failed.
+    pub fn error_type(&self) -> Option<&str> {
+        self.error.as_ref().map(|e| e.type_name.as_str())
+    }
+}
+
 /// What the caller's run check says about a program that validated.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunCheck {
@@ -147,7 +154,36 @@ pub fn inference_error(message: impl Into<String>) -> ErrorInfo {
     )
 }
 
-impl Delegator<'_> {
+impl Delegation {
+    /// The provider of every attempt, in order.
+    pub fn providers_tried(&self) -> Vec<&str> {
+        self.attempts.iter().map(|a| a.provider.as_str()).collect()
+    }
+}
+
+impl<'a> Delegator<'a> {
+    /// A delegator with no workspace view and no run check (set
+    /// [`Delegator::context`] and [`Delegator::run`] to add them).
+    pub fn new(
+        config: &'a InferenceConfig,
+        tools: &'a [ToolDoc],
+        templates: &'a TemplateSet,
+        corpus: &'a Corpus,
+        env: &'a dyn Fn(&str) -> Option<String>,
+        validate: &'a dyn Fn(&str) -> Result<(), Vec<ErrorInfo>>,
+    ) -> Self {
+        Delegator {
+            config,
+            tools,
+            templates,
+            corpus,
+            env,
+            validate,
+            context: None,
+            run: None,
+        }
+    }
+
     /// Run the cascade for `intent`.
     pub fn delegate(&self, intent: &str, caller: &mut dyn ModelCaller) -> Delegation {
         let mut d = Delegation {
@@ -397,7 +433,8 @@ impl Delegator<'_> {
                 // A retry that repeats the rejected cell is wasted: ask
                 // again, warmer, saying so.
                 tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
-                messages = different_messages(&system, intent, &program, &errs, &hints);
+                messages =
+                    different_messages(retry_messages(&system, intent, &program, &errs, &hints));
                 temperature = Some((p.retry_temperature + 0.3).min(1.2));
             } else {
                 break;
@@ -566,10 +603,23 @@ mod tests {
         intent: &str,
         answers: Vec<Result<String, InferError>>,
     ) -> (Delegation, Script) {
+        run_in(order, 6, None, None, intent, answers)
+    }
+
+    /// The cascade over `order` (shipped templates and corpus, `examples`
+    /// retrieved), with a workspace view and a run check when given.
+    fn run_in(
+        order: Vec<ProviderConfig>,
+        examples: usize,
+        context: Option<&str>,
+        check: Option<&dyn Fn(&str) -> RunCheck>,
+        intent: &str,
+        answers: Vec<Result<String, InferError>>,
+    ) -> (Delegation, Script) {
         let config = InferenceConfig {
             order,
             promote_after: 3,
-            examples: 6,
+            examples,
             promote_unconfirmed: false,
         };
         let tools: Vec<ToolDoc> = ["read_file", "find_files"]
@@ -577,27 +627,38 @@ mod tests {
             .filter_map(|n| ToolDoc::builtin(n))
             .collect();
         let templates = TemplateSet::load(None).unwrap_or_default();
-        let corpus = match Corpus::shipped() {
-            Ok(c) => c,
-            Err(e) => panic!("{e}"),
-        };
+        let corpus = Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
         let env = |_: &str| None;
-        let del = Delegator {
-            config: &config,
-            tools: &tools,
-            templates: &templates,
-            corpus: &corpus,
-            env: &env,
-            validate: &fake_validate,
-            context: None,
-            run: None,
-        };
+        let mut del = Delegator::new(&config, &tools, &templates, &corpus, &env, &fake_validate);
+        del.context = context;
+        del.run = check;
         let mut s = Script {
             answers,
             seen: Vec::new(),
         };
         let d = del.delegate(intent, &mut s);
         (d, s)
+    }
+
+    /// One provider `x` answering `answers` in turn.
+    fn run_x(intent: &str, answers: &[&str]) -> (Delegation, Script) {
+        let answers = answers.iter().map(|a| Ok(a.to_string())).collect();
+        run(vec![ollama("x")], intent, answers)
+    }
+
+    /// [`run_x`], checking that the first attempt failed with `error_type`.
+    fn first_fails(intent: &str, answers: &[&str], error_type: &str) -> Delegation {
+        let (d, _) = run_x(intent, answers);
+        assert_eq!(d.attempts[0].error_type(), Some(error_type), "{intent}");
+        d
+    }
+
+    /// The answer of an endpoint that refuses connections.
+    fn refused() -> Result<String, InferError> {
+        Err(InferError::Unreachable {
+            url: "http://127.0.0.1:9/api/generate".into(),
+            detail: "refused".into(),
+        })
     }
 
     fn ollama(name: &str) -> ProviderConfig {
@@ -661,13 +722,7 @@ mod tests {
             ],
         );
         assert_eq!(d.provider.as_deref(), Some("big"));
-        assert_eq!(
-            d.attempts
-                .iter()
-                .map(|a| a.provider.as_str())
-                .collect::<Vec<_>>(),
-            ["small", "small", "big"]
-        );
+        assert_eq!(d.providers_tried(), ["small", "small", "big"]);
         assert_eq!(s.seen.len(), 3);
         assert!(d.error.is_none());
     }
@@ -677,14 +732,7 @@ mod tests {
         let (d, _) = run(
             vec![ollama("down"), ollama("bad")],
             "summarise a.txt",
-            vec![
-                Err(InferError::Unreachable {
-                    url: "http://127.0.0.1:9/api/generate".into(),
-                    detail: "refused".into(),
-                }),
-                Ok("import os".into()),
-                Ok("import os".into()),
-            ],
+            vec![refused(), Ok("import os".into()), Ok("import os".into())],
         );
         let e = d.error.unwrap_or_else(|| inference_error("none"));
         assert_eq!(e.kind, ErrorKind::Validation);
@@ -694,22 +742,12 @@ mod tests {
             "{}",
             e.message
         );
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("InferenceFailed")
-        );
+        assert_eq!(d.attempts[0].error_type(), Some("InferenceFailed"));
     }
 
     #[test]
     fn all_unreachable_names_url() {
-        let (d, _) = run(
-            vec![ollama("down")],
-            "summarise a.txt",
-            vec![Err(InferError::Unreachable {
-                url: "http://127.0.0.1:9/api/generate".into(),
-                detail: "refused".into(),
-            })],
-        );
+        let (d, _) = run(vec![ollama("down")], "summarise a.txt", vec![refused()]);
         let e = d.error.unwrap_or_else(|| inference_error("none"));
         assert_eq!(
             (e.kind, e.type_name.as_str()),
@@ -731,10 +769,7 @@ mod tests {
                 ollama("down"),
             ],
             "open import.txt",
-            vec![Err(InferError::Unreachable {
-                url: "http://127.0.0.1:9/api/generate".into(),
-                detail: "refused".into(),
-            })],
+            vec![refused()],
         );
         assert_eq!(d.attempts.len(), 2);
         assert_eq!(
@@ -746,20 +781,16 @@ mod tests {
 
     #[test]
     fn bad_intents() {
-        let (d, s) = run(vec![ollama("x")], "   ", vec![]);
+        let (d, s) = run_x("   ", &[]);
         assert_eq!(d.error.map(|e| e.type_name), Some("BadIntent".into()));
         assert!(s.seen.is_empty());
-        let (d, _) = run(vec![ollama("x")], &"x".repeat(MAX_INTENT_BYTES + 1), vec![]);
+        let (d, _) = run_x(&"x".repeat(MAX_INTENT_BYTES + 1), &[]);
         assert_eq!(d.error.map(|e| e.type_name), Some("BadIntent".into()));
     }
 
     #[test]
     fn huge_answer_is_refused_and_echo_bounded() {
-        let (d, s) = run(
-            vec![ollama("x")],
-            "do something",
-            vec![Ok("x".repeat(MAX_ANSWER_BYTES + 1))],
-        );
+        let (d, s) = run_x("do something", &[&"x".repeat(MAX_ANSWER_BYTES + 1)]);
         assert_eq!(s.seen.len(), 1, "no retry on a garbage-sized answer");
         assert!(d.attempts[0]
             .raw
@@ -770,34 +801,19 @@ mod tests {
 
     #[test]
     fn empty_answer_is_an_attempt() {
-        let (d, _) = run(
-            vec![ollama("x")],
-            "do something",
-            vec![Ok("".into()), Ok("```\n```".into())],
-        );
+        let d = first_fails("do something", &["", "```\n```"], "EmptyProgram");
         // Two empty answers: the retry repeated the first, so one more call
         // (here the script is exhausted).
         assert_eq!(d.attempts.len(), 3);
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("EmptyProgram")
-        );
         assert!(d.program.is_none());
     }
 
     #[test]
     fn comment_only_cell_is_not_a_program() {
-        let (d, _) = run(
-            vec![ollama("x")],
+        let d = first_fails(
             "summarise a.txt",
-            vec![
-                Ok("# read a.txt and summarise it".into()),
-                Ok("read_file('a.txt')".into()),
-            ],
-        );
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("EmptyProgram")
+            &["# read a.txt and summarise it", "read_file('a.txt')"],
+            "EmptyProgram",
         );
         assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
     }
@@ -805,47 +821,32 @@ mod tests {
     #[test]
     fn constant_and_print_answers() {
         // A made-up constant is flagged; a trailing print(x) becomes x.
-        let (d, _) = run(
-            vec![ollama("x")],
+        let d = first_fails(
             "how many lines in a.txt",
-            vec![
-                Ok("42".into()),
-                Ok("print(len(read_file('a.txt').splitlines()))".into()),
-            ],
-        );
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("NoToolCall")
+            &["42", "print(len(read_file('a.txt').splitlines()))"],
+            "NoToolCall",
         );
         assert_eq!(
             d.program.as_deref(),
             Some("len(read_file('a.txt').splitlines())")
         );
-        let (d, _) = run(
-            vec![ollama("x")],
+        let d = first_fails(
             "print each line of a.txt",
-            vec![
+            &[
                 // (A loop that prints is collected: see a_printing_loop_...)
-                Ok("for l in read_file('a.txt').splitlines():\n    n = len(l)".into()),
-                Ok("read_file('a.txt').splitlines()".into()),
+                "for l in read_file('a.txt').splitlines():\n    n = len(l)",
+                "read_file('a.txt').splitlines()",
             ],
-        );
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("NoResult")
+            "NoResult",
         );
         assert!(d.program.is_some());
     }
 
     #[test]
     fn a_printing_loop_is_accepted_as_a_collecting_one() {
-        let (d, s) = run(
-            vec![ollama("x")],
+        let (d, s) = run_x(
             "the text files that mention cats",
-            vec![Ok(
-                "for p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        print(p)"
-                    .into(),
-            )],
+            &["for p in find_files('*.txt'):\n    if 'cat' in read_file(p):\n        print(p)"],
         );
         assert_eq!(s.seen.len(), 1, "no retry");
         assert_eq!(
@@ -856,14 +857,9 @@ mod tests {
 
     #[test]
     fn repeated_retry_is_asked_again_differently() {
-        let (d, s) = run(
-            vec![ollama("x")],
+        let (d, s) = run_x(
             "summarise a.txt",
-            vec![
-                Ok("import os".into()),
-                Ok("import  os  # again".into()),
-                Ok("read_file('a.txt')".into()),
-            ],
+            &["import os", "import  os  # again", "read_file('a.txt')"],
         );
         assert_eq!(s.seen.len(), 3);
         assert!(s.seen[2].messages[1]
@@ -872,36 +868,12 @@ mod tests {
         assert!(s.seen[2].temperature > s.seen[1].temperature);
         assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
         // A retry that differs gets no third call.
-        let (_, s) = run(
-            vec![ollama("x")],
-            "summarise a.txt",
-            vec![
-                Ok("import os".into()),
-                Ok("import sys".into()),
-                Ok("x".into()),
-            ],
-        );
+        let (_, s) = run_x("summarise a.txt", &["import os", "import sys", "x"]);
         assert_eq!(s.seen.len(), 2);
     }
 
     #[test]
     fn runtime_failure_falls_through_and_context_reaches_the_prompt() {
-        let config = InferenceConfig {
-            order: vec![
-                ProviderConfig::new("templates", Plugin::Templates),
-                ollama("small"),
-            ],
-            promote_after: 3,
-            examples: 2,
-            promote_unconfirmed: false,
-        };
-        let tools: Vec<ToolDoc> = ["read_file", "find_files"]
-            .iter()
-            .filter_map(|n| ToolDoc::builtin(n))
-            .collect();
-        let templates = TemplateSet::load(None).unwrap_or_default();
-        let corpus = Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
-        let env = |_: &str| None;
         // Programs reading missing.txt fail at run time.
         let run_check = |p: &str| {
             if p.contains("missing.txt") {
@@ -914,30 +886,23 @@ mod tests {
                 RunCheck::Accept
             }
         };
-        let del = Delegator {
-            config: &config,
-            tools: &tools,
-            templates: &templates,
-            corpus: &corpus,
-            env: &env,
-            validate: &fake_validate,
-            context: Some("Workspace files:\n  notes/present.txt"),
-            run: Some(&run_check),
-        };
-        let mut s = Script {
-            answers: vec![
+        let (d, s) = run_in(
+            vec![
+                ProviderConfig::new("templates", Plugin::Templates),
+                ollama("small"),
+            ],
+            2,
+            Some("Workspace files:\n  notes/present.txt"),
+            Some(&run_check),
+            "read missing.txt",
+            vec![
                 Ok("read_file('missing.txt')".into()),
                 Ok("read_file('notes/present.txt')".into()),
             ],
-            seen: Vec::new(),
-        };
-        let d = del.delegate("read missing.txt", &mut s);
+        );
         // The template's answer failed at run time: the model was asked.
         assert_eq!(d.attempts[0].provider, "templates");
-        assert_eq!(
-            d.attempts[0].error.as_ref().map(|e| e.type_name.as_str()),
-            Some("FileNotFoundError")
-        );
+        assert_eq!(d.attempts[0].error_type(), Some("FileNotFoundError"));
         assert!(s.seen[0].messages[0].content.contains("notes/present.txt"));
         // The model's first answer failed at run time too: retried with the error.
         assert!(s.seen[1].messages[1]

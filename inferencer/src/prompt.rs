@@ -166,16 +166,10 @@ pub fn retry_messages(
     ]
 }
 
-/// A retry after the model repeated a rejected cell: the same turn, plus
-/// an explicit request for a different approach.
-pub fn different_messages(
-    system: &str,
-    intent: &str,
-    previous: &str,
-    errors: &[ErrorInfo],
-    hints: &[Hint],
-) -> Vec<Message> {
-    let mut m = retry_messages(system, intent, previous, errors, hints);
+/// A retry after the model repeated a rejected cell: the turn of
+/// [`retry_messages`], plus an explicit request for a different approach.
+pub fn different_messages(retry: Vec<Message>) -> Vec<Message> {
+    let mut m = retry;
     if let Some(last) = m.last_mut() {
         last.content.push_str(
             "\nYou already gave this cell twice. Write a different cell that follows the hints.",

@@ -907,19 +907,17 @@ mod tests {
     fn shipped_templates_match_with_slots() {
         let t = shipped();
         assert!(t.templates.len() >= 5);
-        assert_eq!(
-            t.find("Read notes/Todo.txt").map(|x| x.1),
-            Some("read_file(\"notes/Todo.txt\")".into())
-        );
+        for (intent, program) in [
+            ("Read notes/Todo.txt", "read_file(\"notes/Todo.txt\")"),
+            (
+                "count lines in 'src/main.py'.",
+                "len(read_file(\"src/main.py\").splitlines())",
+            ),
+            ("find files matching **/*.md", "find_files(\"**/*.md\")"),
+        ] {
+            assert_eq!(t.find(intent).map(|x| x.1).as_deref(), Some(program));
+        }
         assert_eq!(t.find("show the contents of `a b.txt`"), None);
-        assert_eq!(
-            t.find("count lines in 'src/main.py'.").map(|x| x.1),
-            Some("len(read_file(\"src/main.py\").splitlines())".into())
-        );
-        assert_eq!(
-            t.find("find files matching **/*.md").map(|x| x.1),
-            Some("find_files(\"**/*.md\")".into())
-        );
         // Must cover the whole intent.
         assert_eq!(t.find("read a.txt and count the TODO items"), None);
     }
@@ -992,30 +990,28 @@ mod tests {
 
     #[test]
     fn rules_fire_only_when_covered() {
-        assert_eq!(
-            rules("list all python files").map(|x| x.1),
-            Some("find_files(\"**/*.py\")".into())
-        );
-        assert_eq!(
-            rules("how many markdown files are there?").map(|x| x.1),
-            Some("len(find_files(\"**/*.md\"))".into())
-        );
-        assert_eq!(
-            rules("count the lines in notes/todo.txt").map(|x| x.1),
-            Some("len(read_file(\"notes/todo.txt\").splitlines())".into())
-        );
-        assert_eq!(
-            rules("print README.md").map(|x| x.1),
-            Some("read_file(\"README.md\")".into())
-        );
-        assert_eq!(rules("read notes/todo.txt and count the TODO items"), None);
-        assert_eq!(rules("list python files that import os"), None);
-        assert_eq!(rules("summarise the project"), None);
-        assert_eq!(rules("number the lines of notes/todo.txt"), None);
-        assert_eq!(
-            rules("number of lines in a.txt").map(|x| x.1),
-            Some("len(read_file(\"a.txt\").splitlines())".into())
-        );
+        for (intent, program) in [
+            ("list all python files", Some("find_files(\"**/*.py\")")),
+            (
+                "how many markdown files are there?",
+                Some("len(find_files(\"**/*.md\"))"),
+            ),
+            (
+                "count the lines in notes/todo.txt",
+                Some("len(read_file(\"notes/todo.txt\").splitlines())"),
+            ),
+            ("print README.md", Some("read_file(\"README.md\")")),
+            ("read notes/todo.txt and count the TODO items", None),
+            ("list python files that import os", None),
+            ("summarise the project", None),
+            ("number the lines of notes/todo.txt", None),
+            (
+                "number of lines in a.txt",
+                Some("len(read_file(\"a.txt\").splitlines())"),
+            ),
+        ] {
+            assert_eq!(rules(intent).map(|x| x.1).as_deref(), program, "{intent}");
+        }
     }
 
     #[test]
@@ -1157,14 +1153,12 @@ mod tests {
         ] {
             assert!(t.find(intent).is_none(), "{intent}: {:?}", t.find(intent));
         }
-        assert_eq!(
-            t.find("find **/*.py").map(|x| x.1),
-            Some("find_files(\"**/*.py\")".into())
-        );
-        assert_eq!(
-            t.find("read notes/a.txt").map(|x| x.1),
-            Some("read_file(\"notes/a.txt\")".into())
-        );
+        for (intent, program) in [
+            ("find **/*.py", "find_files(\"**/*.py\")"),
+            ("read notes/a.txt", "read_file(\"notes/a.txt\")"),
+        ] {
+            assert_eq!(t.find(intent).map(|x| x.1).as_deref(), Some(program));
+        }
         assert_eq!(ratchet_key("Summarise  A.txt."), "summarise A.txt");
         assert_eq!(ratchet_key("Count TODO lines"), "count TODO lines");
     }

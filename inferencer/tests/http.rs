@@ -361,16 +361,7 @@ fn delegate_with(config: InferenceConfig, intent: &str) -> lackpy_inferencer::De
     let validate = move |p: &str| -> Result<(), Vec<ErrorInfo>> {
         lackpy_policy::validate(p, &ns, &Limits::default()).map(|_| ())
     };
-    let d = Delegator {
-        config: &config,
-        tools: &tools,
-        templates: &templates,
-        corpus: &corpus,
-        env: &env,
-        validate: &validate,
-        context: None,
-        run: None,
-    };
+    let d = Delegator::new(&config, &tools, &templates, &corpus, &env, &validate);
     d.delegate(intent, &mut InProcess)
 }
 
@@ -417,13 +408,7 @@ fn cascade_retry_with_hints_then_next_provider_over_http() {
         Some("content = read_file('a.txt')\ncontent.upper()")
     );
     assert_eq!(d.provider.as_deref(), Some("big"));
-    assert_eq!(
-        d.attempts
-            .iter()
-            .map(|a| a.provider.as_str())
-            .collect::<Vec<_>>(),
-        ["small", "small", "big"]
-    );
+    assert_eq!(d.providers_tried(), ["small", "small", "big"]);
     assert!(d.attempts[0].error.is_some() && d.attempts[1].error.is_some());
     // The retry carried the previous answer, the error with its line, and the hint.
     let retry = json(&small.seen()[1].body);

@@ -256,16 +256,9 @@ pub fn delegate_with(
         *last_run.borrow_mut() = Some((program.to_string(), report));
         verdict
     };
-    let delegator = Delegator {
-        config: &config,
-        tools: &tools,
-        templates: &templates,
-        corpus: &corpus,
-        env: &env,
-        validate: &validate,
-        context: context.as_deref(),
-        run: Some(&run_check),
-    };
+    let mut delegator = Delegator::new(&config, &tools, &templates, &corpus, &env, &validate);
+    delegator.context = context.as_deref();
+    delegator.run = Some(&run_check);
     let mut caller = model_caller();
     let d = delegator.delegate(intent, caller.as_mut());
     let last = last_run.borrow_mut().take();

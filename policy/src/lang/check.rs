@@ -458,22 +458,29 @@ impl<'a> Checker<'a> {
         parts.join("; ")
     }
 
-    /// A name read as a value (not a callee).
-    fn name_load(&mut self, at: usize, id: &str) {
+    /// A name read as a value (not a callee, `store` false) or assigned to
+    /// (`store` true).
+    fn name_use(&mut self, at: usize, id: &str, store: bool) {
         if !self.name_ok(at, id) {
             return;
         }
         if self.is_tool(id) || is_builtin(id) {
             let what = if self.is_tool(id) { "tool" } else { "builtin" };
-            self.err(
-                at,
-                "BuiltinAsValue",
-                format!("{what} '{id}' can only be called, not used as a value"),
-                Some(format!("call it: {id}(...)")),
-            );
-            return;
-        }
-        if !self.assigned.contains(id) {
+            let (ty, message, hint) = if store {
+                (
+                    "AssignToBuiltin",
+                    format!("cannot assign to {what} '{id}'"),
+                    "choose another variable name".to_string(),
+                )
+            } else {
+                (
+                    "BuiltinAsValue",
+                    format!("{what} '{id}' can only be called, not used as a value"),
+                    format!("call it: {id}(...)"),
+                )
+            };
+            self.err(at, ty, message, Some(hint));
+        } else if !store && !self.assigned.contains(id) {
             let hint = self.unknown_name_hint(id);
             self.err(
                 at,
@@ -482,21 +489,6 @@ impl<'a> Checker<'a> {
                     "name '{id}' is not defined: not a tool of the active profile, an allowed builtin, or a variable assigned in the program"
                 ),
                 Some(hint),
-            );
-        }
-    }
-
-    fn name_store(&mut self, at: usize, id: &str) {
-        if !self.name_ok(at, id) {
-            return;
-        }
-        if self.is_tool(id) || is_builtin(id) {
-            let what = if self.is_tool(id) { "tool" } else { "builtin" };
-            self.err(
-                at,
-                "AssignToBuiltin",
-                format!("cannot assign to {what} '{id}'"),
-                Some("choose another variable name".to_string()),
             );
         }
     }
@@ -664,10 +656,7 @@ impl<'a> Checker<'a> {
                     None,
                 );
             }
-            Expr::Name(n) => match n.ctx {
-                ExprContext::Load => self.name_load(at, n.id.as_str()),
-                _ => self.name_store(at, n.id.as_str()),
-            },
+            Expr::Name(n) => self.name_use(at, n.id.as_str(), n.ctx != ExprContext::Load),
             Expr::List(l) if l.ctx == ExprContext::Load => self.elts(&l.elts),
             Expr::Tuple(t) if t.ctx == ExprContext::Load => self.elts(&t.elts),
             Expr::List(_) | Expr::Tuple(_) => self.target(e, true),
@@ -1108,7 +1097,7 @@ impl<'a> Checker<'a> {
                     .chain(a.args.iter())
                     .chain(a.kwonlyargs.iter())
                 {
-                    self.name_store(off(&p.def), p.def.arg.as_str());
+                    self.name_use(off(&p.def), p.def.arg.as_str(), true);
                 }
                 self.expr(&l.body);
             }

@@ -297,41 +297,27 @@ mod tests {
 
     #[test]
     fn rewrites_surrogate_escapes_only_where_they_are_escapes() {
-        assert_eq!(rw("x = '\\ud800'").as_deref(), Some("x = '\\U0010f800'"));
-        assert_eq!(
-            rw("x = '\\U0000DFFF'").as_deref(),
-            Some("x = '\\U0010ffff'")
-        );
-        assert_eq!(
-            rw("x = '\\ud83d\\ude00'").as_deref(),
-            Some("x = '\\U0010f83d\\U0010fe00'")
-        );
-        assert_eq!(
-            rw("x = f'{1}\\udc00'").as_deref(),
-            Some("x = f'{1}\\U0010fc00'")
-        );
-        // Not escapes: raw, bytes, an escaped backslash, comments, other code points.
-        assert_eq!(rw("x = r'\\ud800'"), None);
-        assert_eq!(rw("x = Rb'\\ud800'"), None);
-        assert_eq!(rw("x = b'\\ud800'"), None);
-        assert_eq!(rw("x = '\\\\ud800'"), None);
-        assert_eq!(rw("x = 1  # '\\ud800'"), None);
-        assert_eq!(rw("x = '\\ud7ff\\ue000'"), None);
-        assert_eq!(rw("x = '\\ud80'"), None);
-        // A keyword touching the quote is not a prefix (`or` is not raw).
-        assert_eq!(
-            rw("x = 0 or'\\ud800'").as_deref(),
-            Some("x = 0 or'\\U0010f800'")
-        );
-        // The quote of the other kind and an escaped quote do not end it.
-        assert_eq!(
-            rw("x = '\"\\'\\ud800'").as_deref(),
-            Some("x = '\"\\'\\U0010f800'")
-        );
-        assert_eq!(
-            rw("x = '''a\n'\\udfff'''").as_deref(),
-            Some("x = '''a\n'\\U0010ffff'''")
-        );
+        for (src, want) in [
+            ("x = '\\ud800'", Some("x = '\\U0010f800'")),
+            ("x = '\\U0000DFFF'", Some("x = '\\U0010ffff'")),
+            ("x = '\\ud83d\\ude00'", Some("x = '\\U0010f83d\\U0010fe00'")),
+            ("x = f'{1}\\udc00'", Some("x = f'{1}\\U0010fc00'")),
+            // Not escapes: raw, bytes, an escaped backslash, comments, other code points.
+            ("x = r'\\ud800'", None),
+            ("x = Rb'\\ud800'", None),
+            ("x = b'\\ud800'", None),
+            ("x = '\\\\ud800'", None),
+            ("x = 1  # '\\ud800'", None),
+            ("x = '\\ud7ff\\ue000'", None),
+            ("x = '\\ud80'", None),
+            // A keyword touching the quote is not a prefix (`or` is not raw).
+            ("x = 0 or'\\ud800'", Some("x = 0 or'\\U0010f800'")),
+            // The quote of the other kind and an escaped quote do not end it.
+            ("x = '\"\\'\\ud800'", Some("x = '\"\\'\\U0010f800'")),
+            ("x = '''a\n'\\udfff'''", Some("x = '''a\n'\\U0010ffff'''")),
+        ] {
+            assert_eq!(rw(src).as_deref(), want, "{src}");
+        }
     }
 
     #[test]
