@@ -468,19 +468,14 @@ api_key_env = "MY_KEY"
         w.model = Some("ollama/qwen".into());
         w.base_url = Some("http://localhost:11434/v1".into());
         assert_eq!(url(w), "http://localhost:11434/api/chat");
-        assert_eq!(
-            ollama_host_url("example.org").as_deref(),
-            Some("http://example.org:11434")
-        );
-        assert_eq!(
-            ollama_host_url("https://h:5/x/").as_deref(),
-            Some("https://h:5/x")
-        );
-        assert_eq!(
-            ollama_host_url("[::1]").as_deref(),
-            Some("http://[::1]:11434")
-        );
-        assert_eq!(ollama_host_url(" "), None);
+        for (host, url) in [
+            ("example.org", Some("http://example.org:11434")),
+            ("https://h:5/x/", Some("https://h:5/x")),
+            ("[::1]", Some("http://[::1]:11434")),
+            (" ", None),
+        ] {
+            assert_eq!(ollama_host_url(host).as_deref(), url, "{host}");
+        }
     }
 
     #[test]

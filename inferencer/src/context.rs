@@ -139,10 +139,7 @@ fn cut(s: &str, n: usize) -> String {
     if s.len() <= n {
         return s.to_string();
     }
-    let mut end = n;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = s.floor_char_boundary(n);
     format!("{}…", &s[..end])
 }
 

@@ -981,11 +981,10 @@ mod tests {
         assert_eq!(t.find(&"x ".repeat(400)), None);
         // An oversized file is a clear error.
         let _ = std::fs::write(templates_path(ws), "#".repeat(2 * 1024 * 1024));
-        let e = TemplateSet::load(Some(ws))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("larger than"), "{e}");
+        match TemplateSet::load(Some(ws)) {
+            Ok(_) => panic!("a 2 MiB templates file loaded"),
+            Err(e) => assert!(e.to_string().contains("larger than"), "{e}"),
+        }
     }
 
     #[test]

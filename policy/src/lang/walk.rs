@@ -57,6 +57,11 @@ fn stmts<'a>(v: &'a mut [Stmt], out: &mut Vec<NodeMut<'a>>) {
     out.extend(v.iter_mut().map(NodeMut::Stmt));
 }
 
+/// Push each of `es`, in order.
+fn push<'a, const N: usize>(out: &mut Vec<NodeMut<'a>>, es: [&'a mut Expr; N]) {
+    out.extend(es.map(NodeMut::Expr));
+}
+
 fn exprs<'a>(v: &'a mut [Expr], out: &mut Vec<NodeMut<'a>>) {
     out.extend(v.iter_mut().map(NodeMut::Expr));
 }
@@ -69,8 +74,7 @@ fn opt<'a>(e: &'a mut Option<Box<Expr>>, out: &mut Vec<NodeMut<'a>>) {
 
 fn comps<'a>(gens: &'a mut [ast::Comprehension], out: &mut Vec<NodeMut<'a>>) {
     for g in gens {
-        out.push(NodeMut::Expr(&mut g.target));
-        out.push(NodeMut::Expr(&mut g.iter));
+        push(out, [&mut g.target, &mut g.iter]);
         exprs(&mut g.ifs, out);
     }
 }
@@ -96,6 +100,23 @@ macro_rules! for_children {
         $out.push(NodeMut::Expr(&mut $f.iter));
         stmts(&mut $f.body, $out);
         stmts(&mut $f.orelse, $out);
+    }};
+}
+
+/// The children of a list, set or generator comprehension.
+macro_rules! comp_children {
+    ($c:ident, $out:ident) => {{
+        $out.push(NodeMut::Expr(&mut $c.elt));
+        comps(&mut $c.generators, $out);
+    }};
+}
+
+/// The children of a `while` or `if`.
+macro_rules! cond_children {
+    ($c:ident, $out:ident) => {{
+        $out.push(NodeMut::Expr(&mut $c.test));
+        stmts(&mut $c.body, $out);
+        stmts(&mut $c.orelse, $out);
     }};
 }
 
@@ -145,31 +166,16 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
                 exprs(&mut a.targets, out);
                 out.push(NodeMut::Expr(&mut a.value));
             }
-            Stmt::TypeAlias(t) => {
-                out.push(NodeMut::Expr(&mut t.name));
-                out.push(NodeMut::Expr(&mut t.value));
-            }
-            Stmt::AugAssign(a) => {
-                out.push(NodeMut::Expr(&mut a.target));
-                out.push(NodeMut::Expr(&mut a.value));
-            }
+            Stmt::TypeAlias(t) => push(out, [&mut t.name, &mut t.value]),
+            Stmt::AugAssign(a) => push(out, [&mut a.target, &mut a.value]),
             Stmt::AnnAssign(a) => {
-                out.push(NodeMut::Expr(&mut a.target));
-                out.push(NodeMut::Expr(&mut a.annotation));
+                push(out, [&mut a.target, &mut a.annotation]);
                 opt(&mut a.value, out);
             }
             Stmt::For(f) => for_children!(f, out),
             Stmt::AsyncFor(f) => for_children!(f, out),
-            Stmt::While(w) => {
-                out.push(NodeMut::Expr(&mut w.test));
-                stmts(&mut w.body, out);
-                stmts(&mut w.orelse, out);
-            }
-            Stmt::If(i) => {
-                out.push(NodeMut::Expr(&mut i.test));
-                stmts(&mut i.body, out);
-                stmts(&mut i.orelse, out);
-            }
+            Stmt::While(w) => cond_children!(w, out),
+            Stmt::If(i) => cond_children!(i, out),
             Stmt::With(w) => with_children!(w, out),
             Stmt::AsyncWith(w) => with_children!(w, out),
             Stmt::Match(m) => {
@@ -196,24 +202,14 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
         },
         NodeMut::Expr(e) => match e {
             Expr::BoolOp(b) => exprs(&mut b.values, out),
-            Expr::NamedExpr(n) => {
-                out.push(NodeMut::Expr(&mut n.target));
-                out.push(NodeMut::Expr(&mut n.value));
-            }
-            Expr::BinOp(b) => {
-                out.push(NodeMut::Expr(&mut b.left));
-                out.push(NodeMut::Expr(&mut b.right));
-            }
+            Expr::NamedExpr(n) => push(out, [&mut n.target, &mut n.value]),
+            Expr::BinOp(b) => push(out, [&mut b.left, &mut b.right]),
             Expr::UnaryOp(u) => out.push(NodeMut::Expr(&mut u.operand)),
             Expr::Lambda(l) => {
                 args_children(&mut l.args, out);
                 out.push(NodeMut::Expr(&mut l.body));
             }
-            Expr::IfExp(i) => {
-                out.push(NodeMut::Expr(&mut i.test));
-                out.push(NodeMut::Expr(&mut i.body));
-                out.push(NodeMut::Expr(&mut i.orelse));
-            }
+            Expr::IfExp(i) => push(out, [&mut i.test, &mut i.body, &mut i.orelse]),
             Expr::Dict(d) => {
                 for k in d.keys.iter_mut().flatten() {
                     out.push(NodeMut::Expr(k));
@@ -221,23 +217,13 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
                 exprs(&mut d.values, out);
             }
             Expr::Set(s) => exprs(&mut s.elts, out),
-            Expr::ListComp(c) => {
-                out.push(NodeMut::Expr(&mut c.elt));
-                comps(&mut c.generators, out);
-            }
-            Expr::SetComp(c) => {
-                out.push(NodeMut::Expr(&mut c.elt));
-                comps(&mut c.generators, out);
-            }
+            Expr::ListComp(c) => comp_children!(c, out),
+            Expr::SetComp(c) => comp_children!(c, out),
             Expr::DictComp(c) => {
-                out.push(NodeMut::Expr(&mut c.key));
-                out.push(NodeMut::Expr(&mut c.value));
+                push(out, [&mut c.key, &mut c.value]);
                 comps(&mut c.generators, out);
             }
-            Expr::GeneratorExp(c) => {
-                out.push(NodeMut::Expr(&mut c.elt));
-                comps(&mut c.generators, out);
-            }
+            Expr::GeneratorExp(c) => comp_children!(c, out),
             Expr::Await(a) => out.push(NodeMut::Expr(&mut a.value)),
             Expr::Yield(y) => opt(&mut y.value, out),
             Expr::YieldFrom(y) => out.push(NodeMut::Expr(&mut y.value)),
@@ -259,10 +245,7 @@ pub(crate) fn children<'a>(node: NodeMut<'a>, out: &mut Vec<NodeMut<'a>>) {
             Expr::JoinedStr(j) => exprs(&mut j.values, out),
             Expr::Constant(_) | Expr::Name(_) => {}
             Expr::Attribute(a) => out.push(NodeMut::Expr(&mut a.value)),
-            Expr::Subscript(s) => {
-                out.push(NodeMut::Expr(&mut s.value));
-                out.push(NodeMut::Expr(&mut s.slice));
-            }
+            Expr::Subscript(s) => push(out, [&mut s.value, &mut s.slice]),
             Expr::Starred(s) => out.push(NodeMut::Expr(&mut s.value)),
             Expr::List(l) => exprs(&mut l.elts, out),
             Expr::Tuple(t) => exprs(&mut t.elts, out),
