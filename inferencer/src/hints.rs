@@ -143,22 +143,19 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
             }
         }
     }
+    let mentions = |needles: &[&str]| needles.iter().any(|n| program.contains(n));
     if has_tool("find_files")
-        && (program.contains("[\"path\"]")
-            || program.contains("['path']")
-            || program.contains("[\"name\"]")
-            || program.contains("['file']")
-            || program.contains("[\"file\"]"))
+        && mentions(&[
+            "[\"path\"]",
+            "['path']",
+            "[\"name\"]",
+            "['file']",
+            "[\"file\"]",
+        ])
     {
         push(FailureMode::KeyHallucination, "find_files(pattern) returns a list of path strings (list[str]); use each string as the path.".into());
     }
-    if program.contains("\"/")
-        || program.contains("'/")
-        || program.contains("\"~")
-        || program.contains("'~")
-        || program.contains("\"./")
-        || program.contains("'./")
-    {
+    if mentions(&["\"/", "'/", "\"~", "'~", "\"./", "'./"]) {
         push(FailureMode::PathPrefix, "Paths are relative to the workspace root: write \"notes/todo.txt\", not \"/notes/todo.txt\" or \"./notes/todo.txt\".".into());
     }
     if let Some(last) = code

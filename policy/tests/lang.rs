@@ -752,13 +752,12 @@ const ACCEPT: &[&str] = &[
 
 #[test]
 fn acceptance_table() {
-    let mut failures = Vec::new();
-    for src in ACCEPT {
-        let errs = errors(src);
-        if !errs.is_empty() {
-            failures.push(format!("{src:?}: {errs:?}"));
-        }
-    }
+    let failures: Vec<String> = ACCEPT
+        .iter()
+        .map(|src| (src, errors(src)))
+        .filter(|(_, errs)| !errs.is_empty())
+        .map(|(src, errs)| format!("{src:?}: {errs:?}"))
+        .collect();
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
