@@ -552,12 +552,12 @@ fn str_list(
     Ok(Value::list(out))
 }
 
-/// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
-fn sub_range(
-    s: &super::value::PyStr,
-    start: &Value,
-    end: &Value,
-) -> InterpResult<Option<(usize, usize)>> {
+/// Byte range of the code-point slice [start:end] of `s` (CPython's
+/// find/count semantics); `start` and `end` are `pos[1]` and `pos[2]`,
+/// None when absent.
+fn sub_range(s: &super::value::PyStr, pos: &[Value]) -> InterpResult<Option<(usize, usize)>> {
+    let none = Value::None;
+    let (start, end) = (pos.get(1).unwrap_or(&none), pos.get(2).unwrap_or(&none));
     if matches!((start, end), (Value::None, Value::None)) {
         return Ok(Some((0, s.len())));
     }
@@ -1046,13 +1046,7 @@ impl<'a> Interp<'a> {
             Method::Find | Method::Rfind | Method::Index | Method::Rindex | Method::Count => {
                 tuple_args(&a, m.name(), 1, 3)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
-                let none = Value::None;
-                let Some((b0, b1)) = sub_range(
-                    ps,
-                    a.pos.get(1).unwrap_or(&none),
-                    a.pos.get(2).unwrap_or(&none),
-                )?
-                else {
+                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
                     return match m {
                         Method::Count => Ok(Value::Int(0)),
                         Method::Index | Method::Rindex => Err(value_err("substring not found")),
@@ -1086,13 +1080,7 @@ impl<'a> Interp<'a> {
             }
             Method::Startswith | Method::Endswith => {
                 tuple_args(&a, m.name(), 1, 3)?;
-                let none = Value::None;
-                let Some((b0, b1)) = sub_range(
-                    ps,
-                    a.pos.get(1).unwrap_or(&none),
-                    a.pos.get(2).unwrap_or(&none),
-                )?
-                else {
+                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
                     return Ok(Value::Bool(false));
                 };
                 // On bytes (a UTF-8 prefix/suffix test is a byte test), so
