@@ -22,6 +22,15 @@ fn ws_with_config(config: &str) -> tempfile::TempDir {
     ])
 }
 
+/// A workspace whose only inference provider is `local`: the ollama
+/// plugin at `url`, with `extra` provider settings.
+fn local_ollama_ws(url: &str, extra: &str) -> tempfile::TempDir {
+    ws_with_config(&format!(
+        "[inference]\norder = [\"local\"]\n{}",
+        provider("local", "ollama", url, extra)
+    ))
+}
+
 fn delegate(ws: &Path, intent: &str, extra: &[&str]) -> Output {
     let mut c = lackpy();
     c.arg("delegate")
@@ -71,10 +80,7 @@ fn model_through_jailed_worker() {
     let fake = Fake::start(vec![ollama(
         "Here you go:\n```python\ncontent = read_file('notes/a.txt')\ncontent.upper()\n```",
     )]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let out = delegate(ws.path(), "shout the first note", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
@@ -158,10 +164,7 @@ fn retry_with_hints_then_success() {
         ollama("import os\nos.listdir('notes')"),
         ollama("find_files('notes/*')"),
     ]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let out = delegate(ws.path(), "what is in the notes folder", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
@@ -263,10 +266,7 @@ fn no_valid_program_is_exit_2() {
         ollama("while True:\n    pass"),
         ollama("def f():\n    return 1\nf()"),
     ]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let out = delegate(ws.path(), "loop forever", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(2), "{v}");
@@ -309,10 +309,7 @@ fn silent_model_times_out() {
 #[test]
 fn oversized_answer_is_refused() {
     let fake = Fake::start(vec![Reply::Huge(200_000)]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "max_response_bytes = 4096")
-    ));
+    let ws = local_ollama_ws(&fake.url, "max_response_bytes = 4096");
     let out = delegate(ws.path(), "do the thing", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(1), "{v}");
@@ -328,10 +325,7 @@ fn oversized_answer_is_refused() {
 #[test]
 fn runtime_failure_of_generated_program() {
     let fake = Fake::start(vec![ollama("read_file('missing.txt')")]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let out = delegate(ws.path(), "show me the missing file", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(1), "{v}");
@@ -540,10 +534,7 @@ fn comment_only_or_constant_answers_are_not_success() {
         ollama("# there is nothing to compute"),
         ollama("42"),
     ]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let out = delegate(ws.path(), "how many notes are there", &[]);
     let v = json(&out);
     assert_eq!(out.status.code(), Some(2), "{v}");
@@ -566,10 +557,7 @@ fn tool_arguments_are_checked_before_running() {
         ollama("find_files('notes', '*.txt')"),
         ollama("find_files('notes/*.txt')"),
     ]);
-    let ws = ws_with_config(&format!(
-        "[inference]\norder = [\"local\"]\n{}",
-        provider("local", "ollama", &fake.url, "")
-    ));
+    let ws = local_ollama_ws(&fake.url, "");
     let v = json(&delegate(ws.path(), "the text notes", &[]));
     assert_eq!(v["attempts"][0]["error"]["type"], "ArgumentError", "{v}");
     assert_eq!(

@@ -46,6 +46,12 @@ fn lackpy(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     child.wait_with_output().expect("wait lackpy")
 }
 
+/// `lackpy SUBCOMMAND --json --workspace WS` with no stdin.
+fn lackpy_json(subcommand: &str, ws: &Path, env: &[(&str, &str)]) -> Output {
+    let ws = ws.to_str().unwrap_or(".");
+    lackpy(&[subcommand, "--json", "--workspace", ws], "", env)
+}
+
 fn run(ws: &Path, tools: &str, program: &str, env: &[(&str, &str)]) -> (Output, Value) {
     let ws = ws.to_str().unwrap_or(".");
     let out = lackpy(
@@ -95,32 +101,14 @@ fn a_program_calls_a_tool_of_another_lackpy_serve_over_http() {
     // conservative default), and the call is traced.
     assert_eq!(v["trace"][0]["tool"], "run_program", "{v}");
     // `lackpy tools` shows the server by url, never its headers' values.
-    let tools = lackpy(
-        &[
-            "tools",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "",
-        &env,
-    );
+    let tools = lackpy_json("tools", ws.path(), &env);
     let t = util::json(&tools);
     let servers = t["mcp_servers"].as_array().cloned().unwrap_or_default();
     assert_eq!(servers.len(), 1, "{t}");
     assert_eq!(servers[0]["endpoint"], srv.url().as_str());
     assert_eq!(servers[0]["headers"][0], "Authorization");
     // `doctor --json` reports it with its url and tool count.
-    let doc = lackpy(
-        &[
-            "doctor",
-            "--json",
-            "--workspace",
-            ws.path().to_str().unwrap_or("."),
-        ],
-        "",
-        &env,
-    );
+    let doc = lackpy_json("doctor", ws.path(), &env);
     let d: Value = serde_json::from_slice(&doc.stdout).unwrap_or(Value::Null);
     let report = &d["mcp_servers"][0];
     assert_eq!(report["endpoint"], srv.url().as_str(), "{d}");
@@ -312,12 +300,7 @@ fn host_config_servers_add_tools_after_own_servers() {
         ".lackpy/config.toml",
         "[mcp]\nhost_configs = [\"claude-desktop\", \"cursor\"]\n",
     )]);
-    let wss = ws.path().to_str().unwrap_or(".");
-    let out = lackpy(
-        &["tools", "--json", "--workspace", wss],
-        "",
-        &[("HOME", home_s)],
-    );
+    let out = lackpy_json("tools", ws.path(), &[("HOME", home_s)]);
     let v = util::json(&out);
     let err = stderr(&out);
     let names: Vec<&str> = v["tools"]
@@ -346,16 +329,7 @@ fn host_config_servers_add_tools_after_own_servers() {
         fixture().display().to_string()
     );
     let ws2 = util::workspace(&[(".lackpy/config.toml", &own)]);
-    let out = lackpy(
-        &[
-            "tools",
-            "--json",
-            "--workspace",
-            ws2.path().to_str().unwrap_or("."),
-        ],
-        "",
-        &[("HOME", home_s)],
-    );
+    let out = lackpy_json("tools", ws2.path(), &[("HOME", home_s)]);
     let v = util::json(&out);
     let shadowed = v["shadowed"].to_string();
     assert!(

@@ -224,6 +224,31 @@ fn parse(raw: &[u8]) -> Resp {
     }
 }
 
+/// A fresh connection to `addr` whose reads give up after `secs` seconds.
+fn connect(addr: &str, secs: u64) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(secs)))
+        .expect("timeout");
+    s
+}
+
+/// Everything the server sends until it closes (or the read times out).
+fn read_to_eof(s: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    raw
+}
+
+/// `DELETE /mcp` of `session` with `token`'s credentials.
+fn end_session(addr: &str, token: &str, session: &str) -> Resp {
+    let auth = format!("Bearer {token}");
+    let h = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", session),
+    ];
+    request(addr, "DELETE", "/mcp", &h, b"")
+}
+
 /// One request on a fresh connection (`Connection: close`), read to EOF.
 pub(crate) fn request(
     addr: &str,
@@ -232,9 +257,7 @@ pub(crate) fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Resp {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
+    let mut s = connect(addr, 60);
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {addr}\r\n"));
@@ -245,8 +268,7 @@ pub(crate) fn request(
     req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     s.write_all(req.as_bytes()).expect("write head");
     s.write_all(body).expect("write body");
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
+    let raw = read_to_eof(&mut s);
     parse(&raw)
 }
 
@@ -367,16 +389,7 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
     let r = run(&srv.addr, TOKEN_B, &a, "x", Some("nb"));
     assert_eq!(r.status, 404, "{r:?}");
     assert!(r.body.contains("Session not found"), "{}", r.body);
-    let r = request(
-        &srv.addr,
-        "DELETE",
-        "/mcp",
-        &[
-            ("Authorization", &format!("Bearer {TOKEN_B}")),
-            ("Mcp-Session-Id", &a),
-        ],
-        b"",
-    );
+    let r = end_session(&srv.addr, TOKEN_B, &a);
     assert_eq!(r.status, 404, "B cannot end A's session: {r:?}");
     // B's own session does not see A's notebook.
     let b = initialize(&srv.addr, TOKEN_B);
@@ -388,16 +401,7 @@ fn tokens_are_required_and_sessions_are_bound_to_their_client() {
     // A's session is untouched; A ends it with DELETE, then it is gone.
     let r = run(&srv.addr, TOKEN_A, &a, "x + 1", Some("nb"));
     assert_eq!(structured(&r)["value"], json!(41), "{r:?}");
-    let r = request(
-        &srv.addr,
-        "DELETE",
-        "/mcp",
-        &[
-            ("Authorization", &format!("Bearer {TOKEN_A}")),
-            ("Mcp-Session-Id", &a),
-        ],
-        b"",
-    );
+    let r = end_session(&srv.addr, TOKEN_A, &a);
     assert!(r.status == 204 || r.status == 200, "{r:?}");
     let r = run(&srv.addr, TOKEN_A, &a, "1", None);
     assert_eq!(r.status, 404, "{r:?}");
@@ -493,18 +497,27 @@ async fn rmcp_client_runs_programs_with_a_token_and_is_refused_without() {
     drop(srv);
 }
 
+/// Run `c` to its end; the test fails, naming `what` and quoting its
+/// stderr, unless it succeeds.
+fn succeed(c: &mut Command, what: &str) -> std::process::Output {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The Python MCP SDK in a venv made by `scripts/py-mcp-venv` (which
 /// `pip install`s `mcp`); the test fails, never skips, if that cannot be done.
 fn python_sdk() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg(root.join("scripts/py-mcp-venv"))
-        .output()
-        .expect("run scripts/py-mcp-venv");
-    assert!(
-        out.status.success(),
-        "scripts/py-mcp-venv failed (needs python3-venv and PyPI access):\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeed(
+        Command::new("bash").arg(root.join("scripts/py-mcp-venv")),
+        "scripts/py-mcp-venv (needs python3-venv and PyPI access)",
     );
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
@@ -581,9 +594,7 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     assert!(r.body.contains("serve.http.max_body_bytes"), "{}", r.body);
     // Oversized body, chunked (no length): 413 while streaming.
     {
-        let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
+        let mut s = connect(&srv.addr, 20);
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
             srv.addr
@@ -596,8 +607,7 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
             let _ = s.write_all(b"\r\n");
         }
         let _ = s.write_all(b"0\r\n\r\n");
-        let mut raw = Vec::new();
-        let _ = s.read_to_end(&mut raw);
+        let raw = read_to_eof(&mut s);
         let r = parse(&raw);
         assert_eq!(r.status, 413, "{r:?}");
     }
@@ -605,13 +615,10 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     // after request_timeout_seconds.
     {
         let t = Instant::now();
-        let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
+        let mut s = connect(&srv.addr, 20);
         s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             .expect("partial head");
-        let mut raw = Vec::new();
-        let _ = s.read_to_end(&mut raw);
+        let raw = read_to_eof(&mut s);
         let waited = t.elapsed();
         assert!(waited < Duration::from_secs(10), "held {waited:?}");
         let text = String::from_utf8_lossy(&raw);
@@ -619,16 +626,13 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     }
     // Slow body: the head is complete, the body trickles: 408 naming the key.
     {
-        let mut s = TcpStream::connect(&srv.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
+        let mut s = connect(&srv.addr, 20);
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{{\"jsonrpc\"",
             srv.addr
         );
         s.write_all(head.as_bytes()).expect("head");
-        let mut raw = Vec::new();
-        let _ = s.read_to_end(&mut raw);
+        let raw = read_to_eof(&mut s);
         let r = parse(&raw);
         assert_eq!(r.status, 408, "{r:?}");
         assert!(r.body.contains("request_timeout_seconds"), "{}", r.body);
@@ -746,7 +750,8 @@ fn health_readiness_and_drain_over_http() {
 fn tls_from_certificate_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
-    let out = Command::new("openssl")
+    let mut openssl = Command::new("openssl");
+    openssl
         .args([
             "req",
             "-x509",
@@ -765,14 +770,8 @@ fn tls_from_certificate_files() {
         ])
         .arg(&key)
         .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl is required to make a test certificate");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&cert);
+    succeed(&mut openssl, "openssl (to make a test certificate)");
     let ws = workspace(&[]);
     let (c, k) = (
         cert.to_string_lossy().to_string(),

@@ -321,35 +321,34 @@ impl Shared {
         client: &Arc<ClientState>,
     ) -> Result<ConnectionSlot, Refused> {
         let mine = &client.connections;
-        if mine.fetch_add(1, Ordering::SeqCst) >= rule.max_connections {
-            mine.fetch_sub(1, Ordering::SeqCst);
-            return Err(Refused {
-                by: RefusedBy::ClientCap,
-                message: format!(
+        let (by, max, message) = if !take_one(mine, rule.max_connections) {
+            (
+                RefusedBy::ClientCap,
+                rule.max_connections,
+                format!(
                     "lackpy serve: this client already has {} connections open (the maximum, serve.clients[].max_connections); close one and retry",
                     rule.max_connections
                 ),
-                max: rule.max_connections,
-            });
-        }
-        if self.connections.fetch_add(1, Ordering::SeqCst) >= cfg.max_connections {
-            self.connections.fetch_sub(1, Ordering::SeqCst);
+            )
+        } else if !take_one(&self.connections, cfg.max_connections) {
             mine.fetch_sub(1, Ordering::SeqCst);
-            return Err(Refused {
-                by: RefusedBy::ServerCap,
-                message: format!(
+            (
+                RefusedBy::ServerCap,
+                cfg.max_connections,
+                format!(
                     "lackpy serve: the server already has {} connections open (the maximum, serve.max_connections); retry later",
                     cfg.max_connections
                 ),
-                max: cfg.max_connections,
+            )
+        } else {
+            self.metrics.connections.fetch_add(1, Ordering::Relaxed);
+            return Ok(ConnectionSlot {
+                shared: self.clone(),
+                client: client.clone(),
+                idle_timeout_seconds: cfg.idle_timeout_seconds,
             });
-        }
-        self.metrics.connections.fetch_add(1, Ordering::Relaxed);
-        Ok(ConnectionSlot {
-            shared: self.clone(),
-            client: client.clone(),
-            idle_timeout_seconds: cfg.idle_timeout_seconds,
-        })
+        };
+        Err(Refused { by, message, max })
     }
 
     /// The backend a peer may use and its connection slot, or why it is
@@ -538,11 +537,30 @@ impl ClientBackend {
         }
     }
 
+    /// Whether this client may start another run this minute (under
+    /// `runs_per_minute`); records the run when it may.
+    fn rate_ok(&self) -> bool {
+        let Ok(mut recent) = self.state.recent.lock() else {
+            return false;
+        };
+        let now = Instant::now();
+        while recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
+        {
+            recent.pop_front();
+        }
+        if recent.len() >= self.rule.runs_per_minute as usize {
+            return false;
+        }
+        recent.push_back(now);
+        true
+    }
+
     /// Take a run slot: global bound, client concurrency, client rate.
     fn acquire(&self) -> Result<Slot<'_>, ErrorInfo> {
         let global = &self.shared.in_flight;
-        if global.fetch_add(1, Ordering::SeqCst) >= self.max_in_flight {
-            global.fetch_sub(1, Ordering::SeqCst);
+        if !take_one(global, self.max_in_flight) {
             return Err(refusal(
                 "busy",
                 format!(
@@ -552,49 +570,24 @@ impl ClientBackend {
             ));
         }
         let client = &self.state.in_flight;
-        if client.fetch_add(1, Ordering::SeqCst) >= self.rule.max_concurrent {
-            client.fetch_sub(1, Ordering::SeqCst);
-            global.fetch_sub(1, Ordering::SeqCst);
-            return Err(refusal(
+        // Checked in order; the rate check records this run when it passes.
+        let refused = if client.fetch_add(1, Ordering::SeqCst) >= self.rule.max_concurrent {
+            Some(refusal(
                 "quota",
                 format!(
                     "quota: this client already has {} runs in flight (max_concurrent); retry after {RETRY_AFTER_MS} ms",
                     self.rule.max_concurrent
                 ),
-            ));
-        }
-        let rate_ok = match self.state.recent.lock() {
-            Ok(mut recent) => {
-                let now = Instant::now();
-                while recent
-                    .front()
-                    .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
-                {
-                    recent.pop_front();
-                }
-                if recent.len() >= self.rule.runs_per_minute as usize {
-                    false
-                } else {
-                    recent.push_back(now);
-                    true
-                }
-            }
-            Err(_) => false,
-        };
-        if !rate_ok {
-            client.fetch_sub(1, Ordering::SeqCst);
-            global.fetch_sub(1, Ordering::SeqCst);
-            return Err(refusal(
+            ))
+        } else if !self.rate_ok() {
+            Some(refusal(
                 "quota",
                 format!(
                     "quota: more than {} runs in the last minute (runs_per_minute)",
                     self.rule.runs_per_minute
                 ),
-            ));
-        }
-        if self.tool_calls.load(Ordering::SeqCst) >= self.rule.max_tool_calls {
-            client.fetch_sub(1, Ordering::SeqCst);
-            global.fetch_sub(1, Ordering::SeqCst);
+            ))
+        } else if self.tool_calls.load(Ordering::SeqCst) >= self.rule.max_tool_calls {
             let mut e = refusal(
                 "quota",
                 format!(
@@ -603,6 +596,13 @@ impl ClientBackend {
                 ),
             );
             e.hint = Some("open a new connection".into());
+            Some(e)
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            client.fetch_sub(1, Ordering::SeqCst);
+            global.fetch_sub(1, Ordering::SeqCst);
             return Err(e);
         }
         self.shared.metrics.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -612,6 +612,16 @@ impl ClientBackend {
             gauge: &self.shared.metrics.in_flight,
         })
     }
+}
+
+/// Count one more on `n` unless it is already at `max` (then nothing is
+/// counted and the answer is false).
+fn take_one(n: &AtomicUsize, max: usize) -> bool {
+    if n.fetch_add(1, Ordering::SeqCst) >= max {
+        n.fetch_sub(1, Ordering::SeqCst);
+        return false;
+    }
+    true
 }
 
 fn track(list: &Mutex<Vec<Cancel>>, cancel: &Cancel) {

@@ -62,11 +62,16 @@ pub const MAX_STATES: usize = 1_000_000;
 /// long paths; the result must fit in one 16 MiB IPC frame anyway.
 pub const MAX_WALK_BYTES: usize = 32 * 1024 * 1024;
 
-fn too_big(what: &str, size: usize, bound: usize, name: &str) -> ToolFailure {
-    ToolFailure::new(
+/// `BadArgument` when a pattern has more than `bound` of `what` (`name`
+/// is the bound's constant, quoted in the message).
+fn at_most(what: &str, size: usize, bound: usize, name: &str) -> Result<(), ToolFailure> {
+    if size <= bound {
+        return Ok(());
+    }
+    Err(ToolFailure::new(
         "BadArgument",
         format!("find_files() pattern has {size} {what}; at most {bound} are allowed ({name})"),
-    )
+    ))
 }
 
 /// One parsed component of a pattern.
@@ -200,14 +205,12 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
                             k += 1;
                         }
                     }
-                    if items.len() > MAX_CLASS_ITEMS {
-                        return Err(too_big(
-                            "items in one [...] class",
-                            items.len(),
-                            MAX_CLASS_ITEMS,
-                            "MAX_CLASS_ITEMS",
-                        ));
-                    }
+                    at_most(
+                        "items in one [...] class",
+                        items.len(),
+                        MAX_CLASS_ITEMS,
+                        "MAX_CLASS_ITEMS",
+                    )?;
                     toks.push(Tok::Class(Class::new(negate, &items)));
                     i = j;
                 }
@@ -312,14 +315,10 @@ impl Pattern {
 /// names the bound and the size); `PathOutsideWorkspace` for absolute
 /// patterns and `..` components.
 pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
-    if pattern.len() > MAX_PATTERN_BYTES {
-        return Err(ToolFailure::new(
-            "BadArgument",
-            format!(
-                "find_files() pattern is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed (MAX_PATTERN_BYTES)",
-                pattern.len()
-            ),
-        ));
+    let n = pattern.len();
+    if n > MAX_PATTERN_BYTES {
+        let why = format!("find_files() pattern is {n} bytes long; at most {MAX_PATTERN_BYTES} are allowed (MAX_PATTERN_BYTES)");
+        return Err(ToolFailure::new("BadArgument", why));
     }
     if pattern.contains('\0') {
         return Err(ToolFailure::new(
@@ -337,23 +336,9 @@ pub fn parse_pattern(pattern: &str) -> Result<Pattern, ToolFailure> {
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
         .collect();
-    if comps.len() > MAX_COMPONENTS {
-        return Err(too_big(
-            "components",
-            comps.len(),
-            MAX_COMPONENTS,
-            "MAX_COMPONENTS",
-        ));
-    }
+    at_most("components", comps.len(), MAX_COMPONENTS, "MAX_COMPONENTS")?;
     let recursive = comps.iter().filter(|c| **c == "**").count();
-    if recursive > MAX_RECURSIVE {
-        return Err(too_big(
-            "'**' components",
-            recursive,
-            MAX_RECURSIVE,
-            "MAX_RECURSIVE",
-        ));
-    }
+    at_most("'**' components", recursive, MAX_RECURSIVE, "MAX_RECURSIVE")?;
     let mut parts: Vec<Part> = Vec::with_capacity(comps.len());
     for c in comps {
         if c == ".." {
@@ -743,30 +728,15 @@ mod tests {
         let (_d, w) = tree();
         assert_eq!(ff(&w, "etc_link/*"), Vec::<String>::new());
         assert_eq!(ff(&w, "etc_link/passwd"), Vec::<String>::new());
-        assert_eq!(
-            find_files(&w, "../*", &RunContext::default())
-                .unwrap_err()
-                .type_name,
-            "PathOutsideWorkspace"
-        );
-        assert_eq!(
-            find_files(&w, "/etc/*", &RunContext::default())
-                .unwrap_err()
-                .type_name,
-            "PathOutsideWorkspace"
-        );
-        assert_eq!(
-            find_files(&w, "", &RunContext::default())
-                .unwrap_err()
-                .type_name,
-            "BadArgument"
-        );
-        assert_eq!(
-            find_files(&w, "a**", &RunContext::default())
-                .unwrap_err()
-                .type_name,
-            "BadArgument"
-        );
+        for (pattern, refusal) in [
+            ("../*", "PathOutsideWorkspace"),
+            ("/etc/*", "PathOutsideWorkspace"),
+            ("", "BadArgument"),
+            ("a**", "BadArgument"),
+        ] {
+            let e = find_files(&w, pattern, &RunContext::default()).unwrap_err();
+            assert_eq!(e.type_name, refusal, "{pattern:?}");
+        }
     }
 
     fn wild(s: &str) -> Matcher {

@@ -25,6 +25,19 @@ fn exactly_one(a: &mut CallArgs, name: &str) -> InterpResult<Value> {
     Ok(a.pos.remove(0))
 }
 
+/// CPython's "`name` expected `n` argument(s), got `k`" for a builtin
+/// that takes exactly `n` positional arguments.
+fn expect_positional(a: &CallArgs, name: &str, n: usize) -> InterpResult<()> {
+    if a.pos.len() == n {
+        return Ok(());
+    }
+    let s = if n == 1 { "" } else { "s" };
+    Err(type_err(format!(
+        "{name} expected {n} argument{s}, got {}",
+        a.pos.len()
+    )))
+}
+
 /// `enumerate(iterable, start=0)`'s hand-written argument parsing in
 /// CPython 3.11 (`enumerate_vectorcall`), messages and order included.
 fn enumerate_args(a: CallArgs) -> InterpResult<(Value, Option<Value>)> {
@@ -533,12 +546,7 @@ impl<'a> Interp<'a> {
             Builtin::Sorted => {
                 // As CPython: the positional count, then `list(iterable)`,
                 // then `list.sort`'s own keyword checks.
-                if a.pos.len() != 1 {
-                    return Err(type_err(format!(
-                        "sorted expected 1 argument, got {}",
-                        a.pos.len()
-                    )));
-                }
+                expect_positional(&a, "sorted", 1)?;
                 let src = a.pos.remove(0);
                 let items = self.collect(&src)?;
                 drop(src);
@@ -553,12 +561,7 @@ impl<'a> Interp<'a> {
             }
             Builtin::Reversed => {
                 a.no_kw("reversed")?;
-                if a.pos.len() != 1 {
-                    return Err(type_err(format!(
-                        "reversed expected 1 argument, got {}",
-                        a.pos.len()
-                    )));
-                }
+                expect_positional(&a, "reversed", 1)?;
                 let v = a.pos.remove(0);
                 if let Some((d, kind)) = v.dict_or_view() {
                     let (raw, size) = {
@@ -843,12 +846,7 @@ impl<'a> Interp<'a> {
             }
             Builtin::Isinstance => {
                 a.no_kw("isinstance")?;
-                if a.pos.len() != 2 {
-                    return Err(type_err(format!(
-                        "isinstance expected 2 arguments, got {}",
-                        a.pos.len()
-                    )));
-                }
+                expect_positional(&a, "isinstance", 2)?;
                 let types: Vec<Value> = match &a.pos[1] {
                     Value::Tuple(t) => t.v.clone(),
                     other => vec![other.clone()],

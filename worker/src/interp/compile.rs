@@ -377,6 +377,10 @@ impl<'a> Cx<'a> {
         e.map(|e| self.expr(e)).transpose()
     }
 
+    fn exprs(&mut self, es: &[ast::Expr]) -> InterpResult<Vec<Expr>> {
+        es.iter().map(|e| self.expr(e)).collect()
+    }
+
     fn boxed(&mut self, e: &ast::Expr) -> InterpResult<Box<Expr>> {
         Ok(Box::new(self.expr(e)?))
     }
@@ -455,11 +459,7 @@ impl<'a> Cx<'a> {
                 }
             }
             ast::Expr::BoolOp(b) => {
-                let vs = b
-                    .values
-                    .iter()
-                    .map(|v| self.expr(v))
-                    .collect::<InterpResult<Vec<_>>>()?;
+                let vs = self.exprs(&b.values)?;
                 match b.op {
                     ast::BoolOp::And => ExprKind::And(vs),
                     ast::BoolOp::Or => ExprKind::Or(vs),
@@ -610,11 +610,7 @@ impl<'a> Cx<'a> {
             let iter = if i == 0 { iter } else { self.expr(&g.iter)? };
             self.bind_target(&g.target, &mut slots)?;
             let target = self.target(&g.target)?;
-            let ifs = g
-                .ifs
-                .iter()
-                .map(|c| self.expr(c))
-                .collect::<InterpResult<Vec<_>>>()?;
+            let ifs = self.exprs(&g.ifs)?;
             out.push(Gen {
                 target,
                 tpos: off(&g.target),

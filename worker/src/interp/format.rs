@@ -522,27 +522,30 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> InterpResult<String> {
             return Err(value_err(format!("Cannot specify '{g}' with '{ty}'.")));
         }
     }
-    if sp.precision.is_some() {
-        return Err(value_err(
+    let c = ty == 'c';
+    for (refused, msg) in [
+        (
+            sp.precision.is_some(),
             "Precision not allowed in integer format specifier",
-        ));
-    }
-    if sp.z {
-        return Err(value_err(
+        ),
+        (
+            sp.z,
             "Negative zero coercion (z) not allowed in integer format specifier",
-        ));
+        ),
+        (
+            c && sp.sign.is_some(),
+            "Sign not allowed with integer format specifier 'c'",
+        ),
+        (
+            c && sp.alt,
+            "Alternate form (#) not allowed with integer format specifier 'c'",
+        ),
+    ] {
+        if refused {
+            return Err(value_err(msg));
+        }
     }
-    if ty == 'c' {
-        if sp.sign.is_some() {
-            return Err(value_err(
-                "Sign not allowed with integer format specifier 'c'",
-            ));
-        }
-        if sp.alt {
-            return Err(value_err(
-                "Alternate form (#) not allowed with integer format specifier 'c'",
-            ));
-        }
+    if c {
         let code = match v {
             IntRef::Small(i) => u32::try_from(i).ok(),
             IntRef::Big(_) => {
@@ -943,16 +946,7 @@ pub fn format_simple_into(v: &Value, spec: &str, out: &mut String) -> InterpResu
     let mut digits = [0u8; 64];
     let (neg, body): (bool, &[u8]) = match (v, ty, prec) {
         (Value::Int(n), None | Some(b'd'), None) => {
-            let mut k = digits.len();
-            let mut u = n.unsigned_abs();
-            loop {
-                k -= 1;
-                digits[k] = b'0' + (u % 10) as u8;
-                u /= 10;
-                if u == 0 {
-                    break;
-                }
-            }
+            let k = super::value::decimal_digits(n.unsigned_abs(), &mut digits);
             (*n < 0, &digits[k..])
         }
         (Value::Float(f), Some(b'f'), Some(p)) if p <= 18 => {

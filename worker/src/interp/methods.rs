@@ -436,54 +436,43 @@ fn split_ws_ascii(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
     }
 }
 
-/// Whitespace split (sep=None): each piece, in order, to `f`.
-fn split_ws(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
-    let mut rest = s.trim_start_matches(py_isspace);
+/// Whitespace split (sep=None): each piece to `f`, in order, or last
+/// first when `rev` (`str.rsplit`).
+fn split_ws(s: &str, maxsplit: i64, rev: bool, f: &mut dyn FnMut(&str) -> bool) {
+    fn trim(t: &str, rev: bool) -> &str {
+        if rev {
+            t.trim_end_matches(py_isspace)
+        } else {
+            t.trim_start_matches(py_isspace)
+        }
+    }
+    let mut rest = trim(s, rev);
     let mut n = 0;
     while !rest.is_empty() {
         if maxsplit >= 0 && n >= maxsplit {
             f(rest);
             return;
         }
-        match rest.find(py_isspace) {
-            Some(i) => {
-                if !f(&rest[..i]) {
-                    return;
-                }
-                rest = rest[i..].trim_start_matches(py_isspace);
-                n += 1;
-            }
-            None => {
-                f(rest);
-                break;
-            }
-        }
-    }
-}
-
-/// Whitespace rsplit (sep=None): each piece, last first, to `f`.
-fn rsplit_ws(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
-    let mut rest = s.trim_end_matches(py_isspace);
-    let mut n = 0;
-    while !rest.is_empty() {
-        if maxsplit >= 0 && n >= maxsplit {
+        let found = if rev {
+            rest.rfind(py_isspace)
+        } else {
+            rest.find(py_isspace)
+        };
+        let Some(i) = found else {
             f(rest);
-            break;
+            return;
+        };
+        let (piece, left) = if rev {
+            let c = rest[i..].chars().next().map_or(1, |c| c.len_utf8());
+            (&rest[i + c..], &rest[..i])
+        } else {
+            (&rest[..i], &rest[i..])
+        };
+        if !f(piece) {
+            return;
         }
-        match rest.rfind(py_isspace) {
-            Some(i) => {
-                let c = rest[i..].chars().next().map_or(1, |c| c.len_utf8());
-                if !f(&rest[i + c..]) {
-                    return;
-                }
-                rest = rest[..i].trim_end_matches(py_isspace);
-                n += 1;
-            }
-            None => {
-                f(rest);
-                break;
-            }
-        }
+        rest = trim(left, rev);
+        n += 1;
     }
 }
 
@@ -563,12 +552,12 @@ fn str_list(
     Ok(Value::list(out))
 }
 
-/// Byte range of the code-point slice [start:end] of `s` (CPython's find/count semantics).
-fn sub_range(
-    s: &super::value::PyStr,
-    start: &Value,
-    end: &Value,
-) -> InterpResult<Option<(usize, usize)>> {
+/// Byte range of the code-point slice [start:end] of `s` (CPython's
+/// find/count semantics); `start` and `end` are `pos[1]` and `pos[2]`,
+/// None when absent.
+fn sub_range(s: &super::value::PyStr, pos: &[Value]) -> InterpResult<Option<(usize, usize)>> {
+    let none = Value::None;
+    let (start, end) = (pos.get(1).unwrap_or(&none), pos.get(2).unwrap_or(&none));
     if matches!((start, end), (Value::None, Value::None)) {
         return Ok(Some((0, s.len())));
     }
@@ -897,9 +886,11 @@ impl<'a> Interp<'a> {
                         str_list(false, true, |f| split_ws_ascii(s, maxsplit, f))
                     }
                     Value::None if m == Method::Split => {
-                        str_list(false, false, |f| split_ws(s, maxsplit, f))
+                        str_list(false, false, |f| split_ws(s, maxsplit, false, f))
                     }
-                    Value::None => str_list(true, ps.is_ascii(), |f| rsplit_ws(s, maxsplit, f)),
+                    Value::None => {
+                        str_list(true, ps.is_ascii(), |f| split_ws(s, maxsplit, true, f))
+                    }
                     Value::Str(sep) => {
                         if sep.is_empty() {
                             return Err(value_err("empty separator"));
@@ -1055,13 +1046,7 @@ impl<'a> Interp<'a> {
             Method::Find | Method::Rfind | Method::Index | Method::Rindex | Method::Count => {
                 tuple_args(&a, m.name(), 1, 3)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
-                let none = Value::None;
-                let Some((b0, b1)) = sub_range(
-                    ps,
-                    a.pos.get(1).unwrap_or(&none),
-                    a.pos.get(2).unwrap_or(&none),
-                )?
-                else {
+                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
                     return match m {
                         Method::Count => Ok(Value::Int(0)),
                         Method::Index | Method::Rindex => Err(value_err("substring not found")),
@@ -1095,13 +1080,7 @@ impl<'a> Interp<'a> {
             }
             Method::Startswith | Method::Endswith => {
                 tuple_args(&a, m.name(), 1, 3)?;
-                let none = Value::None;
-                let Some((b0, b1)) = sub_range(
-                    ps,
-                    a.pos.get(1).unwrap_or(&none),
-                    a.pos.get(2).unwrap_or(&none),
-                )?
-                else {
+                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
                     return Ok(Value::Bool(false));
                 };
                 // On bytes (a UTF-8 prefix/suffix test is a byte test), so

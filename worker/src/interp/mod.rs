@@ -288,18 +288,24 @@ fn approx_size(d: &Data) -> usize {
             Data::Int(_) | Data::Float(_) => 9,
             _ => 2,
         });
-        match d {
-            Data::List(v) | Data::Tuple(v) | Data::Set(v) => stack.extend(v.iter()),
-            Data::Dict(v) => {
-                for (k, x) in v {
-                    stack.push(k);
-                    stack.push(x);
-                }
-            }
-            _ => {}
-        }
+        push_children(d, &mut stack);
     }
     total
+}
+
+/// Push the items of a list, tuple or set, or the keys and values of a
+/// dict, onto `stack` (for iterative walks over data that may be deep).
+pub(crate) fn push_children<'a>(d: &'a Data, stack: &mut Vec<&'a Data>) {
+    match d {
+        Data::List(v) | Data::Tuple(v) | Data::Set(v) => stack.extend(v.iter()),
+        Data::Dict(v) => {
+            for (k, x) in v {
+                stack.push(k);
+                stack.push(x);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn exec_program(it: &mut Interp, limits: &Limits) -> InterpResult<Option<(Data, String)>> {

@@ -166,17 +166,10 @@ pub fn data_error(d: &Data) -> Option<Box<Exc>> {
 pub fn data_has_placeholder(d: &Data) -> bool {
     let mut stack = vec![d];
     while let Some(d) = stack.pop() {
-        match d {
-            Data::Str(s) if has_placeholder(s) => return true,
-            Data::List(v) | Data::Tuple(v) | Data::Set(v) => stack.extend(v.iter()),
-            Data::Dict(v) => {
-                for (k, x) in v {
-                    stack.push(k);
-                    stack.push(x);
-                }
-            }
-            _ => {}
+        if matches!(d, Data::Str(s) if has_placeholder(s)) {
+            return true;
         }
+        super::push_children(d, &mut stack);
     }
     false
 }

@@ -487,35 +487,35 @@ fn limits_hold() {
     let deep = "a = []\nfor i in range(100000):\n    a = [a]\nb = len(a)\nb";
     let r = run_lim(deep, &Limits::default());
     assert_eq!(r.repr.as_deref(), Some("1"), "{:?}", r.error);
-    let r = run_lim(
-        "a = []\nfor i in range(100000):\n    a = [a]\na",
-        &Limits::default(),
-    );
-    assert_eq!(err_type(&r), "Runtime:RecursionError");
-    let r = run_lim("a = []\nfor i in range(100000):\n    a = [a]\nb = []\nfor i in range(100000):\n    b = [b]\na == b", &Limits::default());
-    assert_eq!(err_type(&r), "Runtime:RecursionError");
-    let r = run_lim(
-        "a = []\nfor i in range(100000):\n    a = [a]\necho(a)",
-        &Limits::default(),
-    );
-    assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim(
-        "g = range(3)\nfor i in range(100000):\n    g = enumerate(g)\nlist(g)",
-        &Limits::default(),
-    );
-    assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim(
-        "g = [1]\nfor i in range(100000):\n    g = (x for x in g)\nlist(g)",
-        &Limits::default(),
-    );
-    assert_eq!(err_type(&r), "Limit:depth");
-    let r = run_lim(
-        "for i in range(100):\n    print('x' * 100000)",
-        &Limits::default(),
-    );
-    assert_eq!(err_type(&r), "Limit:output");
-    let r = run_lim("for i in range(20000):\n    echo(i)", &Limits::default());
-    assert_eq!(err_type(&r), "Limit:tool_calls");
+    for (src, want) in [
+        (
+            "a = []\nfor i in range(100000):\n    a = [a]\na",
+            "Runtime:RecursionError",
+        ),
+        (
+            "a = []\nfor i in range(100000):\n    a = [a]\nb = []\nfor i in range(100000):\n    b = [b]\na == b",
+            "Runtime:RecursionError",
+        ),
+        (
+            "a = []\nfor i in range(100000):\n    a = [a]\necho(a)",
+            "Limit:depth",
+        ),
+        (
+            "g = range(3)\nfor i in range(100000):\n    g = enumerate(g)\nlist(g)",
+            "Limit:depth",
+        ),
+        (
+            "g = [1]\nfor i in range(100000):\n    g = (x for x in g)\nlist(g)",
+            "Limit:depth",
+        ),
+        (
+            "for i in range(100):\n    print('x' * 100000)",
+            "Limit:output",
+        ),
+        ("for i in range(20000):\n    echo(i)", "Limit:tool_calls"),
+    ] {
+        assert_eq!(err_type(&run_lim(src, &Limits::default())), want, "{src}");
+    }
 }
 
 #[test]

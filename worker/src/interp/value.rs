@@ -100,16 +100,7 @@ impl IntoPyStr for i64 {
     /// `str(int)` for an i64, formatted on the stack.
     fn into_rc(self) -> Rc<PyStr> {
         let mut b = [0u8; 21];
-        let mut k = b.len();
-        let mut u = self.unsigned_abs();
-        loop {
-            k -= 1;
-            b[k] = b'0' + (u % 10) as u8;
-            u /= 10;
-            if u == 0 {
-                break;
-            }
-        }
+        let mut k = decimal_digits(self.unsigned_abs(), &mut b);
         if self < 0 {
             k -= 1;
             b[k] = b'-';
@@ -118,6 +109,20 @@ impl IntoPyStr for i64 {
         let d = &b[k..];
         mem_charge(d.len() + OBJ);
         PyStr::rc_inline(d.len(), d.len(), |out| out.copy_from_slice(d))
+    }
+}
+
+/// Write `u` in decimal at the end of `buf` (at least 20 bytes long);
+/// returns where the digits start.
+pub(crate) fn decimal_digits(mut u: u64, buf: &mut [u8]) -> usize {
+    let mut k = buf.len();
+    loop {
+        k -= 1;
+        buf[k] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            return k;
+        }
     }
 }
 
@@ -229,24 +234,24 @@ impl PyStr {
     /// Wrap text whose code-point count is already known (no rescan).
     #[inline]
     pub fn with_nchars(s: String, nchars: usize) -> PyStr {
-        debug_assert_eq!(nchars, s.chars().count());
-        mem_charge(s.len() + OBJ);
-        PyStr {
-            text: Text::from_string(s),
-            nchars,
-            hash: Cell::new(0),
-        }
+        PyStr::charged(Text::from_string(s), nchars)
     }
     /// Copy text whose code-point count is already known.
     #[inline]
     pub fn copy_n(s: &str, nchars: usize) -> PyStr {
-        debug_assert_eq!(nchars, s.chars().count());
-        mem_charge(s.len() + OBJ);
-        PyStr {
-            text: Text::new(s),
+        PyStr::charged(Text::new(s), nchars)
+    }
+    /// A str of `text` (`nchars` code points), its bytes charged.
+    #[inline]
+    fn charged(text: Text, nchars: usize) -> PyStr {
+        let s = PyStr {
+            text,
             nchars,
             hash: Cell::new(0),
-        }
+        };
+        debug_assert_eq!(nchars, s.as_str().chars().count());
+        mem_charge(s.as_bytes().len() + OBJ);
+        s
     }
     /// A new str object whose inline text (`n` bytes, `nchars` code
     /// points) `fill` writes in place, inside the allocation (the caller

@@ -119,6 +119,15 @@ enum Seccomp {
 /// One rlimit to set: its name (for errors), resource and value.
 pub(super) type Rlimit = (&'static str, libc::__rlimit_resource_t, u64);
 
+/// A worker's rlimits: none when the spec turns the layer off.
+fn worker_rlimits(spec: &JailSpec) -> Vec<Rlimit> {
+    if spec.rlimits {
+        steps::worker_rlimits(spec.as_bytes, spec.cpu_seconds, WORKER_NOFILE).to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
 /// A confined process's jail, prepared. Built by [`Plan::for_worker`],
 /// [`Plan::for_launch`], [`Plan::for_program`], [`Plan::for_zygote`] or
 /// [`Plan::for_zygote_worker`]; run by [`Plan::run`].
@@ -292,11 +301,7 @@ impl Plan {
             pid1: ns.then_some(Pid1Exit::Code),
             reaper: if ns { reaper_filter() } else { None },
             root: if ns { Root::Empty } else { Root::Host },
-            rlimits: if spec.rlimits {
-                steps::worker_rlimits(spec.as_bytes, spec.cpu_seconds, WORKER_NOFILE).to_vec()
-            } else {
-                Vec::new()
-            },
+            rlimits: worker_rlimits(spec),
             as_nobody: false,
             die_with_parent: false,
             no_new_privs: true,
@@ -359,30 +364,13 @@ impl Plan {
         spec: &JailSpec,
         child_filter: Option<seccompiler::BpfProgram>,
     ) -> Plan {
-        Plan {
-            ipc_socket: None,
-            user_ns: None,
-            unshare: 0,
-            pid1: None,
-            reaper: None,
-            root: Root::Host,
-            rlimits: if spec.rlimits {
-                steps::worker_rlimits(spec.as_bytes, spec.cpu_seconds, WORKER_NOFILE).to_vec()
-            } else {
-                Vec::new()
-            },
-            as_nobody: false,
-            die_with_parent: true,
-            no_new_privs: false,
-            capabilities: Caps::ClearSets,
-            ruleset: AtomicI32::new(-1),
-            landlock: LayerStatus::Off,
-            landlock_abi: 0,
-            close_fds: Some((first_closed_fd(), false)),
-            sigchld: Sigchld::Unblock,
-            sigchld_fd: AtomicI32::new(-1),
-            seccomp: child_filter.map(Seccomp::Stack),
-        }
+        let mut plan = Plan::forked();
+        plan.rlimits = worker_rlimits(spec);
+        plan.capabilities = Caps::ClearSets;
+        plan.close_fds = Some((first_closed_fd(), false));
+        plan.sigchld = Sigchld::Unblock;
+        plan.seccomp = child_filter.map(Seccomp::Stack);
+        plan
     }
 
     /// The SIGCHLD descriptor [`Plan::run`] created (a zygote's plan), once.
@@ -399,15 +387,27 @@ impl Plan {
     /// (65534), and death with the spawning thread. The worker then jails
     /// itself ([`Plan::for_worker`]).
     pub fn for_launch(sock: RawFd, as_nobody: bool) -> Plan {
+        let mut plan = Plan::forked();
+        plan.ipc_socket = Some(sock);
+        plan.rlimits = vec![("RLIMIT_STACK", libc::RLIMIT_STACK, WORKER_STACK)];
+        plan.as_nobody = as_nobody;
+        plan
+    }
+
+    /// What [`Plan::for_launch`] and [`Plan::for_zygote_worker`] start
+    /// from: no new namespace, the host root, no rlimit, capabilities
+    /// kept, no landlock, no filter; death with the parent, and every
+    /// descriptor above [`crate::ipc::IPC_FD`] close-on-exec.
+    fn forked() -> Plan {
         Plan {
-            ipc_socket: Some(sock),
+            ipc_socket: None,
             user_ns: None,
             unshare: 0,
             pid1: None,
             reaper: None,
             root: Root::Host,
-            rlimits: vec![("RLIMIT_STACK", libc::RLIMIT_STACK, WORKER_STACK)],
-            as_nobody,
+            rlimits: Vec::new(),
+            as_nobody: false,
             die_with_parent: true,
             no_new_privs: false,
             capabilities: Caps::Keep,
