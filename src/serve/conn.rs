@@ -216,29 +216,32 @@ pub async fn serve_connection(stream: UnixStream, shared: Arc<Shared>) {
         activity: activity.clone(),
     };
     // The idle watchdog: no bytes either way and no run in flight for
-    // `idle` ends the session (the transport reads EOF).
+    // `idle` ends the session (the transport reads EOF). It records the
+    // timeout before it shuts the socket's read side: the session can see
+    // EOF and end before the watchdog's task has finished, so whether the
+    // task finished cannot say whether it timed the connection out (that
+    // race closed idle connections without their farewell line).
     let (dog_sock, dog_activity) = (sock.clone(), activity.clone());
+    let idled_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dog_idled_out = idled_out.clone();
     let watchdog = tokio::spawn(async move {
         loop {
             tokio::time::sleep(tick(idle)).await;
             if !dog_activity.is_busy() && dog_activity.idle_for() >= idle {
+                dog_idled_out.store(true, Ordering::SeqCst);
                 let _ = nix::sys::socket::shutdown(
                     dog_sock.as_raw_fd(),
                     nix::sys::socket::Shutdown::Read,
                 );
-                return true;
+                return;
             }
         }
     });
     if let Err(e) = crate::mcp::serve(backend, reader, writer).await {
         tracing::debug!("session ended: {e:#}");
     }
-    let timed_out = if watchdog.is_finished() {
-        watchdog.await.unwrap_or(false)
-    } else {
-        watchdog.abort();
-        false
-    };
+    watchdog.abort();
+    let timed_out = idled_out.load(Ordering::SeqCst);
     if timed_out {
         shared.metrics.idle_closed.fetch_add(1, Ordering::Relaxed);
         tracing::info!(uid, gid, "closed an idle connection");
