@@ -73,43 +73,11 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         eprintln!("lackpy delegate: {}", printable(msg));
     }
     if args.json {
-        let mut out = out;
-        // A program in surrogate mode: a value holding a lone surrogate is
-        // null with a warning, as in `lackpy run --json` (strict JSON).
-        let surrogates = out
-            .get("program")
-            .and_then(Value::as_str)
-            .is_some_and(lackpy_policy::lang::surrogate::has_surrogate_escape);
-        if surrogates {
-            null_delegate_value(&mut out);
-        }
         println!("{}", serde_json::to_string(&out)?);
     } else {
         print_human(&out);
     }
     Ok(code)
-}
-
-/// The delegated run's `value` made strict JSON (see
-/// `lackpy_supervisor::json::null_surrogate_value`), its warning added to the
-/// object's `warnings`.
-fn null_delegate_value(out: &mut Value) {
-    let Some(obj) = out.as_object_mut() else {
-        return;
-    };
-    let mut warnings = Vec::new();
-    if let Some(v) = obj.get_mut("value") {
-        lackpy_supervisor::json::null_surrogate_value(v, &mut warnings);
-    }
-    if warnings.is_empty() {
-        return;
-    }
-    let list = obj
-        .entry("warnings")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if let Value::Array(a) = list {
-        a.extend(warnings.into_iter().map(Value::String));
-    }
 }
 
 /// A usage or configuration error as the command's object and status.
@@ -313,6 +281,12 @@ pub fn delegate_with(
             None
         }
     };
+    // Surrogate mode: a value holding a lone surrogate is null with a
+    // warning, as in `lackpy run --json` (strict JSON).
+    let mut report = report;
+    if report.surrogates {
+        lackpy_supervisor::json::null_surrogate_value(&mut report.value, &mut report.warnings);
+    }
     let mut out = serde_json::to_value(&report).unwrap_or_else(|_| json!({}));
     if let Value::Object(m) = &mut out {
         m.insert("program".into(), json!(program));

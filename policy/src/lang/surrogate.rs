@@ -146,12 +146,6 @@ fn hex_value(h: &[u8]) -> Option<u32> {
     }
 }
 
-/// Whether `src` has a lone surrogate escape in a string literal: a valid
-/// program with one runs in surrogate mode.
-pub fn has_surrogate_escape(src: &str) -> bool {
-    rewrite(src).text.is_some()
-}
-
 /// Rewrite surrogate escapes (see the module doc). Linear in the source.
 pub(crate) fn rewrite(src: &str) -> Rewritten {
     let b = src.as_bytes();
