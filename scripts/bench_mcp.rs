@@ -6,13 +6,21 @@
 //! quick calls take (p50/p99 of 200, as sequential) while a runaway program
 //! is running.
 //!
+//! With the argument `serve` it measures `lackpy serve` instead: the same
+//! rmcp client over the unix socket and over Streamable HTTP (a session,
+//! bearer token) against one server, calls interleaved in blocks, p50/p99
+//! each and the HTTP − unix difference (`scripts/bench http`).
+//!
 //! Needs `target/release/lackpy` (the bench script builds it), or the
 //! binary named by `LACKPY_BIN`.
 
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Map, Value};
+use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -45,13 +53,21 @@ fn report(label: &str, mut times: Vec<Duration>) {
     println!("{label}: p50 {} · p99 {}", ms(p50), ms(p99));
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    // LACKPY_BIN picks another build (for A/B runs of two binaries).
-    let exe = match std::env::var_os("LACKPY_BIN") {
+/// The lackpy binary measured: `LACKPY_BIN` (for A/B runs of two builds)
+/// or this checkout's release build.
+fn lackpy_bin() -> anyhow::Result<std::path::PathBuf> {
+    Ok(match std::env::var_os("LACKPY_BIN") {
         Some(b) => std::path::PathBuf::from(b),
         None => std::env::current_dir()?.join("target/release/lackpy"),
-    };
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("serve") {
+        return serve().await;
+    }
+    let exe = lackpy_bin()?;
     let ws = tempfile::tempdir()?;
     std::fs::write(ws.path().join("a.txt"), "hello\n")?;
 
@@ -152,5 +168,126 @@ async fn main() -> anyhow::Result<()> {
     );
     runaway.abort();
     client.cancel().await?;
+    Ok(())
+}
+
+const SERVE_TOKEN: &str = "bench-token-rmcp-7d1e";
+const SERVE_CALLS: usize = 400;
+const SERVE_BLOCKS: usize = 4;
+
+/// Time `n` sequential `run_program` `1 + 1` calls, each answer checked.
+async fn timed_runs(
+    client: &RunningService<RoleClient, ()>,
+    n: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = client
+            .call_tool(CallToolRequestParams::new("run_program").with_arguments(args("1 + 1")))
+            .await?;
+        times.push(t.elapsed());
+        let value = r.structured_content.as_ref().and_then(|v| v.get("value"));
+        if value != Some(&json!(2)) {
+            anyhow::bail!("wrong result: {:?}", r.structured_content);
+        }
+    }
+    Ok(times)
+}
+
+/// `lackpy serve` with both listeners; the rmcp client over each.
+async fn serve() -> anyhow::Result<()> {
+    let exe = lackpy_bin()?;
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws)?;
+    let sock = dir.path().join("s.sock");
+    let cfg = dir.path().join("serve.toml");
+    let digest = lackpy_supervisor::sha256::hex(SERVE_TOKEN.as_bytes());
+    let uid = nix::unistd::geteuid().as_raw();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[serve]\npool_size = 8\nmax_in_flight = 16\n\
+             [[serve.clients]]\nuid = {uid}\nworkspace = {ws:?}\nmax_concurrent = 16\n\
+             [[serve.clients]]\ntoken_sha256 = \"{digest}\"\nworkspace = {ws:?}\nmax_concurrent = 16\n"
+        ),
+    )?;
+    let mut child = std::process::Command::new(&exe)
+        .arg("serve")
+        .arg("--socket")
+        .arg(&sock)
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--config")
+        .arg(&cfg)
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stderr"))?;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let Some(line) = lines.next() else {
+            anyhow::bail!("lackpy serve did not start");
+        };
+        let line = line?;
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break format!("http://{}", rest.trim());
+        }
+    };
+    // Drain the rest of stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    let result = serve_measure(&sock, &url).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+async fn serve_measure(sock: &std::path::Path, url: &str) -> anyhow::Result<()> {
+    let t = Instant::now();
+    while !sock.exists() {
+        if t.elapsed() > Duration::from_secs(30) {
+            anyhow::bail!("the unix socket did not appear");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the warm pool fill before timing runs.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let unix = ().serve(tokio::net::UnixStream::connect(sock).await?).await?;
+    let http = ()
+        .serve(StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(SERVE_TOKEN),
+        ))
+        .await?;
+    timed_runs(&unix, 20).await?;
+    timed_runs(&http, 20).await?;
+    let (mut u, mut h) = (Vec::new(), Vec::new());
+    for _ in 0..SERVE_BLOCKS {
+        u.extend(timed_runs(&unix, SERVE_CALLS / SERVE_BLOCKS).await?);
+        h.extend(timed_runs(&http, SERVE_CALLS / SERVE_BLOCKS).await?);
+    }
+    u.sort();
+    h.sort();
+    let (u50, h50) = (pct(&u, 0.5), pct(&h, 0.5));
+    println!("rmcp client, one session each, calls interleaved in blocks:\n");
+    println!("| transport | calls | p50 ms | p99 ms |");
+    println!("|---|---|---|---|");
+    for (name, t) in [("unix socket", &u), ("HTTP (session, bearer token)", &h)] {
+        println!(
+            "| {name} | {} | {:.3} | {:.3} |",
+            t.len(),
+            pct(t, 0.5).as_secs_f64() * 1e3,
+            pct(t, 0.99).as_secs_f64() * 1e3
+        );
+    }
+    println!(
+        "\nrmcp: HTTP p50 - unix p50 = {:+.3} ms",
+        (h50.as_secs_f64() - u50.as_secs_f64()) * 1e3
+    );
+    unix.cancel().await?;
+    http.cancel().await?;
     Ok(())
 }
