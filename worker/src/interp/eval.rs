@@ -34,6 +34,20 @@ pub enum Flow {
 /// Positional arguments, stored inline for small calls (no allocation).
 pub type Pos = smallvec::SmallVec<[Value; 3]>;
 
+/// One positional argument, written in place (`smallvec![v]` pushed it
+/// through an out-of-line `push`).
+#[inline]
+pub fn pos1(v: Value) -> Pos {
+    // The slots past the length are never read or dropped (None has no drop).
+    Pos::from_buf_and_len([v, Value::None, Value::None], 1)
+}
+
+/// Two positional arguments, written in place (see [`pos1`]).
+#[inline]
+pub fn pos2(v: Value, w: Value) -> Pos {
+    Pos::from_buf_and_len([v, w, Value::None], 2)
+}
+
 /// Evaluated call arguments.
 #[derive(Debug, Default)]
 pub struct CallArgs {
@@ -567,13 +581,28 @@ impl<'a> Interp<'a> {
                 // cloning and dropping the operands or calling `binop`.
                 let x = self.int_operand(a)?;
                 let y = self.int_operand(b)?;
-                let (x, y) = match (x, y) {
+                let (mut x, y) = match (x, y) {
                     (Ok(x), Ok(y)) => match ops::int_binop(*op, x, y) {
                         Some(r) => return Ok(Value::Int(r)),
                         None => (Value::Int(x), Value::Int(y)),
                     },
                     (x, y) => (int_or_value(x), int_or_value(y)),
                 };
+                // `str + str` whose left side is a temporary nothing else
+                // holds (`str(i) + ':'`): appended in place when short (the
+                // same checks as `binop`; no new object is observable).
+                if let (BinOp::Add, Value::Str(xs), Value::Str(ys)) = (*op, &mut x, &y) {
+                    if let Some(xm) = Rc::get_mut(xs) {
+                        if xm.can_append_inline(ys.len()) {
+                            let n = (xm.len() + ys.len()) as u64;
+                            mem_check(n)?;
+                            tick(1 + n / 256)?;
+                            if xm.append_inline(ys) {
+                                return Ok(x);
+                            }
+                        }
+                    }
+                }
                 if *op == BinOp::Sub && (x.as_view().is_some() || y.as_view().is_some()) {
                     self.view_sub(&x, &y)?
                 } else {
@@ -681,7 +710,7 @@ impl<'a> Interp<'a> {
                     return self.call_builtin(
                         *b,
                         CallArgs {
-                            pos: smallvec::smallvec![v],
+                            pos: pos1(v),
                             kw: Vec::new(),
                         },
                     );
@@ -714,7 +743,7 @@ impl<'a> Interp<'a> {
                             return dict_get(d, &v, &Value::None);
                         }
                         CallArgs {
-                            pos: smallvec::smallvec![v],
+                            pos: pos1(v),
                             kw: Vec::new(),
                         }
                     }
@@ -726,13 +755,21 @@ impl<'a> Interp<'a> {
                             return dict_get(d, &v, &w);
                         }
                         CallArgs {
-                            pos: smallvec::smallvec![v, w],
+                            pos: pos2(v, w),
                             kw: Vec::new(),
                         }
                     }
                     _ => self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?,
                 };
-                self.call_method(&r, *m, a)?
+                let mut r = r;
+                if let Value::Str(rs) = &mut r {
+                    if let Some(ps) = Rc::get_mut(rs) {
+                        if let Some(done) = super::methods::str_method_in_place(ps, *m, &a) {
+                            return done.map(|()| r);
+                        }
+                    }
+                }
+                self.call_known_method(&r, *m, a)?
             }
             ExprKind::Comp(c) => self.comprehension(c)?,
             ExprKind::FStr(parts) => {
@@ -1919,7 +1956,7 @@ impl<'a> Interp<'a> {
             Func::Builtin(b) => self.call_builtin(
                 *b,
                 CallArgs {
-                    pos: smallvec::smallvec![arg],
+                    pos: pos1(arg),
                     kw: Vec::new(),
                 },
             ),
@@ -1927,7 +1964,7 @@ impl<'a> Interp<'a> {
                 recv,
                 *m,
                 CallArgs {
-                    pos: smallvec::smallvec![arg],
+                    pos: pos1(arg),
                     kw: Vec::new(),
                 },
             ),
