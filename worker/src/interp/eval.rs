@@ -1651,18 +1651,62 @@ impl<'a> Interp<'a> {
     /// hit while collecting leaves it resumable).
     fn collect_gen(&mut self, g: &mut GenState) -> InterpResult<Vec<Value>> {
         let mut out = Vec::new();
+        self.drive_gen(g, &mut |x| {
+            tick(1)?;
+            if out.len() % 1024 == 1023 {
+                mem_check_n(out.len() as u64, SLOT as u64)?;
+            }
+            out.push(x);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// When `v` is a generator not already running: resume it in a loop
+    /// (its variables swapped in once, not once per item), each item to
+    /// `sink` until the end or until `sink` returns false, with the same
+    /// steps, fuel, depth and final state as pulling its items one by one
+    /// through the shared iterator (see [`Interp::collect_gen`]). `sink`
+    /// must not evaluate program code (the generator's variables are in
+    /// place while it runs). None for anything else.
+    pub fn fold_gen(
+        &mut self,
+        v: &Value,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> Option<InterpResult<()>> {
+        let Value::Iter(rc) = v else {
+            return None;
+        };
+        let mut inner = rc.try_borrow_mut().ok()?;
+        match &mut *inner {
+            Iter::Gen(g) => Some(self.drive_gen(g, sink)),
+            _ => None,
+        }
+    }
+
+    /// [`Interp::fold_gen`] of a generator's state: two levels entered, as
+    /// the shared iterator and the generator enter per item.
+    fn drive_gen(
+        &mut self,
+        g: &mut GenState,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> InterpResult<()> {
         self.enter()?;
         if let Err(e) = self.enter() {
             self.leave();
             return Err(e);
         }
-        let r = self.collect_gen_in(g, &mut out);
+        let r = self.drive_gen_in(g, sink);
         self.leave();
         self.leave();
-        r.map(|()| out)
+        r
     }
 
-    fn collect_gen_in(&mut self, g: &mut GenState, out: &mut Vec<Value>) -> InterpResult<()> {
+    fn drive_gen_in(
+        &mut self,
+        g: &mut GenState,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> InterpResult<()> {
         if g.done {
             return Ok(());
         }
@@ -1673,17 +1717,12 @@ impl<'a> Interp<'a> {
         let mut finished = false;
         let r = loop {
             match self.gen_step(g, &c) {
-                Ok(Some(x)) => {
-                    if let Err(e) = tick(1) {
-                        break Err(e);
-                    }
-                    if out.len() % 1024 == 1023 {
-                        if let Err(e) = mem_check_n(out.len() as u64, SLOT as u64) {
-                            break Err(e);
-                        }
-                    }
-                    out.push(x);
-                }
+                Ok(Some(x)) => match sink(x) {
+                    Ok(true) => {}
+                    // Stopped early: the generator stays resumable.
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                },
                 Ok(None) => {
                     finished = true;
                     break Ok(());
