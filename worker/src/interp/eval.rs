@@ -581,13 +581,15 @@ impl<'a> Interp<'a> {
                 // cloning and dropping the operands or calling `binop`.
                 let x = self.int_operand(a)?;
                 let y = self.int_operand(b)?;
-                let (mut x, y) = match (x, y) {
-                    (Ok(x), Ok(y)) => match ops::int_binop(*op, x, y) {
-                        Some(r) => return Ok(Value::Int(r)),
-                        None => (Value::Int(x), Value::Int(y)),
-                    },
-                    (x, y) => (int_or_value(x), int_or_value(y)),
-                };
+                // Read in place, not moved into a pair first: the pair was
+                // written and re-read through the stack (a store-forwarding
+                // stall on every `i * 2 + 1` in the profile).
+                if let (Ok(xi), Ok(yi)) = (&x, &y) {
+                    if let Some(r) = ops::int_binop(*op, *xi, *yi) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                let (mut x, y) = (int_or_value(x), int_or_value(y));
                 // `str + str` whose left side is a temporary nothing else
                 // holds (`str(i) + ':'`): appended in place when short (the
                 // same checks as `binop`; no new object is observable).
