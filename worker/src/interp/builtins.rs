@@ -599,24 +599,38 @@ impl<'a> Interp<'a> {
                     _ => {}
                 }
                 let mut acc = start;
+                // `sum(f(x) for x in xs)`: the generator resumed in a loop.
+                let folded = self.fold_gen(&src, &mut |x| {
+                    tick(1)?;
+                    acc = sum_add(&acc, &x)?;
+                    Ok(true)
+                });
+                if let Some(r) = folded {
+                    return r.map(|()| acc);
+                }
                 let mut it = self.iterate(&src)?;
                 while let Some(x) = self.next(&mut it)? {
                     tick(1)?;
-                    acc = match (&acc, &x) {
-                        (Value::Int(p), Value::Int(q)) => match p.checked_add(*q) {
-                            Some(r) => Value::Int(r),
-                            None => binop(BinOp::Add, &acc, &x)?,
-                        },
-                        (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
-                        _ => binop(BinOp::Add, &acc, &x)?,
-                    };
+                    acc = sum_add(&acc, &x)?;
                 }
                 Ok(acc)
             }
             Builtin::Any | Builtin::All => {
                 let v = exactly_one(&mut a, b.name())?;
-                let mut it = self.iterate(&v)?;
                 let want = b == Builtin::Any;
+                // `any(p(x) for x in xs)`: the generator resumed in a loop,
+                // left resumable at the deciding item as when pulled.
+                let mut found = false;
+                let folded = self.fold_gen(&v, &mut |x| {
+                    tick(1)?;
+                    found = x.truthy() == want;
+                    Ok(!found)
+                });
+                if let Some(r) = folded {
+                    r?;
+                    return Ok(Value::Bool(if found { want } else { !want }));
+                }
+                let mut it = self.iterate(&v)?;
                 while let Some(x) = self.next(&mut it)? {
                     tick(1)?;
                     if x.truthy() == want {
@@ -1039,4 +1053,16 @@ impl<'a> Interp<'a> {
         best.map(|(_, x)| x)
             .ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
     }
+}
+
+/// One step of `sum()`: `acc + x` (small ints and floats inline).
+fn sum_add(acc: &Value, x: &Value) -> InterpResult<Value> {
+    Ok(match (acc, x) {
+        (Value::Int(p), Value::Int(q)) => match p.checked_add(*q) {
+            Some(r) => Value::Int(r),
+            None => binop(BinOp::Add, acc, x)?,
+        },
+        (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+        _ => binop(BinOp::Add, acc, x)?,
+    })
 }

@@ -34,6 +34,20 @@ pub enum Flow {
 /// Positional arguments, stored inline for small calls (no allocation).
 pub type Pos = smallvec::SmallVec<[Value; 3]>;
 
+/// One positional argument, written in place (`smallvec![v]` pushed it
+/// through an out-of-line `push`).
+#[inline]
+pub fn pos1(v: Value) -> Pos {
+    // The slots past the length are never read or dropped (None has no drop).
+    Pos::from_buf_and_len([v, Value::None, Value::None], 1)
+}
+
+/// Two positional arguments, written in place (see [`pos1`]).
+#[inline]
+pub fn pos2(v: Value, w: Value) -> Pos {
+    Pos::from_buf_and_len([v, w, Value::None], 2)
+}
+
 /// Evaluated call arguments.
 #[derive(Debug, Default)]
 pub struct CallArgs {
@@ -567,13 +581,30 @@ impl<'a> Interp<'a> {
                 // cloning and dropping the operands or calling `binop`.
                 let x = self.int_operand(a)?;
                 let y = self.int_operand(b)?;
-                let (x, y) = match (x, y) {
-                    (Ok(x), Ok(y)) => match ops::int_binop(*op, x, y) {
-                        Some(r) => return Ok(Value::Int(r)),
-                        None => (Value::Int(x), Value::Int(y)),
-                    },
-                    (x, y) => (int_or_value(x), int_or_value(y)),
-                };
+                // Read in place, not moved into a pair first: the pair was
+                // written and re-read through the stack (a store-forwarding
+                // stall on every `i * 2 + 1` in the profile).
+                if let (Ok(xi), Ok(yi)) = (&x, &y) {
+                    if let Some(r) = ops::int_binop(*op, *xi, *yi) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                let (mut x, y) = (int_or_value(x), int_or_value(y));
+                // `str + str` whose left side is a temporary nothing else
+                // holds (`str(i) + ':'`): appended in place when short (the
+                // same checks as `binop`; no new object is observable).
+                if let (BinOp::Add, Value::Str(xs), Value::Str(ys)) = (*op, &mut x, &y) {
+                    if let Some(xm) = Rc::get_mut(xs) {
+                        if xm.can_append_inline(ys.len()) {
+                            let n = (xm.len() + ys.len()) as u64;
+                            mem_check(n)?;
+                            tick(1 + n / 256)?;
+                            if xm.append_inline(ys) {
+                                return Ok(x);
+                            }
+                        }
+                    }
+                }
                 if *op == BinOp::Sub && (x.as_view().is_some() || y.as_view().is_some()) {
                     self.view_sub(&x, &y)?
                 } else {
@@ -681,7 +712,7 @@ impl<'a> Interp<'a> {
                     return self.call_builtin(
                         *b,
                         CallArgs {
-                            pos: smallvec::smallvec![v],
+                            pos: pos1(v),
                             kw: Vec::new(),
                         },
                     );
@@ -714,7 +745,7 @@ impl<'a> Interp<'a> {
                             return dict_get(d, &v, &Value::None);
                         }
                         CallArgs {
-                            pos: smallvec::smallvec![v],
+                            pos: pos1(v),
                             kw: Vec::new(),
                         }
                     }
@@ -726,13 +757,21 @@ impl<'a> Interp<'a> {
                             return dict_get(d, &v, &w);
                         }
                         CallArgs {
-                            pos: smallvec::smallvec![v, w],
+                            pos: pos2(v, w),
                             kw: Vec::new(),
                         }
                     }
                     _ => self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?,
                 };
-                self.call_method(&r, *m, a)?
+                let mut r = r;
+                if let Value::Str(rs) = &mut r {
+                    if let Some(ps) = Rc::get_mut(rs) {
+                        if let Some(done) = super::methods::str_method_in_place(ps, *m, &a) {
+                            return done.map(|()| r);
+                        }
+                    }
+                }
+                self.call_known_method(&r, *m, a)?
             }
             ExprKind::Comp(c) => self.comprehension(c)?,
             ExprKind::FStr(parts) => {
@@ -1614,18 +1653,62 @@ impl<'a> Interp<'a> {
     /// hit while collecting leaves it resumable).
     fn collect_gen(&mut self, g: &mut GenState) -> InterpResult<Vec<Value>> {
         let mut out = Vec::new();
+        self.drive_gen(g, &mut |x| {
+            tick(1)?;
+            if out.len() % 1024 == 1023 {
+                mem_check_n(out.len() as u64, SLOT as u64)?;
+            }
+            out.push(x);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// When `v` is a generator not already running: resume it in a loop
+    /// (its variables swapped in once, not once per item), each item to
+    /// `sink` until the end or until `sink` returns false, with the same
+    /// steps, fuel, depth and final state as pulling its items one by one
+    /// through the shared iterator (see [`Interp::collect_gen`]). `sink`
+    /// must not evaluate program code (the generator's variables are in
+    /// place while it runs). None for anything else.
+    pub fn fold_gen(
+        &mut self,
+        v: &Value,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> Option<InterpResult<()>> {
+        let Value::Iter(rc) = v else {
+            return None;
+        };
+        let mut inner = rc.try_borrow_mut().ok()?;
+        match &mut *inner {
+            Iter::Gen(g) => Some(self.drive_gen(g, sink)),
+            _ => None,
+        }
+    }
+
+    /// [`Interp::fold_gen`] of a generator's state: two levels entered, as
+    /// the shared iterator and the generator enter per item.
+    fn drive_gen(
+        &mut self,
+        g: &mut GenState,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> InterpResult<()> {
         self.enter()?;
         if let Err(e) = self.enter() {
             self.leave();
             return Err(e);
         }
-        let r = self.collect_gen_in(g, &mut out);
+        let r = self.drive_gen_in(g, sink);
         self.leave();
         self.leave();
-        r.map(|()| out)
+        r
     }
 
-    fn collect_gen_in(&mut self, g: &mut GenState, out: &mut Vec<Value>) -> InterpResult<()> {
+    fn drive_gen_in(
+        &mut self,
+        g: &mut GenState,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> InterpResult<()> {
         if g.done {
             return Ok(());
         }
@@ -1636,17 +1719,12 @@ impl<'a> Interp<'a> {
         let mut finished = false;
         let r = loop {
             match self.gen_step(g, &c) {
-                Ok(Some(x)) => {
-                    if let Err(e) = tick(1) {
-                        break Err(e);
-                    }
-                    if out.len() % 1024 == 1023 {
-                        if let Err(e) = mem_check_n(out.len() as u64, SLOT as u64) {
-                            break Err(e);
-                        }
-                    }
-                    out.push(x);
-                }
+                Ok(Some(x)) => match sink(x) {
+                    Ok(true) => {}
+                    // Stopped early: the generator stays resumable.
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                },
                 Ok(None) => {
                     finished = true;
                     break Ok(());
@@ -1919,7 +1997,7 @@ impl<'a> Interp<'a> {
             Func::Builtin(b) => self.call_builtin(
                 *b,
                 CallArgs {
-                    pos: smallvec::smallvec![arg],
+                    pos: pos1(arg),
                     kw: Vec::new(),
                 },
             ),
@@ -1927,7 +2005,7 @@ impl<'a> Interp<'a> {
                 recv,
                 *m,
                 CallArgs {
-                    pos: smallvec::smallvec![arg],
+                    pos: pos1(arg),
                     kw: Vec::new(),
                 },
             ),

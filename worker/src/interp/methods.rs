@@ -7,7 +7,7 @@ use super::err::{type_err, value_err, Exc, InterpResult};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
-use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, OBJ, SLOT};
+use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, INLINE, OBJ, SLOT};
 
 named_enum! {
     /// Every allowlisted method name.
@@ -639,6 +639,176 @@ fn join_strs(sep: &str, items: &[Value]) -> InterpResult<Value> {
     Ok(Value::str(out))
 }
 
+/// `str.startswith`/`endswith`, and `upper`/`lower`/one-byte `replace` of
+/// short ASCII text, on bytes (the same results, errors and charges as
+/// [`Interp::str_method`]'s general arms), or None when the general arm must
+/// answer. Nothing is charged or ticked before it returns None.
+fn str_method_bytes(
+    recv: &Value,
+    ps: &PyStr,
+    m: Method,
+    a: &CallArgs,
+) -> Option<InterpResult<Value>> {
+    match m {
+        Method::Startswith | Method::Endswith => Some(starts_ends_with(ps, m, a)),
+        Method::Upper | Method::Lower
+            if ps.is_ascii() && ps.len() <= INLINE && a.pos.is_empty() && a.kw.is_empty() =>
+        {
+            let b = ps.as_bytes();
+            if let Err(e) = mem_check(b.len() as u64 * 3) {
+                return Some(Err(e));
+            }
+            let up = m == Method::Upper;
+            PyStr::ascii_inline(b.len(), |out| {
+                for (o, c) in out.iter_mut().zip(b) {
+                    *o = if up {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c.to_ascii_lowercase()
+                    };
+                }
+            })
+            .map(Ok)
+        }
+        Method::Replace if ps.is_ascii() && a.pos.len() == 2 && a.kw.is_empty() => {
+            let (Value::Str(old), Value::Str(new)) = (&a.pos[0], &a.pos[1]) else {
+                return None;
+            };
+            let (&[b], true) = (old.as_bytes(), new.is_ascii()) else {
+                return None;
+            };
+            if !b.is_ascii() {
+                return None;
+            }
+            let hay = ps.as_bytes();
+            let nb = new.as_bytes();
+            let n = hay.iter().filter(|x| **x == b).count();
+            // Each of the n matches is one byte, replaced by `new`.
+            let exact = hay.len() - n + n * nb.len();
+            if n > 0 && exact > INLINE {
+                return None;
+            }
+            let est = hay.len() as u64 + (n as u64).saturating_mul(nb.len() as u64);
+            if let Err(e) = mem_check(est).and_then(|()| tick(est / 256)) {
+                return Some(Err(e));
+            }
+            if n == 0 {
+                // Nothing replaced: CPython returns the same object.
+                return Some(Ok(recv.clone()));
+            }
+            PyStr::ascii_inline(exact, |out| {
+                let mut k = 0;
+                for x in hay {
+                    if *x == b {
+                        for (o, c) in out.iter_mut().skip(k).zip(nb) {
+                            *o = *c;
+                        }
+                        k += nb.len();
+                    } else {
+                        if let Some(o) = out.get_mut(k) {
+                            *o = *x;
+                        }
+                        k += 1;
+                    }
+                }
+            })
+            .map(Ok)
+        }
+        _ => None,
+    }
+}
+
+/// `upper`/`lower`/one-byte-for-one-byte `replace` of short ASCII text
+/// that nothing else refers to (the caller holds the only reference, so no
+/// new object is observable): rewritten in place, with the same ticks,
+/// checks and errors as [`Interp::str_method`] (the str's charge does not
+/// change: same length). Some(Ok(())) when done; None, with nothing ticked
+/// or changed, when the general path must answer.
+pub fn str_method_in_place(ps: &mut PyStr, m: Method, a: &CallArgs) -> Option<InterpResult<()>> {
+    if !ps.is_ascii() || !ps.can_append_inline(0) || !a.kw.is_empty() {
+        return None;
+    }
+    let pre = 1 + ps.len() as u64 / 64;
+    let r = match (m, a.pos.as_slice()) {
+        (Method::Upper | Method::Lower, []) => {
+            let up = m == Method::Upper;
+            tick(pre)
+                .and_then(|()| mem_check(ps.len() as u64 * 3))
+                .map(|()| {
+                    ps.map_ascii_inline(|c| {
+                        if up {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c.to_ascii_lowercase()
+                        }
+                    });
+                })
+        }
+        (Method::Replace, [Value::Str(old), Value::Str(new)]) => {
+            let (&[from], &[to]) = (old.as_bytes(), new.as_bytes()) else {
+                return None;
+            };
+            if !from.is_ascii() || !to.is_ascii() {
+                return None;
+            }
+            let n = ps.as_bytes().iter().filter(|x| **x == from).count();
+            let est = ps.len() as u64 + n as u64;
+            tick(pre)
+                .and_then(|()| mem_check(est))
+                .and_then(|()| tick(est / 256))
+                .map(|()| {
+                    ps.map_ascii_inline(|c| if c == from { to } else { c });
+                })
+        }
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// `str.startswith` / `str.endswith`. On bytes: a UTF-8 prefix/suffix test
+/// is a byte test, so no prefix is re-validated as text.
+fn starts_ends_with(ps: &PyStr, m: Method, a: &CallArgs) -> InterpResult<Value> {
+    tuple_args(a, m.name(), 1, 3)?;
+    let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
+        return Ok(Value::Bool(false));
+    };
+    let hay = ps.as_bytes().get(b0..b1).unwrap_or_default();
+    let test = |p: &[u8]| {
+        if m == Method::Startswith {
+            hay.starts_with(p)
+        } else {
+            hay.ends_with(p)
+        }
+    };
+    match &a.pos[0] {
+        Value::Str(p) => Ok(Value::Bool(test(p.as_bytes()))),
+        Value::Tuple(t) => {
+            for x in &t.v {
+                match x {
+                    Value::Str(p) => {
+                        if test(p.as_bytes()) {
+                            return Ok(Value::Bool(true));
+                        }
+                    }
+                    _ => {
+                        return Err(type_err(format!(
+                            "tuple for {} must only contain str, not {}",
+                            m.name(),
+                            x.type_name()
+                        )))
+                    }
+                }
+            }
+            Ok(Value::Bool(false))
+        }
+        other => Err(type_err(format!(
+            "{} first arg must be str or a tuple of str, not {}",
+            m.name(),
+            other.type_name()
+        ))),
+    }
+}
+
 impl<'a> Interp<'a> {
     /// Call method `m` on `recv`.
     ///
@@ -656,6 +826,20 @@ impl<'a> Interp<'a> {
                 ),
             ));
         }
+        self.call_known_method(recv, m, a)
+    }
+
+    /// [`Interp::call_method`] once [`has_method`] holds (the caller
+    /// checked it: a method call checks before evaluating its arguments).
+    ///
+    /// # Errors
+    /// Whatever the method raises.
+    pub fn call_known_method(
+        &mut self,
+        recv: &Value,
+        m: Method,
+        a: CallArgs,
+    ) -> InterpResult<Value> {
         if !a.kw.is_empty() {
             let takes_kw = match recv {
                 Value::Str(_) => matches!(
@@ -759,8 +943,13 @@ impl<'a> Interp<'a> {
         let Value::Str(ps) = recv else {
             return Err(Exc::internal("str method on non-str"));
         };
+        tick(1 + ps.len() as u64 / 64)?;
+        // The commonest calls on ASCII text, answered on bytes: no UTF-8
+        // re-validation of the receiver or the arguments (`as_str`).
+        if let Some(r) = str_method_bytes(recv, ps, m, &a) {
+            return r;
+        }
         let s: &str = ps.as_str();
-        tick(1 + s.len() as u64 / 64)?;
         let qual = |_: &str| Qual("str", m);
         match m {
             Method::Upper
@@ -1078,49 +1267,7 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            Method::Startswith | Method::Endswith => {
-                tuple_args(&a, m.name(), 1, 3)?;
-                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
-                    return Ok(Value::Bool(false));
-                };
-                // On bytes (a UTF-8 prefix/suffix test is a byte test), so
-                // no prefix is re-validated as text.
-                let hay = s.as_bytes().get(b0..b1).unwrap_or_default();
-                let test = |p: &[u8]| {
-                    if m == Method::Startswith {
-                        hay.starts_with(p)
-                    } else {
-                        hay.ends_with(p)
-                    }
-                };
-                match &a.pos[0] {
-                    Value::Str(p) => Ok(Value::Bool(test(p.as_bytes()))),
-                    Value::Tuple(t) => {
-                        for x in &t.v {
-                            match x {
-                                Value::Str(p) => {
-                                    if test(p.as_bytes()) {
-                                        return Ok(Value::Bool(true));
-                                    }
-                                }
-                                _ => {
-                                    return Err(type_err(format!(
-                                        "tuple for {} must only contain str, not {}",
-                                        m.name(),
-                                        x.type_name()
-                                    )))
-                                }
-                            }
-                        }
-                        Ok(Value::Bool(false))
-                    }
-                    other => Err(type_err(format!(
-                        "{} first arg must be str or a tuple of str, not {}",
-                        m.name(),
-                        other.type_name()
-                    ))),
-                }
-            }
+            Method::Startswith | Method::Endswith => starts_ends_with(ps, m, &a),
             Method::Center | Method::Ljust | Method::Rjust => {
                 range_args(&a, m.name(), 1, 2)?;
                 let width = as_index(&a.pos[0])?;

@@ -97,10 +97,15 @@ fn as_f64(n: &Num) -> InterpResult<f64> {
 }
 
 fn nb(n: &Num) -> BigInt {
+    nb_ref(n).into_owned()
+}
+
+/// [`nb`] without copying a big operand (arithmetic reads it in place).
+fn nb_ref<'a>(n: &Num<'a>) -> std::borrow::Cow<'a, BigInt> {
     match n {
-        Num::I(i) => BigInt::from(*i),
-        Num::B(b) => (*b).clone(),
-        Num::F(_) => BigInt::zero(),
+        Num::I(i) => std::borrow::Cow::Owned(BigInt::from(*i)),
+        Num::B(b) => std::borrow::Cow::Borrowed(*b),
+        Num::F(_) => std::borrow::Cow::Owned(BigInt::zero()),
     }
 }
 
@@ -236,7 +241,26 @@ fn num_binop(op: BinOp, x: &Num, y: &Num) -> InterpResult<Value> {
         return int_truediv(x, y);
     }
     big_cost(x, y)?;
-    let (a, b) = (nb(x), nb(y));
+    // A big int modulo a small positive int (`f % (i + 7)`): the magnitude's
+    // remainder by one digit, read in place; the same fuel as below (the
+    // divisor is one digit).
+    if let (BinOp::Mod, Num::B(a), Num::I(k)) = (op, x, y) {
+        if let Ok(k) = u32::try_from(*k) {
+            if k > 0 {
+                tick((a.bits() / 64 + 1).min(1 << 40) / 16)?;
+                let r = (a.magnitude() % k).to_u64().unwrap_or(0);
+                let r = if a.is_negative() && r != 0 {
+                    u64::from(k) - r
+                } else {
+                    r
+                };
+                return Ok(Value::Int(r as i64));
+            }
+        }
+    }
+    // Borrowed: the operands are not copied (a big int can be kilobytes).
+    let (a, b) = (nb_ref(x), nb_ref(y));
+    let (a, b): (&BigInt, &BigInt) = (&a, &b);
     let r = match op {
         BinOp::Add => a + b,
         BinOp::Sub => a - b,
@@ -262,9 +286,9 @@ fn num_binop(op: BinOp, x: &Num, y: &Num) -> InterpResult<Value> {
             let cost = (a.bits() / 64 + 1).saturating_mul(b.bits() / 64 + 1);
             tick(cost.min(1 << 40) / 16)?;
             if op == BinOp::FloorDiv {
-                a.div_floor(&b)
+                a.div_floor(b)
             } else {
-                a.mod_floor(&b)
+                a.mod_floor(b)
             }
         }
         BinOp::Div => return Err(Exc::internal("unreachable division")),
