@@ -10,8 +10,14 @@
 //!
 //! stdin: `{"name": "program source", ...}`. stdout:
 //! `{"warm": {name: {"value": .., "ok": .., "samples_us": [..]}},
-//!   "toolcall_us": .., "tool_work_us": .., "rss_kib": {"jailed": .., "reaper": ..}}`
-//! (`tool_work_us`: the same `read_file` called in-process, no crossing).
+//!   "toolcall_us": .., "tool_work_us": .., "pingpong_us": ..,
+//!   "rss_kib": {"jailed": .., "reaper": ..}}`
+//! (`tool_work_us`: the same `read_file` called in-process, no crossing;
+//! `pingpong_us`: the floor under any crossing, a bare seqpacket round trip
+//! between this process and a child, both waiting as lackpy's two sides do).
+//!
+//! `bench_peers_rs --pingpong-peer` (internal): the child of that
+//! measurement, echoing every message on its stdin (a seqpacket socket).
 
 mod bench_common;
 
@@ -19,6 +25,7 @@ use bench_common::{pool_supervisor, profile, ready_worker_rss, rss_kib, wait_poo
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::{JailLevel, RunRequest, Supervisor};
+use lackpy_worker::ipc::Channel;
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -47,7 +54,65 @@ fn median(v: &mut [Duration]) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
+/// How long each side of the ping-pong polls before it sleeps: as lackpy's
+/// (`FRAME_SPIN` in the supervisor, `TOOL_RESULT_SPIN` in the worker).
+const PINGPONG_SPIN: Duration = Duration::from_micros(50);
+
+/// A message the size of a small `ToolCall` frame (`read_file('t.txt')`).
+const PINGPONG_MSG: [u8; 24] = [7; 24];
+
+/// The ping-pong's child: echo each message back until the parent closes.
+fn pingpong_peer() -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::fd::AsFd;
+    let mut chan = Channel::new(std::io::stdin().as_fd().try_clone_to_owned()?);
+    chan.set_spin(PINGPONG_SPIN);
+    while let Ok(msg) = chan.recv_payload(None) {
+        chan.send_payload(&msg, None)?;
+    }
+    Ok(())
+}
+
+/// The floor under a tool call's crossing: one round trip of a small frame
+/// over a `SOCK_SEQPACKET` socketpair between two processes (this one and a
+/// child), framed and waited for as lackpy's two sides do it (length
+/// prefix, poll for [`PINGPONG_SPIN`] yielding the CPU between tries, then
+/// sleep), with no encoding, no tool and no trace. Median of 20 runs of 500
+/// round trips, in µs per round trip.
+fn pingpong_floor() -> Result<f64, Box<dyn std::error::Error>> {
+    let (mine, theirs) = lackpy_worker::ipc::socketpair()?;
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("--pingpong-peer")
+        .stdin(std::process::Stdio::from(theirs))
+        .spawn()?;
+    let mut chan = Channel::new(mine);
+    chan.set_spin(PINGPONG_SPIN);
+    let round_trip = |chan: &mut Channel| -> Result<(), Box<dyn std::error::Error>> {
+        chan.send_payload(&PINGPONG_MSG, None)?;
+        if chan.recv_payload(None)? != PINGPONG_MSG {
+            return Err("ping-pong: the echo differs".into());
+        }
+        Ok(())
+    };
+    for _ in 0..500 {
+        round_trip(&mut chan)?;
+    }
+    let mut runs = Vec::with_capacity(20);
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        for _ in 0..500 {
+            round_trip(&mut chan)?;
+        }
+        runs.push(t0.elapsed());
+    }
+    drop(chan);
+    child.wait()?;
+    Ok(median(&mut runs).as_secs_f64() * 1e6 / 500.0)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().nth(1).as_deref() == Some("--pingpong-peer") {
+        return pingpong_peer();
+    }
     let mut a = std::env::args().skip(1);
     let bin = PathBuf::from(a.next().unwrap_or_else(|| "target/release/lackpy".into()));
     let ws = PathBuf::from(a.next().ok_or("usage: bench_peers_rs BIN WORKSPACE REPS")?);
@@ -85,6 +150,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let per = median(&mut x).saturating_sub(median(&mut y)).as_secs_f64() * 1e6 / 500.0;
     drop(sup);
+    // Right after the tool calls, in the same minute of the machine.
+    let pingpong = pingpong_floor().map_or(json!(null), |us| json!(us));
 
     // What the tool itself costs (the same read_file, called in-process,
     // median of 20 runs of 500): the rest of a round trip is the crossing.
@@ -135,7 +202,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!(
         "{}",
-        json!({"warm": warm, "toolcall_us": per, "tool_work_us": tool_us, "rss_kib": rss, "forked_kib": forked})
+        json!({"warm": warm, "toolcall_us": per, "tool_work_us": tool_us, "pingpong_us": pingpong,
+               "rss_kib": rss, "forked_kib": forked})
     );
     Ok(())
 }

@@ -50,6 +50,11 @@ pub const IPC_FD: RawFd = 3;
 /// Bytes of the length prefix.
 const PREFIX: usize = 4;
 
+/// Largest send buffer a channel keeps between frames, in bytes.
+/// Why 64 KiB: tool calls, results and printed chunks are usually far
+/// smaller; a rare large frame's buffer is freed instead of held.
+const KEPT_SEND_BYTES: usize = 64 * 1024;
+
 /// Why a frame could not be sent or received.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -129,6 +134,9 @@ pub fn decode<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
 pub struct Channel {
     fd: OwnedFd,
     buf: ChunkBuf,
+    /// The frame being sent: length prefix and payload, encoded in place and
+    /// reused from frame to frame (see [`Channel::send`]).
+    out: Vec<u8>,
     /// How long a receive polls without sleeping before it blocks.
     spin: std::time::Duration,
 }
@@ -309,6 +317,7 @@ impl Channel {
         Channel {
             fd,
             buf: ChunkBuf::new(),
+            out: Vec::new(),
             spin: std::time::Duration::ZERO,
         }
     }
@@ -329,8 +338,35 @@ impl Channel {
         msg: &T,
         deadline: Option<Instant>,
     ) -> Result<(), FrameError> {
-        let payload = encode(msg)?;
-        self.send_payload(&payload, deadline)
+        // Encoded straight behind a placeholder prefix in the channel's own
+        // buffer: no payload vector, no copy into a first chunk. The chunks
+        // are the same as `send_payload`'s: the first holds the prefix and
+        // the payload's first CHUNK_BYTES - 4 bytes, each continuation the
+        // next CHUNK_BYTES.
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.extend_from_slice(&[0; PREFIX]);
+        let r = bincode::encode_into_std_write(msg, &mut out, config())
+            .map_err(|e| FrameError::Encode(e.to_string()))
+            .and_then(|payload_len| {
+                let len = u32::try_from(payload_len)
+                    .ok()
+                    .filter(|_| payload_len <= MAX_FRAME_BYTES)
+                    .ok_or(FrameError::TooLarge {
+                        len: payload_len,
+                        max: MAX_FRAME_BYTES,
+                    })?;
+                out[..PREFIX].copy_from_slice(&len.to_le_bytes());
+                for chunk in out.chunks(CHUNK_BYTES) {
+                    self.send_raw(chunk, deadline)?;
+                }
+                Ok(())
+            });
+        // A large frame's buffer is not kept: only small frames repeat.
+        if out.capacity() <= KEPT_SEND_BYTES {
+            self.out = out;
+        }
+        r
     }
 
     /// Send an already encoded payload (exposed for hostile-peer tests).
@@ -479,6 +515,14 @@ impl Channel {
     /// # Errors
     /// See [`FrameError`].
     pub fn recv_payload(&mut self, deadline: Option<Instant>) -> Result<Vec<u8>, FrameError> {
+        match self.recv_first(deadline)? {
+            First::Whole(n) => Ok(self.buf.as_slice()[PREFIX..n].to_vec()),
+            First::Partial { n, len } => self.recv_rest(n, len, deadline),
+        }
+    }
+
+    /// Receive a frame's first chunk into the buffer and check its prefix.
+    fn recv_first(&mut self, deadline: Option<Instant>) -> Result<First, FrameError> {
         let n = self.recv_chunk(deadline)?;
         if n == 0 {
             return Err(FrameError::Closed);
@@ -502,12 +546,26 @@ impl Channel {
                 "length prefix smaller than the payload",
             ));
         }
-        if first < len && n < CHUNK_BYTES {
+        if first == len {
+            return Ok(First::Whole(n));
+        }
+        if n < CHUNK_BYTES {
             // A sender only continues after a full first chunk.
             return Err(FrameError::Malformed(
                 "length prefix larger than the payload",
             ));
         }
+        Ok(First::Partial { n, len })
+    }
+
+    /// The payload of a frame of `len` bytes whose first chunk (`n` bytes,
+    /// prefix included) is in the buffer: the continuation chunks.
+    fn recv_rest(
+        &mut self,
+        n: usize,
+        len: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<u8>, FrameError> {
         let mut payload = Vec::with_capacity(len);
         payload.extend_from_slice(&self.buf.as_slice()[PREFIX..n]);
         while payload.len() < len {
@@ -536,8 +594,12 @@ impl Channel {
     /// # Errors
     /// See [`FrameError`].
     pub fn recv<T: Decode<()>>(&mut self, deadline: Option<Instant>) -> Result<T, FrameError> {
-        let payload = self.recv_payload(deadline)?;
-        decode(&payload)
+        match self.recv_first(deadline)? {
+            // The whole frame came in one chunk (the usual case): decode it
+            // where it lies, without copying it out first.
+            First::Whole(n) => decode(&self.buf.as_slice()[PREFIX..n]),
+            First::Partial { n, len } => decode(&self.recv_rest(n, len, deadline)?),
+        }
     }
 
     /// Whether a message arrives within `wait_ms` milliseconds (used to
@@ -567,6 +629,15 @@ impl Channel {
         };
         n > 0
     }
+}
+
+/// What a frame's first chunk held.
+enum First {
+    /// The whole frame: the chunk's `n` bytes, prefix included.
+    Whole(usize),
+    /// The start of a frame of `len` payload bytes, `n` bytes of it (prefix
+    /// included) in this chunk; continuation chunks follow.
+    Partial { n: usize, len: usize },
 }
 
 /// Most descriptors one [`send_fds`] / [`recv_fds`] message carries.
@@ -865,6 +936,50 @@ mod tests {
             hex, GOLDEN,
             "a message enum changed shape: bump PROTOCOL_VERSION"
         );
+    }
+
+    /// `send` (encoded in place, in the channel's reused buffer) puts on
+    /// the wire exactly the chunks `send_payload(encode(..))` does, at and
+    /// around the chunk boundaries, and a large frame does not disturb the
+    /// small ones after it; `recv` decodes each back.
+    #[test]
+    fn in_place_send_matches_the_framing() {
+        let (mut a, mut b) = pair();
+        let (mut c, mut d) = pair();
+        let chunks = |rx: &mut Channel| {
+            let mut got = Vec::new();
+            let first = rx.recv_chunk(None).unwrap();
+            let b = rx.buf.as_slice();
+            let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+            let mut seen = first - PREFIX;
+            got.push(b[..first].to_vec());
+            while seen < len {
+                let m = rx.recv_chunk(None).unwrap();
+                seen += m;
+                got.push(rx.buf.as_slice()[..m].to_vec());
+            }
+            got
+        };
+        let mut sizes: Vec<usize> = (CHUNK_BYTES - 12..CHUNK_BYTES + 4).collect();
+        sizes.extend([0, 1, 2 * CHUNK_BYTES - 9, 300_000, 5]);
+        for n in sizes {
+            let msg = FromWorker::Stdout("s".repeat(n));
+            let t = std::thread::spawn(move || {
+                a.send(&msg, None).unwrap();
+                c.send_payload(&encode(&msg).unwrap(), None).unwrap();
+                a.send(&msg, None).unwrap();
+                (a, c, msg)
+            });
+            let mine = chunks(&mut b);
+            let theirs = chunks(&mut d);
+            assert_eq!(mine, theirs, "{n}-byte string");
+            let got: FromWorker = b.recv(None).unwrap();
+            let (a2, c2, msg) = t.join().unwrap();
+            assert_eq!(got, msg, "{n}-byte string");
+            (a, c) = (a2, c2);
+        }
+        // A large frame's buffer is not kept.
+        assert!(a.out.capacity() <= KEPT_SEND_BYTES);
     }
 
     #[test]

@@ -496,11 +496,56 @@ pub fn authorize<'p>(
     max_calls: u64,
     call: CallFrame<'_>,
 ) -> Result<BoundCall<'p>, Refusal> {
+    authorize_with(
+        profile,
+        call_no,
+        max_calls,
+        call,
+        &mut DeclaredTypes::new(profile),
+    )
+}
+
+/// The declared argument types of one profile's tools, each parsed
+/// ([`check_spec`]) the first time a call to that tool is authorized and
+/// kept, by the tool's index in the profile, for the rest of the run.
+///
+/// Why: a run's calls usually repeat a few tools; parsing each annotation
+/// again on every call was a measurable part of a tool call's crossing.
+/// The check itself is unchanged: every call's every argument is still
+/// checked against its type.
+#[derive(Debug)]
+pub(crate) struct DeclaredTypes(Vec<Option<Result<Vec<ArgType>, ToolFailure>>>);
+
+impl DeclaredTypes {
+    /// Nothing parsed yet, for the tools of `profile`.
+    pub(crate) fn new(profile: &ResolvedProfile) -> Self {
+        DeclaredTypes(vec![None; profile.tools.len()])
+    }
+}
+
+/// [`authorize`], with the declared types of the run's tools kept in
+/// `types` (which must have been made for the same `profile`) from call to
+/// call.
+///
+/// # Errors
+/// As [`authorize`].
+pub(crate) fn authorize_with<'p>(
+    profile: &'p ResolvedProfile,
+    call_no: u64,
+    max_calls: u64,
+    call: CallFrame<'_>,
+    types: &mut DeclaredTypes,
+) -> Result<BoundCall<'p>, Refusal> {
     if call_no > max_calls {
         return Err(Refusal::OverBudget { limit: max_calls });
     }
     let name = call.name;
-    let Some((_, spec)) = profile.tools.iter().find(|(alias, _)| alias == name) else {
+    let found = profile
+        .tools
+        .iter()
+        .enumerate()
+        .find(|(_, (alias, _))| alias == name);
+    let Some((index, (_, spec))) = found else {
         return Err(Refusal::Violation(format!(
             "called tool {:?}, which profile {:?} does not grant",
             shown(name),
@@ -522,12 +567,18 @@ pub fn authorize<'p>(
         .map(|(k, a)| Ok((k.clone(), decode(a)?)))
         .collect::<Result<Vec<_>, Refusal>>()?;
     let refused = |failure: ToolFailure, args: Vec<Data>| Refusal::Refused { failure, args };
-    let types = match check_spec(name, spec) {
-        Ok(t) => t,
-        Err(f) => return Err(refused(f, positional)),
+    // A `DeclaredTypes` made for another profile has no slot here: parse.
+    let mut parsed = None;
+    let slot = match types.0.get_mut(index) {
+        Some(slot) => slot,
+        None => &mut parsed,
+    };
+    let types = match slot.get_or_insert_with(|| check_spec(name, spec)) {
+        Ok(t) => &*t,
+        Err(f) => return Err(refused(f.clone(), positional)),
     };
     let args = bind(name, spec, positional, kwargs).map_err(|(f, shown)| refused(f, shown))?;
-    for (i, (d, ty)) in args.iter().zip(&types).enumerate() {
+    for (i, (d, ty)) in args.iter().zip(types).enumerate() {
         if ty.admits(d) || (*d == Data::None && optional_arg(spec, i)) {
             continue;
         }
@@ -1001,6 +1052,56 @@ mod tests {
         assert!(refused(auth(&p, "rt", &[s("p"), s("2")], &[]))
             .1
             .contains("'head' must be int"));
+    }
+
+    /// The declared types a run keeps from call to call give every call
+    /// the answer a fresh parse gives: each call is checked, a
+    /// misconfigured tool is refused every time, tools are told apart.
+    #[test]
+    fn types_kept_across_a_runs_calls_check_every_call() {
+        let p = profile(vec![
+            tool("t", "command", &[("a", "int")]),
+            tool("u", "command", &[("a", "str")]),
+            tool("bad", "command", &[("a", "Frob")]),
+        ]);
+        let mut types = DeclaredTypes::new(&p);
+        let mut call = |name: &str, d: Data| {
+            let args = [d.to_flat()];
+            let frame = CallFrame {
+                name,
+                args: &args,
+                kwargs: &[],
+            };
+            authorize_with(&p, 1, 10, frame, &mut types).map(|c| c.args)
+        };
+        for _ in 0..3 {
+            assert_eq!(call("t", Data::Int(1)).unwrap(), vec![Data::Int(1)]);
+            assert_eq!(
+                refused(call("t", s("x"))).1,
+                "t() argument 'a' must be int, not str"
+            );
+            assert_eq!(call("u", s("x")).unwrap(), vec![s("x")]);
+            assert_eq!(
+                refused(call("u", Data::Int(1))).1,
+                "u() argument 'a' must be str, not int"
+            );
+            let (ty, msg) = refused(call("bad", Data::Int(1)));
+            assert_eq!(ty, "ToolFailed");
+            assert!(msg.contains("tool \"bad\" is misconfigured"), "{msg}");
+        }
+        // Types made for a smaller profile: the tool beyond them is parsed.
+        let small = profile(vec![tool("t", "command", &[("a", "int")])]);
+        let mut few = DeclaredTypes::new(&small);
+        let args = [Data::Int(1).to_flat()];
+        let frame = CallFrame {
+            name: "u",
+            args: &args,
+            kwargs: &[],
+        };
+        assert_eq!(
+            refused(authorize_with(&p, 1, 10, frame, &mut few).map(|c| c.args)).1,
+            "u() argument 'a' must be str, not int"
+        );
     }
 
     #[test]

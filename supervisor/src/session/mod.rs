@@ -60,6 +60,9 @@ pub(crate) struct Session<'a, 't> {
     token: &'a mut freezer::RunToken<'t>,
     /// Bounds what this run's trace entries keep.
     budget: trace::RunBudget,
+    /// The declared argument types of the profile's tools, parsed once per
+    /// run (see [`authorize_with`]).
+    types: DeclaredTypes,
 }
 
 pub(crate) enum Step {
@@ -95,6 +98,7 @@ impl<'a, 't> Session<'a, 't> {
             started: now,
             token,
             budget: trace::RunBudget::new(&sup.trace_limits()),
+            types: DeclaredTypes::new(&req.profile),
         }
     }
 
@@ -288,31 +292,34 @@ impl<'a, 't> Session<'a, 't> {
                 // Every check happens in `authorize`, before any provider
                 // runs; the trace shows the call as bound (keywords in their
                 // positions) or, when refused, the arguments as decoded.
-                let (shown, result) =
-                    match authorize(&req.profile, self.calls, req.limits.tool_calls, frame) {
-                        Ok(call) => {
-                            // Builtins that run on a confined lane share the
-                            // arguments with it (no copy); every provider
-                            // gets the run's deadline and cancel flag.
-                            let args = Arc::new(call.args);
-                            let r = self.providers.call(
-                                call.spec,
-                                Arc::clone(&args),
-                                self.ws,
-                                &self.run,
-                            );
-                            (Arc::try_unwrap(args).unwrap_or_else(|a| (*a).clone()), r)
-                        }
-                        Err(Refusal::Violation(what)) => return Err(self.violation(what)),
-                        Err(Refusal::OverBudget { limit: max }) => {
-                            self.worker.kill_and_reap();
-                            return Err(limit(
-                                "tool_calls",
-                                format!("the program made more than {max} tool calls"),
-                            ));
-                        }
-                        Err(Refusal::Refused { failure, args }) => (args, Err(failure)),
-                    };
+                let authorized = authorize_with(
+                    &req.profile,
+                    self.calls,
+                    req.limits.tool_calls,
+                    frame,
+                    &mut self.types,
+                );
+                let (shown, result) = match authorized {
+                    Ok(call) => {
+                        // Builtins that run on a confined lane share the
+                        // arguments with it (no copy); every provider
+                        // gets the run's deadline and cancel flag.
+                        let args = Arc::new(call.args);
+                        let r =
+                            self.providers
+                                .call(call.spec, Arc::clone(&args), self.ws, &self.run);
+                        (Arc::try_unwrap(args).unwrap_or_else(|a| (*a).clone()), r)
+                    }
+                    Err(Refusal::Violation(what)) => return Err(self.violation(what)),
+                    Err(Refusal::OverBudget { limit: max }) => {
+                        self.worker.kill_and_reap();
+                        return Err(limit(
+                            "tool_calls",
+                            format!("the program made more than {max} tool calls"),
+                        ));
+                    }
+                    Err(Refusal::Refused { failure, args }) => (args, Err(failure)),
+                };
                 let duration_us = t0.elapsed().as_micros() as u64;
                 // A call that used up the run's time (its timeout was cut to
                 // the deadline) is traced as failed, and the run ends as any
@@ -333,37 +340,43 @@ impl<'a, 't> Session<'a, 't> {
                         (Ok(flat), None, Some(bytes))
                     }
                     Err(f) => {
-                        let msg = self
-                            .budget
-                            .message(format!("{}: {}", f.type_name, f.message));
+                        let msg = format!("{}: {}", f.type_name, f.message);
                         (Err(f), Some(msg), None)
                     }
                 };
+                // The answer goes back first and the call's trace entry is
+                // built after, while the worker is already running again
+                // (building it, the arguments' JSON and the budget's bounds,
+                // was on every call's round trip). It is kept whatever the
+                // send's outcome: this run's report carries it either way.
+                let sent = if out_of_time {
+                    Err(self.frame_error(FrameError::Timeout))
+                } else {
+                    let msg = ToWorker::ToolResult { id, result: reply };
+                    match self.worker.chan.send(&msg, Some(self.deadline)) {
+                        Ok(()) => Ok(Step::Continue),
+                        Err(FrameError::TooLarge { len, max }) => {
+                            self.worker.kill_and_reap();
+                            Err(limit(
+                                "result",
+                                format!(
+                                    "a tool result of {len} bytes exceeds the {max}-byte frame limit"
+                                ),
+                            ))
+                        }
+                        Err(e) => Err(self.frame_error(e)),
+                    }
+                };
+                let error = entry_err.map(|m| self.budget.message(m));
                 self.report.trace.push(TraceEntry {
                     tool: name,
                     args: shown.iter().map(|a| self.budget.arg(a)).collect(),
-                    ok: entry_err.is_none(),
+                    ok: error.is_none(),
                     duration_us,
-                    error: entry_err,
+                    error,
                     result_bytes: bytes,
                 });
-                if out_of_time {
-                    return Err(self.frame_error(FrameError::Timeout));
-                }
-                let msg = ToWorker::ToolResult { id, result: reply };
-                match self.worker.chan.send(&msg, Some(self.deadline)) {
-                    Ok(()) => Ok(Step::Continue),
-                    Err(FrameError::TooLarge { len, max }) => {
-                        self.worker.kill_and_reap();
-                        Err(limit(
-                            "result",
-                            format!(
-                                "a tool result of {len} bytes exceeds the {max}-byte frame limit"
-                            ),
-                        ))
-                    }
-                    Err(e) => Err(self.frame_error(e)),
-                }
+                sent
             }
             FromWorker::Stdout(chunk) => {
                 let cap = self.req.limits.stdout_bytes;
