@@ -7,7 +7,9 @@ use super::err::{type_err, value_err, Exc, InterpResult};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
-use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, INLINE, OBJ, SLOT};
+use super::value::{
+    hash_value, mem_charge, Dict, PyStr, Value, ViewKind, ENTRY, INLINE, OBJ, SLOT,
+};
 
 named_enum! {
     /// Every allowlisted method name.
@@ -498,6 +500,9 @@ fn split_ws_ascii_all(s: &str) -> InterpResult<Value> {
         ws_before = ws >> (WS_BLOCK - 1) != 0;
     }
     strs_preflight(n, bytes)?;
+    // The strs' bytes are charged once here, not per str (each is charged
+    // its `len + OBJ`, as `rc_copy` would, and gives that back when dropped).
+    mem_charge(bytes + n * OBJ);
     let mut out = Vec::with_capacity(n);
     let (mut start, mut ws_before) = (0usize, true);
     for (i, block) in b.chunks(WS_BLOCK).enumerate() {
@@ -512,7 +517,7 @@ fn split_ws_ascii_all(s: &str) -> InterpResult<Value> {
                 start = at;
             } else {
                 let p = s.get(start..at).unwrap_or_default();
-                out.push(Value::Str(PyStr::rc_copy(p, p.len())));
+                out.push(Value::Str(PyStr::rc_copy_precharged(p, p.len())));
             }
             edges &= edges - 1;
         }
@@ -521,8 +526,10 @@ fn split_ws_ascii_all(s: &str) -> InterpResult<Value> {
     // the block (shorter blocks are padded with whitespace, which ends it).
     if !ws_before {
         let p = s.get(start..).unwrap_or_default();
-        out.push(Value::Str(PyStr::rc_copy(p, p.len())));
+        out.push(Value::Str(PyStr::rc_copy_precharged(p, p.len())));
     }
+    // Both passes read the same masks: the pieces are the ones charged.
+    debug_assert_eq!(out.len(), n);
     Ok(Value::list(out))
 }
 

@@ -844,3 +844,20 @@ fn memory_is_given_back() {
     let r = run_lim("s = set(range(100000))\nfor i in range(100000):\n    s.pop()\nd = {}\nfor i in range(100000):\n    d[i] = 1\n    d.pop(i)\nlen(s) + len(d)", &Limits { wall_ms: 300_000, ..Limits::default() });
     assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
 }
+
+/// `str.split()` charges its strs in one batch: exactly what they give back
+/// when dropped (the accounted memory returns to where it was after the
+/// run), and the peak counts every one of them, short (inline) and long.
+#[test]
+fn split_charges_what_its_strs_give_back() {
+    let before = super::value::mem_used();
+    mem_peak_reset();
+    let r = run_prog(
+        "w = ('ab cdefghijklmnopqrstuvwxyz0123456789 ' * 500 + 'tail').split()\n(len(w), w[-1])",
+    );
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.repr.as_deref(), Some("(1001, 'tail')|"));
+    assert_eq!(super::value::mem_used(), before);
+    let strs = 1001 * super::value::OBJ as i64 + 500 * 38 + 4;
+    assert!(mem_peak() >= strs, "peak {} < {strs}", mem_peak());
+}
