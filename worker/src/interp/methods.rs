@@ -7,7 +7,9 @@ use super::err::{type_err, value_err, Exc, InterpResult};
 use super::eval::{as_i64, slice_adjust, CallArgs, Interp};
 use super::ops::{eq, lt};
 use super::unicode as uc;
-use super::value::{hash_value, Dict, PyStr, Value, ViewKind, ENTRY, INLINE, OBJ, SLOT};
+use super::value::{
+    hash_value, mem_charge, Dict, PyStr, Value, ViewKind, ENTRY, INLINE, OBJ, SLOT,
+};
 
 named_enum! {
     /// Every allowlisted method name.
@@ -434,6 +436,101 @@ fn split_ws_ascii(s: &str, maxsplit: i64, f: &mut dyn FnMut(&str) -> bool) {
             i += 1;
         }
     }
+}
+
+/// Bytes of text scanned per whitespace mask in [`split_ws_ascii_all`].
+const WS_BLOCK: usize = 64;
+
+/// Bit k set when byte k of `block` is ASCII whitespace (`str.isspace`
+/// on ASCII); bytes past the block's end count as whitespace. Branch-free,
+/// so the compiler can compare a whole block at once.
+#[inline]
+fn ws_mask(block: &[u8]) -> u64 {
+    let mut buf = [b' '; WS_BLOCK];
+    let n = block.len().min(WS_BLOCK);
+    buf[..n].copy_from_slice(&block[..n]);
+    // One 0/1 byte per text byte (no branches: the compiler compares 16
+    // bytes at a time), then each 8 flags gathered into 8 bits: multiplying
+    // by 0x0102040810204080 moves flag byte i to bit 56 + i (no carries, the
+    // partial products are distinct bits).
+    let mut flags = [0u8; WS_BLOCK];
+    for (f, &b) in flags.iter_mut().zip(buf.iter()) {
+        *f = u8::from(b.wrapping_sub(b'\t') < 5) | u8::from(b.wrapping_sub(0x1c) < 5);
+    }
+    let mut m = 0u64;
+    for (j, eight) in flags.chunks_exact(8).enumerate() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(eight);
+        let w = u64::from_le_bytes(w);
+        m |= (w.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
+    }
+    m
+}
+
+/// The word boundaries of one block given its whitespace mask and whether
+/// the byte before the block was whitespace: bits where a word starts
+/// (not whitespace, whitespace before) and where one ends (whitespace,
+/// not whitespace before).
+#[inline]
+fn ws_edges(ws: u64, ws_before: bool) -> (u64, u64) {
+    let prev_ws = (ws << 1) | u64::from(ws_before);
+    (!ws & prev_ws, ws & !prev_ws)
+}
+
+/// `str.split()` (no sep, no maxsplit) of ASCII text, as a list value.
+///
+/// The text is scanned a block of [`WS_BLOCK`] bytes at a time as a
+/// whitespace bit mask, whose word starts and ends are walked bit by bit:
+/// a byte-by-byte scan mispredicts a branch at every word boundary, this
+/// one once a block. A first pass counts the words and their bytes with
+/// popcounts (nothing allocated), so the memory and fuel checks are the
+/// ones [`str_list`] makes (same totals, same order) and the list gets its
+/// exact capacity; the second pass builds the strs.
+///
+/// # Errors
+/// `memory` or `fuel` limit error.
+fn split_ws_ascii_all(s: &str) -> InterpResult<Value> {
+    let b = s.as_bytes();
+    let (mut n, mut bytes, mut ws_before) = (0usize, 0usize, true);
+    for block in b.chunks(WS_BLOCK) {
+        let ws = ws_mask(block);
+        let (starts, _) = ws_edges(ws, ws_before);
+        n += starts.count_ones() as usize;
+        bytes += (!ws).count_ones() as usize;
+        ws_before = ws >> (WS_BLOCK - 1) != 0;
+    }
+    strs_preflight(n, bytes)?;
+    // The strs' bytes are charged once here, not per str (each is charged
+    // its `len + OBJ`, as `rc_copy` would, and gives that back when dropped).
+    mem_charge(bytes + n * OBJ);
+    let mut out = Vec::with_capacity(n);
+    let (mut start, mut ws_before) = (0usize, true);
+    for (i, block) in b.chunks(WS_BLOCK).enumerate() {
+        let base = i * WS_BLOCK;
+        let ws = ws_mask(block);
+        let (starts, ends) = ws_edges(ws, ws_before);
+        ws_before = ws >> (WS_BLOCK - 1) != 0;
+        let mut edges = starts | ends;
+        while edges != 0 {
+            let at = base + edges.trailing_zeros() as usize;
+            if starts & (edges & edges.wrapping_neg()) != 0 {
+                start = at;
+            } else {
+                let p = s.get(start..at).unwrap_or_default();
+                out.push(Value::Str(PyStr::rc_copy_precharged(p, p.len())));
+            }
+            edges &= edges - 1;
+        }
+    }
+    // A word running to the end of a text whose length is a multiple of
+    // the block (shorter blocks are padded with whitespace, which ends it).
+    if !ws_before {
+        let p = s.get(start..).unwrap_or_default();
+        out.push(Value::Str(PyStr::rc_copy_precharged(p, p.len())));
+    }
+    // Both passes read the same masks: the pieces are the ones charged.
+    debug_assert_eq!(out.len(), n);
+    Ok(Value::list(out))
 }
 
 /// Whitespace split (sep=None): each piece to `f`, in order, or last
@@ -1071,6 +1168,9 @@ impl<'a> Interp<'a> {
                     None => -1,
                 };
                 match &sep {
+                    Value::None if m == Method::Split && ps.is_ascii() && maxsplit < 0 => {
+                        split_ws_ascii_all(s)
+                    }
                     Value::None if m == Method::Split && ps.is_ascii() => {
                         str_list(false, true, |f| split_ws_ascii(s, maxsplit, f))
                     }

@@ -305,6 +305,11 @@ fn fast_paths_match_cpython() {
         "'abc'.startswith(('a', 1))",
         "'abc'.endswith(['c'])",
         "' \\t a\\x0bb\\x0c\\rc  d\\n'.split(), ('w ' * 40).split()[-2:], len(('word ' * 1000).split()), 'one'.split(), 'é a'.split()",
+        // split() scans 64-byte blocks: words and whitespace runs across,
+        // ending at and starting at the block edges; every ASCII byte.
+        "[(n, k, ('x' * n + ' ' * k + 'y' * n).split(), ('x' * n).split(), (' ' * n + 'z').split(), ('q' * n + ' ').split()) for n in (0, 1, 62, 63, 64, 65, 127, 128, 129) for k in (1, 2, 64)]",
+        "s = '\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\x09\\x0a\\x0b\\x0c\\x0d\\x0e\\x0f\\x10\\x11\\x12\\x13\\x14\\x15\\x16\\x17\\x18\\x19\\x1a\\x1b\\x1c\\x1d\\x1e\\x1f !\\x22#$%&\\x27()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\x5c]^_`abcdefghijklmnopqrstuvwxyz{|}~\\x7f' * 3\n(s.split(), [len(w) for w in (s + 'abc').split()], (s[5:] + s[:70]).split())",
+        "[(('ab cd\\x1c' * 30)[i:]).split() for i in range(0, 70, 3)]",
         "[f'{i:05d}|{i / 7:.3f}|{-i:4}|{i:0}|{-i:06d}|{i * 1.5:8.1f}|{-i / 3:09.2f}|{i:d}' for i in range(-3, 40)]",
         "[f'{x:.0f}|{x:.1f}|{x:.2f}|{x:.18f}|{x:5.3f}' for x in [0.5, 1.5, 2.5, -0.5, -0.0, 0.0, 2.675, 1e16, 9.99e16, 1e17, 1e300, 5e-324, 0.1, 1/3, float('inf'), float('nan'), -float('inf')]]",
         "[f'{n:05d}|{n:3}|{n:0}' for n in [0, -1, 1000000000000000000, -1000000000000000000, 9223372036854775807, -9223372036854775808, 18446744073709551616, -1180591620717411303424]]",
@@ -838,4 +843,21 @@ fn memory_is_given_back() {
     assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
     let r = run_lim("s = set(range(100000))\nfor i in range(100000):\n    s.pop()\nd = {}\nfor i in range(100000):\n    d[i] = 1\n    d.pop(i)\nlen(s) + len(d)", &Limits { wall_ms: 300_000, ..Limits::default() });
     assert_eq!(r.repr.as_deref(), Some("0"), "{:?}", r.error);
+}
+
+/// `str.split()` charges its strs in one batch: exactly what they give back
+/// when dropped (the accounted memory returns to where it was after the
+/// run), and the peak counts every one of them, short (inline) and long.
+#[test]
+fn split_charges_what_its_strs_give_back() {
+    let before = super::value::mem_used();
+    mem_peak_reset();
+    let r = run_prog(
+        "w = ('ab cdefghijklmnopqrstuvwxyz0123456789 ' * 500 + 'tail').split()\n(len(w), w[-1])",
+    );
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.repr.as_deref(), Some("(1001, 'tail')|"));
+    assert_eq!(super::value::mem_used(), before);
+    let strs = 1001 * super::value::OBJ as i64 + 500 * 38 + 4;
+    assert!(mem_peak() >= strs, "peak {} < {strs}", mem_peak());
 }

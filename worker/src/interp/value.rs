@@ -331,6 +331,23 @@ impl PyStr {
             Rc::new(PyStr::copy_n(s, nchars))
         }
     }
+    /// [`PyStr::rc_copy`] for a caller that has already charged the
+    /// str's `s.len() + OBJ` bytes, e.g. once for a whole batch of strs
+    /// (`str.split()`): the same object, the same accounting when it is
+    /// dropped, without a charge per str.
+    #[inline]
+    pub(crate) fn rc_copy_precharged(s: &str, nchars: usize) -> Rc<PyStr> {
+        debug_assert_eq!(nchars, s.chars().count());
+        if s.len() <= INLINE {
+            PyStr::rc_inline(s.len(), nchars, |out| out.copy_from_slice(s.as_bytes()))
+        } else {
+            Rc::new(PyStr {
+                text: Text::new(s),
+                nchars,
+                hash: Cell::new(0),
+            })
+        }
+    }
     /// A short ASCII str written straight into its inline buffer by
     /// `fill` (which gets exactly `n` bytes and must write ASCII), or None
     /// when `n` is too long to be inline. No intermediate `String`. (It
