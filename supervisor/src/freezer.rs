@@ -22,7 +22,7 @@
 
 use crate::spawn::pidfd_signal;
 use std::os::fd::OwnedFd;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long after the last other run ended a stopped runaway stays stopped.
@@ -78,7 +78,10 @@ struct State {
 pub struct Freezer {
     state: Mutex<State>,
     /// Non-demoted runs in flight from which on demoted workers are stopped.
-    crowded_at: usize,
+    /// Computed on first need (the first demotion): reading the CPU count
+    /// (`available_parallelism` reads cgroup files) is a dozen syscalls a
+    /// cold `lackpy run`, which never demotes, does not need to pay.
+    crowded_at: OnceLock<usize>,
 }
 
 /// One run's registration with the [`Freezer`]; dropping it ends the run
@@ -125,16 +128,27 @@ impl Freezer {
     /// A freezer for this machine: demoted workers are stopped while the
     /// other runs in flight number at least the CPUs minus one (at least 1).
     pub fn new() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        Self::with_threshold(cpus.saturating_sub(1).max(1))
+        Freezer {
+            state: Mutex::new(State::default()),
+            crowded_at: OnceLock::new(),
+        }
     }
 
     /// A freezer that stops demoted workers from `crowded_at` other runs on.
     pub fn with_threshold(crowded_at: usize) -> Self {
         Freezer {
             state: Mutex::new(State::default()),
-            crowded_at: crowded_at.max(1),
+            crowded_at: OnceLock::from(crowded_at.max(1)),
         }
+    }
+
+    /// Other runs in flight from which on demoted workers are stopped: the
+    /// CPUs minus one (at least 1) unless given.
+    fn crowded_at(&self) -> usize {
+        *self.crowded_at.get_or_init(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+            cpus.saturating_sub(1).max(1)
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -144,8 +158,11 @@ impl Freezer {
     /// Stop or continue every demoted worker as the count of other runs
     /// (and the [`GRACE`] after the last one) requires.
     fn apply(&self, st: &mut State) {
+        if st.demoted.is_empty() {
+            return;
+        }
         let crowded =
-            st.active >= self.crowded_at || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+            st.active >= self.crowded_at() || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
         let now = Instant::now();
         for d in &mut st.demoted {
             let stop = crowded && !d.spent(now);

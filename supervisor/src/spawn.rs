@@ -2,7 +2,8 @@
 //!
 //! A worker is this very executable, opened once as an `O_PATH` handle
 //! ([`ExeHandle`]) and re-exec'd with `execveat(fd, "", AT_EMPTY_PATH)`
-//! (no path is looked up) as `__worker <role> --jail <spec>`. Before exec (in the forked child):
+//! (no path is looked up) as `__worker <role> --jail <spec>`, from a
+//! `clone(CLONE_VM | CLONE_VFORK)` child ([`vfork_exec`]). Before exec (in that child):
 //! stdin/stdout are /dev/null, stderr is /dev/null unless `LACKPY_LOG` is
 //! set, the environment is empty, and the jail's launch plan
 //! ([`lackpy_worker::jail::Plan::for_launch`]) runs: the IPC socket onto
@@ -21,9 +22,9 @@ pub use lackpy_worker::ipc::IPC_FD;
 use lackpy_worker::ipc::{self, Channel, FrameError};
 use lackpy_worker::jail::{JailError, JailSpec, Plan};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Instant;
 
 /// An `O_PATH` handle on the lackpy executable, opened before anything else
@@ -76,7 +77,7 @@ impl ExeHandle {
 /// its pidfd and whose wait status the zygote writes to a pipe.
 #[derive(Debug)]
 enum Proc {
-    Child(Child),
+    Child(ExecChild),
     Forked {
         pid: u32,
         pidfd: OwnedFd,
@@ -138,35 +139,265 @@ pub fn spawn(
     ];
     argv.extend(role_args.iter().cloned());
     let exec = ExecArgs::new(exe.fd.as_raw_fd(), &argv)?;
-    // Command does the fork and stdio plumbing; the exec itself is our
-    // execveat(exe_fd, "", AT_EMPTY_PATH) in pre_exec, so no path (not even
-    // /proc/self/fd, which a dropped uid cannot traverse) is looked up.
-    let mut cmd = Command::new("/nonexistent/lackpy-worker");
-    cmd.env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(if log { Stdio::inherit() } else { Stdio::null() });
+    let null_in = open_dev_null(libc::O_RDONLY)?;
+    let null_out = open_dev_null(libc::O_WRONLY)?;
+    let err_fd = if log {
+        libc::STDERR_FILENO
+    } else {
+        null_out.as_raw_fd()
+    };
     let launch = Plan::for_launch(theirs_fd, is_root);
-    // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe raw syscalls (the launch plan's dup2, fcntl,
-    // close_range, setgroups/setresgid/setresuid, prctl, setrlimit, then
-    // execveat); it allocates nothing (plan and argv were built before
-    // the fork).
-    unsafe {
-        cmd.pre_exec(move || {
-            launch.enter()?;
-            Err(exec.exec())
-        });
-    }
-    let child = cmd.spawn().map_err(JailError::explain_spawn)?;
+    let child = vfork_exec(&Launch {
+        plan: &launch,
+        exec: &exec,
+        stdio: [null_in.as_raw_fd(), null_out.as_raw_fd(), err_fd],
+        error: std::sync::atomic::AtomicI32::new(0),
+    })
+    .map_err(JailError::explain_spawn)?;
     drop(theirs);
     Ok(Worker {
-        child: Some(Proc::Child(child)),
+        child: Some(child),
         chan: Channel::new(ours),
         spec: spec.clone(),
         spawned: Instant::now(),
         status: None,
     })
+}
+
+/// `/dev/null` for a worker's stdio (close-on-exec here: the child dup2s it).
+fn open_dev_null(flags: libc::c_int) -> std::io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated path; the descriptor returned is ours.
+    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What the child of [`vfork_exec`] needs, prepared before the clone: it
+/// only reads this (and writes `error`), allocating nothing.
+struct Launch<'a> {
+    plan: &'a Plan,
+    exec: &'a ExecArgs,
+    /// Descriptors to put on 0, 1 and 2.
+    stdio: [RawFd; 3],
+    /// The child's failure: a [`JailError::to_io`] code or an exec errno
+    /// (0: it exec'd).
+    error: std::sync::atomic::AtomicI32,
+}
+
+/// Bytes of the stack the child of [`vfork_exec`] runs on until exec.
+/// Why 64 KiB: it runs the launch plan's raw syscalls and the
+/// signal-disposition loop, a few hundred bytes of frames.
+const LAUNCH_STACK: usize = 64 << 10;
+
+/// Start a worker as `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)`,
+/// so the child borrows our address space until its `execveat` (this
+/// thread waits meanwhile) instead of copying it. A `fork` of the
+/// supervisor copied its page tables and made every page it then wrote
+/// copy-on-write, and the exec threw that copy away: most of a spawn's
+/// cost in the supervisor (perf; A/B in the commit that made this
+/// change). The child runs on its own stack and only does what a fork's
+/// child did (stdio, the launch plan's raw syscalls, the exec); the worker
+/// it becomes is a fresh image, as before. Signals are blocked around the
+/// clone and the child sets every handled signal back to its default
+/// before unblocking, so no handler of ours runs on the shared memory.
+fn vfork_exec(launch: &Launch<'_>) -> std::io::Result<Proc> {
+    // Uninitialised: the child writes its frames before reading them.
+    let mut stack: Vec<u8> = Vec::with_capacity(LAUNCH_STACK);
+    // 16-byte aligned top of the child's stack (it grows down).
+    let top = {
+        let end = stack.as_mut_ptr().wrapping_add(LAUNCH_STACK);
+        end.wrapping_sub((end as usize) & 15)
+    };
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initialises `all`; pthread_sigmask writes the
+    // previous mask into `old`.
+    let old = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr());
+        old.assume_init()
+    };
+    let child_arg = ChildArg { launch, mask: old };
+    let mut pidfd: libc::c_int = -1;
+    // SAFETY: glibc's clone runs `launch_child` on `top` (a stack we own
+    // and keep alive: with CLONE_VFORK this call returns only after the
+    // child exec'd or exited) with `child_arg`, which outlives the child's
+    // use of it for the same reason. CLONE_PIDFD stores the pidfd in
+    // `pidfd`.
+    let pid = unsafe {
+        libc::clone(
+            launch_child,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::from_ref(&child_arg).cast_mut().cast(),
+            std::ptr::from_mut(&mut pidfd),
+        )
+    };
+    let clone_err = std::io::Error::last_os_error();
+    // SAFETY: restoring this thread's mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    drop(stack);
+    if pid < 0 {
+        return Err(clone_err);
+    }
+    // SAFETY: CLONE_PIDFD gave us this descriptor; nobody else owns it.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+    let failed = launch.error.load(std::sync::atomic::Ordering::Relaxed);
+    let mut child = ExecChild { pid, pidfd };
+    if failed != 0 {
+        // It exited without exec'ing: reap it, report why.
+        let _ = child.wait();
+        return Err(std::io::Error::from_raw_os_error(failed));
+    }
+    Ok(Proc::Child(child))
+}
+
+/// `struct sigaction` as the `rt_sigaction` syscall reads and writes it
+/// (x86-64: handler, flags, restorer, an 8-byte mask; the handler comes
+/// first everywhere, and all-zero bytes are the default everywhere). The
+/// default (all zero) is `SIG_DFL` with no flag.
+#[repr(C)]
+#[derive(Default)]
+struct KernelSigaction {
+    handler: libc::sighandler_t,
+    flags: libc::c_ulong,
+    restorer: libc::sighandler_t,
+    mask: u64,
+}
+
+/// The argument of [`launch_child`].
+struct ChildArg<'a> {
+    launch: &'a Launch<'a>,
+    /// The signal mask the worker gets (the spawning thread's).
+    mask: libc::sigset_t,
+}
+
+/// The child of [`vfork_exec`], on its own stack in our address space:
+/// only async-signal-safe calls on memory prepared before the clone; it
+/// execs or `_exit`s and never returns into Rust code of the parent.
+extern "C" fn launch_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArg` vfork_exec passed, alive until we
+    // exec or exit (the parent is suspended until then).
+    let arg = unsafe { &*arg.cast_const().cast::<ChildArg<'_>>() };
+    let launch = arg.launch;
+    let fail = |code: i32| -> libc::c_int {
+        launch
+            .error
+            .store(code.max(1), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: _exit never returns; no atexit handler may run here.
+        unsafe { libc::_exit(127) }
+    };
+    // Every handled signal back to its default, then the worker's mask
+    // (signals are all blocked until then). SIGPIPE too: the supervisor
+    // ignores it, the worker starts with the default, as `Command` did.
+    // Raw rt_sigaction: libc's wrapper refuses its own internal signals,
+    // whose handlers must not run here either.
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        let mut cur = KernelSigaction::default();
+        // SAFETY: reading the disposition of `sig` into `cur` (the
+        // kernel's layout, an 8-byte mask).
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                std::ptr::null::<KernelSigaction>(),
+                std::ptr::from_mut(&mut cur),
+                8usize,
+            )
+        };
+        let ignored = cur.handler == libc::SIG_IGN;
+        if rc == 0 && cur.handler != libc::SIG_DFL && (!ignored || sig == libc::SIGPIPE) {
+            let dfl = KernelSigaction::default();
+            // SAFETY: the default disposition for `sig`.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    std::ptr::from_ref(&dfl),
+                    std::ptr::null_mut::<KernelSigaction>(),
+                    8usize,
+                )
+            };
+        }
+    }
+    for (i, fd) in launch.stdio.iter().enumerate() {
+        let target = i32::try_from(i).unwrap_or(0);
+        // SAFETY: dup2 onto 0-2 of descriptors the parent keeps open until
+        // we exec (dup2 clears close-on-exec on the copy).
+        if unsafe { libc::dup2(*fd, target) } < 0 {
+            return fail(errno());
+        }
+    }
+    // SAFETY: the mask saved by the parent.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &arg.mask, std::ptr::null_mut()) };
+    if let Err(e) = launch.plan.enter() {
+        return fail(e.raw_os_error().unwrap_or(libc::EIO));
+    }
+    let e = launch.exec.exec();
+    fail(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Our own child, exec'd by [`vfork_exec`]: its pid (stable while it is
+/// unreaped) and its pidfd.
+#[derive(Debug)]
+struct ExecChild {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+}
+
+impl ExecChild {
+    fn id(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    fn waitpid(&self, flags: libc::c_int) -> Option<Option<ExitStatus>> {
+        let mut status = 0;
+        loop {
+            // SAFETY: waiting for our own unreaped child; `status` is valid.
+            let r = unsafe { libc::waitpid(self.pid, &mut status, flags) };
+            if r == self.pid {
+                return Some(Some(ExitStatus::from_raw(status)));
+            }
+            if r == 0 {
+                return None;
+            }
+            if errno() != libc::EINTR {
+                return Some(None);
+            }
+        }
+    }
+
+    /// `Some(status)` if it has exited (`Some(None)`: cannot tell).
+    fn try_wait(&mut self) -> Option<Option<ExitStatus>> {
+        self.waitpid(libc::WNOHANG)
+    }
+
+    fn wait(&mut self) -> Option<ExitStatus> {
+        self.waitpid(0).flatten()
+    }
+
+    fn kill(&mut self) {
+        match &self.pidfd {
+            Some(fd) => pidfd_signal(fd, libc::SIGKILL),
+            // SAFETY: signalling our own unreaped child (its pid cannot
+            // have been reused).
+            None => unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+            },
+        }
+    }
 }
 
 /// A prepared `execveat(fd, "", argv, [], AT_EMPTY_PATH)`: everything
@@ -225,20 +456,14 @@ impl Proc {
     /// `Some(None)`: it is gone but its status is unknown (the zygote died).
     fn try_status(&mut self, wait_ms: i32) -> Option<Option<ExitStatus>> {
         match self {
-            Proc::Child(c) => match c.try_wait() {
-                Ok(Some(st)) => Some(Some(st)),
-                Ok(None) => None,
-                Err(_) => Some(None),
-            },
+            Proc::Child(c) => c.try_wait(),
             Proc::Forked { status, .. } => read_status(status, wait_ms),
         }
     }
 
     fn kill(&mut self) {
         match self {
-            Proc::Child(c) => {
-                let _ = c.kill();
-            }
+            Proc::Child(c) => c.kill(),
             Proc::Forked { pidfd, .. } => pidfd_signal(pidfd, libc::SIGKILL),
         }
     }
@@ -250,7 +475,7 @@ impl Proc {
     /// nothing.
     fn wait(&mut self) -> Option<ExitStatus> {
         match self {
-            Proc::Child(c) => c.wait().ok(),
+            Proc::Child(c) => c.wait(),
             Proc::Forked { status, .. } => read_status(status, 0).flatten(),
         }
     }
