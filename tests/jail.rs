@@ -519,8 +519,8 @@ fn pool_serves_single_use_workers() {
     assert!(children_of_self().is_empty(), "{:?}", children_of_self());
 }
 
-/// The pool is refilled in batches once no run is in flight (issue #23):
-/// runs back to back drain it, then it is full again soon after, and a
+/// The pool is refilled in batches, not after every run (issue #23): runs
+/// back to back drain it, then it is full again soon after, and a
 /// burst larger than the pool is served (runs that find it empty wait for
 /// the zygote's refill).
 #[test]

@@ -433,9 +433,6 @@ impl Supervisor {
                 return;
             }
         };
-        // Counted in flight from here: the pool is refilled when no run is
-        // (or when one waits for a worker), off the runs' path.
-        let _in_flight = self.pool.begin_run();
         let mut worker = match self.take_worker(spec) {
             Ok(w) => w,
             Err(e) => {
@@ -453,7 +450,8 @@ impl Supervisor {
         worker.kill();
         drop(token);
         self.bg.dispose(worker);
-        // `_in_flight` ends here: the pool may now be refilled.
+        // Now the pool may be refilled (in batches: `pool::Pool::due`).
+        self.pool.refill();
     }
 
     /// Wait (up to 5 s) until the traces of every run that has returned are

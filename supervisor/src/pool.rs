@@ -41,9 +41,9 @@ const POOL_WAIT: Duration = Duration::from_millis(50);
 const POOL_CHECK: Duration = Duration::from_secs(1);
 
 /// How often the refill thread looks again at a pool that is short but not
-/// yet due for a refill (see [`Pool::due`]): a pool left partly used while
-/// runs keep going is topped up within this time of the server going idle
-/// even if no run-end wake-up reaches the thread.
+/// yet due for a refill (see [`Pool::due`]): a pool left partly used is
+/// topped up within this time of the last wake-up (and a wake-up lost
+/// between the thread's check and its wait costs no more than this).
 const SHORT_CHECK: Duration = Duration::from_millis(20);
 
 struct Pool {
@@ -60,31 +60,26 @@ struct Pool {
     /// A zygote is refilling the pool (refills take about a millisecond),
     /// so a run that finds it empty waits for a worker.
     zygote_refilling: AtomicBool,
-    /// Runs in flight on this supervisor (pooled or not).
-    active: AtomicUsize,
     /// Runs waiting in [`WarmPool::take`] for a worker.
     waiting: AtomicUsize,
 }
 
 impl Pool {
     /// Whether the refill thread should start workers now for a pool that
-    /// holds `ready` of `size`.
+    /// holds `ready` of `size`. It is asked when a run has ended, when a run
+    /// waits for a worker, and after [`SHORT_CHECK`] without either
+    /// (`idle_topup`).
     ///
     /// Why not after every run: a refill (the zygote's fork, the child's
-    /// jail steps and exit of the one it replaces, the greeting) costs more
-    /// CPU than a short run, and on two cores it competed with the next
-    /// run. So the pool is refilled in batches, and off the runs' path: when
-    /// a run is waiting for a worker, or when no run is in flight and the
-    /// pool is under half full (or short at all after [`SHORT_CHECK`] of
-    /// quiet: `idle_topup`).
+    /// jail steps, the greeting) costs more CPU than a short run, and on two
+    /// cores refilling one worker after every run competed with the next
+    /// run. So the pool is refilled in batches: when it is under half full
+    /// at a run's end, when a run is waiting for a worker, or when it has
+    /// been short for [`SHORT_CHECK`]. (Waiting for no run to be in flight
+    /// instead starved the pool while a long run went on: quick runs beside
+    /// it then waited for a refill each time it emptied.)
     fn due(&self, ready: usize, size: usize, idle_topup: bool) -> bool {
-        if ready >= size {
-            return false;
-        }
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            return true;
-        }
-        self.active.load(Ordering::SeqCst) == 0 && (ready * 2 < size || idle_topup)
+        ready < size && (self.waiting.load(Ordering::SeqCst) > 0 || ready * 2 < size || idle_topup)
     }
 }
 
@@ -188,8 +183,7 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
                     Ok((q, t)) => (q, t.timed_out()),
                     Err(_) => return,
                 };
-                // A pool short for SHORT_CHECK without a wake-up is topped up
-                // as soon as no run is in flight.
+                // A pool short for SHORT_CHECK without a wake-up is topped up.
                 idle_topup = short && timed_out;
                 // A full but idle pool can die whole (its zygote killed):
                 // find out now, not when the next run finds it dead.
@@ -307,7 +301,6 @@ impl WarmPool {
             refill_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             zygote_refilling: AtomicBool::new(false),
-            active: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
         });
         let spec = cfg.jail_level.executor_spec(&Limits::default());
@@ -357,11 +350,10 @@ impl WarmPool {
             && spec.cpu_seconds <= p.cpu_seconds
     }
 
-    /// A run has started; the returned guard says when it has ended (and
-    /// then wakes the refill thread if the pool is due, see [`Pool::due`]).
-    pub(crate) fn begin_run(&self) -> RunGuard<'_> {
-        self.shared.active.fetch_add(1, Ordering::SeqCst);
-        RunGuard { pool: &self.shared }
+    /// Tell the refill thread a run has ended (it refills the pool if it
+    /// is due, see [`Pool::due`]).
+    pub(crate) fn refill(&self) {
+        self.shared.refill_cv.notify_all();
     }
 
     /// A worker from the pool; when it is empty but a zygote is refilling
@@ -387,10 +379,9 @@ impl WarmPool {
                 pool.refill_cv.notify_all();
             }
             if let Some(w) = q.pop_front() {
-                // The pool is short now. It is refilled when no run is in
-                // flight or a run waits for a worker (`Pool::due`), so
-                // forking replacements does not compete with runs for the
-                // CPU.
+                // The pool is short now. It is refilled in batches, when
+                // this or another run has ended or a run waits for a worker
+                // (`Pool::due`).
                 return Some(w);
             }
             let now = Instant::now();
@@ -406,22 +397,6 @@ impl WarmPool {
             let r = pool.cv.wait_timeout(q, deadline - now);
             pool.waiting.fetch_sub(1, Ordering::SeqCst);
             q = r.ok()?.0;
-        }
-    }
-}
-
-/// A run in flight (see [`WarmPool::begin_run`]).
-pub(crate) struct RunGuard<'a> {
-    pool: &'a Pool,
-}
-
-impl Drop for RunGuard<'_> {
-    fn drop(&mut self) {
-        // The last run in flight has ended: wake the refill thread if the
-        // pool is due (a mutex-free check; the thread re-checks under the
-        // lock and on its SHORT_CHECK timeout).
-        if self.pool.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.pool.refill_cv.notify_all();
         }
     }
 }
