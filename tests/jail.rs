@@ -519,6 +519,71 @@ fn pool_serves_single_use_workers() {
     assert!(children_of_self().is_empty(), "{:?}", children_of_self());
 }
 
+/// The pool is refilled in batches, not after every run (issue #23): runs
+/// back to back drain it, then it is full again soon after, and a
+/// burst larger than the pool is served (runs that find it empty wait for
+/// the zygote's refill).
+#[test]
+fn pool_is_refilled_after_runs_in_a_batch() {
+    let _g = serial();
+    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("exe");
+    let cfg = SupervisorConfig {
+        exe,
+        jail_level: JailLevel::full(),
+        pool_size: 3,
+        worker_role: vec!["executor".into()],
+        trace_limits: Default::default(),
+    };
+    let sup = Supervisor::new(cfg).expect("supervisor");
+    let ws = tempfile::tempdir().expect("tempdir");
+    let full = |sup: &Supervisor| {
+        let t0 = std::time::Instant::now();
+        while sup.pool_ready() < 3 && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        sup.pool_ready()
+    };
+    assert_eq!(full(&sup), 3, "the pool never filled");
+    for round in 0..3 {
+        for i in 0..7 {
+            let r = run(
+                &sup,
+                ws.path(),
+                &format!("{i} + {round}"),
+                Limits::default(),
+            );
+            assert!(r.error.is_none(), "{:?}", r.error);
+            assert_eq!(r.value, serde_json::json!(i + round));
+        }
+        assert_eq!(
+            full(&sup),
+            3,
+            "the pool was not refilled after round {round}"
+        );
+    }
+    // Runs from 6 threads at once drain the pool of 3; those that find it
+    // empty wait for the refill.
+    let sup = std::sync::Arc::new(sup);
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let (sup, ws) = (std::sync::Arc::clone(&sup), ws.path().to_path_buf());
+            std::thread::spawn(move || {
+                for i in 0..4 {
+                    let r = run(&sup, &ws, &format!("{t} * 10 + {i}"), Limits::default());
+                    assert!(r.error.is_none(), "{:?}", r.error);
+                    assert_eq!(r.value, serde_json::json!(t * 10 + i));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a run thread panicked");
+    }
+    assert_eq!(full(&sup), 3, "the pool was not refilled after the burst");
+    drop(sup);
+    assert!(no_children_soon(), "leftover: {:?}", children_of_self());
+}
+
 // ---- workers forked by the zygote -----------------------------------------
 
 /// A workspace and a supervisor whose warm pool of executors holds a

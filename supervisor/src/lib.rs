@@ -450,7 +450,7 @@ impl Supervisor {
         worker.kill();
         drop(token);
         self.bg.dispose(worker);
-        // Now replace the pooled worker this run may have taken.
+        // Now the pool may be refilled (in batches: `pool::Pool::due`).
         self.pool.refill();
     }
 

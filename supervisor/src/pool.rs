@@ -9,7 +9,7 @@ use lackpy_policy::wire::{ErrorInfo, Limits};
 use lackpy_worker::ipc::FrameError;
 use lackpy_worker::jail::JailSpec;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,13 +40,47 @@ const POOL_WAIT: Duration = Duration::from_millis(50);
 /// How often the refill thread checks a full, idle pool for dead workers.
 const POOL_CHECK: Duration = Duration::from_secs(1);
 
+/// How often the refill thread looks again at a pool that is short but not
+/// yet due for a refill (see [`Pool::due`]): a pool left partly used is
+/// topped up within this time of the last wake-up (and a wake-up lost
+/// between the thread's check and its wait costs no more than this).
+const SHORT_CHECK: Duration = Duration::from_millis(20);
+
 struct Pool {
     workers: Mutex<VecDeque<Worker>>,
+    /// Wakes the runs waiting for a worker (one was pushed, or the pool
+    /// stops).
     cv: Condvar,
+    /// Wakes the refill thread alone (a run has ended, a run waits for a
+    /// worker, dead workers were pruned). Apart from `cv`, which wakes the
+    /// runs waiting for a worker: runs waiting for a worker would otherwise
+    /// wake each other in a loop.
+    refill_cv: Condvar,
     stop: AtomicBool,
     /// A zygote is refilling the pool (refills take about a millisecond),
     /// so a run that finds it empty waits for a worker.
     zygote_refilling: AtomicBool,
+    /// Runs waiting in [`WarmPool::take`] for a worker.
+    waiting: AtomicUsize,
+}
+
+impl Pool {
+    /// Whether the refill thread should start workers now for a pool that
+    /// holds `ready` of `size`. It is asked when a run has ended, when a run
+    /// waits for a worker, and after [`SHORT_CHECK`] without either
+    /// (`idle_topup`).
+    ///
+    /// Why not after every run: a refill (the zygote's fork, the child's
+    /// jail steps, the greeting) costs more CPU than a short run, and on two
+    /// cores refilling one worker after every run competed with the next
+    /// run. So the pool is refilled in batches: when it is under half full
+    /// at a run's end, when a run is waiting for a worker, or when it has
+    /// been short for [`SHORT_CHECK`]. (Waiting for no run to be in flight
+    /// instead starved the pool while a long run went on: quick runs beside
+    /// it then waited for a refill each time it emptied.)
+    fn due(&self, ready: usize, size: usize, idle_topup: bool) -> bool {
+        ready < size && (self.waiting.load(Ordering::SeqCst) > 0 || ready * 2 < size || idle_topup)
+    }
 }
 
 /// The refill thread's source of workers: the zygote when it can be used,
@@ -137,11 +171,20 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
             let Ok(mut q) = pool.workers.lock() else {
                 return;
             };
-            while !pool.stop.load(Ordering::SeqCst) && q.len() >= cfg.pool_size {
-                q = match pool.cv.wait_timeout(q, POOL_CHECK) {
-                    Ok((q, _)) => q,
+            let mut idle_topup = false;
+            while !pool.stop.load(Ordering::SeqCst) && !pool.due(q.len(), cfg.pool_size, idle_topup)
+            {
+                let short = q.len() < cfg.pool_size;
+                let timed_out;
+                (q, timed_out) = match pool
+                    .refill_cv
+                    .wait_timeout(q, if short { SHORT_CHECK } else { POOL_CHECK })
+                {
+                    Ok((q, t)) => (q, t.timed_out()),
                     Err(_) => return,
                 };
+                // A pool short for SHORT_CHECK without a wake-up is topped up.
+                idle_topup = short && timed_out;
                 // A full but idle pool can die whole (its zygote killed):
                 // find out now, not when the next run finds it dead.
                 q.retain(Worker::idle_and_alive);
@@ -255,8 +298,10 @@ impl WarmPool {
         let shared = Arc::new(Pool {
             workers: Mutex::new(VecDeque::new()),
             cv: Condvar::new(),
+            refill_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             zygote_refilling: AtomicBool::new(false),
+            waiting: AtomicUsize::new(0),
         });
         let spec = cfg.jail_level.executor_spec(&Limits::default());
         let refill = if cfg.pool_size > 0 {
@@ -305,9 +350,10 @@ impl WarmPool {
             && spec.cpu_seconds <= p.cpu_seconds
     }
 
-    /// Wake the refill thread (a run has ended: replace what it took).
+    /// Tell the refill thread a run has ended (it refills the pool if it
+    /// is due, see [`Pool::due`]).
     pub(crate) fn refill(&self) {
-        self.shared.cv.notify_all();
+        self.shared.refill_cv.notify_all();
     }
 
     /// A worker from the pool; when it is empty but a zygote is refilling
@@ -330,18 +376,12 @@ impl WarmPool {
                 }
             }
             if pruned {
-                pool.cv.notify_all();
+                pool.refill_cv.notify_all();
             }
             if let Some(w) = q.pop_front() {
-                // The pool is short now. The refill thread is woken when this
-                // run has ended (see `Supervisor::execute`), so forking the
-                // replacement does not compete with the run for the CPU; only
-                // a pool left empty is refilled at once. (While the pool is
-                // empty the thread is busy refilling and needs no wake-up, so
-                // waiting runs do not wake each other in a loop.)
-                if q.is_empty() {
-                    pool.cv.notify_all();
-                }
+                // The pool is short now. It is refilled in batches, when
+                // this or another run has ended or a run waits for a worker
+                // (`Pool::due`).
                 return Some(w);
             }
             let now = Instant::now();
@@ -351,7 +391,12 @@ impl WarmPool {
             {
                 return None;
             }
-            q = pool.cv.wait_timeout(q, deadline - now).ok()?.0;
+            // A waiting run makes a refill due: tell the refill thread.
+            pool.waiting.fetch_add(1, Ordering::SeqCst);
+            pool.refill_cv.notify_all();
+            let r = pool.cv.wait_timeout(q, deadline - now);
+            pool.waiting.fetch_sub(1, Ordering::SeqCst);
+            q = r.ok()?.0;
         }
     }
 }
@@ -360,6 +405,7 @@ impl Drop for WarmPool {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.cv.notify_all();
+        self.shared.refill_cv.notify_all();
         if let Some(t) = self.refill.take() {
             let _ = t.join();
         }
