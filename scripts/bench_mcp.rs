@@ -257,37 +257,62 @@ async fn serve_measure(sock: &std::path::Path, url: &str) -> anyhow::Result<()> 
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let unix = ().serve(tokio::net::UnixStream::connect(sock).await?).await?;
-    let http = ()
-        .serve(StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(SERVE_TOKEN),
+    let config =
+        || StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(SERVE_TOKEN);
+    // rmcp's default client: no idle pooling, a new TCP connection per request.
+    let http = ().serve(StreamableHttpClientTransport::from_config(config())).await?;
+    // A keep-alive client, as lackpy's own remote MCP sources use.
+    let pooled_client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4)
+        .tcp_nodelay(true)
+        .build()?;
+    let pooled = ()
+        .serve(StreamableHttpClientTransport::with_client(
+            pooled_client,
+            config(),
         ))
         .await?;
     timed_runs(&unix, 20).await?;
     timed_runs(&http, 20).await?;
-    let (mut u, mut h) = (Vec::new(), Vec::new());
+    timed_runs(&pooled, 20).await?;
+    let (mut u, mut h, mut k) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..SERVE_BLOCKS {
         u.extend(timed_runs(&unix, SERVE_CALLS / SERVE_BLOCKS).await?);
         h.extend(timed_runs(&http, SERVE_CALLS / SERVE_BLOCKS).await?);
+        k.extend(timed_runs(&pooled, SERVE_CALLS / SERVE_BLOCKS).await?);
     }
     u.sort();
     h.sort();
-    let (u50, h50) = (pct(&u, 0.5), pct(&h, 0.5));
+    k.sort();
+    let u50 = pct(&u, 0.5).as_secs_f64();
     println!("rmcp client, one session each, calls interleaved in blocks:\n");
-    println!("| transport | calls | p50 ms | p99 ms |");
-    println!("|---|---|---|---|");
-    for (name, t) in [("unix socket", &u), ("HTTP (session, bearer token)", &h)] {
+    println!("| transport | calls | p50 ms | p99 ms | p50 − unix p50 |");
+    println!("|---|---|---|---|---|");
+    for (name, t) in [
+        ("unix socket", &u),
+        (
+            "HTTP, session, bearer token, keep-alive (pooled reqwest client)",
+            &k,
+        ),
+        (
+            "HTTP, same, rmcp's default client (a new connection per request)",
+            &h,
+        ),
+    ] {
         println!(
-            "| {name} | {} | {:.3} | {:.3} |",
+            "| {name} | {} | {:.3} | {:.3} | {:+.3} ms |",
             t.len(),
             pct(t, 0.5).as_secs_f64() * 1e3,
-            pct(t, 0.99).as_secs_f64() * 1e3
+            pct(t, 0.99).as_secs_f64() * 1e3,
+            (pct(t, 0.5).as_secs_f64() - u50) * 1e3
         );
     }
     println!(
-        "\nrmcp: HTTP p50 - unix p50 = {:+.3} ms",
-        (h50.as_secs_f64() - u50.as_secs_f64()) * 1e3
+        "\nrmcp: HTTP p50 - unix p50 = {:+.3} ms (keep-alive)",
+        (pct(&k, 0.5).as_secs_f64() - u50) * 1e3
     );
     unix.cancel().await?;
     http.cancel().await?;
+    pooled.cancel().await?;
     Ok(())
 }
