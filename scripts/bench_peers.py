@@ -631,7 +631,8 @@ SECTION_TITLES = {
 READING_WHY = """\
 ### Why, and the plan where lackpy is behind
 
-Profiles taken with `perf` on this machine (2026-11-30) unless noted.
+Profiles taken with `perf record -g` (20 kHz), `perf stat`, `strace -c -f` on this machine
+(2026-12-05, issue #23 round 3) unless noted. Shares are of samples in the named process.
 
 - **What each system isolates.** lackpy is the only system here that runs every program in a fresh,
   single-use, jailed process (user/pid/net/mount/ipc/uts/cgroup namespaces, empty root, landlock,
@@ -639,52 +640,80 @@ Profiles taken with `perf` on this machine (2026-11-30) unless noted.
   process* with no isolation; Monty runs it in a reused worker whose state persists between programs.
   Every warm lackpy run therefore includes a process that was never used before, two IPC frames, a
   kill, and a trace line; the in-process peers pay for none of that.
-- **Warm runs (pool).** Pooled workers are forked by a pre-jailed zygote (see SECURITY.md): a fork
-  into a new pid namespace, the worker's rlimits and capability drop, and a short seccomp filter
-  stacked on the zygote's. A pooled worker's whole life (fork, jail steps, run, exit) costs
-  ~370–390 µs of CPU here (zygote `task-clock` per fork); what dominates is the kernel's own work
-  on a fresh process — page-table copies at fork, ~30 page faults while the first program runs
-  (the interpreter's text and heap pages, re-faulted in every child), and unmapping at exit. That
-  work, not the interpreter, is most of a warm run on two cores. (Measured and not kept: running
-  the warm-up program again in each child before `Ready` to take the faults off the run's path —
-  slower, since it adds CPU on a machine the refills already saturate.)
-  Monty's ~20 µs is a call into a worker that is reused and never killed.
-- **Tool calls.** Syscall-bound (perf: `recvmsg`, `sched_yield`, `openat2`). The table's round trip
-  includes `read_file`'s own work (`openat2` beneath the workspace, `fstat`, `read`, `close`, measured
-  in-process in the same run: ~3.5–4.4 µs here); the crossing itself (encode, `sendto`, the
-  supervisor's poll, decode, authorization, trace entry, reply) is the rest. A bare `SOCK_SEQPACKET`
-  ping-pong between two spinning processes costs ~4 µs on this VM, the floor for any socket design;
-  going below it would take a shared-memory ring, which lackpy's seqpacket framing (docs/ARCHITECTURE.md, "Processes") does not use.
-- **Cold start.** `lackpy run` is two execs of the binary (process start alone: `lackpy --version`
-  ~1.35–1.8 ms vs `/bin/true` ~0.8–1.1 ms, from ~16k relative relocations and ~200 page faults per
-  exec), a user namespace, a network namespace (`unshare` of the net namespace alone is ~0.8 ms), a
-  reaper fork for the pid namespace, the empty root, landlock, seccomp and an `fdatasync` of the trace
-  (~0.4 ms, now overlapped with the worker's teardown). The bare `unshare`/`bwrap true` rows start no
-  program at all: they are the floor for namespaces. Measured and not kept: DT_RELR packing of the
-  relocations (no change in faults or time); 2 MiB-aligned text (this kernel has no read-only file
-  THP, so text is still mapped in 4 KiB pages).
-- **MCP.** The stdio transport itself is cheap (`validate` round trip ~0.09–0.15 ms); `run_program` is
-  the warm run above plus one hop to a blocking thread and JSON both ways, on a current-thread runtime.
-  The original `lackpy-mcp` runs the program inside its own process with no isolation. About 10
-  context switches per call in the server (protocol thread, blocking thread, refill thread, trace
-  thread) and ~250–300 µs of server CPU; each switch is expensive on this VM. Per call the whole
-  machine spends ~0.8 ms of CPU (client included) on its 2 cores, most of it in the single-use worker:
-  fork, its jail steps (a 26-instruction stacked seccomp filter: installing a filter costs per
-  instruction here), ~50 page faults in its first run, and its exit (a third of its CPU, unmapping
-  what it shared with the zygote). A program that has used 20 ms of CPU is moved to `SCHED_IDLE`, and
-  stopped while other runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls during a
-  runaway then see the same p50/p99 as without one (`scripts/bench mcp-rs`).
+- **Warm runs (pool).** Per warm `loop+dict` run the machine spends ~0.91 ms of CPU across all
+  processes, with ~7 context switches and ~72 page faults. Of the samples, the zygote and its workers
+  take 70 %: page faults 27 % (text fault-around `filemap_map_pages` 11 % — fork copies no page-table
+  entries for file-backed text, so every worker faults its text in again — and copy-on-write
+  `do_wp_page` 6.5 %), fork itself (`copy_process`, `dup_mmap`) 12 %, installing the stacked seccomp
+  filter and its JIT 3.3 %, close 3.6 %, exit 1.2 %; the interpreter is ~2 %. The supervisor's side is
+  18 %, the pool thread 7 %, the trace thread 5 %. This round the pool refills in batches off the runs'
+  path (a refill is due when a run waits, when a run ends with the pool under half full, or after 20 ms
+  short): warm p50 0.75–0.82× of the previous build in interleaved A/B. Not tried yet: pre-faulting the
+  text before `Ready`, a brief poll for `Run`, batching fork requests to the zygote.
+- **Tool calls.** No thread hop: a call is answered on the thread that received it. Per call ~24
+  syscalls across both sides (2 `sendto`, ~2 successful and ~2 failing `recvmsg` readiness probes,
+  ~0.6 `sched_yield`, plus `read_file`'s own `openat2`/`fstat`/`read`/`close`); the worker's syscalls
+  also pass its stacked seccomp filters, which the ping-pong floor does not. Probe costs measured in C
+  here: a failing `recvmsg` 0.50 µs, `poll(0)` 0.38 µs, `sched_yield` 0.57–0.69 µs — one spin cycle
+  ~1.1 µs. This round removed from the supervisor's side a payload copy each way (frames are encoded
+  behind their length prefix in a reused buffer and decoded in place), the re-parsing of each
+  argument's declared type on every call (kept per tool for the run), and building the trace entry
+  before the reply (it is built right after; never lost): supervisor user-space samples −20 %.
+  The floor row is a seqpacket ping-pong between two processes that frame and wait as lackpy does,
+  measured in the same run. Under load no wait strategy wins in both regimes (C ping-pong, load 4–14:
+  pure spin 89–150 µs, yielding spin 11–54 µs, blocking `recv` 9–20 µs); the VM halts idle vCPUs
+  (haltpoll, `guest_halt_poll_ns=0`), so every blocking wake-up is expensive on a quiet machine.
+- **Cold start.** Split by process over 100 cold runs: the worker before its pid-1 fork ~41 % of CPU
+  (dynamic loading ~25 % — 30,751 relative relocations and copy-on-write of 553 KB of
+  `.data.rel.ro`; `unshare` ~25 %, four fifths of it the network namespace's sysctl and loopback
+  set-up; exec ~9 %; the reaper fork ~5 %), the supervisor ~43 % (dynamic loading ~23 %, faults ~18 %),
+  the jailed pid 1 ~9 % (mount + `pivot_root` + `umount` ~0.25 ms, the 146-instruction seccomp filter).
+  glibc's CPU-feature detection (`cpuid`, which traps to the hypervisor) is ~5 % of each exec. This
+  round: workers are started as `posix_spawn` does (`clone(CLONE_VM | CLONE_VFORK)`: no copy of the
+  supervisor's page tables), and the CPU count for demotions is read on the first demotion instead of
+  at start (19 syscalls): cold p50 0.90× in interleaved A/B, page faults 757 → 655. Measured and not
+  kept (yet): a static-pie binary (CPU 6.58 → 5.67 ms, p50 11.3 → 9.5 ms under load) — a plain
+  `cargo build --release` cannot make it on stable Rust (crt-static then applies to proc-macros), so
+  it waits on the packaging (`scripts/build-static` builds it). Not done: cloning the worker straight
+  into its namespaces without the reaper (a reaper that shared memory with the jailed pid 1 would
+  weaken the jail; the design is a vfork'd intermediate that clones with `CLONE_NEW*`).
+- **MCP.** `run_program` is the warm run above plus the server's hops (protocol thread, blocking
+  thread, pool thread, trace thread: `finish_task_switch` 7.5 % of the server's samples) and JSON both
+  ways. The reap and the trace commit already happen after the reply. A program that has used 20 ms of
+  CPU is moved to `SCHED_IDLE`, and stopped while other runs keep the CPUs busy
+  (`supervisor/src/freezer.rs`): quick calls during a runaway see the same p50/p99 as without one
+  (`scripts/bench mcp-rs`).
+- **HTTP vs the unix socket.** Per call the HTTP path costs the server ~100–125 µs more CPU (hyper,
+  rmcp's session routing and SSE framing turned into one JSON reply, loopback TCP) and ~2 more context
+  switches; user-space hyper and rmcp code is ~3 % of the server's samples, the rest is kernel TCP and
+  wake-ups. The client matters as much as the server: Python's `http.client` spends ~80 µs of client
+  CPU per call (two `send()`s, headers parsed by the email package) and rmcp's default HTTP client
+  opens a new TCP connection for every request (`pool_max_idle_per_host(0)`), so each has its own row;
+  the like-for-like rows are the minimal Python clients and rmcp over a keep-alive reqwest client.
+  Measured and not kept: one tokio worker thread instead of two, and answering a single request as
+  soon as its response event is in (without waiting for the end of its stream) — neither moved p50
+  beyond the run-to-run noise (±0.1 ms).
+- **Interpreter.** `string_methods`: `split()` of 20,000 words was 35–45 % glibc malloc/free (fast bins
+  consolidated — `malloc_consolidate`, `unlink_chunk` — whenever a large block such as the result list
+  is allocated) and ~25 % a byte-at-a-time scan that mispredicted at every word boundary; it now
+  scans 64 bytes at a time with a whitespace bit mask and charges memory once per call (1.24 → 1.03 ms).
+  What remains there is the per-call method path (`eval_slow`, `Value::clone`, `gen_step`).
+  `list_comp_100k`: a store-forwarding stall on copying each binary op's operand pair (47 % of
+  `eval_slow`'s samples) — removed; the rest is moving each value into the loop variable and the
+  list. `bigint_factorial`: 89 % of `binop` is the 128-by-64-bit `div` in num-bigint's remainder.
+  `counting_words`: hashing each new split piece, dict lookups, the join of a generator, malloc. A
+  worker whose accounted memory passes 1 MiB now keeps its freed heap (one 8 MiB reserve-and-free
+  raises glibc's trim threshold): page faults per `split()` run 355 → 6, sort ~1,000 → ~96.
+  `GLIBC_TUNABLES` (`mxfast=0`, `tcache_count`) gave gains within noise on the in-process bench.
 - **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
-Plan for the rows marked *slower*: (1) cold start — clone the worker straight into its namespaces from
-the supervisor (no reaper process); the floor is set by two process starts and `unshare` itself
-(~3 ms here), so a sub-3 ms cold run needs a design change (no second exec); (2) warm/MCP — fewer
-thread hops per call (the refill's fork request and greeting handled without waking a thread per
-run); (3) tool calls — a cheaper readiness probe than `recvmsg` in the spin loops; (4) interpreter —
-allocator tuning (a glibc trim/mmap threshold setting measured `counting_words` 17.3 → 13.6 ms, but
-cost serve throughput).
+Plan for the rows still *slower*: (1) cold start — the static-pie binary through the packaging, then
+the worker cloned into its namespaces by a vfork'd intermediate (no reaper); (2) warm/MCP — pre-fault
+the worker's text before `Ready`, a brief poll for `Run`, fewer thread hops in the MCP server;
+(3) tool calls — a spin policy A/B'd on a quiet machine (poll then `recvmsg`, fewer yields);
+(4) interpreter — the per-call method path and the allocator (a size-class arena for small strings).
 """
 
 
@@ -733,7 +762,8 @@ def docs(outdir, order):
              "## Machine", "",
              f"- CPU: {m['cpu']} — {m['cores']} cores", f"- kernel: {m['kernel']}",
              f"- {m['python']}; {m['rustc']}",
-             f"- load average at generation: {m['load']} (other builds were running: numbers are noisy)",
+             f"- load average at generation: {m['load']}"
+             + ("" if float(m['load'].split()[0]) < 1.5 else " (other work was running: numbers are noisy)"),
              f"- generated: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
     bodies = []
     for s in order:
@@ -751,8 +781,9 @@ def docs(outdir, order):
             parts += [body, ""]
     ahead, behind = verdicts(bodies)
     parts += ["## Reading", "",
-              f"Measured in one run on a shared {m['cores']}-core machine with load average {m['load']} "
-              "(other helpers were building), so single numbers are noisy (±30 % and worse at p99); "
+              f"Measured in one run on a {m['cores']}-core virtual machine with load average {m['load']} "
+              "(no other work unless the load says so); single numbers still move by ±10–30 % between runs "
+              "(more at p99); "
               "the ratios, taken in the same run, are the point.", "",
               f"**Where lackpy is ahead** ({len(ahead)} comparisons):", ""]
     parts += [f"- {a}" for a in ahead] or ["- none in this run"]
