@@ -623,7 +623,8 @@ SECTION_TITLES = {
     "toolcall": "Tool-call round trip",
     "memory": "Memory per worker",
     "mcp": "MCP `run_program` latency",
-    "serve": "`lackpy serve` throughput (scripts/soak --runs 2000 --clients 8)",
+    "serve": "`lackpy serve` throughput over the unix socket (scripts/soak, 8 clients: mixed programs, then trivial runs)",
+    "http": "`lackpy serve` over HTTP vs the unix socket (scripts/bench http)",
     "run": "Jailed runs (supervisor example)",
     "providers": "Tool providers",
 }
@@ -808,7 +809,10 @@ def docs(outdir, order):
         with open(doc) as f:
             old = f.read()
         if marker in old:
-            kept = "\n\n" + old[old.index(marker):]
+            kept = old[old.index(marker):]
+            # "Build and install" was added above: not twice.
+            kept = re.sub(r"^## Build and install\n.*?(?=^## |\Z)", "", kept, flags=re.S | re.M)
+            kept = "\n\n" + kept.rstrip() + "\n"
     with open(doc, "w") as f:
         f.write("\n".join(parts) + kept)
     print("wrote docs/BENCHMARKS.md")
