@@ -57,7 +57,38 @@ class Unix:
         return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
 
 
-class Lean:
+class McpHttp:
+    """An MCP session over Streamable HTTP; a subclass opens the connection
+    and sends one POST (`post(msg)` -> (content type, body))."""
+
+    def __init__(self):
+        self.sid = None
+        self.id = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "0"}})
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call(self, method, params):
+        self.id += 1
+        ct, body = self.post({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        # The server answers with one JSON object or an SSE stream (both are
+        # the transport's; a quick run gets JSON).
+        if ct.startswith("application/json"):
+            v = json.loads(body)
+            if v.get("id") == self.id:
+                return v
+        for line in body.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                v = json.loads(line[5:])
+                if v.get("id") == self.id:
+                    return v
+        raise RuntimeError(f"no response in {body!r}")
+
+    def run(self, program):
+        return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
+
+
+class Lean(McpHttp):
     """A minimal HTTP/1.1 keep-alive client, as lean as the unix client above.
 
     One write per request (as curl, hyper/reqwest and Go's net/http do), the
@@ -73,11 +104,7 @@ class Lean:
         self.s = socket.create_connection((host, int(port)), timeout=60)
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
-        self.sid = None
-        self.id = 0
-        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "0"}})
-        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        super().__init__()
 
     def fill(self, n):
         while len(self.buf) < n:
@@ -122,24 +149,16 @@ class Lean:
         self.sid = self.sid or hdr.get("mcp-session-id")
         return hdr.get("content-type", ""), data.decode()
 
-    def call(self, method, params):
-        return Http.call(self, method, params)
 
-    def run(self, program):
-        return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
+class Http(McpHttp):
+    """Python's http.client, as is."""
 
-
-class Http:
     def __init__(self, addr):
         host, port = addr.rsplit(":", 1)
         self.c = http.client.HTTPConnection(host, int(port), timeout=60)
         self.c.connect()
         self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sid = None
-        self.id = 0
-        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "0"}})
-        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        super().__init__()
 
     def post(self, msg):
         h = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
@@ -154,25 +173,6 @@ class Http:
             raise RuntimeError(f"HTTP {r.status}: {body}")
         self.sid = self.sid or r.getheader("mcp-session-id")
         return r.getheader("content-type", ""), body
-
-    def call(self, method, params):
-        self.id += 1
-        ct, body = self.post({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
-        # The server answers with one JSON object or an SSE stream (both are
-        # the transport's; a quick run gets JSON).
-        if ct.startswith("application/json"):
-            v = json.loads(body)
-            if v.get("id") == self.id:
-                return v
-        for line in body.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                v = json.loads(line[5:])
-                if v.get("id") == self.id:
-                    return v
-        raise RuntimeError(f"no response in {body!r}")
-
-    def run(self, program):
-        return self.call("tools/call", {"name": "run_program", "arguments": {"program": program}})
 
 
 def check(v):
