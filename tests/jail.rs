@@ -20,15 +20,30 @@ use lackpy_worker::role::test_roles::{
 use std::path::Path;
 
 fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
+    supervisor_with_pool(level, role, 0)
+}
+
+/// A supervisor whose warm pool holds `pool_size` workers (0: every worker
+/// is exec'd).
+fn supervisor_with_pool(level: JailLevel, role: &[&str], pool_size: usize) -> Supervisor {
     let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy binary");
     let cfg = SupervisorConfig {
         exe,
         jail_level: level,
-        pool_size: 0,
+        pool_size,
         worker_role: role.iter().map(|s| s.to_string()).collect(),
         trace_limits: Default::default(),
     };
     Supervisor::new(cfg).expect("supervisor")
+}
+
+/// How many pooled workers are Ready once `want` are, or after 10 s.
+fn pool_ready_within(sup: &Supervisor, want: usize) -> usize {
+    let t0 = std::time::Instant::now();
+    while sup.pool_ready() < want && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    sup.pool_ready()
 }
 
 fn profile(tools: &[&str]) -> ResolvedProfile {
@@ -496,20 +511,8 @@ fn worker_killed_mid_run_is_reported_and_reaped() {
 #[test]
 fn pool_serves_single_use_workers() {
     let _g = serial();
-    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("exe");
-    let cfg = SupervisorConfig {
-        exe,
-        jail_level: JailLevel::full(),
-        pool_size: 2,
-        worker_role: vec!["probe".into(), "nothing".into()],
-        trace_limits: Default::default(),
-    };
-    let sup = Supervisor::new(cfg).expect("supervisor");
-    let t0 = std::time::Instant::now();
-    while sup.pool_ready() < 2 && t0.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert_eq!(sup.pool_ready(), 2);
+    let sup = supervisor_with_pool(JailLevel::full(), &["probe", "nothing"], 2);
+    assert_eq!(pool_ready_within(&sup, 2), 2);
     let ws = tempfile::tempdir().expect("tempdir");
     for _ in 0..5 {
         let r = run(&sup, ws.path(), "1", Limits::default());
@@ -526,23 +529,9 @@ fn pool_serves_single_use_workers() {
 #[test]
 fn pool_is_refilled_after_runs_in_a_batch() {
     let _g = serial();
-    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("exe");
-    let cfg = SupervisorConfig {
-        exe,
-        jail_level: JailLevel::full(),
-        pool_size: 3,
-        worker_role: vec!["executor".into()],
-        trace_limits: Default::default(),
-    };
-    let sup = Supervisor::new(cfg).expect("supervisor");
+    let sup = supervisor_with_pool(JailLevel::full(), &["executor"], 3);
     let ws = tempfile::tempdir().expect("tempdir");
-    let full = |sup: &Supervisor| {
-        let t0 = std::time::Instant::now();
-        while sup.pool_ready() < 3 && t0.elapsed() < std::time::Duration::from_secs(10) {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        sup.pool_ready()
-    };
+    let full = |sup: &Supervisor| pool_ready_within(sup, 3);
     assert_eq!(full(&sup), 3, "the pool never filled");
     for round in 0..3 {
         for i in 0..7 {
@@ -598,23 +587,11 @@ fn warm_pool() -> (tempfile::TempDir, Supervisor) {
 /// A pooled supervisor: its workers come from a zygote (a pre-jailed parent
 /// that forks them) instead of one exec each.
 fn pooled(role: &[&str]) -> Supervisor {
-    let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy binary");
-    let cfg = SupervisorConfig {
-        exe,
-        jail_level: JailLevel::full(),
-        pool_size: 1,
-        worker_role: role.iter().map(|s| s.to_string()).collect(),
-        trace_limits: Default::default(),
-    };
-    Supervisor::new(cfg).expect("supervisor")
+    supervisor_with_pool(JailLevel::full(), role, 1)
 }
 
 fn wait_pool(sup: &Supervisor) {
-    let t0 = std::time::Instant::now();
-    while sup.pool_ready() < 1 && t0.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    assert!(sup.pool_ready() >= 1, "the pool never filled");
+    assert!(pool_ready_within(sup, 1) >= 1, "the pool never filled");
 }
 
 /// Zygote processes that are children of this test process.
