@@ -107,13 +107,20 @@ fn config() -> impl bincode::config::Config {
 pub fn encode<T: Encode>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let bytes =
         bincode::encode_to_vec(msg, config()).map_err(|e| FrameError::Encode(e.to_string()))?;
-    if bytes.len() > MAX_FRAME_BYTES {
-        return Err(FrameError::TooLarge {
-            len: bytes.len(),
-            max: MAX_FRAME_BYTES,
-        });
-    }
+    frame_len(bytes.len())?;
     Ok(bytes)
+}
+
+/// A payload of `len` bytes as its frame's length prefix, when it is within
+/// [`MAX_FRAME_BYTES`] (the one bound [`encode`] and [`Channel::send`] apply).
+fn frame_len(len: usize) -> Result<u32, FrameError> {
+    u32::try_from(len)
+        .ok()
+        .filter(|_| len <= MAX_FRAME_BYTES)
+        .ok_or(FrameError::TooLarge {
+            len,
+            max: MAX_FRAME_BYTES,
+        })
 }
 
 /// Decode a complete frame payload; every byte must be consumed.
@@ -349,13 +356,7 @@ impl Channel {
         let r = bincode::encode_into_std_write(msg, &mut out, config())
             .map_err(|e| FrameError::Encode(e.to_string()))
             .and_then(|payload_len| {
-                let len = u32::try_from(payload_len)
-                    .ok()
-                    .filter(|_| payload_len <= MAX_FRAME_BYTES)
-                    .ok_or(FrameError::TooLarge {
-                        len: payload_len,
-                        max: MAX_FRAME_BYTES,
-                    })?;
+                let len = frame_len(payload_len)?;
                 out[..PREFIX].copy_from_slice(&len.to_le_bytes());
                 for chunk in out.chunks(CHUNK_BYTES) {
                     self.send_raw(chunk, deadline)?;
