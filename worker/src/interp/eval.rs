@@ -705,6 +705,15 @@ impl<'a> Interp<'a> {
             ExprKind::Builtin(b, args) => {
                 tick(1)?;
                 if let ([Elt::One(x)], true) = (args.pos.as_slice(), args.kw.is_empty()) {
+                    // `len(w)`: a variable's value read in place (no
+                    // reference taken and dropped on it).
+                    if let ExprKind::Name(s) = x.k {
+                        if let Some(Some(v)) = self.slots.get(s as usize) {
+                            if let Some(r) = fast_builtin1(*b, v) {
+                                return r;
+                            }
+                        }
+                    }
                     let v = self.eval(x)?;
                     if let Some(r) = fast_builtin1(*b, &v) {
                         return r;
@@ -726,6 +735,15 @@ impl<'a> Interp<'a> {
                 self.call_tool(name, a)?
             }
             ExprKind::Method(recv, m, args) => {
+                // `w.startswith(('a', 'b'))` on a variable holding a str:
+                // the receiver read in place, the constants borrowed.
+                if let (ExprKind::Name(s), Some(cs)) = (&recv.k, &args.consts) {
+                    if let Some(Some(rv @ Value::Str(ps))) = self.slots.get(*s as usize) {
+                        if let Some(r) = super::methods::str_method_borrowed(rv, ps, *m, cs) {
+                            return r;
+                        }
+                    }
+                }
                 tick(1)?;
                 let r = self.eval(recv)?;
                 // LOAD_METHOD comes before the arguments: a missing method
@@ -735,6 +753,33 @@ impl<'a> Interp<'a> {
                         "AttributeError",
                         format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
                     ));
+                }
+                if let Some(cs) = &args.consts {
+                    // Constant arguments: a temporary str rewritten in
+                    // place (`w.upper().replace('A', 'x')`) and `d.get(k)`
+                    // take them borrowed; the rest get copies.
+                    let mut r = r;
+                    if let Value::Str(rs) = &mut r {
+                        if let Some(ps) = Rc::get_mut(rs) {
+                            if let Some(done) =
+                                super::methods::str_method_in_place(ps, *m, cs, true)
+                            {
+                                return done.map(|()| r);
+                            }
+                        }
+                    }
+                    if let (Method::Get, Value::Dict(d)) = (*m, &r) {
+                        match &cs[..] {
+                            [k] => return dict_get(d, k, &Value::None),
+                            [k, w] => return dict_get(d, k, w),
+                            _ => {}
+                        }
+                    }
+                    let a = CallArgs {
+                        pos: cs.iter().cloned().collect(),
+                        kw: Vec::new(),
+                    };
+                    return self.call_known_method(&r, *m, a);
                 }
                 let a = match (args.pos.as_slice(), args.kw.is_empty()) {
                     ([], true) => CallArgs::default(),
@@ -766,7 +811,9 @@ impl<'a> Interp<'a> {
                 let mut r = r;
                 if let Value::Str(rs) = &mut r {
                     if let Some(ps) = Rc::get_mut(rs) {
-                        if let Some(done) = super::methods::str_method_in_place(ps, *m, &a) {
+                        if let Some(done) =
+                            super::methods::str_method_in_place(ps, *m, &a.pos, a.kw.is_empty())
+                        {
                             return done.map(|()| r);
                         }
                     }
