@@ -705,15 +705,6 @@ impl<'a> Interp<'a> {
             ExprKind::Builtin(b, args) => {
                 tick(1)?;
                 if let ([Elt::One(x)], true) = (args.pos.as_slice(), args.kw.is_empty()) {
-                    // `len(w)`: a variable's value read in place (no
-                    // reference taken and dropped on it).
-                    if let ExprKind::Name(s) = x.k {
-                        if let Some(Some(v)) = self.slots.get(s as usize) {
-                            if let Some(r) = fast_builtin1(*b, v) {
-                                return r;
-                            }
-                        }
-                    }
                     let v = self.eval(x)?;
                     if let Some(r) = fast_builtin1(*b, &v) {
                         return r;
@@ -735,14 +726,8 @@ impl<'a> Interp<'a> {
                 self.call_tool(name, a)?
             }
             ExprKind::Method(recv, m, args) => {
-                // `w.startswith(('a', 'b'))` on a variable holding a str:
-                // the receiver read in place, the constants borrowed.
-                if let (ExprKind::Name(s), Some(cs)) = (&recv.k, &args.consts) {
-                    if let Some(Some(rv @ Value::Str(ps))) = self.slots.get(*s as usize) {
-                        if let Some(r) = super::methods::str_method_borrowed(rv, ps, *m, cs) {
-                            return r;
-                        }
-                    }
+                if let Some(cs) = &args.consts {
+                    return self.method_const_args(recv, *m, cs);
                 }
                 tick(1)?;
                 let r = self.eval(recv)?;
@@ -753,33 +738,6 @@ impl<'a> Interp<'a> {
                         "AttributeError",
                         format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
                     ));
-                }
-                if let Some(cs) = &args.consts {
-                    // Constant arguments: a temporary str rewritten in
-                    // place (`w.upper().replace('A', 'x')`) and `d.get(k)`
-                    // take them borrowed; the rest get copies.
-                    let mut r = r;
-                    if let Value::Str(rs) = &mut r {
-                        if let Some(ps) = Rc::get_mut(rs) {
-                            if let Some(done) =
-                                super::methods::str_method_in_place(ps, *m, cs, true)
-                            {
-                                return done.map(|()| r);
-                            }
-                        }
-                    }
-                    if let (Method::Get, Value::Dict(d)) = (*m, &r) {
-                        match &cs[..] {
-                            [k] => return dict_get(d, k, &Value::None),
-                            [k, w] => return dict_get(d, k, w),
-                            _ => {}
-                        }
-                    }
-                    let a = CallArgs {
-                        pos: cs.iter().cloned().collect(),
-                        kw: Vec::new(),
-                    };
-                    return self.call_known_method(&r, *m, a);
                 }
                 let a = match (args.pos.as_slice(), args.kw.is_empty()) {
                     ([], true) => CallArgs::default(),
@@ -839,6 +797,52 @@ impl<'a> Interp<'a> {
                 Value::Func(Rc::new(Func::Method(r, *m)))
             }
         })
+    }
+
+    /// A method call whose arguments are all constants (`w.startswith(('a',
+    /// 'b'))`, `w.upper()`, `d.get('k', 0)`): on a variable holding a str,
+    /// the receiver is read in place; a temporary str is rewritten in place
+    /// (`w.upper().replace('A', 'x')`) and `d.get` looks up with the
+    /// constants borrowed; the rest get copies. The same order, ticks and
+    /// errors as the general arm. Out of line: `eval_slow`'s stack frame,
+    /// which every nested expression pays for, stays as it was.
+    #[inline(never)]
+    fn method_const_args(&mut self, recv: &Expr, m: Method, cs: &[Value]) -> InterpResult<Value> {
+        if let ExprKind::Name(s) = recv.k {
+            if let Some(Some(rv @ Value::Str(ps))) = self.slots.get(s as usize) {
+                if let Some(r) = super::methods::str_method_borrowed(rv, ps, m, cs) {
+                    return r;
+                }
+            }
+        }
+        tick(1)?;
+        let mut r = self.eval(recv)?;
+        // LOAD_METHOD comes before the arguments (see the general arm).
+        if !super::methods::has_method(&r, m) {
+            return Err(Exc::py(
+                "AttributeError",
+                format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
+            ));
+        }
+        if let Value::Str(rs) = &mut r {
+            if let Some(ps) = Rc::get_mut(rs) {
+                if let Some(done) = super::methods::str_method_in_place(ps, m, cs, true) {
+                    return done.map(|()| r);
+                }
+            }
+        }
+        if let (Method::Get, Value::Dict(d)) = (m, &r) {
+            match cs {
+                [k] => return dict_get(d, k, &Value::None),
+                [k, w] => return dict_get(d, k, w),
+                _ => {}
+            }
+        }
+        let a = CallArgs {
+            pos: cs.iter().cloned().collect(),
+            kw: Vec::new(),
+        };
+        self.call_known_method(&r, m, a)
     }
 
     fn elts(&mut self, es: &[Elt]) -> InterpResult<Vec<Value>> {
