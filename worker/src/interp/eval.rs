@@ -1704,6 +1704,16 @@ impl<'a> Interp<'a> {
     /// hit while collecting leaves it resumable).
     fn collect_gen(&mut self, g: &mut GenState) -> InterpResult<Vec<Value>> {
         let mut out = Vec::new();
+        // One `for` without `if` over a sized iterator (`str(i) for i in
+        // range(n)`): exactly as many items as it has left, so the vector
+        // is sized once, as a list comprehension's is (when the memory
+        // budget allows it; otherwise it grows as before).
+        if let ([gen], [it], false) = (&g.comp.gens[..], &g.iters[..], g.done) {
+            let n = if gen.ifs.is_empty() { sized_len(it) } else { 0 };
+            if n > 0 && mem_check_n(n as u64, SLOT as u64).is_ok() {
+                out.reserve_exact(n);
+            }
+        }
         self.drive_gen(g, &mut |x| {
             tick(1)?;
             if out.len() % 1024 == 1023 {
@@ -1862,12 +1872,7 @@ impl<'a> Interp<'a> {
                 // items as the source, so size it once (when the memory
                 // budget allows it; otherwise grow as before).
                 if c.gens.len() == 1 && c.gens[0].ifs.is_empty() {
-                    let n = match &first {
-                        Iter::Range { left, .. } => *left,
-                        Iter::List(l, i) => l.v.borrow().len().saturating_sub(*i),
-                        Iter::Tuple(t, i) => t.v.len().saturating_sub(*i),
-                        _ => 0,
-                    };
+                    let n = sized_len(&first);
                     if n > 0 && mem_check_n(n as u64, SLOT as u64).is_ok() {
                         out.reserve_exact(n);
                     }
@@ -2554,6 +2559,18 @@ impl<'a> Interp<'a> {
             },
         }
         Ok(())
+    }
+}
+
+/// Items left in a range, list or tuple iterator (0 for any other: not
+/// known without running it). A list can still change while it is
+/// iterated, so this sizes a reservation, never a loop.
+fn sized_len(it: &Iter) -> usize {
+    match it {
+        Iter::Range { left, .. } => *left,
+        Iter::List(l, i) => l.v.borrow().len().saturating_sub(*i),
+        Iter::Tuple(t, i) => t.v.len().saturating_sub(*i),
+        _ => 0,
     }
 }
 

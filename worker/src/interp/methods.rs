@@ -728,15 +728,19 @@ fn join_strs(sep: &str, items: &[Value]) -> InterpResult<Value> {
     }
     mem_check(total as u64)?;
     tick(items.len() as u64 + total as u64 / 256)?;
-    let mut out = String::with_capacity(total);
+    // Bytes, validated once at the end: `as_str` re-validated every
+    // short str as UTF-8 (`from_utf8`, 2 % of a 60,000-item join).
+    let mut out: Vec<u8> = Vec::with_capacity(total);
     for (i, x) in items.iter().enumerate() {
         if i > 0 {
-            out.push_str(sep);
+            out.extend_from_slice(sep.as_bytes());
         }
         if let Value::Str(p) = x {
-            out.push_str(p.as_str());
+            out.extend_from_slice(p.as_bytes());
         }
     }
+    // UTF-8 texts back to back are UTF-8: this never fails.
+    let out = String::from_utf8(out).map_err(|_| Exc::internal("join of non-UTF-8 text"))?;
     Ok(Value::str(out))
 }
 

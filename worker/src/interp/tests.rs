@@ -338,6 +338,12 @@ fn fast_paths_match_cpython() {
         "d = {}\nd.get(1, 2, 3)",
         "n = 3\nlen(n)",
         "n = None\nabs(n)",
+        // Joins of generators (collected into a vector sized from a range,
+        // list or tuple when there is one `for` and no `if`), joined bytes.
+        "g = (str(i) for i in range(10))\nz = list(zip(g, range(3)))\n(z, '-'.join(g), '-'.join(g), '-'.join(str(x) for x in [1, 2, 3]), '-'.join(s for s in ('a', 'é', '')), '-'.join(str(i) for i in range(9) if i % 2), ','.join(str(i) for i in range(0)), 'é'.join(c for c in 'aéb'), ''.join(str(i) + str(j) for i in range(3) for j in range(i)), '€'.join(['x' * 30, 'é' * 12, '']))",
+        "xs = ['a', 'b']\ng = (x for x in xs)\n('-'.join(g), xs)",
+        "'-'.join(x for x in ['a', 1])",
+        "'-'.join(str(1 // (2 - i)) for i in range(4))",
     ]);
 }
 
