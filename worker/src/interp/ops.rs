@@ -624,7 +624,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> InterpResult<bool> {
     super::budget::stack_check(" in comparison")?;
     Ok(match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.as_bytes() == y.as_bytes(),
+        (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y) || x.same_text(y),
         (Value::None, Value::None) => true,
         (Value::List(x), Value::List(y)) => {
             if Rc::ptr_eq(x, y) {

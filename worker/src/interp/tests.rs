@@ -344,6 +344,11 @@ fn fast_paths_match_cpython() {
         "xs = ['a', 'b']\ng = (x for x in xs)\n('-'.join(g), xs)",
         "'-'.join(x for x in ['a', 1])",
         "'-'.join(str(1 // (2 - i)) for i in range(4))",
+        // Str equality and dict keys across the ways a str is built (inline
+        // texts compare whole buffers): concatenation, in-place append and
+        // case mapping, split pieces, str(int), slices, joins, f-strings,
+        // at the inline/heap boundary (22 bytes) and one byte either side.
+        "ks = ['12:34', 'AB', 'x' * 21, 'x' * 22, 'x' * 23, 'é' * 11, '']\nbuilt = [str(12) + ':' + str(34), 'ab'.upper(), ('x' * 20) + 'x', 'x' * 11 + 'x' * 11, ('x' * 22) + 'x', 'é' * 5 + 'é' * 6, ''.join([])]\nmore = ['a 12:34 b'.split()[1], 'xABx'[1:3], ('y' * 21).replace('y', 'x'), '-'.join(['x' * 10, 'x' * 11]).replace('-', 'x'), f'{\"x\" * 23}', str(1234)[:0]]\nd = {k: i for i, k in enumerate(ks)}\n([b == k for b, k in zip(built, ks)], [d.get(b) for b in built], [d.get(m) for m in more], [m in ks for m in more], 'x' * 21 == 'x' * 22, ('x' * 21 + 'y') == 'x' * 22, str(12) + ':' + str(35) == '12:34', sorted(set(built + more + ks)))",
     ]);
 }
 
