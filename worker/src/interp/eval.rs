@@ -1778,21 +1778,27 @@ impl<'a> Interp<'a> {
             std::mem::swap(&mut self.slots[*s as usize], v);
         }
         let mut finished = false;
-        let r = loop {
-            match self.gen_step(g, &c) {
-                Ok(Some(x)) => match sink(x) {
-                    Ok(true) => {}
-                    // Stopped early: the generator stays resumable.
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(e),
-                },
-                Ok(None) => {
-                    finished = true;
-                    break Ok(());
-                }
-                Err(e) => {
-                    finished = true;
-                    break Err(e);
+        let r = if let ([gen], 1) = (&c.gens[..], g.iters.len()) {
+            let (r, fin) = self.drive_gen1(g, &c, gen, sink);
+            finished = fin;
+            r
+        } else {
+            loop {
+                match self.gen_step(g, &c) {
+                    Ok(Some(x)) => match sink(x) {
+                        Ok(true) => {}
+                        // Stopped early: the generator stays resumable.
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    },
+                    Ok(None) => {
+                        finished = true;
+                        break Ok(());
+                    }
+                    Err(e) => {
+                        finished = true;
+                        break Err(e);
+                    }
                 }
             }
         };
@@ -1805,6 +1811,57 @@ impl<'a> Interp<'a> {
             g.saved.iter_mut().for_each(|v| *v = None);
         }
         r
+    }
+
+    /// [`Interp::drive_gen_in`]'s loop for a generator of one `for` (the
+    /// commonest: `str(i) for i in range(n)`): [`Interp::gen_step`]'s steps
+    /// inlined, without its per-item level bookkeeping, the same fuel,
+    /// order and error positions. Returns the result and whether the
+    /// generator is finished (exhausted or raised; not when `sink` stopped
+    /// it or failed).
+    fn drive_gen1(
+        &mut self,
+        g: &mut GenState,
+        c: &Comp,
+        gen: &super::compile::Gen,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> (InterpResult<()>, bool) {
+        'outer: loop {
+            let Some(it) = g.iters.last_mut() else {
+                return (Ok(()), true);
+            };
+            let v = match self.next_fast(it) {
+                Ok(Some(v)) => v,
+                Ok(None) => {
+                    g.iters.pop();
+                    return (Ok(()), true);
+                }
+                Err(e) => return (Err(at(e, c.pos)), true),
+            };
+            if let Err(e) = tick(1) {
+                return (Err(e), true);
+            }
+            if let Err(e) = self.assign(&gen.target, v) {
+                return (Err(at(e, gen.tpos)), true);
+            }
+            for cond in &gen.ifs {
+                match self.eval(cond) {
+                    Ok(x) if x.truthy() => {}
+                    Ok(_) => continue 'outer,
+                    Err(e) => return (Err(e), true),
+                }
+            }
+            let x = match self.eval(&c.elt) {
+                Ok(x) => x,
+                Err(e) => return (Err(e), true),
+            };
+            match sink(x) {
+                Ok(true) => {}
+                // Stopped early: the generator stays resumable.
+                Ok(false) => return (Ok(()), false),
+                Err(e) => return (Err(e), false),
+            }
+        }
     }
 
     /// Nesting of an iterator chain (enumerate(enumerate(...))).

@@ -344,6 +344,11 @@ fn fast_paths_match_cpython() {
         "xs = ['a', 'b']\ng = (x for x in xs)\n('-'.join(g), xs)",
         "'-'.join(x for x in ['a', 1])",
         "'-'.join(str(1 // (2 - i)) for i in range(4))",
+        // One-`for` generators driven in a loop: conditions, early stops,
+        // resumption, an error in the condition, a consumed iterator.
+        "g = (x for x in range(10) if x % 3)\nh = (x * 2 for x in [5, 6, 7, 8])\n(any(x > 3 for x in g), list(g), sum(x for x in range(5) if x != 2), all(x < 14 for x in h), list(h), sum(h), '-'.join(w for w in 'a b c'.split() if w != 'b'), sum(len(w) for w in ['ab', 'cde']), max(x for x in (3, 9, 4)))",
+        "sum(x for x in range(5) if 1 // (3 - x))",
+        "xs = [1, 2, 3]\ng = (x for x in xs)\nfor y in g:\n    xs.append(y) if y < 3 and len(xs) < 6 else None\n(xs, sum(g), sum(x for x in xs))",
         // Str equality and dict keys across the ways a str is built (inline
         // texts compare whole buffers): concatenation, in-place append and
         // case mapping, split pieces, str(int), slices, joins, f-strings,
