@@ -101,6 +101,11 @@ pub struct Args {
     pub pos: Vec<Elt>,
     /// Keyword (`None` name means `**mapping`).
     pub kw: Vec<(Option<Rc<str>>, Expr)>,
+    /// The positional arguments' values when every argument is a plain
+    /// positional constant (`w.startswith(('a', 'b'))`, `s.replace('A',
+    /// 'x')`, `w.upper()`): a method call passes them borrowed, with no
+    /// argument vector to build and drop.
+    pub consts: Option<Box<[Value]>>,
 }
 
 /// Kind of comprehension.
@@ -661,7 +666,20 @@ impl<'a> Cx<'a> {
             };
             kw.push((name, v));
         }
-        Ok(Args { pos, kw })
+        let consts = if kw.is_empty() {
+            pos.iter()
+                .map(|e| match e {
+                    Elt::One(Expr {
+                        k: ExprKind::Const(v),
+                        ..
+                    }) => Some(v.clone()),
+                    _ => None,
+                })
+                .collect::<Option<Box<[Value]>>>()
+        } else {
+            None
+        };
+        Ok(Args { pos, kw, consts })
     }
 
     /// A `key=` value: a lambda, a builtin name or a bound method.

@@ -726,6 +726,9 @@ impl<'a> Interp<'a> {
                 self.call_tool(name, a)?
             }
             ExprKind::Method(recv, m, args) => {
+                if let Some(cs) = &args.consts {
+                    return self.method_const_args(recv, *m, cs);
+                }
                 tick(1)?;
                 let r = self.eval(recv)?;
                 // LOAD_METHOD comes before the arguments: a missing method
@@ -766,7 +769,9 @@ impl<'a> Interp<'a> {
                 let mut r = r;
                 if let Value::Str(rs) = &mut r {
                     if let Some(ps) = Rc::get_mut(rs) {
-                        if let Some(done) = super::methods::str_method_in_place(ps, *m, &a) {
+                        if let Some(done) =
+                            super::methods::str_method_in_place(ps, *m, &a.pos, a.kw.is_empty())
+                        {
                             return done.map(|()| r);
                         }
                     }
@@ -792,6 +797,52 @@ impl<'a> Interp<'a> {
                 Value::Func(Rc::new(Func::Method(r, *m)))
             }
         })
+    }
+
+    /// A method call whose arguments are all constants (`w.startswith(('a',
+    /// 'b'))`, `w.upper()`, `d.get('k', 0)`): on a variable holding a str,
+    /// the receiver is read in place; a temporary str is rewritten in place
+    /// (`w.upper().replace('A', 'x')`) and `d.get` looks up with the
+    /// constants borrowed; the rest get copies. The same order, ticks and
+    /// errors as the general arm. Out of line: `eval_slow`'s stack frame,
+    /// which every nested expression pays for, stays as it was.
+    #[inline(never)]
+    fn method_const_args(&mut self, recv: &Expr, m: Method, cs: &[Value]) -> InterpResult<Value> {
+        if let ExprKind::Name(s) = recv.k {
+            if let Some(Some(rv @ Value::Str(ps))) = self.slots.get(s as usize) {
+                if let Some(r) = super::methods::str_method_borrowed(rv, ps, m, cs) {
+                    return r;
+                }
+            }
+        }
+        tick(1)?;
+        let mut r = self.eval(recv)?;
+        // LOAD_METHOD comes before the arguments (see the general arm).
+        if !super::methods::has_method(&r, m) {
+            return Err(Exc::py(
+                "AttributeError",
+                format!("'{}' object has no attribute '{}'", r.type_name(), m.name()),
+            ));
+        }
+        if let Value::Str(rs) = &mut r {
+            if let Some(ps) = Rc::get_mut(rs) {
+                if let Some(done) = super::methods::str_method_in_place(ps, m, cs, true) {
+                    return done.map(|()| r);
+                }
+            }
+        }
+        if let (Method::Get, Value::Dict(d)) = (m, &r) {
+            match cs {
+                [k] => return dict_get(d, k, &Value::None),
+                [k, w] => return dict_get(d, k, w),
+                _ => {}
+            }
+        }
+        let a = CallArgs {
+            pos: cs.iter().cloned().collect(),
+            kw: Vec::new(),
+        };
+        self.call_known_method(&r, m, a)
     }
 
     fn elts(&mut self, es: &[Elt]) -> InterpResult<Vec<Value>> {
@@ -1653,6 +1704,16 @@ impl<'a> Interp<'a> {
     /// hit while collecting leaves it resumable).
     fn collect_gen(&mut self, g: &mut GenState) -> InterpResult<Vec<Value>> {
         let mut out = Vec::new();
+        // One `for` without `if` over a sized iterator (`str(i) for i in
+        // range(n)`): exactly as many items as it has left, so the vector
+        // is sized once, as a list comprehension's is (when the memory
+        // budget allows it; otherwise it grows as before).
+        if let ([gen], [it], false) = (&g.comp.gens[..], &g.iters[..], g.done) {
+            let n = if gen.ifs.is_empty() { sized_len(it) } else { 0 };
+            if n > 0 && mem_check_n(n as u64, SLOT as u64).is_ok() {
+                out.reserve_exact(n);
+            }
+        }
         self.drive_gen(g, &mut |x| {
             tick(1)?;
             if out.len() % 1024 == 1023 {
@@ -1717,21 +1778,27 @@ impl<'a> Interp<'a> {
             std::mem::swap(&mut self.slots[*s as usize], v);
         }
         let mut finished = false;
-        let r = loop {
-            match self.gen_step(g, &c) {
-                Ok(Some(x)) => match sink(x) {
-                    Ok(true) => {}
-                    // Stopped early: the generator stays resumable.
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(e),
-                },
-                Ok(None) => {
-                    finished = true;
-                    break Ok(());
-                }
-                Err(e) => {
-                    finished = true;
-                    break Err(e);
+        let r = if let ([gen], 1) = (&c.gens[..], g.iters.len()) {
+            let (r, fin) = self.drive_gen1(g, &c, gen, sink);
+            finished = fin;
+            r
+        } else {
+            loop {
+                match self.gen_step(g, &c) {
+                    Ok(Some(x)) => match sink(x) {
+                        Ok(true) => {}
+                        // Stopped early: the generator stays resumable.
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    },
+                    Ok(None) => {
+                        finished = true;
+                        break Ok(());
+                    }
+                    Err(e) => {
+                        finished = true;
+                        break Err(e);
+                    }
                 }
             }
         };
@@ -1744,6 +1811,57 @@ impl<'a> Interp<'a> {
             g.saved.iter_mut().for_each(|v| *v = None);
         }
         r
+    }
+
+    /// [`Interp::drive_gen_in`]'s loop for a generator of one `for` (the
+    /// commonest: `str(i) for i in range(n)`): [`Interp::gen_step`]'s steps
+    /// inlined, without its per-item level bookkeeping, the same fuel,
+    /// order and error positions. Returns the result and whether the
+    /// generator is finished (exhausted or raised; not when `sink` stopped
+    /// it or failed).
+    fn drive_gen1(
+        &mut self,
+        g: &mut GenState,
+        c: &Comp,
+        gen: &super::compile::Gen,
+        sink: &mut dyn FnMut(Value) -> InterpResult<bool>,
+    ) -> (InterpResult<()>, bool) {
+        'outer: loop {
+            let Some(it) = g.iters.last_mut() else {
+                return (Ok(()), true);
+            };
+            let v = match self.next_fast(it) {
+                Ok(Some(v)) => v,
+                Ok(None) => {
+                    g.iters.pop();
+                    return (Ok(()), true);
+                }
+                Err(e) => return (Err(at(e, c.pos)), true),
+            };
+            if let Err(e) = tick(1) {
+                return (Err(e), true);
+            }
+            if let Err(e) = self.assign(&gen.target, v) {
+                return (Err(at(e, gen.tpos)), true);
+            }
+            for cond in &gen.ifs {
+                match self.eval(cond) {
+                    Ok(x) if x.truthy() => {}
+                    Ok(_) => continue 'outer,
+                    Err(e) => return (Err(e), true),
+                }
+            }
+            let x = match self.eval(&c.elt) {
+                Ok(x) => x,
+                Err(e) => return (Err(e), true),
+            };
+            match sink(x) {
+                Ok(true) => {}
+                // Stopped early: the generator stays resumable.
+                Ok(false) => return (Ok(()), false),
+                Err(e) => return (Err(e), false),
+            }
+        }
     }
 
     /// Nesting of an iterator chain (enumerate(enumerate(...))).
@@ -1811,12 +1929,7 @@ impl<'a> Interp<'a> {
                 // items as the source, so size it once (when the memory
                 // budget allows it; otherwise grow as before).
                 if c.gens.len() == 1 && c.gens[0].ifs.is_empty() {
-                    let n = match &first {
-                        Iter::Range { left, .. } => *left,
-                        Iter::List(l, i) => l.v.borrow().len().saturating_sub(*i),
-                        Iter::Tuple(t, i) => t.v.len().saturating_sub(*i),
-                        _ => 0,
-                    };
+                    let n = sized_len(&first);
                     if n > 0 && mem_check_n(n as u64, SLOT as u64).is_ok() {
                         out.reserve_exact(n);
                     }
@@ -2503,6 +2616,18 @@ impl<'a> Interp<'a> {
             },
         }
         Ok(())
+    }
+}
+
+/// Items left in a range, list or tuple iterator (0 for any other: not
+/// known without running it). A list can still change while it is
+/// iterated, so this sizes a reservation, never a loop.
+fn sized_len(it: &Iter) -> usize {
+    match it {
+        Iter::Range { left, .. } => *left,
+        Iter::List(l, i) => l.v.borrow().len().saturating_sub(*i),
+        Iter::Tuple(t, i) => t.v.len().saturating_sub(*i),
+        _ => 0,
     }
 }
 

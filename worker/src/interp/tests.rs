@@ -315,6 +315,45 @@ fn fast_paths_match_cpython() {
         "[f'{n:05d}|{n:3}|{n:0}' for n in [0, -1, 1000000000000000000, -1000000000000000000, 9223372036854775807, -9223372036854775808, 18446744073709551616, -1180591620717411303424]]",
         "xs = [i * 2 + 1 for i in range(1000)]\nys = [x for x in xs]\nzs = [x for x in (1, 2, 3)]\nws = [x for x in xs if x % 3]\n(len(xs), xs[-1], ys[:3], zs, len(ws))",
         "d = {}\nfor i in range(200):\n    k = str(i % 37) + ':' + str(i % 11)\n    d[k] = d.get(k, 0) + i\nks = list(d)\n(len(d), sum(d.values()), d[ks[5]], ks[5] in d, (ks[5] + '') in d, {k: 1 for k in ks}[ks[7]])",
+        // Method calls on a variable with constant arguments (the receiver
+        // read in place, the constants borrowed) and one-argument builtins
+        // of a variable.
+        "w = 'éaé€b'\na = 'alpha'\nl = 'x' * 30\ne = ''\n(w.startswith('é'), w.startswith('a', 1), w.startswith(('x', 'é€'), 2), w.endswith('€', 0, 4), w.endswith(('b', 'q'), -1), w.startswith('', 5), w.startswith('', 6), a.startswith(('a', 'b', 'g')), a.endswith('ha'), a.startswith(()), e.startswith(''), e.endswith(('',)), l.startswith('x' * 30), l.endswith('x' * 31), a.startswith('l', 1, 2), a.startswith('l', 1, 1), a.startswith('', 9))",
+        "w = 'éaé'\na = 'Alpha 1'\nl = 'xY' * 20\nn = 'x' * 22\nm = 'x' * 23\n(w.upper(), w.lower(), a.upper(), a.lower(), l.upper(), l.lower(), n.upper(), m.upper(), a.upper() is a, a.lower().upper(), a.replace('A', 'x'), a.replace('Q', 'x') is a, a.upper().replace('A', 'x'), n.upper().replace('X', 'yy'), w.upper().replace('A', 'x'), a.find('p'), a.count('a'), a.split(' '), a.strip('A1'), a.center(11, '*'), a.zfill(9), a.partition(' '))",
+        "d = {'a': 1, 2: 'b', (1, 2): 3}\nk = 'a'\n(d.get('a'), d.get('q'), d.get('q', 0), d.get(2, 5), d.get((1, 2)), d.get(k, 9), d.get('a', None), d.keys() == {'a', 2, (1, 2)}, d.copy(), [1, 2, 1].count(1), (1, 2).index(2), [3, 1].copy(), {1, 2}.union({3}))",
+        "s = 'abc'\nl = [1, 2]\nt = (1,)\nd = {1: 2}\ne = set()\ni = -5\nf = -2.5\nz = 0\n(len(s), len(l), len(t), len(d), len(e), str(s), str(i), str(f), int(i), float(i), float(f), bool(s), bool(e), bool(z), abs(i), abs(f), len('é' * 3), str(s) is s)",
+        "n = 5\nn.startswith('a')",
+        "x.upper()\nx = 's'",
+        "l = [1]\nl.upper()",
+        "w = 'abc'\nw.startswith()",
+        "w = 'abc'\nw.startswith('a', 1, 2, 3)",
+        "w = 'abc'\nw.startswith(('a', 1))",
+        "w = 'abc'\nw.endswith(['c'])",
+        "w = 'abc'\nw.startswith(1)",
+        "w = 'abc'\nw.startswith('a', 'b')",
+        "w = 'abc'\nw.upper(1)",
+        "w = 'abc'\nw.lower('a', 'b')",
+        "d = {}\nd.get([1])",
+        "d = {}\nd.get()",
+        "d = {}\nd.get(1, 2, 3)",
+        "n = 3\nlen(n)",
+        "n = None\nabs(n)",
+        // Joins of generators (collected into a vector sized from a range,
+        // list or tuple when there is one `for` and no `if`), joined bytes.
+        "g = (str(i) for i in range(10))\nz = list(zip(g, range(3)))\n(z, '-'.join(g), '-'.join(g), '-'.join(str(x) for x in [1, 2, 3]), '-'.join(s for s in ('a', 'é', '')), '-'.join(str(i) for i in range(9) if i % 2), ','.join(str(i) for i in range(0)), 'é'.join(c for c in 'aéb'), ''.join(str(i) + str(j) for i in range(3) for j in range(i)), '€'.join(['x' * 30, 'é' * 12, '']))",
+        "xs = ['a', 'b']\ng = (x for x in xs)\n('-'.join(g), xs)",
+        "'-'.join(x for x in ['a', 1])",
+        "'-'.join(str(1 // (2 - i)) for i in range(4))",
+        // One-`for` generators driven in a loop: conditions, early stops,
+        // resumption, an error in the condition, a consumed iterator.
+        "g = (x for x in range(10) if x % 3)\nh = (x * 2 for x in [5, 6, 7, 8])\n(any(x > 3 for x in g), list(g), sum(x for x in range(5) if x != 2), all(x < 14 for x in h), list(h), sum(h), '-'.join(w for w in 'a b c'.split() if w != 'b'), sum(len(w) for w in ['ab', 'cde']), max(x for x in (3, 9, 4)))",
+        "sum(x for x in range(5) if 1 // (3 - x))",
+        "xs = [1, 2, 3]\ng = (x for x in xs)\nfor y in g:\n    xs.append(y) if y < 3 and len(xs) < 6 else None\n(xs, sum(g), sum(x for x in xs))",
+        // Str equality and dict keys across the ways a str is built (inline
+        // texts compare whole buffers): concatenation, in-place append and
+        // case mapping, split pieces, str(int), slices, joins, f-strings,
+        // at the inline/heap boundary (22 bytes) and one byte either side.
+        "ks = ['12:34', 'AB', 'x' * 21, 'x' * 22, 'x' * 23, 'é' * 11, '']\nbuilt = [str(12) + ':' + str(34), 'ab'.upper(), ('x' * 20) + 'x', 'x' * 11 + 'x' * 11, ('x' * 22) + 'x', 'é' * 5 + 'é' * 6, ''.join([])]\nmore = ['a 12:34 b'.split()[1], 'xABx'[1:3], ('y' * 21).replace('y', 'x'), '-'.join(['x' * 10, 'x' * 11]).replace('-', 'x'), f'{\"x\" * 23}', str(1234)[:0]]\nd = {k: i for i, k in enumerate(ks)}\n([b == k for b, k in zip(built, ks)], [d.get(b) for b in built], [d.get(m) for m in more], [m in ks for m in more], 'x' * 21 == 'x' * 22, ('x' * 21 + 'y') == 'x' * 22, str(12) + ':' + str(35) == '12:34', sorted(set(built + more + ks)))",
     ]);
 }
 
@@ -860,4 +899,44 @@ fn split_charges_what_its_strs_give_back() {
     assert_eq!(super::value::mem_used(), before);
     let strs = 1001 * super::value::OBJ as i64 + 500 * 38 + 4;
     assert!(mem_peak() >= strs, "peak {} < {strs}", mem_peak());
+}
+
+/// A method call on a variable with constant arguments (receiver read in
+/// place, constants borrowed) costs the fuel of the general path: each pair
+/// differs only in an argument being a variable instead of a constant, which
+/// takes the general path at no fuel of its own (or in an unpacked `*x`,
+/// at one tick).
+#[test]
+fn borrowed_method_calls_cost_the_general_fuel() {
+    let pre = "w = 'alpha' * 40\ns = 'beta'\np = ('a', 'b')\nq = 'a'\none = 1\nz = 0\ne = ()\nd = {'a': 1}\nk = 'a'\nr = 'A'\n";
+    let pairs = [
+        ("w.startswith(('a', 'b'))", "w.startswith(p)"),
+        ("w.endswith('a', 1)", "w.endswith(q, one)"),
+        ("s.startswith('a')", "s.startswith(q)"),
+        ("s.upper()", "s.upper(*e)"),
+        ("w.upper()", "w.upper(*e)"),
+        ("s.lower().upper()", "s.lower(*e).upper(*e)"),
+        ("s.upper().replace('A', 'x')", "s.upper().replace(r, 'x')"),
+        ("w.replace('a', 'x')", "w.replace(q, 'x')"),
+        ("d.get('a', 0)", "d.get(k, z)"),
+        ("d.get('a')", "d.get(k)"),
+        ("len(w)", "len(*[w])"),
+    ];
+    for (fast, general) in pairs {
+        let loop_of = |call: &str| format!("{pre}for i in range(50):\n    x = {call}\nx");
+        let a = run_prog(&loop_of(fast));
+        let b = run_prog(&loop_of(general));
+        assert!(
+            a.error.is_none() && b.error.is_none(),
+            "{fast}: {a:?} {b:?}"
+        );
+        assert_eq!(a.repr, b.repr, "{fast} vs {general}");
+        // Each `*x` unpacking costs one tick per run of the loop.
+        let extra = 50 * general.matches('*').count() as u64;
+        assert_eq!(
+            a.fuel_used + extra,
+            b.fuel_used,
+            "fuel of {fast} vs {general}"
+        );
+    }
 }

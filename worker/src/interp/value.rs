@@ -219,6 +219,9 @@ const _: () = assert!(INLINE >= 20);
 /// CPython, instead of an `Rc` plus a `String` buffer), longer text boxed.
 #[derive(Debug)]
 enum Text {
+    /// Length and bytes. The bytes past the length are always zero (every
+    /// inline text starts zeroed and is only ever written within its new
+    /// length): [`PyStr::same_text`] compares whole buffers.
     Inline(u8, [u8; INLINE]),
     Heap(Box<str>),
 }
@@ -467,6 +470,15 @@ impl PyStr {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Is the text the same? Two inline texts compare as (length, buffer)
+    /// — fixed-size compares, no call into `memcmp` for a short key.
+    #[inline]
+    pub fn same_text(&self, other: &PyStr) -> bool {
+        match (&self.text, &other.text) {
+            (Text::Inline(a, x), Text::Inline(b, y)) => a == b && x == y,
+            _ => self.as_bytes() == other.as_bytes(),
+        }
     }
     /// The str's hash (computed once).
     #[inline]
@@ -1368,7 +1380,7 @@ pub fn float_to_big(f: f64) -> Option<BigInt> {
 /// Equality of hashable keys (cannot fail; depth is bounded by hashing first).
 pub fn key_eq(a: &Value, b: &Value) -> bool {
     if let (Value::Str(x), Value::Str(y)) = (a, b) {
-        return Rc::ptr_eq(x, y) || x.as_bytes() == y.as_bytes();
+        return Rc::ptr_eq(x, y) || x.same_text(y);
     }
     a.is(b) || super::ops::eq(a, b).unwrap_or(false)
 }
