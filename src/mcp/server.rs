@@ -8,7 +8,7 @@
 //! tool name is one.
 
 use crate::mcp::backend::{
-    failed_run, failure, Backend, Cancel, RunRequest, ToolInfo, ValidateRequest,
+    failed_run, failure, Backend, Cancel, RunOutcome, RunRequest, ToolInfo, ValidateRequest,
 };
 use crate::mcp::render;
 use crate::mcp::session::{self, SessionError, SessionStore};
@@ -16,7 +16,7 @@ use crate::mcp::tools::{
     self, ConfirmArgs, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs,
     TracesArg, ValidateArgs,
 };
-use lackpy_policy::wire::{ErrorInfo, ErrorKind};
+use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -322,8 +322,31 @@ impl LackpyServer {
             _ = shutdown.wait_for(|s| *s) => return cancelled(),
         };
         let cancel = Cancel::new();
-        let task_cancel = cancel.clone();
         let backend = self.inner.backend.clone();
+        if inline_runs() {
+            // On a multi-threaded runtime the run executes on this thread,
+            // the one that parsed the request (tokio hands this thread's
+            // other work to another one meanwhile): no hop to a blocking
+            // thread and back on the call's path. A watcher task turns a
+            // cancellation or the transport's end into the cancel flag the
+            // supervisor polls while it waits on the worker.
+            let (flag, ct, mut sd) = (cancel.clone(), ctx.ct.clone(), shutdown.clone());
+            let watcher = tokio::spawn(async move {
+                tokio::select! {
+                    _ = ct.cancelled() => {}
+                    _ = sd.wait_for(|s| *s) => {}
+                }
+                flag.cancel();
+            });
+            let outcome = tokio::task::block_in_place(|| backend.run_program(req, &cancel));
+            watcher.abort();
+            drop(permit);
+            if cancel.is_cancelled() {
+                return cancelled();
+            }
+            return self.finish_run(outcome, session_id, initial_vars);
+        }
+        let task_cancel = cancel.clone();
         let task = tokio::task::spawn_blocking(move || {
             let out = backend.run_program(req, &task_cancel);
             drop(permit);
@@ -351,6 +374,16 @@ impl LackpyServer {
                 return result(failed_run(err), render::render_run);
             }
         };
+        self.finish_run(outcome, session_id, initial_vars)
+    }
+
+    /// The result of a finished run: its report, plus what its session kept.
+    fn finish_run(
+        &self,
+        outcome: RunOutcome,
+        session_id: Option<String>,
+        initial_vars: Vec<(String, Data)>,
+    ) -> CallToolResult {
         let mut report = outcome.report;
         if let Some(id) = session_id {
             let info = match outcome.vars {
@@ -402,6 +435,15 @@ impl LackpyServer {
         }
         result(report, render::render_run)
     }
+}
+
+/// Whether a run may execute on the task's own thread
+/// ([`tokio::task::block_in_place`]): only on a multi-threaded runtime,
+/// where another thread takes over this one's other tasks meanwhile (a
+/// current-thread runtime would stop serving the connection).
+fn inline_runs() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// The join of the tools' grades.
