@@ -1,11 +1,12 @@
 //! The MCP protocol layer: one [`LackpyServer`] per connection, answering
 //! `tools/list` and `tools/call` over a [`Backend`].
 //!
-//! Every backend call runs on the blocking pool; runs are bounded by a
-//! semaphore of the backend's pool size, so several calls are in flight at
-//! once and a runaway program never delays the others. A failed program is a
-//! tool result with `isError: true`, never a protocol error; only an unknown
-//! tool name is one.
+//! Every backend call runs off the runtime's core: a run on the thread that
+//! parsed its request (`block_in_place`), anything else on the blocking
+//! pool. Runs are bounded by a semaphore of the backend's pool size, so
+//! several calls are in flight at once and a runaway program never delays
+//! the others. A failed program is a tool result with `isError: true`,
+//! never a protocol error; only an unknown tool name is one.
 
 use crate::mcp::backend::{
     failed_run, failure, Backend, Cancel, RunOutcome, RunRequest, ToolInfo, ValidateRequest,
