@@ -35,13 +35,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             }
         };
     lackpy_supervisor::spawn::limit_heap_arenas();
-    // One worker thread serves the connection; a run executes on the thread
-    // that parsed its request (`block_in_place`, see `mcp::server`), which
-    // needs the multi-threaded runtime: the worker thread's other tasks
-    // (reading further requests, cancellations) move to another thread
-    // meanwhile.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = rt.block_on(async {

@@ -1,15 +1,14 @@
 //! The MCP protocol layer: one [`LackpyServer`] per connection, answering
 //! `tools/list` and `tools/call` over a [`Backend`].
 //!
-//! Every backend call runs off the runtime's core: a run on the thread that
-//! parsed its request (`block_in_place`), anything else on the blocking
-//! pool. Runs are bounded by a semaphore of the backend's pool size, so
-//! several calls are in flight at once and a runaway program never delays
-//! the others. A failed program is a tool result with `isError: true`,
-//! never a protocol error; only an unknown tool name is one.
+//! Every backend call runs on the blocking pool; runs are bounded by a
+//! semaphore of the backend's pool size, so several calls are in flight at
+//! once and a runaway program never delays the others. A failed program is a
+//! tool result with `isError: true`, never a protocol error; only an unknown
+//! tool name is one.
 
 use crate::mcp::backend::{
-    failed_run, failure, Backend, Cancel, RunOutcome, RunRequest, ToolInfo, ValidateRequest,
+    failed_run, failure, Backend, Cancel, RunRequest, ToolInfo, ValidateRequest,
 };
 use crate::mcp::render;
 use crate::mcp::session::{self, SessionError, SessionStore};
@@ -17,7 +16,7 @@ use crate::mcp::tools::{
     self, ConfirmArgs, DelegateArgs, NameArg, NoArgs, PathArg, ProfileArg, QueryArg, RunArgs,
     TracesArg, ValidateArgs,
 };
-use lackpy_policy::wire::{Data, ErrorInfo, ErrorKind};
+use lackpy_policy::wire::{ErrorInfo, ErrorKind};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -323,31 +322,8 @@ impl LackpyServer {
             _ = shutdown.wait_for(|s| *s) => return cancelled(),
         };
         let cancel = Cancel::new();
-        let backend = self.inner.backend.clone();
-        if inline_runs() {
-            // On a multi-threaded runtime the run executes on this thread,
-            // the one that parsed the request (tokio hands this thread's
-            // other work to another one meanwhile): no hop to a blocking
-            // thread and back on the call's path. A watcher task turns a
-            // cancellation or the transport's end into the cancel flag the
-            // supervisor polls while it waits on the worker.
-            let (flag, ct, mut sd) = (cancel.clone(), ctx.ct.clone(), shutdown.clone());
-            let watcher = tokio::spawn(async move {
-                tokio::select! {
-                    _ = ct.cancelled() => {}
-                    _ = sd.wait_for(|s| *s) => {}
-                }
-                flag.cancel();
-            });
-            let outcome = tokio::task::block_in_place(|| backend.run_program(req, &cancel));
-            watcher.abort();
-            drop(permit);
-            if cancel.is_cancelled() {
-                return cancelled();
-            }
-            return self.finish_run(outcome, session_id, initial_vars);
-        }
         let task_cancel = cancel.clone();
+        let backend = self.inner.backend.clone();
         let task = tokio::task::spawn_blocking(move || {
             let out = backend.run_program(req, &task_cancel);
             drop(permit);
@@ -375,16 +351,6 @@ impl LackpyServer {
                 return result(failed_run(err), render::render_run);
             }
         };
-        self.finish_run(outcome, session_id, initial_vars)
-    }
-
-    /// The result of a finished run: its report, plus what its session kept.
-    fn finish_run(
-        &self,
-        outcome: RunOutcome,
-        session_id: Option<String>,
-        initial_vars: Vec<(String, Data)>,
-    ) -> CallToolResult {
         let mut report = outcome.report;
         if let Some(id) = session_id {
             let info = match outcome.vars {
@@ -436,15 +402,6 @@ impl LackpyServer {
         }
         result(report, render::render_run)
     }
-}
-
-/// Whether a run may execute on the task's own thread
-/// ([`tokio::task::block_in_place`]): only on a multi-threaded runtime,
-/// where another thread takes over this one's other tasks meanwhile (a
-/// current-thread runtime would stop serving the connection).
-fn inline_runs() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// The join of the tools' grades.
