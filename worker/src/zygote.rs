@@ -9,8 +9,9 @@
 //! `CAP_SYS_ADMIN` kept inside its user namespace), and then only forks.
 //! Each forked worker is pid 1 of a fresh pid namespace, finishes its own
 //! jail ([`jail::ZygoteJail::confine_worker`]: rlimits, no capabilities, a
-//! seccomp filter that takes the zygote's extras away), says `Ready` on its
-//! own socket and serves exactly one run — the same single-use contract as
+//! seccomp filter that takes the zygote's extras away), takes the
+//! copy-on-write faults of the pages a run writes (`prefault.rs`), says
+//! `Ready` on its own socket and serves exactly one run — the same single-use contract as
 //! an exec'd worker. Workers share the zygote's empty network, mount, ipc,
 //! uts and cgroup namespaces, in which they can do nothing (no sockets, no
 //! mounts, no filesystem access, no IPC syscalls), and never see each other
@@ -31,6 +32,8 @@ use crate::ipc::{self, Channel};
 use crate::jail::{self, JailSpec, ZygoteJail};
 use crate::role::{self, EXIT_SETUP};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+mod prefault;
 
 /// The request byte: fork one worker.
 pub const REQUEST_FORK: u8 = b'F';
@@ -224,6 +227,9 @@ fn worker_main(jail: &ZygoteJail, sock: RawFd, child_role: &[String]) -> i32 {
     // here: this process ends with _exit).
     let mut chan = Channel::new(unsafe { OwnedFd::from_raw_fd(ipc::IPC_FD) });
     let confined = jail.confine_worker();
+    if confined.is_ok() {
+        prefault::shared_writable();
+    }
     if role::greet(&mut chan, confined.as_ref().map(|_| ())).is_err() || confined.is_err() {
         return EXIT_SETUP;
     }
