@@ -5,14 +5,16 @@
     bench_ab.py BASE_DIR NEW_DIR [--rounds N]
 
 BASE_DIR and NEW_DIR are cargo target profile directories holding a release
-`lackpy` and `examples/bench_peers_rs` (scripts/bench builds them: NEW_DIR is
-target/release of the checkout, BASE_DIR is target/ab-base/release built from
-the given revision in a temporary worktree).
+`lackpy` and `examples/bench_peers_rs`, with the static `lackpy` of
+scripts/build-static beside them in ../x86_64-unknown-linux-gnu/release/
+(scripts/bench builds them: NEW_DIR is target/release of the checkout, BASE_DIR
+is target/ab-base/release built from the given revision in a temporary worktree).
 
 Each round measures A then B (odd rounds B then A, so a drift of the machine
 falls on both sides), per measure:
 
-  cold      `lackpy run --json -c '1 + 1'`: median of 20 spawns
+  cold      `lackpy run --json -c '1 + 1'` of the static binary users get
+            (scripts/build-static): median of 20 spawns
   warm      `Supervisor::run` from the warm pool (bench_peers_rs): median of
             REPS runs per program (loop+dict, 1+1)
   toolcall  one `read_file` round trip, tool work subtracted (bench_peers_rs)
@@ -35,15 +37,22 @@ import bench_peers as bp  # noqa: E402  (shared helpers: workspace, time_cmd, St
 PROGRAMS = {k: bp.PROGRAMS[k] for k in ("loop+dict", "1+1")}
 
 
+def static_bin(side):
+    """The static binary (scripts/build-static) next to the profile directory `side`:
+    TARGET/release -> TARGET/x86_64-unknown-linux-gnu/release/lackpy."""
+    return os.path.join(os.path.dirname(side), bp.STATIC_TRIPLE, "release", "lackpy")
+
+
 def measure(side):
     """One round of every measure for the build in directory `side`."""
     lackpy = os.path.join(side, "lackpy")
     peers = os.path.join(side, "examples", "bench_peers_rs")
     ws = bp.workspace()
     out = {}
-    xs, err = bp.time_cmd([lackpy, "run", "--json", "--workspace", ws, "-c", "1 + 1"], 20, '"value":2')
+    cold = static_bin(side)
+    xs, err = bp.time_cmd([cold, "run", "--json", "--workspace", ws, "-c", "1 + 1"], 20, '"value":2')
     if err:
-        raise SystemExit(f"bench_ab: {lackpy}: cold run failed: {err}")
+        raise SystemExit(f"bench_ab: {cold}: cold run failed: {err}")
     out["cold `1 + 1` (spawn)"] = statistics.median(xs)
     r = subprocess.run([peers, lackpy, ws, str(bp.REPS)], input=json.dumps(PROGRAMS),
                        capture_output=True, text=True, timeout=600)
@@ -77,7 +86,7 @@ def main():
     if "--rounds" in a:
         rounds = int(a[a.index("--rounds") + 1])
     for d in (base, new):
-        for f in ("lackpy", "examples/bench_peers_rs"):
+        for f in ("lackpy", "examples/bench_peers_rs", static_bin(d)):
             if not os.access(os.path.join(d, f), os.X_OK):
                 print(f"bench_ab: {os.path.join(d, f)} is missing (build it first)", file=sys.stderr)
                 return 3

@@ -33,6 +33,10 @@ VENV = os.path.join(ROOT, ".venv-bench")
 VPY = os.path.join(VENV, "bin", "python")
 LACKPY = os.path.join(ROOT, "target", "release", "lackpy")
 PEERS_RS = os.path.join(ROOT, "target", "release", "examples", "bench_peers_rs")
+# The binary users get (the README's set-up, the wheel, the image): scripts/build-static's.
+# The cold section measures it; scripts/bench builds it first (cargo redoes only what is stale).
+STATIC_TRIPLE = "x86_64-unknown-linux-gnu"
+LACKPY_STATIC = os.path.join(ROOT, "target", STATIC_TRIPLE, "release", "lackpy")
 TMP = os.environ.get("BENCH_TMP") or tempfile.mkdtemp(prefix="lackpy-bench-")
 REPS = int(os.environ.get("BENCH_REPS", "200"))
 
@@ -444,7 +448,7 @@ def section_cold():
             "print(r.output)")
     N = 40
     cases = [
-        ("`lackpy run --json -c '1 + 1'` (every jail layer on)", [LACKPY, "run", "--json", "--workspace", ws, "-c", "1 + 1"], '"value":2', True),
+        ("`lackpy run --json -c '1 + 1'` (every jail layer on)", [LACKPY_STATIC, "run", "--json", "--workspace", ws, "-c", "1 + 1"], '"value":2', True),
         ("`bwrap --unshare-all … python3 -c 'print(1 + 1)'`", bw + [py, "-c", "print(1 + 1)"], "2", True),
         ("`python3 -c 'print(1 + 1)'` (no isolation)", [py, "-c", "print(1 + 1)"], "2", True),
         ("`python3 -I -S -c 'print(1 + 1)'` (no isolation)", [py, "-I", "-S", "-c", "print(1 + 1)"], "2", True),
@@ -453,8 +457,13 @@ def section_cold():
         ("`unshare -Urnmpif --mount-proc true` (no program)", ["unshare", "-Urnmpif", "--mount-proc", "true"], None, False),
         ("`python3 -I -S -c pass` (no program)", [py, "-I", "-S", "-c", "pass"], None, False),
     ]
+    if not os.access(LACKPY_STATIC, os.X_OK):
+        raise SystemExit(f"bench_peers cold: {LACKPY_STATIC} is missing: run scripts/build-static "
+                         "(scripts/bench does unless BENCH_NO_BUILD=1)")
     print(f"Cold start of one run, whole process spawned from Python's subprocess (same overhead for every "
-          f"row), median / p99 of {N}. Answers (2) checked first. python3 is `{py}`.\n")
+          f"row), median / p99 of {N}. Answers (2) checked first. python3 is `{py}`. lackpy is the "
+          f"static binary users get (`scripts/build-static`: the README's set-up, the wheel, the image), "
+          f"`target/{STATIC_TRIPLE}/release/lackpy`.\n")
     results = []
     for label, argv, expect, _ in cases:
         xs, err = time_cmd(argv, N if "original" not in label else 10, expect)
@@ -758,7 +767,9 @@ def docs(outdir, order):
              "program, or answers differently, is shown as such instead of a time.",
              "- Medians of many repetitions (p99 where relevant); ratios are lackpy time ÷ peer time "
              "(< 1 means lackpy is faster).",
-             "- lackpy is built with `cargo build --release`; every jail layer is on for every lackpy row.",
+             "- lackpy is built with `cargo build --release`; the cold-start rows measure the static binary "
+             "users get (`scripts/build-static`, used by the README's set-up, the wheel and the image; "
+             "the same code, no dynamic loader). Every jail layer is on for every lackpy row.",
              "",
              "## Machine", "",
              f"- CPU: {m['cpu']} — {m['cores']} cores", f"- kernel: {m['kernel']}",
