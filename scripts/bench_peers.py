@@ -642,7 +642,9 @@ READING_WHY = """\
 ### Why, and the plan where lackpy is behind
 
 Profiles taken with `perf record -g` (20 kHz), `perf stat`, `strace -c -f` on this machine
-(2026-12-05, issue #23 round 3) unless noted. Shares are of samples in the named process.
+(2026-12-05, issue #23 rounds 3 and 4) unless noted. Round 4 measured CPU per run or call (`perf stat`
+over all processes) because the machine was loaded while it worked; each kept change's A/B is in its
+commit message.
 
 - **What each system isolates.** lackpy is the only system here that runs every program in a fresh,
   single-use, jailed process (user/pid/net/mount/ipc/uts/cgroup namespaces, empty root, landlock,
@@ -650,49 +652,66 @@ Profiles taken with `perf record -g` (20 kHz), `perf stat`, `strace -c -f` on th
   process* with no isolation; Monty runs it in a reused worker whose state persists between programs.
   Every warm lackpy run therefore includes a process that was never used before, two IPC frames, a
   kill, and a trace line; the in-process peers pay for none of that.
-- **Warm runs (pool).** Per warm `loop+dict` run the machine spends ~0.91 ms of CPU across all
-  processes, with ~7 context switches and ~72 page faults. Of the samples, the zygote and its workers
-  take 70 %: page faults 27 % (text fault-around `filemap_map_pages` 11 % — fork copies no page-table
-  entries for file-backed text, so every worker faults its text in again — and copy-on-write
-  `do_wp_page` 6.5 %), fork itself (`copy_process`, `dup_mmap`) 12 %, installing the stacked seccomp
-  filter and its JIT 3.3 %, close 3.6 %, exit 1.2 %; the interpreter is ~2 %. The supervisor's side is
-  18 %, the pool thread 7 %, the trace thread 5 %. This round the pool refills in batches off the runs'
-  path (a refill is due when a run waits, when a run ends with the pool under half full, or after 20 ms
-  short): warm p50 0.75–0.82× of the previous build in interleaved A/B. Not tried yet: pre-faulting the
-  text before `Ready`, a brief poll for `Run`, batching fork requests to the zygote.
-- **Tool calls.** No thread hop: a call is answered on the thread that received it. Per call ~24
-  syscalls across both sides (2 `sendto`, ~2 successful and ~2 failing `recvmsg` readiness probes,
-  ~0.6 `sched_yield`, plus `read_file`'s own `openat2`/`fstat`/`read`/`close`); the worker's syscalls
-  also pass its stacked seccomp filters, which the ping-pong floor does not. Probe costs measured in C
-  here: a failing `recvmsg` 0.50 µs, `poll(0)` 0.38 µs, `sched_yield` 0.57–0.69 µs — one spin cycle
-  ~1.1 µs. This round removed from the supervisor's side a payload copy each way (frames are encoded
-  behind their length prefix in a reused buffer and decoded in place), the re-parsing of each
-  argument's declared type on every call (kept per tool for the run), and building the trace entry
-  before the reply (it is built right after; never lost): supervisor user-space samples −20 %.
-  The floor row is a seqpacket ping-pong between two processes that frame and wait as lackpy does,
-  measured in the same run. Under load no wait strategy wins in both regimes (C ping-pong, load 4–14:
-  pure spin 89–150 µs, yielding spin 11–54 µs, blocking `recv` 9–20 µs); the VM halts idle vCPUs
-  (haltpoll, `guest_halt_poll_ns=0`), so every blocking wake-up is expensive on a quiet machine.
-- **Cold start.** Split by process over 100 cold runs: the worker before its pid-1 fork ~41 % of CPU
-  (dynamic loading ~25 % — 30,751 relative relocations and copy-on-write of 553 KB of
-  `.data.rel.ro`; `unshare` ~25 %, four fifths of it the network namespace's sysctl and loopback
-  set-up; exec ~9 %; the reaper fork ~5 %), the supervisor ~43 % (dynamic loading ~23 %, faults ~18 %),
-  the jailed pid 1 ~9 % (mount + `pivot_root` + `umount` ~0.25 ms, the 146-instruction seccomp filter).
-  glibc's CPU-feature detection (`cpuid`, which traps to the hypervisor) is ~5 % of each exec. This
-  round: workers are started as `posix_spawn` does (`clone(CLONE_VM | CLONE_VFORK)`: no copy of the
-  supervisor's page tables), and the CPU count for demotions is read on the first demotion instead of
-  at start (19 syscalls): cold p50 0.90× in interleaved A/B, page faults 757 → 655. Measured and not
-  kept (yet): a static-pie binary (CPU 6.58 → 5.67 ms, p50 11.3 → 9.5 ms under load) — a plain
-  `cargo build --release` cannot make it on stable Rust (crt-static then applies to proc-macros), so
-  it waits on the packaging (`scripts/build-static` builds it). Not done: cloning the worker straight
-  into its namespaces without the reaper (a reaper that shared memory with the jailed pid 1 would
-  weaken the jail; the design is a vfork'd intermediate that clones with `CLONE_NEW*`).
+- **Warm runs (pool).** Per warm `loop+dict` run the machine spends ~0.9 ms of CPU across all
+  processes, with ~11 context switches. Of the samples, the zygote and its workers take 70 %: page
+  faults 27 % (text fault-around `filemap_map_pages` 11 % — fork copies no page-table entries for
+  file-backed text, so every worker faults its text in again — and copy-on-write `do_wp_page` 6.5 %),
+  fork itself (`copy_process`, `dup_mmap`) 12 %, installing the stacked seccomp filter and its JIT
+  3.3 %, close 3.6 %, exit 1.2 %; the interpreter is ~2 %. The supervisor's side is 18 %, the pool
+  thread 7 %, the trace thread 5 %. Round 3: the pool refills in batches off the runs' path (warm p50
+  0.75–0.82×). Round 4: a forked worker takes the copy-on-write faults of the pages a run writes
+  (heap in use, 16 KiB of stack, writable segments outside RELRO, TLS) with `MADV_POPULATE_WRITE`
+  *before* it says `Ready`: faults on the run path 35 → 14 (copy-on-write 19 → 0), warm p50 0.79–0.88×,
+  MCP CPU per call 0.86 → 0.77 ms; a pooled worker's private memory 36 → 124 KiB. The 14 left are
+  program text and read-only data: populating all 16 MiB of text costs ~1 ms, against ~47 µs for those
+  faults, and a targeted list would need the zygote's page table (no `pagemap` inside the jail). A
+  traced warm run shows the rest of the p50: the sleeping worker wakes ~54 µs after `Run` is sent, and
+  the supervisor's 50 µs spin has run out by `Done`, so a second ~50 µs wake-up — about 100 µs of the
+  p50 is two wake-ups of an idle vCPU.
+- **Tool calls.** No thread hop: a call is answered on the thread that received it. Per call
+  (`strace -c -f`): `recvmsg` 4.05 (2.04 of them failing readiness probes), `sendto` 2.0,
+  `sched_yield` 1.43, `poll` 0.27, plus `read_file`'s own `openat2`/`fstat`/`read`/`close`. Of the
+  samples, the supervisor takes 57 %, the worker 41 %, and 47 % of the worker's CPU is its yielding
+  spin; supervisor user space is small (malloc/free ~1.9 %, `clock_gettime` 1.2 %, authorization
+  0.3 %, trace JSON 0.3 %) — the rest is kernel `sendto` (`unix_dgram_sendmsg`, buffer allocation,
+  memory-cgroup accounting), `recvmsg` and yields. Probe costs measured in C here: a failing `recvmsg`
+  0.50 µs, `poll(0)` 0.38 µs, `sched_yield` 0.57–0.69 µs. Seccomp is ~6 % of the worker's CPU: the
+  kernel skips the filters for syscalls allowed whatever their arguments, but `recvmsg`/`sendto` (IPC
+  socket only) ran 42 + 18 BPF instructions through the stacked filters; round 4 judges them first
+  (8 + 5; the rule set is proven identical by a test over 460 syscalls × 676 argument cases): ~25 ns
+  per such syscall, ~0.07 µs per call — seccomp is not where the crossing goes. Round 3 removed a
+  payload copy each way, per-call type parsing and the trace entry's build before the reply
+  (supervisor user-space −20 %). Measured and not kept: blocking once a yield takes ≥ 5 µs (CPU per
+  call +7 %), 4 µs of pure spinning before yielding (+8 %). Under load no wait strategy wins in both
+  regimes (C ping-pong, load 4–14: pure spin 89–150 µs, yielding spin 11–54 µs, blocking `recv`
+  9–20 µs); the VM halts idle vCPUs (haltpoll, `guest_halt_poll_ns=0`), so every blocking wake-up is
+  expensive on a quiet machine. What is left is the kernel's seqpacket path and the scheduler.
+- **Cold start.** The cold row runs the static binary users get (`scripts/build-static`: glibc
+  crt-static, static-pie; the README, the wheel and the image ship it): no dynamic loader, CPU per run
+  6.48 → 4.91 ms (0.76×), page faults 680 → 548, latency 0.81× under load. Its profile, split by
+  process: supervisor 48 % (relocating 153 pages — 19 %, of which ~17 pages are the interpreter's
+  Unicode case tables —, the trace's `fdatasync` ~6 %, exec ~6 %, parsing the builtin tools' TOML
+  ~6 %, clap 2–5 %, the trace thread's start ~3 %), the worker before its pid-1 fork 38 % (the network
+  namespace 27 % of it: `unshare -Urnmpif` costs 3.57 ms of CPU against 1.68 ms without `-n`, all of
+  it in the kernel — sysctl and loopback registration —, none of it our set-up; exec ~6 %, the reaper
+  fork ~5 %), the jailed pid 1 12 % (mount + `pivot_root` + umount ~25 % of it, `chroot_fs_refs`
+  walking every task on the machine 9 %; the seccomp filter's BPF prepare + JIT ~13 %; 41
+  capability-drop `prctl`s ~8 %). Round 3: workers start as `posix_spawn` does (`clone(CLONE_VM |
+  CLONE_VFORK)`), the CPU count is read lazily: cold p50 0.90×. Measured and not kept:
+  `-z pack-relative-relocs` (the cost is the copy-on-write of relocated pages, which packing does not
+  change), the builtin tools as a compiled table instead of TOML (5.18 → 5.49 ms), and a static
+  non-PIE binary (−34 % CPU, but it gives up ASLR for the supervisor, which parses hostile input).
+  The network namespace stays: nothing cheaper can be shown equal (landlock's network rules cover TCP
+  only). Not done: the worker cloned into its namespaces without the reaper (a vfork'd intermediate
+  cloning with `CLONE_NEW*`) and pointer-free Unicode tables.
 - **MCP.** `run_program` is the warm run above plus the server's hops (protocol thread, blocking
   thread, pool thread, trace thread: `finish_task_switch` 7.5 % of the server's samples) and JSON both
-  ways. The reap and the trace commit already happen after the reply. A program that has used 20 ms of
-  CPU is moved to `SCHED_IDLE`, and stopped while other runs keep the CPUs busy
-  (`supervisor/src/freezer.rs`): quick calls during a runaway see the same p50/p99 as without one
-  (`scripts/bench mcp-rs`).
+  ways. The reap and the trace commit already happen after the reply. Measured and not kept: running
+  the program on the thread that parsed the request (`block_in_place`) — tokio then hands the
+  runtime's core to another thread on every call: CPU per call 0.80 → 0.83 ms, context switches
+  12.3 → 13.8. A program that has used 20 ms of CPU is moved to `SCHED_IDLE`, and stopped while other
+  runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls during a runaway see the same
+  p50/p99 as without one (`scripts/bench mcp-rs`).
 - **HTTP vs the unix socket.** Per call the HTTP path costs the server ~100–125 µs more CPU (hyper,
   rmcp's session routing and SSE framing turned into one JSON reply, loopback TCP) and ~2 more context
   switches; user-space hyper and rmcp code is ~3 % of the server's samples, the rest is kernel TCP and
@@ -714,16 +733,26 @@ Profiles taken with `perf record -g` (20 kHz), `perf stat`, `strace -c -f` on th
   `counting_words`: hashing each new split piece, dict lookups, the join of a generator, malloc. A
   worker whose accounted memory passes 1 MiB now keeps its freed heap (one 8 MiB reserve-and-free
   raises glibc's trim threshold): page faults per `split()` run 355 → 6, sort ~1,000 → ~96.
-  `GLIBC_TUNABLES` (`mxfast=0`, `tcache_count`) gave gains within noise on the in-process bench.
+  Round 4 (CPU-time A/B, 7 interleaved rounds): str methods on a variable with constant arguments
+  read the receiver in place and borrow the constants (the receiver's copy was 5.5 % of samples):
+  string_methods ×0.81; a generator collected by `join`/`list` is sized once and a one-`for`
+  generator is driven in a tight loop (the per-item generator step was 13 % of a join); two short
+  strs compare as length + buffer (no `memcmp` per dict key); big int % small int by a precomputed
+  reciprocal, two digits per step (88 % of `binop` was one 128/64 `div` per digit): bigint_factorial
+  ×0.84. Cumulative: string_methods 1.12 → 0.84, counting_words 0.93 → 0.87, bigint 0.71 → 0.56 of
+  CPython's CPU time. Left: glibc malloc/free is ~20 % of `split()` and counting_words;
+  `GLIBC_TUNABLES=glibc.malloc.tcache_count=65535` takes string_methods ×0.88 in-process, but it can
+  only be set through the worker's environment and is not yet A/B'd on the pooled path.
 - **Memory.** An executor worker is the lackpy binary with nothing loaded but the interpreter; a pooled
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
-Plan for the rows still *slower*: (1) cold start — the static-pie binary through the packaging, then
-the worker cloned into its namespaces by a vfork'd intermediate (no reaper); (2) warm/MCP — pre-fault
-the worker's text before `Ready`, a brief poll for `Run`, fewer thread hops in the MCP server;
-(3) tool calls — a spin policy A/B'd on a quiet machine (poll then `recvmsg`, fewer yields);
-(4) interpreter — the per-call method path and the allocator (a size-class arena for small strings).
+Plan for the rows still *slower*: (1) cold start — the worker cloned into its namespaces by a vfork'd
+intermediate (no reaper), pointer-free Unicode tables (fewer relocated pages), the builtin tools'
+parse off the path; (2) warm/MCP — the two idle-vCPU wake-ups per run (an early wake-up message sent
+before validation so the worker polls while the supervisor validates), fewer thread hops in the MCP
+server; (3) tool calls — the kernel's seqpacket path is most of what is left; (4) interpreter — the
+allocator (tcache through the worker's environment, A/B'd on the pooled path).
 """
 
 
