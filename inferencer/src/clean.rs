@@ -607,6 +607,43 @@ fn dedent(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// No false alarm on right answers: the eval's reference programs and
+    /// the corpus's examples pass the shape and line-index checks.
+    #[test]
+    fn right_answers_pass_the_answer_checks() {
+        #[derive(serde::Deserialize)]
+        struct Intent {
+            program: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct File {
+            intents: Vec<Intent>,
+        }
+        let f: File = toml::from_str(include_str!("../eval/heldout/intents.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let corpus = crate::corpus::Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let tools: Vec<String> = [
+            "read_file",
+            "find_files",
+            "find_definitions",
+            "find_callers",
+            "write_file",
+            "edit_file",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let programs = f
+            .intents
+            .iter()
+            .map(|i| i.program.trim())
+            .chain(corpus.examples.iter().map(|e| e.program.trim()));
+        for p in programs {
+            assert_eq!(shape_problem(p, &tools), None, "{p}");
+            assert_eq!(line_index_problem(p), None, "{p}");
+        }
+    }
+
     #[test]
     fn a_cell_calling_no_tool_is_made_up() {
         let tools = ["read_file".to_string(), "find_files".to_string()];

@@ -582,6 +582,21 @@ fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
         .collect()
 }
 
+/// The notes the view adds to `path`'s head block (the text inside
+/// its parenthesised lines: a table's layout, a log's capitals).
+fn view_notes<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
+    let lines: Vec<&str> = ctx.lines().collect();
+    let Some(j) = lines.iter().position(|l| *l == format!("{path}:")) else {
+        return Vec::new();
+    };
+    lines
+        .iter()
+        .skip(j + 1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.trim().strip_prefix('(')?.strip_suffix(')'))
+        .collect()
+}
+
 /// For a run-time "no such file" error: the workspace paths (from the
 /// view) with the missing path's file name, or else the advice to use a
 /// listed path as written.
@@ -708,7 +723,18 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
                     .unwrap_or_default();
                 out.push(format!("# each row r: {}{first}", cols.join(", ")));
             }
-            (_, Some(first)) => out.push(format!("# {path} starts with: {first}")),
+            (_, Some(_)) => {
+                let shown: Vec<String> = head.iter().map(|l| format!("{l:?}")).collect();
+                let capitals = view_notes(ctx, path)
+                    .into_iter()
+                    .find_map(|n| n.strip_prefix("words in capitals: "))
+                    .map(|w| format!("; words in capitals: {w}"))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "# read_file({quoted}).splitlines() starts [{}]{capitals}",
+                    shown.join(", ")
+                ));
+            }
             (_, None) => out.push(format!("# {path}")),
         }
     }
@@ -1225,7 +1251,13 @@ mod tests {
         assert_eq!(named_paths("all the notes", ctx), ["notes/a.txt"]);
         assert_eq!(
             task_files("what do the notes say", ctx),
-            ["# notes/a.txt starts with: hello"]
+            ["# read_file(\"notes/a.txt\").splitlines() starts [\"hello\"]"]
+        );
+        // A log: its lines and its words in capitals.
+        let ctx = "Workspace files:\n  logs/app.log\nFirst lines of data files:\nlogs/app.log:\n  09:00 INFO up\n  (words in capitals: INFO, WARN)";
+        assert_eq!(
+            task_files("warnings in the app log", ctx),
+            ["# read_file(\"logs/app.log\").splitlines() starts [\"09:00 INFO up\"]; words in capitals: INFO, WARN"]
         );
     }
 }
