@@ -715,7 +715,8 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
                     .map(|(i, c)| format!("r[{i}] {}", c.trim()))
                     .collect();
                 out.push(format!(
-                    "# {path} is a table: rows = [l.split({lit}) for l in read_file({quoted}).splitlines()[1:]]"
+                    "# {path} is a table: its line 0 is the header {:?}; its data rows: rows = [l.split({lit}) for l in read_file({quoted}).splitlines()[1:]]",
+                    header.trim()
                 ));
                 let first = head
                     .get(1)
@@ -1236,7 +1237,7 @@ mod tests {
         assert_eq!(
             task_files("total qty of the orders", ctx),
             [
-                "# data/orders.csv is a table: rows = [l.split(\",\") for l in read_file(\"data/orders.csv\").splitlines()[1:]]",
+                "# data/orders.csv is a table: its line 0 is the header \"id,qty,status\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/orders.csv\").splitlines()[1:]]",
                 "# each row r: r[0] id, r[1] qty, r[2] status (first row: 1,2,shipped)",
             ]
         );
