@@ -499,6 +499,55 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         }
     }
     for v in &vars {
+        // `line[5] == "shipped"`: one character never equals a longer
+        // string, so the filter silently matches nothing.
+        let pat = format!("{v}[");
+        // Offsets agree only when blanking kept every byte (no escape, no
+        // multi-byte character in a string).
+        let aligned = code.len() == program.len();
+        for (i, _) in code.match_indices(&pat).filter(|_| aligned) {
+            if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
+                continue;
+            }
+            let after = &code[i + pat.len()..];
+            let digits: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            let Some(rest) = after[digits.len()..].strip_prefix(']') else {
+                continue;
+            };
+            if digits.is_empty() {
+                continue;
+            }
+            let rest = rest.trim_start();
+            let Some(op) = ["==", "!="].into_iter().find(|o| rest.starts_with(o)) else {
+                continue;
+            };
+            // The literal, read from the program (the scan's copy has its
+            // strings blanked; both have the same byte offsets).
+            let at = i
+                + pat.len()
+                + digits.len()
+                + 1
+                + (after[digits.len() + 1..].len() - rest.len())
+                + op.len();
+            let lit = program.get(at..).unwrap_or("").trim_start();
+            let Some(q) = lit.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let inner: String = lit[1..].chars().take_while(|c| *c != q).collect();
+            if inner.chars().count() >= 2 {
+                return Some((
+                    format!(
+                        "{v}[{digits}] {op} {q}{inner}{q}: {v} is a line of text (a str), so {v}[{digits}] is one character of it and never equals {q}{inner}{q}"
+                    ),
+                    format!(
+                        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
+                    ),
+                ));
+            }
+        }
         for conv in ["int(", "float("] {
             let pat = format!("{conv}{v}[");
             for (i, _) in code.match_indices(&pat) {
@@ -663,6 +712,8 @@ mod tests {
             "sum(int(row[3]) for row in read_file('a.csv').splitlines()[1:])",
             "total = 0\nfor line in read_file('a.csv').splitlines():\n    total += float(line[2])\ntotal",
             "lines = read_file('a.csv').splitlines()\nrows = lines[1:]\nmax(int(r[1]) for r in rows)",
+            "len([r for r in read_file('a.csv').splitlines()[1:] if r[5] == \"shipped\"])",
+            "[l for l in read_file('a.csv').splitlines() if l[1] != 'ab']",
         ] {
             let got = line_index_problem(bad);
             assert!(
@@ -674,6 +725,7 @@ mod tests {
             "sum(int(l.split(',')[3]) for l in read_file('a.csv').splitlines()[1:])",
             "rows = [l.split(',') for l in read_file('a.csv').splitlines()[1:]]\nsum(int(r[3]) for r in rows)",
             "[l for l in read_file('a.md').splitlines() if l[0] == '#']",
+            "[l for l in read_file('a.md').splitlines() if l[0] != \"-\"]",
             "for p in find_files('*.csv'):\n    int(p[0])",
             "int(read_file('n.txt').splitlines()[0])",
         ] {
