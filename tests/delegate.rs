@@ -494,6 +494,43 @@ fn read_only_runtime_failure_moves_the_cascade_on_with_the_workspace_view() {
 }
 
 #[test]
+fn an_empty_value_asks_the_model_once_more() {
+    // `*.txt` matches nothing at the top: the model is told the value was
+    // [] and its second cell, which finds the notes, is the answer.
+    let fake = Fake::start(vec![
+        ollama("find_files('*.txt')"),
+        ollama("find_files('notes/*.txt')"),
+    ]);
+    let ws = local_ollama_ws(&fake.url, "");
+    let out = delegate(ws.path(), "the text files", &[]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["program"], "find_files('notes/*.txt')", "{v}");
+    assert_eq!(
+        v["value"],
+        serde_json::json!(["notes/a.txt", "notes/b.txt"])
+    );
+    assert_eq!(v["attempts"][0]["error"]["type"], "EmptyResult", "{v}");
+    let retry = &fake.requests()[1];
+    assert!(retry.contains("its value is []"), "{retry}");
+    // A second cell that fails leaves the first one standing, with the
+    // report of its own run (not run again).
+    let fake = Fake::start(vec![
+        ollama("find_files('*.txt')"),
+        ollama("read_file('notes/missing.txt')"),
+    ]);
+    let ws = local_ollama_ws(&fake.url, "");
+    let out = delegate(ws.path(), "the text files", &[]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["program"], "find_files('*.txt')", "{v}");
+    assert_eq!(v["value"], serde_json::json!([]));
+    assert_eq!(v["rerun_safe"], true, "{v}");
+    assert_eq!(v["attempts"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
 fn a_program_with_effects_runs_once() {
     let small = Fake::start(vec![ollama(
         "write_file('out.txt', 'x')\nread_file('notes/missing.txt')",

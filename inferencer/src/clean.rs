@@ -246,7 +246,8 @@ pub fn collect_prints(program: &str) -> Option<String> {
 /// validates: it must compute something. `(type, message)`:
 /// `EmptyProgram` (no statement: empty or only comments), `NoResult` (it
 /// does not end in an expression, so its value would be None), `NoToolCall`
-/// (it calls no tool and ends in a made-up constant). `None` when the
+/// (it calls no tool at all: whatever it ends in, a constant or names
+/// bound to constants, is made up). `None` when the
 /// shape is fine or the text does not parse (the validator reports that).
 pub fn shape_problem(program: &str, tools: &[String]) -> Option<(&'static str, String)> {
     use rustpython_parser::ast;
@@ -269,12 +270,13 @@ pub fn shape_problem(program: &str, tools: &[String]) -> Option<(&'static str, S
     let calls_tool = crate::corpus::called_names(program)
         .iter()
         .any(|n| tools.iter().any(|t| t == n));
-    if !tools.is_empty() && !calls_tool && is_literal(&e.value) {
-        return Some((
-            "NoToolCall",
+    if !tools.is_empty() && !calls_tool {
+        let msg = if is_literal(&e.value) {
             "the cell calls no tool and ends in a constant: the value must come from the tools"
-                .into(),
-        ));
+        } else {
+            "the cell calls no tool: its value is made up, it must come from the tools"
+        };
+        return Some(("NoToolCall", msg.into()));
     }
     None
 }
@@ -398,6 +400,182 @@ pub fn literal_arg_problem(
     None
 }
 
+/// Most bytes of a program [`line_index_problem`] scans. Why: a cell is a
+/// few lines; the scan is quadratic in the number of loop variables.
+const LINT_BYTES: usize = 16 * 1024;
+
+/// A line of text indexed as if it were a row of fields: in `for row in
+/// text.splitlines(): int(row[3])`, `row` is a str and `row[3]` its
+/// character 3, so the cell runs and silently computes the wrong number.
+/// Finds a name bound by `for NAME in X` where `X` is a `.splitlines()`
+/// (possibly sliced) or a name assigned one, used as `int(NAME[k])` or
+/// `float(NAME[k])` with a literal `k`. `(message, hint)`; `None` when
+/// there is no such use. Lexical, on the program with its strings blanked.
+pub fn line_index_problem(program: &str) -> Option<(String, String)> {
+    if program.len() > LINT_BYTES {
+        return None;
+    }
+    let code = crate::corpus::strip_strings(program);
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    // Does an iterable's text end in a list of lines?
+    let lines_expr = |e: &str, names: &[String]| -> bool {
+        let e = e.trim();
+        // Without a trailing subscript (`[1:]`): from its matching `[`.
+        let mut base = e;
+        if e.ends_with(']') {
+            let mut depth = 0i32;
+            let mut open = None;
+            for (k, c) in e.char_indices().rev() {
+                match c {
+                    ']' | ')' | '}' => depth += 1,
+                    '[' | '(' | '{' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            open = Some(k);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match open {
+                // A list display, not a subscript.
+                Some(0) | None => return false,
+                Some(k) => base = e[..k].trim_end(),
+            }
+        }
+        base.ends_with(".splitlines()") || names.iter().any(|n| n == base)
+    };
+    // Names assigned a list of lines: `lines = read_file(p).splitlines()`.
+    let mut line_lists: Vec<String> = Vec::new();
+    for l in code.lines() {
+        if let Some((lhs, rhs)) = l.split_once(" = ") {
+            let lhs = lhs.trim();
+            if !lhs.is_empty() && lhs.chars().all(is_word) && lines_expr(rhs, &line_lists) {
+                line_lists.push(lhs.to_string());
+            }
+        }
+    }
+    // Loop variables over lines: `for NAME in ITER` up to a `:`, ` if `,
+    // or a closing bracket at depth 0.
+    let mut vars: Vec<String> = Vec::new();
+    let mut at = 0;
+    while let Some(i) = code[at..].find("for ") {
+        let start = at + i;
+        at = start + 4;
+        if start > 0 && code[..start].chars().next_back().is_some_and(is_word) {
+            continue;
+        }
+        let rest = &code[at..];
+        let Some(j) = rest.find(" in ") else { continue };
+        let name = rest[..j].trim();
+        if name.is_empty() || !name.chars().all(is_word) {
+            continue;
+        }
+        let iter = &rest[j + 4..];
+        let mut depth = 0i32;
+        let mut end = iter.len();
+        for (k, c) in iter.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth == 0 => {
+                    end = k;
+                    break;
+                }
+                ')' | ']' | '}' => depth -= 1,
+                ':' | '\n' if depth == 0 => {
+                    end = k;
+                    break;
+                }
+                _ => {}
+            }
+            if depth == 0 && iter[k..].starts_with(" if ") {
+                end = k;
+                break;
+            }
+        }
+        if lines_expr(&iter[..end], &line_lists) && !vars.iter().any(|v| v == name) {
+            vars.push(name.to_string());
+        }
+    }
+    for v in &vars {
+        // `line[5] == "shipped"`: one character never equals a longer
+        // string, so the filter silently matches nothing.
+        let pat = format!("{v}[");
+        // Offsets agree only when blanking kept every byte (no escape, no
+        // multi-byte character in a string).
+        let aligned = code.len() == program.len();
+        for (i, _) in code.match_indices(&pat).filter(|_| aligned) {
+            if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
+                continue;
+            }
+            let after = &code[i + pat.len()..];
+            let digits: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            let Some(rest) = after[digits.len()..].strip_prefix(']') else {
+                continue;
+            };
+            if digits.is_empty() {
+                continue;
+            }
+            let rest = rest.trim_start();
+            let Some(op) = ["==", "!="].into_iter().find(|o| rest.starts_with(o)) else {
+                continue;
+            };
+            // The literal, read from the program (the scan's copy has its
+            // strings blanked; both have the same byte offsets).
+            let at = i
+                + pat.len()
+                + digits.len()
+                + 1
+                + (after[digits.len() + 1..].len() - rest.len())
+                + op.len();
+            let lit = program.get(at..).unwrap_or("").trim_start();
+            let Some(q) = lit.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let inner: String = lit[1..].chars().take_while(|c| *c != q).collect();
+            if inner.chars().count() >= 2 {
+                return Some((
+                    format!(
+                        "{v}[{digits}] {op} {q}{inner}{q}: {v} is a line of text (a str), so {v}[{digits}] is one character of it and never equals {q}{inner}{q}"
+                    ),
+                    format!(
+                        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
+                    ),
+                ));
+            }
+        }
+        for conv in ["int(", "float("] {
+            let pat = format!("{conv}{v}[");
+            for (i, _) in code.match_indices(&pat) {
+                if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
+                    continue;
+                }
+                let idx = &code[i + pat.len()..];
+                let digits: String = idx
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '-')
+                    .collect();
+                if digits.is_empty() || !idx[digits.len()..].starts_with(']') {
+                    continue;
+                }
+                return Some((
+                    format!(
+                        "{conv}{v}[{digits}]): {v} is a line of text (a str), so {v}[{digits}] is one character of it, not a field"
+                    ),
+                    format!(
+                        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// `name(a: str, b: int) -> x` → `[(a, str), (b, int)]`; `None` when the
 /// signature declares no types.
 fn declared_params(sig: &str) -> Option<Vec<(String, String)>> {
@@ -477,6 +655,83 @@ fn dedent(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No false alarm on right answers: the eval's reference programs and
+    /// the corpus's examples pass the shape and line-index checks.
+    #[test]
+    fn right_answers_pass_the_answer_checks() {
+        #[derive(serde::Deserialize)]
+        struct Intent {
+            program: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct File {
+            intents: Vec<Intent>,
+        }
+        let f: File = toml::from_str(include_str!("../eval/heldout/intents.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let corpus = crate::corpus::Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let tools: Vec<String> = [
+            "read_file",
+            "find_files",
+            "find_definitions",
+            "find_callers",
+            "write_file",
+            "edit_file",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let programs = f
+            .intents
+            .iter()
+            .map(|i| i.program.trim())
+            .chain(corpus.examples.iter().map(|e| e.program.trim()));
+        for p in programs {
+            assert_eq!(shape_problem(p, &tools), None, "{p}");
+            assert_eq!(line_index_problem(p), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_cell_calling_no_tool_is_made_up() {
+        let tools = ["read_file".to_string(), "find_files".to_string()];
+        for made_up in ["42", "notes = ['a.txt', 'b.txt']\n[notes]", "x = 3\nx * 2"] {
+            assert_eq!(
+                shape_problem(made_up, &tools).map(|(t, _)| t),
+                Some("NoToolCall"),
+                "{made_up}"
+            );
+        }
+        assert_eq!(shape_problem("len(find_files('*.txt'))", &tools), None);
+    }
+
+    #[test]
+    fn a_line_indexed_as_a_row_is_flagged() {
+        for bad in [
+            "sum(int(row[3]) for row in read_file('a.csv').splitlines()[1:])",
+            "total = 0\nfor line in read_file('a.csv').splitlines():\n    total += float(line[2])\ntotal",
+            "lines = read_file('a.csv').splitlines()\nrows = lines[1:]\nmax(int(r[1]) for r in rows)",
+            "len([r for r in read_file('a.csv').splitlines()[1:] if r[5] == \"shipped\"])",
+            "[l for l in read_file('a.csv').splitlines() if l[1] != 'ab']",
+        ] {
+            let got = line_index_problem(bad);
+            assert!(
+                got.as_ref().is_some_and(|(m, h)| m.contains("is a line of text") && h.contains(".split(")),
+                "{bad}: {got:?}"
+            );
+        }
+        for good in [
+            "sum(int(l.split(',')[3]) for l in read_file('a.csv').splitlines()[1:])",
+            "rows = [l.split(',') for l in read_file('a.csv').splitlines()[1:]]\nsum(int(r[3]) for r in rows)",
+            "[l for l in read_file('a.md').splitlines() if l[0] == '#']",
+            "[l for l in read_file('a.md').splitlines() if l[0] != \"-\"]",
+            "for p in find_files('*.csv'):\n    int(p[0])",
+            "int(read_file('n.txt').splitlines()[0])",
+        ] {
+            assert_eq!(line_index_problem(good), None, "{good}");
+        }
+    }
 
     #[test]
     fn a_printing_loop_collects_instead() {

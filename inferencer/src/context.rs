@@ -116,9 +116,10 @@ fn visit(
     }
 }
 
-/// The first `n` lines of a file beneath `root`, each cut; `None` when it
-/// cannot be read as text.
-fn head(root: &Dir, rel: &str, n: usize) -> Option<Vec<String>> {
+/// The first `n` lines of a file beneath `root`, each cut, and for a log
+/// the words in capitals its first [`HEAD_BYTES`] use ([`level_words`]);
+/// `None` when it cannot be read as text.
+fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
     let file = match rel.rsplit_once('/') {
         Some((d, f)) => root.subdir(d, false).ok()??.open_read(f).ok()??,
         None => root.open_read(rel).ok()??,
@@ -132,7 +133,36 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<Vec<String>> {
         .take(n)
         .map(|l| cut(l, MAX_LINE_BYTES))
         .collect();
-    (!lines.is_empty()).then_some(lines)
+    let levels = if rel.to_ascii_lowercase().ends_with(".log") {
+        level_words(&text)
+    } else {
+        Vec::new()
+    };
+    (!lines.is_empty()).then_some((lines, levels))
+}
+
+/// Most words in capitals named for a log.
+const MAX_LEVEL_WORDS: usize = 8;
+
+/// The words in capitals (3 to 8 ASCII letters, standing alone) a log's
+/// text uses, in order of first use: its level words (`INFO`, `WARN`,
+/// `ERROR`), so a program filtering lines by level spells the level as
+/// the file does. Words of a last, possibly cut, line are not counted.
+fn level_words(text: &str) -> Vec<String> {
+    let whole = text.rsplit_once('\n').map_or("", |(w, _)| w);
+    let mut out: Vec<String> = Vec::new();
+    for w in whole.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if (3..=8).contains(&w.len())
+            && w.bytes().all(|b| b.is_ascii_uppercase())
+            && !out.iter().any(|o| o == w)
+        {
+            out.push(w.to_string());
+            if out.len() >= MAX_LEVEL_WORDS {
+                break;
+            }
+        }
+    }
+    out
 }
 
 fn cut(s: &str, n: usize) -> String {
@@ -193,7 +223,7 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
     let mut heads = String::new();
     for p in data {
         let Some(n) = head_lines(p) else { continue };
-        if let Some(lines) = head(&root, p, n) {
+        if let Some((lines, levels)) = head(&root, p, n) {
             let mut block = format!(
                 "{p}:\n{}\n",
                 lines
@@ -204,6 +234,9 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
             );
             if let Some(layout) = table_layout(p, &lines) {
                 block.push_str(&format!("  ({layout})\n"));
+            }
+            if !levels.is_empty() {
+                block.push_str(&format!("  (words in capitals: {})\n", levels.join(", ")));
             }
             if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
                 continue;
@@ -334,6 +367,26 @@ mod tests {
         let wide: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
         let layout = table_layout("w.csv", &[wide.join(",")]).unwrap_or_default();
         assert!(layout.ends_with("23 c23, …"), "{layout}");
+    }
+
+    #[test]
+    fn logs_get_their_level_words() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let w = d.path();
+        std::fs::write(
+            w.join("app.log"),
+            "09:00 INFO up\n09:01 WARN slow (GET /x)\n09:02 ERROR down: IO\n09:03 INFO up\n09:04 DEBU",
+        )
+        .ok();
+        let c = workspace_context(w, "warnings").unwrap_or_default();
+        assert!(
+            c.contains("app.log:\n  09:00 INFO up\n  (words in capitals: INFO, WARN, GET, ERROR)"),
+            "{c}"
+        );
+        assert_eq!(
+            level_words("no capitals\nOK at all\nLAST"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -162,34 +162,93 @@ impl Corpus {
     /// calls are all `allowed` (tool names) or builtins. Ordered from the
     /// least to the most relevant: a small coder model weighs the last
     /// example most, so the best one goes last.
+    ///
+    /// An example scores, for each word of the intent, that word's
+    /// rarity over the corpus (`ln(1 + N / df)`) when it is among the
+    /// example's tags (times 2) or its intent's words (times 1) — or, when
+    /// it is not, half the best such score of one of its synonyms. Each
+    /// intent word counts once, so rare words decide: "the files that call
+    /// X" is about calling, which few examples teach, more than about
+    /// files, which most mention.
     pub fn retrieve(
         &self,
         intent: &str,
         n: usize,
         allowed: &dyn Fn(&str) -> bool,
     ) -> Vec<&Example> {
-        let query = self.expand(intent);
-        let mut scored: Vec<(usize, usize, &Example)> = self
+        let direct: BTreeSet<String> = tokens(intent).into_iter().collect();
+        let keys: Vec<(BTreeSet<String>, BTreeSet<String>)> = self
             .examples
             .iter()
+            .map(|e| {
+                let tags: BTreeSet<String> =
+                    e.tags.iter().map(|t| stem(&t.to_lowercase())).collect();
+                let words: BTreeSet<String> = tokens(&e.intent).into_iter().collect();
+                (tags, words)
+            })
+            .collect();
+        let total = keys.len().max(1) as f64;
+        let idf = |t: &str| {
+            let df = keys
+                .iter()
+                .filter(|(tags, words)| tags.contains(t) || words.contains(t))
+                .count()
+                .max(1) as f64;
+            (1.0 + total / df).ln()
+        };
+        // Each intent word with its synonyms (itself excluded).
+        let groups: Vec<(&String, Vec<&String>)> = direct
+            .iter()
+            .map(|w| {
+                let syn = self
+                    .synonyms
+                    .get(w)
+                    .map(|g| g.iter().filter(|s| *s != w).collect())
+                    .unwrap_or_default();
+                (w, syn)
+            })
+            .collect();
+        let mut scored: Vec<(f64, usize, &Example)> = self
+            .examples
+            .iter()
+            .zip(&keys)
             .enumerate()
-            .filter(|(_, e)| {
+            .filter(|(_, (e, _))| {
                 called_names(&e.program)
                     .iter()
                     .all(|c| is_builtin(c) || allowed(c))
             })
-            .map(|(i, e)| {
-                let tags: BTreeSet<String> =
-                    e.tags.iter().map(|t| stem(&t.to_lowercase())).collect();
-                let words: BTreeSet<String> = tokens(&e.intent).into_iter().collect();
-                let score =
-                    2 * tags.intersection(&query).count() + words.intersection(&query).count();
+            .map(|(i, (e, (tags, words)))| {
+                let hit = |t: &str| {
+                    let m = if tags.contains(t) {
+                        2.0
+                    } else if words.contains(t) {
+                        1.0
+                    } else {
+                        0.0
+                    };
+                    if m > 0.0 {
+                        m * idf(t)
+                    } else {
+                        0.0
+                    }
+                };
+                let score: f64 = groups
+                    .iter()
+                    .map(|(w, syn)| {
+                        let own = hit(w);
+                        if own > 0.0 {
+                            return own;
+                        }
+                        0.5 * syn.iter().map(|s| hit(s)).fold(0.0, f64::max)
+                    })
+                    .sum();
                 (score, i, e)
             })
-            .filter(|(s, _, _)| *s > 0)
+            .filter(|(s, _, _)| *s > 0.0)
             .collect();
         // Highest score first, then file order; keep n; then reverse.
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.truncate(n);
         scored.reverse();
         scored.into_iter().map(|(_, _, e)| e).collect()

@@ -170,6 +170,9 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         }
     }
     for e in errors {
+        if e.type_name == "EmptyResult" {
+            push(FailureMode::WrongOutput, "Check every path, glob pattern, column index and spelling against the workspace shown above: the exact file names, and the words and case the files use (a log's level words, a table's values). If nothing is really the answer, give the same cell again.".into());
+        }
         if e.type_name == "NoToolCall" {
             let example = tools
                 .first()

@@ -100,6 +100,32 @@ pub enum RunCheck {
     /// It ran (it has no effects) and failed: record the error and let the
     /// cascade go on.
     Failed(ErrorInfo),
+    /// It ran ok (it has no effects) but its value is empty: `None`, `[]`,
+    /// `{}`, `""` or `0`, shown as this text. Often a path, pattern or
+    /// spelling that matched nothing: a model provider whose prompt has
+    /// the workspace view is asked once more, with that fact; the cell is
+    /// kept when the answer is no better.
+    Empty(String),
+}
+
+/// What [`Delegator::check`] says about a program.
+enum Verdict {
+    /// Use it.
+    Accept,
+    /// It ran ok with an empty value ([`RunCheck::Empty`]): the error
+    /// that explains it to the model.
+    Empty(ErrorInfo),
+    /// Rejected: why.
+    Reject(Vec<ErrorInfo>),
+}
+
+/// The error that tells the model its cell's value was empty.
+fn empty_error(shown: &str) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::Runtime,
+        "EmptyResult",
+        format!("the cell ran, but its value is {shown}: nothing matched"),
+    )
 }
 
 /// The outcome of the cascade.
@@ -260,7 +286,10 @@ impl<'a> Delegator<'a> {
             return false;
         };
         let t0 = std::time::Instant::now();
-        let res = self.check(&program, &[]);
+        let res = match self.check(&program, &[]) {
+            Verdict::Accept | Verdict::Empty(_) => Ok(()),
+            Verdict::Reject(errs) => Err(errs),
+        };
         let ok = res.is_ok();
         d.attempts.push(Attempt {
             provider: provider.to_string(),
@@ -279,19 +308,36 @@ impl<'a> Delegator<'a> {
     }
 
     /// Shape check, validator, then the caller's run check.
-    fn check(&self, program: &str, tool_names: &[String]) -> Result<(), Vec<ErrorInfo>> {
-        if let Some((ty, msg)) = crate::clean::shape_problem(program, tool_names) {
-            return Err(vec![ErrorInfo::new(ErrorKind::Validation, ty, msg)]);
+    fn check(&self, program: &str, tool_names: &[String]) -> Verdict {
+        let shape = crate::clean::shape_problem(program, tool_names);
+        // The validator's errors (an unknown name, with its line) say more
+        // than "no tool call" about a cell using names it should not.
+        match shape {
+            Some(("NoToolCall", _)) | None => {}
+            Some((ty, msg)) => {
+                return Verdict::Reject(vec![ErrorInfo::new(ErrorKind::Validation, ty, msg)])
+            }
         }
-        (self.validate)(program)?;
+        if let Err(errs) = (self.validate)(program) {
+            return Verdict::Reject(errs);
+        }
+        if let Some((ty, msg)) = shape {
+            return Verdict::Reject(vec![ErrorInfo::new(ErrorKind::Validation, ty, msg)]);
+        }
         if let Some((msg, hint)) = crate::clean::literal_arg_problem(program, self.tools) {
             let mut e = ErrorInfo::new(ErrorKind::Validation, "ArgumentError", msg);
             e.hint = Some(hint);
-            return Err(vec![e]);
+            return Verdict::Reject(vec![e]);
+        }
+        if let Some((msg, hint)) = crate::clean::line_index_problem(program) {
+            let mut e = ErrorInfo::new(ErrorKind::Validation, "LineIndexed", msg);
+            e.hint = Some(hint);
+            return Verdict::Reject(vec![e]);
         }
         match self.run.map(|r| r(program)) {
-            Some(RunCheck::Failed(e)) => Err(vec![e]),
-            _ => Ok(()),
+            Some(RunCheck::Failed(e)) => Verdict::Reject(vec![e]),
+            Some(RunCheck::Empty(shown)) => Verdict::Empty(empty_error(&shown)),
+            _ => Verdict::Accept,
         }
     }
 
@@ -324,18 +370,22 @@ impl<'a> Delegator<'a> {
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, &examples, context);
-        let mut messages = first_messages(&system, intent);
-        // The files the task names, next to the task (a small model copies
-        // the examples' paths unless the right ones are close by).
-        if let (Some(ctx), Some(last)) = (context, messages.last_mut()) {
-            let named = named_files(intent, ctx);
-            if !named.is_empty() {
-                last.content
-                    .push_str(&format!("\n# Files: {}", named.join("; ")));
+        // The files the task names go next to it, in the first prompt and
+        // in every retry (a small model copies the examples' paths unless
+        // the right ones are close by).
+        let mut task = intent.to_string();
+        if let Some(ctx) = context {
+            for line in task_files(intent, ctx) {
+                task.push('\n');
+                task.push_str(&line);
             }
         }
+        let mut messages = first_messages(&system, &task);
         let mut temperature = None;
         let mut rejected: Vec<String> = Vec::new();
+        // A cell that ran ok with an empty value, and its attempt's index:
+        // the answer when the call after it does no better.
+        let mut fallback: Option<(String, usize)> = None;
         // One first answer, one correction retry, and one more call only
         // when the retry repeated a rejected cell.
         let mut calls = 0;
@@ -389,9 +439,14 @@ impl<'a> Delegator<'a> {
                 program = fixed;
             }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
-            let res = self.check(&program, &tool_names);
-            let errs = match res {
-                Ok(()) => {
+            let errs = match self.check(&program, &tool_names) {
+                // An empty value from the first answer, with the view on:
+                // ask again with that fact, keeping this cell.
+                Verdict::Empty(e) if context.is_some() && calls == 1 => {
+                    fallback = Some((program.clone(), d.attempts.len()));
+                    vec![e]
+                }
+                Verdict::Accept | Verdict::Empty(_) => {
                     d.attempts.push(Attempt {
                         provider: p.name.clone(),
                         raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -405,9 +460,12 @@ impl<'a> Delegator<'a> {
                     d.provider = Some(p.name.clone());
                     return true;
                 }
-                Err(errs) => errs,
+                Verdict::Reject(errs) => errs,
             };
-            let hints = hints_for(&program, &errs, &tool_names);
+            let mut hints = hints_for(&program, &errs, &tool_names);
+            if let Some(ctx) = context {
+                hints.extend(missing_path_hints(&errs, ctx));
+            }
             d.attempts.push(Attempt {
                 provider: p.name.clone(),
                 raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -424,19 +482,28 @@ impl<'a> Delegator<'a> {
                 return false;
             }
             if calls == 1 {
-                messages = retry_messages(&system, intent, &program, &errs, &hints);
+                messages = retry_messages(&system, &task, &program, &errs, &hints);
                 temperature = Some(p.retry_temperature);
             } else if repeated && calls == 2 {
                 // A retry that repeats the rejected cell is wasted: ask
                 // again, warmer, saying so.
                 tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
                 messages =
-                    different_messages(retry_messages(&system, intent, &program, &errs, &hints));
+                    different_messages(retry_messages(&system, &task, &program, &errs, &hints));
                 temperature = Some((p.retry_temperature + 0.3).min(1.2));
             } else {
                 break;
             }
             rejected.push(program);
+        }
+        if let Some((program, i)) = fallback {
+            tracing::info!(provider = %p.name, "the empty-valued cell stands");
+            if let Some(a) = d.attempts.get_mut(i) {
+                a.error = None;
+            }
+            d.program = Some(program);
+            d.provider = Some(p.name.clone());
+            return true;
         }
         false
     }
@@ -482,52 +549,194 @@ fn retrieval_query(intent: &str, context: Option<&str>) -> String {
     }
 }
 
-/// Workspace files of the view whose path shares a word with the intent,
-/// each with its first line when the view shows one (a CSV's header): at
-/// most 4.
-fn named_files(intent: &str, ctx: &str) -> Vec<String> {
+/// The paths the view lists (its "Workspace files" section; never the
+/// lines of a data file's head, which are indented the same way).
+fn view_paths(ctx: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut in_files = false;
+    for line in ctx.lines() {
+        if let Some(path) = line.strip_prefix("  ") {
+            if in_files && !path.contains(char::is_whitespace) {
+                out.push(path);
+            }
+            continue;
+        }
+        in_files = line.starts_with("Workspace files");
+    }
+    out
+}
+
+/// The head block the view shows for `path`: its first lines, without
+/// the layout line.
+fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
+    let lines: Vec<&str> = ctx.lines().collect();
+    let Some(j) = lines.iter().position(|l| *l == format!("{path}:")) else {
+        return Vec::new();
+    };
+    lines
+        .iter()
+        .skip(j + 1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim())
+        .filter(|l| !(l.starts_with('(') && l.ends_with(')')))
+        .collect()
+}
+
+/// The notes the view adds to `path`'s head block (the text inside
+/// its parenthesised lines: a table's layout, a log's capitals).
+fn view_notes<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
+    let lines: Vec<&str> = ctx.lines().collect();
+    let Some(j) = lines.iter().position(|l| *l == format!("{path}:")) else {
+        return Vec::new();
+    };
+    lines
+        .iter()
+        .skip(j + 1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.trim().strip_prefix('(')?.strip_suffix(')'))
+        .collect()
+}
+
+/// For a run-time "no such file" error: the workspace paths (from the
+/// view) with the missing path's file name, or else the advice to use a
+/// listed path as written.
+fn missing_path_hints(errs: &[ErrorInfo], ctx: &str) -> Vec<crate::hints::Hint> {
+    let mut out = Vec::new();
+    for e in errs.iter().filter(|e| e.type_name == "FileNotFound") {
+        let missing = e
+            .message
+            .split('"')
+            .nth(1)
+            .unwrap_or("")
+            .trim_start_matches("./");
+        let name = missing.rsplit('/').next().unwrap_or(missing);
+        let same: Vec<&str> = view_paths(ctx)
+            .into_iter()
+            .filter(|p| !name.is_empty() && p.rsplit('/').next() == Some(name) && *p != missing)
+            .take(3)
+            .collect();
+        let text = if same.is_empty() {
+            format!("\"{missing}\" is not a file of the workspace: use one of the paths listed above, exactly as written (directory included).")
+        } else {
+            format!("\"{missing}\" is not a file of the workspace; the file is {}: use the path with its directory.", same.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" or "))
+        };
+        out.push(crate::hints::Hint {
+            mode: crate::hints::FailureMode::PathPrefix,
+            text,
+        });
+    }
+    out
+}
+
+/// Most files described next to the task.
+const MAX_TASK_FILES: usize = 3;
+
+/// The workspace files the task names, chosen from the view: the paths
+/// the intent spells out (`data/orders.csv`) when there are any; else
+/// those whose file name shares a word with it (`orders` →
+/// `data/orders.csv`, `server log` → `logs/server.log`); else those
+/// whose directory does (`the notes` → `notes/a.txt`). At most
+/// [`MAX_TASK_FILES`].
+fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
+    let paths = view_paths(ctx);
+    let lower = intent.to_lowercase();
+    let spelled: Vec<&str> = paths
+        .iter()
+        .copied()
+        .filter(|p| {
+            let p = p.to_lowercase();
+            lower.match_indices(&p).any(|(i, _)| {
+                let before = lower[..i].chars().next_back();
+                let rest = &lower[i + p.len()..];
+                let ok_before = before.is_none_or(|c| !(c.is_alphanumeric() || "_/.".contains(c)));
+                // A full stop after the path ends the sentence, not the name.
+                let ok_after = match rest.chars().next() {
+                    None => true,
+                    Some('.') => rest.len() == 1 || rest[1..].starts_with(char::is_whitespace),
+                    Some(c) => !(c.is_alphanumeric() || "_/".contains(c)),
+                };
+                ok_before && ok_after
+            })
+        })
+        .collect();
+    if !spelled.is_empty() {
+        return spelled.into_iter().take(MAX_TASK_FILES).collect();
+    }
     let words: std::collections::BTreeSet<String> =
         crate::corpus::tokens(intent).into_iter().collect();
-    let lines: Vec<&str> = ctx.lines().collect();
-    let mut out: Vec<String> = Vec::new();
-    for line in &lines {
-        let Some(path) = line.strip_prefix("  ") else {
-            continue;
-        };
-        if path.contains(char::is_whitespace) || !path.contains('.') {
-            continue;
-        }
-        let named = crate::corpus::tokens(path)
+    let stem_hit = |p: &str| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+        crate::corpus::tokens(stem)
             .iter()
-            .any(|t| t != "txt" && t != "md" && t != "py" && words.contains(t));
-        if !named || out.iter().any(|o| o.starts_with(path)) {
-            continue;
-        }
-        // The head block: "path:" then indented lines, a table's layout
-        // last, in parentheses.
-        let block: Vec<&str> = lines
-            .iter()
-            .position(|l| *l == format!("{path}:"))
-            .map(|j| {
-                lines
-                    .iter()
-                    .skip(j + 1)
-                    .take_while(|l| l.starts_with("  "))
-                    .map(|l| l.trim())
-                    .collect()
-            })
+            .any(|t| words.contains(t))
+    };
+    let by_name: Vec<&str> = paths.iter().copied().filter(|p| stem_hit(p)).collect();
+    if !by_name.is_empty() {
+        return by_name.into_iter().take(MAX_TASK_FILES).collect();
+    }
+    let dir_hit = |p: &str| {
+        p.rsplit_once('/')
+            .is_some_and(|(d, _)| crate::corpus::tokens(d).iter().any(|t| words.contains(t)))
+    };
+    paths
+        .iter()
+        .copied()
+        .filter(|p| dir_hit(p))
+        .take(MAX_TASK_FILES)
+        .collect()
+}
+
+/// Lines describing the files the task names ([`named_paths`]), for the
+/// user turn next to the task: a table (`.csv`, `.tsv`) as the line of
+/// code that splits its data rows and the index of each column, with its
+/// first data row; any other file with its first line when the view
+/// shows one.
+fn task_files(intent: &str, ctx: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for path in named_paths(intent, ctx) {
+        let head = view_head(ctx, path);
+        let ext = path
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
             .unwrap_or_default();
-        let layout = block
-            .iter()
-            .find(|l| l.starts_with('(') && l.ends_with(')'))
-            .map(|l| &l[1..l.len() - 1]);
-        out.push(match (layout, block.first()) {
-            (Some(t), _) => format!("{path} ({t})"),
-            (None, Some(h)) => format!("{path} (first line: {h})"),
-            (None, None) => path.to_string(),
-        });
-        if out.len() >= 4 {
-            break;
+        let sep = match ext.as_str() {
+            "csv" => Some((',', "\",\"")),
+            "tsv" => Some(('\t', "\"\\t\"")),
+            _ => None,
+        };
+        let quoted = format!("{path:?}");
+        match (sep, head.first()) {
+            (Some((sep, lit)), Some(header)) if header.split(sep).count() >= 2 => {
+                let cols: Vec<String> = header
+                    .split(sep)
+                    .take(24)
+                    .enumerate()
+                    .map(|(i, c)| format!("r[{i}] {}", c.trim()))
+                    .collect();
+                out.push(format!(
+                    "# {path} is a table: its line 0 is the header {:?}; its data rows: rows = [l.split({lit}) for l in read_file({quoted}).splitlines()[1:]]",
+                    header.trim()
+                ));
+                let first = head
+                    .get(1)
+                    .map(|r| format!(" (first row: {r})"))
+                    .unwrap_or_default();
+                out.push(format!("# each row r: {}{first}", cols.join(", ")));
+            }
+            (_, Some(_)) => {
+                let shown: Vec<String> = head.iter().map(|l| format!("{l:?}")).collect();
+                let capitals = view_notes(ctx, path)
+                    .into_iter()
+                    .find_map(|n| n.strip_prefix("words in capitals: "))
+                    .map(|w| format!("; words in capitals: {w}"))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "# read_file({quoted}).splitlines() starts [{}]{capitals}",
+                    shown.join(", ")
+                ));
+            }
+            (_, None) => out.push(format!("# {path}")),
         }
     }
     out
@@ -908,6 +1117,102 @@ mod tests {
         assert_eq!(d.program.as_deref(), Some("read_file('notes/present.txt')"));
     }
 
+    /// A run check: `find_files('*.md')` and `read_file('a.md')` run ok
+    /// with an empty value, anything else ok with a value.
+    fn empty_for_md(p: &str) -> RunCheck {
+        if p.contains("'*.md'") || p.contains("'a.md'") {
+            RunCheck::Empty("[]".into())
+        } else {
+            RunCheck::Accept
+        }
+    }
+
+    #[test]
+    fn an_empty_value_is_asked_again_once() {
+        let ctx = Some("Workspace files:\n  docs/a.md");
+        let markdown = |answers: &[&str]| {
+            run_in(
+                vec![ollama("x")],
+                2,
+                ctx,
+                Some(&empty_for_md),
+                "the markdown files",
+                answers.iter().map(|a| Ok(a.to_string())).collect(),
+            )
+        };
+        // A better second answer wins.
+        let (d, s) = markdown(&["find_files('*.md')", "find_files('**/*.md')"]);
+        assert_eq!(d.program.as_deref(), Some("find_files('**/*.md')"));
+        assert_eq!(s.seen.len(), 2);
+        let retry = &s.seen[1].messages[1].content;
+        assert!(
+            retry.contains("EmptyResult: the cell ran, but its value is []")
+                && retry.contains("Check every path, glob pattern"),
+            "{retry}"
+        );
+        assert_eq!(d.attempts[0].error_type(), Some("EmptyResult"));
+        // A worse one (rejected) leaves the first cell standing, its
+        // attempt without an error; no third call.
+        let (d, s) = markdown(&["find_files('*.md')", "import os", "x"]);
+        assert_eq!(d.program.as_deref(), Some("find_files('*.md')"));
+        assert_eq!((s.seen.len(), d.attempts[0].error_type()), (2, None));
+        assert!(d.error.is_none());
+        // The same cell again: it stands, no third call.
+        let (d, s) = markdown(&["find_files('*.md')", "find_files( '*.md' )", "x"]);
+        assert_eq!(d.program.as_deref(), Some("find_files( '*.md' )"));
+        assert_eq!(s.seen.len(), 2);
+        // Another empty cell: the second stands.
+        let (d, s) = markdown(&["find_files('*.md')", "read_file('a.md')", "x"]);
+        assert_eq!(d.program.as_deref(), Some("read_file('a.md')"));
+        assert_eq!(s.seen.len(), 2);
+        // Without the workspace view the model is not asked again.
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            None,
+            Some(&empty_for_md),
+            "the markdown files",
+            vec![Ok("find_files('*.md')".into()), Ok("x".into())],
+        );
+        assert_eq!(d.program.as_deref(), Some("find_files('*.md')"));
+        assert_eq!(s.seen.len(), 1);
+        // Templates' empty values stand (no model to ask).
+        let (d, s) = run_in(
+            vec![
+                ProviderConfig::new("templates", Plugin::Templates),
+                ollama("x"),
+            ],
+            2,
+            ctx,
+            Some(&|_: &str| RunCheck::Empty("[]".into())),
+            "read notes/todo.txt",
+            vec![],
+        );
+        assert_eq!(d.provider.as_deref(), Some("templates"));
+        assert!(s.seen.is_empty());
+    }
+
+    #[test]
+    fn a_missing_path_gets_the_listed_one() {
+        let ctx = "Workspace files:\n  data/products.csv\n  notes/a.txt\nFirst lines of data files:\nx.csv:\n  a,b";
+        let e = |m: &str| ErrorInfo::new(ErrorKind::Tool, "FileNotFound", m);
+        let h = missing_path_hints(&[e("no such file: \"products.csv\"")], ctx);
+        assert!(
+            h[0].text.contains("the file is \"data/products.csv\""),
+            "{:?}",
+            h
+        );
+        let h = missing_path_hints(&[e("no such file: \"data.csv\"")], ctx);
+        assert!(
+            h[0].text.contains("use one of the paths listed above"),
+            "{:?}",
+            h
+        );
+        assert!(
+            missing_path_hints(&[ErrorInfo::new(ErrorKind::Tool, "Other", "x")], ctx).is_empty()
+        );
+    }
+
     #[test]
     fn retrieval_query_adds_the_kind_of_named_files() {
         let ctx = "Workspace files:\n  data/orders.csv\n  logs/server.log\n  README.md\nFirst lines of data files:\ndata/orders.csv:\n  id,qty";
@@ -924,17 +1229,36 @@ mod tests {
 
     #[test]
     fn files_named_by_the_task_go_next_to_it() {
-        let ctx = "Workspace files:\n  data/orders.csv\n  notes/a.txt\nFirst lines of data files:\ndata/orders.csv:\n  id,qty\n  1,2";
+        let ctx = "Workspace files:\n  data/orders.csv\n  data/users.csv\n  notes/a.txt\n  docs/shipping.md\n\
+                   First lines of data files:\ndata/orders.csv:\n  id,qty,status\n  1,2,shipped\n  (layout)\n\
+                   notes/a.txt:\n  hello";
+        // A table: the code that splits its rows, each column's index and
+        // its first row; a data line of a head is never taken for a path.
         assert_eq!(
-            named_files("total qty of the orders", ctx),
-            ["data/orders.csv (first line: id,qty)"]
+            task_files("total qty of the orders", ctx),
+            [
+                "# data/orders.csv is a table: its line 0 is the header \"id,qty,status\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/orders.csv\").splitlines()[1:]]",
+                "# each row r: r[0] id, r[1] qty, r[2] status (first row: 1,2,shipped)",
+            ]
         );
-        assert!(named_files("something else", ctx).is_empty());
-        // A table's layout, when the view has one, stands for its first line.
-        let ctx = "Workspace files:\n  data/orders.csv\nFirst lines of data files:\ndata/orders.csv:\n  id,qty\n  1,2\n  (fields split by \",\"; columns: 0 id, 1 qty)";
+        assert!(task_files("something else", ctx).is_empty());
+        // A path spelled out wins over files sharing a word (`data`).
         assert_eq!(
-            named_files("total qty of the orders", ctx),
-            ["data/orders.csv (fields split by \",\"; columns: 0 id, 1 qty)"]
+            named_paths("how many rows in data/orders.csv.", ctx),
+            ["data/orders.csv"]
+        );
+        // The file's name before its directory's.
+        assert_eq!(named_paths("the pending orders", ctx), ["data/orders.csv"]);
+        assert_eq!(named_paths("all the notes", ctx), ["notes/a.txt"]);
+        assert_eq!(
+            task_files("what do the notes say", ctx),
+            ["# read_file(\"notes/a.txt\").splitlines() starts [\"hello\"]"]
+        );
+        // A log: its lines and its words in capitals.
+        let ctx = "Workspace files:\n  logs/app.log\nFirst lines of data files:\nlogs/app.log:\n  09:00 INFO up\n  (words in capitals: INFO, WARN)";
+        assert_eq!(
+            task_files("warnings in the app log", ctx),
+            ["# read_file(\"logs/app.log\").splitlines() starts [\"09:00 INFO up\"]; words in capitals: INFO, WARN"]
         );
     }
 }

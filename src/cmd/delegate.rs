@@ -206,7 +206,10 @@ pub fn delegate_with(
     // Programs without write effects run as soon as they validate, so a
     // failure moves the cascade on; a program with effects is accepted
     // unrun and runs once below, never again automatically.
-    let last_run: RefCell<Option<(String, RunReport)>> = RefCell::new(None);
+    // Every program run so far, newest last: the cascade may settle on an
+    // earlier one (a cell with an empty value kept after a retry that did
+    // no better). A handful per provider at most.
+    let runs: RefCell<Vec<(String, RunReport)>> = RefCell::new(Vec::new());
     let run_check = |program: &str| -> RunCheck {
         let grade = match lackpy_policy::validate(program, &ns, &limits) {
             Ok(p) => p.grade,
@@ -217,11 +220,14 @@ pub fn delegate_with(
         }
         let report = run(program);
         let verdict = match (&report.ok, &report.error) {
-            (true, _) => RunCheck::Accept,
+            (true, _) => match empty_value(&report.value) {
+                Some(shown) => RunCheck::Empty(shown.into()),
+                None => RunCheck::Accept,
+            },
             (false, Some(e)) if e.kind != ErrorKind::Internal => RunCheck::Failed(e.clone()),
             _ => RunCheck::Accept,
         };
-        *last_run.borrow_mut() = Some((program.to_string(), report));
+        runs.borrow_mut().push((program.to_string(), report));
         verdict
     };
     let mut delegator = Delegator::new(&config, &tools, &templates, &corpus, &env, &validate);
@@ -229,7 +235,13 @@ pub fn delegate_with(
     delegator.run = Some(&run_check);
     let mut caller = model_caller();
     let d = delegator.delegate(intent, caller.as_mut());
-    let last = last_run.borrow_mut().take();
+    let mut runs = runs.into_inner();
+    let ran = d
+        .program
+        .as_ref()
+        .and_then(|p| runs.iter().rposition(|(r, _)| r == p))
+        .map(|i| runs.swap_remove(i));
+    let last = ran.or_else(|| runs.pop());
     let (program, report, effects) = match (d.program.clone(), last) {
         (Some(p), Some((ran, report))) if ran == p => (p, report, false),
         (Some(p), _) => {
@@ -357,6 +369,19 @@ pub fn confirm_json(workspace: &std::path::Path, run_id: &str, correct: bool) ->
             let e = ErrorInfo::new(ErrorKind::Internal, "RatchetFailed", e.to_string());
             json!({"ok": false, "error": e})
         }
+    }
+}
+
+/// How an empty value of a run shows (`None`, `[]`, `{}`, `""`, `0`), or
+/// `None` when the value is not empty. `False` is an answer, not emptiness.
+fn empty_value(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Null => Some("None"),
+        Value::Array(a) if a.is_empty() => Some("[]"),
+        Value::Object(o) if o.is_empty() => Some("{}"),
+        Value::String(s) if s.is_empty() => Some("\"\""),
+        Value::Number(n) if n.as_f64() == Some(0.0) => Some("0"),
+        _ => None,
     }
 }
 
