@@ -566,9 +566,9 @@ fn view_paths(ctx: &str) -> Vec<&str> {
     out
 }
 
-/// The head block the view shows for `path`: its first lines, without
-/// the layout line.
-fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
+/// The indented lines of `path`'s head block in the view (`path:` then
+/// lines starting with two spaces), trimmed.
+fn view_block<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
     let lines: Vec<&str> = ctx.lines().collect();
     let Some(j) = lines.iter().position(|l| *l == format!("{path}:")) else {
         return Vec::new();
@@ -578,6 +578,14 @@ fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
         .skip(j + 1)
         .take_while(|l| l.starts_with("  "))
         .map(|l| l.trim())
+        .collect()
+}
+
+/// The head block the view shows for `path`: its first lines, without
+/// the layout line.
+fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
+    view_block(ctx, path)
+        .into_iter()
         .filter(|l| !(l.starts_with('(') && l.ends_with(')')))
         .collect()
 }
@@ -585,15 +593,9 @@ fn view_head<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
 /// The notes the view adds to `path`'s head block (the text inside
 /// its parenthesised lines: a table's layout, a log's capitals).
 fn view_notes<'c>(ctx: &'c str, path: &str) -> Vec<&'c str> {
-    let lines: Vec<&str> = ctx.lines().collect();
-    let Some(j) = lines.iter().position(|l| *l == format!("{path}:")) else {
-        return Vec::new();
-    };
-    lines
-        .iter()
-        .skip(j + 1)
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.trim().strip_prefix('(')?.strip_suffix(')'))
+    view_block(ctx, path)
+        .into_iter()
+        .filter_map(|l| l.strip_prefix('(')?.strip_suffix(')'))
         .collect()
 }
 

@@ -932,21 +932,7 @@ mod tests {
         let zygote = compile_for_pid(Filter::Zygote, 4242, SeccompAction::KillProcess).unwrap();
         let child = compile_zygote_child(Filter::Executor).unwrap();
         let exec = compile_for_pid(Filter::Executor, 1, SeccompAction::KillProcess).unwrap();
-        let values = [
-            0u64,
-            1,
-            2,
-            3,
-            4242,
-            libc::F_GETFD as u64,
-            FIONBIO,
-            libc::PROT_READ as u64,
-            (libc::PROT_READ | libc::PROT_EXEC) as u64,
-            super::super::ZYGOTE_CLONE_FLAGS,
-            libc::PR_SET_PDEATHSIG as u64,
-            libc::PR_SET_NO_NEW_PRIVS as u64,
-            u64::MAX,
-        ];
+        let values = probe_values();
         let mut checked = 0;
         for nr in 0..460u32 {
             for &v0 in &values {
