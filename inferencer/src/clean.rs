@@ -506,20 +506,10 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         // multi-byte character in a string).
         let aligned = code.len() == program.len();
         for (i, _) in code.match_indices(&pat).filter(|_| aligned) {
-            if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
-                continue;
-            }
-            let after = &code[i + pat.len()..];
-            let digits: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '-')
-                .collect();
-            let Some(rest) = after[digits.len()..].strip_prefix(']') else {
+            let Some((digits, rest)) = literal_index(&code, i, &pat) else {
                 continue;
             };
-            if digits.is_empty() {
-                continue;
-            }
+            let after = &code[i + pat.len()..];
             let rest = rest.trim_start();
             let Some(op) = ["==", "!="].into_iter().find(|o| rest.starts_with(o)) else {
                 continue;
@@ -542,38 +532,49 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
                     format!(
                         "{v}[{digits}] {op} {q}{inner}{q}: {v} is a line of text (a str), so {v}[{digits}] is one character of it and never equals {q}{inner}{q}"
                     ),
-                    format!(
-                        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
-                    ),
+                    split_hint(v, digits),
                 ));
             }
         }
         for conv in ["int(", "float("] {
             let pat = format!("{conv}{v}[");
             for (i, _) in code.match_indices(&pat) {
-                if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
+                let Some((digits, _)) = literal_index(&code, i, &pat) else {
                     continue;
-                }
-                let idx = &code[i + pat.len()..];
-                let digits: String = idx
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '-')
-                    .collect();
-                if digits.is_empty() || !idx[digits.len()..].starts_with(']') {
-                    continue;
-                }
+                };
                 return Some((
                     format!(
                         "{conv}{v}[{digits}]): {v} is a line of text (a str), so {v}[{digits}] is one character of it, not a field"
                     ),
-                    format!(
-                        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
-                    ),
+                    split_hint(v, digits),
                 ));
             }
         }
     }
     None
+}
+
+/// At `code[i..]`, which starts with `pat` (ending in `[`) not preceded by
+/// a word character: the integer index written there (`3`, `-1`) and the
+/// text after its `]`.
+fn literal_index<'c>(code: &'c str, i: usize, pat: &str) -> Option<(&'c str, &'c str)> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    if i > 0 && code[..i].chars().next_back().is_some_and(is_word) {
+        return None;
+    }
+    let after = &code[i + pat.len()..];
+    let n = after
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(after.len());
+    let rest = after[n..].strip_prefix(']')?;
+    (n > 0).then_some((&after[..n], rest))
+}
+
+/// The hint for a line of text indexed as if it were a row of fields.
+fn split_hint(v: &str, digits: &str) -> String {
+    format!(
+        "split the line into its fields first: {v}.split(\",\")[{digits}] (with the file's separator), or loop over rows = [l.split(\",\") for l in lines]"
+    )
 }
 
 /// `name(a: str, b: int) -> x` → `[(a, str), (b, int)]`; `None` when the
