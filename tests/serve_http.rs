@@ -60,21 +60,21 @@ impl Server {
 
     /// Start with `extra` arguments (e.g. the TLS files).
     pub fn start_with(config: &str, listen: &str, extra: &[&str]) -> Server {
+        Server::start_full(config, listen, "127.0.0.1:0", extra)
+    }
+
+    /// Start listening on `listen`, with health and metrics on `metrics`
+    /// (HOST:PORT each).
+    pub fn start_full(config: &str, listen: &str, metrics: &str, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
         let mut cmd = Command::new(bin());
-        cmd.args([
-            "serve",
-            "--listen",
-            listen,
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--config")
-        .arg(&cfg)
-        .args(extra)
-        .env_remove("LACKPY_LOG");
+        cmd.args(["serve", "--listen", listen, "--metrics-listen", metrics])
+            .arg("--config")
+            .arg(&cfg)
+            .args(extra)
+            .env_remove("LACKPY_LOG");
         let io = [Stdio::null(), Stdio::null(), Stdio::piped()];
         let mut child = crate::util::spawn(&mut cmd, io, "lackpy serve");
         let stderr = child.stderr.take().expect("stderr");
@@ -240,7 +240,7 @@ fn read_to_eof(s: &mut TcpStream) -> Vec<u8> {
 }
 
 /// `DELETE /mcp` of `session` with `token`'s credentials.
-fn end_session(addr: &str, token: &str, session: &str) -> Resp {
+pub(crate) fn end_session(addr: &str, token: &str, session: &str) -> Resp {
     let auth = format!("Bearer {token}");
     let h = [
         ("Authorization", auth.as_str()),

@@ -6,7 +6,7 @@
 //! (404 Session not found, or a 502/503 from the proxy for the request in
 //! flight), new sessions succeed, and the killed replica's workers are gone.
 
-use crate::serve_http::{config, get, initialize, run, structured, Server, TOKEN_A};
+use crate::serve_http::{config, end_session, get, initialize, run, structured, Server, TOKEN_A};
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -97,11 +97,18 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
     );
     let ws = crate::util::workspace(&[]);
     let cfg = config(ws.path(), "drain_seconds = 5", "");
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut replicas: Vec<Option<Server>> = ports
-        .iter()
-        .map(|p| Some(Server::start_on(&cfg, &format!("127.0.0.1:{p}"))))
-        .collect();
+    // Fixed ports for MCP and for health: the restarted replica comes back
+    // on both, so the proxy's health check finds it again.
+    let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+    let start = |(p, m): (u16, u16)| {
+        Server::start_full(
+            &cfg,
+            &format!("127.0.0.1:{p}"),
+            &format!("127.0.0.1:{m}"),
+            &[],
+        )
+    };
+    let mut replicas: Vec<Option<Server>> = ports.iter().map(|pm| Some(start(*pm))).collect();
     let front = free_port();
     let dir = tempfile::tempdir().expect("tempdir");
     let template = std::fs::read_to_string(concat!(
@@ -167,7 +174,14 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                         tally.sessions_after_restart.fetch_add(1, Ordering::SeqCst);
                     }
                     // Up to 20 cells per session, alternating plain runs and
-                    // notebook cells.
+                    // notebook cells; then the session is ended (DELETE), as a
+                    // well-behaved client does. Without that, every finished
+                    // session held one of the client's 32 connection slots on
+                    // its replica until the idle timeout: within a second all
+                    // three replicas were full, the clients spun on 429s from
+                    // `initialize`, and at the kill no session might be on
+                    // replica 1 at all.
+                    let mut live = true;
                     for k in 0..20 {
                         if stop.load(Ordering::SeqCst) {
                             break;
@@ -205,6 +219,7 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                             // A run cut off by the kill is an error result, never a wrong value.
                             if v["ok"] == json!(false) || v.is_null() {
                                 tally.ended_clearly.fetch_add(1, Ordering::SeqCst);
+                                live = false;
                                 break;
                             }
                             if let Ok(mut w) = tally.wrong.lock() {
@@ -221,7 +236,25 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
                         } else if let Ok(mut u) = tally.unclear.lock() {
                             u.push(format!("{} {}", r.status, r.body));
                         }
+                        live = false;
                         break;
+                    }
+                    if live {
+                        let d = end_session(&addr, TOKEN_A, &sid);
+                        // 404: the session's replica was killed or restarted
+                        // since the last cell; 502/503: the proxy had none.
+                        let fine = d.status == 200
+                            || d.status == 202
+                            || d.status == 204
+                            || d.status == 404
+                            || d.status == 502
+                            || d.status == 503
+                            || d.status == 0;
+                        if !fine {
+                            if let Ok(mut u) = tally.unclear.lock() {
+                                u.push(format!("DELETE: {} {}", d.status, d.body));
+                            }
+                        }
                     }
                 }
             })
@@ -245,36 +278,57 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
         "workers of the killed replica still running: {left:?}"
     );
     // Restart it on the same port.
-    replicas[1] = Some(Server::start_on(&cfg, &format!("127.0.0.1:{}", ports[1])));
+    replicas[1] = Some(start(ports[1]));
     restarted.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_secs(3));
     stop.store(true, Ordering::SeqCst);
     for c in clients {
         c.join().expect("client thread");
     }
-    let wrong = tally.wrong.lock().map(|w| w.clone()).unwrap_or_default();
-    let unclear = tally.unclear.lock().map(|w| w.clone()).unwrap_or_default();
-    assert!(wrong.is_empty(), "wrong results: {wrong:?}");
-    assert!(unclear.is_empty(), "unclear failures: {unclear:?}");
-    assert!(tally.ok.load(Ordering::SeqCst) > 100, "too few runs");
-    assert!(
-        tally.ended_clearly.load(Ordering::SeqCst) > 0,
-        "no session was on the killed replica?"
-    );
-    assert!(
-        tally.sessions_after_restart.load(Ordering::SeqCst) > 0,
-        "no new session after the restart"
-    );
-    // Every replica answers again.
-    for r in replicas.iter().flatten() {
-        assert_eq!(get(&r.metrics, "/healthz").status, 200);
-    }
-    eprintln!(
-        "scale-out: {} runs ok, {} refused by the quota, {} sessions ({} after restart), {} ended with a clear error",
+    let summary = format!(
+        "{} runs ok, {} refused by the quota, {} sessions ({} after restart), {} ended with a clear error",
         tally.ok.load(Ordering::SeqCst),
         tally.refused.load(Ordering::SeqCst),
         tally.sessions.load(Ordering::SeqCst),
         tally.sessions_after_restart.load(Ordering::SeqCst),
         tally.ended_clearly.load(Ordering::SeqCst)
     );
+    let wrong = tally.wrong.lock().map(|w| w.clone()).unwrap_or_default();
+    let unclear = tally.unclear.lock().map(|w| w.clone()).unwrap_or_default();
+    assert!(wrong.is_empty(), "wrong results: {wrong:?} ({summary})");
+    assert!(
+        unclear.is_empty(),
+        "unclear failures: {unclear:?} ({summary})"
+    );
+    assert!(
+        tally.ok.load(Ordering::SeqCst) > 100,
+        "too few runs: {summary}"
+    );
+    assert!(
+        tally.ended_clearly.load(Ordering::SeqCst) > 0,
+        "no session was on the killed replica? {summary}"
+    );
+    assert!(
+        tally.sessions_after_restart.load(Ordering::SeqCst) > 0,
+        "no new session after the restart: {summary}"
+    );
+    // Every replica answers again, and the proxy sent the restarted one work.
+    for r in replicas.iter().flatten() {
+        assert_eq!(get(&r.metrics, "/healthz").status, 200);
+    }
+    let m = get(
+        &replicas[1].as_ref().expect("replica 1").metrics,
+        "/metrics",
+    );
+    let runs: f64 = m
+        .body
+        .lines()
+        .filter(|l| l.starts_with("lackpy_runs_total"))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    assert!(
+        runs > 0.0,
+        "the restarted replica got no runs through the proxy ({summary})"
+    );
+    eprintln!("scale-out: {summary}");
 }
