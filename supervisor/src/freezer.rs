@@ -1,10 +1,11 @@
 //! Runaways yield the CPUs to other runs: a run still computing after
-//! `DEMOTE_AFTER` is demoted (`SCHED_IDLE`), and while the other runs in
-//! flight need every CPU but one (the front end's), demoted workers are
-//! stopped (`SIGSTOP`). They are continued (`SIGCONT`) once that has not
-//! been so for [`GRACE`]: a client sending quick calls back to back keeps
-//! the runaway stopped between them too, not only during them. (The
-//! runaway's own supervisor thread checks every [`CHECK_EVERY`].)
+//! `DEMOTE_AFTER` is demoted. While other runs are in flight (or ended less
+//! than [`GRACE`] ago) a demoted worker is scheduled `SCHED_IDLE`, and while
+//! they need every CPU but one (the front end's) it is stopped (`SIGSTOP`).
+//! It is continued (`SIGCONT`) once that has not been so for [`GRACE`]: a
+//! client sending quick calls back to back keeps the runaway stopped between
+//! them too, not only during them. (The runaway's own supervisor thread
+//! checks every [`CHECK_EVERY`].)
 //!
 //! Why not `SCHED_IDLE` alone: the scheduler still lets an idle-policy task
 //! run out its slice when the task it displaced is merely runnable (it
@@ -13,14 +14,26 @@
 //! p99s on quick `lackpy mcp` calls while a runaway ran (1000 sequential
 //! calls; ~1.1 ms without one). A stopped process takes no CPU at all.
 //!
+//! Why not `SCHED_IDLE` for good: an idle-policy task gets almost no CPU
+//! while *any* other process wants it. Next to a CPU-bound neighbour that is
+//! not lackpy's (a local model generating on every core, the delegate case)
+//! a program that had merely computed for 20 ms then starved until its
+//! wall-clock limit. The demotion is about other lackpy runs, so it holds
+//! only while there are some: alone, a demoted worker goes back to the
+//! supervisor's own policy and nice value. Going back needs `CAP_SYS_NICE`
+//! (or an `RLIMIT_NICE` allowing it); where it is refused the worker stays
+//! idle, as before, and nothing else changes.
+//!
 //! A frozen runaway keeps its wall-clock limit, its cancellation and its
 //! SIGKILL at the end: nothing else about the run changes. It is kept
 //! stopped for at most half its wall-clock limit in all (its budget), so a
 //! long but legitimate program still has time to finish under steady load
-//! (at `SCHED_IDLE` once the budget is spent). Only forked
-//! (pooled) workers are frozen, through their pidfd (never a reused pid).
+//! (at `SCHED_IDLE` while others run, once the budget is spent). Only forked
+//! (pooled) workers are frozen and moved between policies, through their
+//! pidfd (never a reused pid: the pidfd says whether the pid still names
+//! the worker); an exec'd worker is made `SCHED_IDLE` once, at demotion.
 
-use crate::spawn::pidfd_signal;
+use crate::spawn::{pidfd_exited, pidfd_signal, set_sched_idle};
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -39,6 +52,12 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(2);
 struct Demoted {
     id: u64,
     pidfd: OwnedFd,
+    /// Its pid, for the scheduling policy (`None`: left as it is).
+    pid: Option<libc::pid_t>,
+    /// Whether it is `SCHED_IDLE` now.
+    idle: bool,
+    /// Going back from `SCHED_IDLE` was refused (no `CAP_SYS_NICE`): it stays.
+    idle_for_good: bool,
     /// Since when it is stopped (`None`: running).
     stopped_at: Option<Instant>,
     /// How long it was stopped before `stopped_at`.
@@ -98,12 +117,20 @@ impl RunToken<'_> {
     /// names its worker, which may be kept stopped for `budget` in all
     /// (so a long run still gets part of its wall-clock limit to compute
     /// in). Without a pidfd the run only stops counting as active.
-    pub fn demote(&mut self, pidfd: Option<OwnedFd>, budget: Duration) {
+    /// `pid` is the worker's pid for its scheduling policy: with a pidfd it
+    /// is `SCHED_IDLE` only while other runs are in flight; without one (an
+    /// exec'd worker) it is made `SCHED_IDLE` now, for good.
+    pub fn demote(&mut self, pidfd: Option<OwnedFd>, pid: Option<libc::pid_t>, budget: Duration) {
         if self.demoted {
             return;
         }
         self.demoted = true;
-        self.freezer.demoted(self.id, pidfd, budget);
+        if pidfd.is_none() {
+            if let Some(pid) = pid {
+                set_sched_idle(pid, true);
+            }
+        }
+        self.freezer.demoted(self.id, pidfd, pid, budget);
     }
 
     /// Whether this run was demoted.
@@ -161,10 +188,22 @@ impl Freezer {
         if st.demoted.is_empty() {
             return;
         }
-        let crowded =
-            st.active >= self.crowded_at() || st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+        let recent = st.last_end.is_some_and(|t| t.elapsed() < GRACE);
+        let crowded = st.active >= self.crowded_at() || recent;
+        let others = st.active > 0 || recent;
         let now = Instant::now();
         for d in &mut st.demoted {
+            if let Some(pid) = d.pid {
+                let want_idle = others || d.idle_for_good;
+                if want_idle != d.idle && !pidfd_exited(&d.pidfd) {
+                    let took = set_sched_idle(pid, want_idle);
+                    if took {
+                        d.idle = want_idle;
+                    } else if !want_idle {
+                        d.idle_for_good = true;
+                    }
+                }
+            }
             let stop = crowded && !d.spent(now);
             match (d.stopped_at, stop) {
                 (None, true) => {
@@ -198,13 +237,16 @@ impl Freezer {
         }
     }
 
-    fn demoted(&self, id: u64, pidfd: Option<OwnedFd>, budget: Duration) {
+    fn demoted(&self, id: u64, pidfd: Option<OwnedFd>, pid: Option<libc::pid_t>, budget: Duration) {
         let mut st = self.lock();
         st.active = st.active.saturating_sub(1);
         if let Some(pidfd) = pidfd {
             st.demoted.push(Demoted {
                 id,
                 pidfd,
+                pid,
+                idle: false,
+                idle_for_good: false,
                 stopped_at: None,
                 stopped_for: Duration::ZERO,
                 budget,
@@ -235,6 +277,11 @@ impl Freezer {
     fn tick(&self) {
         let mut st = self.lock();
         self.apply(&mut st);
+    }
+
+    /// How many demoted workers are `SCHED_IDLE` right now (for tests).
+    pub fn idle(&self) -> usize {
+        self.lock().demoted.iter().filter(|d| d.idle).count()
     }
 
     /// How many demoted workers are stopped right now (for tests).
@@ -279,7 +326,7 @@ mod tests {
         };
         let f = Freezer::with_threshold(1);
         let mut runaway = f.start();
-        runaway.demote(Some(pidfd), Duration::from_secs(5));
+        runaway.demote(Some(pidfd), None, Duration::from_secs(5));
         // Alone: it keeps running.
         assert_eq!(f.stopped(), 0);
         let quick = f.start();
@@ -310,7 +357,7 @@ mod tests {
             unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) }
         };
         let mut runaway = f.start();
-        runaway.demote(Some(dup(&fd2)), Duration::from_millis(20));
+        runaway.demote(Some(dup(&fd2)), None, Duration::from_millis(20));
         let quick = f.start();
         assert_eq!(f.stopped(), 1);
         std::thread::sleep(Duration::from_millis(30));
@@ -323,6 +370,60 @@ mod tests {
         let a = f.start();
         let b = f.start();
         drop((a, b));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// A demoted worker is `SCHED_IDLE` only while other runs are in flight:
+    /// alone it goes back to the supervisor's policy, so a CPU-bound
+    /// neighbour that is not lackpy's cannot starve it (as root; an
+    /// unprivileged supervisor cannot go back, and then it stays idle).
+    #[test]
+    fn idle_only_while_other_runs_are_in_flight() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: pidfd_open of our own child; the fd is owned below.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh descriptor we own.
+        let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        // Field 41 of /proc/PID/stat: the scheduling policy.
+        let policy = |pid| -> i64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let rest = stat.rsplit(')').next().unwrap();
+            rest.split_whitespace()
+                .nth(41 - 3)
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let idle = i64::from(libc::SCHED_IDLE);
+        let f = Freezer::with_threshold(4);
+        let mut runaway = f.start();
+        runaway.demote(Some(pidfd), Some(pid), Duration::from_secs(5));
+        // Alone: its policy is left as it was.
+        assert_eq!(f.idle(), 0);
+        assert_eq!(policy(pid), i64::from(libc::SCHED_OTHER));
+        // Another run (not enough to crowd the CPUs): idle, not stopped.
+        let quick = f.start();
+        assert_eq!((f.idle(), f.stopped()), (1, 0));
+        assert_eq!(policy(pid), idle);
+        drop(quick);
+        // Within the grace period it stays idle; after it, a tick restores it.
+        std::thread::sleep(GRACE + Duration::from_millis(1));
+        runaway.tick();
+        // SAFETY: geteuid has no arguments and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(f.idle(), 0);
+            assert_eq!(policy(pid), i64::from(libc::SCHED_OTHER));
+        } else {
+            eprintln!("not checked: going back from SCHED_IDLE needs CAP_SYS_NICE (not root)");
+            assert_eq!(policy(pid), idle);
+        }
+        drop(runaway);
         child.kill().unwrap();
         child.wait().unwrap();
     }

@@ -497,6 +497,42 @@ pub fn pidfd_signal(pidfd: &OwnedFd, sig: libc::c_int) {
     }
 }
 
+/// Whether the process behind `pidfd` has exited (its pidfd is readable).
+pub fn pidfd_exited(pidfd: &OwnedFd) -> bool {
+    status_ready(pidfd, 0)
+}
+
+/// Move `pid` (a demoted worker) to `SCHED_IDLE` (`idle`), falling back to
+/// nice 19 where the policy cannot be set; or back to `SCHED_OTHER` at nice
+/// 0. Returns whether the change took: going back needs `CAP_SYS_NICE` (or
+/// an `RLIMIT_NICE` that allows nice 0), so an unprivileged supervisor's
+/// demotion is for good.
+///
+/// Why `SCHED_IDLE` rather than nice 19: an idle-policy task runs only when
+/// nothing else wants the CPU, a waking task always preempts it, and the
+/// scheduler places waking tasks on CPUs that run only idle-policy tasks, so
+/// a runaway costs other runs almost nothing.
+pub fn set_sched_idle(pid: libc::pid_t, idle: bool) -> bool {
+    let Ok(id) = libc::id_t::try_from(pid) else {
+        return false;
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler, getpriority and setpriority with integer
+    // arguments and a valid sched_param; they only read our own priority or
+    // change how the named process (our worker) is scheduled.
+    unsafe {
+        if idle {
+            libc::sched_setscheduler(pid, libc::SCHED_IDLE, &param) == 0
+                || libc::setpriority(libc::PRIO_PROCESS, id, 19) == 0
+        } else {
+            // Back to the supervisor's own nice value (what it was forked with).
+            let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
+            libc::sched_setscheduler(pid, libc::SCHED_OTHER, &param) == 0
+                && libc::setpriority(libc::PRIO_PROCESS, id, nice) == 0
+        }
+    }
+}
+
 /// Wait up to `wait_ms` for a status pipe to have something to say: the
 /// status, or the zygote's hang-up (or an error, which reading reports).
 fn status_ready(fd: &OwnedFd, wait_ms: i32) -> bool {
@@ -554,51 +590,34 @@ impl Worker {
         rc == 0
     }
 
-    /// Give the worker the lowest CPU priority (`SCHED_IDLE`, else nice
-    /// 19). Best effort; only while it is known to be alive. An exec'd worker's jailed process is
-    /// the child of our (unreaped, so stable) reaper child. A forked
-    /// worker's exit is reported by its zygote right after the reap; in
-    /// that microsecond window its pid could name another process of the
-    /// same user, which would merely run at a lower priority.
-    pub fn lower_priority(&self) {
+    /// The pid whose scheduling a demotion changes, while the worker is
+    /// known to be alive (`None` otherwise). An exec'd worker's jailed
+    /// process is the child of our (unreaped, so stable) reaper child. A
+    /// forked worker's exit is reported by its zygote right after the reap;
+    /// in that microsecond window its pid could name another process of the
+    /// same user, which would merely be scheduled differently.
+    pub fn sched_pid(&self) -> Option<libc::pid_t> {
         let pid = match self.child.as_ref() {
             Some(Proc::Child(c)) => {
                 let reaper = c.id();
                 let kids =
                     std::fs::read_to_string(format!("/proc/{reaper}/task/{reaper}/children"))
                         .unwrap_or_default();
-                match kids.split_whitespace().next().and_then(|k| k.parse().ok()) {
-                    Some(jailed) => jailed,
-                    None => return,
-                }
+                kids.split_whitespace()
+                    .next()
+                    .and_then(|k| k.parse().ok())?
             }
             Some(Proc::Forked { pid, status, .. }) => {
                 // Exited already (reported, or the zygote is gone): leave the
                 // status unread for whoever reaps it.
                 if status_ready(status, 0) {
-                    return;
+                    return None;
                 }
                 *pid
             }
-            None => return,
+            None => return None,
         };
-        // SCHED_IDLE rather than nice 19: an idle-policy task runs only when
-        // nothing else wants the CPU, a waking task always preempts it, and
-        // the scheduler places waking tasks on CPUs that run only idle-policy
-        // tasks, so a runaway costs other runs almost nothing. Nice 19 is
-        // the fallback where the policy cannot be set.
-        let Ok(spid) = libc::pid_t::try_from(pid) else {
-            return;
-        };
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: sched_setscheduler and setpriority with integer arguments
-        // and a valid sched_param; they only change how the named process
-        // (our worker) is scheduled.
-        unsafe {
-            if libc::sched_setscheduler(spid, libc::SCHED_IDLE, &param) != 0 {
-                libc::setpriority(libc::PRIO_PROCESS, pid, 19);
-            }
-        }
+        libc::pid_t::try_from(pid).ok()
     }
 
     /// CPU time a forked worker has used so far (its process CPU clock);

@@ -162,9 +162,11 @@ impl<'a, 't> Session<'a, 't> {
         }
     }
 
-    /// A worker that has computed for [`DEMOTE_AFTER`] gets the lowest CPU
-    /// priority (`SCHED_IDLE`), so a runaway program on a shared server yields
-    /// the cores to short runs instead of slowing every other client down.
+    /// A worker that has computed for [`DEMOTE_AFTER`] is demoted: while
+    /// other runs are in flight it gets the lowest CPU priority
+    /// (`SCHED_IDLE`) or is stopped ([`freezer`]), so a runaway program on a
+    /// shared server yields the cores to short runs instead of slowing every
+    /// other client down.
     /// CPU time, not wall time, where the worker's clock can be read: a
     /// short run that is merely slow because others crowd the CPUs is not a
     /// runaway, and must not be demoted (and then stopped, see
@@ -176,10 +178,10 @@ impl<'a, 't> Session<'a, 't> {
         if self.worker.cpu_time().is_some_and(|cpu| cpu < DEMOTE_AFTER) {
             return;
         }
-        self.worker.lower_priority();
         // Kept stopped for at most half the run's wall-clock limit.
         let budget = self.deadline.saturating_duration_since(self.started) / 2;
-        self.token.demote(self.worker.pidfd_dup(), budget);
+        self.token
+            .demote(self.worker.pidfd_dup(), self.worker.sched_pid(), budget);
     }
 
     /// With a cancel flag: wait until the worker has something to say (a
