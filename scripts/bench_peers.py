@@ -709,9 +709,10 @@ commit message.
   ways. The reap and the trace commit already happen after the reply. Measured and not kept: running
   the program on the thread that parsed the request (`block_in_place`) — tokio then hands the
   runtime's core to another thread on every call: CPU per call 0.80 → 0.83 ms, context switches
-  12.3 → 13.8. A program that has used 20 ms of CPU is moved to `SCHED_IDLE`, and stopped while other
-  runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls during a runaway see the same
-  p50/p99 as without one (`scripts/bench mcp-rs`).
+  12.3 → 13.8. A program that has used 20 ms of CPU is demoted: `SCHED_IDLE` while other runs are in
+  flight (its normal policy when alone, so a CPU-bound neighbour such as a local model cannot starve
+  it), and stopped while other runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls
+  during a runaway see the same p50/p99 as without one (`scripts/bench mcp-rs`).
 - **HTTP vs the unix socket.** Per call the HTTP path costs the server ~100–125 µs more CPU (hyper,
   rmcp's session routing and SSE framing turned into one JSON reply, loopback TCP) and ~2 more context
   switches; user-space hyper and rmcp code is ~3 % of the server's samples, the rest is kernel TCP and
