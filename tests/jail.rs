@@ -573,6 +573,81 @@ fn pool_is_refilled_after_runs_in_a_batch() {
     assert!(no_children_soon(), "leftover: {:?}", children_of_self());
 }
 
+/// Pids of the processes whose parent is `ppid`, alive (not zombies).
+fn live_children_of(ppid: i32) -> Vec<i32> {
+    processes()
+        .into_iter()
+        .filter(|p| p.ppid() == Some(ppid) && p.fields.first().map(String::as_str) != Some("Z"))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// The trace lines of workspace `ws`, once every returned run's is on disk.
+fn trace_lines(sup: &Supervisor, ws: &Path) -> Vec<serde_json::Value> {
+    sup.flush_traces();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(ws.join(".lackpy/traces"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    out
+}
+
+/// Issue #23: a run wakes the pooled worker it will take before validating
+/// its program (and a front end may wake it even earlier). A woken worker
+/// whose run is then refused is not used, burned or left behind: it stays
+/// in the pool, alive, and serves the next run; every refused run still
+/// has its trace line; the pooled worker stays single-use.
+#[test]
+fn woken_pooled_worker_survives_refused_runs_and_serves_one_run() {
+    let _g = serial();
+    let sup = supervisor_with_pool(JailLevel::full(), &["executor"], 1);
+    let ws = tempfile::tempdir().expect("tempdir");
+    wait_pool(&sup);
+    let zygote = *zygote_pids_of_self().first().expect("a zygote");
+    let pooled = live_children_of(zygote);
+    assert_eq!(pooled.len(), 1, "one pooled worker: {pooled:?}");
+    for _ in 0..5 {
+        // As `lackpy mcp` does when a request arrives, then the run itself.
+        sup.wake_pooled_worker();
+        sup.wake_pooled_worker();
+        let r = run(&sup, ws.path(), "import os\n", Limits::default());
+        let e = r.error.expect("refused");
+        assert_eq!(e.kind, ErrorKind::Validation, "{e:?}");
+    }
+    assert_eq!(
+        live_children_of(zygote),
+        pooled,
+        "the woken worker was not kept for the next run"
+    );
+    assert_eq!(sup.pool_ready(), 1);
+    let r = run(&sup, ws.path(), "1 + 1", Limits::default());
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.value, serde_json::json!(2));
+    // Single-use: the worker that ran is gone, a fresh one replaces it.
+    wait_pool(&sup);
+    let t0 = std::time::Instant::now();
+    while live_children_of(zygote).contains(&pooled[0])
+        && t0.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(!live_children_of(zygote).contains(&pooled[0]));
+    let lines = trace_lines(&sup, ws.path());
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let refused = lines
+        .iter()
+        .filter(|l| l["outcome"] == "validation")
+        .count();
+    assert_eq!(refused, 5, "{lines:?}");
+    drop(sup);
+    assert_eq!(zygotes_of_self(), 0);
+}
+
 // ---- workers forked by the zygote -----------------------------------------
 
 /// A workspace and a supervisor whose warm pool of executors holds a

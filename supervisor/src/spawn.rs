@@ -97,6 +97,8 @@ pub struct Worker {
     /// When it was spawned.
     pub spawned: Instant,
     status: Option<ExitStatus>,
+    /// When it was last sent `Wake` while waiting in the pool.
+    pub(crate) woken: Option<Instant>,
 }
 
 /// What a worker said first.
@@ -161,6 +163,7 @@ pub fn spawn(
         spec: spec.clone(),
         spawned: Instant::now(),
         status: None,
+        woken: None,
     })
 }
 
@@ -826,6 +829,7 @@ impl Zygote {
             spec: spec.clone(),
             spawned: Instant::now(),
             status: None,
+            woken: None,
         })
     }
 
