@@ -445,14 +445,6 @@ pub enum ToWorker {
         /// The value, or the failure.
         result: Result<FlatData, ToolFailure>,
     },
-    /// A run is coming: sent by the supervisor as soon as a run request
-    /// arrives, before it validates the program, so a pooled worker that
-    /// sleeps waiting for `Run` is woken while the supervisor works (a
-    /// halted virtual CPU takes tens of microseconds to wake). The worker
-    /// then polls briefly for `Run` before it sleeps again. Only before
-    /// `Run`; any number of them (a worker whose run was refused goes back
-    /// to the pool unused, and is woken again by its next run).
-    Wake,
 }
 
 /// The end of a run, as the worker reports it.

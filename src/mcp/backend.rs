@@ -163,12 +163,6 @@ pub trait Backend: Send + Sync + 'static {
     /// failure is the report's `error` object.
     fn run_program(&self, req: RunRequest, cancel: &Cancel) -> RunOutcome;
 
-    /// A `run_program` call has arrived: get ready for it (the real
-    /// backend wakes the pooled worker the run will likely take, see
-    /// `lackpy_supervisor::Supervisor::wake_pooled_worker`). Called on the
-    /// protocol thread, so it must not block; the default does nothing.
-    fn prepare_run(&self) {}
-
     /// Validate a program: the contract object `{ok, grade, calls, error}`.
     fn validate(&self, req: ValidateRequest) -> Value;
 

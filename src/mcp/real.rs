@@ -463,10 +463,6 @@ impl Backend for RealBackend {
     fn max_concurrent_runs(&self) -> usize {
         MAX_IN_FLIGHT
     }
-
-    fn prepare_run(&self) {
-        self.supervisor.wake_pooled_worker();
-    }
 }
 
 /// Read a doc file beneath the workspace with one `openat2` (no symlink

@@ -278,9 +278,6 @@ impl LackpyServer {
     }
 
     async fn run_program(&self, a: RunArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
-        // Before the hand-off to a blocking thread: the worker wakes while
-        // the run is handed over, resolved and validated.
-        self.inner.backend.prepare_run();
         let session_id = a.session;
         if let Some(id) = &session_id {
             if let Err(e) = session::check_id(id) {

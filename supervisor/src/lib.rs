@@ -358,27 +358,6 @@ impl Supervisor {
         pool::fresh_worker(&self.cfg, &role, spec)
     }
 
-    /// Wake the pooled worker the next run will take (send it
-    /// [`ToWorker::Wake`](lackpy_policy::wire::ToWorker::Wake)), so it is
-    /// awake and polling for `Run` by the time that run's program has been
-    /// validated. [`Supervisor::run_with`] does it first thing; a front end
-    /// may call it even earlier, as soon as a run request arrives. Cheap
-    /// (one small frame, at most once per [`pool`] wake window) and best
-    /// effort; a no-op without a pool or with a test role set.
-    ///
-    /// Why: a pooled worker sleeps waiting for `Run`, and a sleeping
-    /// worker on an idle virtual CPU woke ~54 µs after `Run` was sent;
-    /// the wake-up now overlaps the work before `Run` (the front end's
-    /// hand-off, profile resolution, validation, opening the workspace).
-    /// The worker stays single-use: `Wake` carries nothing, and a woken
-    /// worker whose run is refused simply waits in the pool for the next.
-    pub fn wake_pooled_worker(&self) {
-        let executor = self.cfg.worker_role.first().map(String::as_str) == Some("executor");
-        if executor && self.role_override.lock().is_ok_and(|r| r.is_none()) {
-            self.pool.wake_next();
-        }
-    }
-
     /// Validate and run one program. Never panics on hostile input; every
     /// outcome, including internal failures, is a report (and a trace line).
     pub fn run(&self, req: RunRequest) -> RunReport {
@@ -392,9 +371,6 @@ impl Supervisor {
         let time = trace::now_rfc3339();
         let run_id = trace::new_run_id();
         let spec = self.cfg.jail_level.executor_spec(&req.limits);
-        if self.pool.fits(&spec) {
-            self.wake_pooled_worker();
-        }
         let mut report = RunReport {
             ok: false,
             value: serde_json::Value::Null,

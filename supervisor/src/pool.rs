@@ -5,7 +5,7 @@
 use crate::death::{describe_status, internal, layer_of_step};
 use crate::spawn::{self, Greeting, Worker};
 use crate::{SupervisorConfig, SupervisorError};
-use lackpy_policy::wire::{ErrorInfo, Limits, ToWorker};
+use lackpy_policy::wire::{ErrorInfo, Limits};
 use lackpy_worker::ipc::FrameError;
 use lackpy_worker::jail::JailSpec;
 use std::collections::VecDeque;
@@ -45,18 +45,6 @@ const POOL_CHECK: Duration = Duration::from_secs(1);
 /// topped up within this time of the last wake-up (and a wake-up lost
 /// between the thread's check and its wait costs no more than this).
 const SHORT_CHECK: Duration = Duration::from_millis(20);
-
-/// A pooled worker woken this recently is not sent another `Wake`.
-/// Why 100 µs: well inside the worker's poll for `Run` after a wake-up
-/// (`RUN_SPIN` in the worker, 200 µs); a front end that wakes the worker
-/// when a request arrives and the run that wakes it again would otherwise
-/// send two frames for one run.
-const REWAKE_AFTER: Duration = Duration::from_micros(100);
-
-/// How long sending `Wake` to a pooled worker may block. Why 10 ms: the
-/// frame is a few bytes on an empty socket, so the send never waits on a
-/// live worker; the bound only keeps a wedged one from holding the pool.
-const WAKE_SEND_TIMEOUT: Duration = Duration::from_millis(10);
 
 struct Pool {
     workers: Mutex<VecDeque<Worker>>,
@@ -384,27 +372,6 @@ impl WarmPool {
         if tell {
             pool.refill_cv.notify_all();
         }
-    }
-
-    /// Send [`ToWorker::Wake`] to the worker the next run will take (the
-    /// front of the pool), unless it was woken less than [`REWAKE_AFTER`]
-    /// ago. Best effort: a worker that cannot be sent to is left for
-    /// [`WarmPool::take`] to find dead.
-    pub(crate) fn wake_next(&self) {
-        let Ok(mut q) = self.shared.workers.lock() else {
-            return;
-        };
-        let Some(w) = q.front_mut() else {
-            return;
-        };
-        let now = Instant::now();
-        if w.woken
-            .is_some_and(|t| now.duration_since(t) < REWAKE_AFTER)
-        {
-            return;
-        }
-        w.woken = Some(now);
-        let _ = w.chan.send(&ToWorker::Wake, Some(now + WAKE_SEND_TIMEOUT));
     }
 
     /// A worker from the pool; when it is empty but a zygote is refilling

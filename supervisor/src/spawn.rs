@@ -97,8 +97,6 @@ pub struct Worker {
     /// When it was spawned.
     pub spawned: Instant,
     status: Option<ExitStatus>,
-    /// When it was last sent `Wake` while waiting in the pool.
-    pub(crate) woken: Option<Instant>,
 }
 
 /// What a worker said first.
@@ -163,7 +161,6 @@ pub fn spawn(
         spec: spec.clone(),
         spawned: Instant::now(),
         status: None,
-        woken: None,
     })
 }
 
@@ -829,7 +826,6 @@ impl Zygote {
             spec: spec.clone(),
             spawned: Instant::now(),
             status: None,
-            woken: None,
         })
     }
 

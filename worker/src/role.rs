@@ -157,7 +157,7 @@ pub fn warm_up() {
 
 /// Receive `Run`, validate, interpret, stream stdout, send `Done`.
 fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
-    let run = recv_run(&mut chan.borrow_mut())?;
+    let run = chan.borrow_mut().recv::<ToWorker>(None)?;
     // Tool results usually come back within microseconds: poll briefly
     // before sleeping (see `Channel::set_spin`).
     chan.borrow_mut().set_spin(TOOL_RESULT_SPIN);
@@ -257,23 +257,6 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     };
     let r = chan.borrow_mut().send(&FromWorker::Done(outcome), None);
     r
-}
-
-/// How long a woken worker polls for `Run` before it sleeps again.
-/// Why 200 µs: the supervisor validates the program between `Wake` and
-/// `Run` (tens of microseconds for a typical program); a long validation
-/// costs the worker this much CPU once, then it sleeps as before.
-const RUN_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// The first frame that is not [`ToWorker::Wake`]. A wake-up makes the
-/// receive of the next frame poll for [`RUN_SPIN`] before it sleeps.
-fn recv_run(chan: &mut Channel) -> Result<ToWorker, FrameError> {
-    loop {
-        match chan.recv::<ToWorker>(None)? {
-            ToWorker::Wake => chan.set_spin(RUN_SPIN),
-            other => return Ok(other),
-        }
-    }
 }
 
 /// How long the worker polls for a tool result before it sleeps.

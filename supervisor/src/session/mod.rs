@@ -26,14 +26,6 @@ use trace::TraceEntry;
 /// longer computations cost the supervisor this much CPU once per frame.
 const FRAME_SPIN: Duration = Duration::from_micros(50);
 
-/// How long the supervisor polls for a run's first frame (after `Run`)
-/// before it sleeps. Why 150 µs: the worker was woken before `Run` was
-/// sent (`Supervisor::wake_pooled_worker`), so a quick program's first
-/// frame — its `Done`, or its first tool call — comes after decoding,
-/// re-validating and interpreting it, typically 30–100 µs; sleeping then
-/// puts a second wake-up of an idle virtual CPU on the run's path.
-const FIRST_FRAME_SPIN: Duration = Duration::from_micros(150);
-
 /// A run still computing after this long is demoted to the lowest CPU
 /// priority. Why 20 ms: typical runs finish in well under a millisecond;
 /// a program still busy after 20 ms is long-running, and its latency
@@ -142,23 +134,17 @@ impl<'a, 't> Session<'a, 't> {
     }
 
     pub(crate) fn drive(&mut self, run: &ToWorker) {
-        let mut spin = FIRST_FRAME_SPIN;
-        self.worker.chan.set_spin(spin);
+        self.worker.chan.set_spin(FRAME_SPIN);
         if let Err(e) = self.worker.chan.send(run, Some(self.deadline)) {
             self.report.error = Some(self.frame_error(e));
             return;
         }
         loop {
-            if let Err(e) = self.wait_or_cancel(spin) {
+            if let Err(e) = self.wait_or_cancel() {
                 self.report.error = Some(e);
                 return;
             }
-            let received = self.worker.chan.recv::<FromWorker>(Some(self.deadline));
-            if spin != FRAME_SPIN {
-                spin = FRAME_SPIN;
-                self.worker.chan.set_spin(spin);
-            }
-            let msg = match received {
+            let msg = match self.worker.chan.recv::<FromWorker>(Some(self.deadline)) {
                 Ok(m) => m,
                 Err(e) => {
                     self.report.error = Some(self.frame_error(e));
@@ -199,7 +185,7 @@ impl<'a, 't> Session<'a, 't> {
     /// With a cancel flag: wait until the worker has something to say (a
     /// frame or a hang-up) or the deadline passes, checking the flag every
     /// [`CANCEL_POLL_MS`]; when it is set, SIGKILL the worker and end.
-    fn wait_or_cancel(&mut self, spin: Duration) -> Result<(), ErrorInfo> {
+    fn wait_or_cancel(&mut self) -> Result<(), ErrorInfo> {
         // Without a cancel flag the receive itself spins, then sleeps until
         // the deadline (see `Channel::set_spin` in `drive`).
         let Some(flag) = self.cancel else {
@@ -207,7 +193,7 @@ impl<'a, 't> Session<'a, 't> {
         };
         // The worker's next frame (a tool call, Done) often follows within
         // microseconds: poll briefly before sleeping in slices.
-        if self.worker.chan.spin_readable(spin) {
+        if self.worker.chan.spin_readable(FRAME_SPIN) {
             return Ok(());
         }
         loop {
