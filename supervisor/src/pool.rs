@@ -62,10 +62,6 @@ struct Pool {
     zygote_refilling: AtomicBool,
     /// Runs waiting in [`WarmPool::take`] for a worker.
     waiting: AtomicUsize,
-    /// The refill thread is waiting [`POOL_CHECK`] (it saw a full pool),
-    /// not [`SHORT_CHECK`]: a run that ends must tell it the pool is short.
-    /// Written and read under `workers`' lock.
-    long_wait: AtomicBool,
 }
 
 impl Pool {
@@ -179,7 +175,6 @@ fn refill_loop(cfg: &SupervisorConfig, pool: &Pool, spec: &JailSpec) {
             while !pool.stop.load(Ordering::SeqCst) && !pool.due(q.len(), cfg.pool_size, idle_topup)
             {
                 let short = q.len() < cfg.pool_size;
-                pool.long_wait.store(!short, Ordering::SeqCst);
                 let timed_out;
                 (q, timed_out) = match pool
                     .refill_cv
@@ -307,7 +302,6 @@ impl WarmPool {
             stop: AtomicBool::new(false),
             zygote_refilling: AtomicBool::new(false),
             waiting: AtomicUsize::new(0),
-            long_wait: AtomicBool::new(false),
         });
         let spec = cfg.jail_level.executor_spec(&Limits::default());
         let refill = if cfg.pool_size > 0 {
@@ -356,22 +350,10 @@ impl WarmPool {
             && spec.cpu_seconds <= p.cpu_seconds
     }
 
-    /// Tell the refill thread a run has ended, when that matters to it:
-    /// a refill is due ([`Pool::due`]), or the thread is in its long wait
-    /// for a full pool (told, it waits [`SHORT_CHECK`], not [`POOL_CHECK`],
-    /// before topping the pool up).
-    ///
-    /// Why not always: most runs end with the pool short but not due, and
-    /// the thread, woken, only went back to sleep — a wake-up (a context
-    /// switch, on a quiet machine an idle virtual CPU's wake) on every run.
+    /// Tell the refill thread a run has ended (it refills the pool if it
+    /// is due, see [`Pool::due`]).
     pub(crate) fn refill(&self) {
-        let pool = &*self.shared;
-        let tell = pool.workers.lock().map_or(true, |q| {
-            pool.long_wait.load(Ordering::SeqCst) || pool.due(q.len(), self.size, false)
-        });
-        if tell {
-            pool.refill_cv.notify_all();
-        }
+        self.shared.refill_cv.notify_all();
     }
 
     /// A worker from the pool; when it is empty but a zygote is refilling
