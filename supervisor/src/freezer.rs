@@ -300,10 +300,9 @@ impl Default for Freezer {
 mod tests {
     use super::*;
 
-    /// A real child process frozen and thawed through its pidfd.
-    #[test]
-    fn stops_demoted_workers_while_others_run() {
-        let mut child = std::process::Command::new("sleep")
+    /// A sleeping child process, its pid and a pidfd for it.
+    fn sleeper() -> (std::process::Child, libc::pid_t, OwnedFd) {
+        let child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
@@ -313,6 +312,13 @@ mod tests {
         assert!(fd >= 0);
         // SAFETY: a fresh descriptor we own.
         let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        (child, pid, pidfd)
+    }
+
+    /// A real child process frozen and thawed through its pidfd.
+    #[test]
+    fn stops_demoted_workers_while_others_run() {
+        let (mut child, pid, pidfd) = sleeper();
         let state = |pid| {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .unwrap()
@@ -380,16 +386,7 @@ mod tests {
     /// unprivileged supervisor cannot go back, and then it stays idle).
     #[test]
     fn idle_only_while_other_runs_are_in_flight() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = child.id() as libc::pid_t;
-        // SAFETY: pidfd_open of our own child; the fd is owned below.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        assert!(fd >= 0);
-        // SAFETY: a fresh descriptor we own.
-        let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        let (mut child, pid, pidfd) = sleeper();
         // Field 41 of /proc/PID/stat: the scheduling policy.
         let policy = |pid| -> i64 {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
