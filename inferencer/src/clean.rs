@@ -161,37 +161,6 @@ pub fn unprint_result(program: &str) -> Option<String> {
     ))
 }
 
-/// A cell ending in `[tool(...)]`, where `tool` returns a list, wraps
-/// that list in another one: the cell ending in `tool(...)` instead.
-/// `list_tools` are the names of the tools that return a list. `None`
-/// when the last statement is not such a one-element list display.
-pub fn unwrap_listed(program: &str, list_tools: &[&str]) -> Option<String> {
-    use rustpython_parser::ast::{self, Ranged};
-    let ast::Stmt::Expr(e) = statements(program)?.pop()? else {
-        return None;
-    };
-    let ast::Expr::List(l) = &*e.value else {
-        return None;
-    };
-    let [ast::Expr::Call(c)] = l.elts.as_slice() else {
-        return None;
-    };
-    let ast::Expr::Name(f) = &*c.func else {
-        return None;
-    };
-    if !list_tools.contains(&f.id.as_str()) {
-        return None;
-    }
-    let (s0, s1) = (usize::from(l.range.start()), usize::from(l.range.end()));
-    let (a0, a1) = (usize::from(c.range().start()), usize::from(c.range().end()));
-    Some(format!(
-        "{}{}{}",
-        program.get(..s0)?,
-        program.get(a0..a1)?,
-        program.get(s1..)?
-    ))
-}
-
 /// The name [`collect_prints`] gathers values into.
 const COLLECTED: &str = "results";
 
@@ -762,28 +731,6 @@ mod tests {
             "int(read_file('n.txt').splitlines()[0])",
         ] {
             assert_eq!(line_index_problem(good), None, "{good}");
-        }
-    }
-
-    #[test]
-    fn a_listed_list_is_unwrapped() {
-        let tools = ["find_files", "find_callers"];
-        assert_eq!(
-            unwrap_listed("[find_files(\"src/**/*.py\")]", &tools).as_deref(),
-            Some("find_files(\"src/**/*.py\")")
-        );
-        assert_eq!(
-            unwrap_listed("x = 1\n[ find_callers('f') ]\n", &tools).as_deref(),
-            Some("x = 1\nfind_callers('f')\n")
-        );
-        // A tool returning a value, two elements, or a comprehension stay.
-        for keep in [
-            "[read_file('a.txt')]",
-            "[find_files('a'), find_files('b')]",
-            "[p for p in find_files('*.py')]",
-            "find_files('*.py')",
-        ] {
-            assert_eq!(unwrap_listed(keep, &tools), None, "{keep}");
         }
     }
 

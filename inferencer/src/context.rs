@@ -133,82 +133,12 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
         .take(n)
         .map(|l| cut(l, MAX_LINE_BYTES))
         .collect();
-    let lower = rel.to_ascii_lowercase();
-    let notes = if lower.ends_with(".log") {
-        let levels = level_words(&text);
-        if levels.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!("words in capitals: {}", levels.join(", "))]
-        }
-    } else if lower.ends_with(".csv") {
-        column_values(&text, ',')
-    } else if lower.ends_with(".tsv") {
-        column_values(&text, '\t')
+    let levels = if rel.to_ascii_lowercase().ends_with(".log") {
+        level_words(&text)
     } else {
         Vec::new()
     };
-    (!lines.is_empty()).then_some((lines, notes))
-}
-
-/// Most distinct values a column may have to be named ([`column_values`]).
-const MAX_COLUMN_VALUES: usize = 6;
-/// Most columns whose values are named, per table.
-const MAX_VALUE_COLUMNS: usize = 3;
-/// Longest value named, in bytes.
-const MAX_VALUE_BYTES: usize = 24;
-
-/// For a table's head text (its first [`HEAD_BYTES`]): the columns of
-/// few distinct text values (a status, a category), each as
-/// `values of column 5 status: shipped, pending`, in order of first
-/// use, so a program filtering rows spells a value as the data does.
-/// Only whole data lines count (a last, possibly cut, line does not); a
-/// column qualifies when at least four rows were seen, its values repeat
-/// (at most half as many distinct values as rows, at most
-/// [`MAX_COLUMN_VALUES`]) and not all of them are numbers.
-fn column_values(text: &str, sep: char) -> Vec<String> {
-    let whole = text.rsplit_once('\n').map_or("", |(w, _)| w);
-    let mut lines = whole.lines().filter(|l| !l.trim().is_empty());
-    let Some(header) = lines.next() else {
-        return Vec::new();
-    };
-    let names: Vec<&str> = header.split(sep).map(str::trim).collect();
-    if names.len() < 2 {
-        return Vec::new();
-    }
-    let rows: Vec<Vec<&str>> = lines
-        .map(|l| l.split(sep).map(str::trim).collect::<Vec<_>>())
-        .filter(|r| r.len() == names.len())
-        .collect();
-    if rows.len() < 4 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for (i, name) in names.iter().enumerate().take(MAX_COLUMNS) {
-        let mut seen: Vec<&str> = Vec::new();
-        for r in &rows {
-            let v = r.get(i).copied().unwrap_or("");
-            if !seen.contains(&v) {
-                seen.push(v);
-            }
-            if seen.len() > MAX_COLUMN_VALUES {
-                break;
-            }
-        }
-        let fits = seen.len() <= MAX_COLUMN_VALUES
-            && seen.len() * 2 <= rows.len()
-            && seen
-                .iter()
-                .all(|v| !v.is_empty() && v.len() <= MAX_VALUE_BYTES && !v.contains('"'))
-            && !seen.iter().all(|v| v.parse::<f64>().is_ok());
-        if fits {
-            out.push(format!("values of column {i} {name}: {}", seen.join(", ")));
-            if out.len() >= MAX_VALUE_COLUMNS {
-                break;
-            }
-        }
-    }
-    out
+    (!lines.is_empty()).then_some((lines, levels))
 }
 
 /// Most words in capitals named for a log.
@@ -293,7 +223,7 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
     let mut heads = String::new();
     for p in data {
         let Some(n) = head_lines(p) else { continue };
-        if let Some((lines, notes)) = head(&root, p, n) {
+        if let Some((lines, levels)) = head(&root, p, n) {
             let mut block = format!(
                 "{p}:\n{}\n",
                 lines
@@ -305,8 +235,8 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
             if let Some(layout) = table_layout(p, &lines) {
                 block.push_str(&format!("  ({layout})\n"));
             }
-            for note in &notes {
-                block.push_str(&format!("  ({note})\n"));
+            if !levels.is_empty() {
+                block.push_str(&format!("  (words in capitals: {})\n", levels.join(", ")));
             }
             if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
                 continue;
@@ -434,20 +364,6 @@ mod tests {
             c.contains("one.csv:\n  word\n  hello\n") && !c.contains("columns: 0 word"),
             "{c}"
         );
-        // A column of few repeated text values gets them named.
-        std::fs::write(
-            w.join("orders.csv"),
-            "id,state,qty,who\n1,open,2,a\n2,done,2,b\n3,open,5,c\n4,held,2,d\n5,done,1,e\n6,done,2,f\n7,op",
-        )
-        .ok();
-        let c = workspace_context(w, "open orders").unwrap_or_default();
-        assert!(
-            c.contains("columns: 0 id, 1 state, 2 qty, 3 who)\n  (values of column 1 state: open, done, held)\n"),
-            "{c}"
-        );
-        // Numbers, unique values and too few rows are not named.
-        assert!(!c.contains("column 2") && !c.contains("column 3"), "{c}");
-        assert!(column_values("a,b\nx,1\nx,2\nx,3\n", ',').is_empty());
         let wide: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
         let layout = table_layout("w.csv", &[wide.join(",")]).unwrap_or_default();
         assert!(layout.ends_with("23 c23, …"), "{layout}");

@@ -366,12 +366,6 @@ impl<'a> Delegator<'a> {
         };
         let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let allowed = |n: &str| tool_names.iter().any(|t| t == n);
-        let list_tools: Vec<&str> = self
-            .tools
-            .iter()
-            .filter(|t| t.signature.contains("-> list"))
-            .map(|t| t.name.as_str())
-            .collect();
         let context = self.context.filter(|_| p.context_enabled(&endpoint));
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
@@ -444,9 +438,6 @@ impl<'a> Delegator<'a> {
             if let Some(fixed) = crate::clean::collect_prints(&program) {
                 program = fixed;
             }
-            if let Some(fixed) = crate::clean::unwrap_listed(&program, &list_tools) {
-                program = fixed;
-            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let errs = match self.check(&program, &tool_names) {
                 // An empty value from the first answer, with the view on:
@@ -455,9 +446,6 @@ impl<'a> Delegator<'a> {
                     fallback = Some((program.clone(), d.attempts.len()));
                     vec![e]
                 }
-                // The ask-again repeated the empty cell: once more,
-                // differently (the first cell stands if that fails too).
-                Verdict::Empty(e) if fallback.is_some() && calls == 2 && repeated => vec![e],
                 Verdict::Accept | Verdict::Empty(_) => {
                     d.attempts.push(Attempt {
                         provider: p.name.clone(),
@@ -737,19 +725,6 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
                     .map(|r| format!(" (first row: {r})"))
                     .unwrap_or_default();
                 out.push(format!("# each row r: {}{first}", cols.join(", ")));
-                // The values of a categorical column, as the data spells them.
-                for note in view_notes(ctx, path) {
-                    let Some((col, vals)) = note
-                        .strip_prefix("values of column ")
-                        .and_then(|n| n.split_once(": "))
-                    else {
-                        continue;
-                    };
-                    let Some((i, name)) = col.split_once(' ') else {
-                        continue;
-                    };
-                    out.push(format!("# r[{i}] {name} is one of: {vals}"));
-                }
             }
             (_, Some(_)) => {
                 let shown: Vec<String> = head.iter().map(|l| format!("{l:?}")).collect();
@@ -1089,13 +1064,6 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_list_in_a_list_is_unwrapped() {
-        let (d, s) = run_x("the text files", &["[find_files('**/*.txt')]"]);
-        assert_eq!(d.program.as_deref(), Some("find_files('**/*.txt')"));
-        assert_eq!(s.seen.len(), 1);
-    }
-
-    #[test]
     fn repeated_retry_is_asked_again_differently() {
         let (d, s) = run_x(
             "summarise a.txt",
@@ -1191,33 +1159,10 @@ mod tests {
         assert_eq!(d.program.as_deref(), Some("find_files('*.md')"));
         assert_eq!((s.seen.len(), d.attempts[0].error_type()), (2, None));
         assert!(d.error.is_none());
-        // The same cell again: asked a third time, differently and
-        // warmer; a better third answer wins.
-        let (d, s) = markdown(&[
-            "find_files('*.md')",
-            "find_files( '*.md' )",
-            "find_files('**/*.md')",
-        ]);
-        assert_eq!(d.program.as_deref(), Some("find_files('**/*.md')"));
-        assert_eq!(s.seen.len(), 3);
-        assert!(s.seen[2].messages[1]
-            .content
-            .contains("Write a different cell"));
-        assert!(s.seen[2].temperature > s.seen[1].temperature);
-        // The same cell twice, then a rejected one: the first cell stands.
-        let (d, s) = markdown(&["find_files('*.md')", "find_files('*.md')", "import os"]);
-        assert_eq!(d.program.as_deref(), Some("find_files('*.md')"));
-        assert_eq!((s.seen.len(), d.attempts[0].error_type()), (3, None));
-        assert!(d.error.is_none());
-        // The same empty cell three times: it stands, no fourth call.
-        let (d, s) = markdown(&[
-            "find_files('*.md')",
-            "find_files('*.md')",
-            "find_files('*.md')",
-            "x",
-        ]);
-        assert_eq!(d.program.as_deref(), Some("find_files('*.md')"));
-        assert_eq!(s.seen.len(), 3);
+        // The same cell again: it stands, no third call.
+        let (d, s) = markdown(&["find_files('*.md')", "find_files( '*.md' )", "x"]);
+        assert_eq!(d.program.as_deref(), Some("find_files( '*.md' )"));
+        assert_eq!(s.seen.len(), 2);
         // Another empty cell: the second stands.
         let (d, s) = markdown(&["find_files('*.md')", "read_file('a.md')", "x"]);
         assert_eq!(d.program.as_deref(), Some("read_file('a.md')"));
@@ -1299,15 +1244,6 @@ mod tests {
             ]
         );
         assert!(task_files("something else", ctx).is_empty());
-        // A categorical column's values, as the view names them.
-        let with_values = ctx.replace(
-            "(layout)",
-            "(layout)\n  (values of column 2 status: shipped, held)",
-        );
-        assert_eq!(
-            task_files("total qty of the orders", &with_values)[2],
-            "# r[2] status is one of: shipped, held"
-        );
         // A path spelled out wins over files sharing a word (`data`).
         assert_eq!(
             named_paths("how many rows in data/orders.csv.", ctx),
