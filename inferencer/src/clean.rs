@@ -661,16 +661,7 @@ mod tests {
     /// the corpus's examples pass the shape and line-index checks.
     #[test]
     fn right_answers_pass_the_answer_checks() {
-        #[derive(serde::Deserialize)]
-        struct Intent {
-            program: String,
-        }
-        #[derive(serde::Deserialize)]
-        struct File {
-            intents: Vec<Intent>,
-        }
-        let f: File = toml::from_str(include_str!("../eval/heldout/intents.toml"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let f = crate::corpus::tests::heldout();
         let corpus = crate::corpus::Corpus::shipped().unwrap_or_else(|e| panic!("{e}"));
         let tools: Vec<String> = [
             "read_file",

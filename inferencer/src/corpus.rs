@@ -413,23 +413,32 @@ pub(crate) mod tests {
         }
     }
 
+    /// One held-out intent of `scripts/eval` (`eval/heldout/intents.toml`).
+    #[derive(serde::Deserialize)]
+    pub(crate) struct HeldoutIntent {
+        pub intent: String,
+        pub program: String,
+        pub workspace: String,
+    }
+
+    /// `eval/heldout/intents.toml`.
+    #[derive(serde::Deserialize)]
+    pub(crate) struct Heldout {
+        pub intents: Vec<HeldoutIntent>,
+    }
+
+    /// The eval's held-out intents, parsed (for the tests that check them).
+    pub(crate) fn heldout() -> Heldout {
+        toml::from_str(include_str!("../eval/heldout/intents.toml"))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// The eval's held-out intents never appear in the corpus: no equal
     /// intent, no intent sharing most of its words with an example's, and
     /// no equal program. (`scripts/eval` scores only these intents.)
     #[test]
     fn heldout_intents_are_not_in_the_corpus() {
-        #[derive(serde::Deserialize)]
-        struct Intent {
-            intent: String,
-            program: String,
-            workspace: String,
-        }
-        #[derive(serde::Deserialize)]
-        struct File {
-            intents: Vec<Intent>,
-        }
-        let f: File = toml::from_str(include_str!("../eval/heldout/intents.toml"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let f = heldout();
         assert!(f.intents.len() >= 100, "{}", f.intents.len());
         let spaces: BTreeSet<&str> = f.intents.iter().map(|i| i.workspace.as_str()).collect();
         assert!(spaces.len() >= 2, "{spaces:?}");
