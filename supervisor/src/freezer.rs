@@ -52,12 +52,11 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(2);
 struct Demoted {
     id: u64,
     pidfd: OwnedFd,
-    /// Its pid, for the scheduling policy (`None`: left as it is).
+    /// Its pid, for the scheduling policy (`None`: left as it is; also once
+    /// going back from `SCHED_IDLE` was refused, without `CAP_SYS_NICE`).
     pid: Option<libc::pid_t>,
     /// Whether it is `SCHED_IDLE` now.
     idle: bool,
-    /// Going back from `SCHED_IDLE` was refused (no `CAP_SYS_NICE`): it stays.
-    idle_for_good: bool,
     /// Since when it is stopped (`None`: running).
     stopped_at: Option<Instant>,
     /// How long it was stopped before `stopped_at`.
@@ -194,13 +193,12 @@ impl Freezer {
         let now = Instant::now();
         for d in &mut st.demoted {
             if let Some(pid) = d.pid {
-                let want_idle = others || d.idle_for_good;
-                if want_idle != d.idle && !pidfd_exited(&d.pidfd) {
-                    let took = set_sched_idle(pid, want_idle);
-                    if took {
-                        d.idle = want_idle;
-                    } else if !want_idle {
-                        d.idle_for_good = true;
+                if others != d.idle && !pidfd_exited(&d.pidfd) {
+                    if set_sched_idle(pid, others) {
+                        d.idle = others;
+                    } else if !others {
+                        // Refused: it stays idle, and is not asked again.
+                        d.pid = None;
                     }
                 }
             }
@@ -246,7 +244,6 @@ impl Freezer {
                 pidfd,
                 pid,
                 idle: false,
-                idle_for_good: false,
                 stopped_at: None,
                 stopped_for: Duration::ZERO,
                 budget,
