@@ -373,18 +373,16 @@ impl Supervisor {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(early) = early {
-            match early.take(spec) {
-                Ok(mut w) if role.is_none() => {
-                    pool::greet(&mut w)?;
-                    return Ok(w);
-                }
-                // Its jail does not cover this run's (or a test role is
-                // set): never used, killed, reaped off the run's path.
-                Ok(mut w) | Err(mut w) => {
-                    w.kill();
-                    self.bg.dispose(w);
-                }
+            let usable = role.is_none() && early.covers(spec);
+            let mut w = early.into_worker();
+            if usable {
+                pool::greet(&mut w)?;
+                return Ok(w);
             }
+            // Its jail does not cover this run's (or a test role is set):
+            // never used, killed, reaped off the run's path.
+            w.kill();
+            self.bg.dispose(w);
         }
         if role.is_none() && self.pool.fits(spec) {
             if let Some(w) = self.pool.take(&|dead| self.bg.dispose(dead)) {

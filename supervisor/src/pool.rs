@@ -458,14 +458,14 @@ impl Prestarted {
         self.0.pid()
     }
 
-    /// The worker, for a run that needs `spec` under `cfg`'s role, or back
-    /// as `Err` when its jail does not cover `spec`.
-    pub(crate) fn take(self, spec: &JailSpec) -> Result<Worker, Worker> {
-        if covers(&self.0.spec, spec) {
-            Ok(self.0)
-        } else {
-            Err(self.0)
-        }
+    /// Whether its jail covers `spec` (see [`covers`]).
+    pub(crate) fn covers(&self, spec: &JailSpec) -> bool {
+        covers(&self.0.spec, spec)
+    }
+
+    /// The worker itself.
+    pub(crate) fn into_worker(self) -> Worker {
+        self.0
     }
 }
 
