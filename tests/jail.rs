@@ -932,3 +932,95 @@ fn a_runaway_is_demoted_and_stopped_while_other_runs_go_on() {
         Some("Cancelled")
     );
 }
+
+/// `lackpy run` starts its worker before it has read the configuration
+/// (`lackpy_supervisor::Prestarted`, with the full jail and the default
+/// limits): a run uses it only when its jail covers the run's (the same
+/// layers, rlimits no larger) and kills it unused otherwise, so a guess
+/// that turned out wrong never gives a run a different jail.
+#[test]
+fn a_prestarted_worker_serves_only_a_run_its_jail_covers() {
+    let _g = serial();
+    let ws = tempfile::tempdir().expect("tempdir");
+    let exe = || ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy");
+    let cfg = |level: JailLevel| SupervisorConfig {
+        exe: exe(),
+        jail_level: level,
+        pool_size: 0,
+        worker_role: vec!["executor".into()],
+        trace_limits: Default::default(),
+    };
+    let limits = |memory_bytes: u64| Limits {
+        wall_ms: 1500,
+        fuel: 1 << 40,
+        memory_bytes,
+        ..Limits::default()
+    };
+    let cases = [
+        (
+            "same jail, less memory",
+            JailLevel::full(),
+            limits(64 << 20),
+            true,
+        ),
+        (
+            "more memory than guessed",
+            JailLevel::full(),
+            limits(1 << 30),
+            false,
+        ),
+        (
+            "seccomp lowered by the config",
+            JailLevel::lowered(&["seccomp"]).expect("level"),
+            limits(64 << 20),
+            false,
+        ),
+    ];
+    for (what, level, run_limits, used) in cases {
+        let pre = lackpy_supervisor::Prestarted::spawn(&cfg(JailLevel::full()), &Limits::default())
+            .expect("prestart");
+        let pid = i32::try_from(pre.pid().expect("pid")).expect("pid fits");
+        let sup = std::sync::Arc::new(Supervisor::new(cfg(level)).expect("supervisor"));
+        sup.adopt(pre);
+        let (s2, ws2, l2) = (sup.clone(), ws.path().to_path_buf(), run_limits.clone());
+        // Runs until its wall-clock limit.
+        let runner = std::thread::spawn(move || {
+            run(
+                &s2,
+                &ws2,
+                "n = 0\nfor i in range(1000000000000):\n    n += i",
+                l2,
+            )
+        });
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let alive = state_of(pid).is_some_and(|s| s != 'Z');
+        let r = runner.join().expect("runner");
+        assert_eq!(
+            r.error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::Limit),
+            "{what}: {:?}",
+            r.error
+        );
+        assert_eq!(
+            r.jail_level,
+            level.executor_spec(&run_limits).level(),
+            "{what}"
+        );
+        assert_eq!(
+            alive,
+            used,
+            "{what}: the prestarted worker {}",
+            if used { "was not used" } else { "was used" }
+        );
+        // Used or not, it is gone once the run is over.
+        let t0 = std::time::Instant::now();
+        while state_of(pid).is_some() && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            state_of(pid),
+            None,
+            "{what}: the prestarted worker was left behind"
+        );
+    }
+}

@@ -9,8 +9,9 @@
 
 use super::common::{self, ProgramArgs};
 use super::escape;
+use lackpy_policy::wire::Limits;
 use lackpy_supervisor::providers::Providers;
-use lackpy_supervisor::{RunReport, RunRequest, Supervisor, SupervisorConfig};
+use lackpy_supervisor::{Prestarted, RunReport, RunRequest, Supervisor, SupervisorConfig};
 use std::sync::Arc;
 
 /// Arguments of `lackpy run`.
@@ -32,20 +33,15 @@ pub struct Args {
     memory_mb: Option<u64>,
 }
 
-/// Run the subcommand.
-pub fn main(args: Args) -> anyhow::Result<i32> {
-    let providers = Arc::new(Providers::new());
-    let mut loaded = match common::load(&args.program.select, &providers) {
-        Ok(l) => l,
-        Err(e) => return Ok(e.report("run", args.program.json)),
-    };
-    let mut limits = loaded.profile.limits.clone();
+/// The run's limits: `base` (the profile's) with the command line's
+/// overrides.
+fn limits_of(args: &Args, base: &Limits) -> Result<Limits, common::CliError> {
+    let mut limits = base.clone();
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
-            let e = common::CliError::Usage(
+            return Err(common::CliError::Usage(
                 "--timeout must be a positive number of seconds".to_string(),
-            );
-            return Ok(e.report("run", args.program.json));
+            ));
         }
         limits.wall_ms = (t * 1000.0).ceil() as u64;
     }
@@ -55,6 +51,29 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.memory_mb {
         limits.memory_bytes = m.saturating_mul(1 << 20);
     }
+    Ok(limits)
+}
+
+/// Run the subcommand.
+pub fn main(args: Args) -> anyhow::Result<i32> {
+    let mut sup_cfg = SupervisorConfig::new()?;
+    // The worker starts jailing itself now, on the other CPU, while this
+    // thread reads the configuration, the program and validates it. Its
+    // jail is a guess (the full jail, the default limits with the command
+    // line's): the supervisor uses it only if it covers the run's real jail
+    // and kills it otherwise (`Prestarted`).
+    let early = limits_of(&args, &Limits::default())
+        .ok()
+        .and_then(|l| Prestarted::spawn(&sup_cfg, &l));
+    let providers = Arc::new(Providers::new());
+    let mut loaded = match common::load(&args.program.select, &providers) {
+        Ok(l) => l,
+        Err(e) => return Ok(e.report("run", args.program.json)),
+    };
+    let limits = match limits_of(&args, &loaded.profile.limits) {
+        Ok(l) => l,
+        Err(e) => return Ok(e.report("run", args.program.json)),
+    };
     let source = match args.program.source.read(limits.source_bytes) {
         Ok(s) => s,
         Err(e) => return Ok(e.report("run", args.program.json)),
@@ -63,10 +82,12 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
         Ok(l) => l,
         Err(e) => return Ok(e.report("run", args.program.json)),
     };
-    let mut sup_cfg = SupervisorConfig::new()?;
     sup_cfg.jail_level = jail_level;
     sup_cfg.trace_limits = loaded.config.trace.unwrap_or_default();
     let sup = Supervisor::with_providers(sup_cfg, providers)?;
+    if let Some(w) = early {
+        sup.adopt(w);
+    }
     let mut report = sup.run(RunRequest {
         source: source.clone(),
         profile: loaded.profile.clone(),

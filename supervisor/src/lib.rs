@@ -23,7 +23,7 @@ pub mod tools;
 pub mod trace;
 pub mod trusted;
 
-pub use pool::{greet, READY_TIMEOUT};
+pub use pool::{greet, Prestarted, READY_TIMEOUT};
 
 use lackpy_policy::config::ResolvedProfile;
 use lackpy_policy::lang::Grade;
@@ -268,6 +268,9 @@ pub struct Supervisor {
     freezer: freezer::Freezer,
     /// Provider state: python helpers, MCP servers, the host's tools.
     providers: Arc<providers::Providers>,
+    /// A worker started before this supervisor ([`Supervisor::adopt`]),
+    /// for the next fresh run whose jail it covers.
+    prestarted: Mutex<Option<pool::Prestarted>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -311,7 +314,22 @@ impl Supervisor {
             pool,
             freezer: freezer::Freezer::new(),
             providers,
+            prestarted: Mutex::new(None),
         })
+    }
+
+    /// Keep `worker` (started with this supervisor's configuration before
+    /// the supervisor existed, see [`Prestarted`]) for the next run that
+    /// needs a fresh worker. It is used only if its jail covers that run's
+    /// (same layers, rlimits no larger), else killed unused; a worker
+    /// already kept is killed.
+    pub fn adopt(&self, worker: Prestarted) {
+        let old = self
+            .prestarted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(worker);
+        drop(old);
     }
 
     /// This supervisor's providers: its python helpers, its MCP servers
@@ -349,6 +367,23 @@ impl Supervisor {
     /// set), else a fresh one.
     fn take_worker(&self, spec: &JailSpec) -> Result<Worker, ErrorInfo> {
         let role = self.role_override.lock().ok().and_then(|r| r.clone());
+        let early = self
+            .prestarted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(early) = early {
+            let usable = role.is_none() && early.covers(spec);
+            let mut w = early.into_worker();
+            if usable {
+                pool::greet(&mut w)?;
+                return Ok(w);
+            }
+            // Its jail does not cover this run's (or a test role is set):
+            // never used, killed, reaped off the run's path.
+            w.kill();
+            self.bg.dispose(w);
+        }
         if role.is_none() && self.pool.fits(spec) {
             if let Some(w) = self.pool.take(&|dead| self.bg.dispose(dead)) {
                 return Ok(w);

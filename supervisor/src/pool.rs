@@ -340,14 +340,7 @@ impl WarmPool {
     /// Whether a run jailed with `spec` may use a pooled worker: same
     /// layers, and rlimits no larger than the pool's.
     pub(crate) fn fits(&self, spec: &JailSpec) -> bool {
-        let p = &self.spec;
-        self.size > 0
-            && spec.namespaces == p.namespaces
-            && spec.rlimits == p.rlimits
-            && spec.landlock == p.landlock
-            && spec.seccomp == p.seccomp
-            && spec.as_bytes <= p.as_bytes
-            && spec.cpu_seconds <= p.cpu_seconds
+        self.size > 0 && covers(&self.spec, spec)
     }
 
     /// Tell the refill thread a run has ended (it refills the pool if it
@@ -412,6 +405,67 @@ impl Drop for WarmPool {
         if let Ok(mut q) = self.shared.workers.lock() {
             q.clear(); // Worker::drop kills and reaps
         }
+    }
+}
+
+/// Whether a worker jailed with `have` may serve a run that needs `want`:
+/// the same layers, and rlimits no larger than `have`'s. (The rlimits back
+/// up limits the interpreter and the supervisor enforce first: a run's
+/// memory, fuel and wall clock are its own whatever the worker's rlimits.)
+pub(crate) fn covers(have: &JailSpec, want: &JailSpec) -> bool {
+    want.namespaces == have.namespaces
+        && want.rlimits == have.rlimits
+        && want.landlock == have.landlock
+        && want.seccomp == have.seccomp
+        && want.as_bytes <= have.as_bytes
+        && want.cpu_seconds <= have.cpu_seconds
+        && want.keep_net == have.keep_net
+        && want.connect_port == have.connect_port
+}
+
+/// A fresh worker started before the supervisor that will run it exists,
+/// so that its jail set-up (exec, namespaces, mounts, seccomp: most of a
+/// cold `lackpy run`) overlaps the front end's own start (configuration,
+/// the program's text, validation) on another CPU.
+///
+/// Started with a jail guessed before the configuration is read (the full
+/// jail and the limits a front end knows so far); handed to the supervisor
+/// with [`crate::Supervisor::adopt`], it serves the first fresh run only if
+/// its jail [`covers`] the run's exactly as a pooled worker must (same
+/// layers, rlimits no larger). Otherwise it is killed unused: a guess that
+/// turned out wrong costs CPU, never a weaker jail. Dropping it kills it.
+#[derive(Debug)]
+pub struct Prestarted(Worker);
+
+impl Prestarted {
+    /// Spawn `cfg`'s worker role jailed by `cfg`'s jail level for `limits`
+    /// (not yet greeted: its `Ready` is awaited when a run takes it).
+    /// `None` when it cannot be spawned; the run then spawns its own
+    /// worker and reports any error there.
+    pub fn spawn(cfg: &SupervisorConfig, limits: &Limits) -> Option<Self> {
+        let spec = cfg.jail_level.executor_spec(limits);
+        let (role, args) = cfg
+            .worker_role
+            .split_first()
+            .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+        spawn::spawn(&cfg.exe, role, args, &spec)
+            .ok()
+            .map(Prestarted)
+    }
+
+    /// The worker's pid (its outermost process).
+    pub fn pid(&self) -> Option<u32> {
+        self.0.pid()
+    }
+
+    /// Whether its jail covers `spec` (see [`covers`]).
+    pub(crate) fn covers(&self, spec: &JailSpec) -> bool {
+        covers(&self.0.spec, spec)
+    }
+
+    /// The worker itself.
+    pub(crate) fn into_worker(self) -> Worker {
+        self.0
     }
 }
 

@@ -53,7 +53,6 @@ dec0 = [c for c in range(0x110000) if unicodedata.decimal(chr(c), None) == 0]
 for c in dec0:
     for k in range(10):
         assert unicodedata.decimal(chr(c + k), None) == k
-def rs(s): return '"' + ''.join('\\u{%x}' % ord(x) for x in s) + '"'
 
 
 def packed(items, per_line, indent="    "):
@@ -61,8 +60,15 @@ def packed(items, per_line, indent="    "):
     return [indent + " ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
 
 
+def chars(s):
+    """A mapping as three chars, NUL-padded: no pointer in the table, so it
+    needs no relocation when the binary starts (see `unicode.rs`)."""
+    assert 1 <= len(s) <= 3 and "\0" not in s, s
+    return "[" + ", ".join("'\\u{%x}'" % ord(x) for x in s) + ", '\\0'" * (3 - len(s)) + "]"
+
+
 def strmap(table):
-    return [f"({c:#x}, {rs(t)})," for c, t in table]
+    return [f"({c:#x}, {chars(t)})," for c, t in table]
 
 
 # (doc, declaration, entries, entries per line). Tables of one shape are
@@ -71,18 +77,18 @@ TABLES = [
     ("Runs of code points sharing the same flags: (first code point, flags).",
      "RUNS: [(u32, u16)", [f"({c:#x}, {f})," for c, f in runs], 8),
     ("Title-case mappings that differ from the upper-case mapping.",
-     "TITLE_MAP: [(u32, &str)", strmap(title), 4),
+     "TITLE_MAP: [(u32, [char; 3])", strmap(title), 4),
     ("First code point (value 0) of each run of ten decimal digits.",
      "DECIMAL0: [u32", [f"{c:#x}," for c in dec0], 10),
     ("Full upper-case mappings of non-ASCII code points that have one.",
-     "UPPER_MAP: [(u32, &str)", strmap(upper), 4),
+     "UPPER_MAP: [(u32, [char; 3])", strmap(upper), 4),
     ("Ranges (first, last) of the code points whose case fold is their\n/// "
      "upper-case mapping (not in `FOLD`, and not their lower-case one).",
      "FOLD_TO_UPPER: [(u32, u32)", [f"({a:#x}, {b:#x})," for a, b in fold_upper], 4),
     ("Full lower-case mappings of non-ASCII code points that have one.",
-     "LOWER_MAP: [(u32, &str)", strmap(lower), 4),
+     "LOWER_MAP: [(u32, [char; 3])", strmap(lower), 4),
     ("Case-fold mappings that differ from the lower- and the upper-case mapping.",
-     "FOLD: [(u32, &str)", strmap(fold), 4),
+     "FOLD: [(u32, [char; 3])", strmap(fold), 4),
 ]
 out = [
     "// Unicode tables generated from CPython 3.11's `unicodedata` by",
