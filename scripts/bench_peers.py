@@ -702,8 +702,22 @@ commit message.
   change), the builtin tools as a compiled table instead of TOML (5.18 → 5.49 ms), and a static
   non-PIE binary (−34 % CPU, but it gives up ASLR for the supervisor, which parses hostile input).
   The network namespace stays: nothing cheaper can be shown equal (landlock's network rules cover TCP
-  only). Not done: the worker cloned into its namespaces without the reaper (a vfork'd intermediate
-  cloning with `CLONE_NEW*`) and pointer-free Unicode tables.
+  only). Round 5 (interleaved A/B of release builds, 10 rounds × 30 runs, quiet): the Unicode case
+  tables hold chars instead of `&str` (no pointers, nothing to relocate): p50 0.99×, CPU 0.97×;
+  `lackpy run` spawns its worker right after parsing its arguments, before it reads the configuration
+  and the program (`Prestarted`: used only if its jail covers the run's), so the worker's set-up
+  overlaps the front end's ~0.6 ms of loading and validating on the other CPU: p50 0.94× (0.89× in a
+  second pairing). A scheduler trace of one cold run (`perf record -e sched:*`) shows where the rest
+  goes: ~0.6 ms from exec to the spawn (of which `lackpy --version` alone is most: glibc's start-up
+  decodes the cache sizes with ~12 rounds of `cpuid` leaves 2 and 4, each a VM exit here — 7.5 % of
+  its samples —, relocating the static-pie 8 %, and the copy-on-write faults of the relocated pages);
+  ~2.4 ms from the worker's exec to `Ready`, of which `unshare` with the network namespace is ~0.8 ms;
+  ~0.2 ms for the run itself; then ~0.6–0.75 ms while the kernel tears the worker's namespaces down
+  (the exiting reaper waits in `synchronize_rcu_expedited`) before the process may exit with its
+  worker reaped. Measured and not kept: queueing the trace before the killed worker's reap (p50 1.00×:
+  the teardown, not the trace, is what the exit waits on). Not done, and why: leaving the killed worker
+  to init instead of reaping it (`init` here does not reap orphans: they would stay zombies), and the
+  worker cloned into its namespaces without the reaper (one fork fewer; the teardown stays).
 - **MCP.** `run_program` is the warm run above plus the server's hops (protocol thread, blocking
   thread, pool thread, trace thread: `finish_task_switch` 7.5 % of the server's samples) and JSON both
   ways. The reap and the trace commit already happen after the reply. Measured and not kept: running
@@ -749,8 +763,8 @@ commit message.
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
 Plan for the rows still *slower*: (1) cold start — the worker cloned into its namespaces by a vfork'd
-intermediate (no reaper), pointer-free Unicode tables (fewer relocated pages), the builtin tools'
-parse off the path; (2) warm/MCP — the two idle-vCPU wake-ups per run (an early wake-up message sent
+intermediate (no reaper), fewer relocations (of the release binary's 27.6 K, 13.5 K are function
+pointers in vtables and 12.7 K pointers to read-only data such as string slices); (2) warm/MCP — the two idle-vCPU wake-ups per run (an early wake-up message sent
 before validation so the worker polls while the supervisor validates), fewer thread hops in the MCP
 server; (3) tool calls — the kernel's seqpacket path is most of what is left; (4) interpreter — the
 allocator (tcache through the worker's environment, A/B'd on the pooled path).
