@@ -370,6 +370,11 @@ impl<'a> Delegator<'a> {
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, &examples, context);
+        tracing::debug!(
+            provider = %p.name,
+            examples = ?examples.iter().map(|e| e.intent.as_str()).collect::<Vec<_>>(),
+            "retrieved examples"
+        );
         // The files the task names go next to it, in the first prompt and
         // in every retry (a small model copies the examples' paths unless
         // the right ones are close by).
