@@ -169,25 +169,32 @@ async fn cancelling_a_run_kills_its_worker() {
     let ws = util::workspace(&[]);
     let (c, server) = connect(ws.path()).await;
     let runaway = "n = 0\nfor i in range(100000000):\n    n += 1\nn";
-    // Dropping the call future sends notifications/cancelled.
+    // The call runs until a busy worker (one that has used CPU) is seen
+    // under the server; then dropping the call future sends
+    // notifications/cancelled. (Found first, cancelled second: looking
+    // only after a fixed wait and the cancel raced the kill, and on a
+    // loaded machine the worker could be gone before it was looked for.)
+    let mut call = Box::pin(run(&c, json!({"program": runaway, "session": "c1"})));
     let t0 = Instant::now();
-    let r = tokio::time::timeout(
-        Duration::from_millis(1500),
-        run(&c, json!({"program": runaway, "session": "c1"})),
-    )
-    .await;
-    assert!(
-        r.is_err(),
-        "the runaway finished: {:?}",
-        r.map(|r| sc(&r).clone())
-    );
-    // The busy worker is the one that has used CPU.
-    let busy: Vec<u32> = workers_under(server)
-        .into_iter()
-        .filter(|(_, ticks)| *ticks >= 20)
-        .map(|(p, _)| p)
-        .collect();
-    assert!(!busy.is_empty(), "no busy worker found under the server");
+    let busy: Vec<u32> = loop {
+        tokio::select! {
+            r = &mut call => panic!("the runaway finished: {:?}", sc(&r)),
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        let busy: Vec<u32> = workers_under(server)
+            .into_iter()
+            .filter(|(_, ticks)| *ticks >= 20)
+            .map(|(p, _)| p)
+            .collect();
+        if !busy.is_empty() {
+            break busy;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no busy worker found under the server within 10 s"
+        );
+    };
+    drop(call);
     let cancelled_at = Instant::now();
     loop {
         let alive: Vec<u32> = workers_under(server)
@@ -199,7 +206,7 @@ async fn cancelling_a_run_kills_its_worker() {
             break;
         }
         assert!(
-            cancelled_at.elapsed() < Duration::from_secs(1),
+            cancelled_at.elapsed() < Duration::from_secs(2),
             "worker(s) {alive:?} still alive {:?} after the cancel",
             cancelled_at.elapsed()
         );
@@ -218,6 +225,6 @@ async fn cancelling_a_run_kills_its_worker() {
     assert_eq!(sc(&next)["value"], json!(45), "{}", sc(&next));
     let s = cell(&c, "c1", "x = 1").await;
     assert_eq!(names(&sc(&s)["session"]["variables"]), vec!["x"]);
-    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(t0.elapsed() < Duration::from_secs(20));
     c.cancel().await.expect("close");
 }

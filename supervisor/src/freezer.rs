@@ -31,7 +31,10 @@
 //! (at `SCHED_IDLE` while others run, once the budget is spent). Only forked
 //! (pooled) workers are frozen and moved between policies, through their
 //! pidfd (never a reused pid: the pidfd says whether the pid still names
-//! the worker); an exec'd worker is made `SCHED_IDLE` once, at demotion.
+//! the worker). An exec'd worker (the pool was empty) keeps its policy: the
+//! supervisor holds no pidfd for its jailed pid 1, so it could not safely
+//! move it back, and `SCHED_IDLE` for good starved it next to any CPU-bound
+//! process (a run measured 0 ms of CPU in 10 s beside three busy loops).
 
 use crate::spawn::{pidfd_exited, pidfd_signal, set_sched_idle};
 use std::os::fd::OwnedFd;
@@ -118,17 +121,12 @@ impl RunToken<'_> {
     /// in). Without a pidfd the run only stops counting as active.
     /// `pid` is the worker's pid for its scheduling policy: with a pidfd it
     /// is `SCHED_IDLE` only while other runs are in flight; without one (an
-    /// exec'd worker) it is made `SCHED_IDLE` now, for good.
+    /// exec'd worker) its policy is left as it is.
     pub fn demote(&mut self, pidfd: Option<OwnedFd>, pid: Option<libc::pid_t>, budget: Duration) {
         if self.demoted {
             return;
         }
         self.demoted = true;
-        if pidfd.is_none() {
-            if let Some(pid) = pid {
-                set_sched_idle(pid, true);
-            }
-        }
         self.freezer.demoted(self.id, pidfd, pid, budget);
     }
 
