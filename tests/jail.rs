@@ -26,15 +26,19 @@ fn supervisor(level: JailLevel, role: &[&str]) -> Supervisor {
 /// A supervisor whose warm pool holds `pool_size` workers (0: every worker
 /// is exec'd).
 fn supervisor_with_pool(level: JailLevel, role: &[&str], pool_size: usize) -> Supervisor {
+    Supervisor::new(config(level, role, pool_size)).expect("supervisor")
+}
+
+/// A supervisor configuration for the test binary.
+fn config(level: JailLevel, role: &[&str], pool_size: usize) -> SupervisorConfig {
     let exe = ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy binary");
-    let cfg = SupervisorConfig {
+    SupervisorConfig {
         exe,
         jail_level: level,
         pool_size,
         worker_role: role.iter().map(|s| s.to_string()).collect(),
         trace_limits: Default::default(),
-    };
-    Supervisor::new(cfg).expect("supervisor")
+    }
 }
 
 /// How many pooled workers are Ready once `want` are, or after 10 s.
@@ -942,14 +946,7 @@ fn a_runaway_is_demoted_and_stopped_while_other_runs_go_on() {
 fn a_prestarted_worker_serves_only_a_run_its_jail_covers() {
     let _g = serial();
     let ws = tempfile::tempdir().expect("tempdir");
-    let exe = || ExeHandle::open(Path::new(env!("CARGO_BIN_EXE_lackpy"))).expect("open lackpy");
-    let cfg = |level: JailLevel| SupervisorConfig {
-        exe: exe(),
-        jail_level: level,
-        pool_size: 0,
-        worker_role: vec!["executor".into()],
-        trace_limits: Default::default(),
-    };
+    let cfg = |level: JailLevel| config(level, &["executor"], 0);
     let limits = |memory_bytes: u64| Limits {
         wall_ms: 1500,
         fuel: 1 << 40,

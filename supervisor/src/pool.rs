@@ -444,10 +444,7 @@ impl Prestarted {
     /// worker and reports any error there.
     pub fn spawn(cfg: &SupervisorConfig, limits: &Limits) -> Option<Self> {
         let spec = cfg.jail_level.executor_spec(limits);
-        let (role, args) = cfg
-            .worker_role
-            .split_first()
-            .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+        let (role, args) = role_and_args(&cfg.worker_role);
         spawn::spawn(&cfg.exe, role, args, &spec)
             .ok()
             .map(Prestarted)
@@ -469,6 +466,14 @@ impl Prestarted {
     }
 }
 
+/// A worker role argv (after `__worker`) as the role and its arguments;
+/// empty means `executor`.
+fn role_and_args(role_argv: &[String]) -> (&str, &[String]) {
+    role_argv
+        .split_first()
+        .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a))
+}
+
 /// Spawn a fresh (unpooled) worker with role argv `role_argv` (after
 /// `__worker`; empty means `executor`) jailed by `spec`, and wait for its
 /// greeting.
@@ -477,9 +482,7 @@ pub(crate) fn fresh_worker(
     role_argv: &[String],
     spec: &JailSpec,
 ) -> Result<Worker, ErrorInfo> {
-    let (role, args) = role_argv
-        .split_first()
-        .map_or(("executor", &[][..]), |(r, a)| (r.as_str(), a));
+    let (role, args) = role_and_args(role_argv);
     let mut w = spawn::spawn(&cfg.exe, role, args, spec)
         .map_err(|e| internal("WorkerSpawnFailed", format!("cannot spawn a worker: {e}")))?;
     greet(&mut w)?;

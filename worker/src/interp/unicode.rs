@@ -147,18 +147,23 @@ pub fn fold(c: char, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    /// What `python3 -c script` prints (the test fails without python3).
+    fn python3_output(script: &str) -> String {
+        let out = std::process::Command::new("python3")
+            .args(["-c", script])
+            .output()
+            .expect("python3 is required");
+        assert!(out.status.success(), "python3 failed");
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
     /// `fold` agrees with CPython's `str.casefold` wherever that differs
     /// from `str.lower` (everywhere else it is `lower`, checked by the
     /// interpreter's differential tests).
     #[test]
     fn fold_matches_cpython_where_it_is_not_lower() {
         let script = "import sys\nfor c in range(0x110000):\n    ch = chr(c)\n    if 0xd800 <= c < 0xe000 or ch.casefold() == ch.lower():\n        continue\n    print(c, ' '.join(str(ord(x)) for x in ch.casefold()))\n";
-        let out = std::process::Command::new("python3")
-            .args(["-c", script])
-            .output()
-            .expect("python3 is required");
-        assert!(out.status.success(), "python3 failed");
-        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let text = python3_output(script);
         let mut checked = 0;
         for line in text.lines() {
             let mut nums = line.split(' ').map(|n| n.parse::<u32>().expect("number"));
@@ -179,12 +184,7 @@ mod tests {
     #[test]
     fn case_maps_match_cpython_on_every_code_point() {
         let script = "for c in range(0x110000):\n    ch = chr(c)\n    if 0xd800 <= c < 0xe000:\n        continue\n    u, l, t = ch.upper(), ch.lower(), ch.title()\n    if u != ch or l != ch or t != ch:\n        print(c, '|'.join(' '.join(str(ord(x)) for x in s) for s in (u, l, t)))\n";
-        let out = std::process::Command::new("python3")
-            .args(["-c", script])
-            .output()
-            .expect("python3 is required");
-        assert!(out.status.success(), "python3 failed");
-        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let text = python3_output(script);
         let mut checked = 0;
         for line in text.lines() {
             let (c, maps) = line.split_once(' ').expect("code point and maps");
