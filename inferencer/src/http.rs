@@ -564,8 +564,8 @@ fn request_body(req: &Request) -> Value {
     let mut body = match ep.wire {
         Wire::OllamaGenerate => json!({
             "model": ep.model,
-            "system": system,
-            "prompt": flatten_conversation(&req.messages),
+            "system": generate_system(&system, &req.messages),
+            "prompt": flatten_conversation(generate_turns(&req.messages)),
             "stream": ep.stream,
             "options": options,
         }),
@@ -597,8 +597,56 @@ fn request_body(req: &Request) -> Value {
     body
 }
 
+/// The leading example turns of a conversation: after the system turns,
+/// each user turn answered by an assistant turn, up to the last user turn.
+fn example_turns(messages: &[Message]) -> &[Message] {
+    let start = messages
+        .iter()
+        .position(|m| m.role != Role::System)
+        .unwrap_or(messages.len());
+    let rest = &messages[start..];
+    let mut n = 0;
+    // A pair counts only with a turn after it (the task itself).
+    while n + 2 < rest.len()
+        && rest.get(n).is_some_and(|m| m.role == Role::User)
+        && rest.get(n + 1).is_some_and(|m| m.role == Role::Assistant)
+    {
+        n += 2;
+    }
+    &rest[..n]
+}
+
+/// `/api/generate` has no turns: the example turns (task, cell) go into
+/// the system text as example cells, as a one-prompt wire expects.
+fn generate_system(system: &str, messages: &[Message]) -> String {
+    let examples = example_turns(messages);
+    if examples.is_empty() {
+        return system.to_string();
+    }
+    let mut s = format!("{}\n\nExample cells:\n", system.trim_end());
+    for pair in examples.chunks(2) {
+        if let [task, cell] = pair {
+            s.push_str(&format!(
+                "\n{}\n{}\n",
+                task.content.trim(),
+                cell.content.trim_end()
+            ));
+        }
+    }
+    s
+}
+
+/// The turns `/api/generate`'s prompt holds: those after the example turns.
+fn generate_turns(messages: &[Message]) -> &[Message] {
+    let start = messages
+        .iter()
+        .position(|m| m.role != Role::System)
+        .unwrap_or(messages.len());
+    &messages[start + example_turns(messages).len()..]
+}
+
 /// `/api/generate` takes one prompt: the non-system turns, labelled when
-/// there is more than one (the correction retry).
+/// there is more than one.
 fn flatten_conversation(messages: &[Message]) -> String {
     let turns: Vec<&Message> = messages.iter().filter(|m| m.role != Role::System).collect();
     if let [only] = turns.as_slice() {
@@ -987,5 +1035,35 @@ mod tests {
         assert!(
             p.contains("do x") && p.contains("bad()") && p.contains("fix it") && !p.contains("sys")
         );
+    }
+
+    #[test]
+    fn generate_takes_example_turns_into_the_system_text() {
+        let ms = vec![
+            Message::new(Role::System, "sys"),
+            Message::new(Role::User, "# Task: one"),
+            Message::new(Role::Assistant, "cell_one()"),
+            Message::new(Role::User, "# Task: two"),
+            Message::new(Role::Assistant, "cell_two()"),
+            Message::new(Role::User, "# Task: mine"),
+        ];
+        assert_eq!(
+            generate_system("sys", &ms),
+            "sys\n\nExample cells:\n\n# Task: one\ncell_one()\n\n# Task: two\ncell_two()\n"
+        );
+        assert_eq!(flatten_conversation(generate_turns(&ms)), "# Task: mine");
+        // No examples: unchanged.
+        let plain = vec![
+            Message::new(Role::System, "sys"),
+            Message::new(Role::User, "u"),
+        ];
+        assert_eq!(generate_system("sys", &plain), "sys");
+        assert_eq!(flatten_conversation(generate_turns(&plain)), "u");
+        // A conversation ending in an assistant turn keeps its last pair.
+        let open = vec![
+            Message::new(Role::User, "a"),
+            Message::new(Role::Assistant, "b"),
+        ];
+        assert!(example_turns(&open).is_empty());
     }
 }
