@@ -123,7 +123,10 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
     // Names the validator did not know: hallucinated tools or variables.
     for e in errors {
         if let Some(name) = unknown_name(e) {
-            if calls.contains(&name) && !is_builtin(&name) {
+            if calls.contains(&name) && matches!(name.as_str(), "next" | "filter" | "map") {
+                // Python's iterator helpers: a comprehension does each.
+                push(FailureMode::KeyHallucination, format!("Write a list comprehension instead of {name}(): [f(x) for x in items if cond], and [x for x in items if cond][0] for the first match."));
+            } else if calls.contains(&name) && !is_builtin(&name) {
                 let close = tools
                     .iter()
                     .filter(|t| similar(t, &name))
@@ -180,6 +183,15 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
             push(FailureMode::WrongOutput, format!("Compute the answer by calling the tools{example} and end with an expression over their results; do not write the answer out as a constant."));
         }
         let msg = e.message.to_lowercase();
+        // A file path given to a code-intelligence tool, which takes a
+        // function or class name: what a file defines is in its text.
+        if e.type_name == "BadArgument"
+            && msg.contains("must be a python name")
+            && (msg.contains('/') || msg.contains(".py"))
+            && has_tool("read_file")
+        {
+            push(FailureMode::KeyHallucination, "find_definitions and find_callers take a function or class name (\"load\", \"Config.load\"), not a file. For what one file holds, read it: [l.strip() for l in read_file(path).splitlines() if l.lstrip().startswith((\"def \", \"class \"))] lists its definitions, and its import lines start with \"import \" or \"from \".".into());
+        }
         // A split line indexed by a column name, or the header row parsed
         // as data: the two ways a table program fails at run time.
         if msg.contains("indices must be integers") && code.contains(".split(") {
@@ -421,6 +433,30 @@ mod tests {
     }
 
     #[test]
+    fn a_file_given_to_a_code_tool_gets_how_to_read_it() {
+        let e = ErrorInfo::new(
+            ErrorKind::Tool,
+            "BadArgument",
+            "find_definitions() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"src/a.py\"",
+        );
+        let h = hints_for(
+            "len(find_definitions(\"src/a.py\"))",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(
+            h.iter().any(|h| h.text.contains("not a file")
+                && h.text.contains("read_file(path).splitlines()")),
+            "{h:?}"
+        );
+        // A bad name that is no path: no such hint.
+        let mut other = e.clone();
+        other.message = "find_definitions() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
+        let h = hints_for("find_definitions(\"a b\")", &[other], &tools());
+        assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
+    }
+
+    #[test]
     fn forbidden_constructs_are_not_unknown_names() {
         for (p, msg) in [
             ("import os\nos.listdir('.')", "`import` is not allowed"),
@@ -437,6 +473,23 @@ mod tests {
                 "{p}: {h:?}"
             );
         }
+        // Python's iterator helpers get the comprehension that does it.
+        let e = ErrorInfo::new(
+            ErrorKind::Validation,
+            "ForbiddenName",
+            "'next' is not available",
+        );
+        let h = hints_for("next(x for x in xs if x)", &[e], &tools());
+        assert!(
+            h.iter().any(|h| h.text.contains("instead of next()")
+                && h.text.contains("[x for x in items if cond][0]")),
+            "{h:?}"
+        );
+        assert!(
+            !h.iter()
+                .any(|h| h.text.contains("not in the kernel namespace")),
+            "{h:?}"
+        );
         let h = hints_for("x + 1", &[err("name 'x' is not defined")], &tools());
         assert!(
             h.iter()

@@ -106,6 +106,168 @@ pub enum RunCheck {
     /// the workspace view is asked once more, with that fact; the cell is
     /// kept when the answer is no better.
     Empty(String),
+    /// It ran ok (it has no effects) with a value of this shape: checked
+    /// against what the task asks for ([`shape_mismatch`]).
+    Value(ValueShape),
+}
+
+/// The shape of a value a program computed: its type, and for a list its
+/// length and whether every item is a record with a `"file"` field (what
+/// `find_definitions` and `find_callers` return). No content: this much
+/// goes back to the model, with the workspace view on only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueShape {
+    /// An int or a float.
+    Number,
+    /// A str.
+    Str,
+    /// A bool.
+    Bool,
+    /// A list (or tuple) of `len` items.
+    List {
+        /// Number of items.
+        len: usize,
+        /// Every item is a dict with a `"file"` key.
+        records_with_file: bool,
+    },
+    /// A dict.
+    Dict,
+    /// Anything else.
+    Other,
+}
+
+/// The words of a task asking for a count (`how many`, `number of`,
+/// `count ...`), unless it asks for one per group (`per`, `each`, `every`,
+/// `by`), which is a dict.
+fn asks_for_count(intent: &str) -> bool {
+    let words: Vec<String> = intent
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let pair = |a: &str, b: &str| words.windows(2).any(|p| p[0] == a && p[1] == b);
+    let count =
+        pair("how", "many") || pair("number", "of") || words.first().is_some_and(|w| w == "count");
+    count && !["per", "each", "every", "by", "map"].iter().any(|w| has(w))
+}
+
+/// A task asking for files or modules ("the files that call load",
+/// "which module defines Item").
+fn asks_for_files(intent: &str) -> bool {
+    let lower = intent.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    has("files")
+        || has("modules")
+        || ((has("which") || has("what")) && (has("file") || has("module")))
+}
+
+/// A task asking for one thing: it starts with "the", the head of its
+/// noun phrase (the last word before "of", "in", "with", ...) is not a
+/// plural, and it has no word asking for several ("all", "list", "each",
+/// "which", ...). "the customer of order 1006", "the version in setup.cfg";
+/// not "the stock items with fewer than 100 units".
+fn asks_for_one(intent: &str) -> bool {
+    const STOPS: &[&str] = &[
+        "of", "in", "with", "that", "where", "from", "for", "by", "at", "on", "to", "which", "who",
+        "whose", "without", "as", "and", "is", "are", "was", "does", "do",
+    ];
+    const SEVERAL: &[&str] = &[
+        "all", "every", "each", "list", "per", "both", "which", "many", "lines", "files", "names",
+    ];
+    let lower = intent.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.first() != Some(&"the") || words.iter().any(|w| SEVERAL.contains(w)) {
+        return false;
+    }
+    // The phrase ends at a preposition or, after its first word, at a
+    // participle ("the changes listed for ...", but "the pinned requirement").
+    let mut phrase: Vec<&str> = Vec::new();
+    for w in &words[1..] {
+        if STOPS.contains(w) || (!phrase.is_empty() && w.ends_with("ed")) {
+            break;
+        }
+        phrase.push(w);
+    }
+    phrase
+        .last()
+        .is_some_and(|head| !head.ends_with('s') && head.chars().all(char::is_alphabetic))
+}
+
+/// The cell's last line, when it is a one-line expression (no
+/// assignment, block or comment): what a fix can wrap.
+fn last_expression(program: &str) -> Option<&str> {
+    let last = program
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())?
+        .trim_end();
+    let simple = !last.starts_with(char::is_whitespace)
+        && !last.starts_with('#')
+        && !last.ends_with(':')
+        && last.len() <= 200
+        && !crate::corpus::strip_strings(last).contains(" = ");
+    simple.then_some(last)
+}
+
+/// What is wrong with a value of `shape` as the answer to `intent`, when
+/// something clearly is: a list where a count is asked for, whole records
+/// where files are, a list of one item where one thing is. The error goes
+/// back to the model once (like an empty value), with the fix written on
+/// the cell's last expression when it has one; the cell stands when the
+/// next answer is no better.
+pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option<ErrorInfo> {
+    let last = last_expression(program);
+    let on_last = |wrap: &dyn Fn(&str) -> String, generic: &str| match last {
+        Some(e) => format!("End the cell with {}", wrap(e)),
+        None => generic.to_string(),
+    };
+    let (ty, message, hint) = match shape {
+        ValueShape::List { len, .. } if asks_for_count(intent) => (
+            "CountExpected",
+            format!("the task asks for a count, but the cell's value is a list of {len} items"),
+            on_last(
+                &|e| format!("len({e})."),
+                "End the cell with the number: len(...) of the list of matching items.",
+            ),
+        ),
+        ValueShape::Dict if asks_for_count(intent) => (
+            "CountExpected",
+            "the task asks for a count, but the cell's value is a dict".to_string(),
+            "End the cell with one number: len(...) of the matching items.".to_string(),
+        ),
+        ValueShape::List {
+            records_with_file: true,
+            ..
+        } if asks_for_files(intent) => (
+            "FilesExpected",
+            "the task asks for files, but the cell's value is a list of whole records (dicts with a \"file\" field)".to_string(),
+            on_last(
+                &|e| format!("sorted(set(d[\"file\"] for d in {e})), or {e}[0][\"file\"] when the task asks for one file."),
+                "Answer with the file paths: sorted(set(d[\"file\"] for d in records)), or records[0][\"file\"] when the task asks for one file.",
+            ),
+        ),
+        ValueShape::List { len: 1, .. } if asks_for_one(intent) => (
+            "OneExpected",
+            "the task asks for one value, but the cell's value is a list holding one item".to_string(),
+            on_last(
+                &|e| format!("{e}[0] (the item itself, not a list), converted to a number with int() or float() if it is one."),
+                "End the cell with the item itself, not a list of it (its [0]).",
+            ),
+        ),
+        _ => return None,
+    };
+    let mut e = ErrorInfo::new(ErrorKind::Runtime, ty, message);
+    e.hint = Some(hint);
+    Some(e)
 }
 
 /// What [`Delegator::check`] says about a program.
@@ -286,7 +448,7 @@ impl<'a> Delegator<'a> {
             return false;
         };
         let t0 = std::time::Instant::now();
-        let res = match self.check(&program, &[]) {
+        let res = match self.check("", &program, &[]) {
             Verdict::Accept | Verdict::Empty(_) => Ok(()),
             Verdict::Reject(errs) => Err(errs),
         };
@@ -308,7 +470,7 @@ impl<'a> Delegator<'a> {
     }
 
     /// Shape check, validator, then the caller's run check.
-    fn check(&self, program: &str, tool_names: &[String]) -> Verdict {
+    fn check(&self, intent: &str, program: &str, tool_names: &[String]) -> Verdict {
         let shape = crate::clean::shape_problem(program, tool_names);
         // The validator's errors (an unknown name, with its line) say more
         // than "no tool call" about a cell using names it should not.
@@ -337,6 +499,10 @@ impl<'a> Delegator<'a> {
         match self.run.map(|r| r(program)) {
             Some(RunCheck::Failed(e)) => Verdict::Reject(vec![e]),
             Some(RunCheck::Empty(shown)) => Verdict::Empty(empty_error(&shown)),
+            Some(RunCheck::Value(shape)) => match shape_mismatch(intent, program, &shape) {
+                Some(e) => Verdict::Empty(e),
+                None => Verdict::Accept,
+            },
             _ => Verdict::Accept,
         }
     }
@@ -369,7 +535,7 @@ impl<'a> Delegator<'a> {
         let context = self.context.filter(|_| p.context_enabled(&endpoint));
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
-        let system = system_prompt_with(self.tools, &examples, context);
+        let system = system_prompt_with(self.tools, context);
         tracing::debug!(
             provider = %p.name,
             examples = ?examples.iter().map(|e| e.intent.as_str()).collect::<Vec<_>>(),
@@ -385,7 +551,7 @@ impl<'a> Delegator<'a> {
                 task.push_str(&line);
             }
         }
-        let mut messages = first_messages(&system, &task);
+        let mut messages = first_messages(&system, &examples, &task);
         let mut temperature = None;
         let mut rejected: Vec<String> = Vec::new();
         // A cell that ran ok with an empty value, and its attempt's index:
@@ -444,7 +610,7 @@ impl<'a> Delegator<'a> {
                 program = fixed;
             }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
-            let errs = match self.check(&program, &tool_names) {
+            let errs = match self.check(intent, &program, &tool_names) {
                 // An empty value from the first answer, with the view on:
                 // ask again with that fact, keeping this cell.
                 Verdict::Empty(e) if context.is_some() && calls == 1 => {
@@ -487,14 +653,15 @@ impl<'a> Delegator<'a> {
                 return false;
             }
             if calls == 1 {
-                messages = retry_messages(&system, &task, &program, &errs, &hints);
+                messages = retry_messages(&system, &examples, &task, &program, &errs, &hints);
                 temperature = Some(p.retry_temperature);
             } else if repeated && calls == 2 {
                 // A retry that repeats the rejected cell is wasted: ask
                 // again, warmer, saying so.
                 tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
-                messages =
-                    different_messages(retry_messages(&system, &task, &program, &errs, &hints));
+                messages = different_messages(retry_messages(
+                    &system, &examples, &task, &program, &errs, &hints,
+                ));
                 temperature = Some((p.retry_temperature + 0.3).min(1.2));
             } else {
                 break;
@@ -521,29 +688,18 @@ fn retrieval_query(intent: &str, context: Option<&str>) -> String {
     let Some(ctx) = context else {
         return intent.to_string();
     };
-    let words: std::collections::BTreeSet<String> =
-        crate::corpus::tokens(intent).into_iter().collect();
     let mut extra: Vec<&str> = Vec::new();
-    for line in ctx.lines() {
-        let Some(path) = line.strip_prefix("  ") else {
+    for path in named_paths(intent, ctx) {
+        let Some((_, ext)) = path.rsplit_once('.') else {
             continue;
         };
-        if path.contains(char::is_whitespace) || path.ends_with(':') {
-            continue;
-        }
-        let Some((stem, ext)) = path.rsplit_once('.') else {
-            continue;
-        };
-        let named = crate::corpus::tokens(stem)
-            .iter()
-            .any(|t| words.contains(t));
         let kind = match ext {
             "py" => "python",
             "md" => "markdown",
             "csv" | "tsv" | "json" | "jsonl" | "ini" | "cfg" | "toml" | "log" | "txt" => ext,
             _ => continue,
         };
-        if named && !extra.contains(&kind) {
+        if !extra.contains(&kind) {
             extra.push(kind);
         }
     }
@@ -686,10 +842,33 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
         p.rsplit_once('/')
             .is_some_and(|(d, _)| crate::corpus::tokens(d).iter().any(|t| words.contains(t)))
     };
-    paths
+    let by_dir: Vec<&str> = paths.iter().copied().filter(|p| dir_hit(p)).collect();
+    if !by_dir.is_empty() {
+        return by_dir.into_iter().take(MAX_TASK_FILES).collect();
+    }
+    // Last, the files whose shown lines hold the task's words ("the stock
+    // of the lamp": products.csv's header has `stock`, its first row
+    // `lamp`), most distinct words first.
+    let mut by_content: Vec<(usize, &str)> = paths
         .iter()
-        .copied()
-        .filter(|p| dir_hit(p))
+        .map(|p| {
+            let mut seen = std::collections::BTreeSet::new();
+            for line in view_head(ctx, p) {
+                for t in crate::corpus::tokens(line) {
+                    if words.contains(&t) {
+                        seen.insert(t);
+                    }
+                }
+            }
+            (seen.len(), *p)
+        })
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    let best = by_content.iter().map(|(n, _)| *n).max().unwrap_or(0);
+    by_content.retain(|(n, _)| *n == best);
+    by_content
+        .into_iter()
+        .map(|(_, p)| p)
         .take(MAX_TASK_FILES)
         .collect()
 }
@@ -906,21 +1085,26 @@ mod tests {
             d.attempts[0].program.as_deref(),
             Some("f = open('a.txt')\nf.read()")
         );
+        // The retry: the first prompt's system turn and example turns,
+        // then one user turn with the rejected cell, errors and hints.
         let retry = &s.seen[1].messages;
-        assert_eq!(retry.len(), 2);
-        assert_eq!(retry[1].role, Role::User);
+        let first = &s.seen[0].messages;
+        assert_eq!(retry.len(), first.len());
+        assert_eq!(retry[..retry.len() - 1], first[..first.len() - 1]);
+        let last = &retry[retry.len() - 1];
+        assert_eq!(last.role, Role::User);
         assert!(
-            retry[1].content.contains("line 1")
-                && retry[1].content.contains("```python\nf = open('a.txt')")
-                && retry[1]
-                    .content
-                    .contains("read_file(path) instead of open()"),
+            last.content.contains("line 1")
+                && last.content.contains("```python\nf = open('a.txt')")
+                && last.content.contains("read_file(path) instead of open()"),
             "{}",
-            retry[1].content
+            last.content
         );
         assert_eq!(s.seen[1].temperature, Some(0.6));
-        // The first prompt carries retrieved examples and the namespace, no prohibitions.
-        assert!(s.seen[0].messages[0].content.contains("# Task:"));
+        // The first prompt carries retrieved examples, as turns, after the namespace.
+        assert!(first.len() > 3, "no example turns");
+        assert_eq!(first[2].role, Role::Assistant);
+        assert!(first[1].content.starts_with("# Task:"));
     }
 
     #[test]
@@ -1075,7 +1259,10 @@ mod tests {
             &["import os", "import  os  # again", "read_file('a.txt')"],
         );
         assert_eq!(s.seen.len(), 3);
-        assert!(s.seen[2].messages[1]
+        assert!(s.seen[2]
+            .messages
+            .last()
+            .expect("a turn")
             .content
             .contains("Write a different cell"));
         assert!(s.seen[2].temperature > s.seen[1].temperature);
@@ -1118,7 +1305,10 @@ mod tests {
         assert_eq!(d.attempts[0].error_type(), Some("FileNotFoundError"));
         assert!(s.seen[0].messages[0].content.contains("notes/present.txt"));
         // The model's first answer failed at run time too: retried with the error.
-        assert!(s.seen[1].messages[1]
+        assert!(s.seen[1]
+            .messages
+            .last()
+            .expect("a turn")
             .content
             .contains("missing.txt: no such file"));
         assert_eq!(d.program.as_deref(), Some("read_file('notes/present.txt')"));
@@ -1151,7 +1341,7 @@ mod tests {
         let (d, s) = markdown(&["find_files('*.md')", "find_files('**/*.md')"]);
         assert_eq!(d.program.as_deref(), Some("find_files('**/*.md')"));
         assert_eq!(s.seen.len(), 2);
-        let retry = &s.seen[1].messages[1].content;
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
         assert!(
             retry.contains("EmptyResult: the cell ran, but its value is []")
                 && retry.contains("Check every path, glob pattern"),
@@ -1200,6 +1390,155 @@ mod tests {
     }
 
     #[test]
+    fn what_the_task_asks_for_is_checked_against_the_values_shape() {
+        let list = |len| ValueShape::List {
+            len,
+            records_with_file: false,
+        };
+        let records = ValueShape::List {
+            len: 2,
+            records_with_file: true,
+        };
+        let ty = |intent: &str, shape: &ValueShape| {
+            shape_mismatch(intent, "", shape).map(|e| e.type_name)
+        };
+        // A count asked, a list given.
+        for intent in [
+            "how many places call money",
+            "the number of TODO lines",
+            "count the python files",
+        ] {
+            assert_eq!(
+                ty(intent, &list(3)).as_deref(),
+                Some("CountExpected"),
+                "{intent}"
+            );
+            assert_eq!(
+                ty(intent, &ValueShape::Dict).as_deref(),
+                Some("CountExpected"),
+                "{intent}"
+            );
+            assert_eq!(ty(intent, &ValueShape::Number), None, "{intent}");
+        }
+        // A count per group is a dict (or a list of pairs): not flagged.
+        for intent in [
+            "count the orders per status",
+            "number of lines in each log file",
+            "how many rows by file",
+        ] {
+            assert_eq!(ty(intent, &ValueShape::Dict), None, "{intent}");
+            assert_eq!(ty(intent, &list(2)), None, "{intent}");
+        }
+        // Files asked, whole records given.
+        for intent in [
+            "the files that call load_items",
+            "which module defines Item",
+            "modules using x",
+        ] {
+            assert_eq!(
+                ty(intent, &records).as_deref(),
+                Some("FilesExpected"),
+                "{intent}"
+            );
+            assert_eq!(ty(intent, &list(2)), None, "{intent}");
+        }
+        assert_eq!(ty("every place that calls connect", &records), None);
+        assert_eq!(ty("the lines of a.txt", &list(4)), None);
+        // The error carries its fix.
+        let e = shape_mismatch(
+            "how many places call money",
+            "find_callers(\"money\")",
+            &list(1),
+        )
+        .expect("a mismatch");
+        assert!(e.message.contains("a list of 1 items"), "{}", e.message);
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("End the cell with len(find_callers(\"money\")).")
+        );
+        // A cell ending in an assignment or a block: the generic fix.
+        let e = shape_mismatch("how many x", "n = f()\nfor a in n:\n    a", &list(2))
+            .expect("a mismatch");
+        assert!(e.hint.is_some_and(|h| h.contains("len(...) of the list")));
+        // One thing asked, a list of one given.
+        for intent in [
+            "the customer of order 1006",
+            "the version in setup.cfg",
+            "the stock of the lamp",
+            "the pinned requirement",
+        ] {
+            assert_eq!(
+                ty(intent, &list(1)).as_deref(),
+                Some("OneExpected"),
+                "{intent}"
+            );
+            assert_eq!(ty(intent, &list(2)), None, "{intent}");
+        }
+        for intent in [
+            "the stock items with fewer than 100 units",
+            "the changes listed for version 0.3.0 in the changelog",
+            "the TODO comments in the source",
+            "the python files that define a class",
+            "list the test files",
+            "the names of all users",
+            "which module calls format_line",
+            "what does a.py import",
+        ] {
+            assert_eq!(ty(intent, &list(1)), None, "{intent}");
+        }
+        let e = shape_mismatch(
+            "the customer of order 1006",
+            "[r[1] for r in rows if r[0] == \"1006\"]",
+            &list(1),
+        )
+        .expect("a mismatch");
+        assert!(e.hint.is_some_and(|h| h.starts_with(
+            "End the cell with [r[1] for r in rows if r[0] == \"1006\"][0] (the item itself"
+        )),);
+    }
+
+    #[test]
+    fn a_list_for_a_count_is_asked_again_once_with_the_view() {
+        let ctx = Some("Workspace files:\n  a.py");
+        let check = |p: &str| {
+            if p.starts_with("len(") {
+                RunCheck::Value(ValueShape::Number)
+            } else {
+                RunCheck::Value(ValueShape::List {
+                    len: 1,
+                    records_with_file: true,
+                })
+            }
+        };
+        let ask = |ctx, answers: &[&str]| {
+            run_in(
+                vec![ollama("x")],
+                2,
+                ctx,
+                Some(&check),
+                "how many python files are there",
+                answers.iter().map(|a| Ok(a.to_string())).collect(),
+            )
+        };
+        let (d, s) = ask(ctx, &["find_files('*.py')", "len(find_files('*.py'))"]);
+        assert_eq!(d.program.as_deref(), Some("len(find_files('*.py'))"));
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
+        assert!(
+            retry.contains("CountExpected")
+                && retry.contains("End the cell with len(find_files('*.py'))."),
+            "{retry}"
+        );
+        // A retry with the same shape is taken as it is (no third call).
+        let (d, s) = ask(ctx, &["find_files('*.py')", "find_files('*.py') + []"]);
+        assert_eq!(d.program.as_deref(), Some("find_files('*.py') + []"));
+        assert_eq!(s.seen.len(), 2);
+        // Without the view: accepted as it is, no second call.
+        let (d, s) = ask(None, &["find_files('*.py')", "x"]);
+        assert_eq!(d.program.as_deref(), Some("find_files('*.py')"));
+        assert_eq!(s.seen.len(), 1);
+    }
+
+    #[test]
     fn a_missing_path_gets_the_listed_one() {
         let ctx = "Workspace files:\n  data/products.csv\n  notes/a.txt\nFirst lines of data files:\nx.csv:\n  a,b";
         let e = |m: &str| ErrorInfo::new(ErrorKind::Tool, "FileNotFound", m);
@@ -1232,6 +1571,34 @@ mod tests {
             "errors in the server log log"
         );
         assert_eq!(retrieval_query("anything", None), "anything");
+        // Named by what its shown lines hold: `qty` is a column.
+        assert_eq!(
+            retrieval_query("the largest qty", Some(ctx)),
+            "the largest qty csv"
+        );
+    }
+
+    #[test]
+    fn a_file_whose_shown_lines_hold_the_tasks_words_is_named_last() {
+        let ctx = "Workspace files:\n  data/orders.csv\n  data/products.csv\n  notes/a.txt\n\
+                   First lines of data files:\ndata/orders.csv:\n  id,customer,product\n  1,ann,lamp\n\
+                   data/products.csv:\n  sku,name,stock\n  L-01,lamp,14\nnotes/a.txt:\n  stock take on monday";
+        // products.csv holds both words; orders.csv and a.txt one each.
+        assert_eq!(
+            named_paths("the stock of the lamp", ctx),
+            ["data/products.csv"]
+        );
+        // A ties with B: both, in view order.
+        assert_eq!(
+            named_paths("stock", ctx),
+            ["data/products.csv", "notes/a.txt"]
+        );
+        // A name match wins over content.
+        assert_eq!(
+            named_paths("the lamp in the orders", ctx),
+            ["data/orders.csv"]
+        );
+        assert!(named_paths("nothing here", ctx).is_empty());
     }
 
     #[test]

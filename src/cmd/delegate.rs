@@ -21,7 +21,7 @@
 
 use super::common::{self, Loaded, Select};
 use lackpy_inferencer::corpus::Corpus;
-use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck};
+use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck, ValueShape};
 use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
 use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
 use lackpy_inferencer::{Generation, InferError, Request};
@@ -222,7 +222,7 @@ pub fn delegate_with(
         let verdict = match (&report.ok, &report.error) {
             (true, _) => match empty_value(&report.value) {
                 Some(shown) => RunCheck::Empty(shown.into()),
-                None => RunCheck::Accept,
+                None => RunCheck::Value(value_shape(&report.value)),
             },
             (false, Some(e)) if e.kind != ErrorKind::Internal => RunCheck::Failed(e.clone()),
             _ => RunCheck::Accept,
@@ -382,6 +382,24 @@ fn empty_value(v: &Value) -> Option<&'static str> {
         Value::String(s) if s.is_empty() => Some("\"\""),
         Value::Number(n) if n.as_f64() == Some(0.0) => Some("0"),
         _ => None,
+    }
+}
+
+/// The shape of a run's value (no content), for the check of what the
+/// task asks for (`lackpy_inferencer::pipeline::shape_mismatch`).
+fn value_shape(v: &Value) -> ValueShape {
+    match v {
+        Value::Number(_) => ValueShape::Number,
+        Value::String(_) => ValueShape::Str,
+        Value::Bool(_) => ValueShape::Bool,
+        Value::Array(a) => ValueShape::List {
+            len: a.len(),
+            records_with_file: !a.is_empty()
+                && a.iter()
+                    .all(|x| x.as_object().is_some_and(|o| o.contains_key("file"))),
+        },
+        Value::Object(_) => ValueShape::Dict,
+        Value::Null => ValueShape::Other,
     }
 }
 
