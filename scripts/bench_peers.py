@@ -667,7 +667,14 @@ commit message.
   faults, and a targeted list would need the zygote's page table (no `pagemap` inside the jail). A
   traced warm run shows the rest of the p50: the sleeping worker wakes ~54 µs after `Run` is sent, and
   the supervisor's 50 µs spin has run out by `Done`, so a second ~50 µs wake-up — about 100 µs of the
-  p50 is two wake-ups of an idle vCPU.
+  p50 is two wake-ups of an idle vCPU. Round 6 tried both and kept neither (interleaved A/B of
+  release builds, `scripts/bench_ab.py`): a `Wake` frame sent to the pooled worker before the
+  supervisor validates the program, the worker polling for `Run` after it (warm `loop+dict`
+  1.01× in 5 rounds, 0.86× in 10; `1+1` 0.77×, then 1.01×; MCP `run_program` 1.08×, 1.05×) — the
+  validation of a small program is too short to hide a wake-up behind, and the polling worker
+  competes with the MCP server's threads for the two vCPUs; and polling 300 µs instead of 50 µs
+  for the first frame after `Run` (warm 0.95×, `1+1` 1.05×, MCP 1.03× over 8 rounds: inside
+  the rounds' spread).
 - **Tool calls.** No thread hop: a call is answered on the thread that received it. Per call
   (`strace -c -f`): `recvmsg` 4.05 (2.04 of them failing readiness probes), `sendto` 2.0,
   `sched_yield` 1.43, `poll` 0.27, plus `read_file`'s own `openat2`/`fstat`/`read`/`close`. Of the
@@ -764,9 +771,8 @@ commit message.
 
 Plan for the rows still *slower*: (1) cold start — the worker cloned into its namespaces by a vfork'd
 intermediate (no reaper), fewer relocations (of the release binary's 27.6 K, 13.5 K are function
-pointers in vtables and 12.7 K pointers to read-only data such as string slices); (2) warm/MCP — the two idle-vCPU wake-ups per run (an early wake-up message sent
-before validation so the worker polls while the supervisor validates), fewer thread hops in the MCP
-server; (3) tool calls — the kernel's seqpacket path is most of what is left; (4) interpreter — the
+pointers in vtables and 12.7 K pointers to read-only data such as string slices); (2) warm/MCP — fewer thread hops in the MCP server (the two wake-ups per run resisted both
+attempts of round 6); (3) tool calls — the kernel's seqpacket path is most of what is left; (4) interpreter — the
 allocator (tcache through the worker's environment, A/B'd on the pooled path).
 """
 
