@@ -609,6 +609,15 @@ impl<'a> Delegator<'a> {
             if let Some(fixed) = crate::clean::collect_prints(&program) {
                 program = fixed;
             }
+            // A retry that is only the corrected last line of the cell it
+            // was shown (`results[0]`, with `results` assigned above) is
+            // that cell with its last line replaced.
+            if let Some(whole) = rejected
+                .last()
+                .and_then(|prev| splice_last_line(prev, &program, &|p| (self.validate)(p).is_ok()))
+            {
+                program = whole;
+            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let errs = match self.check(intent, &program, &tool_names) {
                 // An empty value from the first answer, with the view on:
@@ -928,6 +937,30 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
     out
 }
 
+/// `previous` with its last line replaced by `answer`, when `answer` is
+/// one line of code that does not validate alone (it uses names only
+/// `previous` assigns) and the spliced cell does.
+fn splice_last_line(
+    previous: &str,
+    answer: &str,
+    validates: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    let code = |l: &&str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    let line = match answer.lines().filter(code).collect::<Vec<_>>().as_slice() {
+        [one] if !one.starts_with(char::is_whitespace) => one.trim_end().to_string(),
+        _ => return None,
+    };
+    let kept: Vec<&str> = previous.lines().collect();
+    let last = kept.iter().rposition(code)?;
+    if last == 0 || validates(&line) {
+        return None;
+    }
+    let mut whole = kept[..last].join("\n");
+    whole.push('\n');
+    whole.push_str(&line);
+    validates(&whole).then_some(whole)
+}
+
 /// Two programs that differ only in whitespace and comments.
 fn same_code(a: &str, b: &str) -> bool {
     let norm = |s: &str| {
@@ -978,6 +1011,14 @@ mod tests {
             );
             e.line = Some(1);
             return Err(vec![e]);
+        }
+        // The real validator's unknown names, for one name the tests use.
+        if p.contains("results") && !p.contains("results = ") {
+            return Err(vec![ErrorInfo::new(
+                ErrorKind::Validation,
+                "UnknownName",
+                "name 'results' is not defined",
+            )]);
         }
         rustpython_parser::parse(p, rustpython_parser::Mode::Module, "<t>")
             .map(|_| ())
@@ -1536,6 +1577,64 @@ mod tests {
         let (d, s) = ask(None, &["find_files('*.py')", "x"]);
         assert_eq!(d.program.as_deref(), Some("find_files('*.py')"));
         assert_eq!(s.seen.len(), 1);
+    }
+
+    #[test]
+    fn a_retry_of_only_the_last_line_is_spliced_into_the_cell() {
+        // A toy validator: every name used must be assigned first.
+        let ok = |p: &str| !p.contains("results") || p.contains("results = ");
+        let prev = "results = [r for r in rows]\nresults";
+        assert_eq!(
+            splice_last_line(prev, "results[0]", &ok).as_deref(),
+            Some("results = [r for r in rows]\nresults[0]")
+        );
+        // Comments and blank lines of the answer are not code.
+        assert_eq!(
+            splice_last_line(prev, "# fixed\nresults[0]\n", &ok).as_deref(),
+            Some("results = [r for r in rows]\nresults[0]")
+        );
+        // A whole new cell, an answer valid alone, a one-line previous
+        // cell, or a splice that still fails: left as it is.
+        assert_eq!(splice_last_line(prev, "x = 1\nresults[0]", &ok), None);
+        assert_eq!(splice_last_line(prev, "len(read_file('a'))", &ok), None);
+        assert_eq!(splice_last_line("results", "results[0]", &ok), None);
+        assert_eq!(splice_last_line("x = 1\nx", "results[0]", &ok), None);
+        assert_eq!(splice_last_line(prev, "    results[0]", &ok), None);
+    }
+
+    #[test]
+    fn a_one_line_fix_of_a_one_item_list_is_applied_to_the_cell() {
+        let ctx = Some("Workspace files:\n  a.py");
+        let check = |p: &str| {
+            if p.ends_with("[0]") {
+                RunCheck::Value(ValueShape::Str)
+            } else {
+                RunCheck::Value(ValueShape::List {
+                    len: 1,
+                    records_with_file: false,
+                })
+            }
+        };
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            "the customer of order 1006",
+            vec![
+                Ok("results = find_files('*.py')\nresults".into()),
+                Ok("results[0]".into()),
+            ],
+        );
+        assert_eq!(
+            d.program.as_deref(),
+            Some("results = find_files('*.py')\nresults[0]")
+        );
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
+        assert!(
+            retry.contains("OneExpected") && retry.contains("results[0]"),
+            "{retry}"
+        );
     }
 
     #[test]
