@@ -562,13 +562,16 @@ fn request_body(req: &Request) -> Value {
         o.insert("seed".into(), json!(seed));
     }
     let mut body = match ep.wire {
-        Wire::OllamaGenerate => json!({
-            "model": ep.model,
-            "system": generate_system(&system, &req.messages),
-            "prompt": flatten_conversation(generate_turns(&req.messages)),
-            "stream": ep.stream,
-            "options": options,
-        }),
+        Wire::OllamaGenerate => {
+            let (examples, turns) = split_examples(&req.messages);
+            json!({
+                "model": ep.model,
+                "system": generate_system(&system, examples),
+                "prompt": flatten_conversation(turns),
+                "stream": ep.stream,
+                "options": options,
+            })
+        }
         Wire::OllamaChat => json!({
             "model": ep.model,
             "messages": msgs(false),
@@ -597,29 +600,29 @@ fn request_body(req: &Request) -> Value {
     body
 }
 
-/// The leading example turns of a conversation: after the system turns,
-/// each user turn answered by an assistant turn, up to the last user turn.
-fn example_turns(messages: &[Message]) -> &[Message] {
+/// A conversation split for `/api/generate`: its leading example turns
+/// (after the system turns, each user turn answered by an assistant turn,
+/// with a turn after the last pair: the task itself) and the turns after
+/// them.
+fn split_examples(messages: &[Message]) -> (&[Message], &[Message]) {
     let start = messages
         .iter()
         .position(|m| m.role != Role::System)
         .unwrap_or(messages.len());
     let rest = &messages[start..];
     let mut n = 0;
-    // A pair counts only with a turn after it (the task itself).
     while n + 2 < rest.len()
         && rest.get(n).is_some_and(|m| m.role == Role::User)
         && rest.get(n + 1).is_some_and(|m| m.role == Role::Assistant)
     {
         n += 2;
     }
-    &rest[..n]
+    rest.split_at(n)
 }
 
 /// `/api/generate` has no turns: the example turns (task, cell) go into
 /// the system text as example cells, as a one-prompt wire expects.
-fn generate_system(system: &str, messages: &[Message]) -> String {
-    let examples = example_turns(messages);
+fn generate_system(system: &str, examples: &[Message]) -> String {
     if examples.is_empty() {
         return system.to_string();
     }
@@ -634,15 +637,6 @@ fn generate_system(system: &str, messages: &[Message]) -> String {
         }
     }
     s
-}
-
-/// The turns `/api/generate`'s prompt holds: those after the example turns.
-fn generate_turns(messages: &[Message]) -> &[Message] {
-    let start = messages
-        .iter()
-        .position(|m| m.role != Role::System)
-        .unwrap_or(messages.len());
-    &messages[start + example_turns(messages).len()..]
 }
 
 /// `/api/generate` takes one prompt: the non-system turns, labelled when
@@ -1047,23 +1041,25 @@ mod tests {
             Message::new(Role::Assistant, "cell_two()"),
             Message::new(Role::User, "# Task: mine"),
         ];
+        let (examples, turns) = split_examples(&ms);
         assert_eq!(
-            generate_system("sys", &ms),
+            generate_system("sys", examples),
             "sys\n\nExample cells:\n\n# Task: one\ncell_one()\n\n# Task: two\ncell_two()\n"
         );
-        assert_eq!(flatten_conversation(generate_turns(&ms)), "# Task: mine");
+        assert_eq!(flatten_conversation(turns), "# Task: mine");
         // No examples: unchanged.
         let plain = vec![
             Message::new(Role::System, "sys"),
             Message::new(Role::User, "u"),
         ];
-        assert_eq!(generate_system("sys", &plain), "sys");
-        assert_eq!(flatten_conversation(generate_turns(&plain)), "u");
+        let (examples, turns) = split_examples(&plain);
+        assert_eq!(generate_system("sys", examples), "sys");
+        assert_eq!(flatten_conversation(turns), "u");
         // A conversation ending in an assistant turn keeps its last pair.
         let open = vec![
             Message::new(Role::User, "a"),
             Message::new(Role::Assistant, "b"),
         ];
-        assert!(example_turns(&open).is_empty());
+        assert!(split_examples(&open).0.is_empty());
     }
 }

@@ -136,16 +136,21 @@ pub enum ValueShape {
     Other,
 }
 
-/// The words of a task asking for a count (`how many`, `number of`,
-/// `count ...`), unless it asks for one per group (`per`, `each`, `every`,
-/// `by`), which is a dict.
-fn asks_for_count(intent: &str) -> bool {
-    let words: Vec<String> = intent
+/// The lower-cased alphanumeric words of a task, in order.
+fn intent_words(intent: &str) -> Vec<String> {
+    intent
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_string)
-        .collect();
+        .collect()
+}
+
+/// The words of a task asking for a count (`how many`, `number of`,
+/// `count ...`), unless it asks for one per group (`per`, `each`, `every`,
+/// `by`), which is a dict.
+fn asks_for_count(intent: &str) -> bool {
+    let words = intent_words(intent);
     let has = |w: &str| words.iter().any(|x| x == w);
     let pair = |a: &str, b: &str| words.windows(2).any(|p| p[0] == a && p[1] == b);
     let count =
@@ -156,12 +161,8 @@ fn asks_for_count(intent: &str) -> bool {
 /// A task asking for files or modules ("the files that call load",
 /// "which module defines Item").
 fn asks_for_files(intent: &str) -> bool {
-    let lower = intent.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let has = |w: &str| words.contains(&w);
+    let words = intent_words(intent);
+    let has = |w: &str| words.iter().any(|x| x == w);
     has("files")
         || has("modules")
         || ((has("which") || has("what")) && (has("file") || has("module")))
