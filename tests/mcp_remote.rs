@@ -221,10 +221,34 @@ fn hostile(answer: fn(std::net::TcpStream)) -> String {
     format!("http://{addr}/mcp")
 }
 
+/// Read one whole request (head and `Content-Length` body), for at most
+/// 10 s, so that nothing is left unread when the answer is written (unread
+/// bytes at close make the kernel reset the connection).
 fn read_request(s: &mut std::net::TcpStream) {
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
     let mut buf = [0u8; 65536];
-    let _ = s.read(&mut buf);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let body = text[..end]
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + body {
+                return;
+            }
+        }
+    }
 }
 
 #[test]
@@ -257,14 +281,26 @@ fn hostile_remote_servers_end_with_a_clear_error_in_time() {
             cfg.replace("timeout_seconds = 20", "timeout_seconds = 2"),
         )
         .expect("write config");
-        let t0 = Instant::now();
-        let (out, v) = run(
-            ws.path(),
-            "run_program",
-            "run_program(program='1')",
-            &[(TOKEN_VAR, "t")],
-        );
-        let took = t0.elapsed();
+        // A connection that failed before any answer (seen once under CI
+        // load: "error sending request") tested no cap or timeout; it is
+        // made again, at most 3 times in all.
+        let mut attempt = 0;
+        let (out, v, took) = loop {
+            attempt += 1;
+            let t0 = Instant::now();
+            let (out, v) = run(
+                ws.path(),
+                "run_program",
+                "run_program(program='1')",
+                &[(TOKEN_VAR, "t")],
+            );
+            let took = t0.elapsed();
+            if attempt < 3 && stderr(&out).contains("cannot connect to") {
+                eprintln!("{url}: attempt {attempt} did not connect: {}", stderr(&out));
+                continue;
+            }
+            break (out, v, took);
+        };
         assert_eq!(v["ok"], false, "{v}");
         let err = stderr(&out);
         assert!(
