@@ -536,6 +536,27 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
                 ));
             }
         }
+        // `names.add(row[1])`, `counts[row[2]]`: a field taken, one
+        // character got. Index 0 and -1 are left alone (a line's first or
+        // last character is sometimes what is meant).
+        for open in [".add(", ".append(", "["] {
+            let pat = format!("{open}{v}[");
+            for (i, _) in code.match_indices(&pat) {
+                let Some((digits, _)) = literal_index(&code, i + open.len(), &pat[open.len()..])
+                else {
+                    continue;
+                };
+                if digits == "0" || digits == "-1" {
+                    continue;
+                }
+                return Some((
+                    format!(
+                        "{v}[{digits}]: {v} is a line of text (a str), so {v}[{digits}] is one character of it, not a field"
+                    ),
+                    split_hint(v, digits),
+                ));
+            }
+        }
         for conv in ["int(", "float("] {
             let pat = format!("{conv}{v}[");
             for (i, _) in code.match_indices(&pat) {
@@ -706,6 +727,9 @@ mod tests {
             "lines = read_file('a.csv').splitlines()\nrows = lines[1:]\nmax(int(r[1]) for r in rows)",
             "len([r for r in read_file('a.csv').splitlines()[1:] if r[5] == \"shipped\"])",
             "[l for l in read_file('a.csv').splitlines() if l[1] != 'ab']",
+            "names = set()\nfor row in read_file('a.csv').splitlines()[1:]:\n    names.add(row[1])\nsorted(names)",
+            "out = []\nfor row in read_file('a.csv').splitlines():\n    out.append(row[2])\nout",
+            "c = {}\nfor r in read_file('a.csv').splitlines():\n    c[r[3]] = c.get(r[3], 0) + 1\nc",
         ] {
             let got = line_index_problem(bad);
             assert!(
@@ -720,6 +744,9 @@ mod tests {
             "[l for l in read_file('a.md').splitlines() if l[0] != \"-\"]",
             "for p in find_files('*.csv'):\n    int(p[0])",
             "int(read_file('n.txt').splitlines()[0])",
+            "s = set()\nfor l in read_file('a.md').splitlines():\n    s.add(l[0])\ns",
+            "d = {}\nfor l in read_file('a.md').splitlines():\n    d[l[-1]] = 1\nd",
+            "for row in read_file('a.csv').splitlines():\n    x = row.split(',')\n    out.append(x[2])",
         ] {
             assert_eq!(line_index_problem(good), None, "{good}");
         }

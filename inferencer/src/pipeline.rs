@@ -111,16 +111,21 @@ pub enum RunCheck {
     Value(ValueShape),
 }
 
-/// The shape of a value a program computed: its type, and for a list its
-/// length and whether every item is a record with a `"file"` field (what
-/// `find_definitions` and `find_callers` return). No content: this much
-/// goes back to the model, with the workspace view on only.
+/// The shape of a value a program computed: its type, for a list its
+/// length, whether every item is a record with a `"file"` field (what
+/// `find_definitions` and `find_callers` return) and whether every item is
+/// a pair, and for a dict whether every value is a bool. No content: this
+/// much goes back to the model, with the workspace view on only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ValueShape {
     /// An int or a float.
     Number,
     /// A str.
-    Str,
+    Str {
+        /// It is one line that starts or ends with whitespace (`line[1:]`
+        /// of `"# Title"`).
+        padded: bool,
+    },
     /// A bool.
     Bool,
     /// A list (or tuple) of `len` items.
@@ -129,9 +134,15 @@ pub enum ValueShape {
         len: usize,
         /// Every item is a dict with a `"file"` key.
         records_with_file: bool,
+        /// Every item is a list (or tuple) of two items, and there is one
+        /// at least: `sorted(d.items())`.
+        pairs: bool,
     },
     /// A dict.
-    Dict,
+    Dict {
+        /// Every value is a bool, and there is one at least.
+        all_bool: bool,
+    },
     /// Anything else.
     Other,
 }
@@ -166,6 +177,20 @@ fn asks_for_files(intent: &str) -> bool {
     has("files")
         || has("modules")
         || ((has("which") || has("what")) && (has("file") || has("module")))
+}
+
+/// A task asking for one value per group ("count the orders per status",
+/// "map each file to its size"): a dict.
+fn asks_for_mapping(intent: &str) -> bool {
+    let words = intent_words(intent);
+    words.iter().any(|w| w == "per") || words.first().is_some_and(|w| w == "map")
+}
+
+/// A task asking which items qualify ("which documents mention refunds",
+/// "list the files that ..."): the items, not a verdict for each.
+fn asks_which(intent: &str) -> bool {
+    let words = intent_words(intent);
+    words.iter().any(|w| w == "which") || words.first().is_some_and(|w| w == "list")
 }
 
 /// A task asking for one thing: it starts with "the", the head of its
@@ -240,7 +265,7 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
                 "End the cell with the number: len(...) of the list of matching items.",
             ),
         ),
-        ValueShape::Dict if asks_for_count(intent) => (
+        ValueShape::Dict { .. } if asks_for_count(intent) => (
             "CountExpected",
             "the task asks for a count, but the cell's value is a dict".to_string(),
             "End the cell with one number: len(...) of the matching items.".to_string(),
@@ -254,6 +279,30 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
             on_last(
                 &|e| format!("sorted(set(d[\"file\"] for d in {e})), or {e}[0][\"file\"] when the task asks for one file."),
                 "Answer with the file paths: sorted(set(d[\"file\"] for d in records)), or records[0][\"file\"] when the task asks for one file.",
+            ),
+        ),
+        ValueShape::List { pairs: true, .. } if asks_for_mapping(intent) => (
+            "DictExpected",
+            "the task asks for one value per group (a dict), but the cell's value is a list of pairs".to_string(),
+            on_last(
+                &|e| format!("dict({e}) (a dict keeps its keys' order; no sorting is needed)."),
+                "End the cell with the dict itself (not sorted(d.items()) or a list of pairs).",
+            ),
+        ),
+        ValueShape::Dict { all_bool: true } if asks_which(intent) => (
+            "ItemsExpected",
+            "the task asks which items qualify, but the cell's value is a dict of True/False for every item".to_string(),
+            on_last(
+                &|e| format!("[k for k, v in {e}.items() if v] (the items themselves), or better, a list comprehension with an if."),
+                "End the cell with the list of the items that qualify: [x for x in items if condition].",
+            ),
+        ),
+        ValueShape::Str { padded: true } => (
+            "PaddedText",
+            "the cell's value starts or ends with whitespace".to_string(),
+            on_last(
+                &|e| format!("{e}.strip()."),
+                "End the cell with the text without its surrounding spaces: .strip() it.",
             ),
         ),
         ValueShape::List { len: 1, .. } if asks_for_one(intent) => (
@@ -1436,10 +1485,12 @@ mod tests {
         let list = |len| ValueShape::List {
             len,
             records_with_file: false,
+            pairs: false,
         };
         let records = ValueShape::List {
             len: 2,
             records_with_file: true,
+            pairs: false,
         };
         let ty = |intent: &str, shape: &ValueShape| {
             shape_mismatch(intent, "", shape).map(|e| e.type_name)
@@ -1456,7 +1507,7 @@ mod tests {
                 "{intent}"
             );
             assert_eq!(
-                ty(intent, &ValueShape::Dict).as_deref(),
+                ty(intent, &ValueShape::Dict { all_bool: false }).as_deref(),
                 Some("CountExpected"),
                 "{intent}"
             );
@@ -1468,7 +1519,11 @@ mod tests {
             "number of lines in each log file",
             "how many rows by file",
         ] {
-            assert_eq!(ty(intent, &ValueShape::Dict), None, "{intent}");
+            assert_eq!(
+                ty(intent, &ValueShape::Dict { all_bool: false }),
+                None,
+                "{intent}"
+            );
             assert_eq!(ty(intent, &list(2)), None, "{intent}");
         }
         // Files asked, whole records given.
@@ -1486,6 +1541,56 @@ mod tests {
         }
         assert_eq!(ty("every place that calls connect", &records), None);
         assert_eq!(ty("the lines of a.txt", &list(4)), None);
+        // One value per group asked, a list of pairs given.
+        let pairs = ValueShape::List {
+            len: 3,
+            records_with_file: false,
+            pairs: true,
+        };
+        for intent in [
+            "count the orders per status",
+            "map each csv file to its number of data rows",
+        ] {
+            assert_eq!(
+                ty(intent, &pairs).as_deref(),
+                Some("DictExpected"),
+                "{intent}"
+            );
+            assert_eq!(ty(intent, &list(3)), None, "{intent}");
+        }
+        assert_eq!(ty("the callers of f with their line numbers", &pairs), None);
+        // Which items asked, a verdict for each given.
+        let verdicts = ValueShape::Dict { all_bool: true };
+        for intent in [
+            "which documents in docs mention refunds",
+            "list the notes with open items",
+        ] {
+            assert_eq!(
+                ty(intent, &verdicts).as_deref(),
+                Some("ItemsExpected"),
+                "{intent}"
+            );
+            assert_eq!(ty(intent, &ValueShape::Dict { all_bool: false }), None);
+        }
+        assert_eq!(ty("does each file mention refunds", &verdicts), None);
+        // Text with spaces around it.
+        let e = shape_mismatch(
+            "the title of a.md without the leading #",
+            "read_file(\"a.md\").splitlines()[0][1:]",
+            &ValueShape::Str { padded: true },
+        )
+        .expect("a mismatch");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("End the cell with read_file(\"a.md\").splitlines()[0][1:].strip().")
+        );
+        assert_eq!(ty("the title", &ValueShape::Str { padded: false }), None);
+        let e = shape_mismatch("which docs mention x", "{p: 1 for p in a}", &verdicts)
+            .expect("a mismatch");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("End the cell with [k for k, v in {p: 1 for p in a}.items() if v] (the items themselves), or better, a list comprehension with an if.")
+        );
         // The error carries its fix.
         let e = shape_mismatch(
             "how many places call money",
@@ -1549,6 +1654,7 @@ mod tests {
                 RunCheck::Value(ValueShape::List {
                     len: 1,
                     records_with_file: true,
+                    pairs: false,
                 })
             }
         };
@@ -1608,11 +1714,12 @@ mod tests {
         let ctx = Some("Workspace files:\n  a.py");
         let check = |p: &str| {
             if p.ends_with("[0]") {
-                RunCheck::Value(ValueShape::Str)
+                RunCheck::Value(ValueShape::Str { padded: false })
             } else {
                 RunCheck::Value(ValueShape::List {
                     len: 1,
                     records_with_file: false,
+                    pairs: false,
                 })
             }
         };

@@ -390,15 +390,21 @@ fn empty_value(v: &Value) -> Option<&'static str> {
 fn value_shape(v: &Value) -> ValueShape {
     match v {
         Value::Number(_) => ValueShape::Number,
-        Value::String(_) => ValueShape::Str,
+        Value::String(t) => ValueShape::Str {
+            // One line only: a file's text ends in a newline, rightly.
+            padded: !t.contains('\n') && t.trim() != t && !t.trim().is_empty(),
+        },
         Value::Bool(_) => ValueShape::Bool,
         Value::Array(a) => ValueShape::List {
             len: a.len(),
             records_with_file: !a.is_empty()
                 && a.iter()
                     .all(|x| x.as_object().is_some_and(|o| o.contains_key("file"))),
+            pairs: !a.is_empty() && a.iter().all(|x| x.as_array().is_some_and(|p| p.len() == 2)),
         },
-        Value::Object(_) => ValueShape::Dict,
+        Value::Object(o) => ValueShape::Dict {
+            all_bool: !o.is_empty() && o.values().all(Value::is_boolean),
+        },
         Value::Null => ValueShape::Other,
     }
 }
@@ -568,4 +574,48 @@ fn print_human(out: &Value) {
 /// (control, format and bidi characters shown escaped).
 fn printable(s: &str) -> String {
     super::escape::line(s).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn value_shapes() {
+        let padded = |v: Value| matches!(value_shape(&v), ValueShape::Str { padded: true });
+        assert!(padded(json!(" Returns policy")));
+        assert!(padded(json!("x\t")));
+        assert!(!padded(json!("a file's text\n")));
+        assert!(!padded(json!("  ")));
+        assert!(!padded(json!("plain")));
+        assert_eq!(
+            value_shape(&json!([["a", 1], ["b", 2]])),
+            ValueShape::List {
+                len: 2,
+                records_with_file: false,
+                pairs: true
+            }
+        );
+        assert_eq!(
+            value_shape(&json!([["a", 1], ["b"]])),
+            ValueShape::List {
+                len: 2,
+                records_with_file: false,
+                pairs: false
+            }
+        );
+        assert_eq!(
+            value_shape(&json!({"a": true, "b": false})),
+            ValueShape::Dict { all_bool: true }
+        );
+        assert_eq!(
+            value_shape(&json!({"a": true, "b": 1})),
+            ValueShape::Dict { all_bool: false }
+        );
+        assert_eq!(
+            value_shape(&json!({})),
+            ValueShape::Dict { all_bool: false }
+        );
+    }
 }
