@@ -192,6 +192,22 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         {
             push(FailureMode::KeyHallucination, "find_definitions and find_callers take a function or class name (\"load\", \"Config.load\"), not a file. For what one file holds, read it: [l.strip() for l in read_file(path).splitlines() if l.lstrip().startswith((\"def \", \"class \"))] lists its definitions, and its import lines start with \"import \" or \"from \".".into());
         }
+        // A list of paths used as a file's text: find_files finds, it
+        // does not read.
+        if msg.contains("'list' object has no attribute")
+            && code.contains("find_files(")
+            && has_tool("read_file")
+        {
+            push(FailureMode::KeyHallucination, "find_files(pattern) returns a list of path strings, not a file's text: read a file with read_file(path), and a known path needs no find_files.".into());
+        }
+        // The first definition of a name that has none: a config file's
+        // setting, or a name spelt another way.
+        if msg.contains("index out of range")
+            && (code.contains("find_definitions(") || code.contains("find_callers("))
+            && has_tool("read_file")
+        {
+            push(FailureMode::KeyHallucination, "find_definitions and find_callers found nothing for that name: they index Python functions and classes only. A setting in a .ini, .cfg, .toml or other text file is in its text: read_file(path) and look through its lines.".into());
+        }
         // A split line indexed by a column name, or the header row parsed
         // as data: the two ways a table program fails at run time.
         if msg.contains("indices must be integers") && code.contains(".split(") {
@@ -454,6 +470,34 @@ mod tests {
         other.message = "find_definitions() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
         let h = hints_for("find_definitions(\"a b\")", &[other], &tools());
         assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
+    }
+
+    #[test]
+    fn a_tool_result_misused_as_text_gets_how_to_read() {
+        let e = ErrorInfo::new(
+            ErrorKind::Runtime,
+            "AttributeError",
+            "'list' object has no attribute 'splitlines'",
+        );
+        let h = hints_for(
+            "find_files(\"setup.cfg\").splitlines()",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(
+            h.iter().any(|h| h.text.contains("not a file's text")),
+            "{h:?}"
+        );
+        let e = ErrorInfo::new(ErrorKind::Runtime, "IndexError", "list index out of range");
+        let h = hints_for(
+            "c = find_definitions(\"shop\")[0]\nc",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(h.iter().any(|h| h.text.contains("a .ini, .cfg")), "{h:?}");
+        // The same error in a cell using neither tool: no such hints.
+        let h = hints_for("read_file(\"a\").splitlines()[9]", &[e], &tools());
+        assert!(!h.iter().any(|h| h.text.contains("a .ini, .cfg")), "{h:?}");
     }
 
     #[test]
