@@ -130,6 +130,10 @@ pub(crate) struct Case {
     /// Why the case is not replayed over MCP (`escapes_corpus_over_mcp`),
     /// e.g. a trace too large for the MCP rendering to answer in time.
     pub(crate) skip_mcp: Option<String>,
+    /// The run's wall-clock limit in seconds (`--timeout`), for a case
+    /// whose point is another limit and whose many IPC round trips a
+    /// loaded machine slows (each hand-over can wait for a time slice).
+    pub(crate) timeout: Option<u64>,
     /// Filled in from the file name.
     #[serde(skip)]
     pub(crate) category: String,
@@ -593,7 +597,11 @@ fn run_case(case: &Case) -> (Vec<String>, String, Duration) {
     let source = case.source(&arena.substitutions());
     let ws = arena.ws.display().to_string();
     let tools = case.tool_list();
-    let args = cli_args("run", &ws, &tools);
+    let mut args = cli_args("run", &ws, &tools).to_vec();
+    let timeout = case.timeout.map(|t| t.to_string());
+    if let Some(t) = &timeout {
+        args.extend(["--timeout", t.as_str()]);
+    }
     let ran = run_bounded(&args, source, &arena.ws, HARD_DEADLINE);
     let mut v = Vec::new();
 
