@@ -509,13 +509,18 @@ pub fn rules(intent: &str) -> Option<(String, String)> {
     if let Some(p) = &path {
         // Counting the lines or the words of one file.
         for (rule, unit, method) in [
-            ("count-lines", ["lines", "line"], "splitlines"),
-            ("count-words", ["words", "word"], "split"),
+            ("count-lines", &["lines", "line"][..], ".splitlines()"),
+            ("count-words", &["words", "word"][..], ".split()"),
+            (
+                "count-characters",
+                &["characters", "character", "chars"][..],
+                "",
+            ),
         ] {
-            if counting && unit.iter().any(|u| has(u)) && covered(&[COUNT, &unit].concat()) {
+            if counting && unit.iter().any(|u| has(u)) && covered(&[COUNT, unit].concat()) {
                 return Some((
                     rule.into(),
-                    format!("len(read_file({}).{method}())", py_str(p)),
+                    format!("len(read_file({}){method})", py_str(p)),
                 ));
             }
         }
@@ -523,6 +528,21 @@ pub fn rules(intent: &str) -> Option<(String, String)> {
             return Some(("read".into(), format!("read_file({})", py_str(p))));
         }
         return None;
+    }
+    // Every file, with no type or pattern: "list all files", "every file
+    // of the workspace".
+    const WHOLE: &[&str] = &["workspace", "project", "repository", "repo"];
+    if glob.is_none()
+        && ftype.is_none()
+        && (has("files") || has("all") || has("every"))
+        && (has("file") || has("files"))
+    {
+        if counting && covered(&[COUNT, WHOLE].concat()) {
+            return Some(("count-all-files".into(), "len(find_files(\"**/*\"))".into()));
+        }
+        if !counting && covered(&[LIST, WHOLE].concat()) {
+            return Some(("all-files".into(), "find_files(\"**/*\")".into()));
+        }
     }
     let pattern = glob.clone().or(ftype)?;
     if counting && covered(COUNT) {
@@ -1008,6 +1028,25 @@ mod tests {
                 "number of lines in a.txt",
                 Some("len(read_file(\"a.txt\").splitlines())"),
             ),
+            (
+                "the number of characters in notes/a.txt",
+                Some("len(read_file(\"notes/a.txt\"))"),
+            ),
+            (
+                "how many chars does a.txt have",
+                Some("len(read_file(\"a.txt\"))"),
+            ),
+            ("the characters of a.txt", None),
+            ("count the distinct characters in a.txt", None),
+            ("list all files", Some("find_files(\"**/*\")")),
+            ("every file of the workspace", Some("find_files(\"**/*\")")),
+            (
+                "how many files are in the project",
+                Some("len(find_files(\"**/*\"))"),
+            ),
+            ("show the file", None),
+            ("list all files under src", None),
+            ("list the files that mention refunds", None),
         ] {
             assert_eq!(rules(intent).map(|x| x.1).as_deref(), program, "{intent}");
         }
