@@ -320,6 +320,26 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
     Some(e)
 }
 
+/// A cell that uses none of the files the task spells out (`named`):
+/// "what does tests/test_utils.py import" answered by scanning every
+/// file. Sent back once, like a shape mismatch.
+fn unused_named_file(program: &str, named: &[&str]) -> Option<ErrorInfo> {
+    let lower = program.to_lowercase();
+    let first = named.first()?;
+    if named.iter().any(|p| lower.contains(&p.to_lowercase())) {
+        return None;
+    }
+    let mut e = ErrorInfo::new(
+        ErrorKind::Runtime,
+        "NamedFileUnused",
+        format!("the task names {first}, but the cell never uses that path"),
+    );
+    e.hint = Some(format!(
+        "Work on the file the task names: read_file({first:?}), not a search over other files."
+    ));
+    Some(e)
+}
+
 /// What [`Delegator::check`] says about a program.
 enum Verdict {
     /// Use it.
@@ -498,7 +518,7 @@ impl<'a> Delegator<'a> {
             return false;
         };
         let t0 = std::time::Instant::now();
-        let res = match self.check("", &program, &[]) {
+        let res = match self.check("", &program, &[], &[]) {
             Verdict::Accept | Verdict::Empty(_) => Ok(()),
             Verdict::Reject(errs) => Err(errs),
         };
@@ -519,8 +539,9 @@ impl<'a> Delegator<'a> {
         ok
     }
 
-    /// Shape check, validator, then the caller's run check.
-    fn check(&self, intent: &str, program: &str, tool_names: &[String]) -> Verdict {
+    /// Shape check, validator, then the caller's run check. `named`: the
+    /// workspace paths the task spells out (with the view on).
+    fn check(&self, intent: &str, program: &str, tool_names: &[String], named: &[&str]) -> Verdict {
         let shape = crate::clean::shape_problem(program, tool_names);
         // The validator's errors (an unknown name, with its line) say more
         // than "no tool call" about a cell using names it should not.
@@ -549,7 +570,9 @@ impl<'a> Delegator<'a> {
         match self.run.map(|r| r(program)) {
             Some(RunCheck::Failed(e)) => Verdict::Reject(vec![e]),
             Some(RunCheck::Empty(shown)) => Verdict::Empty(empty_error(&shown)),
-            Some(RunCheck::Value(shape)) => match shape_mismatch(intent, program, &shape) {
+            Some(RunCheck::Value(shape)) => match shape_mismatch(intent, program, &shape)
+                .or_else(|| unused_named_file(program, named))
+            {
                 Some(e) => Verdict::Empty(e),
                 None => Verdict::Accept,
             },
@@ -601,6 +624,9 @@ impl<'a> Delegator<'a> {
                 task.push_str(&line);
             }
         }
+        let spelled: Vec<&str> = context
+            .map(|c| spelled_paths(intent, &view_paths(c)))
+            .unwrap_or_default();
         let mut messages = first_messages(&system, &examples, &task);
         let mut temperature = None;
         let mut rejected: Vec<String> = Vec::new();
@@ -669,7 +695,7 @@ impl<'a> Delegator<'a> {
                 program = whole;
             }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
-            let errs = match self.check(intent, &program, &tool_names) {
+            let errs = match self.check(intent, &program, &tool_names, &spelled) {
                 // An empty value from the first answer, with the view on:
                 // ask again with that fact, keeping this cell.
                 Verdict::Empty(e) if context.is_some() && calls == 1 => {
@@ -853,16 +879,11 @@ fn missing_path_hints(errs: &[ErrorInfo], ctx: &str) -> Vec<crate::hints::Hint> 
 /// Most files described next to the task.
 const MAX_TASK_FILES: usize = 3;
 
-/// The workspace files the task names, chosen from the view: the paths
-/// the intent spells out (`data/orders.csv`) when there are any; else
-/// those whose file name shares a word with it (`orders` →
-/// `data/orders.csv`, `server log` → `logs/server.log`); else those
-/// whose directory does (`the notes` → `notes/a.txt`). At most
-/// [`MAX_TASK_FILES`].
-fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
-    let paths = view_paths(ctx);
+/// The paths of `paths` that `intent` spells out (`data/orders.csv`),
+/// as whole names (not `a/data/orders.csv` or `orders.csv.bak`).
+fn spelled_paths<'c>(intent: &str, paths: &[&'c str]) -> Vec<&'c str> {
     let lower = intent.to_lowercase();
-    let spelled: Vec<&str> = paths
+    paths
         .iter()
         .copied()
         .filter(|p| {
@@ -880,7 +901,18 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
                 ok_before && ok_after
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The workspace files the task names, chosen from the view: the paths
+/// the intent spells out (`data/orders.csv`) when there are any; else
+/// those whose file name shares a word with it (`orders` →
+/// `data/orders.csv`, `server log` → `logs/server.log`); else those
+/// whose directory does (`the notes` → `notes/a.txt`). At most
+/// [`MAX_TASK_FILES`].
+fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
+    let paths = view_paths(ctx);
+    let spelled = spelled_paths(intent, &paths);
     if !spelled.is_empty() {
         return spelled.into_iter().take(MAX_TASK_FILES).collect();
     }
@@ -1743,6 +1775,42 @@ mod tests {
             retry.contains("OneExpected") && retry.contains("results[0]"),
             "{retry}"
         );
+    }
+
+    #[test]
+    fn a_cell_ignoring_the_file_the_task_names_is_asked_again_once() {
+        let ctx = Some("Workspace files:\n  src/a.py\n  tests/test_b.py");
+        let check = |_: &str| RunCheck::Value(ValueShape::Number);
+        let scan = "len([p for p in find_files('**/*.py') if 'TODO' in read_file(p)])";
+        let named = "len([l for l in read_file('tests/test_b.py').splitlines() if 'TODO' in l])";
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            "how many TODO lines does tests/test_b.py have",
+            vec![Ok(scan.into()), Ok(named.into())],
+        );
+        assert_eq!(d.program.as_deref(), Some(named));
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
+        assert!(
+            retry.contains("NamedFileUnused") && retry.contains("read_file(\"tests/test_b.py\")"),
+            "{retry}"
+        );
+        // A second answer that does not validate: the first cell stands.
+        let (d, _) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            "how many TODO lines does tests/test_b.py have",
+            vec![Ok(scan.into()), Ok("len(".into())],
+        );
+        assert_eq!(d.program.as_deref(), Some(scan));
+        // A path the task does not spell out: nothing to check.
+        assert!(unused_named_file(scan, &[]).is_none());
+        assert!(unused_named_file(named, &["tests/test_b.py"]).is_none());
+        assert!(unused_named_file(named, &["TESTS/test_b.py"]).is_none());
     }
 
     #[test]
