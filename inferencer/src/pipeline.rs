@@ -137,6 +137,9 @@ pub enum ValueShape {
         /// Every item is a list (or tuple) of two items, and there is one
         /// at least: `sorted(d.items())`.
         pairs: bool,
+        /// Every item is a str of several lines, and there is one at least:
+        /// files' texts.
+        texts: bool,
     },
     /// A dict.
     Dict {
@@ -280,6 +283,11 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
                 &|e| format!("sorted(set(d[\"file\"] for d in {e})), or {e}[0][\"file\"] when the task asks for one file."),
                 "Answer with the file paths: sorted(set(d[\"file\"] for d in records)), or records[0][\"file\"] when the task asks for one file.",
             ),
+        ),
+        ValueShape::List { texts: true, .. } if asks_for_files(intent) => (
+            "FilesExpected",
+            "the task asks for files, but the cell's value is a list of files' texts".to_string(),
+            "Answer with the paths of the matching files: [p for p in find_files(pattern) if condition on read_file(p)].".to_string(),
         ),
         ValueShape::List { pairs: true, .. } if asks_for_mapping(intent) => (
             "DictExpected",
@@ -1518,11 +1526,13 @@ mod tests {
             len,
             records_with_file: false,
             pairs: false,
+            texts: false,
         };
         let records = ValueShape::List {
             len: 2,
             records_with_file: true,
             pairs: false,
+            texts: false,
         };
         let ty = |intent: &str, shape: &ValueShape| {
             shape_mismatch(intent, "", shape).map(|e| e.type_name)
@@ -1573,11 +1583,24 @@ mod tests {
         }
         assert_eq!(ty("every place that calls connect", &records), None);
         assert_eq!(ty("the lines of a.txt", &list(4)), None);
+        // Files asked, their texts given.
+        let texts = ValueShape::List {
+            len: 2,
+            records_with_file: false,
+            pairs: false,
+            texts: true,
+        };
+        assert_eq!(
+            ty("source files with TODO markers", &texts).as_deref(),
+            Some("FilesExpected")
+        );
+        assert_eq!(ty("the TODO lines", &texts), None);
         // One value per group asked, a list of pairs given.
         let pairs = ValueShape::List {
             len: 3,
             records_with_file: false,
             pairs: true,
+            texts: false,
         };
         for intent in [
             "count the orders per status",
@@ -1687,6 +1710,7 @@ mod tests {
                     len: 1,
                     records_with_file: true,
                     pairs: false,
+                    texts: false,
                 })
             }
         };
@@ -1752,6 +1776,7 @@ mod tests {
                     len: 1,
                     records_with_file: false,
                     pairs: false,
+                    texts: false,
                 })
             }
         };

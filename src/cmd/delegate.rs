@@ -401,6 +401,9 @@ fn value_shape(v: &Value) -> ValueShape {
                 && a.iter()
                     .all(|x| x.as_object().is_some_and(|o| o.contains_key("file"))),
             pairs: !a.is_empty() && a.iter().all(|x| x.as_array().is_some_and(|p| p.len() == 2)),
+            texts: !a.is_empty()
+                && a.iter()
+                    .all(|x| x.as_str().is_some_and(|t| t.trim_end().contains('\n'))),
         },
         Value::Object(o) => ValueShape::Dict {
             all_bool: !o.is_empty() && o.values().all(Value::is_boolean),
@@ -594,7 +597,8 @@ mod tests {
             ValueShape::List {
                 len: 2,
                 records_with_file: false,
-                pairs: true
+                pairs: true,
+                texts: false
             }
         );
         assert_eq!(
@@ -602,7 +606,8 @@ mod tests {
             ValueShape::List {
                 len: 2,
                 records_with_file: false,
-                pairs: false
+                pairs: false,
+                texts: false
             }
         );
         assert_eq!(
@@ -617,5 +622,9 @@ mod tests {
             value_shape(&json!({})),
             ValueShape::Dict { all_bool: false }
         );
+        let texts = |v: Value| matches!(value_shape(&v), ValueShape::List { texts: true, .. });
+        assert!(texts(json!(["a\nb\n", "c\nd"])));
+        assert!(!texts(json!(["one line\n", "c\nd"])));
+        assert!(!texts(json!([])));
     }
 }
