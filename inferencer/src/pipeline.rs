@@ -702,6 +702,9 @@ impl<'a> Delegator<'a> {
             {
                 program = whole;
             }
+            if let Some(whole) = with_shown_rows(&task, &program, &|p| (self.validate)(p).is_ok()) {
+                program = whole;
+            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let errs = match self.check(intent, &program, &tool_names, &spelled) {
                 // An empty value from the first answer, with the view on:
@@ -1000,7 +1003,7 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
                     .map(|(i, c)| format!("r[{i}] {}", c.trim()))
                     .collect();
                 out.push(format!(
-                    "# {path} is a table: its line 0 is the header {:?}; its data rows: rows = [l.split({lit}) for l in read_file({quoted}).splitlines()[1:]]",
+                    "# {path} is a table: its line 0 is the header {:?}; {ROWS_NOTE}rows = [l.split({lit}) for l in read_file({quoted}).splitlines()[1:]]",
                     header.trim()
                 ));
                 let first = head
@@ -1048,6 +1051,40 @@ fn splice_last_line(
     let mut whole = kept[..last].join("\n");
     whole.push('\n');
     whole.push_str(&line);
+    validates(&whole).then_some(whole)
+}
+
+/// The text after which the task's notes show how a table's rows are read
+/// ([`task_files`]).
+const ROWS_NOTE: &str = "its data rows: ";
+
+/// `answer` with the `rows = ...` line the task's notes showed put first,
+/// when `answer` uses `rows` without assigning it, does not validate as it
+/// is, and does with that line. A small model often takes the note's
+/// `rows` as already defined. Only when the task shows one such line.
+fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -> Option<String> {
+    let shown: Vec<&str> = task
+        .lines()
+        .filter(|l| l.starts_with("# "))
+        .filter_map(|l| l.split_once(ROWS_NOTE).map(|(_, d)| d.trim()))
+        .filter(|d| d.starts_with("rows = "))
+        .collect();
+    let [line] = shown.as_slice() else {
+        return None;
+    };
+    let code = crate::corpus::strip_strings(answer);
+    let uses = code.match_indices("rows").any(|(i, _)| {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        !code[..i].chars().next_back().is_some_and(word)
+            && !code[i + 4..].chars().next().is_some_and(word)
+    });
+    let assigns = code
+        .lines()
+        .any(|l| l.trim_start().starts_with("rows =") || l.contains("for rows "));
+    if !uses || assigns || validates(answer) {
+        return None;
+    }
+    let whole = format!("{line}\n{answer}");
     validates(&whole).then_some(whole)
 }
 
@@ -1102,13 +1139,15 @@ mod tests {
             e.line = Some(1);
             return Err(vec![e]);
         }
-        // The real validator's unknown names, for one name the tests use.
-        if p.contains("results") && !p.contains("results = ") {
-            return Err(vec![ErrorInfo::new(
-                ErrorKind::Validation,
-                "UnknownName",
-                "name 'results' is not defined",
-            )]);
+        // The real validator's unknown names, for two names the tests use.
+        for name in ["results", "rows"] {
+            if p.contains(name) && !p.contains(&format!("{name} = ")) {
+                return Err(vec![ErrorInfo::new(
+                    ErrorKind::Validation,
+                    "UnknownName",
+                    format!("name '{name}' is not defined"),
+                )]);
+            }
         }
         rustpython_parser::parse(p, rustpython_parser::Mode::Module, "<t>")
             .map(|_| ())
@@ -1836,6 +1875,53 @@ mod tests {
         assert!(unused_named_file(scan, &[]).is_none());
         assert!(unused_named_file(named, &["tests/test_b.py"]).is_none());
         assert!(unused_named_file(named, &["TESTS/test_b.py"]).is_none());
+    }
+
+    #[test]
+    fn the_rows_line_the_task_showed_is_put_first_when_the_answer_lacks_it() {
+        let task = "how many orders have status shipped\n# data/o.csv is a table: its line 0 is the header \"id,status\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/o.csv\").splitlines()[1:]]\n# each row r: r[0] id, r[1] status";
+        let validates = |p: &str| p.contains("rows = ") || !p.contains("rows");
+        let rows = "rows = [l.split(\",\") for l in read_file(\"data/o.csv\").splitlines()[1:]]";
+        assert_eq!(
+            with_shown_rows(
+                task,
+                "len([r for r in rows if r[1] == \"shipped\"])",
+                &validates
+            ),
+            Some(format!(
+                "{rows}\nlen([r for r in rows if r[1] == \"shipped\"])"
+            ))
+        );
+        // It assigns rows itself, does not use it, or names it in a string only.
+        for answer in [
+            "rows = [1]\nlen(rows)",
+            "len(read_file(\"data/o.csv\").splitlines())",
+            "len(\"rows\")",
+            "len(my_rows)",
+        ] {
+            assert_eq!(with_shown_rows(task, answer, &validates), None, "{answer}");
+        }
+        // Two tables shown: which rows is meant is not known.
+        let two = format!("{task}\n# data/p.csv is a table: its line 0 is the header \"a,b\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/p.csv\").splitlines()[1:]]");
+        assert_eq!(with_shown_rows(&two, "len(rows)", &validates), None);
+        // Through the cascade: the repaired answer is used without a retry.
+        let ctx = Some("Workspace files:\n  data/o.csv\nFirst lines of data files:\ndata/o.csv:\n  id,status\n  1,shipped");
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            None,
+            "how many orders in data/o.csv are shipped",
+            vec![Ok("len([r for r in rows if r[1] == \"shipped\"])".into())],
+        );
+        assert_eq!(s.seen.len(), 1);
+        assert!(
+            d.program
+                .as_deref()
+                .is_some_and(|p| p.starts_with("rows = [l.split(")),
+            "{:?}",
+            d.attempts
+        );
     }
 
     #[test]
