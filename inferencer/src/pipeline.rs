@@ -140,6 +140,9 @@ pub enum ValueShape {
         /// Every item is a str of several lines, and there is one at least:
         /// files' texts.
         texts: bool,
+        /// Every item is a str holding a number (`"14"`, `"2.50"`; not
+        /// `"0.3.0"`), and there is one at least: a CSV field unconverted.
+        numbers_as_text: bool,
     },
     /// A dict.
     Dict {
@@ -313,13 +316,24 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
                 "End the cell with the text without its surrounding spaces: .strip() it.",
             ),
         ),
-        ValueShape::List { len: 1, .. } if asks_for_one(intent) => (
+        ValueShape::List {
+            len: 1,
+            numbers_as_text,
+            ..
+        } if asks_for_one(intent) => (
             "OneExpected",
             "the task asks for one value, but the cell's value is a list holding one item".to_string(),
-            on_last(
-                &|e| format!("{e}[0] (the item itself, not a list), converted to a number with int() or float() if it is one."),
-                "End the cell with the item itself, not a list of it (its [0]).",
-            ),
+            if *numbers_as_text {
+                on_last(
+                    &|e| format!("{e}[0] (the item itself, not a list), converted with int() or float(): the item is a number written as text."),
+                    "End the cell with the item itself, not a list of it (its [0]), converted with int() or float(): it is a number written as text.",
+                )
+            } else {
+                on_last(
+                    &|e| format!("{e}[0] (the item itself, not a list)."),
+                    "End the cell with the item itself, not a list of it (its [0]).",
+                )
+            },
         ),
         _ => return None,
     };
@@ -1566,12 +1580,14 @@ mod tests {
             records_with_file: false,
             pairs: false,
             texts: false,
+            numbers_as_text: false,
         };
         let records = ValueShape::List {
             len: 2,
             records_with_file: true,
             pairs: false,
             texts: false,
+            numbers_as_text: false,
         };
         let ty = |intent: &str, shape: &ValueShape| {
             shape_mismatch(intent, "", shape).map(|e| e.type_name)
@@ -1628,6 +1644,7 @@ mod tests {
             records_with_file: false,
             pairs: false,
             texts: true,
+            numbers_as_text: false,
         };
         assert_eq!(
             ty("source files with TODO markers", &texts).as_deref(),
@@ -1640,6 +1657,7 @@ mod tests {
             records_with_file: false,
             pairs: true,
             texts: false,
+            numbers_as_text: false,
         };
         for intent in [
             "count the orders per status",
@@ -1667,6 +1685,24 @@ mod tests {
             assert_eq!(ty(intent, &ValueShape::Dict { all_bool: false }), None);
         }
         assert_eq!(ty("does each file mention refunds", &verdicts), None);
+        // One item asked: int()/float() suggested only for a number as text.
+        let one = |numbers_as_text| ValueShape::List {
+            len: 1,
+            records_with_file: false,
+            pairs: false,
+            texts: false,
+            numbers_as_text,
+        };
+        let hint = |shape| {
+            shape_mismatch("the version in setup.cfg", "x = f()\nx", &shape)
+                .and_then(|e| e.hint)
+                .unwrap_or_default()
+        };
+        assert!(hint(one(true)).contains("int() or float()"));
+        assert_eq!(
+            hint(one(false)),
+            "End the cell with x[0] (the item itself, not a list)."
+        );
         // Text with spaces around it.
         let e = shape_mismatch(
             "the title of a.md without the leading #",
@@ -1750,6 +1786,7 @@ mod tests {
                     records_with_file: true,
                     pairs: false,
                     texts: false,
+                    numbers_as_text: false,
                 })
             }
         };
@@ -1816,6 +1853,7 @@ mod tests {
                     records_with_file: false,
                     pairs: false,
                     texts: false,
+                    numbers_as_text: false,
                 })
             }
         };

@@ -404,12 +404,21 @@ fn value_shape(v: &Value) -> ValueShape {
             texts: !a.is_empty()
                 && a.iter()
                     .all(|x| x.as_str().is_some_and(|t| t.trim_end().contains('\n'))),
+            numbers_as_text: !a.is_empty()
+                && a.iter().all(|x| x.as_str().is_some_and(is_number_text)),
         },
         Value::Object(o) => ValueShape::Dict {
             all_bool: !o.is_empty() && o.values().all(Value::is_boolean),
         },
         Value::Null => ValueShape::Other,
     }
+}
+
+/// A str that is a number written out (`"14"`, `"-2.50"`), not `"nan"`,
+/// `"inf"` or a version like `"0.3.0"`.
+fn is_number_text(t: &str) -> bool {
+    let t = t.trim();
+    t.chars().any(|c| c.is_ascii_digit()) && t.parse::<f64>().is_ok()
 }
 
 /// Highest effects grade (`d`) of a program that is run as soon as it
@@ -598,7 +607,8 @@ mod tests {
                 len: 2,
                 records_with_file: false,
                 pairs: true,
-                texts: false
+                texts: false,
+                numbers_as_text: false
             }
         );
         assert_eq!(
@@ -607,7 +617,8 @@ mod tests {
                 len: 2,
                 records_with_file: false,
                 pairs: false,
-                texts: false
+                texts: false,
+                numbers_as_text: false
             }
         );
         assert_eq!(
@@ -626,5 +637,19 @@ mod tests {
         assert!(texts(json!(["a\nb\n", "c\nd"])));
         assert!(!texts(json!(["one line\n", "c\nd"])));
         assert!(!texts(json!([])));
+        let numbers = |v: Value| {
+            matches!(
+                value_shape(&v),
+                ValueShape::List {
+                    numbers_as_text: true,
+                    ..
+                }
+            )
+        };
+        assert!(numbers(json!(["14"])));
+        assert!(numbers(json!([" 2.50"])));
+        assert!(!numbers(json!(["0.3.0"])));
+        assert!(!numbers(json!([14])));
+        assert!(!numbers(json!(["nan"])));
     }
 }
