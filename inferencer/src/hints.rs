@@ -48,7 +48,8 @@ pub struct Hint {
     pub text: String,
 }
 
-fn has_word(code: &str, word: &str) -> bool {
+/// Does `code` (strings blanked) hold `word` as a whole identifier?
+pub(crate) fn has_word(code: &str, word: &str) -> bool {
     code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|w| w == word)
 }

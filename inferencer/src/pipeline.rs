@@ -111,11 +111,10 @@ pub enum RunCheck {
     Value(ValueShape),
 }
 
-/// The shape of a value a program computed: its type, for a list its
-/// length, whether every item is a record with a `"file"` field (what
-/// `find_definitions` and `find_callers` return) and whether every item is
-/// a pair, and for a dict whether every value is a bool. No content: this
-/// much goes back to the model, with the workspace view on only.
+/// The shape of a value a program computed: its type and a few facts
+/// about its items ([`ListShape`]), a dict's values or a str's edges. No
+/// content: this much goes back to the model, with the workspace view on
+/// only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ValueShape {
     /// An int or a float.
@@ -128,22 +127,8 @@ pub enum ValueShape {
     },
     /// A bool.
     Bool,
-    /// A list (or tuple) of `len` items.
-    List {
-        /// Number of items.
-        len: usize,
-        /// Every item is a dict with a `"file"` key.
-        records_with_file: bool,
-        /// Every item is a list (or tuple) of two items, and there is one
-        /// at least: `sorted(d.items())`.
-        pairs: bool,
-        /// Every item is a str of several lines, and there is one at least:
-        /// files' texts.
-        texts: bool,
-        /// Every item is a str holding a number (`"14"`, `"2.50"`; not
-        /// `"0.3.0"`), and there is one at least: a CSV field unconverted.
-        numbers_as_text: bool,
-    },
+    /// A list (or tuple).
+    List(ListShape),
     /// A dict.
     Dict {
         /// Every value is a bool, and there is one at least.
@@ -151,6 +136,24 @@ pub enum ValueShape {
     },
     /// Anything else.
     Other,
+}
+
+/// A list's length and what all its items are (each flag false for an
+/// empty list).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListShape {
+    /// Number of items.
+    pub len: usize,
+    /// Every item is a dict with a `"file"` key (what `find_definitions`
+    /// and `find_callers` return).
+    pub records_with_file: bool,
+    /// Every item is a list (or tuple) of two items: `sorted(d.items())`.
+    pub pairs: bool,
+    /// Every item is a str of several lines: files' texts.
+    pub texts: bool,
+    /// Every item is a str holding a number (`"14"`, `"2.50"`; not
+    /// `"0.3.0"`): a CSV field unconverted.
+    pub numbers_as_text: bool,
 }
 
 /// The lower-cased alphanumeric words of a task, in order.
@@ -263,7 +266,7 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
         None => generic.to_string(),
     };
     let (ty, message, hint) = match shape {
-        ValueShape::List { len, .. } if asks_for_count(intent) => (
+        ValueShape::List(ListShape { len, .. }) if asks_for_count(intent) => (
             "CountExpected",
             format!("the task asks for a count, but the cell's value is a list of {len} items"),
             on_last(
@@ -276,10 +279,10 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
             "the task asks for a count, but the cell's value is a dict".to_string(),
             "End the cell with one number: len(...) of the matching items.".to_string(),
         ),
-        ValueShape::List {
+        ValueShape::List(ListShape {
             records_with_file: true,
             ..
-        } if asks_for_files(intent) => (
+        }) if asks_for_files(intent) => (
             "FilesExpected",
             "the task asks for files, but the cell's value is a list of whole records (dicts with a \"file\" field)".to_string(),
             on_last(
@@ -287,12 +290,12 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
                 "Answer with the file paths: sorted(set(d[\"file\"] for d in records)), or records[0][\"file\"] when the task asks for one file.",
             ),
         ),
-        ValueShape::List { texts: true, .. } if asks_for_files(intent) => (
+        ValueShape::List(ListShape { texts: true, .. }) if asks_for_files(intent) => (
             "FilesExpected",
             "the task asks for files, but the cell's value is a list of files' texts".to_string(),
             "Answer with the paths of the matching files: [p for p in find_files(pattern) if condition on read_file(p)].".to_string(),
         ),
-        ValueShape::List { pairs: true, .. } if asks_for_mapping(intent) => (
+        ValueShape::List(ListShape { pairs: true, .. }) if asks_for_mapping(intent) => (
             "DictExpected",
             "the task asks for one value per group (a dict), but the cell's value is a list of pairs".to_string(),
             on_last(
@@ -316,25 +319,26 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
                 "End the cell with the text without its surrounding spaces: .strip() it.",
             ),
         ),
-        ValueShape::List {
+        ValueShape::List(ListShape {
             len: 1,
             numbers_as_text,
             ..
-        } if asks_for_one(intent) => (
-            "OneExpected",
-            "the task asks for one value, but the cell's value is a list holding one item".to_string(),
-            if *numbers_as_text {
-                on_last(
-                    &|e| format!("{e}[0] (the item itself, not a list), converted with int() or float(): the item is a number written as text."),
-                    "End the cell with the item itself, not a list of it (its [0]), converted with int() or float(): it is a number written as text.",
-                )
+        }) if asks_for_one(intent) => {
+            let convert = if *numbers_as_text {
+                ", converted with int() or float(): the item is a number written as text"
             } else {
+                ""
+            };
+            (
+                "OneExpected",
+                "the task asks for one value, but the cell's value is a list holding one item"
+                    .to_string(),
                 on_last(
-                    &|e| format!("{e}[0] (the item itself, not a list)."),
-                    "End the cell with the item itself, not a list of it (its [0]).",
-                )
-            },
-        ),
+                    &|e| format!("{e}[0] (the item itself, not a list){convert}."),
+                    &format!("End the cell with the item itself, not a list of it (its [0]){convert}."),
+                ),
+            )
+        }
         _ => return None,
     };
     let mut e = ErrorInfo::new(ErrorKind::Runtime, ty, message);
@@ -710,13 +714,14 @@ impl<'a> Delegator<'a> {
             // A retry that is only the corrected last line of the cell it
             // was shown (`results[0]`, with `results` assigned above) is
             // that cell with its last line replaced.
+            let validates = |p: &str| (self.validate)(p).is_ok();
             if let Some(whole) = rejected
                 .last()
-                .and_then(|prev| splice_last_line(prev, &program, &|p| (self.validate)(p).is_ok()))
+                .and_then(|prev| splice_last_line(prev, &program, &validates))
             {
                 program = whole;
             }
-            if let Some(whole) = with_shown_rows(&task, &program, &|p| (self.validate)(p).is_ok()) {
+            if let Some(whole) = with_shown_rows(&task, &program, &validates) {
                 program = whole;
             }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
@@ -1087,11 +1092,7 @@ fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
         return None;
     };
     let code = crate::corpus::strip_strings(answer);
-    let uses = code.match_indices("rows").any(|(i, _)| {
-        let word = |c: char| c.is_alphanumeric() || c == '_';
-        !code[..i].chars().next_back().is_some_and(word)
-            && !code[i + 4..].chars().next().is_some_and(word)
-    });
+    let uses = crate::hints::has_word(&code, "rows");
     let assigns = code
         .lines()
         .any(|l| l.trim_start().starts_with("rows =") || l.contains("for rows "));
@@ -1575,20 +1576,17 @@ mod tests {
 
     #[test]
     fn what_the_task_asks_for_is_checked_against_the_values_shape() {
-        let list = |len| ValueShape::List {
-            len,
-            records_with_file: false,
-            pairs: false,
-            texts: false,
-            numbers_as_text: false,
+        let list = |len| {
+            ValueShape::List(ListShape {
+                len,
+                ..ListShape::default()
+            })
         };
-        let records = ValueShape::List {
+        let records = ValueShape::List(ListShape {
             len: 2,
             records_with_file: true,
-            pairs: false,
-            texts: false,
-            numbers_as_text: false,
-        };
+            ..ListShape::default()
+        });
         let ty = |intent: &str, shape: &ValueShape| {
             shape_mismatch(intent, "", shape).map(|e| e.type_name)
         };
@@ -1639,26 +1637,22 @@ mod tests {
         assert_eq!(ty("every place that calls connect", &records), None);
         assert_eq!(ty("the lines of a.txt", &list(4)), None);
         // Files asked, their texts given.
-        let texts = ValueShape::List {
+        let texts = ValueShape::List(ListShape {
             len: 2,
-            records_with_file: false,
-            pairs: false,
             texts: true,
-            numbers_as_text: false,
-        };
+            ..ListShape::default()
+        });
         assert_eq!(
             ty("source files with TODO markers", &texts).as_deref(),
             Some("FilesExpected")
         );
         assert_eq!(ty("the TODO lines", &texts), None);
         // One value per group asked, a list of pairs given.
-        let pairs = ValueShape::List {
+        let pairs = ValueShape::List(ListShape {
             len: 3,
-            records_with_file: false,
             pairs: true,
-            texts: false,
-            numbers_as_text: false,
-        };
+            ..ListShape::default()
+        });
         for intent in [
             "count the orders per status",
             "map each csv file to its number of data rows",
@@ -1686,12 +1680,12 @@ mod tests {
         }
         assert_eq!(ty("does each file mention refunds", &verdicts), None);
         // One item asked: int()/float() suggested only for a number as text.
-        let one = |numbers_as_text| ValueShape::List {
-            len: 1,
-            records_with_file: false,
-            pairs: false,
-            texts: false,
-            numbers_as_text,
+        let one = |numbers_as_text| {
+            ValueShape::List(ListShape {
+                len: 1,
+                numbers_as_text,
+                ..ListShape::default()
+            })
         };
         let hint = |shape| {
             shape_mismatch("the version in setup.cfg", "x = f()\nx", &shape)
@@ -1781,13 +1775,11 @@ mod tests {
             if p.starts_with("len(") {
                 RunCheck::Value(ValueShape::Number)
             } else {
-                RunCheck::Value(ValueShape::List {
+                RunCheck::Value(ValueShape::List(ListShape {
                     len: 1,
                     records_with_file: true,
-                    pairs: false,
-                    texts: false,
-                    numbers_as_text: false,
-                })
+                    ..ListShape::default()
+                }))
             }
         };
         let ask = |ctx, answers: &[&str]| {
@@ -1848,13 +1840,10 @@ mod tests {
             if p.ends_with("[0]") {
                 RunCheck::Value(ValueShape::Str { padded: false })
             } else {
-                RunCheck::Value(ValueShape::List {
+                RunCheck::Value(ValueShape::List(ListShape {
                     len: 1,
-                    records_with_file: false,
-                    pairs: false,
-                    texts: false,
-                    numbers_as_text: false,
-                })
+                    ..ListShape::default()
+                }))
             }
         };
         let (d, s) = run_in(

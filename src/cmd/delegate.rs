@@ -21,7 +21,9 @@
 
 use super::common::{self, Loaded, Select};
 use lackpy_inferencer::corpus::Corpus;
-use lackpy_inferencer::pipeline::{Delegation, Delegator, ModelCaller, RunCheck, ValueShape};
+use lackpy_inferencer::pipeline::{
+    Delegation, Delegator, ListShape, ModelCaller, RunCheck, ValueShape,
+};
 use lackpy_inferencer::templates::{Ratchet, RatchetPolicy};
 use lackpy_inferencer::worker::{FromInferencer, ToInferencer, INFERENCER_PROTOCOL};
 use lackpy_inferencer::{Generation, InferError, Request};
@@ -395,18 +397,19 @@ fn value_shape(v: &Value) -> ValueShape {
             padded: !t.contains('\n') && t.trim() != t && !t.trim().is_empty(),
         },
         Value::Bool(_) => ValueShape::Bool,
-        Value::Array(a) => ValueShape::List {
-            len: a.len(),
-            records_with_file: !a.is_empty()
-                && a.iter()
-                    .all(|x| x.as_object().is_some_and(|o| o.contains_key("file"))),
-            pairs: !a.is_empty() && a.iter().all(|x| x.as_array().is_some_and(|p| p.len() == 2)),
-            texts: !a.is_empty()
-                && a.iter()
-                    .all(|x| x.as_str().is_some_and(|t| t.trim_end().contains('\n'))),
-            numbers_as_text: !a.is_empty()
-                && a.iter().all(|x| x.as_str().is_some_and(is_number_text)),
-        },
+        Value::Array(a) => {
+            // Every item has it, and there is one at least.
+            let every = |f: &dyn Fn(&Value) -> bool| !a.is_empty() && a.iter().all(f);
+            ValueShape::List(ListShape {
+                len: a.len(),
+                records_with_file: every(&|x| {
+                    x.as_object().is_some_and(|o| o.contains_key("file"))
+                }),
+                pairs: every(&|x| x.as_array().is_some_and(|p| p.len() == 2)),
+                texts: every(&|x| x.as_str().is_some_and(|t| t.trim_end().contains('\n'))),
+                numbers_as_text: every(&|x| x.as_str().is_some_and(is_number_text)),
+            })
+        }
         Value::Object(o) => ValueShape::Dict {
             all_bool: !o.is_empty() && o.values().all(Value::is_boolean),
         },
@@ -603,23 +606,18 @@ mod tests {
         assert!(!padded(json!("plain")));
         assert_eq!(
             value_shape(&json!([["a", 1], ["b", 2]])),
-            ValueShape::List {
+            ValueShape::List(ListShape {
                 len: 2,
-                records_with_file: false,
                 pairs: true,
-                texts: false,
-                numbers_as_text: false
-            }
+                ..ListShape::default()
+            })
         );
         assert_eq!(
             value_shape(&json!([["a", 1], ["b"]])),
-            ValueShape::List {
+            ValueShape::List(ListShape {
                 len: 2,
-                records_with_file: false,
-                pairs: false,
-                texts: false,
-                numbers_as_text: false
-            }
+                ..ListShape::default()
+            })
         );
         assert_eq!(
             value_shape(&json!({"a": true, "b": false})),
@@ -633,17 +631,22 @@ mod tests {
             value_shape(&json!({})),
             ValueShape::Dict { all_bool: false }
         );
-        let texts = |v: Value| matches!(value_shape(&v), ValueShape::List { texts: true, .. });
+        let texts = |v: Value| {
+            matches!(
+                value_shape(&v),
+                ValueShape::List(ListShape { texts: true, .. })
+            )
+        };
         assert!(texts(json!(["a\nb\n", "c\nd"])));
         assert!(!texts(json!(["one line\n", "c\nd"])));
         assert!(!texts(json!([])));
         let numbers = |v: Value| {
             matches!(
                 value_shape(&v),
-                ValueShape::List {
+                ValueShape::List(ListShape {
                     numbers_as_text: true,
                     ..
-                }
+                })
             )
         };
         assert!(numbers(json!(["14"])));
