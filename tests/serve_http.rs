@@ -239,6 +239,34 @@ fn read_to_eof(s: &mut TcpStream) -> Vec<u8> {
     raw
 }
 
+/// A keep-alive connection the server has surely accepted: one request is
+/// answered on it before it is handed back, idle. (A bare `connect` only
+/// proves the kernel's handshake: on a loaded machine a later connection
+/// can reach the server's accept queue first, and a cap test then probes
+/// before the cap is full.)
+fn held_connection(addr: &str) -> TcpStream {
+    let mut s = connect(addr, 20);
+    s.write_all(format!("GET /healthz-probe HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .expect("held request");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = s.read(&mut byte).expect("held response");
+        assert!(n == 1, "the server closed a held connection: {head:?}");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    assert!(!head.contains("connection: close"), "{head}");
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).expect("held body");
+    s
+}
+
 /// `DELETE /mcp` of `session` with `token`'s credentials.
 pub(crate) fn end_session(addr: &str, token: &str, session: &str) -> Resp {
     let auth = format!("Bearer {token}");
@@ -679,18 +707,16 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     let r = request(&srv.addr, "GET", "/admin", &[("Authorization", &auth)], b"");
     assert_eq!(r.status, 404, "{r:?}");
     // Many connections: past serve.http.max_connections a clear 503.
-    // The held connections are idle, so the server drops each one
-    // request_timeout_seconds (2 s) after accepting it: a probe that comes
+    // Each held connection has had one request answered (so the server
+    // has surely counted it) and then idles; the server may drop an idle
+    // one request_timeout_seconds (2 s) after accepting it: a probe that comes
     // later than that (a loaded CI machine) tests nothing, and is made
     // again, up to 3 times; a probe in time must see the 503.
     let mut tries = 0;
     let r = loop {
         tries += 1;
         let t = Instant::now();
-        let held: Vec<TcpStream> = (0..8)
-            .map(|_| TcpStream::connect(&srv.addr).expect("connect"))
-            .collect();
-        std::thread::sleep(Duration::from_millis(200));
+        let held: Vec<TcpStream> = (0..8).map(|_| held_connection(&srv.addr)).collect();
         let r = get(&srv.addr, "/mcp");
         let late = t.elapsed() >= Duration::from_secs(2);
         drop(held);
