@@ -3,6 +3,11 @@
 
 #![allow(dead_code)]
 
+/// The fake model endpoints, shared with the inferencer's own wire tests,
+/// and [`fake_server::loopback_ip`] for every test server.
+#[path = "../inferencer/tests/support/fake_server.rs"]
+pub mod fake_server;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
