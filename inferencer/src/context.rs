@@ -11,10 +11,7 @@
 //!   outline (each directory with its file count and extensions);
 //! - for data files (`.csv`, `.tsv`, `.jsonl`, `.ini`, `.cfg`, `.toml`,
 //!   `.log`, `.txt`, `.md`…) that are listed: their first lines (a CSV's
-//!   header and first record), each cut to [`MAX_LINE_BYTES`];
-//! - last, within [`MAX_NAMED_BYTES`] more, up to ten lines of the (at
-//!   most two) text files the intent names ([`NAMED_SECTION`]), which the
-//!   pipeline puts next to the task.
+//!   header and first record), each cut to [`MAX_LINE_BYTES`].
 //!
 //! Reading is confined: the walk and every read go through
 //! `lackpy_beneath` (`openat2` beneath the workspace's descriptor, no
@@ -49,21 +46,6 @@ const LIST_ALL: usize = 40;
 const MAX_MATCHES: usize = 25;
 /// Most data files whose first lines are shown.
 const MAX_HEADS: usize = 12;
-
-/// Heading of the view's last section: more lines of the files the task
-/// names ([`crate::pipeline::named_paths`]), blank lines kept. The
-/// pipeline puts this section next to the task, not into the system text
-/// ([`crate::pipeline::split_view`]): a small model reads a file's form
-/// (`## 0.3.0` headings, `key = value` lines) from a few lines of it far
-/// better than from one.
-pub const NAMED_SECTION: &str = "Lines of the files the task names:";
-/// Most lines shown of one file the task names.
-const NAMED_LINES: usize = 10;
-/// Most files the task names that get more lines.
-const MAX_NAMED_FILES: usize = 2;
-/// Largest [`NAMED_SECTION`], in bytes (on top of [`MAX_CONTEXT_BYTES`]).
-/// Why: it goes into every prompt of the delegation, after the view.
-pub const MAX_NAMED_BYTES: usize = 1200;
 
 /// Extensions whose first lines are shown, and how many lines.
 fn head_lines(path: &str) -> Option<usize> {
@@ -138,7 +120,12 @@ fn visit(
 /// the words in capitals its first [`HEAD_BYTES`] use ([`level_words`]);
 /// `None` when it cannot be read as text.
 fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
-    let buf = head_bytes(root, rel)?;
+    let file = match rel.rsplit_once('/') {
+        Some((d, f)) => root.subdir(d, false).ok()??.open_read(f).ok()??,
+        None => root.open_read(rel).ok()??,
+    };
+    let mut buf = Vec::with_capacity(HEAD_BYTES);
+    file.take(HEAD_BYTES as u64).read_to_end(&mut buf).ok()?;
     let text = String::from_utf8_lossy(&buf);
     let lines: Vec<String> = text
         .lines()
@@ -152,86 +139,6 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
         Vec::new()
     };
     (!lines.is_empty()).then_some((lines, levels))
-}
-
-/// The first [`HEAD_BYTES`] of a file beneath `root` (confined: no
-/// symlink followed, see the module's notes).
-fn head_bytes(root: &Dir, rel: &str) -> Option<Vec<u8>> {
-    let file = match rel.rsplit_once('/') {
-        Some((d, f)) => root.subdir(d, false).ok()??.open_read(f).ok()??,
-        None => root.open_read(rel).ok()??,
-    };
-    let mut buf = Vec::with_capacity(HEAD_BYTES);
-    file.take(HEAD_BYTES as u64).read_to_end(&mut buf).ok()?;
-    Some(buf)
-}
-
-/// The [`NAMED_SECTION`] for the files `view` shows that `intent` names:
-/// up to [`NAMED_LINES`] lines of each (blank lines kept, each cut to
-/// [`MAX_LINE_BYTES`]), for text files that have more lines than the view
-/// shows and are not tables (a table's notes say more). Empty when there
-/// is none.
-fn named_section(root: &Dir, intent: &str, view: &str) -> String {
-    let mut out = String::new();
-    let named = crate::pipeline::named_paths(intent, view);
-    for p in named.into_iter().take(MAX_NAMED_FILES) {
-        let lower = p.to_ascii_lowercase();
-        if lower.ends_with(".csv") || lower.ends_with(".tsv") {
-            continue;
-        }
-        let Some(buf) = head_bytes(root, p) else {
-            continue;
-        };
-        // Text only: a binary file's bytes say nothing to a model.
-        let Ok(text) = std::str::from_utf8(&buf).or_else(|e| {
-            // A multi-byte character cut at HEAD_BYTES is still text.
-            let ok = e.valid_up_to();
-            if e.error_len().is_none() {
-                std::str::from_utf8(&buf[..ok])
-            } else {
-                Err(e)
-            }
-        }) else {
-            continue;
-        };
-        if text.contains('\0') {
-            continue;
-        }
-        // Whole lines only: the last one may be cut by HEAD_BYTES.
-        let whole = if buf.len() >= HEAD_BYTES {
-            text.rsplit_once('\n').map_or("", |(w, _)| w)
-        } else {
-            text
-        };
-        let mut lines: Vec<String> = whole
-            .lines()
-            .take(NAMED_LINES)
-            .map(|l| cut(l.trim_end(), MAX_LINE_BYTES))
-            .collect();
-        while lines.last().is_some_and(|l| l.is_empty()) {
-            lines.pop();
-        }
-        let shown = lines.iter().filter(|l| !l.is_empty()).count();
-        if shown <= head_lines(p).unwrap_or(0) {
-            continue;
-        }
-        let block = format!(
-            "{p}:\n{}\n",
-            lines
-                .iter()
-                .map(|l| format!("  {l}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        if NAMED_SECTION.len() + 1 + out.len() + block.len() > MAX_NAMED_BYTES {
-            continue;
-        }
-        out.push_str(&block);
-    }
-    if out.is_empty() {
-        return out;
-    }
-    format!("{NAMED_SECTION}\n{out}")
 }
 
 /// Most words in capitals named for a log.
@@ -341,12 +248,7 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
         out.push_str("First lines of data files:\n");
         out.push_str(&heads);
     }
-    let view = cut(out.trim_end(), MAX_CONTEXT_BYTES);
-    let named = named_section(&root, intent, &view);
-    if named.is_empty() {
-        return Some(view);
-    }
-    Some(format!("{view}\n{}", named.trim_end()))
+    Some(cut(out.trim_end(), MAX_CONTEXT_BYTES))
 }
 
 /// Most columns named in a table's layout line.
@@ -485,39 +387,6 @@ mod tests {
             level_words("no capitals\nOK at all\nLAST"),
             Vec::<String>::new()
         );
-    }
-
-    #[test]
-    fn files_the_intent_names_get_more_lines() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let w = d.path();
-        let log: String = (0..30)
-            .map(|i| format!("## 0.{i}.0\n- change {i}\n\n"))
-            .collect();
-        std::fs::write(w.join("CHANGELOG.md"), format!("# Changelog\n\n{log}")).ok();
-        std::fs::write(w.join("notes.txt"), "one\ntwo\nthree\n").ok();
-        std::fs::write(w.join("short.md"), "# only\n").ok();
-        std::fs::write(w.join("t.csv"), "a,b\n1,2\n3,4\n5,6\n").ok();
-        std::fs::write(w.join("bin.txt"), b"\x00\x01\x02\n\x00\n\x00\n").ok();
-        let c = workspace_context(w, "the versions the changelog lists").unwrap_or_default();
-        let (view, named) = crate::pipeline::split_view(&c);
-        assert!(view.contains("CHANGELOG.md:\n  # Changelog\n"), "{c}");
-        assert!(!view.contains("## 0.0.0"), "the view keeps one line: {c}");
-        assert!(
-            named.starts_with(&format!(
-                "{NAMED_SECTION}\nCHANGELOG.md:\n  # Changelog\n  \n  ## 0.0.0\n  - change 0\n"
-            )),
-            "{c}"
-        );
-        assert_eq!(named.lines().count(), 2 + NAMED_LINES, "{c}");
-        assert!(named.len() <= MAX_NAMED_BYTES);
-        // Nothing more to show, a table, a binary file: no section.
-        for intent in ["the short md", "the t table", "the bin text", "nothing"] {
-            let c = workspace_context(w, intent).unwrap_or_default();
-            assert!(!c.contains(NAMED_SECTION), "{intent}: {c}");
-        }
-        let c = workspace_context(w, "the notes").unwrap_or_default();
-        assert!(c.ends_with("notes.txt:\n  one\n  two\n  three"), "{c}");
     }
 
     #[test]

@@ -631,13 +631,7 @@ impl<'a> Delegator<'a> {
         };
         let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let allowed = |n: &str| tool_names.iter().any(|t| t == n);
-        let (context, named_lines) = match self.context.filter(|_| p.context_enabled(&endpoint)) {
-            Some(c) => {
-                let (view, named) = split_view(c);
-                (Some(view), named)
-            }
-            None => (None, ""),
-        };
+        let context = self.context.filter(|_| p.context_enabled(&endpoint));
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, context);
@@ -651,7 +645,7 @@ impl<'a> Delegator<'a> {
         // the right ones are close by).
         let mut task = intent.to_string();
         if let Some(ctx) = context {
-            for line in task_files(intent, ctx, named_lines) {
+            for line in task_files(intent, ctx) {
                 task.push('\n');
                 task.push_str(&line);
             }
@@ -665,9 +659,8 @@ impl<'a> Delegator<'a> {
         // A cell that ran ok with an empty value, and its attempt's index:
         // the answer when the call after it does no better.
         let mut fallback: Option<(String, usize)> = None;
-        // One first answer, one correction retry, and one more call when
-        // the retry was rejected too and no earlier cell can stand
-        // (differently worded when it repeated a rejected cell).
+        // One first answer, one correction retry, and one more call only
+        // when the retry repeated a rejected cell.
         let mut calls = 0;
         while calls < 3 {
             calls += 1;
@@ -777,21 +770,13 @@ impl<'a> Delegator<'a> {
             if calls == 1 {
                 messages = retry_messages(&system, &examples, &task, &program, &errs, &hints);
                 temperature = Some(p.retry_temperature);
-            } else if calls == 2 && (repeated || fallback.is_none()) {
+            } else if repeated && calls == 2 {
                 // A retry that repeats the rejected cell is wasted: ask
-                // again, saying so. A retry rejected for another reason,
-                // with no earlier cell to fall back on, gets its own
-                // correction. Either way warmer: at the retry's
-                // temperature a small model often writes the same mistake
-                // a third time.
-                let retry = retry_messages(&system, &examples, &task, &program, &errs, &hints);
-                messages = if repeated {
-                    tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
-                    different_messages(retry)
-                } else {
-                    tracing::info!(provider = %p.name, "the retry was rejected too; once more");
-                    retry
-                };
+                // again, warmer, saying so.
+                tracing::info!(provider = %p.name, "the retry repeated the rejected cell");
+                messages = different_messages(retry_messages(
+                    &system, &examples, &task, &program, &errs, &hints,
+                ));
                 temperature = Some((p.retry_temperature + 0.3).min(1.2));
             } else {
                 break;
@@ -955,7 +940,7 @@ fn spelled_paths<'c>(intent: &str, paths: &[&'c str]) -> Vec<&'c str> {
 /// `data/orders.csv`, `server log` → `logs/server.log`); else those
 /// whose directory does (`the notes` → `notes/a.txt`). At most
 /// [`MAX_TASK_FILES`].
-pub(crate) fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
+fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
     let paths = view_paths(ctx);
     let spelled = spelled_paths(intent, &paths);
     if !spelled.is_empty() {
@@ -1009,32 +994,15 @@ pub(crate) fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
         .collect()
 }
 
-/// The workspace view and its [`crate::context::NAMED_SECTION`] (the
-/// more lines of the files the task names, `""` when there are none):
-/// the view goes into the system text, the section next to the task.
-pub(crate) fn split_view(ctx: &str) -> (&str, &str) {
-    let marker = format!("\n{}\n", crate::context::NAMED_SECTION);
-    match ctx.find(&marker) {
-        Some(i) => (&ctx[..i], &ctx[i + 1..]),
-        None => (ctx, ""),
-    }
-}
-
 /// Lines describing the files the task names ([`named_paths`]), for the
 /// user turn next to the task: a table (`.csv`, `.tsv`) as the line of
 /// code that splits its data rows and the index of each column, with its
-/// first data row; any other file with its first lines: those of
-/// `named_lines` (the view's [`crate::context::NAMED_SECTION`]) when it
-/// has the file, else those the view shows.
-fn task_files(intent: &str, ctx: &str, named_lines: &str) -> Vec<String> {
+/// first data row; any other file with its first line when the view
+/// shows one.
+fn task_files(intent: &str, ctx: &str) -> Vec<String> {
     let mut out = Vec::new();
     for path in named_paths(intent, ctx) {
-        let more = view_head(named_lines, path);
-        let head = if more.is_empty() {
-            view_head(ctx, path)
-        } else {
-            more
-        };
+        let head = view_head(ctx, path);
         let ext = path
             .rsplit_once('.')
             .map(|(_, e)| e.to_ascii_lowercase())
@@ -1332,13 +1300,12 @@ mod tests {
             vec![
                 Ok("import os".into()),
                 Ok("import sys".into()),
-                Ok("import json".into()),
                 Ok("read_file('a.txt')".into()),
             ],
         );
         assert_eq!(d.provider.as_deref(), Some("big"));
-        assert_eq!(d.providers_tried(), ["small", "small", "small", "big"]);
-        assert_eq!(s.seen.len(), 4);
+        assert_eq!(d.providers_tried(), ["small", "small", "big"]);
+        assert_eq!(s.seen.len(), 3);
         assert!(d.error.is_none());
     }
 
@@ -1485,32 +1452,9 @@ mod tests {
             .contains("Write a different cell"));
         assert!(s.seen[2].temperature > s.seen[1].temperature);
         assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
-        // A retry rejected for another reason gets a third call too: its
-        // own correction, warmer, not the "different cell" wording.
-        let (d, s) = run_x(
-            "summarise a.txt",
-            &["import os", "import sys", "read_file('a.txt')"],
-        );
-        assert_eq!(s.seen.len(), 3);
-        let last = &s.seen[2].messages.last().expect("a turn").content;
-        assert!(
-            !last.contains("Write a different cell") && last.contains("import sys"),
-            "{last}"
-        );
-        assert!(s.seen[2].temperature > s.seen[1].temperature);
-        assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
-        // Never a fourth.
-        let (d, s) = run_x(
-            "summarise a.txt",
-            &[
-                "import os",
-                "import sys",
-                "import json",
-                "read_file('a.txt')",
-            ],
-        );
-        assert_eq!(s.seen.len(), 3);
-        assert!(d.program.is_none());
+        // A retry that differs gets no third call.
+        let (_, s) = run_x("summarise a.txt", &["import os", "import sys", "x"]);
+        assert_eq!(s.seen.len(), 2);
     }
 
     #[test]
@@ -2078,13 +2022,13 @@ mod tests {
         // A table: the code that splits its rows, each column's index and
         // its first row; a data line of a head is never taken for a path.
         assert_eq!(
-            task_files("total qty of the orders", ctx, ""),
+            task_files("total qty of the orders", ctx),
             [
                 "# data/orders.csv is a table: its line 0 is the header \"id,qty,status\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/orders.csv\").splitlines()[1:]]",
                 "# each row r: r[0] id, r[1] qty, r[2] status (first row: 1,2,shipped)",
             ]
         );
-        assert!(task_files("something else", ctx, "").is_empty());
+        assert!(task_files("something else", ctx).is_empty());
         // A path spelled out wins over files sharing a word (`data`).
         assert_eq!(
             named_paths("how many rows in data/orders.csv.", ctx),
@@ -2094,40 +2038,14 @@ mod tests {
         assert_eq!(named_paths("the pending orders", ctx), ["data/orders.csv"]);
         assert_eq!(named_paths("all the notes", ctx), ["notes/a.txt"]);
         assert_eq!(
-            task_files("what do the notes say", ctx, ""),
+            task_files("what do the notes say", ctx),
             ["# read_file(\"notes/a.txt\").splitlines() starts [\"hello\"]"]
         );
         // A log: its lines and its words in capitals.
         let ctx = "Workspace files:\n  logs/app.log\nFirst lines of data files:\nlogs/app.log:\n  09:00 INFO up\n  (words in capitals: INFO, WARN)";
         assert_eq!(
-            task_files("warnings in the app log", ctx, ""),
+            task_files("warnings in the app log", ctx),
             ["# read_file(\"logs/app.log\").splitlines() starts [\"09:00 INFO up\"]; words in capitals: INFO, WARN"]
         );
-    }
-
-    #[test]
-    fn more_lines_of_a_named_file_go_next_to_the_task_not_into_the_system_text() {
-        let ctx = "Workspace files:\n  CHANGELOG.md\n  notes.txt\nFirst lines of data files:\n\
-                   CHANGELOG.md:\n  # Changelog\nnotes.txt:\n  hi\n\
-                   Lines of the files the task names:\nCHANGELOG.md:\n  # Changelog\n  \n  ## 0.3.0\n  - add x";
-        let (view, named) = split_view(ctx);
-        assert!(view.ends_with("notes.txt:\n  hi"), "{view}");
-        assert!(named.starts_with(crate::context::NAMED_SECTION), "{named}");
-        assert_eq!(
-            task_files("the versions the changelog lists", view, named),
-            ["# read_file(\"CHANGELOG.md\").splitlines() starts [\"# Changelog\", \"\", \"## 0.3.0\", \"- add x\"]"]
-        );
-        // A file the section does not hold keeps the view's lines.
-        assert_eq!(
-            task_files("the notes", view, named),
-            ["# read_file(\"notes.txt\").splitlines() starts [\"hi\"]"]
-        );
-        assert_eq!(
-            split_view("Workspace files:\n  a.md"),
-            ("Workspace files:\n  a.md", "")
-        );
-        // The system text gets the view only.
-        let system = system_prompt_with(&[], Some(view));
-        assert!(!system.contains("## 0.3.0"), "{system}");
     }
 }

@@ -1,5 +1,5 @@
 //! The model HTTP client and the cascade against real HTTP servers on
-//! loopback addresses, started by each test (a `TcpListener` in a thread with
+//! 127.0.0.1, started by each test (a `TcpListener` in a thread with
 //! scripted answers). Every test bounds its timeouts: nothing may hang.
 
 use lackpy_inferencer::config::{InferenceConfig, Plugin, ProviderConfig};
@@ -387,10 +387,6 @@ fn cascade_retry_with_hints_then_next_provider_over_http() {
             200,
             r#"{"response":"import os\nos.listdir('.')","done":true}"#.into(),
         ),
-        Reply::Body(
-            200,
-            r#"{"response":"import sys\nsys.argv","done":true}"#.into(),
-        ),
     ]);
     // Bigger model (OpenAI wire): a valid cell wrapped in prose.
     let big = Server::start(vec![Reply::Body(
@@ -412,8 +408,8 @@ fn cascade_retry_with_hints_then_next_provider_over_http() {
         Some("content = read_file('a.txt')\ncontent.upper()")
     );
     assert_eq!(d.provider.as_deref(), Some("big"));
-    assert_eq!(d.providers_tried(), ["small", "small", "small", "big"]);
-    assert!(d.attempts[..3].iter().all(|a| a.error.is_some()));
+    assert_eq!(d.providers_tried(), ["small", "small", "big"]);
+    assert!(d.attempts[0].error.is_some() && d.attempts[1].error.is_some());
     // The retry carried the previous answer, the error with its line, and the hint.
     let retry = json(&small.seen()[1].body);
     let prompt = retry["prompt"].as_str().unwrap_or("");
