@@ -1,5 +1,5 @@
 //! `lackpy delegate` end to end: the real binary, a temp workspace, and
-//! fake model endpoints on 127.0.0.1 started by each test (a `TcpListener`
+//! fake model endpoints on loopback addresses started by each test (a `TcpListener`
 //! thread with scripted answers). Model calls go through the jailed
 //! inferencer worker; programs run in the jailed executor.
 
@@ -8,10 +8,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-/// The fake model endpoints, shared with the inferencer's own wire tests.
-#[path = "../inferencer/tests/support/fake_server.rs"]
-mod fake_server;
-use fake_server::{closed_port_url, ollama, openai, Reply, Server as Fake};
+use crate::util::fake_server::{closed_port_url, ollama, openai, Reply, Server as Fake};
 
 fn ws_with_config(config: &str) -> tempfile::TempDir {
     workspace(&[
