@@ -38,19 +38,25 @@ pub(crate) fn config(ws: &std::path::Path, serve: &str, http: &str) -> String {
     )
 }
 
-/// A running `lackpy serve --listen 127.0.0.1:0`, stopped on drop.
+/// A running `lackpy serve --listen 127.A.B.C:0`, stopped on drop: a
+/// fresh loopback address ([`crate::util::fake_server::loopback_ip`]),
+/// which the server accepts as `Host` without listing it in
+/// `allowed_hosts` (its own listen address).
 pub(crate) struct Server {
     pub child: Child,
-    /// `127.0.0.1:PORT` of the MCP listener.
+    /// `HOST:PORT` of the MCP listener.
     pub addr: String,
-    /// `127.0.0.1:PORT` of the health/metrics listener.
+    /// `HOST:PORT` of the health/metrics listener.
     pub metrics: String,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
     pub fn start(config: &str) -> Server {
-        Server::start_on(config, "127.0.0.1:0")
+        Server::start_on(
+            config,
+            &format!("{}:0", crate::util::fake_server::loopback_ip()),
+        )
     }
 
     /// Start listening on `listen` (HOST:PORT).
@@ -60,7 +66,8 @@ impl Server {
 
     /// Start with `extra` arguments (e.g. the TLS files).
     pub fn start_with(config: &str, listen: &str, extra: &[&str]) -> Server {
-        Server::start_full(config, listen, "127.0.0.1:0", extra)
+        let metrics = format!("{}:0", crate::util::fake_server::loopback_ip());
+        Server::start_full(config, listen, &metrics, extra)
     }
 
     /// Start listening on `listen`, with health and metrics on `metrics`

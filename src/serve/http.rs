@@ -202,6 +202,9 @@ pub struct HttpServer {
     pub cancel: CancellationToken,
     /// TCP connections being served now.
     open: std::sync::atomic::AtomicUsize,
+    /// The one address the listener is bound to (not `0.0.0.0` or `::`):
+    /// accepted as `Host` besides `allowed_hosts` ([`HttpServer::service_for`]).
+    listen_ip: std::sync::OnceLock<std::net::IpAddr>,
 }
 
 impl HttpServer {
@@ -212,6 +215,7 @@ impl HttpServer {
             services: Mutex::new(HashMap::new()),
             cancel: CancellationToken::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
+            listen_ip: std::sync::OnceLock::new(),
         })
     }
 
@@ -233,8 +237,19 @@ impl HttpServer {
             return Some(s.clone());
         }
         let h = &cfg.http;
+        // The address the server listens on, as an IP literal, is always a
+        // good `Host`: the DNS-rebinding guard is about names (an attacker's
+        // name resolving to this address), and a literal is not one. So
+        // `--listen 10.0.0.5:8443` answers `Host: 10.0.0.5:8443` without
+        // listing it.
+        let mut hosts = h.allowed_hosts.clone();
+        if let Some(ip) = self.listen_ip.get() {
+            if !hosts.is_empty() && !hosts.contains(&ip.to_string()) {
+                hosts.push(ip.to_string());
+            }
+        }
         let mut rmcp_cfg = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(h.allowed_hosts.clone())
+            .with_allowed_hosts(hosts)
             .with_allowed_origins(h.allowed_origins.clone())
             .enforce_origin_validation()
             .with_legacy_session_mode(h.session_mode)
@@ -348,6 +363,11 @@ impl HttpServer {
         mut stop: watch::Receiver<bool>,
     ) {
         let cfg = self.shared.config();
+        if let Ok(a) = listener.local_addr() {
+            if !a.ip().is_unspecified() {
+                let _ = self.listen_ip.set(a.ip());
+            }
+        }
         let slots = Arc::new(tokio::sync::Semaphore::new(cfg.http.max_connections));
         loop {
             let accepted = tokio::select! {
