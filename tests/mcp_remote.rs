@@ -209,9 +209,11 @@ fn http_keys_are_checked_at_load() {
     assert!(stderr(&out).contains("in clear"), "{}", stderr(&out));
 }
 
-/// A hostile HTTP server on loopback: every connection gets `answer`.
+/// A hostile HTTP server on a fresh loopback address
+/// ([`crate::util::fake_server::loopback_ip`]): every connection gets
+/// `answer`.
 fn hostile(answer: fn(std::net::TcpStream)) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let l = TcpListener::bind((crate::util::fake_server::loopback_ip(), 0)).expect("bind");
     let addr = l.local_addr().expect("addr");
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
