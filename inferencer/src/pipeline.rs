@@ -154,6 +154,9 @@ pub struct ListShape {
     /// Every item is a str holding a number (`"14"`, `"2.50"`; not
     /// `"0.3.0"`): a CSV field unconverted.
     pub numbers_as_text: bool,
+    /// Every item is a list of two or more strs: a line split into its
+    /// fields or words, kept whole.
+    pub split_rows: bool,
 }
 
 /// The lower-cased alphanumeric words of a task, in order.
@@ -193,6 +196,18 @@ fn asks_for_files(intent: &str) -> bool {
 fn asks_for_mapping(intent: &str) -> bool {
     let words = intent_words(intent);
     words.iter().any(|w| w == "per") || words.first().is_some_and(|w| w == "map")
+}
+
+/// A task asking for split lines themselves: rows, records, fields,
+/// columns, words, pairs, tuples, or a split.
+fn asks_for_parts(intent: &str) -> bool {
+    const PARTS: &[&str] = &[
+        "row", "rows", "record", "records", "field", "fields", "column", "columns", "word",
+        "words", "pair", "pairs", "tuple", "tuples", "split", "table",
+    ];
+    intent_words(intent)
+        .iter()
+        .any(|w| PARTS.contains(&w.as_str()))
 }
 
 /// A task asking which items qualify ("which documents mention refunds",
@@ -301,6 +316,16 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
             on_last(
                 &|e| format!("dict({e}) (a dict keeps its keys' order; no sorting is needed)."),
                 "End the cell with the dict itself (not sorted(d.items()) or a list of pairs).",
+            ),
+        ),
+        ValueShape::List(ListShape {
+            split_rows: true, ..
+        }) if !asks_for_parts(intent) => (
+            "FieldExpected",
+            "each item of the cell's value is a whole split line (a list of its fields or words), not the value the task asks for".to_string(),
+            on_last(
+                &|e| format!("the part the task asks for from each split line r: [r[i] for r in {e}] for one field (a name, a price), or [\" \".join(r[i:]) for r in {e}] for the text after the first i words."),
+                "Answer with the part the task asks for from each split line r: r[i] for one field (a name, a price), or \" \".join(r[i:]) for the text after the first i words.",
             ),
         ),
         ValueShape::Dict { all_bool: true } if asks_which(intent) => (
@@ -1590,6 +1615,36 @@ mod tests {
         let ty = |intent: &str, shape: &ValueShape| {
             shape_mismatch(intent, "", shape).map(|e| e.type_name)
         };
+        // Whole split lines where a field or a text is asked.
+        let rows = ValueShape::List(ListShape {
+            len: 3,
+            split_rows: true,
+            ..ListShape::default()
+        });
+        for intent in [
+            "the kitchen products sorted by stock, highest first",
+            "the messages of the error lines in logs/server.log, without date, time and level",
+        ] {
+            assert_eq!(
+                ty(intent, &rows).as_deref(),
+                Some("FieldExpected"),
+                "{intent}"
+            );
+        }
+        for intent in [
+            "the rows of data/orders.csv with status shipped",
+            "the words of each line",
+            "split each line at the commas",
+        ] {
+            assert_eq!(ty(intent, &rows), None, "{intent}");
+        }
+        let hint = shape_mismatch("the kitchen products", "rows = f()\nrows", &rows)
+            .and_then(|e| e.hint)
+            .unwrap_or_default();
+        assert!(
+            hint.contains("[r[i] for r in rows]") && hint.contains("\" \".join(r[i:])"),
+            "{hint}"
+        );
         // A count asked, a list given.
         for intent in [
             "how many places call money",

@@ -408,6 +408,10 @@ fn value_shape(v: &Value) -> ValueShape {
                 pairs: every(&|x| x.as_array().is_some_and(|p| p.len() == 2)),
                 texts: every(&|x| x.as_str().is_some_and(|t| t.trim_end().contains('\n'))),
                 numbers_as_text: every(&|x| x.as_str().is_some_and(is_number_text)),
+                split_rows: every(&|x| {
+                    x.as_array()
+                        .is_some_and(|r| r.len() >= 2 && r.iter().all(Value::is_string))
+                }),
             })
         }
         Value::Object(o) => ValueShape::Dict {
@@ -631,6 +635,20 @@ mod tests {
             value_shape(&json!({})),
             ValueShape::Dict { all_bool: false }
         );
+        let rows = |v: Value| {
+            matches!(
+                value_shape(&v),
+                ValueShape::List(ListShape {
+                    split_rows: true,
+                    ..
+                })
+            )
+        };
+        assert!(rows(json!([["M-04", "mug", "52"], ["L-01", "lamp"]])));
+        assert!(!rows(json!([["a", 1], ["b", "c"]])));
+        assert!(!rows(json!([["a"], ["b", "c"]])));
+        assert!(!rows(json!(["a,b", "c,d"])));
+        assert!(!rows(json!([])));
         let texts = |v: Value| {
             matches!(
                 value_shape(&v),
