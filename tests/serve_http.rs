@@ -262,12 +262,15 @@ fn held_connection(addr: &str) -> TcpStream {
         assert!(n == 1, "the server closed a held connection: {head:?}");
         head.push(byte[0]);
     }
-    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    assert!(!head.contains("connection: close"), "{head}");
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
+    let r = parse(&head);
+    assert!(
+        !r.header("connection")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("close")),
+        "{r:?}"
+    );
+    let len: usize = r
+        .header("content-length")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).expect("held body");

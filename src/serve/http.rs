@@ -243,9 +243,9 @@ impl HttpServer {
         // `--listen 10.0.0.5:8443` answers `Host: 10.0.0.5:8443` without
         // listing it.
         let mut hosts = h.allowed_hosts.clone();
-        if let Some(ip) = self.listen_ip.get() {
-            if !hosts.is_empty() && !hosts.contains(&ip.to_string()) {
-                hosts.push(ip.to_string());
+        if let Some(ip) = self.listen_ip.get().map(ToString::to_string) {
+            if !hosts.is_empty() && !hosts.contains(&ip) {
+                hosts.push(ip);
             }
         }
         let mut rmcp_cfg = StreamableHttpServerConfig::default()
