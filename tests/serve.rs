@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 struct Server {
     child: Child,
     socket: PathBuf,
+    /// `--metrics-socket`: Prometheus text at `GET /metrics`.
+    metrics: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -27,11 +29,14 @@ impl Server {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
         let socket = dir.path().join("s.sock");
+        let metrics = dir.path().join("m.sock");
         let cfg = dir.path().join("serve.toml");
         std::fs::write(&cfg, config).expect("write config");
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--socket"])
             .arg(&socket)
+            .arg("--metrics-socket")
+            .arg(&metrics)
             .arg("--config")
             .arg(&cfg)
             .env_remove("LACKPY_LOG");
@@ -45,7 +50,34 @@ impl Server {
         Server {
             child,
             socket,
+            metrics,
             _dir: dir,
+        }
+    }
+
+    /// The value of the gauge `name` on the metrics socket.
+    fn gauge(&self, name: &str) -> u64 {
+        let mut s = UnixStream::connect(&self.metrics).expect("connect metrics socket");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .expect("write");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut s, &mut text).expect("read metrics");
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no gauge {name} in: {text}"))
+    }
+
+    /// Wait until the server reports `n` runs in flight: proof that it has
+    /// read a request and its run has started.
+    fn wait_in_flight(&self, n: u64) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.gauge("lackpy_runs_in_flight") < n {
+            assert!(Instant::now() < deadline, "no run in flight after 20 s");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -186,7 +218,7 @@ fn quota_and_backpressure_refuse_with_retry_hint() {
     let mut b = Client::connect(&srv.socket);
     b.initialize();
     let slow = a.start_run(SLOW);
-    std::thread::sleep(Duration::from_millis(400));
+    srv.wait_in_flight(1);
     let v = b.run("1 + 1");
     assert_eq!(v["ok"], json!(false), "{v}");
     assert_eq!(v["error"]["kind"], json!("limit"), "{v}");
@@ -214,13 +246,16 @@ fn sigterm_drains_a_run_in_flight_then_exits() {
     let mut srv = start_own(ws.path(), "drain_seconds = 20\n", "");
     let mut c = Client::connect(&srv.socket);
     c.initialize();
-    let id = c.start_run("x = 0\nfor i in range(200000):\n    x += i\nx");
-    std::thread::sleep(Duration::from_millis(50));
+    // About a second of work (debug build), well inside the 10 s wall limit.
+    let id = c.start_run("x = 0\nfor i in range(2000000):\n    x += i\nx");
+    // SIGTERM only once the server has read the request and started the run:
+    // a request still unread in the socket buffer is not "in flight".
+    srv.wait_in_flight(1);
     srv.terminate();
     let v = c.response(id);
     assert_eq!(
         v["result"]["structuredContent"]["value"],
-        json!(19999900000i64),
+        json!(1999999000000i64),
         "{v}"
     );
     let deadline = Instant::now() + Duration::from_secs(20);
