@@ -184,14 +184,15 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
             push(FailureMode::WrongOutput, format!("Compute the answer by calling the tools{example} and end with an expression over their results; do not write the answer out as a constant."));
         }
         let msg = e.message.to_lowercase();
-        // A file path given to a code-intelligence tool, which takes a
-        // function or class name: what a file defines is in its text.
+        // A file path given to find_callers, which takes a function or
+        // class name: find_definitions takes a file; the rest of what a
+        // file holds is in its text.
         if e.type_name == "BadArgument"
             && msg.contains("must be a python name")
             && (msg.contains('/') || msg.contains(".py"))
             && has_tool("read_file")
         {
-            push(FailureMode::KeyHallucination, "find_definitions and find_callers take a function or class name (\"load\", \"Config.load\"), not a file. For what one file holds, read it: [l.strip() for l in read_file(path).splitlines() if l.lstrip().startswith((\"def \", \"class \"))] lists its definitions, and its import lines start with \"import \" or \"from \".".into());
+            push(FailureMode::KeyHallucination, "find_callers takes a function or class name (\"load\", \"Config.load\"), not a file. find_definitions(path) lists what one file defines ({file, line, kind, name, signature}); for the rest, read it: its import lines are the lines of read_file(path) that start with \"import \" or \"from \".".into());
         }
         // A list of paths used as a file's text: find_files finds, it
         // does not read.
@@ -454,22 +455,23 @@ mod tests {
         let e = ErrorInfo::new(
             ErrorKind::Tool,
             "BadArgument",
-            "find_definitions() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"src/a.py\"",
+            "find_callers() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"src/a.py\"",
         );
         let h = hints_for(
-            "len(find_definitions(\"src/a.py\"))",
+            "find_callers(\"src/a.py\")",
             std::slice::from_ref(&e),
             &tools(),
         );
         assert!(
             h.iter().any(|h| h.text.contains("not a file")
-                && h.text.contains("read_file(path).splitlines()")),
+                && h.text.contains("find_definitions(path)")
+                && h.text.contains("read_file(path)")),
             "{h:?}"
         );
         // A bad name that is no path: no such hint.
         let mut other = e.clone();
-        other.message = "find_definitions() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
-        let h = hints_for("find_definitions(\"a b\")", &[other], &tools());
+        other.message = "find_callers() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
+        let h = hints_for("find_callers(\"a b\")", &[other], &tools());
         assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
     }
 

@@ -4,7 +4,13 @@
 //! - `find_definitions(name) -> list[dict]`: `{"file", "line", "kind"
 //!   ("function" | "class" | "method"), "name" (qualified: `Class.method`,
 //!   `outer.inner`), "signature"}` for every `def`/`class` whose simple or
-//!   qualified name is `name`;
+//!   qualified name is `name` — or, when `name` is a file selector (it holds
+//!   a `/` or a glob character, or ends in `.py`: `src/a.py`, `src/pkg`,
+//!   `tests/*.py`, `utils.py`), for every definition in the files it selects:
+//!   a `find_files` pattern matched against the indexed files' paths and
+//!   the folders holding them, one without `/` matching a file name
+//!   anywhere. A path without glob characters that selects no indexed file
+//!   fails with `FileNotFound`;
 //! - `find_callers(name) -> list[dict]`: `{"file", "line", "caller"
 //!   (qualified enclosing function or class, or `"<module>"`), "text" (the
 //!   call's first source line, stripped)}` for every call whose callee is
@@ -154,10 +160,21 @@ pub fn call(
     let tool = function;
     let which = function.to_string();
     let name = name.to_string();
-    if !valid_name(&name) {
+    // `find_definitions("src/a.py")`: a file selector, checked (and its
+    // `..` or absolute path refused) before any indexing.
+    let selector = match function {
+        "find_definitions" if is_file_selector(&name) => Some(FileSelector::parse(&name)?),
+        _ => None,
+    };
+    if selector.is_none() && !valid_name(&name) {
+        let also = if function == "find_definitions" {
+            ", or a .py file, folder/ or glob pattern such as 'src/a.py' or 'tests/*.py'"
+        } else {
+            ""
+        };
         return Err(ToolFailure::new(
             "BadArgument",
-            format!("{tool}() argument 'name' must be a Python name such as 'load' or 'Config.load', not {name:?}"),
+            format!("{tool}() argument 'name' must be a Python name such as 'load' or 'Config.load'{also}, not {name:?}"),
         ));
     }
     let root = open_root(ws)?;
@@ -165,7 +182,10 @@ pub fn call(
     let work = move || -> Result<Data, ToolFailure> {
         let indexed = index_tree(&root, &ctx)?;
         match which.as_str() {
-            "find_definitions" => definitions(&indexed, &name),
+            "find_definitions" => match &selector {
+                Some(sel) => definitions_in(&indexed, sel),
+                None => definitions(&indexed, &name),
+            },
             "find_callers" => callers(&indexed, &name),
             other => Err(ToolFailure::new(
                 "ToolFailed",
@@ -279,6 +299,88 @@ fn definitions(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, T
                 ]));
             }
         }
+    }
+    Ok(Data::List(out))
+}
+
+/// Whether `find_definitions`' argument names files rather than a
+/// definition: it holds a `/` or a glob character, or ends in `.py` (a
+/// module is asked about by its file name; no definition is called `py`).
+fn is_file_selector(arg: &str) -> bool {
+    arg.contains(['/', '*', '?', '[']) || arg.ends_with(".py")
+}
+
+/// The files a `find_definitions` selector asks about.
+struct FileSelector {
+    /// As given, for messages.
+    text: String,
+    pattern: super::glob::Pattern,
+    /// No glob character: a path that must name an indexed file or folder.
+    exact: bool,
+}
+
+impl FileSelector {
+    /// A `find_files` pattern, matched against the indexed files' relative
+    /// paths (and the folders holding them); one without `/` matches a file
+    /// name anywhere, as in `.gitignore` (`test_*.py`, `utils.py`).
+    ///
+    /// # Errors
+    /// What [`super::glob::parse_pattern`] refuses: `PathOutsideWorkspace`
+    /// for absolute paths and `..`, `BadArgument` for the rest.
+    fn parse(arg: &str) -> Result<Self, ToolFailure> {
+        let anywhere;
+        let text = if arg.trim_end_matches('/').contains('/') {
+            arg
+        } else {
+            anywhere = format!("**/{arg}");
+            &anywhere
+        };
+        let pattern = super::glob::parse_pattern(text).map_err(|mut e| {
+            e.message = e.message.replace("find_files() pattern", "the pattern");
+            e
+        })?;
+        Ok(FileSelector {
+            text: arg.to_string(),
+            pattern,
+            exact: !arg.contains(['*', '?', '[']),
+        })
+    }
+}
+
+/// Every definition in the files `sel` selects, by (file, line). A path
+/// with no glob character that selects no indexed file is an error (a
+/// mistyped path must not look like a file without definitions).
+fn definitions_in(
+    files: &[(String, Arc<FileIndex>)],
+    sel: &FileSelector,
+) -> Result<Data, ToolFailure> {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    let mut any_file = false;
+    for (file, idx) in files {
+        if !sel.pattern.selects_file(file) {
+            continue;
+        }
+        any_file = true;
+        for d in &idx.defs {
+            count_result(out.len(), &mut bytes, &[file, &d.qualname, &d.signature])?;
+            out.push(dict(vec![
+                ("file", Data::Str(file.clone())),
+                ("line", Data::Int(i64::from(d.line))),
+                ("kind", Data::Str(d.kind.to_string())),
+                ("name", Data::Str(d.qualname.clone())),
+                ("signature", Data::Str(d.signature.clone())),
+            ]));
+        }
+    }
+    if !any_file && sel.exact {
+        return Err(ToolFailure::new(
+            "FileNotFound",
+            format!(
+                "no indexed Python file is at or under {:?} (hidden files, __pycache__, virtual environments, files over 1 MiB and symlinks are not indexed); find_files(\"**/*.py\") lists the Python files",
+                sel.text
+            ),
+        ));
     }
     Ok(Data::List(out))
 }
@@ -1332,6 +1434,99 @@ Config.load(
         );
         let e = call(&spec, &[Data::Int(1)], &ws).unwrap_err();
         assert_eq!(e.type_name, "BadArgument");
+    }
+
+    /// `find_definitions` given a file, a folder or a glob: every
+    /// definition in the selected files; paths outside refused, a mistyped
+    /// path an error, nothing outside the index ever read.
+    #[test]
+    fn definitions_of_a_file_folder_or_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("src/pkg")).unwrap();
+        std::fs::create_dir_all(p.join("tests")).unwrap();
+        std::fs::create_dir_all(p.join(".hidden")).unwrap();
+        std::fs::write(
+            p.join("src/pkg/utils.py"),
+            "def a():\n    pass\n\n\ndef b():\n    pass\n",
+        )
+        .unwrap();
+        std::fs::write(
+            p.join("src/pkg/models.py"),
+            "class C:\n    def m(self):\n        pass\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("tests/test_x.py"), "def test_one():\n    pass\n").unwrap();
+        std::fs::write(p.join(".hidden/h.py"), "def secret():\n    pass\n").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::write(out.path().join("o.py"), "def outside(): pass\n").unwrap();
+        std::os::unix::fs::symlink(out.path(), p.join("src/link")).unwrap();
+        let ws = Workspace::open(p).unwrap();
+        let spec = ToolSpec {
+            name: "find_definitions".into(),
+            provider: "codeintel".into(),
+            ..ToolSpec::default()
+        };
+        let names = |arg: &str| -> Vec<String> {
+            let v = call(&spec, &[Data::Str(arg.into())], &ws).unwrap();
+            let Data::List(items) = v else {
+                panic!("{v:?}")
+            };
+            items
+                .iter()
+                .map(|d| match d {
+                    Data::Dict(kv) => match (&kv[0].1, &kv[3].1) {
+                        (Data::Str(f), Data::Str(n)) => format!("{f}:{n}"),
+                        _ => panic!("{d:?}"),
+                    },
+                    _ => panic!("{d:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            names("src/pkg/utils.py"),
+            vec!["src/pkg/utils.py:a", "src/pkg/utils.py:b"]
+        );
+        // A file name alone matches it anywhere; so does a name pattern.
+        assert_eq!(names("utils.py"), names("src/pkg/utils.py"));
+        assert_eq!(names("test_*.py"), vec!["tests/test_x.py:test_one"]);
+        // A folder: everything beneath it, with or without the slash.
+        let pkg = vec![
+            "src/pkg/models.py:C",
+            "src/pkg/models.py:C.m",
+            "src/pkg/utils.py:a",
+            "src/pkg/utils.py:b",
+        ];
+        assert_eq!(names("src/pkg"), pkg);
+        assert_eq!(names("src/pkg/"), pkg);
+        assert_eq!(names("src/**/*.py"), pkg);
+        assert_eq!(names("tests/"), vec!["tests/test_x.py:test_one"]);
+        // Hidden and symlinked files are not indexed, so not selectable.
+        assert_eq!(names("**/*.py").len(), 5);
+        assert!(names("src/link/*.py").is_empty());
+        let e = call(&spec, &[Data::Str(".hidden/h.py".into())], &ws).unwrap_err();
+        assert_eq!(e.type_name, "FileNotFound", "{e:?}");
+        // A path that names nothing indexed is an error with the way out; a
+        // pattern that matches nothing is an empty answer.
+        let e = call(&spec, &[Data::Str("src/pkg/nope.py".into())], &ws).unwrap_err();
+        assert_eq!(e.type_name, "FileNotFound");
+        assert!(e.message.contains("find_files"), "{}", e.message);
+        assert!(names("nope/*.py").is_empty());
+        // Out of the workspace: refused before anything is read.
+        for bad in ["../x.py", "/etc/x.py", "src/../../x.py"] {
+            let e = call(&spec, &[Data::Str(bad.into())], &ws).unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{bad}: {e:?}");
+        }
+        // find_callers keeps taking names only.
+        let callers = ToolSpec {
+            name: "find_callers".into(),
+            provider: "codeintel".into(),
+            ..ToolSpec::default()
+        };
+        let e = call(&callers, &[Data::Str("src/pkg/utils.py".into())], &ws).unwrap_err();
+        assert_eq!(e.type_name, "BadArgument");
+        // A plain or dotted name is still a name.
+        assert_eq!(names("C.m"), vec!["src/pkg/models.py:C.m"]);
     }
 
     fn spec(name: &str) -> ToolSpec {

@@ -304,6 +304,51 @@ impl Pattern {
             Part::Recursive => true,
         })
     }
+
+    /// Whether the pattern selects the file at the relative path `path`
+    /// (components split on `/`): it matches the whole path (unless the
+    /// pattern ends in `/`, which selects folders), or one of the folders
+    /// holding the file (`src/pkg` selects `src/pkg/a.py`). Matched against
+    /// the path text alone — nothing is opened. A set of reachable
+    /// positions per pattern component: O(components × path components)
+    /// steps, no backtracking a pattern could blow up.
+    pub fn selects_file(&self, path: &str) -> bool {
+        let comps: Vec<&str> = path
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        let n = comps.len();
+        if n == 0 {
+            return false;
+        }
+        // reach[j]: the components matched so far can end after comps[..j].
+        let mut reach = vec![false; n + 1];
+        reach[0] = true;
+        for part in &self.parts {
+            let mut next = vec![false; n + 1];
+            match part {
+                Part::Recursive => {
+                    // Zero or more components: every position from the first reached.
+                    if let Some(first) = reach.iter().position(|r| *r) {
+                        next[first..].iter_mut().for_each(|x| *x = true);
+                    }
+                }
+                Part::Precise(_) | Part::Wild(_) => {
+                    for j in 0..n {
+                        if reach[j] {
+                            next[j + 1] = match part {
+                                Part::Precise(p) => p == comps[j],
+                                Part::Wild(m) => m.matches(comps[j]),
+                                Part::Recursive => true,
+                            };
+                        }
+                    }
+                }
+            }
+            reach = next;
+        }
+        (reach[n] && !self.dirs_only) || reach[1..n].iter().any(|r| *r)
+    }
 }
 
 /// Parse a pattern into components, in time linear in its length.
@@ -992,5 +1037,31 @@ mod tests {
         assert!(e.message.contains("cancelled"), "{}", e.message);
         let ok = find_files(&w, "**/*.py", &RunContext::new(later, None));
         assert_eq!(ok.unwrap().len(), 4);
+    }
+
+    #[test]
+    fn selects_files_by_path_folder_or_pattern() {
+        let sel = |pat: &str, path: &str| parse_pattern(pat).unwrap().selects_file(path);
+        assert!(sel("src/a.py", "src/a.py"));
+        assert!(!sel("src/a.py", "src/ab.py"));
+        assert!(!sel("src/a.py", "x/src/a.py"));
+        // A folder selects what is beneath it, not a file of its name.
+        assert!(sel("src", "src/a.py"));
+        assert!(sel("src/", "src/sub/a.py"));
+        assert!(!sel("src/", "src"));
+        assert!(!sel("sr", "src/a.py"));
+        // `**` matches zero or more components.
+        assert!(sel("**/a.py", "a.py"));
+        assert!(sel("**/a.py", "x/y/a.py"));
+        assert!(sel("src/**/*.py", "src/a.py"));
+        assert!(sel("src/**/*.py", "src/x/y/b.py"));
+        assert!(!sel("src/**/*.py", "lib/a.py"));
+        assert!(sel("*/t?st_[a-z].py", "tests/test_a.py"));
+        assert!(!sel("*/t?st_[a-z].py", "tests/test_1.py"));
+        assert!(!sel("a.py", ""));
+        // Many `**` against a deep path stays linear per component.
+        let deep = vec!["d"; 200].join("/") + "/x.py";
+        let many = vec!["**"; MAX_RECURSIVE].join("/x/") + "/nope.py";
+        assert!(!sel(&many, &deep));
     }
 }
