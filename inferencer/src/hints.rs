@@ -215,7 +215,16 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         if msg.contains("indices must be integers") && code.contains(".split(") {
             push(FailureMode::KeyHallucination, "A line split with .split(sep) is a list of strings: index it by the column's number (line 0 of the table names the columns), not by its name.".into());
         }
-        if msg.contains("invalid literal for int()")
+        // A str indexed where a list of fields was meant: `line[4]`, or a
+        // find_files path's `p[3]`, is one character, which then fails to
+        // convert. Otherwise a failed conversion is the header row's.
+        if let Some(ch) = one_char_conversion(&e.message) {
+            if code.contains("find_files(") && !code.contains("read_file(") {
+                push(FailureMode::KeyHallucination, "find_files(pattern) returns paths, not a file's lines: a table's data lines are read_file(path).splitlines()[1:], each split into its fields with .split(sep).".into());
+            } else if !code.contains(".split(") {
+                push(FailureMode::KeyHallucination, format!("A line is a str, so line[i] is one character ({ch}): split the line into its fields first, line.split(sep)[i]."));
+            }
+        } else if msg.contains("invalid literal for int()")
             || msg.contains("could not convert string to float")
         {
             push(
@@ -229,6 +238,22 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         }
     }
     out
+}
+
+/// The literal of a failed `int()`/`float()` conversion when it is a
+/// single character (`'a'`, `','`): the sign of a str indexed by position.
+fn one_char_conversion(message: &str) -> Option<&str> {
+    if !(message.starts_with("invalid literal for int()")
+        || message.starts_with("could not convert string to float"))
+    {
+        return None;
+    }
+    let (_, lit) = message.rsplit_once(": ")?;
+    let inner = lit
+        .strip_prefix('\'')
+        .and_then(|l| l.strip_suffix('\''))
+        .or_else(|| lit.strip_prefix('"').and_then(|l| l.strip_suffix('"')))?;
+    (inner.chars().count() == 1 || inner == "\\'").then_some(lit)
 }
 
 fn mentions(e: &ErrorInfo, word: &str) -> bool {
@@ -473,6 +498,58 @@ mod tests {
         other.message = "find_callers() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
         let h = hints_for("find_callers(\"a b\")", &[other], &tools());
         assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
+    }
+
+    #[test]
+    fn a_str_indexed_as_fields_gets_how_to_split() {
+        let conv = |m: &str| ErrorInfo::new(ErrorKind::Runtime, "ValueError", m);
+        let e = conv("could not convert string to float: ','");
+        let h = hints_for(
+            "max(read_file(\"o.csv\").splitlines()[1:], key=lambda r: float(r[4]))",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("one character (',')")
+                    && h.text.contains("line.split(sep)[i]")),
+            "{h:?}"
+        );
+        assert!(!h.iter().any(|h| h.text.contains("header")), "{h:?}");
+        // A path from find_files indexed as a row.
+        let e = conv("invalid literal for int() with base 10: 'a'");
+        let h = hints_for(
+            "sorted(find_files(\"p.csv\"), key=lambda r: int(r[3]))",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("returns paths, not a file's lines")),
+            "{h:?}"
+        );
+        // A header field: the header hint, not these.
+        let e = conv("invalid literal for int() with base 10: 'stock'");
+        let h = hints_for(
+            "[int(l.split(\",\")[3]) for l in read_file(\"p.csv\").splitlines()]",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(h.iter().any(|h| h.text.contains("header")), "{h:?}");
+        assert!(!h.iter().any(|h| h.text.contains("one character")), "{h:?}");
+        // Already split, one-character field: no split hint.
+        let e = conv("invalid literal for int() with base 10: 'x'");
+        let h = hints_for(
+            "[int(l.split(\",\")[3]) for l in read_file(\"p.csv\").splitlines()]",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(!h.iter().any(|h| h.text.contains("one character")), "{h:?}");
+        assert_eq!(
+            one_char_conversion("could not convert string to float: ''"),
+            None
+        );
+        assert_eq!(one_char_conversion("other: 'a'"), None);
     }
 
     #[test]
