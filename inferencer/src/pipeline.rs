@@ -157,6 +157,10 @@ pub struct ListShape {
     /// Every item is a list of two or more strs: a line split into its
     /// fields or words, kept whole.
     pub split_rows: bool,
+    /// Every item is one line of a table, unsplit: it holds a tab, or two
+    /// commas or more with no space after any (`"hinge,1.75,40"`; not
+    /// prose such as `"red, green, blue"`).
+    pub table_lines: bool,
 }
 
 /// The lower-cased alphanumeric words of a task, in order.
@@ -208,6 +212,14 @@ fn asks_for_parts(intent: &str) -> bool {
     intent_words(intent)
         .iter()
         .any(|w| PARTS.contains(&w.as_str()))
+}
+
+/// A task asking for lines themselves ("the lines of data/orders.csv
+/// with status shipped", "the error lines").
+fn asks_for_lines(intent: &str) -> bool {
+    intent_words(intent)
+        .iter()
+        .any(|w| w == "line" || w == "lines")
 }
 
 /// A task asking which items qualify ("which documents mention refunds",
@@ -326,6 +338,16 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
             on_last(
                 &|e| format!("the part the task asks for from each split line r: [r[i] for r in {e}] for one field (a name, a price), or [\" \".join(r[i:]) for r in {e}] for the text after the first i words."),
                 "Answer with the part the task asks for from each split line r: r[i] for one field (a name, a price), or \" \".join(r[i:]) for the text after the first i words.",
+            ),
+        ),
+        ValueShape::List(ListShape {
+            table_lines: true, ..
+        }) if !asks_for_parts(intent) && !asks_for_lines(intent) => (
+            "FieldExpected",
+            "each item of the cell's value is a whole line of a table (its fields still joined by commas or tabs), not the value the task asks for".to_string(),
+            on_last(
+                &|e| format!("the field the task asks for from each line l: [l.split(sep)[i] for l in {e}], with the table's separator (\",\" or \"\\t\") and the column i its header line names."),
+                "Answer with the field the task asks for from each line l: l.split(sep)[i], with the table's separator (\",\" or \"\\t\") and the column i its header line names.",
             ),
         ),
         ValueShape::Dict { all_bool: true } if asks_which(intent) => (
@@ -1637,6 +1659,32 @@ mod tests {
             "split each line at the commas",
         ] {
             assert_eq!(ty(intent, &rows), None, "{intent}");
+        }
+        // Whole table lines where a field is asked; not where lines or
+        // rows are.
+        let lines = ValueShape::List(ListShape {
+            len: 1,
+            table_lines: true,
+            ..ListShape::default()
+        });
+        assert_eq!(
+            ty("the stock items with fewer than 100 units", &lines).as_deref(),
+            Some("FieldExpected")
+        );
+        let e = shape_mismatch(
+            "the stock items with fewer than 100 units",
+            "[s for s in read_file(\"data/stock.csv\").splitlines()[1:] if int(s.split(\",\")[2]) < 100]",
+            &lines,
+        )
+        .map(|e| e.hint.unwrap_or_default())
+        .unwrap_or_default();
+        assert!(e.contains("[l.split(sep)[i] for l in [s for s in"), "{e}");
+        for intent in [
+            "the lines of data/orders.csv with status shipped",
+            "the records of alice's orders",
+            "the csv rows with an empty field",
+        ] {
+            assert_eq!(ty(intent, &lines), None, "{intent}");
         }
         let hint = shape_mismatch("the kitchen products", "rows = f()\nrows", &rows)
             .and_then(|e| e.hint)

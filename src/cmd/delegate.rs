@@ -412,6 +412,7 @@ fn value_shape(v: &Value) -> ValueShape {
                     x.as_array()
                         .is_some_and(|r| r.len() >= 2 && r.iter().all(Value::is_string))
                 }),
+                table_lines: every(&|x| x.as_str().is_some_and(is_table_line)),
             })
         }
         Value::Object(o) => ValueShape::Dict {
@@ -419,6 +420,22 @@ fn value_shape(v: &Value) -> ValueShape {
         },
         Value::Null => ValueShape::Other,
     }
+}
+
+/// One line of a table, unsplit: a tab, or two commas or more with no
+/// whitespace after any (prose puts a space after its commas).
+fn is_table_line(t: &str) -> bool {
+    if t.contains('\n') {
+        return false;
+    }
+    if t.contains('\t') {
+        return true;
+    }
+    t.matches(',').count() >= 2
+        && !t
+            .split(',')
+            .skip(1)
+            .any(|field| field.starts_with(char::is_whitespace))
 }
 
 /// A str that is a number written out (`"14"`, `"-2.50"`), not `"nan"`,
@@ -645,6 +662,22 @@ mod tests {
             )
         };
         assert!(rows(json!([["M-04", "mug", "52"], ["L-01", "lamp"]])));
+        let table = |v: Value| {
+            matches!(
+                value_shape(&v),
+                ValueShape::List(ListShape {
+                    table_lines: true,
+                    ..
+                })
+            )
+        };
+        assert!(table(json!(["hinge,1.75,40", "bolt,0.10,500"])));
+        assert!(table(json!(["Brightco\tDE"])));
+        assert!(!table(json!(["red, green, blue"])));
+        assert!(!table(json!(["a,b"])));
+        assert!(!table(json!(["hinge,1.75,40", "note"])));
+        assert!(!table(json!(["a,b,c\nd,e,f"])));
+        assert!(!table(json!([])));
         assert!(!rows(json!([["a", 1], ["b", "c"]])));
         assert!(!rows(json!([["a"], ["b", "c"]])));
         assert!(!rows(json!(["a,b", "c,d"])));
