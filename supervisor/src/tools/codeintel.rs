@@ -289,18 +289,30 @@ fn definitions(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, T
     for (file, idx) in files {
         for d in &idx.defs {
             if d.name == name || d.qualname == name {
-                count_result(out.len(), &mut bytes, &[file, &d.qualname, &d.signature])?;
-                out.push(dict(vec![
-                    ("file", Data::Str(file.clone())),
-                    ("line", Data::Int(i64::from(d.line))),
-                    ("kind", Data::Str(d.kind.to_string())),
-                    ("name", Data::Str(d.qualname.clone())),
-                    ("signature", Data::Str(d.signature.clone())),
-                ]));
+                push_def(&mut out, &mut bytes, file, d)?;
             }
         }
     }
     Ok(Data::List(out))
+}
+
+/// Add definition `d` of `file` to a `find_definitions` answer, within
+/// the result bounds.
+fn push_def(
+    out: &mut Vec<Data>,
+    bytes: &mut usize,
+    file: &str,
+    d: &Def,
+) -> Result<(), ToolFailure> {
+    count_result(out.len(), bytes, &[file, &d.qualname, &d.signature])?;
+    out.push(dict(vec![
+        ("file", Data::Str(file.to_string())),
+        ("line", Data::Int(i64::from(d.line))),
+        ("kind", Data::Str(d.kind.to_string())),
+        ("name", Data::Str(d.qualname.clone())),
+        ("signature", Data::Str(d.signature.clone())),
+    ]));
+    Ok(())
 }
 
 /// Whether `find_definitions`' argument names files rather than a
@@ -363,14 +375,7 @@ fn definitions_in(
         }
         any_file = true;
         for d in &idx.defs {
-            count_result(out.len(), &mut bytes, &[file, &d.qualname, &d.signature])?;
-            out.push(dict(vec![
-                ("file", Data::Str(file.clone())),
-                ("line", Data::Int(i64::from(d.line))),
-                ("kind", Data::Str(d.kind.to_string())),
-                ("name", Data::Str(d.qualname.clone())),
-                ("signature", Data::Str(d.signature.clone())),
-            ]));
+            push_def(&mut out, &mut bytes, file, d)?;
         }
     }
     if !any_file && sel.exact {
