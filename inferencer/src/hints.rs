@@ -256,6 +256,33 @@ fn one_char_conversion(message: &str) -> Option<&str> {
     (inner.chars().count() == 1 || inner == "\\'").then_some(lit)
 }
 
+/// For an unknown name that is a part of a path the task spells out
+/// (`config` for `config/shop.ini`, `shop` or `setup` for a file's stem):
+/// the model took the file for a loaded variable. Replaces the generic
+/// "never assigned" hint for that name in `hints`.
+pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mut Vec<Hint>) {
+    for e in errors {
+        let Some(name) = unknown_name(e) else {
+            continue;
+        };
+        let Some(path) = spelled.iter().find(|p| {
+            p.split('/')
+                .any(|part| part == name || part.split('.').next().is_some_and(|stem| stem == name))
+        }) else {
+            continue;
+        };
+        let generic = format!("`{name}` is used but never assigned");
+        hints.retain(|h| !h.text.starts_with(&generic));
+        let text = format!("`{name}` is not a variable: the cell starts with nothing but the tools. {path} is a file: read it with read_file(\"{path}\") and take what the task asks from its lines (a \"key = value\" line splits at \"=\").");
+        if !hints.iter().any(|h| h.text == text) {
+            hints.push(Hint {
+                mode: FailureMode::KeyHallucination,
+                text,
+            });
+        }
+    }
+}
+
 fn mentions(e: &ErrorInfo, word: &str) -> bool {
     e.message.to_lowercase().contains(word) || e.type_name.to_lowercase().contains(word)
 }
@@ -498,6 +525,31 @@ mod tests {
         other.message = "find_callers() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
         let h = hints_for("find_callers(\"a b\")", &[other], &tools());
         assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
+    }
+
+    #[test]
+    fn a_file_taken_for_a_variable_gets_how_to_read_it() {
+        let e = err("name 'config' is not defined: not a tool of the active profile, an allowed builtin, or a variable assigned in the program");
+        let mut h = hints_for("config[\"currency\"]", std::slice::from_ref(&e), &tools());
+        assert!(h.iter().any(|h| h.text.contains("never assigned")), "{h:?}");
+        unknown_name_is_a_file(std::slice::from_ref(&e), &["config/shop.ini"], &mut h);
+        assert!(
+            !h.iter().any(|h| h.text.contains("never assigned")),
+            "{h:?}"
+        );
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("read_file(\"config/shop.ini\")")),
+            "{h:?}"
+        );
+        // The stem counts too; an unrelated name or path does not.
+        let e = err("name 'setup' is not defined");
+        let mut h = Vec::new();
+        unknown_name_is_a_file(std::slice::from_ref(&e), &["setup.cfg"], &mut h);
+        assert_eq!(h.len(), 1, "{h:?}");
+        let mut h = Vec::new();
+        unknown_name_is_a_file(&[e], &["data/orders.csv"], &mut h);
+        assert!(h.is_empty(), "{h:?}");
     }
 
     #[test]

@@ -393,6 +393,35 @@ pub fn shape_mismatch(intent: &str, program: &str, shape: &ValueShape) -> Option
     Some(e)
 }
 
+/// A task asking how many characters a text has, answered by counting
+/// its lines or words, or measuring one line ("the number of characters
+/// in setup.cfg" → `len(read_file("setup.cfg").splitlines())`). Not when
+/// the task is about lines or words itself ("characters in the longest
+/// line"). Sent back once, like a shape mismatch.
+fn characters_as_lines(intent: &str, program: &str) -> Option<ErrorInfo> {
+    let words = intent_words(intent);
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let about_parts = [
+        "line", "lines", "word", "words", "longest", "shortest", "each", "per",
+    ]
+    .iter()
+    .any(|w| has(w));
+    if !(has("characters") || has("chars")) || about_parts || !asks_for_count(intent) {
+        return None;
+    }
+    let code = crate::corpus::strip_strings(program);
+    if !(code.contains(".splitlines(") || code.contains(".split(")) {
+        return None;
+    }
+    let mut e = ErrorInfo::new(
+        ErrorKind::Runtime,
+        "CharactersExpected",
+        "the task asks for a number of characters, but the cell splits the text into lines or words and counts those",
+    );
+    e.hint = Some("len(text) is the number of characters of a str, newlines included: len(read_file(path)) for a whole file.".into());
+    Some(e)
+}
+
 /// A cell that uses none of the files the task spells out (`named`):
 /// "what does tests/test_utils.py import" answered by scanning every
 /// file. Sent back once, like a shape mismatch.
@@ -644,6 +673,7 @@ impl<'a> Delegator<'a> {
             Some(RunCheck::Failed(e)) => Verdict::Reject(vec![e]),
             Some(RunCheck::Empty(shown)) => Verdict::Empty(empty_error(&shown)),
             Some(RunCheck::Value(shape)) => match shape_mismatch(intent, program, &shape)
+                .or_else(|| characters_as_lines(intent, program))
                 .or_else(|| unused_named_file(program, named))
             {
                 Some(e) => Verdict::Empty(e),
@@ -799,6 +829,7 @@ impl<'a> Delegator<'a> {
             if let Some(ctx) = context {
                 hints.extend(missing_path_hints(&errs, ctx));
             }
+            crate::hints::unknown_name_is_a_file(&errs, &spelled, &mut hints);
             d.attempts.push(Attempt {
                 provider: p.name.clone(),
                 raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -1619,6 +1650,56 @@ mod tests {
         );
         assert_eq!(d.provider.as_deref(), Some("templates"));
         assert!(s.seen.is_empty());
+    }
+
+    #[test]
+    fn characters_counted_as_lines_are_sent_back() {
+        let ty = |i: &str, p: &str| characters_as_lines(i, p).map(|e| e.type_name);
+        for (intent, program) in [
+            (
+                "the number of characters in notes/ideas.txt",
+                "len(read_file(\"notes/ideas.txt\").splitlines())",
+            ),
+            (
+                "the number of characters in setup.cfg",
+                "len(read_file(\"setup.cfg\").splitlines()[2])",
+            ),
+            (
+                "how many characters does README.md have",
+                "sum(len(w) for w in read_file(\"README.md\").split())",
+            ),
+        ] {
+            assert_eq!(
+                ty(intent, program).as_deref(),
+                Some("CharactersExpected"),
+                "{program}"
+            );
+        }
+        for (intent, program) in [
+            (
+                "the number of characters in setup.cfg",
+                "len(read_file(\"setup.cfg\"))",
+            ),
+            (
+                "the number of characters in the longest line of a.txt",
+                "max(len(l) for l in read_file(\"a.txt\").splitlines())",
+            ),
+            (
+                "the number of lines in a.txt",
+                "len(read_file(\"a.txt\").splitlines())",
+            ),
+            (
+                "the characters of each name",
+                "[len(n) for n in read_file(\"a\").split(\",\")]",
+            ),
+            // A "." inside a string is no call.
+            (
+                "how many characters in a.txt",
+                "len(read_file(\"a.split(x)\"))",
+            ),
+        ] {
+            assert_eq!(ty(intent, program), None, "{intent}: {program}");
+        }
     }
 
     #[test]
