@@ -427,10 +427,18 @@ pub(crate) mod tests {
         pub intents: Vec<HeldoutIntent>,
     }
 
-    /// The eval's held-out intents, parsed (for the tests that check them).
+    /// The eval's held-out intents, parsed (for the tests that check them):
+    /// `intents.toml` and the fresh set `fresh.toml` (`scripts/eval --set fresh`).
     pub(crate) fn heldout() -> Heldout {
-        toml::from_str(include_str!("../eval/heldout/intents.toml"))
-            .unwrap_or_else(|e| panic!("{e}"))
+        let mut all = Heldout { intents: Vec::new() };
+        for text in [
+            include_str!("../eval/heldout/intents.toml"),
+            include_str!("../eval/heldout/fresh.toml"),
+        ] {
+            let set: Heldout = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+            all.intents.extend(set.intents);
+        }
+        all
     }
 
     /// The eval's held-out intents never appear in the corpus: no equal
