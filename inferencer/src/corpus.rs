@@ -430,7 +430,9 @@ pub(crate) mod tests {
     /// The eval's held-out intents, parsed (for the tests that check them):
     /// `intents.toml` and the fresh set `fresh.toml` (`scripts/eval --set fresh`).
     pub(crate) fn heldout() -> Heldout {
-        let mut all = Heldout { intents: Vec::new() };
+        let mut all = Heldout {
+            intents: Vec::new(),
+        };
         for text in [
             include_str!("../eval/heldout/intents.toml"),
             include_str!("../eval/heldout/fresh.toml"),
