@@ -8,14 +8,15 @@
 
 use crate::serve_http::{config, end_session, get, initialize, run, structured, Server, TOKEN_A};
 use serde_json::json;
+use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A free loopback port (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+/// A free port on loopback address `ip` (bound and released).
+fn free_port(ip: Ipv4Addr) -> u16 {
+    std::net::TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
@@ -96,20 +97,29 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
         "haproxy is required (apt-get install haproxy; scripts/test-deps installs it)"
     );
     let ws = crate::util::workspace(&[]);
-    let cfg = config(ws.path(), "drain_seconds = 5", "");
+    // Every listener on its own fresh 127.A.B.C, never 127.0.0.1: a connect
+    // to a fixed port on a busy loopback can meet a TIME_WAIT entry of the
+    // same 4-tuple and be refused (CI failed so on a replica's /readyz).
+    // The proxy's address is the Host the replicas see: allowed.
+    let front_ip = crate::util::fake_server::loopback_ip();
+    let cfg = config(
+        ws.path(),
+        "drain_seconds = 5",
+        &format!("allowed_hosts = [\"{front_ip}\"]"),
+    );
     // Fixed ports for MCP and for health: the restarted replica comes back
     // on both, so the proxy's health check finds it again.
-    let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
-    let start = |(p, m): (u16, u16)| {
-        Server::start_full(
-            &cfg,
-            &format!("127.0.0.1:{p}"),
-            &format!("127.0.0.1:{m}"),
-            &[],
-        )
+    let ports: Vec<(Ipv4Addr, u16, u16)> = (0..3)
+        .map(|_| {
+            let ip = crate::util::fake_server::loopback_ip();
+            (ip, free_port(ip), free_port(ip))
+        })
+        .collect();
+    let start = |(ip, p, m): (Ipv4Addr, u16, u16)| {
+        Server::start_full(&cfg, &format!("{ip}:{p}"), &format!("{ip}:{m}"), &[])
     };
     let mut replicas: Vec<Option<Server>> = ports.iter().map(|pm| Some(start(*pm))).collect();
-    let front = free_port();
+    let front = free_port(front_ip);
     let dir = tempfile::tempdir().expect("tempdir");
     let template = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -129,7 +139,7 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
         })
         .collect();
     let text = template
-        .replace("@BIND@", &format!("127.0.0.1:{front}"))
+        .replace("@BIND@", &format!("{front_ip}:{front}"))
         .replace("@SERVERS@", &servers);
     let hcfg = dir.path().join("haproxy.cfg");
     std::fs::write(&hcfg, text).expect("write haproxy.cfg");
@@ -143,7 +153,7 @@ fn three_replicas_behind_haproxy_survive_a_killed_replica() {
             .spawn()
             .expect("start haproxy"),
     );
-    let addr = format!("127.0.0.1:{front}");
+    let addr = format!("{front_ip}:{front}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(&addr).is_err() {
         assert!(Instant::now() < deadline, "haproxy did not start");
