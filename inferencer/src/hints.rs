@@ -143,7 +143,7 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
                 };
                 push(FailureMode::KeyHallucination, text);
             } else if name != "open" {
-                push(FailureMode::KeyHallucination, format!("`{name}` is used but never assigned; assign it before using it, or use a tool result."));
+                push(FailureMode::KeyHallucination, never_assigned(&name));
             }
         }
     }
@@ -256,6 +256,11 @@ fn one_char_conversion(message: &str) -> Option<&str> {
     (inner.chars().count() == 1 || inner == "\\'").then_some(lit)
 }
 
+/// The hint for a name used but never assigned (and not a tool).
+fn never_assigned(name: &str) -> String {
+    format!("`{name}` is used but never assigned; assign it before using it, or use a tool result.")
+}
+
 /// For an unknown name that is a part of a path the task spells out
 /// (`config` for `config/shop.ini`, `shop` or `setup` for a file's stem):
 /// the model took the file for a loaded variable. Replaces the generic
@@ -271,8 +276,8 @@ pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mu
         }) else {
             continue;
         };
-        let generic = format!("`{name}` is used but never assigned");
-        hints.retain(|h| !h.text.starts_with(&generic));
+        let generic = never_assigned(&name);
+        hints.retain(|h| h.text != generic);
         let text = format!("`{name}` is not a variable: the cell starts with nothing but the tools. {path} is a file: read it with read_file(\"{path}\") and take what the task asks from its lines (a \"key = value\" line splits at \"=\").");
         if !hints.iter().any(|h| h.text == text) {
             hints.push(Hint {

@@ -319,8 +319,11 @@ fn push_def(
 /// definition: it holds a `/` or a glob character, or ends in `.py` (a
 /// module is asked about by its file name; no definition is called `py`).
 fn is_file_selector(arg: &str) -> bool {
-    arg.contains(['/', '*', '?', '[']) || arg.ends_with(".py")
+    arg.contains('/') || arg.contains(GLOB_CHARS) || arg.ends_with(".py")
 }
+
+/// The characters that make a `find_files` pattern component a wildcard.
+const GLOB_CHARS: [char; 3] = ['*', '?', '['];
 
 /// The files a `find_definitions` selector asks about.
 struct FileSelector {
@@ -354,7 +357,7 @@ impl FileSelector {
         Ok(FileSelector {
             text: arg.to_string(),
             pattern,
-            exact: !arg.contains(['*', '?', '[']),
+            exact: !arg.contains(GLOB_CHARS),
         })
     }
 }

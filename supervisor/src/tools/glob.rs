@@ -82,6 +82,18 @@ enum Part {
     Recursive,
 }
 
+impl Part {
+    /// Whether this component matches the single path component `name`
+    /// (`**` matches any name).
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            Part::Precise(p) => p == name,
+            Part::Wild(m) => m.matches(name),
+            Part::Recursive => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Char(char),
@@ -298,11 +310,7 @@ impl Pattern {
     /// Whether component `index` matches the single path component `name`
     /// (`**` matches any name); `None` past the last component.
     pub fn matches_component(&self, index: usize, name: &str) -> Option<bool> {
-        Some(match self.parts.get(index)? {
-            Part::Precise(p) => p == name,
-            Part::Wild(m) => m.matches(name),
-            Part::Recursive => true,
-        })
+        Some(self.parts.get(index)?.matches(name))
     }
 
     /// Whether the pattern selects the file at the relative path `path`
@@ -326,23 +334,14 @@ impl Pattern {
         reach[0] = true;
         for part in &self.parts {
             let mut next = vec![false; n + 1];
-            match part {
-                Part::Recursive => {
-                    // Zero or more components: every position from the first reached.
-                    if let Some(first) = reach.iter().position(|r| *r) {
-                        next[first..].iter_mut().for_each(|x| *x = true);
-                    }
+            if matches!(part, Part::Recursive) {
+                // Zero or more components: every position from the first reached.
+                if let Some(first) = reach.iter().position(|r| *r) {
+                    next[first..].iter_mut().for_each(|x| *x = true);
                 }
-                Part::Precise(_) | Part::Wild(_) => {
-                    for j in 0..n {
-                        if reach[j] {
-                            next[j + 1] = match part {
-                                Part::Precise(p) => p == comps[j],
-                                Part::Wild(m) => m.matches(comps[j]),
-                                Part::Recursive => true,
-                            };
-                        }
-                    }
+            } else {
+                for j in (0..n).filter(|&j| reach[j]) {
+                    next[j + 1] = part.matches(comps[j]);
                 }
             }
             reach = next;
