@@ -422,7 +422,7 @@ impl Supervisor {
             skipped_vars: Vec::new(),
             surrogates: false,
         };
-        self.execute(&req, opts, &spec, &mut report);
+        let used = self.execute(&req, opts, &spec, &mut report);
         report.ok = report.error.is_none();
         if !report.ok {
             report.value = serde_json::Value::Null;
@@ -440,6 +440,14 @@ impl Supervisor {
         // the supervisor waits until every record is on disk.
         self.bg
             .commit(req.workspace.clone(), rec, self.cfg.trace_limits);
+        // The killed worker's reap is queued after its trace, so the
+        // background thread starts the trace's fdatasync while the kernel
+        // tears the worker's namespaces down, instead of after.
+        if let Some(worker) = used {
+            self.bg.dispose(worker);
+            // Now the pool may be refilled (in batches: `pool::Pool::due`).
+            self.pool.refill();
+        }
         // Trace entries in the contract object do not carry result sizes.
         for t in &mut report.trace {
             t.result_bytes = None;
@@ -447,16 +455,18 @@ impl Supervisor {
         report
     }
 
+    /// Validate and run `req`, filling `report`. Returns the worker it used,
+    /// killed, for the caller to dispose of once the trace is queued.
     fn execute(
         &self,
         req: &RunRequest,
         opts: &RunOptions,
         spec: &JailSpec,
         report: &mut RunReport,
-    ) {
+    ) -> Option<Worker> {
         // Validate here first: an invalid program never reaches a worker.
         let Some(checked) = session::check_program(req, opts, report) else {
-            return;
+            return None;
         };
         let ws = match tools::fs::Workspace::open(&req.workspace) {
             Ok(ws) => ws,
@@ -465,14 +475,14 @@ impl Supervisor {
                     "WorkspaceUnavailable",
                     format!("cannot open workspace {}: {e}", req.workspace.display()),
                 ));
-                return;
+                return None;
             }
         };
         let mut worker = match self.take_worker(spec) {
             Ok(w) => w,
             Err(e) => {
                 report.error = Some(e);
-                return;
+                return None;
             }
         };
         report.jail_level = worker.spec.level();
@@ -484,9 +494,7 @@ impl Supervisor {
         // dropping it only closes its descriptors.
         worker.kill();
         drop(token);
-        self.bg.dispose(worker);
-        // Now the pool may be refilled (in batches: `pool::Pool::due`).
-        self.pool.refill();
+        Some(worker)
     }
 
     /// Wait (up to 5 s) until the traces of every run that has returned are
