@@ -49,6 +49,10 @@ fn main() -> ExitCode {
     if let Some(args) = cmd::worker::fast_args(&argv) {
         return exit_code(cmd::worker::main(args));
     }
+    // `lackpy run` starts its worker before the command line is parsed
+    // (building clap's command tree is most of the front end's start-up),
+    // when nothing on the line changes the worker's jail.
+    let early = cmd::run::prestart(&argv);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -61,7 +65,7 @@ fn main() -> ExitCode {
         init_logging();
     }
     let result = match cli.command {
-        Command::Run(a) => cmd::run::main(a),
+        Command::Run(a) => cmd::run::main(a, early),
         Command::Validate(a) => cmd::validate::main(a),
         Command::Delegate(a) => cmd::delegate::main(a),
         Command::Tools(a) => cmd::tools::main(a),

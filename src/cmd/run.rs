@@ -54,17 +54,60 @@ fn limits_of(args: &Args, base: &Limits) -> Result<Limits, common::CliError> {
     Ok(limits)
 }
 
-/// Run the subcommand.
-pub fn main(args: Args) -> anyhow::Result<i32> {
+/// Options of `lackpy run` that change the worker's jail or mean no run.
+const NOT_PRESTARTED: [&str; 6] = [
+    "--memory-mb",
+    "--timeout",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
+/// A worker started before the command line is parsed, when `argv` (the
+/// arguments after the program name) is `run …` without an option that
+/// changes the worker's jail (`--memory-mb` and `--timeout` set its address
+/// space and CPU rlimits) or asks for no run (`--help`, `--version`). Its jail is
+/// a guess (the full jail, the default limits), used only if it covers the
+/// run's real jail and killed otherwise (`Prestarted`). `None` when the
+/// line is anything else, or the worker could not be started: then
+/// [`main`] starts one after parsing.
+pub fn prestart(argv: &[std::ffi::OsString]) -> Option<Prestarted> {
+    if !prestartable(argv) {
+        return None;
+    }
+    let cfg = SupervisorConfig::new().ok()?;
+    Prestarted::spawn(&cfg, &Limits::default())
+}
+
+/// Whether [`prestart`] may start a worker for `argv`.
+fn prestartable(argv: &[std::ffi::OsString]) -> bool {
+    if argv.first().map(|a| a.as_os_str()) != Some("run".as_ref()) {
+        return false;
+    }
+    !argv.iter().skip(1).any(|a| {
+        let a = a.as_encoded_bytes();
+        NOT_PRESTARTED.iter().any(|o| {
+            a.strip_prefix(o.as_bytes())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"="))
+        })
+    })
+}
+
+/// Run the subcommand; `early` is the worker [`prestart`] started, if any.
+pub fn main(args: Args, early: Option<Prestarted>) -> anyhow::Result<i32> {
     let mut sup_cfg = SupervisorConfig::new()?;
-    // The worker starts jailing itself now, on the other CPU, while this
-    // thread reads the configuration, the program and validates it. Its
-    // jail is a guess (the full jail, the default limits with the command
-    // line's): the supervisor uses it only if it covers the run's real jail
-    // and kills it otherwise (`Prestarted`).
-    let early = limits_of(&args, &Limits::default())
-        .ok()
-        .and_then(|l| Prestarted::spawn(&sup_cfg, &l));
+    // The worker starts jailing itself now (if it did not before the
+    // command line was parsed), on the other CPU, while this thread reads
+    // the configuration, the program and validates it. Its jail is a guess
+    // (the full jail, the default limits with the command line's): the
+    // supervisor uses it only if it covers the run's real jail and kills it
+    // otherwise (`Prestarted`).
+    let early = early.or_else(|| {
+        limits_of(&args, &Limits::default())
+            .ok()
+            .and_then(|l| Prestarted::spawn(&sup_cfg, &l))
+    });
     let providers = Arc::new(Providers::new());
     let mut loaded = match common::load(&args.program.select, &providers) {
         Ok(l) => l,
@@ -147,5 +190,38 @@ fn print_human(report: &RunReport, source: &str) {
     if let Some(e) = &report.error {
         // Escaped piece by piece inside (its own line structure is kept).
         eprint!("error: {}", common::render_error(source, e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prestartable;
+
+    fn line(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn only_a_plain_run_is_prestarted() {
+        assert!(prestartable(&line(&["run", "--json", "-c", "1 + 1"])));
+        assert!(prestartable(&line(&["run", "--fuel", "9", "prog.py"])));
+        assert!(!prestartable(&line(&["validate", "-c", "1"])));
+        assert!(!prestartable(&line(&[])));
+        // Options that change the worker's rlimits, or mean no run.
+        for opt in [
+            &["--memory-mb", "512"][..],
+            &["--memory-mb=512"],
+            &["--timeout", "3"],
+            &["--timeout=3"],
+            &["-h"],
+            &["--help"],
+            &["--version"],
+        ] {
+            let mut a = vec!["run", "-c", "1"];
+            a.extend_from_slice(opt);
+            assert!(!prestartable(&line(&a)), "{a:?}");
+        }
+        // A lookalike is not the option.
+        assert!(prestartable(&line(&["run", "--timeouts-file", "-c", "1"])));
     }
 }
