@@ -62,10 +62,62 @@ fn lackpy_bin() -> anyhow::Result<std::path::PathBuf> {
     })
 }
 
+/// `bench_mcp runs N`: N fresh `lackpy mcp` servers, each initialized,
+/// given 300 ms to fill its warm pool, checked once, then timed over
+/// [`SEQUENTIAL`] sequential `run_program` calls of `1 + 1`. Prints one JSON
+/// line, `{"p50_us": [...], "p99_us": [...]}` (one entry per server), for
+/// scripts/bench_peers.py's five-run table.
+async fn runs(n: usize) -> anyhow::Result<()> {
+    let exe = lackpy_bin()?;
+    let ws = tempfile::tempdir()?;
+    let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let mut cmd = tokio::process::Command::new(&exe);
+        cmd.arg("mcp").arg("--workspace").arg(ws.path());
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()?;
+        let client = ().serve(transport).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let call = || {
+            client
+                .call_tool(CallToolRequestParams::new("run_program").with_arguments(args("1 + 1")))
+        };
+        let first = call().await?;
+        let value = first
+            .structured_content
+            .as_ref()
+            .and_then(|v| v.get("value"))
+            .cloned();
+        if first.is_error == Some(true) || value != Some(json!(2)) {
+            anyhow::bail!("different answer: {value:?}");
+        }
+        let mut times = Vec::with_capacity(SEQUENTIAL);
+        for _ in 0..SEQUENTIAL {
+            let t = Instant::now();
+            call().await?;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        p50s.push(pct(&times, 0.5).as_secs_f64() * 1e6);
+        p99s.push(pct(&times, 0.99).as_secs_f64() * 1e6);
+        client.cancel().await?;
+    }
+    println!("{}", json!({"p50_us": p50s, "p99_us": p99s}));
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     if std::env::args().nth(1).as_deref() == Some("serve") {
         return serve().await;
+    }
+    if std::env::args().nth(1).as_deref() == Some("runs") {
+        let n = std::env::args()
+            .nth(2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(5);
+        return runs(n).await;
     }
     let exe = lackpy_bin()?;
     let ws = tempfile::tempdir()?;

@@ -602,6 +602,54 @@ def section_mcp():
         b, bm = cell(og, key)
         rows.append([label, a, b, ratio(am, bm) if am and bm else "—"])
     print(table(["measure", "`lackpy mcp` p50 / p99", "original `lackpy-mcp` p50 / p99", "lackpy÷original"], rows))
+    mcp_clients_table()
+
+
+MCP_TARGET_US = 450.0
+MCP_RUNS = 5
+
+
+def mcp_clients_table():
+    """`run_program` `1 + 1` p50 as real MCP clients see it, five fresh servers
+    each: the official Python SDK's `ClientSession` (scripts/bench_mcp_sdk.py in
+    .venv-bench) and rmcp's client (`bench_mcp runs`)."""
+    ws = workspace()
+    results = {}
+    sdk = subprocess.run([os.path.join(VENV, "bin", "python"), os.path.join(ROOT, "scripts", "bench_mcp_sdk.py"),
+                          LACKPY, ws, str(MCP_RUNS)], capture_output=True, text=True, timeout=600)
+    results["Python MCP SDK (`mcp` ClientSession, stdio)"] = _last_json(sdk)
+    rs_bin = os.path.join(ROOT, "target", "release", "examples", "bench_mcp")
+    if os.path.exists(rs_bin):
+        rs = subprocess.run([rs_bin, "runs", str(MCP_RUNS)], capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, LACKPY_BIN=LACKPY))
+        results["rmcp client (TokioChildProcess)"] = _last_json(rs)
+    else:
+        results["rmcp client (TokioChildProcess)"] = {"error": "bench_mcp not built"}
+    print(f"\n`run_program` `1 + 1` through real MCP clients: {MCP_RUNS} runs, each a fresh `lackpy mcp` "
+          f"(initialized, 300 ms for its warm pool, one answer checked), p50 of 200 sequential calls. "
+          f"The client's own work is included: the same server answers the minimal client of the "
+          f"table above in its `run_program` `1 + 1` p50; what a row adds to that is the client "
+          f"(the Python SDK's asyncio/anyio streams, tasks and pydantic models; rmcp's tokio "
+          f"tasks and serde). Target: every run's p50 under {fmt_us(MCP_TARGET_US)}.\n")
+    rows = []
+    for label, r in results.items():
+        if "error" in r:
+            rows.append([label, r["error"], "", "", ""])
+            continue
+        p50s, p99s = r["p50_us"], r["p99_us"]
+        under = sum(1 for x in p50s if x < MCP_TARGET_US)
+        rows.append([label, " · ".join(fmt_us(x) for x in p50s), fmt_us(statistics.median(p50s)),
+                     fmt_us(statistics.median(p99s)), f"{under} of {len(p50s)}"])
+    print(table(["client", "p50 of each run", "median p50", "median p99",
+                 f"runs under {fmt_us(MCP_TARGET_US)}"], rows))
+
+
+def _last_json(proc):
+    """The JSON object on the last line of a measuring child's stdout."""
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": ("failed: " + (proc.stderr.strip().splitlines() or ["no output"])[-1])[:160]}
 
 
 # ---------------------------------------------------------------- docs

@@ -465,9 +465,7 @@ impl Supervisor {
         report: &mut RunReport,
     ) -> Option<Worker> {
         // Validate here first: an invalid program never reaches a worker.
-        let Some(checked) = session::check_program(req, opts, report) else {
-            return None;
-        };
+        let checked = session::check_program(req, opts, report)?;
         let ws = match tools::fs::Workspace::open(&req.workspace) {
             Ok(ws) => ws,
             Err(e) => {
