@@ -769,10 +769,28 @@ commit message.
   ~2.4 ms from the worker's exec to `Ready`, of which `unshare` with the network namespace is ~0.8 ms;
   ~0.2 ms for the run itself; then ~0.6–0.75 ms while the kernel tears the worker's namespaces down
   (the exiting reaper waits in `synchronize_rcu_expedited`) before the process may exit with its
-  worker reaped. Measured and not kept: queueing the trace before the killed worker's reap (p50 1.00×:
-  the teardown, not the trace, is what the exit waits on). Not done, and why: leaving the killed worker
-  to init instead of reaping it (`init` here does not reap orphans: they would stay zombies), and the
-  worker cloned into its namespaces without the reaper (one fork fewer; the teardown stays).
+  worker reaped. Not done, and why: leaving the killed worker to init instead of reaping it (`init`
+  here does not reap orphans: they would stay zombies), and the worker cloned into its namespaces
+  without the reaper (one fork fewer; the teardown stays). Round 7 (2026-12-06, an Intel VM whose
+  disk flushes are slower than its namespace teardown): a scheduler trace showed the background
+  thread taking the killed worker's reap *before* the run's trace (the reap was queued first), waiting
+  ~0.3 ms for the teardown, then ~0.5–1 ms in `fdatasync`; the trace is now queued first, so the
+  flush overlaps the teardown: p50 0.90× (8 rounds; round 5 had measured this 1.00× on the AMD
+  machine, where the teardown was the longer of the two). `lackpy run` now starts its worker before
+  clap builds its command tree (when no option changes the worker's rlimits): p50 0.91× (8 of 8
+  rounds). A finding outside lackpy: CI's container test (`scripts/deploy/test-image`) left 19
+  network-namespace bind mounts of podman's in `/run/netns` per run, 480 by then; every mount namespace
+  copies the host's mount table, so `unshare -Ur -m true` took 1.67 ms against 0.95 ms once they were
+  removed, and every cold lackpy run ~0.7 ms more (the script now removes what it leaves). Where a cold
+  run goes now (median of 30 traced runs, `perf record -e sched:*`, 21 host mounts): exec → worker
+  spawned 0.42 ms (the static binary's own start: 240 page faults, glibc's `cpuid` cache probing,
+  relocation), spawn → worker exec'd 0.08 ms, worker exec → pid-1 fork 0.77 ms (its own start again,
+  then `unshare` of the user and the other namespaces; the network namespace is ~0.4 ms of it, kernel
+  time), pid 1's jail + the run + `Done` 0.37 ms, `Done` → exit 0.69 ms (the trace's `fdatasync`,
+  0.15–1.2 ms from run to run: an append changes the file's size, so each one waits for a journal
+  commit). Measured and not kept: the network namespace created by the reaper right after the pid-1
+  fork while pid 1 mounts its root, pid 1 joining it through the reaper's pidfd (1.02× with the 501
+  mounts, 1.00× with 21: pid 1's mounts are short and then wait for the namespace anyway).
 - **MCP.** `run_program` is the warm run above plus the server's hops (protocol thread, blocking
   thread, pool thread, trace thread: `finish_task_switch` 7.5 % of the server's samples) and JSON both
   ways. The reap and the trace commit already happen after the reply. Measured and not kept: running
@@ -781,7 +799,13 @@ commit message.
   12.3 → 13.8. A program that has used 20 ms of CPU is demoted: `SCHED_IDLE` while other runs are in
   flight (its normal policy when alone, so a CPU-bound neighbour such as a local model cannot starve
   it), and stopped while other runs keep the CPUs busy (`supervisor/src/freezer.rs`): quick calls
-  during a runaway see the same p50/p99 as without one (`scripts/bench mcp-rs`).
+  during a runaway see the same p50/p99 as without one (`scripts/bench mcp-rs`). Round 7: the table
+  of real clients (five fresh servers each) shows what a client adds: against the same server, the
+  Python SDK's `ClientSession` sees ~250 µs more per call than the minimal client (its stdio transport
+  is a reader task, a writer task and memory streams on asyncio/anyio, with pydantic models both ways:
+  cProfile counts ~11 event-loop turns per call), rmcp's client ~50–80 µs more. A traced call in the
+  server (`strace -f -tt`) has no wait left between the worker's `Done` and the reply: the config is
+  cached by stamp, the forked worker's status is not waited for, the trace is queued.
 - **HTTP vs the unix socket.** Per call the HTTP path costs the server ~100–125 µs more CPU (hyper,
   rmcp's session routing and SSE framing turned into one JSON reply, loopback TCP) and ~2 more context
   switches; user-space hyper and rmcp code is ~3 % of the server's samples, the rest is kernel TCP and
@@ -817,8 +841,8 @@ commit message.
   worker shares its pages with the zygote (its private pages are shown separately). The Python peers
   carry CPython plus their imports; Monty's worker is a comparable small Rust process.
 
-Plan for the rows still *slower*: (1) cold start — the worker cloned into its namespaces by a vfork'd
-intermediate (no reaper), fewer relocations (of the release binary's 27.6 K, 13.5 K are function
+Plan for the rows still *slower*: (1) cold start — the trace's durable append (a journal commit per
+run), fewer relocations (of the release binary's 27.6 K, 13.5 K are function
 pointers in vtables and 12.7 K pointers to read-only data such as string slices); (2) warm/MCP — fewer thread hops in the MCP server (the two wake-ups per run resisted both
 attempts of round 6); (3) tool calls — the kernel's seqpacket path is most of what is left; (4) interpreter — the
 allocator (tcache through the worker's environment, A/B'd on the pooled path).
