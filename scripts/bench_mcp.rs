@@ -62,6 +62,20 @@ fn lackpy_bin() -> anyhow::Result<std::path::PathBuf> {
     })
 }
 
+/// A `lackpy mcp` child (`exe`) serving `ws`, with rmcp's client
+/// initialized on its stdio.
+async fn stdio_client(
+    exe: &std::path::Path,
+    ws: &std::path::Path,
+) -> anyhow::Result<RunningService<RoleClient, ()>> {
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("mcp").arg("--workspace").arg(ws);
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()?;
+    Ok(().serve(transport).await?)
+}
+
 /// `bench_mcp runs N`: N fresh `lackpy mcp` servers, each initialized,
 /// given 300 ms to fill its warm pool, checked once, then timed over
 /// [`SEQUENTIAL`] sequential `run_program` calls of `1 + 1`. Prints one JSON
@@ -72,12 +86,7 @@ async fn runs(n: usize) -> anyhow::Result<()> {
     let ws = tempfile::tempdir()?;
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let mut cmd = tokio::process::Command::new(&exe);
-        cmd.arg("mcp").arg("--workspace").arg(ws.path());
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()?;
-        let client = ().serve(transport).await?;
+        let client = stdio_client(&exe, ws.path()).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let call = || {
             client
@@ -124,12 +133,7 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(ws.path().join("a.txt"), "hello\n")?;
 
     let t = Instant::now();
-    let mut cmd = tokio::process::Command::new(&exe);
-    cmd.arg("mcp").arg("--workspace").arg(ws.path());
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()?;
-    let client = ().serve(transport).await?;
+    let client = stdio_client(&exe, ws.path()).await?;
     let init = t.elapsed();
     println!("spawn → initialized: {}", ms(init));
 
