@@ -239,6 +239,17 @@ fn connect(addr: &str, secs: u64) -> TcpStream {
     s
 }
 
+/// The value of the gauge `name` on the metrics endpoint `metrics`.
+fn gauge(metrics: &str, name: &str) -> u64 {
+    let r = get(metrics, "/metrics");
+    let prefix = format!("{name} ");
+    r.body
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no gauge {name} in: {}", r.body))
+}
+
 /// Everything the server sends until it closes (or the read times out).
 fn read_to_eof(s: &mut TcpStream) -> Vec<u8> {
     let mut raw = Vec::new();
@@ -794,13 +805,20 @@ fn health_readiness_and_drain_over_http() {
             &addr,
             TOKEN_A,
             &sid2,
-            // Long enough (~0.6 s in a debug build on an idle machine) to be
-            // in flight when SIGTERM comes 150 ms in.
+            // Long enough (~0.6 s in a debug build on an idle machine) to
+            // be still in flight when SIGTERM comes right after it started.
             "x = 0\nfor i in range(3000000):\n    x += i\nx",
             None,
         )
     });
-    std::thread::sleep(Duration::from_millis(150));
+    // SIGTERM once the run is in flight (the metrics say so), not after a
+    // fixed sleep: on a loaded machine the server may not have read the
+    // request 150 ms in, and then there is nothing to drain.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while gauge(&srv.metrics, "lackpy_runs_in_flight") < 1 {
+        assert!(Instant::now() < deadline, "no run in flight after 20 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     srv.terminate();
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
