@@ -69,15 +69,24 @@ const NOT_PRESTARTED: [&str; 6] = [
 /// changes the worker's jail (`--memory-mb` and `--timeout` set its address
 /// space and CPU rlimits) or asks for no run (`--help`, `--version`). Its jail is
 /// a guess (the full jail, the default limits), used only if it covers the
-/// run's real jail and killed otherwise (`Prestarted`). `None` when the
-/// line is anything else, or the worker could not be started: then
-/// [`main`] starts one after parsing.
-pub fn prestart(argv: &[std::ffi::OsString]) -> Option<Prestarted> {
+/// run's real jail and killed otherwise (`Prestarted`).
+pub struct Early {
+    /// The configuration it was spawned with ([`main`] goes on with it: the
+    /// executable is opened once).
+    cfg: SupervisorConfig,
+    worker: Prestarted,
+}
+
+/// Start the [`Early`] worker for `argv`. `None` when the line is anything
+/// else, or the worker could not be started: then [`main`] starts one after
+/// parsing.
+pub fn prestart(argv: &[std::ffi::OsString]) -> Option<Early> {
     if !prestartable(argv) {
         return None;
     }
     let cfg = SupervisorConfig::new().ok()?;
-    Prestarted::spawn(&cfg, &Limits::default())
+    let worker = Prestarted::spawn(&cfg, &Limits::default())?;
+    Some(Early { cfg, worker })
 }
 
 /// Whether [`prestart`] may start a worker for `argv`.
@@ -94,20 +103,24 @@ fn prestartable(argv: &[std::ffi::OsString]) -> bool {
     })
 }
 
-/// Run the subcommand; `early` is the worker [`prestart`] started, if any.
-pub fn main(args: Args, early: Option<Prestarted>) -> anyhow::Result<i32> {
-    let mut sup_cfg = SupervisorConfig::new()?;
+/// Run the subcommand; `early` is what [`prestart`] started, if anything.
+pub fn main(args: Args, early: Option<Early>) -> anyhow::Result<i32> {
     // The worker starts jailing itself now (if it did not before the
     // command line was parsed), on the other CPU, while this thread reads
     // the configuration, the program and validates it. Its jail is a guess
     // (the full jail, the default limits with the command line's): the
     // supervisor uses it only if it covers the run's real jail and kills it
     // otherwise (`Prestarted`).
-    let early = early.or_else(|| {
-        limits_of(&args, &Limits::default())
-            .ok()
-            .and_then(|l| Prestarted::spawn(&sup_cfg, &l))
-    });
+    let (mut sup_cfg, early) = match early {
+        Some(Early { cfg, worker }) => (cfg, Some(worker)),
+        None => {
+            let cfg = SupervisorConfig::new()?;
+            let worker = limits_of(&args, &Limits::default())
+                .ok()
+                .and_then(|l| Prestarted::spawn(&cfg, &l));
+            (cfg, worker)
+        }
+    };
     let providers = Arc::new(Providers::new());
     let mut loaded = match common::load(&args.program.select, &providers) {
         Ok(l) => l,
