@@ -36,6 +36,7 @@
 //! (the indexing thread stops after the file it is parsing).
 
 use super::fs::{openat2, Workspace};
+use super::glob::GLOB_CHARS;
 use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::{Data, ToolFailure};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
@@ -321,9 +322,6 @@ fn push_def(
 fn is_file_selector(arg: &str) -> bool {
     arg.contains('/') || arg.contains(GLOB_CHARS) || arg.ends_with(".py")
 }
-
-/// The characters that make a `find_files` pattern component a wildcard.
-const GLOB_CHARS: [char; 3] = ['*', '?', '['];
 
 /// The files a `find_definitions` selector asks about.
 struct FileSelector {

@@ -94,6 +94,10 @@ impl Part {
     }
 }
 
+/// The characters that make a pattern component a wildcard; a component
+/// without any of them is matched literally.
+pub(crate) const GLOB_CHARS: [char; 3] = ['*', '?', '['];
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Char(char),
@@ -177,7 +181,7 @@ fn parse_component(c: &str) -> Result<Part, ToolFailure> {
             "Invalid pattern: '**' can only be an entire path component",
         ));
     }
-    if !c.contains(['*', '?', '[']) {
+    if !c.contains(GLOB_CHARS) {
         return Ok(Part::Precise(c.to_string()));
     }
     let chars: Vec<char> = c.chars().collect();
