@@ -64,11 +64,7 @@ impl Server {
             .expect("write");
         let mut text = String::new();
         std::io::Read::read_to_string(&mut s, &mut text).expect("read metrics");
-        let prefix = format!("{name} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no gauge {name} in: {text}"))
+        crate::util::gauge_in(&text, name)
     }
 
     /// Wait until the server reports `n` runs in flight: proof that it has

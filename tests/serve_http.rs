@@ -241,13 +241,7 @@ fn connect(addr: &str, secs: u64) -> TcpStream {
 
 /// The value of the gauge `name` on the metrics endpoint `metrics`.
 fn gauge(metrics: &str, name: &str) -> u64 {
-    let r = get(metrics, "/metrics");
-    let prefix = format!("{name} ");
-    r.body
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no gauge {name} in: {}", r.body))
+    crate::util::gauge_in(&get(metrics, "/metrics").body, name)
 }
 
 /// Everything the server sends until it closes (or the read times out).

@@ -111,6 +111,16 @@ pub fn spawn(
     started.unwrap_or_else(|e| panic!("spawn {what}: {e}"))
 }
 
+/// The value of the gauge `name` in a Prometheus text page `text` (a
+/// `/metrics` answer of `lackpy serve`, headers or not).
+pub fn gauge_in(text: &str, name: &str) -> u64 {
+    let prefix = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no gauge {name} in: {text}"))
+}
+
 /// Ask `child` to stop (SIGTERM), as a service manager does.
 pub fn sigterm(child: &std::process::Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
