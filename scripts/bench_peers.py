@@ -263,10 +263,7 @@ def run_peer(name):
                            text=True, timeout=300, env=dict(os.environ, BENCH_TMP=TMP))
     except subprocess.TimeoutExpired:
         return {"error": "timed out"}
-    try:
-        return json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": "could not run: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160]}
+    return _last_json(r, "could not run")
 
 
 def lackpy_rs():
@@ -617,12 +614,12 @@ def mcp_clients_table():
     results = {}
     sdk = subprocess.run([os.path.join(VENV, "bin", "python"), os.path.join(ROOT, "scripts", "bench_mcp_sdk.py"),
                           LACKPY, ws, str(MCP_RUNS)], capture_output=True, text=True, timeout=600)
-    results["Python MCP SDK (`mcp` ClientSession, stdio)"] = _last_json(sdk)
+    results["Python MCP SDK (`mcp` ClientSession, stdio)"] = _last_json(sdk, "failed")
     rs_bin = os.path.join(ROOT, "target", "release", "examples", "bench_mcp")
     if os.path.exists(rs_bin):
         rs = subprocess.run([rs_bin, "runs", str(MCP_RUNS)], capture_output=True, text=True, timeout=600,
                             env=dict(os.environ, LACKPY_BIN=LACKPY))
-        results["rmcp client (TokioChildProcess)"] = _last_json(rs)
+        results["rmcp client (TokioChildProcess)"] = _last_json(rs, "failed")
     else:
         results["rmcp client (TokioChildProcess)"] = {"error": "bench_mcp not built"}
     print(f"\n`run_program` `1 + 1` through real MCP clients: {MCP_RUNS} runs, each a fresh `lackpy mcp` "
@@ -644,12 +641,13 @@ def mcp_clients_table():
                  f"runs under {fmt_us(MCP_TARGET_US)}"], rows))
 
 
-def _last_json(proc):
-    """The JSON object on the last line of a measuring child's stdout."""
+def _last_json(proc, failed):
+    """The JSON object on the last line of a measuring child's stdout, or an
+    error of `failed` and the last line of its stderr."""
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        return {"error": ("failed: " + (proc.stderr.strip().splitlines() or ["no output"])[-1])[:160]}
+        return {"error": f"{failed}: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:160]}
 
 
 # ---------------------------------------------------------------- docs
