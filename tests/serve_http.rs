@@ -830,6 +830,55 @@ fn health_readiness_and_drain_over_http() {
     assert!(status.success(), "{status:?}");
 }
 
+/// A `tools/call` whose request the server is reading when SIGTERM comes
+/// (head read, body not complete) is still answered with its run's value:
+/// the drain waits for MCP POSTs being answered, not only for runs that
+/// have started, and ends the sessions only after the reply is written.
+#[test]
+fn a_call_read_before_sigterm_is_answered_in_full() {
+    let ws = workspace(&[]);
+    let mut srv = Server::start(&config(ws.path(), "drain_seconds = 20", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "run_program", "arguments": {"program": "sum(range(10))"}}})
+    .to_string();
+    let mut s = connect(&srv.addr, 60);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Authorization: Bearer {TOKEN_A}\r\nMcp-Session-Id: {sid}\r\n\
+         Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n",
+        srv.addr,
+        body.len()
+    );
+    let (first, last) = body.as_bytes().split_at(body.len() - 1);
+    s.write_all(head.as_bytes()).expect("write head");
+    s.write_all(first).expect("write body");
+    // The server has the request in hand (its head read, waiting for the
+    // body's last byte) when the gauge says so.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while gauge(&srv.metrics, "lackpy_http_posts_open") < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the POST was not read after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    srv.terminate();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get(&srv.metrics, "/readyz").status != 503 {
+        assert!(Instant::now() < deadline, "readyz still ok after SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The listener is closed now (a new connection is refused); this
+    // request is still served.
+    s.write_all(last).expect("write the body's last byte");
+    let r = parse(&read_to_eof(&mut s));
+    assert_eq!(structured(&r)["value"], json!(45), "{r:?}");
+    let status = srv.wait_exit(Duration::from_secs(25));
+    assert!(status.success(), "{status:?}");
+}
+
 #[test]
 fn tls_from_certificate_files() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -296,7 +296,10 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
         "lackpy serve: draining {} run(s) in flight",
         shared.in_flight()
     );
-    while shared.in_flight() > 0 && Instant::now() < deadline {
+    // Runs in flight, and MCP POSTs still being answered: a run's reply
+    // must be written before the sessions end, and a `tools/call` read
+    // just before SIGTERM has not started its run yet.
+    while (shared.in_flight() > 0 || shared.posts_open() > 0) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     if shared.in_flight() > 0 {

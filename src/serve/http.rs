@@ -272,6 +272,10 @@ impl HttpServer {
     async fn handle(self: Arc<Self>, req: Request<hyper::body::Incoming>) -> Response<HttpBody> {
         let cfg = self.shared.config();
         let metrics = &self.shared.metrics;
+        // Counted before the draining check (both SeqCst): either this
+        // request sees the drain and is refused, or the drain sees it and
+        // waits for its reply.
+        let post = (req.method() == hyper::Method::POST).then(|| PostGuard::new(&self.shared));
         if self.shared.is_draining() {
             metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
             return error(
@@ -317,7 +321,6 @@ impl HttpServer {
             refused: Mutex::new(None),
         });
         let delete = parts.method == hyper::Method::DELETE;
-        let post = parts.method == hyper::Method::POST;
         if delete {
             // rmcp answers DELETE of an unknown session as if it ended one;
             // say plainly that this client has no such session.
@@ -350,8 +353,20 @@ impl HttpServer {
                 self.shared.metrics.count_refusal(&r);
                 refusal(&r)
             }
-            None if post => json_when_quick(resp, JSON_WINDOW).await,
-            None => resp,
+            None => match post {
+                Some(guard) => {
+                    let (parts, body) = json_when_quick(resp, JSON_WINDOW).await.into_parts();
+                    Response::from_parts(
+                        parts,
+                        Counted {
+                            body,
+                            _guard: guard,
+                        }
+                        .boxed(),
+                    )
+                }
+                None => resp,
+            },
         }
     }
 
@@ -742,6 +757,56 @@ impl hyper::body::Body for Prefixed {
 
     fn is_end_stream(&self) -> bool {
         self.head.is_none() && self.rest.is_end_stream()
+    }
+}
+
+/// One MCP POST being answered: counted in the metrics' `http_posts_open`
+/// (which the drain waits for) until dropped.
+struct PostGuard(Arc<Shared>);
+
+impl PostGuard {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared
+            .metrics
+            .http_posts_open
+            .fetch_add(1, Ordering::SeqCst);
+        PostGuard(shared.clone())
+    }
+}
+
+impl Drop for PostGuard {
+    fn drop(&mut self) {
+        self.0
+            .metrics
+            .http_posts_open
+            .fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A response body that keeps its POST counted until hyper has taken its
+/// last frame (or the client went away and the body was dropped).
+struct Counted {
+    body: HttpBody,
+    _guard: PostGuard,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -32,6 +32,11 @@ pub struct Metrics {
     latency_sum_us: AtomicU64,
     /// Runs executing now.
     pub in_flight: AtomicU64,
+    /// MCP POSTs over HTTP read and not yet answered in full (their reply
+    /// body still being written). The drain waits for these as well as
+    /// for runs: a run's reply must be written before the sessions end,
+    /// and a `tools/call` read just before SIGTERM has not started its run.
+    pub http_posts_open: AtomicU64,
     /// Connections open now.
     pub connections: AtomicU64,
     /// Connections refused by peer credentials.
@@ -128,6 +133,11 @@ impl Metrics {
                 "lackpy_runs_in_flight",
                 "Runs executing now (the queue depth).",
                 self.in_flight.load(Ordering::Relaxed),
+            ),
+            (
+                "lackpy_http_posts_open",
+                "MCP POSTs over HTTP being answered now (read, reply not yet written in full).",
+                self.http_posts_open.load(Ordering::Relaxed),
             ),
             (
                 "lackpy_runs_in_flight_max",

@@ -274,6 +274,11 @@ impl Shared {
         self.in_flight.load(Ordering::SeqCst)
     }
 
+    /// MCP POSTs over HTTP whose reply is not written in full yet.
+    pub fn posts_open(&self) -> u64 {
+        self.metrics.http_posts_open.load(Ordering::SeqCst)
+    }
+
     /// Warm workers ready across every backend.
     pub fn pool_ready(&self) -> usize {
         self.backends
