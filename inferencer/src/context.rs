@@ -11,8 +11,7 @@
 //!   outline (each directory with its file count and extensions);
 //! - for data files (`.csv`, `.tsv`, `.jsonl`, `.ini`, `.cfg`, `.toml`,
 //!   `.log`, `.txt`, `.md`…) that are listed: their first lines (a CSV's
-//!   header and first record; a markdown file's first line and headings),
-//!   each cut to [`MAX_LINE_BYTES`].
+//!   header and first record), each cut to [`MAX_LINE_BYTES`].
 //!
 //! Reading is confined: the walk and every read go through
 //! `lackpy_beneath` (`openat2` beneath the workspace's descriptor, no
@@ -128,23 +127,10 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
     let mut buf = Vec::with_capacity(HEAD_BYTES);
     file.take(HEAD_BYTES as u64).read_to_end(&mut buf).ok()?;
     let text = String::from_utf8_lossy(&buf);
-    let markdown = rel.to_ascii_lowercase().ends_with(".md");
     let lines: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        // A markdown file's first line, then its headings (of the first
-        // HEAD_BYTES): its structure (`## 0.3.0`, `## Install`) is what a
-        // program looking for a section or a title needs to spell right.
-        .filter(|(i, l)| {
-            if markdown {
-                *i == 0 || l.starts_with('#')
-            } else {
-                *i < n
-            }
-        })
-        .map(|(_, l)| l)
-        .take(if markdown { MAX_MD_HEADINGS } else { n })
+        .take(n)
         .map(|l| cut(l, MAX_LINE_BYTES))
         .collect();
     let levels = if rel.to_ascii_lowercase().ends_with(".log") {
@@ -154,9 +140,6 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
     };
     (!lines.is_empty()).then_some((lines, levels))
 }
-
-/// Most lines shown of a markdown file (its first line and headings).
-const MAX_MD_HEADINGS: usize = 8;
 
 /// Most words in capitals named for a log.
 const MAX_LEVEL_WORDS: usize = 8;
@@ -249,9 +232,6 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
                     .collect::<Vec<_>>()
                     .join("\n")
             );
-            if p.to_ascii_lowercase().ends_with(".md") && lines.len() > 1 {
-                block.push_str("  (its first line and its headings; other lines left out)\n");
-            }
             if let Some(layout) = table_layout(p, &lines) {
                 block.push_str(&format!("  ({layout})\n"));
             }
@@ -358,26 +338,6 @@ mod tests {
         assert!(!c.contains(".git") && !c.contains("secret"), "{c}");
         assert!(!c.contains("root:"), "a symlink is never followed: {c}");
         assert!(c.len() <= MAX_CONTEXT_BYTES);
-    }
-
-    #[test]
-    fn markdown_shows_its_headings() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let w = d.path();
-        std::fs::write(
-            w.join("CHANGELOG.md"),
-            "# Changelog\n\n## 0.3.0\n- add x\n- drop y\n\n## 0.2.0\n- add z\n",
-        )
-        .ok();
-        std::fs::write(w.join("notes.txt"), "first\n# not a heading\n").ok();
-        let c = workspace_context(w, "the versions in the changelog").unwrap_or_default();
-        assert!(
-            c.contains("CHANGELOG.md:\n  # Changelog\n  ## 0.3.0\n  ## 0.2.0\n  (its first line and its headings"),
-            "{c}"
-        );
-        assert!(!c.contains("add x"), "only headings: {c}");
-        assert!(c.contains("notes.txt:\n  first"), "{c}");
-        assert!(!c.contains("not a heading"), "a .txt shows one line: {c}");
     }
 
     #[test]

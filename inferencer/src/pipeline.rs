@@ -1109,16 +1109,6 @@ fn task_files(intent: &str, ctx: &str) -> Vec<String> {
                     .unwrap_or_default();
                 out.push(format!("# each row r: {}{first}", cols.join(", ")));
             }
-            (_, Some(_)) if head.len() > 1 && ext == "md" => {
-                // The view shows a markdown file's first line and headings
-                // (not consecutive lines): say so, or the model takes them
-                // for the start of `splitlines()`.
-                let shown: Vec<String> = head.iter().map(|l| format!("{l:?}")).collect();
-                out.push(format!(
-                    "# {path}: its first line and its headings (other lines between them) are [{}]",
-                    shown.join(", ")
-                ));
-            }
             (_, Some(_)) => {
                 let shown: Vec<String> = head.iter().map(|l| format!("{l:?}")).collect();
                 let capitals = view_notes(ctx, path)
@@ -2240,12 +2230,6 @@ mod tests {
         assert_eq!(
             task_files("warnings in the app log", ctx),
             ["# read_file(\"logs/app.log\").splitlines() starts [\"09:00 INFO up\"]; words in capitals: INFO, WARN"]
-        );
-        // Markdown: its first line and headings, not taken for its first lines.
-        let ctx = "Workspace files:\n  CHANGELOG.md\nFirst lines of data files:\nCHANGELOG.md:\n  # Changelog\n  ## 0.3.0\n  (its first line and its headings; other lines left out)";
-        assert_eq!(
-            task_files("versions in the changelog", ctx),
-            ["# CHANGELOG.md: its first line and its headings (other lines between them) are [\"# Changelog\", \"## 0.3.0\"]"]
         );
     }
 }
