@@ -55,16 +55,40 @@ impl Server {
         }
     }
 
-    /// The value of the gauge `name` on the metrics socket.
-    fn gauge(&self, name: &str) -> u64 {
+    /// The whole response to `GET path` on the metrics socket.
+    fn get(&self, path: &str) -> String {
         let mut s = UnixStream::connect(&self.metrics).expect("connect metrics socket");
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .expect("write");
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .expect("write");
         let mut text = String::new();
         std::io::Read::read_to_string(&mut s, &mut text).expect("read metrics");
-        crate::util::gauge_in(&text, name)
+        text
+    }
+
+    /// The value of the gauge `name` on the metrics socket.
+    fn gauge(&self, name: &str) -> u64 {
+        crate::util::gauge_in(&self.get("/metrics"), name)
+    }
+
+    /// Wait until `/readyz` says the server is draining (SIGTERM handled).
+    fn wait_draining(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self
+            .get("/readyz")
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(" 503 "))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "readyz still ok 20 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Wait until the server reports `n` runs in flight: proof that it has
@@ -247,13 +271,37 @@ fn sigterm_drains_a_run_in_flight_then_exits() {
     // SIGTERM only once the server has read the request and started the run:
     // a request still unread in the socket buffer is not "in flight".
     srv.wait_in_flight(1);
+    // A second client's run that lasts seconds keeps the server draining
+    // (not yet exited) while the refusal below is checked, however fast
+    // the first run is.
+    let mut other = Client::connect(&srv.socket);
+    other.initialize();
+    let slow = other.start_run(SLOW);
+    srv.wait_in_flight(2);
     srv.terminate();
+    srv.wait_draining();
+    // A run asked for after SIGTERM, on the open connection, is refused at
+    // once with a clear error (steady traffic must not keep the drain from
+    // ever reaching zero runs); the one in flight finishes.
+    let refused = c.run("1 + 1");
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    assert_eq!(refused["error"]["kind"], json!("limit"), "{refused}");
+    assert_eq!(refused["error"]["type"], json!("draining"), "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shutting down")),
+        "{refused}"
+    );
     let v = c.response(id);
     assert_eq!(
         v["result"]["structuredContent"]["value"],
         json!(1999999000000i64),
         "{v}"
     );
+    // The slow run ends on its limit; its client gets its answer.
+    let v = other.response(slow);
+    assert_eq!(v["result"]["structuredContent"]["ok"], json!(false), "{v}");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(Some(status)) = srv.child.try_wait() {

@@ -154,8 +154,10 @@ fn make_session() -> Result<HttpSession, std::io::Error> {
     let activity = Arc::new(Activity::default());
     // The backend of a workspace is made once (at startup, see
     // `Shared::warm`); only a workspace added by a reload blocks here.
-    let admitted =
-        tokio::task::block_in_place(|| ctx.shared.admit_rule(&ctx.cfg, ctx.rule.clone(), activity));
+    let admitted = tokio::task::block_in_place(|| {
+        ctx.shared
+            .admit_rule(&ctx.cfg, ctx.rule.clone(), activity, false)
+    });
     match admitted {
         Ok((backend, slot)) => Ok(HttpSession::new(backend, slot)),
         Err(r) => {

@@ -373,7 +373,7 @@ impl Shared {
                 "lackpy serve: peer uid {uid} gid {gid} is not allowed; add a [[serve.clients]] rule for it"
             )));
         };
-        self.admit_rule(&cfg, rule, activity)
+        self.admit_rule(&cfg, rule, activity, true)
     }
 
     /// The quota key of a rule: its uid, else its gid, else its token digest
@@ -392,11 +392,18 @@ impl Shared {
     ///
     /// # Errors
     /// Over a connection cap, draining, or the workspace cannot be served.
+    ///
+    /// `refuse_runs_when_draining`: whether a run asked for once SIGTERM
+    /// has arrived is refused by the backend (a unix connection: its
+    /// requests reach the backend directly). The HTTP front end refuses
+    /// requests that come after SIGTERM itself (`503`) and serves those
+    /// it read before, so its sessions pass `false`.
     pub fn admit_rule(
         self: &Arc<Self>,
         cfg: &ServeConfig,
         rule: ClientRule,
         activity: Arc<Activity>,
+        refuse_runs_when_draining: bool,
     ) -> Result<(Arc<dyn Backend>, ConnectionSlot), Refused> {
         let key = Self::rule_key(&rule);
         let state = self.client_state(&key);
@@ -420,6 +427,7 @@ impl Shared {
                 cancels: Mutex::new(Vec::new()),
                 activity,
                 budgets,
+                refuse_runs_when_draining,
             }),
             slot,
         ))
@@ -481,6 +489,8 @@ struct ClientBackend {
     activity: Arc<Activity>,
     /// Shared budgets this connection's sessions are charged to.
     budgets: Vec<Budget>,
+    /// Refuse runs asked for after SIGTERM (see [`Shared::admit_rule`]).
+    refuse_runs_when_draining: bool,
 }
 
 fn refusal(type_name: &str, message: String) -> ErrorInfo {
@@ -664,6 +674,17 @@ impl Backend for ClientBackend {
                 run_id: None,
             }
         };
+        // Draining: the runs in flight finish, a new one is not started
+        // (with steady traffic the drain would otherwise never see zero
+        // runs and end by killing them all at its deadline).
+        if self.refuse_runs_when_draining && self.shared.is_draining() {
+            let mut e = refusal(
+                "draining",
+                "lackpy serve: the server is shutting down (SIGTERM received); this run was not started".into(),
+            );
+            e.hint = Some("retry on another replica, or once the server is back".into());
+            return refuse(e);
+        }
         match self.check_profile(req.profile.as_deref(), req.tools.as_deref()) {
             Ok(p) => req.profile = p,
             Err(e) => return refuse(e),
