@@ -652,6 +652,7 @@ mod jail {
     use lackpy_policy::wire::{FromWorker, Limits, ToWorker, PROTOCOL_VERSION};
     use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
     use std::net::TcpListener;
+    use std::os::unix::process::ExitStatusExt;
     use std::time::{Duration, Instant};
 
     fn probe(port: u16, action: &str, arg: &str) -> String {
@@ -680,13 +681,21 @@ mod jail {
         let r = w
             .chan
             .recv::<FromWorker>(Some(Instant::now() + Duration::from_secs(20)));
-        let _ = w.reap_by(Instant::now() + Duration::from_secs(2));
+        let status = w.reap_by(Instant::now() + Duration::from_secs(5));
         let _ = w.kill_and_reap();
-        match r {
-            Ok(FromWorker::Stdout(line)) => line,
-            // The worker died before reporting (the seccomp filter kills on
-            // a syscall outside the allowlist): the action did not happen.
-            other => format!("denied (worker died: {other:?})"),
+        match (r, status) {
+            (Ok(FromWorker::Stdout(line)), _) => line,
+            // The worker was killed by SIGSYS before reporting (the seccomp
+            // filter kills on a syscall outside the allowlist; the jail's
+            // pid 1 passes that on as exit 128 + 31): the action did not
+            // happen. Nothing else counts: a probe that hangs or exits
+            // without a report proves nothing, and says so.
+            (Err(lackpy_worker::ipc::FrameError::Closed), Some(st))
+                if st.signal() == Some(libc::SIGSYS) || st.code() == Some(128 + libc::SIGSYS) =>
+            {
+                format!("denied (worker killed by SIGSYS: {st:?})")
+            }
+            (r, st) => format!("no verdict: no report ({r:?}), exit {st:?}"),
         }
     }
 
