@@ -19,4 +19,5 @@ mod serve_scale;
 mod sessions;
 mod supervisor_side;
 mod terminal;
+mod ts_sdk;
 mod util;
