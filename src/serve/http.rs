@@ -358,14 +358,12 @@ impl HttpServer {
             None => match post {
                 Some(guard) => {
                     let (parts, body) = json_when_quick(resp, JSON_WINDOW).await.into_parts();
-                    Response::from_parts(
-                        parts,
-                        Counted {
-                            body,
-                            _guard: guard,
-                        }
-                        .boxed(),
-                    )
+                    let body = Prefixed {
+                        head: None,
+                        rest: body,
+                        _guard: Some(guard),
+                    };
+                    Response::from_parts(parts, body.boxed())
                 }
                 None => resp,
             },
@@ -734,13 +732,24 @@ async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response
         }
     }
     let head = (!buf.is_empty()).then(|| Bytes::from(buf));
-    Response::from_parts(parts, Prefixed { head, rest: body }.boxed())
+    Response::from_parts(
+        parts,
+        Prefixed {
+            head,
+            rest: body,
+            _guard: None,
+        }
+        .boxed(),
+    )
 }
 
-/// A body: `head`, then whatever `rest` still yields.
+/// A body: `head`, then whatever `rest` still yields; holding `guard`
+/// (an MCP POST stays counted until hyper has taken the last frame, or
+/// the client went away and the body was dropped).
 struct Prefixed {
     head: Option<Bytes>,
     rest: HttpBody,
+    _guard: Option<PostGuard>,
 }
 
 impl hyper::body::Body for Prefixed {
@@ -782,33 +791,6 @@ impl Drop for PostGuard {
             .metrics
             .http_posts_open
             .fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// A response body that keeps its POST counted until hyper has taken its
-/// last frame (or the client went away and the body was dropped).
-struct Counted {
-    body: HttpBody,
-    _guard: PostGuard,
-}
-
-impl hyper::body::Body for Counted {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
     }
 }
 
