@@ -298,7 +298,7 @@ pub fn parse_float(orig: &str) -> InterpResult<f64> {
     let lower = body.to_ascii_lowercase();
     if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
         let v: f64 = if lower == "nan" {
-            fresh_nan()
+            super::value::fresh_nan()
         } else {
             f64::INFINITY
         };
@@ -323,22 +323,6 @@ pub fn parse_float(orig: &str) -> InterpResult<f64> {
     }
     let clean: String = s.chars().filter(|c| *c != '_').collect();
     clean.parse::<f64>().map_err(|_| bad())
-}
-
-thread_local! {
-    static NAN_SEQ: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
-}
-
-/// A NaN with a payload unique on this thread, so that two `float('nan')`
-/// objects are not `is`-identical while one object is identical to itself
-/// (floats are unboxed; the payload stands in for the object identity).
-fn fresh_nan() -> f64 {
-    let n = NAN_SEQ.with(|c| {
-        let v = c.get();
-        c.set(v.wrapping_add(1));
-        v
-    });
-    f64::from_bits(0x7ff8_0000_0000_0000 | (n & 0x0007_ffff_ffff_ffff))
 }
 
 /// Python's `round(f)` (banker's rounding to an int).
@@ -589,6 +573,13 @@ impl<'a> Interp<'a> {
                 let mut p = a.clinic("sum", 1, &["start"], 1, 2)?.into_iter();
                 let src = p.next().flatten().unwrap_or(Value::None);
                 let start = p.next().flatten().unwrap_or(Value::Int(0));
+                // CPython takes iter(iterable) before it looks at start.
+                if !self.is_iterable(&src) {
+                    return Err(type_err(format!(
+                        "'{}' object is not iterable",
+                        src.type_name()
+                    )));
+                }
                 match &start {
                     Value::Str(_) => {
                         return Err(type_err(
@@ -648,7 +639,7 @@ impl<'a> Interp<'a> {
                     },
                     Value::Bool(x) => Value::Int(*x as i64),
                     Value::Big(x) => Value::from_big(x.abs()),
-                    Value::Float(f) => Value::Float(f.abs()),
+                    Value::Float(f) => Value::new_float(f.abs()),
                     _ => {
                         return Err(type_err(format!(
                             "bad operand type for abs(): '{}'",
@@ -695,7 +686,7 @@ impl<'a> Interp<'a> {
                 };
                 match (&x, nd) {
                     (Value::Float(f), None) => float_to_int(f.round_ties_even()),
-                    (Value::Float(f), Some(n)) => Ok(Value::Float(round_float(*f, n)?)),
+                    (Value::Float(f), Some(n)) => Ok(Value::new_float(round_float(*f, n)?)),
                     (Value::Int(_) | Value::Big(_) | Value::Bool(_), None) => Ok(match x {
                         Value::Bool(b) => Value::Int(b as i64),
                         other => other,
@@ -740,7 +731,11 @@ impl<'a> Interp<'a> {
                         if let Some(v) = v.as_ref().filter(|v| !matches!(v, Value::Str(_))) {
                             return Err(type_err(format!(
                                 "str() argument '{what}' must be str, not {}",
-                                v.type_name()
+                                if matches!(v, Value::None) {
+                                    "None"
+                                } else {
+                                    v.type_name()
+                                }
                             )));
                         }
                     }
@@ -1062,7 +1057,7 @@ fn sum_add(acc: &Value, x: &Value) -> InterpResult<Value> {
             Some(r) => Value::Int(r),
             None => binop(BinOp::Add, acc, x)?,
         },
-        (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+        (Value::Float(p), Value::Float(q)) => Value::new_float(p + q),
         _ => binop(BinOp::Add, acc, x)?,
     })
 }

@@ -1017,6 +1017,8 @@ impl<'a> Interp<'a> {
                 ))),
             },
             Value::Dict(d) | Value::Keys(d) => d.d.borrow().contains(x),
+            // CPython looks a set up as a frozenset; no set holds one.
+            Value::Set(_) if matches!(x, Value::Set(_)) => Ok(false),
             Value::Set(s) => s.d.borrow().contains(x),
             Value::Items(d) => {
                 let Value::Tuple(t) = x else { return Ok(false) };
@@ -1148,6 +1150,13 @@ impl<'a> Interp<'a> {
                 let mut l = l.v.borrow_mut();
                 let n = l.len();
                 let i = match idx {
+                    // An index beyond a C ssize_t cannot be converted at all.
+                    Value::Big(ref b) if b.to_i64().is_none() => {
+                        return Err(Exc::py(
+                            "IndexError",
+                            "cannot fit 'int' into an index-sized integer",
+                        ))
+                    }
                     Value::Int(_) | Value::Bool(_) | Value::Big(_) => seq_index(&idx, n, "list")
                         .map_err(|_| Exc::py("IndexError", "list assignment index out of range"))?,
                     _ => {
@@ -1290,8 +1299,10 @@ impl<'a> Interp<'a> {
                 obj.type_name()
             )));
         };
+        // CPython checks the slice (types, a zero step) before the value.
+        let (_, _, step) = slice_adjust(lo, hi, st, l.v.borrow().len())?;
         let items = if !self.is_iterable(&v) {
-            let extended = !matches!(st, Value::None) && !matches!(st, Value::Int(1));
+            let extended = step != 1;
             return Err(type_err(if extended {
                 "must assign iterable to extended slice"
             } else {
@@ -1640,6 +1651,14 @@ impl<'a> Interp<'a> {
                 Ok(t.v.clone())
             }
             Value::Range(r) => {
+                // list(), tuple(), sorted() ... take len() first (CPython's
+                // length hint), which must fit a C ssize_t.
+                if r.len128() > i64::MAX as i128 {
+                    return Err(Exc::py(
+                        "OverflowError",
+                        "Python int too large to convert to C ssize_t",
+                    ));
+                }
                 let n = r.len() as u64;
                 mem_check_n(n, SLOT as u64)?;
                 tick(1 + n / 4)?;
@@ -1651,8 +1670,16 @@ impl<'a> Interp<'a> {
                 // swapped in once, not once per item.
                 if let Value::Iter(rc) = v {
                     if let Ok(mut inner) = rc.try_borrow_mut() {
-                        if let Iter::Gen(g) = &mut *inner {
-                            return self.collect_gen(g);
+                        match &mut *inner {
+                            Iter::Gen(g) => return self.collect_gen(g),
+                            // The reversed range's length hint, as above.
+                            Iter::Rev(Value::Range(r), _) if r.len128() > i64::MAX as i128 => {
+                                return Err(Exc::py(
+                                    "OverflowError",
+                                    "Python int too large to convert to C ssize_t",
+                                ));
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -2298,12 +2325,14 @@ impl<'a> Interp<'a> {
                         Some(FPart::Lit(t)) => &**t,
                         _ => "",
                     };
-                    if super::format::format_simple_into(&v, spec_s, s).map_err(|x| at(x, e.pos))? {
+                    // Formatting errors carry no position here: CPython
+                    // reports them at the start of the whole f-string
+                    // (the caller's position), not at the value's line.
+                    if super::format::format_simple_into(&v, spec_s, s)? {
                         mem_check(s.len() as u64)?;
                         continue;
                     }
-                    let text = format_value(&v, spec_s, &|x| self.str_of_simple(x))
-                        .map_err(|x| at(x, e.pos))?;
+                    let text = format_value(&v, spec_s, &|x| self.str_of_simple(x))?;
                     mem_check((s.len() + text.len()) as u64)?;
                     s.push_str(&text);
                 }
@@ -2342,8 +2371,7 @@ impl<'a> Interp<'a> {
                             continue;
                         }
                     }
-                    let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x))
-                        .map_err(|x| at(x, e.pos))?;
+                    let text = format_value(&v, &spec_s, &|x| self.str_of_simple(x))?;
                     mem_check((s.len() + text.len()) as u64)?;
                     s.push_str(&text);
                 }
@@ -2648,7 +2676,7 @@ fn fast_builtin1(b: super::compile::Builtin, v: &Value) -> Option<InterpResult<V
         (B::Float, Value::Int(i)) => Value::Float(*i as f64),
         (B::Bool, _) => Value::Bool(v.truthy()),
         (B::Abs, Value::Int(i)) if *i != i64::MIN => Value::Int(i.abs()),
-        (B::Abs, Value::Float(f)) => Value::Float(f.abs()),
+        (B::Abs, Value::Float(f)) => Value::new_float(f.abs()),
         _ => return None,
     }))
 }

@@ -258,6 +258,15 @@ fn str_arg<'v>(v: &'v Value, msg: &str) -> InterpResult<&'v str> {
     }
 }
 
+/// [`str_arg`] for an argument-clinic parameter: CPython names `None`
+/// itself there ("must be str, not None"), other values by type.
+fn clinic_str_arg<'v>(v: &'v Value, msg: &str) -> InterpResult<&'v str> {
+    match v {
+        Value::None => Err(type_err(format!("{msg}None"))),
+        _ => str_arg(v, msg),
+    }
+}
+
 /// Python's `str.isspace` for one character.
 pub fn py_isspace(c: char) -> bool {
     uc::has(c, uc::SPACE)
@@ -912,12 +921,16 @@ pub fn str_method_borrowed(
 /// is a byte test, so no prefix is re-validated as text.
 fn starts_ends_with(ps: &PyStr, m: Method, pos: &[Value]) -> InterpResult<Value> {
     tuple_arity(pos.len(), m.name(), 1, 3)?;
-    let Some((b0, b1)) = sub_range(ps, pos)? else {
-        return Ok(Value::Bool(false));
-    };
-    let hay = ps.as_bytes().get(b0..b1).unwrap_or_default();
+    // An empty range (start past the end) matches nothing, but the
+    // prefixes are still type-checked, as CPython does.
+    let range = sub_range(ps, pos)?;
+    let hay = range
+        .and_then(|(b0, b1)| ps.as_bytes().get(b0..b1))
+        .unwrap_or_default();
     let test = |p: &[u8]| {
-        if m == Method::Startswith {
+        if range.is_none() {
+            false
+        } else if m == Method::Startswith {
             hay.starts_with(p)
         } else {
             hay.ends_with(p)
@@ -994,9 +1007,13 @@ impl<'a> Interp<'a> {
                 _ => false,
             };
             if !takes_kw {
+                // bool's methods are int's (`int.bit_length`).
+                let owner = match recv {
+                    Value::Bool(_) => "int",
+                    _ => recv.type_name(),
+                };
                 return Err(type_err(format!(
-                    "{}.{}() takes no keyword arguments",
-                    recv.type_name(),
+                    "{owner}.{}() takes no keyword arguments",
                     m.name()
                 )));
             }
@@ -1290,8 +1307,8 @@ impl<'a> Interp<'a> {
             }
             Method::Replace => {
                 range_args(&a, "replace", 2, 3)?;
-                let old = str_arg(&a.pos[0], "replace() argument 1 must be str, not ")?;
-                let new = str_arg(&a.pos[1], "replace() argument 2 must be str, not ")?;
+                let old = clinic_str_arg(&a.pos[0], "replace() argument 1 must be str, not ")?;
+                let new = clinic_str_arg(&a.pos[1], "replace() argument 2 must be str, not ")?;
                 let count = match a.pos.get(2) {
                     Some(v) => as_index(v)?,
                     None => -1,
@@ -1380,8 +1397,10 @@ impl<'a> Interp<'a> {
             }
             Method::Find | Method::Rfind | Method::Index | Method::Rindex | Method::Count => {
                 tuple_args(&a, m.name(), 1, 3)?;
+                // CPython converts start and end before it checks `sub`.
+                let range = sub_range(ps, &a.pos)?;
                 let sub = str_arg(&a.pos[0], "must be str, not ")?;
-                let Some((b0, b1)) = sub_range(ps, &a.pos)? else {
+                let Some((b0, b1)) = range else {
                     return match m {
                         Method::Count => Ok(Value::Int(0)),
                         Method::Index | Method::Rindex => Err(value_err("substring not found")),
@@ -1529,7 +1548,7 @@ impl<'a> Interp<'a> {
             }
             Method::Removeprefix | Method::Removesuffix => {
                 let p = one_arg(&mut a, qual(m.name()))?;
-                let p = str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
+                let p = clinic_str_arg(&p, &format!("{}() argument must be str, not ", m.name()))?;
                 let r = if m == Method::Removeprefix {
                     s.strip_prefix(p)
                 } else {
@@ -1805,7 +1824,12 @@ impl<'a> Interp<'a> {
             }
             Method::Pop => {
                 range_args(&a, "pop", 1, 2)?;
-                let r = d.d.borrow_mut().remove(&a.pos[0])?;
+                // An empty dict answers without hashing the key (CPython).
+                let r = if d.d.borrow().is_empty() {
+                    None
+                } else {
+                    d.d.borrow_mut().remove(&a.pos[0])?
+                };
                 match r {
                     Some((_, v)) => Ok(v),
                     None => match a.pos.get(1) {
@@ -1937,7 +1961,13 @@ impl<'a> Interp<'a> {
             }
             Method::Discard | Method::Remove => {
                 let x = one_arg(&mut a, qual)?;
-                let r = s.d.borrow_mut().remove(&x)?;
+                // A set argument is looked up as a frozenset (CPython), which
+                // no set holds.
+                let r = if matches!(x, Value::Set(_)) {
+                    None
+                } else {
+                    s.d.borrow_mut().remove(&x)?
+                };
                 if r.is_none() && m == Method::Remove {
                     return Err(Exc::py("KeyError", self.repr(&x)?));
                 }
@@ -2037,6 +2067,20 @@ impl<'a> Interp<'a> {
             }
             Method::Isdisjoint | Method::Issubset | Method::Issuperset => {
                 let o = one_arg(&mut a, qual)?;
+                if m != Method::Issubset && !matches!(o, Value::Set(_)) {
+                    // CPython walks a non-set argument item by item and
+                    // stops at the first item that decides the answer.
+                    let stop_if_inside = m == Method::Isdisjoint;
+                    let mut it = self.iterate(&o)?;
+                    while let Some(x) = self.next(&mut it)? {
+                        tick(1)?;
+                        let inside = s.d.borrow().contains(&x)?;
+                        if inside == stop_if_inside {
+                            return Ok(Value::Bool(false));
+                        }
+                    }
+                    return Ok(Value::Bool(true));
+                }
                 let other = self.set_of(&o)?;
                 let mine = s.d.borrow();
                 let r = match m {
@@ -2176,70 +2220,493 @@ fn copy_dict(d: &Dict) -> InterpResult<Dict> {
 /// the fast path's flat keys: three words).
 pub const SORT_BYTES_PER_ITEM: u64 = 3 * SLOT as u64 + 24;
 
-/// Stable merge sort of indices by `keys` using only `<` (fallible).
+/// Stable sort of indices by `keys` using only `<` (fallible): CPython
+/// 3.11's `list.sort` (timsort with the powersort merge order), step for
+/// step. The comparisons happen in CPython's order, so a failing one (mixed
+/// types) raises the same error, and keys without a total order (NaN) end
+/// in CPython's order.
 fn merge_sort(idx: &mut [usize], keys: &[Value]) -> InterpResult<()> {
-    let n = idx.len();
-    if n < 2 {
-        return Ok(());
+    TimSort {
+        keys,
+        min_gallop: MIN_GALLOP,
     }
-    // Insertion sort for short runs, then bottom-up merging.
-    const RUN: usize = 16;
-    let mut start = 0;
-    while start < n {
-        let end = (start + RUN).min(n);
-        for i in start + 1..end {
-            let mut j = i;
-            while j > start {
-                tick(1)?;
-                if lt(&keys[idx[j]], &keys[idx[j - 1]])? {
-                    idx.swap(j, j - 1);
-                    j -= 1;
+    .sort(idx)
+}
+
+/// `MIN_GALLOP` of CPython's listobject.c.
+const MIN_GALLOP: usize = 7;
+
+/// A pending run: start, length and powersort power.
+#[derive(Clone, Copy)]
+struct Run {
+    base: usize,
+    len: usize,
+    power: u32,
+}
+
+/// CPython's `MergeState`, over a permutation of indices into `keys`.
+struct TimSort<'k> {
+    keys: &'k [Value],
+    min_gallop: usize,
+}
+
+/// CPython's `merge_compute_minrun`.
+fn compute_minrun(mut n: usize) -> usize {
+    let mut r = 0;
+    while n >= 64 {
+        r |= n & 1;
+        n >>= 1;
+    }
+    n + r
+}
+
+/// CPython's `powerloop`: the power of the run `[s1, s1 + n1)` followed by
+/// a run of `n2`, in a list of `n`.
+fn powerloop(s1: usize, n1: usize, n2: usize, n: usize) -> u32 {
+    let mut result = 0;
+    let mut a = 2 * s1 + n1;
+    let mut b = a + n1 + n2;
+    loop {
+        result += 1;
+        if a >= n {
+            a -= n;
+            b -= n;
+        } else if b >= n {
+            break;
+        }
+        a <<= 1;
+        b <<= 1;
+    }
+    result
+}
+
+impl TimSort<'_> {
+    /// `keys[x] < keys[y]`.
+    fn lt(&self, x: usize, y: usize) -> InterpResult<bool> {
+        tick(1)?;
+        match (self.keys.get(x), self.keys.get(y)) {
+            (Some(a), Some(b)) => lt(a, b),
+            _ => Err(Exc::internal("sort index out of range")),
+        }
+    }
+
+    fn sort(&mut self, v: &mut [usize]) -> InterpResult<()> {
+        let n = v.len();
+        if n < 2 {
+            return Ok(());
+        }
+        let minrun = compute_minrun(n);
+        let mut runs: Vec<Run> = Vec::new();
+        let mut lo = 0;
+        while lo < n {
+            let (mut len, descending) = self.count_run(&v[lo..])?;
+            if descending {
+                v[lo..lo + len].reverse();
+            }
+            if len < minrun {
+                let force = (n - lo).min(minrun);
+                self.binarysort(&mut v[lo..lo + force], len)?;
+                len = force;
+            }
+            // found_new_run
+            if let Some(last) = runs.last().copied() {
+                let power = powerloop(last.base, last.len, len, n);
+                while runs.len() > 1 && runs[runs.len() - 2].power > power {
+                    let i = runs.len() - 2;
+                    self.merge_at(v, &mut runs, i)?;
+                }
+                if let Some(last) = runs.last_mut() {
+                    last.power = power;
+                }
+            }
+            runs.push(Run {
+                base: lo,
+                len,
+                power: 0,
+            });
+            lo += len;
+        }
+        // merge_force_collapse
+        while runs.len() > 1 {
+            let mut i = runs.len() - 2;
+            if i > 0 && runs[i - 1].len < runs[i + 1].len {
+                i -= 1;
+            }
+            self.merge_at(v, &mut runs, i)?;
+        }
+        Ok(())
+    }
+
+    /// Length of the run at the start of `v` (non-empty), and whether it is
+    /// strictly descending.
+    fn count_run(&self, v: &[usize]) -> InterpResult<(usize, bool)> {
+        if v.len() < 2 {
+            return Ok((v.len(), false));
+        }
+        let mut n = 2;
+        if self.lt(v[1], v[0])? {
+            while n < v.len() && self.lt(v[n], v[n - 1])? {
+                n += 1;
+            }
+            Ok((n, true))
+        } else {
+            while n < v.len() && !self.lt(v[n], v[n - 1])? {
+                n += 1;
+            }
+            Ok((n, false))
+        }
+    }
+
+    /// Binary insertion sort of `v`, whose first `start` items are sorted.
+    fn binarysort(&self, v: &mut [usize], start: usize) -> InterpResult<()> {
+        for i in start.max(1)..v.len() {
+            let pivot = v[i];
+            let (mut l, mut r) = (0, i);
+            while l < r {
+                let p = l + ((r - l) >> 1);
+                if self.lt(pivot, v[p])? {
+                    r = p;
+                } else {
+                    l = p + 1;
+                }
+            }
+            v.copy_within(l..i, l + 1);
+            v[l] = pivot;
+        }
+        Ok(())
+    }
+
+    /// Where `key` belongs in sorted `a`: before the equal items.
+    fn gallop_left(&self, key: usize, a: &[usize], hint: usize) -> InterpResult<usize> {
+        let n = a.len() as isize;
+        let h = hint as isize;
+        let (mut lastofs, mut ofs): (isize, isize) = (0, 1);
+        if self.lt(a[hint], key)? {
+            let maxofs = n - h;
+            while ofs < maxofs {
+                if self.lt(a[(h + ofs) as usize], key)? {
+                    lastofs = ofs;
+                    ofs = (ofs << 1) + 1;
                 } else {
                     break;
                 }
             }
+            ofs = ofs.min(maxofs);
+            lastofs += h;
+            ofs += h;
+        } else {
+            let maxofs = h + 1;
+            while ofs < maxofs {
+                if self.lt(a[(h - ofs) as usize], key)? {
+                    break;
+                }
+                lastofs = ofs;
+                ofs = (ofs << 1) + 1;
+            }
+            ofs = ofs.min(maxofs);
+            let k = lastofs;
+            lastofs = h - ofs;
+            ofs = h - k;
         }
-        start = end;
+        lastofs += 1;
+        while lastofs < ofs {
+            let m = lastofs + ((ofs - lastofs) >> 1);
+            if self.lt(a[m as usize], key)? {
+                lastofs = m + 1;
+            } else {
+                ofs = m;
+            }
+        }
+        Ok(ofs as usize)
     }
-    let mut buf = vec![0usize; n];
-    let mut width = RUN;
-    while width < n {
-        let mut lo = 0;
-        while lo < n {
-            let mid = (lo + width).min(n);
-            let hi = (lo + 2 * width).min(n);
-            if mid < hi {
-                // Already ordered across the boundary?
-                tick(1)?;
-                if lt(&keys[idx[mid]], &keys[idx[mid - 1]])? {
-                    let (mut i, mut j, mut k) = (lo, mid, lo);
-                    while i < mid && j < hi {
-                        tick(1)?;
-                        if lt(&keys[idx[j]], &keys[idx[i]])? {
-                            buf[k] = idx[j];
-                            j += 1;
-                        } else {
-                            buf[k] = idx[i];
-                            i += 1;
-                        }
-                        k += 1;
-                    }
-                    while i < mid {
-                        buf[k] = idx[i];
-                        i += 1;
-                        k += 1;
-                    }
-                    while j < hi {
-                        buf[k] = idx[j];
-                        j += 1;
-                        k += 1;
-                    }
-                    idx[lo..hi].copy_from_slice(&buf[lo..hi]);
+
+    /// Where `key` belongs in sorted `a`: after the equal items.
+    fn gallop_right(&self, key: usize, a: &[usize], hint: usize) -> InterpResult<usize> {
+        let n = a.len() as isize;
+        let h = hint as isize;
+        let (mut lastofs, mut ofs): (isize, isize) = (0, 1);
+        if self.lt(key, a[hint])? {
+            let maxofs = h + 1;
+            while ofs < maxofs {
+                if self.lt(key, a[(h - ofs) as usize])? {
+                    lastofs = ofs;
+                    ofs = (ofs << 1) + 1;
+                } else {
+                    break;
                 }
             }
-            lo = hi;
+            ofs = ofs.min(maxofs);
+            let k = lastofs;
+            lastofs = h - ofs;
+            ofs = h - k;
+        } else {
+            let maxofs = n - h;
+            while ofs < maxofs {
+                if self.lt(key, a[(h + ofs) as usize])? {
+                    break;
+                }
+                lastofs = ofs;
+                ofs = (ofs << 1) + 1;
+            }
+            ofs = ofs.min(maxofs);
+            lastofs += h;
+            ofs += h;
         }
-        width *= 2;
+        lastofs += 1;
+        while lastofs < ofs {
+            let m = lastofs + ((ofs - lastofs) >> 1);
+            if self.lt(key, a[m as usize])? {
+                ofs = m;
+            } else {
+                lastofs = m + 1;
+            }
+        }
+        Ok(ofs as usize)
     }
-    Ok(())
+
+    /// Merge the pending runs `i` and `i + 1`.
+    fn merge_at(&mut self, v: &mut [usize], runs: &mut Vec<Run>, i: usize) -> InterpResult<()> {
+        let (base_a, na) = (runs[i].base, runs[i].len);
+        let (base_b, nb) = (runs[i + 1].base, runs[i + 1].len);
+        runs[i].len = na + nb;
+        runs.remove(i + 1);
+        // Items of a before b's first item are already in place.
+        let k = self.gallop_right(v[base_b], &v[base_a..base_a + na], 0)?;
+        let (base_a, na) = (base_a + k, na - k);
+        if na == 0 {
+            return Ok(());
+        }
+        // Items of b after a's last item are already in place.
+        let nb = self.gallop_left(v[base_a + na - 1], &v[base_b..base_b + nb], nb - 1)?;
+        if nb == 0 {
+            return Ok(());
+        }
+        let s = &mut v[base_a..base_b + nb];
+        if na <= nb {
+            self.merge_lo(s, na)
+        } else {
+            self.merge_hi(s, na)
+        }
+    }
+
+    /// Merge `v[..na]` and `v[na..]` (both sorted, `na <= len - na`).
+    fn merge_lo(&mut self, v: &mut [usize], na: usize) -> InterpResult<()> {
+        let tmp: Vec<usize> = v[..na].to_vec();
+        let (mut na, mut nb) = (na, v.len() - na);
+        let (mut pa, mut pb, mut dest) = (0, na, 0);
+        v[dest] = v[pb];
+        dest += 1;
+        pb += 1;
+        nb -= 1;
+        let copy_b = 'merge: {
+            if nb == 0 {
+                break 'merge false;
+            }
+            if na == 1 {
+                break 'merge true;
+            }
+            let mut min_gallop = self.min_gallop;
+            loop {
+                let (mut acount, mut bcount) = (0, 0);
+                loop {
+                    if self.lt(v[pb], tmp[pa])? {
+                        v[dest] = v[pb];
+                        dest += 1;
+                        pb += 1;
+                        bcount += 1;
+                        acount = 0;
+                        nb -= 1;
+                        if nb == 0 {
+                            break 'merge false;
+                        }
+                        if bcount >= min_gallop {
+                            break;
+                        }
+                    } else {
+                        v[dest] = tmp[pa];
+                        dest += 1;
+                        pa += 1;
+                        acount += 1;
+                        bcount = 0;
+                        na -= 1;
+                        if na == 1 {
+                            break 'merge true;
+                        }
+                        if acount >= min_gallop {
+                            break;
+                        }
+                    }
+                }
+                min_gallop += 1;
+                loop {
+                    min_gallop -= usize::from(min_gallop > 1);
+                    self.min_gallop = min_gallop;
+                    let k = self.gallop_right(v[pb], &tmp[pa..pa + na], 0)?;
+                    acount = k;
+                    if k > 0 {
+                        v[dest..dest + k].copy_from_slice(&tmp[pa..pa + k]);
+                        dest += k;
+                        pa += k;
+                        na -= k;
+                        if na == 1 {
+                            break 'merge true;
+                        }
+                        if na == 0 {
+                            break 'merge false;
+                        }
+                    }
+                    v[dest] = v[pb];
+                    dest += 1;
+                    pb += 1;
+                    nb -= 1;
+                    if nb == 0 {
+                        break 'merge false;
+                    }
+                    let k = self.gallop_left(tmp[pa], &v[pb..pb + nb], 0)?;
+                    bcount = k;
+                    if k > 0 {
+                        v.copy_within(pb..pb + k, dest);
+                        dest += k;
+                        pb += k;
+                        nb -= k;
+                        if nb == 0 {
+                            break 'merge false;
+                        }
+                    }
+                    v[dest] = tmp[pa];
+                    dest += 1;
+                    pa += 1;
+                    na -= 1;
+                    if na == 1 {
+                        break 'merge true;
+                    }
+                    if acount < MIN_GALLOP && bcount < MIN_GALLOP {
+                        break;
+                    }
+                }
+                min_gallop += 1;
+                self.min_gallop = min_gallop;
+            }
+        };
+        if copy_b {
+            // The last item of a belongs at the end.
+            v.copy_within(pb..pb + nb, dest);
+            v[dest + nb] = tmp[pa];
+        } else if na > 0 {
+            v[dest..dest + na].copy_from_slice(&tmp[pa..pa + na]);
+        }
+        Ok(())
+    }
+
+    /// Merge `v[..na]` and `v[na..]` (both sorted, `na > len - na`), from
+    /// the right. Positions are one past the current item, to stay unsigned.
+    fn merge_hi(&mut self, v: &mut [usize], na: usize) -> InterpResult<()> {
+        let tmp: Vec<usize> = v[na..].to_vec();
+        let (mut na, mut nb) = (na, v.len() - na);
+        // One past the last remaining item of a (in v), of b (in tmp), and
+        // one past the next slot to fill.
+        let (mut pa, mut pb, mut dest) = (na, nb, v.len());
+        dest -= 1;
+        pa -= 1;
+        v[dest] = v[pa];
+        na -= 1;
+        let copy_a = 'merge: {
+            if na == 0 {
+                break 'merge false;
+            }
+            if nb == 1 {
+                break 'merge true;
+            }
+            let mut min_gallop = self.min_gallop;
+            loop {
+                let (mut acount, mut bcount) = (0, 0);
+                loop {
+                    if self.lt(tmp[pb - 1], v[pa - 1])? {
+                        dest -= 1;
+                        pa -= 1;
+                        v[dest] = v[pa];
+                        acount += 1;
+                        bcount = 0;
+                        na -= 1;
+                        if na == 0 {
+                            break 'merge false;
+                        }
+                        if acount >= min_gallop {
+                            break;
+                        }
+                    } else {
+                        dest -= 1;
+                        pb -= 1;
+                        v[dest] = tmp[pb];
+                        bcount += 1;
+                        acount = 0;
+                        nb -= 1;
+                        if nb == 1 {
+                            break 'merge true;
+                        }
+                        if bcount >= min_gallop {
+                            break;
+                        }
+                    }
+                }
+                min_gallop += 1;
+                loop {
+                    min_gallop -= usize::from(min_gallop > 1);
+                    self.min_gallop = min_gallop;
+                    let k = na - self.gallop_right(tmp[pb - 1], &v[..na], na - 1)?;
+                    acount = k;
+                    if k > 0 {
+                        dest -= k;
+                        pa -= k;
+                        v.copy_within(pa..pa + k, dest);
+                        na -= k;
+                        if na == 0 {
+                            break 'merge false;
+                        }
+                    }
+                    dest -= 1;
+                    pb -= 1;
+                    v[dest] = tmp[pb];
+                    nb -= 1;
+                    if nb == 1 {
+                        break 'merge true;
+                    }
+                    let k = nb - self.gallop_left(v[pa - 1], &tmp[..nb], nb - 1)?;
+                    bcount = k;
+                    if k > 0 {
+                        dest -= k;
+                        pb -= k;
+                        v[dest..dest + k].copy_from_slice(&tmp[pb..pb + k]);
+                        nb -= k;
+                        if nb == 1 {
+                            break 'merge true;
+                        }
+                        if nb == 0 {
+                            break 'merge false;
+                        }
+                    }
+                    dest -= 1;
+                    pa -= 1;
+                    v[dest] = v[pa];
+                    na -= 1;
+                    if na == 0 {
+                        break 'merge false;
+                    }
+                    if acount < MIN_GALLOP && bcount < MIN_GALLOP {
+                        break;
+                    }
+                }
+                min_gallop += 1;
+                self.min_gallop = min_gallop;
+            }
+        };
+        if copy_a {
+            // The first item of b belongs at the front.
+            v.copy_within(pa - na..pa, dest - na);
+            v[dest - na - 1] = tmp[pb - 1];
+        } else if nb > 0 {
+            v[dest - nb..dest].copy_from_slice(&tmp[..nb]);
+        }
+        Ok(())
+    }
 }

@@ -212,7 +212,7 @@ fn num_binop(op: BinOp, x: &Num, y: &Num) -> InterpResult<Value> {
     let any_float = matches!(x, Num::F(_)) || matches!(y, Num::F(_));
     if any_float {
         let (a, b) = (as_f64(x)?, as_f64(y)?);
-        return Ok(Value::Float(match op {
+        return Ok(Value::new_float(match op {
             BinOp::Add => a + b,
             BinOp::Sub => a - b,
             BinOp::Mul => a * b,
@@ -620,7 +620,7 @@ pub fn neg(v: &Value) -> InterpResult<Value> {
         },
         Value::Bool(b) => Value::Int(-(*b as i64)),
         Value::Big(b) => Value::from_big(-(**b).clone()),
-        Value::Float(f) => Value::Float(-f),
+        Value::Float(f) => Value::new_float(-f),
         _ => {
             return Err(type_err(format!(
                 "bad operand type for unary -: '{}'",

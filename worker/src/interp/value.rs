@@ -1056,7 +1056,30 @@ impl Clone for Value {
     }
 }
 
+thread_local! {
+    static NAN_SEQ: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+/// A NaN with a payload unique on this thread, so that two `float('nan')`
+/// objects are not `is`-identical while one object is identical to itself
+/// (floats are unboxed; the payload stands in for the object identity).
+pub fn fresh_nan() -> f64 {
+    let n = NAN_SEQ.with(|c| {
+        let v = c.get();
+        c.set(v.wrapping_add(1));
+        v
+    });
+    f64::from_bits(0x7ff8_0000_0000_0000 | (n & 0x0007_ffff_ffff_ffff))
+}
+
 impl Value {
+    /// A float computed by arithmetic: a new object in CPython, so a NaN
+    /// result gets a fresh payload (not `is`-identical to any other NaN).
+    #[inline]
+    pub fn new_float(f: f64) -> Value {
+        Value::Float(if f.is_nan() { fresh_nan() } else { f })
+    }
+
     /// A dict view of the given kind.
     pub fn view(d: Rc<DictObj>, kind: ViewKind) -> Value {
         match kind {

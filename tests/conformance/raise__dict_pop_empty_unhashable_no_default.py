@@ -1,0 +1,3 @@
+# pop() on an empty dict raises KeyError for the key, even an unhashable one.
+cache = {}
+cache.pop(["k"])

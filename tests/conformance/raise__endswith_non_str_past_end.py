@@ -1,0 +1,2 @@
+name = "abc"
+name.endswith(5, 10)

@@ -1,0 +1,2 @@
+text = "report.txt"
+text.removesuffix(None)
