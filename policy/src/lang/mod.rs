@@ -351,7 +351,9 @@ fn check_rewritten(
     let mut body = match parsed {
         Ok(b) => b,
         Err(e) => {
-            if let Some(p) = bracket_problem {
+            if let Some(p) = bracket_problem
+                .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
+            {
                 let msg =
                     p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
                 return Err(vec![error_at(
@@ -374,6 +376,19 @@ fn check_rewritten(
             )]);
         }
     };
+    // CPython 3.11 rejects a backslash in an f-string field's expression
+    // (`f'{"a\\n"}'`), which the parser accepts.
+    if let Some(p @ prescan::BracketProblem::FstringBackslash { .. }) = &bracket_problem {
+        let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+        return Err(vec![error_at(
+            source,
+            starts,
+            p.offset(),
+            "SyntaxError",
+            msg,
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        )]);
+    }
     // Pass 1 (iterative): normalise identifiers, collect assigned names,
     // bound the depth. The AST bound has a little slack over the pre-scan's
     // (which is the primary check) because the two count slightly differently.

@@ -64,6 +64,13 @@ pub enum BracketProblem {
         /// Offset of that opening bracket.
         open_offset: usize,
     },
+    /// A backslash in an f-string replacement field's expression (3.11
+    /// rejects it; 3.12 allows it). Only reported when the parser accepts
+    /// the program.
+    FstringBackslash {
+        /// Offset of the backslash.
+        offset: usize,
+    },
     /// A string literal without its closing quote(s).
     Unterminated {
         /// Offset of the literal (prefix included).
@@ -89,6 +96,7 @@ impl BracketProblem {
             BracketProblem::NeverClosed { offset, .. }
             | BracketProblem::Mismatch { offset, .. }
             | BracketProblem::Unmatched { offset, .. }
+            | BracketProblem::FstringBackslash { offset }
             | BracketProblem::Unterminated { offset, .. } => *offset,
         }
     }
@@ -114,6 +122,9 @@ impl BracketProblem {
                 }
             }
             BracketProblem::Unmatched { ch, .. } => format!("unmatched '{ch}'"),
+            BracketProblem::FstringBackslash { .. } => {
+                "f-string expression part cannot include a backslash".to_string()
+            }
             BracketProblem::Unterminated {
                 triple,
                 detected_at,
@@ -161,7 +172,7 @@ pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> 
     };
     s.run()?;
     if let Some(f) = s.frames.get(1) {
-        if s.problem.is_none() {
+        if s_no_bracket_problem(&s.problem) {
             s.problem = Some(BracketProblem::NeverClosed {
                 offset: f.open_at,
                 ch: char::from(f.ch),
@@ -233,7 +244,7 @@ impl Scanner<'_> {
     fn close(&mut self, offset: usize, ch: u8) {
         if self.frames.len() <= 1 {
             // Unbalanced: the parser will report it; remember it for a better message.
-            if self.problem.is_none() {
+            if s_no_bracket_problem(&self.problem) {
                 self.problem = Some(BracketProblem::Unmatched {
                     offset,
                     ch: char::from(ch),
@@ -248,7 +259,7 @@ impl Scanner<'_> {
                 b'[' => b']',
                 _ => b'}',
             };
-            if want != ch && self.problem.is_none() {
+            if want != ch && s_no_bracket_problem(&self.problem) {
                 self.problem = Some(BracketProblem::Mismatch {
                     offset,
                     close: char::from(ch),
@@ -453,9 +464,16 @@ impl Scanner<'_> {
         let mut braces = 0usize;
         let mut local = 0usize;
         let mut local_max = 0usize;
+        // Past a `:` of the current top-level field: the format spec, where
+        // backslashes are allowed. Any `:` counts (also one inside brackets),
+        // so a backslash is only flagged where it surely is in an expression.
+        let mut in_spec = false;
         while i < n {
             let c = src[i];
             if c == b'\\' {
+                if fstring && braces > 0 && !in_spec && self.problem.is_none() {
+                    self.problem = Some(BracketProblem::FstringBackslash { offset: i });
+                }
                 i += 2;
                 continue;
             }
@@ -490,10 +508,12 @@ impl Scanner<'_> {
                         local = local.saturating_sub(1);
                         if braces == 0 {
                             // A replacement field ended: the next one starts afresh.
+                            in_spec = false;
                             local = 0;
                             local_max = 0;
                         }
                     }
+                    b':' if braces > 0 => in_spec = true,
                     b'(' | b'[' if braces > 0 => local += 1,
                     b')' | b']' if braces > 0 => local = local.saturating_sub(1),
                     b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'.' if braces > 0 => local_max += 1,
@@ -521,7 +541,7 @@ impl Scanner<'_> {
             }
             i += 1;
         }
-        if !closed && self.problem.is_none() {
+        if !closed && s_no_bracket_problem(&self.problem) {
             self.problem = Some(BracketProblem::Unterminated {
                 offset: prefix_start,
                 triple,
@@ -530,6 +550,12 @@ impl Scanner<'_> {
         }
         Ok(i.min(n))
     }
+}
+
+/// No problem recorded yet, or only an f-string backslash (which a bracket
+/// or string problem replaces: those are what make the parser fail).
+fn s_no_bracket_problem(p: &Option<BracketProblem>) -> bool {
+    matches!(p, None | Some(BracketProblem::FstringBackslash { .. }))
 }
 
 fn is_string_prefix(word: &[u8]) -> bool {
@@ -546,6 +572,22 @@ fn is_string_prefix(word: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fstring_backslash_in_expression_only() {
+        let bad = "x = f'{\"a\\n\"!r}'\n";
+        assert!(matches!(
+            scan(bad, 100),
+            Ok(Some(BracketProblem::FstringBackslash { .. }))
+        ));
+        for ok in [
+            "f'{x:\\x3e5}\\n'\n",
+            "rf'\\d{x}\\w'\n",
+            "f'{d[1:2]}\\t{y!r:>{3}}'\n",
+        ] {
+            assert_eq!(scan(ok, 100), Ok(None), "{ok}");
+        }
+    }
 
     #[test]
     fn ordinary_programs_pass() {

@@ -295,7 +295,9 @@ pub fn parse_spec(spec: &str, tyname: &str) -> InterpResult<Spec> {
     if let Some(c @ (',' | '_')) = it.peek().copied() {
         sp.grouping = Some(c);
         it.next();
-        if matches!(it.peek(), Some(',' | '_')) {
+        // A second, different separator is an error here; the same one
+        // again is read as the type (`,,` -> "Cannot specify ',' with ','.").
+        if matches!(it.peek(), Some(',' | '_')) && it.peek() != Some(&c) {
             return Err(value_err("Cannot specify both ',' and '_'."));
         }
     }
