@@ -348,22 +348,26 @@ fn check_rewritten(
             _ => Vec::new(),
         }),
     };
+    // A pre-scan problem as the SyntaxError at its own offset.
+    let scan_error = |p: &prescan::BracketProblem| {
+        let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+        vec![error_at(
+            source,
+            starts,
+            p.offset(),
+            "SyntaxError",
+            msg,
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        )]
+    };
     let mut body = match parsed {
         Ok(b) => b,
         Err(e) => {
             if let Some(p) = bracket_problem
+                .as_ref()
                 .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
             {
-                let msg =
-                    p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
-                return Err(vec![error_at(
-                    source,
-                    starts,
-                    p.offset(),
-                    "SyntaxError",
-                    msg,
-                    Some("the program must be valid Python 3.11 syntax".to_string()),
-                )]);
+                return Err(scan_error(p));
             }
             let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
@@ -379,15 +383,7 @@ fn check_rewritten(
     // CPython 3.11 rejects a backslash in an f-string field's expression
     // (`f'{"a\\n"}'`), which the parser accepts.
     if let Some(p @ prescan::BracketProblem::FstringBackslash { .. }) = &bracket_problem {
-        let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
-        return Err(vec![error_at(
-            source,
-            starts,
-            p.offset(),
-            "SyntaxError",
-            msg,
-            Some("the program must be valid Python 3.11 syntax".to_string()),
-        )]);
+        return Err(scan_error(p));
     }
     // Pass 1 (iterative): normalise identifiers, collect assigned names,
     // bound the depth. The AST bound has a little slack over the pre-scan's

@@ -172,7 +172,7 @@ pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> 
     };
     s.run()?;
     if let Some(f) = s.frames.get(1) {
-        if s_no_bracket_problem(&s.problem) {
+        if no_problem_but_a_backslash(&s.problem) {
             s.problem = Some(BracketProblem::NeverClosed {
                 offset: f.open_at,
                 ch: char::from(f.ch),
@@ -244,7 +244,7 @@ impl Scanner<'_> {
     fn close(&mut self, offset: usize, ch: u8) {
         if self.frames.len() <= 1 {
             // Unbalanced: the parser will report it; remember it for a better message.
-            if s_no_bracket_problem(&self.problem) {
+            if no_problem_but_a_backslash(&self.problem) {
                 self.problem = Some(BracketProblem::Unmatched {
                     offset,
                     ch: char::from(ch),
@@ -259,7 +259,7 @@ impl Scanner<'_> {
                 b'[' => b']',
                 _ => b'}',
             };
-            if want != ch && s_no_bracket_problem(&self.problem) {
+            if want != ch && no_problem_but_a_backslash(&self.problem) {
                 self.problem = Some(BracketProblem::Mismatch {
                     offset,
                     close: char::from(ch),
@@ -541,7 +541,7 @@ impl Scanner<'_> {
             }
             i += 1;
         }
-        if !closed && s_no_bracket_problem(&self.problem) {
+        if !closed && no_problem_but_a_backslash(&self.problem) {
             self.problem = Some(BracketProblem::Unterminated {
                 offset: prefix_start,
                 triple,
@@ -554,7 +554,7 @@ impl Scanner<'_> {
 
 /// No problem recorded yet, or only an f-string backslash (which a bracket
 /// or string problem replaces: those are what make the parser fail).
-fn s_no_bracket_problem(p: &Option<BracketProblem>) -> bool {
+fn no_problem_but_a_backslash(p: &Option<BracketProblem>) -> bool {
     matches!(p, None | Some(BracketProblem::FstringBackslash { .. }))
 }
 
