@@ -105,6 +105,10 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, String> {
 /// regrow within seconds, so trimming rarely lets RSS creep.
 const TRIM_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// After the drain, how long the connections still open may write their
+/// last replies before they are aborted.
+const REPLY_SETTLE: Duration = Duration::from_millis(100);
+
 /// Bind a TCP address given as HOST:PORT.
 async fn bind_tcp(addr: &str) -> Result<tokio::net::TcpListener, String> {
     tokio::net::TcpListener::bind(addr)
@@ -310,6 +314,15 @@ async fn run(args: Args, workspace: PathBuf, cfg: serve::config::ServeConfig) ->
     }
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || s.kill_all()).await;
+    if !conns.is_empty() {
+        // A unix-socket run stops counting as in flight just before its
+        // connection task writes the reply (microseconds later), and a
+        // killed run still answers with its error. Those tasks are about
+        // to be aborted: give the last replies a moment to go out first.
+        // (Counting replies written instead cannot work: a cancelled run's
+        // reply goes out before its run ends.)
+        tokio::time::sleep(REPLY_SETTLE).await;
+    }
     http.close(Duration::from_secs(1)).await;
     conns.abort_all();
     if let Some(p) = &args.metrics_socket {
