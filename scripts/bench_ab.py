@@ -18,7 +18,8 @@ falls on both sides), per measure:
   warm      `Supervisor::run` from the warm pool (bench_peers_rs): median of
             REPS runs per program (loop+dict, 1+1)
   toolcall  one `read_file` round trip, tool work subtracted (bench_peers_rs)
-  mcp       `lackpy mcp` `run_program` `1 + 1`: p50 of 200 calls
+  mcp       `lackpy mcp` `run_program` `1 + 1`: p50 of 200 calls, over pipes
+            (Python's and rmcp's clients) and over sockets (Node's child_process)
 
 Answers are checked before timing (bench_peers.py does it for its parts; a
 wrong answer stops the run). The table gives, per measure, the median over
@@ -72,6 +73,10 @@ def measure(side):
         raise SystemExit(f"bench_ab: {lackpy} mcp failed: {m}")
     out["mcp `run_program` p50"] = statistics.median(m["1 + 1"]["samples"])
     out["mcp spawn → initialized"] = statistics.median(m["init"])
+    m = bp.bench_mcp_server([lackpy, "mcp", "--workspace", ws], {}, n=200, spawns=1, sockets=True)
+    if "error" in m or "error" in m.get("1 + 1", {}):
+        raise SystemExit(f"bench_ab: {lackpy} mcp on sockets failed: {m}")
+    out["mcp `run_program` p50, stdio sockets (Node)"] = statistics.median(m["1 + 1"]["samples"])
     return out
 
 

@@ -480,21 +480,36 @@ def section_cold():
 # ---------------------------------------------------------------- MCP over stdio
 
 class StdioMcp(JsonRpcClient):
-    """The client on a server's stdin/stdout (lines that are not JSON are skipped)."""
+    """The client on a server's stdin/stdout (lines that are not JSON are skipped).
+
+    sockets=True hands the server a socket for each stream instead of a pipe,
+    as Node's child_process does (so every TypeScript SDK client)."""
 
     client_name = "lackpy-bench"
 
-    def __init__(self, argv, cwd):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, argv, cwd, sockets=False):
+        if not sockets:
+            self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, cwd=cwd)
+            self.w, self.r = self.p.stdin, self.p.stdout
+            return
+        import socket
+        in_ours, in_theirs = socket.socketpair()
+        out_ours, out_theirs = socket.socketpair()
+        self.p = subprocess.Popen(argv, stdin=in_theirs.fileno(), stdout=out_theirs.fileno(),
                                   stderr=subprocess.DEVNULL, cwd=cwd)
+        in_theirs.close()
+        out_theirs.close()
+        self._socks = (in_ours, out_ours)
+        self.w, self.r = in_ours.makefile("wb"), out_ours.makefile("rb")
 
     def send(self, obj):
-        self.p.stdin.write((json.dumps(obj) + "\n").encode())
-        self.p.stdin.flush()
+        self.w.write((json.dumps(obj) + "\n").encode())
+        self.w.flush()
 
     def recv(self):
         while True:
-            line = self.p.stdout.readline()
+            line = self.r.readline()
             if not line:
                 raise EOFError("server closed stdout")
             try:
@@ -504,7 +519,9 @@ class StdioMcp(JsonRpcClient):
 
     def close(self):
         try:
-            self.p.stdin.close()
+            self.w.close()
+            for sock in getattr(self, "_socks", ()):
+                sock.close()
             self.p.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             self.p.kill()
@@ -534,12 +551,12 @@ def mcp_value(resp):
     return sc.get("output")
 
 
-def bench_mcp_server(argv, extra, n=200, spawns=5):
+def bench_mcp_server(argv, extra, n=200, spawns=5, sockets=False):
     ws = workspace()
     init = []
     for _ in range(spawns):
         t = time.perf_counter()
-        c = StdioMcp(argv, ws)
+        c = StdioMcp(argv, ws, sockets)
         try:
             r = c.initialize()
         except (EOFError, OSError) as e:
@@ -549,7 +566,7 @@ def bench_mcp_server(argv, extra, n=200, spawns=5):
         c.close()
         if "error" in r:
             return {"error": "initialize failed: " + json.dumps(r["error"])[:120]}
-    c = StdioMcp(argv, ws)
+    c = StdioMcp(argv, ws, sockets)
     try:
         c.initialize()
         time.sleep(0.3)  # let a warm pool fill

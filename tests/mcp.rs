@@ -480,6 +480,92 @@ fn eof_with_a_run_in_flight_exits_quickly() {
     );
 }
 
+/// Node's `child_process` (hence every TypeScript SDK client) hands the
+/// server sockets, not pipes, as stdin and stdout: the server reads and
+/// writes them through the reactor. A request written in pieces, answers
+/// that outgrow the socket buffer, and shutting the socket's write side
+/// (EOF) all behave as over pipes.
+#[test]
+fn stdio_over_sockets_like_node_clients() {
+    use std::os::unix::net::UnixStream;
+    let ws = util::workspace(&[]);
+    let (ours_in, theirs_in) = UnixStream::pair().expect("socketpair");
+    let (ours_out, theirs_out) = UnixStream::pair().expect("socketpair");
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    let io = [
+        Stdio::from(std::os::fd::OwnedFd::from(theirs_in)),
+        Stdio::from(std::os::fd::OwnedFd::from(theirs_out)),
+        Stdio::null(),
+    ];
+    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
+    let mut stdin = ours_in;
+    let mut lines = BufReader::new(ours_out).lines();
+    // The first frame in two writes, split inside the JSON.
+    let init = format!("{}\n", initialize_frame());
+    let (a, b) = init.split_at(init.len() / 2);
+    stdin.write_all(a.as_bytes()).expect("write");
+    stdin.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(50));
+    stdin.write_all(b.as_bytes()).expect("write");
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(first.contains("\"id\":1"), "{first}");
+    // 64 listings (~8 KB each) written before reading any: more than the
+    // socket buffer holds, so the server's writes must wait for room.
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("write frame");
+    for id in 100..164 {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+        )
+        .expect("write frame");
+    }
+    let run = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "run_program", "arguments": {"program": "6 * 7"}}});
+    writeln!(stdin, "{run}").expect("write frame");
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 65 {
+        let line = match lines.next() {
+            Some(Ok(l)) => l,
+            other => panic!("stream ended early: {other:?}"),
+        };
+        let v: Value = serde_json::from_str(&line).expect("JSON frame");
+        answers.insert(v["id"].as_u64().unwrap_or(0), v);
+    }
+    for id in 100..164 {
+        let tools = answers[&id]["result"]["tools"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert!(tools > 3, "listing {id}: {}", answers[&id]);
+    }
+    assert!(
+        answers[&3]["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("42")),
+        "{}",
+        answers[&3]
+    );
+    let t = Instant::now();
+    stdin.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            assert!(s.success(), "{s:?}");
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            let _ = child.kill();
+            panic!("lackpy mcp did not exit after EOF on its socket");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Closing stdin before initializing is a clean end; a bad workspace is a
 /// usage error (exit 3); neither writes to stdout.
 #[test]

@@ -114,18 +114,22 @@ pub async fn serve_stdio(backend: Arc<dyn backend::Backend>) -> anyhow::Result<(
 /// Reader half of the private stdio transport.
 enum Reader {
     Pipe(tokio::net::unix::pipe::Receiver),
+    Socket(SocketIo),
     File(tokio::fs::File),
 }
 
 /// Writer half of the private stdio transport.
 enum Writer {
     Pipe(tokio::net::unix::pipe::Sender),
+    Socket(SocketIo),
     File(tokio::fs::File),
 }
 
 /// Move the protocol streams off fds 0 and 1: duplicate them (close-on-exec),
-/// then point fd 0 at `/dev/null` and fd 1 at stderr. FIFOs (how MCP clients
-/// launch servers) are reopened non-blocking for the reactor; anything else
+/// then point fd 0 at `/dev/null` and fd 1 at stderr. FIFOs (how Python and
+/// Rust MCP clients launch servers) are reopened non-blocking for the
+/// reactor, sockets (Node's `child_process`, hence the TypeScript SDK's
+/// clients) are driven by the reactor too (see [`SocketIo`]); anything else
 /// goes through the blocking pool.
 fn private_stdio() -> io::Result<(Reader, Writer)> {
     let input: OwnedFd = io::stdin().as_fd().try_clone_to_owned()?;
@@ -133,15 +137,82 @@ fn private_stdio() -> io::Result<(Reader, Writer)> {
     let devnull = std::fs::File::open("/dev/null")?;
     nix::unistd::dup2_stdin(&devnull).map_err(io::Error::from)?;
     nix::unistd::dup2_stdout(io::stderr()).map_err(io::Error::from)?;
-    let reader = match reopen_fifo(&input, false) {
-        Some(fd) => Reader::Pipe(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
-        None => Reader::File(tokio::fs::File::from_std(std::fs::File::from(input))),
+    let reader = match (reopen_fifo(&input, false), is_socket(&input)) {
+        (Some(fd), _) => Reader::Pipe(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
+        (None, true) => Reader::Socket(SocketIo::new(input)?),
+        (None, false) => Reader::File(tokio::fs::File::from_std(std::fs::File::from(input))),
     };
-    let writer = match reopen_fifo(&output, true) {
-        Some(fd) => Writer::Pipe(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?),
-        None => Writer::File(tokio::fs::File::from_std(std::fs::File::from(output))),
+    let writer = match (reopen_fifo(&output, true), is_socket(&output)) {
+        (Some(fd), _) => Writer::Pipe(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?),
+        (None, true) => Writer::Socket(SocketIo::new(output)?),
+        (None, false) => Writer::File(tokio::fs::File::from_std(std::fs::File::from(output))),
     };
     Ok((reader, writer))
+}
+
+/// Whether `fd` is a socket.
+fn is_socket(fd: &OwnedFd) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    fd.try_clone()
+        .ok()
+        .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+        .is_some_and(|m| m.file_type().is_socket())
+}
+
+/// A stream socket given as stdin or stdout, driven by the reactor.
+///
+/// A socket cannot be reopened through `/proc` like a FIFO, and setting
+/// `O_NONBLOCK` on it would change the open file description the client (or
+/// a wrapper between it and us) may share. So the descriptor stays blocking:
+/// readiness comes from epoll and every `recv`/`send` passes `MSG_DONTWAIT`,
+/// which never blocks whatever the descriptor's flags. Without this, each
+/// read and each write of a Node client's stream is a hop through tokio's
+/// blocking pool.
+struct SocketIo(tokio::io::unix::AsyncFd<OwnedFd>);
+
+impl SocketIo {
+    fn new(fd: OwnedFd) -> io::Result<Self> {
+        // SAFETY: `register` asks that the descriptor stay open and name the
+        // same file description for as long as the `AsyncFd` lives. The
+        // `AsyncFd` owns this `OwnedFd` (a private duplicate of fd 0 or 1):
+        // nothing else can close it, and `as_raw_fd` always returns it.
+        let afd = unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(io::Error::from)?;
+        Ok(Self(afd))
+    }
+
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd;
+        loop {
+            let mut guard = std::task::ready!(self.0.poll_read_ready(cx))?;
+            let room = buf.initialize_unfilled();
+            match guard.try_io(|fd| {
+                recv(fd.as_raw_fd(), room, MsgFlags::MSG_DONTWAIT).map_err(io::Error::from)
+            }) {
+                Ok(Ok(n)) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => {}
+            }
+        }
+    }
+
+    fn poll_write(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        use nix::sys::socket::{send, MsgFlags};
+        use std::os::fd::AsRawFd;
+        loop {
+            let mut guard = std::task::ready!(self.0.poll_write_ready(cx))?;
+            let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+            match guard.try_io(|fd| send(fd.as_raw_fd(), data, flags).map_err(io::Error::from)) {
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(r) => return Poll::Ready(r),
+                Err(_would_block) => {}
+            }
+        }
+    }
 }
 
 /// If `fd` is a FIFO, open it again through `/proc/self/fd` with
@@ -170,6 +241,7 @@ impl AsyncRead for Reader {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Reader::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+            Reader::Socket(s) => s.poll_read(cx, buf),
             Reader::File(f) => Pin::new(f).poll_read(cx, buf),
         }
     }
@@ -183,18 +255,21 @@ impl AsyncWrite for Writer {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Writer::Pipe(p) => Pin::new(p).poll_write(cx, data),
+            Writer::Socket(s) => s.poll_write(cx, data),
             Writer::File(f) => Pin::new(f).poll_write(cx, data),
         }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Writer::Pipe(p) => Pin::new(p).poll_flush(cx),
+            Writer::Socket(_) => Poll::Ready(Ok(())),
             Writer::File(f) => Pin::new(f).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Writer::Pipe(p) => Pin::new(p).poll_shutdown(cx),
+            Writer::Socket(_) => Poll::Ready(Ok(())),
             Writer::File(f) => Pin::new(f).poll_shutdown(cx),
         }
     }
