@@ -639,12 +639,14 @@ def mcp_clients_table():
         results["rmcp client (TokioChildProcess)"] = _last_json(rs, "failed")
     else:
         results["rmcp client (TokioChildProcess)"] = {"error": "bench_mcp not built"}
+    results["TypeScript MCP SDK (`Client`, stdio: sockets)"] = ts_sdk_runs(ws)
     print(f"\n`run_program` `1 + 1` through real MCP clients: {MCP_RUNS} runs, each a fresh `lackpy mcp` "
           f"(initialized, 300 ms for its warm pool, one answer checked), p50 of 200 sequential calls. "
           f"The client's own work is included: the same server answers the minimal client of the "
           f"table above in its `run_program` `1 + 1` p50; what a row adds to that is the client "
           f"(the Python SDK's asyncio/anyio streams, tasks and pydantic models; rmcp's tokio "
-          f"tasks and serde). Target: every run's p50 under {fmt_us(MCP_TARGET_US)}.\n")
+          f"tasks and serde; the TypeScript SDK's event loop and zod schemas). Target (the Python "
+          f"SDK's and rmcp's rows): every run's p50 under {fmt_us(MCP_TARGET_US)}.\n")
     rows = []
     for label, r in results.items():
         if "error" in r:
@@ -656,6 +658,29 @@ def mcp_clients_table():
                      fmt_us(statistics.median(p99s)), f"{under} of {len(p50s)}"])
     print(table(["client", "p50 of each run", "median p50", "median p99",
                  f"runs under {fmt_us(MCP_TARGET_US)}"], rows))
+
+
+def ts_sdk_runs(ws):
+    """The TypeScript SDK's client (scripts/bench_mcp_ts.mjs, run from a copy
+    beside the SDK that scripts/test-deps installs in target/test-deps/npm;
+    installed here on demand). Not one of the targets' clients: most desktop
+    and IDE hosts embed it, so its row says what their users see."""
+    npm = os.path.join(ROOT, "target", "test-deps", "npm")
+    sdk = os.path.join(npm, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+    if not os.path.exists(sdk):
+        r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "test-deps")],
+                           capture_output=True, text=True, timeout=900)
+        if r.returncode != 0 or not os.path.exists(sdk):
+            return {"error": "scripts/test-deps could not install the SDK: "
+                    + (r.stderr.strip().splitlines() or ["?"])[-1][:120]}
+    script = os.path.join(npm, "bench_mcp_ts.mjs")
+    shutil.copyfile(os.path.join(ROOT, "scripts", "bench_mcp_ts.mjs"), script)
+    try:
+        ts = subprocess.run(["node", script, LACKPY, ws, str(MCP_RUNS)], capture_output=True,
+                            text=True, timeout=600)
+    except OSError as e:
+        return {"error": f"cannot run node: {e}"}
+    return _last_json(ts, "failed")
 
 
 def _last_json(proc, failed):
