@@ -331,7 +331,18 @@ def placeholders(v):
     return v
 
 
+# Address space for the whole reference run. Why: a generated program that
+# grows without bound (a fuzzing round met one at 24 GB) would otherwise take
+# the machine's memory from everything else; with the cap it ends in
+# MemoryError, which the harness reports as a difference like any other.
+# The corpus needs well under 1 GiB.
+MEMORY_CAP_BYTES = 4 << 30
+
+
 def main():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
     sys.setrecursionlimit(10000)
     programs = json.load(sys.stdin)
     out = [run_one(p["name"], p["source"], p.get("workspace")) for p in programs]
