@@ -227,6 +227,8 @@ struct Cx<'a> {
     tools: &'a dyn Fn(&str) -> bool,
     /// The program text (for line-sensitive error positions).
     source: &'a str,
+    /// Equal constants share one value (see [`Cx::intern`]).
+    consts: HashMap<String, Value>,
 }
 
 fn bad(what: &str) -> Box<Exc> {
@@ -256,6 +258,20 @@ impl Cx<'_> {
 }
 
 impl<'a> Cx<'a> {
+    /// The shared value of constant `v`. CPython's compiler gives equal
+    /// constants of one compilation one object, across the module and its
+    /// comprehensions and lambdas (its per-compile constant cache):
+    /// `x = "a b"; y = "a b"; x is y` is True, so are equal tuples of
+    /// constants and equal big ints. Values `is` already compares by value
+    /// (None, bools, strings of at most one character, i64, floats) are
+    /// left alone.
+    fn intern(&mut self, v: Value) -> Value {
+        match const_key(&v) {
+            Some(key) => self.consts.entry(key).or_insert(v).clone(),
+            None => v,
+        }
+    }
+
     fn new_slot(&mut self, name: &str) -> u32 {
         let s = self.names.len() as u32;
         self.names.push(Rc::from(name));
@@ -402,7 +418,7 @@ impl<'a> Cx<'a> {
     fn expr(&mut self, e: &ast::Expr) -> InterpResult<Expr> {
         let pos = off(e);
         let k = match e {
-            ast::Expr::Constant(c) => ExprKind::Const(constant(&c.value)?),
+            ast::Expr::Constant(c) => ExprKind::Const(self.intern(constant(&c.value)?)),
             ast::Expr::Name(n) => ExprKind::Name(self.lookup(n.id.as_str())),
             ast::Expr::List(l) => ExprKind::List(self.elts(&l.elts)?),
             ast::Expr::Tuple(t) => {
@@ -427,7 +443,7 @@ impl<'a> Cx<'a> {
                             _ => None,
                         })
                         .collect();
-                    ExprKind::Const(Value::tuple(vals))
+                    ExprKind::Const(self.intern(Value::tuple(vals)))
                 } else {
                     ExprKind::Tuple(es)
                 }
@@ -868,6 +884,44 @@ fn binop(op: &ast::Operator) -> InterpResult<BinOp> {
     })
 }
 
+/// The key under which constant `v` is shared (its type and value, as
+/// CPython's `_PyCode_ConstantKey`: `1` and `True`, `0.0` and `-0.0` differ),
+/// or `None` for values `is` already compares by value.
+fn const_key(v: &Value) -> Option<String> {
+    fn key(v: &Value, out: &mut String) -> Option<()> {
+        use std::fmt::Write as _;
+        match v {
+            Value::None => out.push('N'),
+            Value::Bool(b) => out.push(if *b { 'T' } else { 'F' }),
+            Value::Int(i) => write!(out, "i{i};").ok()?,
+            Value::Big(b) => write!(out, "b{b};").ok()?,
+            Value::Float(f) => write!(out, "f{};", f.to_bits()).ok()?,
+            Value::Str(s) => write!(out, "s{}:{}", s.len(), s.as_str()).ok()?,
+            Value::Tuple(t) => {
+                out.push('(');
+                for x in &t.v {
+                    key(x, out)?;
+                }
+                out.push(')');
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+    let shared = match v {
+        Value::Str(s) => s.len() > 1,
+        Value::Big(_) => true,
+        Value::Tuple(t) => !t.v.is_empty(),
+        _ => false,
+    };
+    if !shared {
+        return None;
+    }
+    let mut out = String::new();
+    key(v, &mut out)?;
+    Some(out)
+}
+
 fn constant(c: &ast::Constant) -> InterpResult<Value> {
     Ok(match c {
         ast::Constant::None => Value::None,
@@ -907,6 +961,7 @@ pub fn compile(
         names: Vec::new(),
         lambdas: Vec::new(),
         tools: is_tool,
+        consts: HashMap::new(),
     };
     // Pre-bind every assigned global so `key=len` style checks see them.
     let body = cx.stmts(body)?;
