@@ -1006,47 +1006,62 @@ impl<'a> Interp<'a> {
         a.pos = pos;
         let key = kw.next().flatten().filter(|k| !matches!(k, Value::None));
         let default = kw.next().flatten();
-        let items = if a.pos.len() == 1 {
-            self.collect(&a.pos[0])?
-        } else {
-            if default.is_some() {
-                return Err(type_err(format!(
-                    "Cannot specify a default for {name}() with multiple positional arguments"
-                )));
-            }
-            std::mem::take(&mut a.pos).into_vec()
-        };
-        if items.is_empty() {
-            return match default {
-                Some(d) => Ok(d),
-                None => Err(value_err(format!("{name}() arg is an empty sequence"))),
-            };
+        if a.pos.len() > 1 && default.is_some() {
+            return Err(type_err(format!(
+                "Cannot specify a default for {name}() with multiple positional arguments"
+            )));
         }
+        // As CPython's min_max: items are pulled one at a time, each one's
+        // key computed and compared before the next is pulled (a key that
+        // changes the list being iterated, a generator that fails later).
         let mut best: Option<(Value, Value)> = None;
-        for x in items {
-            tick(1)?;
-            let k = match &key {
-                Some(f) => self.call_func(f, x.clone())?,
-                None => x.clone(),
-            };
-            best = Some(match best {
-                None => (k, x),
-                Some((bk, bx)) => {
-                    let better = if b == Builtin::Max {
-                        compare(OrderOp::Gt, &k, &bk)?
-                    } else {
-                        lt(&k, &bk)?
-                    };
-                    if better {
-                        (k, x)
-                    } else {
-                        (bk, bx)
-                    }
-                }
-            });
+        if a.pos.len() == 1 {
+            let mut it = self.iterate(&a.pos[0])?;
+            while let Some(x) = self.next(&mut it)? {
+                self.min_max_step(b, key.as_ref(), &mut best, x)?;
+            }
+        } else {
+            for x in std::mem::take(&mut a.pos).into_vec() {
+                self.min_max_step(b, key.as_ref(), &mut best, x)?;
+            }
+        }
+        if best.is_none() {
+            if let Some(d) = default {
+                return Ok(d);
+            }
         }
         best.map(|(_, x)| x)
             .ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
+    }
+
+    /// One item of [`Interp::min_max`]: its key, then the comparison with
+    /// the best so far (`<` for min, `>` for max; ties keep the first).
+    fn min_max_step(
+        &mut self,
+        b: Builtin,
+        key: Option<&Value>,
+        best: &mut Option<(Value, Value)>,
+        x: Value,
+    ) -> InterpResult<()> {
+        tick(1)?;
+        let k = match key {
+            Some(f) => self.call_func(f, x.clone())?,
+            None => x.clone(),
+        };
+        let better = match best {
+            None => true,
+            Some((bk, _)) => {
+                if b == Builtin::Max {
+                    compare(OrderOp::Gt, &k, bk)?
+                } else {
+                    lt(&k, bk)?
+                }
+            }
+        };
+        if better {
+            *best = Some((k, x));
+        }
+        Ok(())
     }
 }
 

@@ -764,7 +764,16 @@ impl<'a> Interp<'a> {
                             kw: Vec::new(),
                         }
                     }
-                    _ => self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?,
+                    _ => {
+                        let a = self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?;
+                        // `x.m(*args)` / `x.m(**kw)`: CPython 3.11 calls the bound method.
+                        let bound = args.pos.iter().any(|e| matches!(e, Elt::Star(_)))
+                            || args.kw.iter().any(|(n, _)| n.is_none());
+                        if bound {
+                            super::methods::bound_call_checks(&r, *m, &a)?;
+                        }
+                        a
+                    }
                 };
                 let mut r = r;
                 if let Value::Str(rs) = &mut r {
@@ -2141,14 +2150,14 @@ impl<'a> Interp<'a> {
                     kw: Vec::new(),
                 },
             ),
-            Func::Method(recv, m) => self.call_method(
-                recv,
-                *m,
-                CallArgs {
+            Func::Method(recv, m) => {
+                let a = CallArgs {
                     pos: pos1(arg),
                     kw: Vec::new(),
-                },
-            ),
+                };
+                super::methods::bound_call_checks(recv, *m, &a)
+                    .and_then(|()| self.call_method(recv, *m, a))
+            }
         };
         self.leave();
         r

@@ -140,6 +140,42 @@ fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> InterpResult<()> {
     Ok(())
 }
 
+/// The checks whose messages differ when a method is called through a bound
+/// method object (`x.m(*args)`, `x.m(**kw)`, `key=x.m`) rather than directly
+/// (CPython 3.11 calls the method descriptor then, LOAD_METHOD): the bound
+/// builtin is named after the receiver's own type (`bool.bit_length()`, where
+/// a direct call says `int.bit_length()`), and a METH_VARARGS method refuses
+/// keywords with its bare name (`union() takes no keyword arguments`).
+///
+/// # Errors
+/// Those TypeErrors.
+pub(crate) fn bound_call_checks(recv: &Value, m: Method, a: &CallArgs) -> InterpResult<()> {
+    use Method::*;
+    if let (Value::Bool(_), BitLength) = (recv, m) {
+        no_args(a, "bool.bit_length")?;
+    }
+    if !a.kw.is_empty() {
+        let varargs = match recv {
+            Value::Str(_) => matches!(
+                m,
+                Startswith | Endswith | Find | Rfind | Index | Rindex | Count
+            ),
+            Value::Set(_) => matches!(
+                m,
+                Update | Union | Intersection | IntersectionUpdate | Difference | DifferenceUpdate
+            ),
+            _ => false,
+        };
+        if varargs {
+            return Err(type_err(format!(
+                "{}() takes no keyword arguments",
+                m.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The position of the element of `r` equal to `x`, if any. Only numbers
 /// equal ints, and a range holds each value once, so `count` is 0 or 1 and
 /// `index` needs no scan (CPython scans for non-int `x`, with the same result).
