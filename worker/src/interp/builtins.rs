@@ -820,6 +820,11 @@ impl<'a> Interp<'a> {
             Builtin::List | Builtin::Tuple | Builtin::Set => {
                 a.no_kw(b.name())?;
                 at_most(&a, b.name(), 1)?;
+                if let (Builtin::Set, Some(v @ Value::Iter(_))) = (b, a.pos.first()) {
+                    let mut d = Dict::new();
+                    self.items_into(v, &mut |x| d.insert(x, Value::None).map(drop))?;
+                    return Ok(Value::set(d));
+                }
                 let items = match a.pos.first() {
                     None => Vec::new(),
                     Some(v) => self.collect(v)?,
@@ -843,10 +848,7 @@ impl<'a> Interp<'a> {
                 at_most(&a, "dict", 1)?;
                 let mut d = Dict::new();
                 if let Some(src) = a.pos.first() {
-                    let pairs = self.pairs_of(src)?;
-                    for (k, v) in pairs {
-                        d.insert(k, v)?;
-                    }
+                    self.pairs_into(src, &mut |k, v| d.insert(k, v).map(drop))?;
                 }
                 for (k, v) in a.kw {
                     d.insert(Value::str(&*k), v)?;

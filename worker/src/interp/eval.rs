@@ -367,6 +367,16 @@ impl<'a> Interp<'a> {
     fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> InterpResult<Value> {
         if op == BinOp::Add {
             if let Value::List(l) = &cur {
+                if matches!(rhs, Value::Iter(_)) {
+                    // list.extend: appended one by one (a generator reading
+                    // the list sees it grow).
+                    self.items_into(rhs, &mut |v| {
+                        l.grow(1);
+                        l.v.borrow_mut().push(v);
+                        Ok(())
+                    })?;
+                    return Ok(cur);
+                }
                 let items = self.collect(rhs)?;
                 tick(1 + items.len() as u64 / 8)?;
                 mem_check_n(items.len() as u64, SLOT as u64)?;
