@@ -1391,14 +1391,14 @@ impl<'a> Interp<'a> {
             },
             Value::Dict(d) => {
                 let dd = d.d.borrow();
-                Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.keys_version())
+                Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.len())
             }
             Value::Keys(_) | Value::Values(_) | Value::Items(_) => {
                 let Some((d, k)) = v.as_view() else {
                     return Err(Exc::internal("not a view"));
                 };
                 let dd = d.d.borrow();
-                Iter::Dict(d.clone(), 0, dd.len(), k, dd.keys_version())
+                Iter::Dict(d.clone(), 0, dd.len(), k, dd.len())
             }
             Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
             Value::Iter(i) => Iter::Shared(i.clone()),
@@ -1485,7 +1485,12 @@ impl<'a> Interp<'a> {
                 }
                 None => Ok(None),
             },
-            Iter::Dict(d, pos, size, kind, version) => {
+            Iter::Dict(d, pos, size, kind, left) => {
+                // CPython's dictiter: the size check, then the next live
+                // entry by position; one found when as many as the dict
+                // held at the start were already yielded means keys were
+                // replaced (same size). New entries past the position are
+                // yielded; the end is final.
                 let dd = d.d.borrow();
                 if dd.len() != *size {
                     *size = usize::MAX;
@@ -1494,17 +1499,18 @@ impl<'a> Interp<'a> {
                         "dictionary changed size during iteration",
                     ));
                 }
-                if dd.keys_version() != *version {
-                    *version = u64::MAX;
-                    return Err(Exc::py(
-                        "RuntimeError",
-                        "dictionary keys changed during iteration",
-                    ));
-                }
                 while *pos < dd.raw_len() {
                     let p = *pos;
                     *pos += 1;
                     if let Some((k, v)) = dd.raw_get(p) {
+                        if *left == 0 {
+                            *pos = usize::MAX;
+                            return Err(Exc::py(
+                                "RuntimeError",
+                                "dictionary keys changed during iteration",
+                            ));
+                        }
+                        *left -= 1;
                         return Ok(Some(match kind {
                             ViewKind::Keys => k.clone(),
                             ViewKind::Values => v.clone(),
@@ -1512,6 +1518,7 @@ impl<'a> Interp<'a> {
                         }));
                     }
                 }
+                *pos = usize::MAX;
                 Ok(None)
             }
             Iter::Set(s, pos, size) => {

@@ -597,13 +597,15 @@ pub struct Dict {
     indices: Vec<u32>,
     live: usize,
     charged: usize,
-    /// Bumped whenever a key is added or removed (iteration checks it).
-    keys_version: u64,
     /// Deleted slots in `indices` (they count towards the load factor, so
     /// the table always keeps an EMPTY slot and probing terminates).
     tombs: usize,
     /// Every entry before this position is deleted (see `pop_first`).
     head: usize,
+    /// Entries added since the last rebuild, live or deleted since: what
+    /// CPython's `dk_usable` counts down (a deleted slot is never reused
+    /// there), so the table is rebuilt when CPython's is resized.
+    added: usize,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -623,11 +625,6 @@ impl Dict {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.live == 0
-    }
-    /// Changes whenever the set of keys changes.
-    #[inline]
-    pub fn keys_version(&self) -> u64 {
-        self.keys_version
     }
     /// Entry storage length (live + deleted), for iteration by position.
     #[inline]
@@ -698,6 +695,7 @@ impl Dict {
         }
         self.indices = vec![EMPTY; size];
         self.tombs = 0;
+        self.added = self.entries.len();
         self.head = 0;
         let mask = size - 1;
         for (pos, e) in self.entries.iter().enumerate() {
@@ -743,9 +741,15 @@ impl Dict {
                 false
             }
             Err(_) => {
-                let used = self.entries.len().max(self.live + self.tombs);
+                let used = self
+                    .added
+                    .max(self.entries.len())
+                    .max(self.live + self.tombs);
                 if (used + 1) * 3 >= self.indices.len() * 2 {
-                    self.rebuild((self.live + 1) * 2);
+                    // CPython's insertion_resize: a table of at least
+                    // 3 * used slots (GROWTH_RATE), so entry positions
+                    // (which iteration follows) move when CPython's do.
+                    self.rebuild(self.live * 2);
                 }
                 let mut slot = match self.find(h, &key) {
                     Err(s) => s,
@@ -766,7 +770,7 @@ impl Dict {
                 *cell = self.entries.len() as u32;
                 self.entries.push(Some((h, key, val)));
                 self.live += 1;
-                self.keys_version += 1;
+                self.added += 1;
                 self.charged += ENTRY;
                 mem_charge(ENTRY);
                 true
@@ -800,14 +804,9 @@ impl Dict {
                 self.tombs += 1;
                 let e = self.entries.get_mut(ix).and_then(|e| e.take());
                 self.live -= 1;
-                self.keys_version += 1;
                 let give = ENTRY.min(self.charged);
                 self.charged -= give;
                 mem_release(give);
-                // Trim trailing deleted entries so popitem stays O(1).
-                while matches!(self.entries.last(), Some(None)) {
-                    self.entries.pop();
-                }
                 e.map(|(_, k, v)| (k, v))
             }
             Err(_) => None,
@@ -820,7 +819,14 @@ impl Dict {
             Some((h, k, _)) => (*h, k.clone()),
             None => return None,
         };
-        self.remove_h(h, &k)
+        let r = self.remove_h(h, &k);
+        // As CPython's popitem (dk_nentries = i): the deleted entries at
+        // the end are dropped, so repeated pops stay O(1). A plain delete
+        // keeps its slot, as CPython's does.
+        while matches!(self.entries.last(), Some(None)) {
+            self.entries.pop();
+        }
+        r
     }
 
     /// Remove and return the first entry.
@@ -845,9 +851,9 @@ impl Dict {
         let old = std::mem::take(&mut self.entries);
         self.indices.clear();
         self.tombs = 0;
+        self.added = 0;
         self.head = 0;
         self.live = 0;
-        self.keys_version += 1;
         mem_release(self.charged);
         self.charged = 0;
         let mut vals = Vec::with_capacity(old.len() * 2);
