@@ -606,6 +606,10 @@ pub struct Dict {
     /// CPython's `dk_usable` counts down (a deleted slot is never reused
     /// there), so the table is rebuilt when CPython's is resized.
     added: usize,
+    /// The table has held a key that is not a str. CPython 3.11 starts a
+    /// table whose first key is a str as a str-only table and resizes it
+    /// (compacting the entries) when the first other key is inserted.
+    general: bool,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -683,11 +687,29 @@ impl Dict {
         Err(first_tomb)
     }
 
+    /// The table size CPython 3.11 resizes to for `minsize`
+    /// (`calculate_log2_keysize`, quirks included: 6 gives 16, 16 gives 32).
+    fn cpython_size(minsize: usize) -> usize {
+        let m = ((minsize | 8) - 1) | 7;
+        let bits = usize::BITS - m.leading_zeros();
+        1usize.checked_shl(bits).unwrap_or(usize::MAX / 2 + 1)
+    }
+
+    /// CPython's insertion_resize: GROWTH_RATE is 3 * used.
+    fn grow(&mut self) {
+        let size = Self::cpython_size(self.live.saturating_mul(3));
+        self.rebuild_to(size, self.live + 1);
+    }
+
     fn rebuild(&mut self, cap: usize) {
         let mut size = 8;
         while size * 2 < cap * 3 {
             size *= 2;
         }
+        self.rebuild_to(size, cap);
+    }
+
+    fn rebuild_to(&mut self, size: usize, cap: usize) {
         let old = std::mem::take(&mut self.entries);
         self.entries = Vec::with_capacity(cap);
         for e in old.into_iter().flatten() {
@@ -741,15 +763,22 @@ impl Dict {
                 false
             }
             Err(_) => {
+                let is_str = matches!(key, Value::Str(_));
+                if self.indices.is_empty() {
+                    self.general = !is_str;
+                } else if !self.general && !is_str {
+                    // insertion_resize to a general table.
+                    self.grow();
+                    self.general = true;
+                }
                 let used = self
                     .added
                     .max(self.entries.len())
                     .max(self.live + self.tombs);
                 if (used + 1) * 3 >= self.indices.len() * 2 {
-                    // CPython's insertion_resize: a table of at least
-                    // 3 * used slots (GROWTH_RATE), so entry positions
+                    // CPython's insertion_resize, so entry positions
                     // (which iteration follows) move when CPython's do.
-                    self.rebuild(self.live * 2);
+                    self.grow();
                 }
                 let mut slot = match self.find(h, &key) {
                     Err(s) => s,
@@ -815,17 +844,17 @@ impl Dict {
 
     /// Remove and return the last entry.
     pub fn pop_last(&mut self) -> Option<(Value, Value)> {
-        let (h, k) = match self.entries.iter().rev().flatten().next() {
-            Some((h, k, _)) => (*h, k.clone()),
-            None => return None,
-        };
+        let (i, h, k) = self
+            .entries
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, e)| e.as_ref().map(|(h, k, _)| (i, *h, k.clone())))?;
         let r = self.remove_h(h, &k);
-        // As CPython's popitem (dk_nentries = i): the deleted entries at
-        // the end are dropped, so repeated pops stay O(1). A plain delete
-        // keeps its slot, as CPython's does.
-        while matches!(self.entries.last(), Some(None)) {
-            self.entries.pop();
-        }
+        // As CPython's popitem (dk_nentries = i): the popped entry and the
+        // deleted ones after it are dropped, so repeated pops stay O(1). A
+        // plain delete keeps its slot, as CPython's does.
+        self.entries.truncate(i);
         r
     }
 
@@ -866,8 +895,26 @@ impl Dict {
 
     /// A shallow copy.
     pub fn copy(&self) -> Dict {
+        // CPython's PyDict_Copy clones the table as it is (deleted entries,
+        // insertion room and all) unless over a third of its entries are
+        // deleted; then the copy is built compact.
+        if self.live > 0 && self.live >= self.entries.len() * 2 / 3 {
+            let charged = self.live * ENTRY;
+            mem_charge(charged);
+            return Dict {
+                entries: self.entries.clone(),
+                indices: self.indices.clone(),
+                live: self.live,
+                charged,
+                tombs: self.tombs,
+                head: self.head,
+                added: self.added,
+                general: self.general,
+            };
+        }
         let mut d = Dict::new();
         d.rebuild(self.live.max(1));
+        d.general = self.general;
         for (h, k, v) in self.entries.iter().flatten() {
             d.insert_h(*h, k.clone(), v.clone());
         }
