@@ -848,7 +848,14 @@ impl<'a> Interp<'a> {
                 at_most(&a, "dict", 1)?;
                 let mut d = Dict::new();
                 if let Some(src) = a.pos.first() {
-                    self.pairs_into(src, &mut |k, v| d.insert(k, v).map(drop))?;
+                    if let Value::Dict(o) = src {
+                        let o = o.d.borrow();
+                        tick(o.len() as u64 / 8)?;
+                        mem_check_n(o.len() as u64, super::value::ENTRY as u64)?;
+                        d.merge_from(&o);
+                    } else {
+                        self.pairs_into(src, &mut |k, v| d.insert(k, v).map(drop))?;
+                    }
                 }
                 for (k, v) in a.kw {
                     d.insert(Value::str(&*k), v)?;

@@ -967,9 +967,8 @@ impl<'a> Interp<'a> {
             Value::Dict(src) => {
                 let src = src.d.borrow();
                 tick(1 + src.len() as u64)?;
-                for (k, v) in src.iter() {
-                    d.insert(k.clone(), v.clone())?;
-                }
+                mem_check_n(src.len() as u64, super::value::ENTRY as u64)?;
+                d.merge_from(&src);
                 Ok(())
             }
             _ => Err(type_err(format!(

@@ -1911,8 +1911,19 @@ impl<'a> Interp<'a> {
                         a.pos.len()
                     )));
                 }
-                if let Some(src) = a.pos.first() {
-                    self.pairs_into(src, &mut |k, v| d.d.borrow_mut().insert(k, v).map(drop))?;
+                match a.pos.first() {
+                    // a.update(a) changes nothing.
+                    Some(Value::Dict(o)) if std::rc::Rc::ptr_eq(o, d) => {}
+                    Some(Value::Dict(o)) => {
+                        let o = o.d.borrow();
+                        tick(o.len() as u64 / 8)?;
+                        mem_check_n(o.len() as u64, ENTRY as u64)?;
+                        d.d.borrow_mut().merge_from(&o);
+                    }
+                    Some(src) => {
+                        self.pairs_into(src, &mut |k, v| d.d.borrow_mut().insert(k, v).map(drop))?
+                    }
+                    None => {}
                 }
                 let mut dd = d.d.borrow_mut();
                 for (k, v) in a.kw {

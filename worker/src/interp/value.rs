@@ -897,28 +897,63 @@ impl Dict {
     pub fn copy(&self) -> Dict {
         // CPython's PyDict_Copy clones the table as it is (deleted entries,
         // insertion room and all) unless over a third of its entries are
-        // deleted; then the copy is built compact.
+        // deleted; then the copy is a merge into a new dict.
         if self.live > 0 && self.live >= self.entries.len() * 2 / 3 {
-            let charged = self.live * ENTRY;
-            mem_charge(charged);
-            return Dict {
-                entries: self.entries.clone(),
-                indices: self.indices.clone(),
-                live: self.live,
-                charged,
-                tombs: self.tombs,
-                head: self.head,
-                added: self.added,
-                general: self.general,
-            };
+            return self.clone_table();
         }
         let mut d = Dict::new();
-        d.rebuild(self.live.max(1));
-        d.general = self.general;
-        for (h, k, v) in self.entries.iter().flatten() {
-            d.insert_h(*h, k.clone(), v.clone());
-        }
+        d.merge_from(self);
         d
+    }
+
+    /// The table as it is, deleted entries included (CPython's
+    /// clone_combined_dict_keys).
+    fn clone_table(&self) -> Dict {
+        let charged = self.live * ENTRY;
+        mem_charge(charged);
+        Dict {
+            entries: self.entries.clone(),
+            indices: self.indices.clone(),
+            live: self.live,
+            charged,
+            tombs: self.tombs,
+            head: self.head,
+            added: self.added,
+            general: self.general,
+        }
+    }
+
+    /// Insert every entry of `other` (a different dict), as CPython's
+    /// dict_merge does for dict(d), d.update(other) and `{**other}`: an
+    /// empty dict takes a clone of a compact `other` whose table is small
+    /// or well filled; otherwise a table too small for `other` is resized
+    /// once first (estimate_log2_keysize), then the entries go in.
+    pub fn merge_from(&mut self, other: &Dict) {
+        if other.live == 0 {
+            return;
+        }
+        let slots = other.indices.len();
+        if self.live == 0
+            && other.live == other.entries.len()
+            && (slots == 8 || (slots / 2) * 2 / 3 < other.live)
+        {
+            let old = std::mem::replace(self, other.clone_table());
+            drop(old);
+            return;
+        }
+        if self.indices.len() * 2 / 3 < other.live {
+            let want = (3 * (self.live + other.live)).div_ceil(2);
+            let was_empty = self.indices.is_empty();
+            self.rebuild_to(Self::cpython_size(want), self.live + other.live);
+            self.general = if was_empty {
+                other.general
+            } else {
+                self.general || other.general
+            };
+        }
+        for (h, k, v) in other.entries.iter().flatten() {
+            self.insert_h(*h, k.clone(), v.clone());
+        }
     }
 
     /// Does it contain the key?
