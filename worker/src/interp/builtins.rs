@@ -820,6 +820,11 @@ impl<'a> Interp<'a> {
             Builtin::List | Builtin::Tuple | Builtin::Set => {
                 a.no_kw(b.name())?;
                 at_most(&a, b.name(), 1)?;
+                if let (Builtin::Set, Some(v @ Value::Iter(_))) = (b, a.pos.first()) {
+                    let mut d = Dict::new();
+                    self.items_into(v, &mut |x| d.insert(x, Value::None).map(drop))?;
+                    return Ok(Value::set(d));
+                }
                 let items = match a.pos.first() {
                     None => Vec::new(),
                     Some(v) => self.collect(v)?,
@@ -843,9 +848,13 @@ impl<'a> Interp<'a> {
                 at_most(&a, "dict", 1)?;
                 let mut d = Dict::new();
                 if let Some(src) = a.pos.first() {
-                    let pairs = self.pairs_of(src)?;
-                    for (k, v) in pairs {
-                        d.insert(k, v)?;
+                    if let Value::Dict(o) = src {
+                        let o = o.d.borrow();
+                        tick(o.len() as u64 / 8)?;
+                        mem_check_n(o.len() as u64, super::value::ENTRY as u64)?;
+                        d.merge_from(&o);
+                    } else {
+                        self.pairs_into(src, &mut |k, v| d.insert(k, v).map(drop))?;
                     }
                 }
                 for (k, v) in a.kw {
@@ -1006,47 +1015,62 @@ impl<'a> Interp<'a> {
         a.pos = pos;
         let key = kw.next().flatten().filter(|k| !matches!(k, Value::None));
         let default = kw.next().flatten();
-        let items = if a.pos.len() == 1 {
-            self.collect(&a.pos[0])?
-        } else {
-            if default.is_some() {
-                return Err(type_err(format!(
-                    "Cannot specify a default for {name}() with multiple positional arguments"
-                )));
-            }
-            std::mem::take(&mut a.pos).into_vec()
-        };
-        if items.is_empty() {
-            return match default {
-                Some(d) => Ok(d),
-                None => Err(value_err(format!("{name}() arg is an empty sequence"))),
-            };
+        if a.pos.len() > 1 && default.is_some() {
+            return Err(type_err(format!(
+                "Cannot specify a default for {name}() with multiple positional arguments"
+            )));
         }
+        // As CPython's min_max: items are pulled one at a time, each one's
+        // key computed and compared before the next is pulled (a key that
+        // changes the list being iterated, a generator that fails later).
         let mut best: Option<(Value, Value)> = None;
-        for x in items {
-            tick(1)?;
-            let k = match &key {
-                Some(f) => self.call_func(f, x.clone())?,
-                None => x.clone(),
-            };
-            best = Some(match best {
-                None => (k, x),
-                Some((bk, bx)) => {
-                    let better = if b == Builtin::Max {
-                        compare(OrderOp::Gt, &k, &bk)?
-                    } else {
-                        lt(&k, &bk)?
-                    };
-                    if better {
-                        (k, x)
-                    } else {
-                        (bk, bx)
-                    }
-                }
-            });
+        if a.pos.len() == 1 {
+            let mut it = self.iterate(&a.pos[0])?;
+            while let Some(x) = self.next(&mut it)? {
+                self.min_max_step(b, key.as_ref(), &mut best, x)?;
+            }
+        } else {
+            for x in std::mem::take(&mut a.pos).into_vec() {
+                self.min_max_step(b, key.as_ref(), &mut best, x)?;
+            }
+        }
+        if best.is_none() {
+            if let Some(d) = default {
+                return Ok(d);
+            }
         }
         best.map(|(_, x)| x)
             .ok_or_else(|| value_err(format!("{name}() arg is an empty sequence")))
+    }
+
+    /// One item of [`Interp::min_max`]: its key, then the comparison with
+    /// the best so far (`<` for min, `>` for max; ties keep the first).
+    fn min_max_step(
+        &mut self,
+        b: Builtin,
+        key: Option<&Value>,
+        best: &mut Option<(Value, Value)>,
+        x: Value,
+    ) -> InterpResult<()> {
+        tick(1)?;
+        let k = match key {
+            Some(f) => self.call_func(f, x.clone())?,
+            None => x.clone(),
+        };
+        let better = match best {
+            None => true,
+            Some((bk, _)) => {
+                if b == Builtin::Max {
+                    compare(OrderOp::Gt, &k, bk)?
+                } else {
+                    lt(&k, bk)?
+                }
+            }
+        };
+        if better {
+            *best = Some((k, x));
+        }
+        Ok(())
     }
 }
 

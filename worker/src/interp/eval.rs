@@ -367,6 +367,16 @@ impl<'a> Interp<'a> {
     fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> InterpResult<Value> {
         if op == BinOp::Add {
             if let Value::List(l) = &cur {
+                if matches!(rhs, Value::Iter(_)) {
+                    // list.extend: appended one by one (a generator reading
+                    // the list sees it grow).
+                    self.items_into(rhs, &mut |v| {
+                        l.grow(1);
+                        l.v.borrow_mut().push(v);
+                        Ok(())
+                    })?;
+                    return Ok(cur);
+                }
                 let items = self.collect(rhs)?;
                 tick(1 + items.len() as u64 / 8)?;
                 mem_check_n(items.len() as u64, SLOT as u64)?;
@@ -764,7 +774,16 @@ impl<'a> Interp<'a> {
                             kw: Vec::new(),
                         }
                     }
-                    _ => self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?,
+                    _ => {
+                        let a = self.args(args, &|| format!("{}.{}", r.type_name(), m.name()))?;
+                        // `x.m(*args)` / `x.m(**kw)`: CPython 3.11 calls the bound method.
+                        let bound = args.pos.iter().any(|e| matches!(e, Elt::Star(_)))
+                            || args.kw.iter().any(|(n, _)| n.is_none());
+                        if bound {
+                            super::methods::bound_call_checks(&r, *m, &a)?;
+                        }
+                        a
+                    }
                 };
                 let mut r = r;
                 if let Value::Str(rs) = &mut r {
@@ -948,9 +967,8 @@ impl<'a> Interp<'a> {
             Value::Dict(src) => {
                 let src = src.d.borrow();
                 tick(1 + src.len() as u64)?;
-                for (k, v) in src.iter() {
-                    d.insert(k.clone(), v.clone())?;
-                }
+                mem_check_n(src.len() as u64, super::value::ENTRY as u64)?;
+                d.merge_from(&src);
                 Ok(())
             }
             _ => Err(type_err(format!(
@@ -1372,14 +1390,14 @@ impl<'a> Interp<'a> {
             },
             Value::Dict(d) => {
                 let dd = d.d.borrow();
-                Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.keys_version())
+                Iter::Dict(d.clone(), 0, dd.len(), ViewKind::Keys, dd.len())
             }
             Value::Keys(_) | Value::Values(_) | Value::Items(_) => {
                 let Some((d, k)) = v.as_view() else {
                     return Err(Exc::internal("not a view"));
                 };
                 let dd = d.d.borrow();
-                Iter::Dict(d.clone(), 0, dd.len(), k, dd.keys_version())
+                Iter::Dict(d.clone(), 0, dd.len(), k, dd.len())
             }
             Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
             Value::Iter(i) => Iter::Shared(i.clone()),
@@ -1466,7 +1484,12 @@ impl<'a> Interp<'a> {
                 }
                 None => Ok(None),
             },
-            Iter::Dict(d, pos, size, kind, version) => {
+            Iter::Dict(d, pos, size, kind, left) => {
+                // CPython's dictiter: the size check, then the next live
+                // entry by position; one found when as many as the dict
+                // held at the start were already yielded means keys were
+                // replaced (same size). New entries past the position are
+                // yielded; the end is final.
                 let dd = d.d.borrow();
                 if dd.len() != *size {
                     *size = usize::MAX;
@@ -1475,17 +1498,18 @@ impl<'a> Interp<'a> {
                         "dictionary changed size during iteration",
                     ));
                 }
-                if dd.keys_version() != *version {
-                    *version = u64::MAX;
-                    return Err(Exc::py(
-                        "RuntimeError",
-                        "dictionary keys changed during iteration",
-                    ));
-                }
                 while *pos < dd.raw_len() {
                     let p = *pos;
                     *pos += 1;
                     if let Some((k, v)) = dd.raw_get(p) {
+                        if *left == 0 {
+                            *pos = usize::MAX;
+                            return Err(Exc::py(
+                                "RuntimeError",
+                                "dictionary keys changed during iteration",
+                            ));
+                        }
+                        *left -= 1;
                         return Ok(Some(match kind {
                             ViewKind::Keys => k.clone(),
                             ViewKind::Values => v.clone(),
@@ -1493,6 +1517,7 @@ impl<'a> Interp<'a> {
                         }));
                     }
                 }
+                *pos = usize::MAX;
                 Ok(None)
             }
             Iter::Set(s, pos, size) => {
@@ -2141,14 +2166,14 @@ impl<'a> Interp<'a> {
                     kw: Vec::new(),
                 },
             ),
-            Func::Method(recv, m) => self.call_method(
-                recv,
-                *m,
-                CallArgs {
+            Func::Method(recv, m) => {
+                let a = CallArgs {
                     pos: pos1(arg),
                     kw: Vec::new(),
-                },
-            ),
+                };
+                super::methods::bound_call_checks(recv, *m, &a)
+                    .and_then(|()| self.call_method(recv, *m, a))
+            }
         };
         self.leave();
         r

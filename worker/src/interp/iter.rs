@@ -37,8 +37,8 @@ pub enum Iter {
         /// Step.
         step: i128,
     },
-    /// Over a dict (entry position, size at start).
-    Dict(Rc<DictObj>, usize, usize, ViewKind, u64),
+    /// Over a dict (entry position, size at start, entries left to yield).
+    Dict(Rc<DictObj>, usize, usize, ViewKind, usize),
     /// Over a set.
     Set(Rc<SetObj>, usize, usize),
     /// `reversed(seq)`: next index to yield is `i - 1`.

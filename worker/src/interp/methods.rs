@@ -140,6 +140,42 @@ fn no_args(a: &CallArgs, qual: impl std::fmt::Display) -> InterpResult<()> {
     Ok(())
 }
 
+/// The checks whose messages differ when a method is called through a bound
+/// method object (`x.m(*args)`, `x.m(**kw)`, `key=x.m`) rather than directly
+/// (CPython 3.11 calls the method descriptor then, LOAD_METHOD): the bound
+/// builtin is named after the receiver's own type (`bool.bit_length()`, where
+/// a direct call says `int.bit_length()`), and a METH_VARARGS method refuses
+/// keywords with its bare name (`union() takes no keyword arguments`).
+///
+/// # Errors
+/// Those TypeErrors.
+pub(crate) fn bound_call_checks(recv: &Value, m: Method, a: &CallArgs) -> InterpResult<()> {
+    use Method::*;
+    if let (Value::Bool(_), BitLength) = (recv, m) {
+        no_args(a, "bool.bit_length")?;
+    }
+    if !a.kw.is_empty() {
+        let varargs = match recv {
+            Value::Str(_) => matches!(
+                m,
+                Startswith | Endswith | Find | Rfind | Index | Rindex | Count
+            ),
+            Value::Set(_) => matches!(
+                m,
+                Update | Union | Intersection | IntersectionUpdate | Difference | DifferenceUpdate
+            ),
+            _ => false,
+        };
+        if varargs {
+            return Err(type_err(format!(
+                "{}() takes no keyword arguments",
+                m.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The position of the element of `r` equal to `x`, if any. Only numbers
 /// equal ints, and a range holds each value once, so `count` is 0 or 1 and
 /// `index` needs no scan (CPython scans for non-int `x`, with the same result).
@@ -1579,6 +1615,16 @@ impl<'a> Interp<'a> {
             }
             Method::Extend => {
                 let x = one_arg(&mut a, "list.extend")?;
+                if matches!(x, Value::Iter(_)) {
+                    // Appended one by one: a generator reading the list sees it grow.
+                    return self
+                        .items_into(&x, &mut |v| {
+                            l.grow(1);
+                            l.v.borrow_mut().push(v);
+                            Ok(())
+                        })
+                        .map(|()| Value::None);
+                }
                 let items = self.collect(&x)?;
                 mem_check_n(items.len() as u64, SLOT as u64)?;
                 l.grow(items.len());
@@ -1865,12 +1911,19 @@ impl<'a> Interp<'a> {
                         a.pos.len()
                     )));
                 }
-                if let Some(src) = a.pos.first() {
-                    let pairs = self.pairs_of(src)?;
-                    let mut dd = d.d.borrow_mut();
-                    for (k, v) in pairs {
-                        dd.insert(k, v)?;
+                match a.pos.first() {
+                    // a.update(a) changes nothing.
+                    Some(Value::Dict(o)) if std::rc::Rc::ptr_eq(o, d) => {}
+                    Some(Value::Dict(o)) => {
+                        let o = o.d.borrow();
+                        tick(o.len() as u64 / 8)?;
+                        mem_check_n(o.len() as u64, ENTRY as u64)?;
+                        d.d.borrow_mut().merge_from(&o);
                     }
+                    Some(src) => {
+                        self.pairs_into(src, &mut |k, v| d.d.borrow_mut().insert(k, v).map(drop))?
+                    }
+                    None => {}
                 }
                 let mut dd = d.d.borrow_mut();
                 for (k, v) in a.kw {
@@ -1895,28 +1948,45 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Key/value pairs from a mapping or an iterable of pairs (dict(), update()).
+    /// Key/value pairs from a mapping or an iterable of pairs (dict(),
+    /// update()), each handed to `sink` before the next is pulled, as
+    /// CPython's PyDict_MergeFromSeq2 inserts them (a generator that reads
+    /// the dict being updated sees the new keys; a bad element fails before
+    /// later elements are produced).
     ///
     /// # Errors
-    /// CPython's errors for malformed update sequences.
-    pub fn pairs_of(&mut self, src: &Value) -> InterpResult<Vec<(Value, Value)>> {
+    /// CPython's errors for malformed update sequences; whatever `sink` raises.
+    pub fn pairs_into(
+        &mut self,
+        src: &Value,
+        sink: &mut dyn FnMut(Value, Value) -> InterpResult<()>,
+    ) -> InterpResult<()> {
         if let Value::Dict(s) = src {
-            let s = s.d.borrow();
-            tick(s.len() as u64 / 8)?;
-            // The pairs, then the dict they go into.
-            mem_check_n(s.len() as u64, (2 * SLOT + ENTRY) as u64)?;
-            return Ok(s.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+            let pairs: Vec<(Value, Value)> = {
+                let s = s.d.borrow();
+                tick(s.len() as u64 / 8)?;
+                // The pairs, then the dict they go into.
+                mem_check_n(s.len() as u64, (2 * SLOT + ENTRY) as u64)?;
+                s.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+            };
+            for (k, v) in pairs {
+                sink(k, v)?;
+            }
+            return Ok(());
         }
-        let items = self.collect(src)?;
-        mem_check_n(items.len() as u64, (2 * SLOT + ENTRY) as u64)?;
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            if !self.is_iterable(item) {
+        let mut it = self.iterate(src)?;
+        let mut i = 0usize;
+        while let Some(item) = self.next(&mut it)? {
+            tick(1)?;
+            if i % 1024 == 1023 {
+                mem_check_n(1, (2 * SLOT + ENTRY) as u64)?;
+            }
+            if !self.is_iterable(&item) {
                 return Err(type_err(format!(
                     "cannot convert dictionary update sequence element #{i} to a sequence"
                 )));
             }
-            let kv = self.collect(item)?;
+            let kv = self.collect(&item)?;
             if kv.len() != 2 {
                 return Err(value_err(format!(
                     "dictionary update sequence element #{i} has length {}; 2 is required",
@@ -1925,10 +1995,44 @@ impl<'a> Interp<'a> {
             }
             let mut kv = kv.into_iter();
             if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
-                out.push((k, v));
+                sink(k, v)?;
             }
+            i += 1;
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Feed the items of `v` to `sink`. A generator (or another iterator,
+    /// which may wrap one) is pulled one item at a time, each handed on
+    /// before the next is produced, as CPython's set(), set.update(),
+    /// list.extend() ... iterate: an unhashable item fails before later
+    /// items run, and a generator reading the container being filled sees
+    /// it change. Other iterables run no code while iterated: collected.
+    ///
+    /// # Errors
+    /// Whatever iterating or `sink` raises; limits.
+    pub fn items_into(
+        &mut self,
+        v: &Value,
+        sink: &mut dyn FnMut(Value) -> InterpResult<()>,
+    ) -> InterpResult<()> {
+        if !matches!(v, Value::Iter(_)) {
+            for x in self.collect(v)? {
+                sink(x)?;
+            }
+            return Ok(());
+        }
+        let mut it = self.iterate(v)?;
+        let mut n = 0usize;
+        while let Some(x) = self.next(&mut it)? {
+            tick(1)?;
+            n += 1;
+            if n.is_multiple_of(1024) {
+                mem_check_n(1, ENTRY as u64)?;
+            }
+            sink(x)?;
+        }
+        Ok(())
     }
 
     fn set_of(&mut self, v: &Value) -> InterpResult<Dict> {
@@ -1938,10 +2042,14 @@ impl<'a> Interp<'a> {
             mem_check_n(s.len() as u64, ENTRY as u64)?;
             return Ok(s.copy());
         }
+        let mut d = Dict::new();
+        if matches!(v, Value::Iter(_)) {
+            self.items_into(v, &mut |x| d.insert(x, Value::None).map(drop))?;
+            return Ok(d);
+        }
         let items = self.collect(v)?;
         tick(items.len() as u64 / 8)?;
         mem_check_n(items.len() as u64, ENTRY as u64)?;
-        let mut d = Dict::new();
         for x in items {
             d.insert(x, Value::None)?;
         }
@@ -1999,15 +2107,15 @@ impl<'a> Interp<'a> {
                     Dict::new()
                 };
                 for o in &a.pos {
-                    let items = self.collect(o)?;
-                    for x in items {
+                    self.items_into(o, &mut |x| {
                         tick(1)?;
                         if m == Method::Union {
                             d.insert(x, Value::None)?;
                         } else {
                             s.d.borrow_mut().insert(x, Value::None)?;
                         }
-                    }
+                        Ok(())
+                    })?;
                 }
                 Ok(if m == Method::Union {
                     Value::set(d)

@@ -597,13 +597,19 @@ pub struct Dict {
     indices: Vec<u32>,
     live: usize,
     charged: usize,
-    /// Bumped whenever a key is added or removed (iteration checks it).
-    keys_version: u64,
     /// Deleted slots in `indices` (they count towards the load factor, so
     /// the table always keeps an EMPTY slot and probing terminates).
     tombs: usize,
     /// Every entry before this position is deleted (see `pop_first`).
     head: usize,
+    /// Entries added since the last rebuild, live or deleted since: what
+    /// CPython's `dk_usable` counts down (a deleted slot is never reused
+    /// there), so the table is rebuilt when CPython's is resized.
+    added: usize,
+    /// The table has held a key that is not a str. CPython 3.11 starts a
+    /// table whose first key is a str as a str-only table and resizes it
+    /// (compacting the entries) when the first other key is inserted.
+    general: bool,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -623,11 +629,6 @@ impl Dict {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.live == 0
-    }
-    /// Changes whenever the set of keys changes.
-    #[inline]
-    pub fn keys_version(&self) -> u64 {
-        self.keys_version
     }
     /// Entry storage length (live + deleted), for iteration by position.
     #[inline]
@@ -686,11 +687,29 @@ impl Dict {
         Err(first_tomb)
     }
 
+    /// The table size CPython 3.11 resizes to for `minsize`
+    /// (`calculate_log2_keysize`, quirks included: 6 gives 16, 16 gives 32).
+    fn cpython_size(minsize: usize) -> usize {
+        let m = ((minsize | 8) - 1) | 7;
+        let bits = usize::BITS - m.leading_zeros();
+        1usize.checked_shl(bits).unwrap_or(usize::MAX / 2 + 1)
+    }
+
+    /// CPython's insertion_resize: GROWTH_RATE is 3 * used.
+    fn grow(&mut self) {
+        let size = Self::cpython_size(self.live.saturating_mul(3));
+        self.rebuild_to(size, self.live + 1);
+    }
+
     fn rebuild(&mut self, cap: usize) {
         let mut size = 8;
         while size * 2 < cap * 3 {
             size *= 2;
         }
+        self.rebuild_to(size, cap);
+    }
+
+    fn rebuild_to(&mut self, size: usize, cap: usize) {
         let old = std::mem::take(&mut self.entries);
         self.entries = Vec::with_capacity(cap);
         for e in old.into_iter().flatten() {
@@ -698,6 +717,7 @@ impl Dict {
         }
         self.indices = vec![EMPTY; size];
         self.tombs = 0;
+        self.added = self.entries.len();
         self.head = 0;
         let mask = size - 1;
         for (pos, e) in self.entries.iter().enumerate() {
@@ -743,9 +763,22 @@ impl Dict {
                 false
             }
             Err(_) => {
-                let used = self.entries.len().max(self.live + self.tombs);
+                let is_str = matches!(key, Value::Str(_));
+                if self.indices.is_empty() {
+                    self.general = !is_str;
+                } else if !self.general && !is_str {
+                    // insertion_resize to a general table.
+                    self.grow();
+                    self.general = true;
+                }
+                let used = self
+                    .added
+                    .max(self.entries.len())
+                    .max(self.live + self.tombs);
                 if (used + 1) * 3 >= self.indices.len() * 2 {
-                    self.rebuild((self.live + 1) * 2);
+                    // CPython's insertion_resize, so entry positions
+                    // (which iteration follows) move when CPython's do.
+                    self.grow();
                 }
                 let mut slot = match self.find(h, &key) {
                     Err(s) => s,
@@ -766,7 +799,7 @@ impl Dict {
                 *cell = self.entries.len() as u32;
                 self.entries.push(Some((h, key, val)));
                 self.live += 1;
-                self.keys_version += 1;
+                self.added += 1;
                 self.charged += ENTRY;
                 mem_charge(ENTRY);
                 true
@@ -800,14 +833,9 @@ impl Dict {
                 self.tombs += 1;
                 let e = self.entries.get_mut(ix).and_then(|e| e.take());
                 self.live -= 1;
-                self.keys_version += 1;
                 let give = ENTRY.min(self.charged);
                 self.charged -= give;
                 mem_release(give);
-                // Trim trailing deleted entries so popitem stays O(1).
-                while matches!(self.entries.last(), Some(None)) {
-                    self.entries.pop();
-                }
                 e.map(|(_, k, v)| (k, v))
             }
             Err(_) => None,
@@ -816,11 +844,18 @@ impl Dict {
 
     /// Remove and return the last entry.
     pub fn pop_last(&mut self) -> Option<(Value, Value)> {
-        let (h, k) = match self.entries.iter().rev().flatten().next() {
-            Some((h, k, _)) => (*h, k.clone()),
-            None => return None,
-        };
-        self.remove_h(h, &k)
+        let (i, h, k) = self
+            .entries
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, e)| e.as_ref().map(|(h, k, _)| (i, *h, k.clone())))?;
+        let r = self.remove_h(h, &k);
+        // As CPython's popitem (dk_nentries = i): the popped entry and the
+        // deleted ones after it are dropped, so repeated pops stay O(1). A
+        // plain delete keeps its slot, as CPython's does.
+        self.entries.truncate(i);
+        r
     }
 
     /// Remove and return the first entry.
@@ -845,9 +880,9 @@ impl Dict {
         let old = std::mem::take(&mut self.entries);
         self.indices.clear();
         self.tombs = 0;
+        self.added = 0;
         self.head = 0;
         self.live = 0;
-        self.keys_version += 1;
         mem_release(self.charged);
         self.charged = 0;
         let mut vals = Vec::with_capacity(old.len() * 2);
@@ -860,12 +895,65 @@ impl Dict {
 
     /// A shallow copy.
     pub fn copy(&self) -> Dict {
-        let mut d = Dict::new();
-        d.rebuild(self.live.max(1));
-        for (h, k, v) in self.entries.iter().flatten() {
-            d.insert_h(*h, k.clone(), v.clone());
+        // CPython's PyDict_Copy clones the table as it is (deleted entries,
+        // insertion room and all) unless over a third of its entries are
+        // deleted; then the copy is a merge into a new dict.
+        if self.live > 0 && self.live >= self.entries.len() * 2 / 3 {
+            return self.clone_table();
         }
+        let mut d = Dict::new();
+        d.merge_from(self);
         d
+    }
+
+    /// The table as it is, deleted entries included (CPython's
+    /// clone_combined_dict_keys).
+    fn clone_table(&self) -> Dict {
+        let charged = self.live * ENTRY;
+        mem_charge(charged);
+        Dict {
+            entries: self.entries.clone(),
+            indices: self.indices.clone(),
+            live: self.live,
+            charged,
+            tombs: self.tombs,
+            head: self.head,
+            added: self.added,
+            general: self.general,
+        }
+    }
+
+    /// Insert every entry of `other` (a different dict), as CPython's
+    /// dict_merge does for dict(d), d.update(other) and `{**other}`: an
+    /// empty dict takes a clone of a compact `other` whose table is small
+    /// or well filled; otherwise a table too small for `other` is resized
+    /// once first (estimate_log2_keysize), then the entries go in.
+    pub fn merge_from(&mut self, other: &Dict) {
+        if other.live == 0 {
+            return;
+        }
+        let slots = other.indices.len();
+        if self.live == 0
+            && other.live == other.entries.len()
+            && (slots == 8 || (slots / 2) * 2 / 3 < other.live)
+        {
+            let old = std::mem::replace(self, other.clone_table());
+            drop(old);
+            return;
+        }
+        if self.indices.len() * 2 / 3 < other.live {
+            let want = (3 * (self.live + other.live)).div_ceil(2);
+            let was_empty = self.indices.is_empty();
+            self.rebuild_to(Self::cpython_size(want), self.live + other.live);
+            self.general = if was_empty {
+                other.general
+            } else {
+                self.general || other.general
+            };
+        }
+        for (h, k, v) in other.entries.iter().flatten() {
+            self.insert_h(*h, k.clone(), v.clone());
+        }
     }
 
     /// Does it contain the key?
