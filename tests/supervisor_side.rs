@@ -407,3 +407,128 @@ async fn resolve_doc_survives_concurrent_swaps() {
     assert!(started.elapsed() < Duration::from_secs(120));
     let _ = c.cancel().await;
 }
+
+const SHELL_AND_FILES: &str = r#"
+[[tools]]
+name = "shell"
+provider = "command"
+argv = ["/bin/sh", "-c", "{script}"]
+writable = true
+effects_ceiling = 3
+grade_w = 3
+args = [{ name = "script", type = "str" }]
+# token: s3cret-in-config
+"#;
+
+/// A symlink in the workspace to `.lackpy/` (which a writable command tool
+/// can make, or a cloned repository can hold) does not let `write_file`
+/// create directories in the control directory: `mkdir -p` of the missing
+/// parents used to run before the control-directory check, so a directory
+/// named like a kit (or a trace file, or `config.toml`) was left behind and
+/// broke the configuration of every later run.
+#[test]
+fn symlink_to_the_control_dir_creates_nothing_there() {
+    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES)]);
+    let prog = r#"shell("ln -s .lackpy cfg && ln -s . here")
+r = []
+for p in ["cfg/kits/evil.kit/x", "cfg/traces/d/x.jsonl", "cfg/a/b/c.txt", "here/.lackpy/kits/k.kit/x"]:
+    r.append(write_file(p, "x"))
+r"#;
+    let (out, v) = run(ws.path(), Some("shell,write_file"), prog);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{v}");
+    for p in [
+        "kits/evil.kit/x",
+        "traces/d/x.jsonl",
+        "a/b/c.txt",
+        "kits/k.kit/x",
+    ] {
+        let prog = format!("write_file({:?}, \"x\")", format!("cfg/{p}"));
+        let (_, v) = run(ws.path(), Some("write_file"), &prog);
+        assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{p}: {v}");
+    }
+    let ctl = ws.path().join(".lackpy");
+    assert!(
+        !ctl.join("kits").exists(),
+        "a directory was created in .lackpy/kits"
+    );
+    assert!(
+        !ctl.join("a").exists(),
+        "a directory was created in .lackpy"
+    );
+    assert!(!ctl.join("traces/d").exists());
+    // The configuration still loads and the tools still work.
+    let (out, v) = run(ws.path(), Some("shell"), r#"shell("echo ok")"#);
+    assert_eq!(v["value"], "ok\n", "{v} {}", stderr(&out));
+}
+
+/// The control directory is not readable through the builtin tools either
+/// (child jails never see it): its config may hold secrets meant for the
+/// tools (`env`, `headers`), its traces hold every client's programs and
+/// arguments. By name, through `..`, through symlinks inside the
+/// workspace, and in `find_files` listings.
+#[test]
+fn control_dir_is_not_readable_by_programs() {
+    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES), ("sub/a.txt", "a")]);
+    std::os::unix::fs::symlink(".lackpy", ws.path().join("cfg")).expect("symlink");
+    std::os::unix::fs::symlink(".lackpy/config.toml", ws.path().join("cfgfile")).expect("symlink");
+    // A first run leaves a trace, with its program, behind.
+    let (_, v) = run(
+        ws.path(),
+        Some("read_file"),
+        "x = 'trace-marker-42'\nread_file('sub/a.txt')",
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    let traces: Vec<String> = names(&ws.path().join(".lackpy/traces"));
+    assert!(!traces.is_empty());
+    let mut reads = vec![
+        ".lackpy/config.toml".to_string(),
+        "./.lackpy/config.toml".into(),
+        "sub/../.lackpy/config.toml".into(),
+        "cfg/config.toml".into(),
+        "cfgfile".into(),
+    ];
+    for t in &traces {
+        reads.push(format!(".lackpy/traces/{t}"));
+        reads.push(format!("cfg/traces/{t}"));
+    }
+    for p in &reads {
+        for prog in [
+            format!("read_file({p:?})"),
+            format!("edit_file({p:?}, '', '')"),
+        ] {
+            let (out, v) = run(ws.path(), Some("read_file,edit_file"), &prog);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{prog}: {v}");
+            assert!(!text.contains("s3cret-in-config"), "{prog}: {text}");
+            assert!(!text.contains("trace-marker-42"), "{prog}: {text}");
+        }
+    }
+    for pat in [
+        "**",
+        "**/*",
+        ".lackpy/*",
+        "cfg/*",
+        "*/config.toml",
+        "cfg/**",
+        ".lackpy",
+    ] {
+        let prog = format!("find_files({pat:?})");
+        let (out, v) = run(ws.path(), Some("find_files"), &prog);
+        assert_eq!(v["ok"], true, "{prog}: {v} {}", stderr(&out));
+        let found = v["value"].to_string();
+        assert!(
+            !found.contains(".lackpy")
+                && !found.contains("config.toml")
+                && !found.contains("traces"),
+            "{prog}: {found}"
+        );
+    }
+    // The rest of the workspace is as readable as before.
+    let (_, v) = run(
+        ws.path(),
+        Some("read_file,find_files"),
+        "[read_file('sub/a.txt'), find_files('**/*.txt')]",
+    );
+    assert_eq!(v["value"], json!(["a", ["sub/a.txt"]]), "{v}");
+}
