@@ -532,3 +532,56 @@ fn control_dir_is_not_readable_by_programs() {
     );
     assert_eq!(v["value"], json!(["a", ["sub/a.txt"]]), "{v}");
 }
+
+/// A command tool whose literal argument is a script in the workspace
+/// (`["/bin/sh", "run.sh"]`, cwd = the workspace) would run code a program
+/// wrote: refused like an MCP server's script argument, naming the file.
+#[test]
+fn command_tool_script_in_the_workspace_never_runs() {
+    for argv in [
+        r#"["/bin/sh", "run.sh"]"#,
+        r#"["/bin/sh", "./sub/../run.sh"]"#,
+        r#"["/usr/bin/env", "--script=tool.py"]"#,
+    ] {
+        let cfg = format!("[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = {argv}\n");
+        let ws = util::workspace(&[
+            (".lackpy/config.toml", &cfg),
+            ("run.sh", "echo pwned-by-script"),
+            ("tool.py", "print('pwned-by-script')"),
+            ("sub/x", ""),
+        ]);
+        let (out, v) = run(ws.path(), Some("t"), "t()");
+        assert_eq!(v["ok"], false, "{argv}: {v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("configuration error"), "{argv}: {msg}");
+        assert!(!v.to_string().contains("pwned-by-script"), "{argv}: {v}");
+    }
+    // Data files and directories named literally stay allowed.
+    let cfg =
+        "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = [\"/bin/cat\", \"data.txt\"]\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg), ("data.txt", "plain data")]);
+    let (out, v) = run(ws.path(), Some("t"), "t()");
+    assert_eq!(v["value"], "plain data", "{v} {}", stderr(&out));
+}
+
+/// `python3 -m module` (or `-c`) runs with the workspace as its working
+/// directory, which Python puts first on `sys.path`: a program that wrote
+/// `json.py` there had its code run by a command tool `python3 -m
+/// json.tool` (and likewise by an MCP server started as `python -m
+/// server`). Children that may run Python that way get `PYTHONSAFEPATH`.
+#[test]
+fn python_dash_m_never_imports_from_the_workspace() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        util::skip(
+            "python_dash_m_never_imports_from_the_workspace",
+            "needs /usr/bin/python3 (3.11 or later)",
+        );
+        return;
+    }
+    let cfg = "[[tools]]\nname = \"fmt\"\nprovider = \"command\"\nargv = [\"/usr/bin/python3\", \"-m\", \"json.tool\", \"--compact\"]\nstdin = \"{doc}\"\nargs = [{ name = \"doc\", type = \"str\" }]\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let prog = "write_file(\"json.py\", \"print('HIJACKED')\\nimport sys\\nsys.exit(0)\\n\")\nfmt('{\"a\": 1}')";
+    let (out, v) = run(ws.path(), Some("write_file,fmt"), prog);
+    assert_eq!(v["value"], "{\"a\":1}\n", "{v} {}", stderr(&out));
+}
