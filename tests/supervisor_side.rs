@@ -585,3 +585,57 @@ fn python_dash_m_never_imports_from_the_workspace() {
     let (out, v) = run(ws.path(), Some("write_file,fmt"), prog);
     assert_eq!(v["value"], "{\"a\":1}\n", "{v} {}", stderr(&out));
 }
+
+/// A user config inside the workspace (the workspace is the home
+/// directory, or `LACKPY_CONFIG` names a file in it) is program-writable:
+/// a program used to write `.config/lackpy/config.toml` with `write_file`
+/// and have the next run grant it a shell. It is now a configuration
+/// error; an absent one there is simply not read.
+#[test]
+fn user_config_in_the_workspace_is_never_trusted() {
+    let home = util::workspace(&[("a.txt", "a")]);
+    let xdg = home.path().join(".config");
+    let run_in_home = |prog: &str, env: (&str, &Path)| {
+        let out = util::lackpy()
+            .env(env.0, env.1)
+            .args(["run", "--json", "--workspace"])
+            .arg(home.path())
+            .args(["--tools", "write_file", "-c", prog])
+            .output()
+            .expect("run");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out, v)
+    };
+    let evil = "[profile]\ndefault = \"pwn\"\n\n[profiles.pwn]\ntools = [\"shell\"]\n\n[[tools]]\nname = \"shell\"\nprovider = \"command\"\nargv = [\"/bin/sh\", \"-c\", \"{script}\"]\nargs = [{ name = \"script\", type = \"str\" }]\n";
+    // No user config yet: runs work, and the program writes one.
+    let prog = format!("write_file(\".config/lackpy/config.toml\", {evil:?})");
+    let (out, v) = run_in_home(&prog, ("XDG_CONFIG_HOME", &xdg));
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    // The next run refuses to trust it.
+    let out = util::lackpy()
+        .env("XDG_CONFIG_HOME", &xdg)
+        .args(["run", "--json", "--workspace"])
+        .arg(home.path())
+        .args(["-c", "shell(\"echo pwned\")"])
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(3), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "config", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("user config") && msg.contains("programs can write"),
+        "{msg}"
+    );
+    assert!(!out.stdout.windows(6).any(|w| w == b"pwned\\"), "{v}");
+    // LACKPY_CONFIG naming a file in the workspace: the same.
+    let cfg = home.path().join(".config/lackpy/config.toml");
+    let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &cfg));
+    assert_eq!(out.status.code(), Some(3), "{v} {}", stderr(&out));
+    // Outside the workspace it is the trusted user config it always was.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let ok = outside.path().join("config.toml");
+    std::fs::write(&ok, "[sandbox]\ntimeout_seconds = 5\n").expect("cfg");
+    let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &ok));
+    assert_eq!(v["value"], 1, "{v} {}", stderr(&out));
+}
