@@ -177,9 +177,11 @@ fn fstat(fd: RawFd) -> Result<libc::stat, i32> {
 /// `PathOutsideWorkspace FileNotFound IsADirectory NotUtf8 TooLarge BadArgument ToolFailed`.
 pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     let c = check_path(path)?;
+    refuse_control_read(ws, None, path)?;
     // O_PATH first: nothing is opened for I/O until `fstat` has said it is
     // a regular file (opening a device node can have effects of its own).
     let at = openat2(ws.fd(), &c, libc::O_PATH, 0).map_err(|e| resolve_error(path, e))?;
+    refuse_control_read(ws, Some(&at), path)?;
     let st = fstat(at.as_raw_fd()).map_err(|e| resolve_error(path, e))?;
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => {}
@@ -196,7 +198,6 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
             ))
         }
     }
-    refuse_control_read(ws, &at, path)?;
     let size = u64::try_from(st.st_size).unwrap_or(0);
     if size > READ_CAP {
         return Err(ToolFailure::new(
@@ -305,11 +306,32 @@ pub(crate) fn root_path(ws: &Workspace) -> Option<std::path::PathBuf> {
 /// `headers`), the traces of every client's runs and the python tool
 /// modules are lackpy's, not a program's. Child jails never see
 /// `.lackpy/`; the builtin reads do not either. Judged on the file actually
-/// opened (a symlink inside the workspace to `.lackpy/...` is refused), and
-/// first by name.
-fn refuse_control_read(ws: &Workspace, at: &OwnedFd, path: &str) -> Result<(), ToolFailure> {
-    let first = path.split('/').find(|c| !c.is_empty() && *c != ".");
-    if first == Some(CONTROL_DIR) || in_control_dir(root_path(ws).as_deref(), at.as_raw_fd()) {
+/// opened (`at`: a symlink inside the workspace to `.lackpy/...` is
+/// refused), or by name before anything is opened (`at` is `None`), so a
+/// program cannot even learn which files exist there.
+fn refuse_control_read(
+    ws: &Workspace,
+    at: Option<&OwnedFd>,
+    path: &str,
+) -> Result<(), ToolFailure> {
+    let inside = match at {
+        // `..` folded lexically (`sub/../.lackpy/x`).
+        None => {
+            let mut comps: Vec<&str> = Vec::new();
+            for c in path.split('/') {
+                match c {
+                    "" | "." => {}
+                    ".." => {
+                        comps.pop();
+                    }
+                    c => comps.push(c),
+                }
+            }
+            comps.first() == Some(&CONTROL_DIR)
+        }
+        Some(fd) => in_control_dir(root_path(ws).as_deref(), fd.as_raw_fd()),
+    };
+    if inside {
         return Err(ToolFailure::new(
             "PathOutsideWorkspace",
             format!(
@@ -928,6 +950,33 @@ mod tests {
             std::fs::read_to_string(d2.path().join("sub/new/deep/f.txt")).unwrap(),
             "ok"
         );
+    }
+
+    /// Reads of the control directory are refused whatever is there (or
+    /// not): by name first, then by the opened file's kernel name.
+    #[test]
+    fn reads_never_reach_the_control_dir() {
+        let (d, w) = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy/traces")).unwrap();
+        std::fs::write(d.path().join(".lackpy/config.toml"), "secret").unwrap();
+        std::os::unix::fs::symlink(".lackpy", d.path().join("cfg")).unwrap();
+        std::os::unix::fs::symlink(".lackpy/config.toml", d.path().join("c")).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        for p in [
+            ".lackpy",
+            ".lackpy/config.toml",
+            ".lackpy/missing",
+            "sub/../.lackpy/missing",
+            "./.lackpy/traces",
+            "sub/../.lackpy/config.toml",
+            "cfg/config.toml",
+            "c",
+        ] {
+            let e = read_text(&w, p).unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {e:?}");
+        }
+        std::fs::write(d.path().join("sub/.lackpy"), "data").unwrap();
+        assert_eq!(read_text(&w, "sub/.lackpy").unwrap(), "data");
     }
 
     #[test]
