@@ -407,3 +407,235 @@ async fn resolve_doc_survives_concurrent_swaps() {
     assert!(started.elapsed() < Duration::from_secs(120));
     let _ = c.cancel().await;
 }
+
+const SHELL_AND_FILES: &str = r#"
+[[tools]]
+name = "shell"
+provider = "command"
+argv = ["/bin/sh", "-c", "{script}"]
+writable = true
+effects_ceiling = 3
+grade_w = 3
+args = [{ name = "script", type = "str" }]
+# token: s3cret-in-config
+"#;
+
+/// A symlink in the workspace to `.lackpy/` (which a writable command tool
+/// can make, or a cloned repository can hold) does not let `write_file`
+/// create directories in the control directory: `mkdir -p` of the missing
+/// parents used to run before the control-directory check, so a directory
+/// named like a kit (or a trace file, or `config.toml`) was left behind and
+/// broke the configuration of every later run.
+#[test]
+fn symlink_to_the_control_dir_creates_nothing_there() {
+    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES)]);
+    let prog = r#"shell("ln -s .lackpy cfg && ln -s . here")
+r = []
+for p in ["cfg/kits/evil.kit/x", "cfg/traces/d/x.jsonl", "cfg/a/b/c.txt", "here/.lackpy/kits/k.kit/x"]:
+    r.append(write_file(p, "x"))
+r"#;
+    let (out, v) = run(ws.path(), Some("shell,write_file"), prog);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{v}");
+    for p in [
+        "kits/evil.kit/x",
+        "traces/d/x.jsonl",
+        "a/b/c.txt",
+        "kits/k.kit/x",
+    ] {
+        let prog = format!("write_file({:?}, \"x\")", format!("cfg/{p}"));
+        let (_, v) = run(ws.path(), Some("write_file"), &prog);
+        assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{p}: {v}");
+    }
+    let ctl = ws.path().join(".lackpy");
+    assert!(
+        !ctl.join("kits").exists(),
+        "a directory was created in .lackpy/kits"
+    );
+    assert!(
+        !ctl.join("a").exists(),
+        "a directory was created in .lackpy"
+    );
+    assert!(!ctl.join("traces/d").exists());
+    // The configuration still loads and the tools still work.
+    let (out, v) = run(ws.path(), Some("shell"), r#"shell("echo ok")"#);
+    assert_eq!(v["value"], "ok\n", "{v} {}", stderr(&out));
+}
+
+/// The control directory is not readable through the builtin tools either
+/// (child jails never see it): its config may hold secrets meant for the
+/// tools (`env`, `headers`), its traces hold every client's programs and
+/// arguments. By name, through `..`, through symlinks inside the
+/// workspace, and in `find_files` listings.
+#[test]
+fn control_dir_is_not_readable_by_programs() {
+    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES), ("sub/a.txt", "a")]);
+    std::os::unix::fs::symlink(".lackpy", ws.path().join("cfg")).expect("symlink");
+    std::os::unix::fs::symlink(".lackpy/config.toml", ws.path().join("cfgfile")).expect("symlink");
+    // A first run leaves a trace, with its program, behind.
+    let (_, v) = run(
+        ws.path(),
+        Some("read_file"),
+        "x = 'trace-marker-42'\nread_file('sub/a.txt')",
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    let traces: Vec<String> = names(&ws.path().join(".lackpy/traces"));
+    assert!(!traces.is_empty());
+    let mut reads = vec![
+        ".lackpy/config.toml".to_string(),
+        "./.lackpy/config.toml".into(),
+        "sub/../.lackpy/config.toml".into(),
+        "cfg/config.toml".into(),
+        "cfgfile".into(),
+    ];
+    for t in &traces {
+        reads.push(format!(".lackpy/traces/{t}"));
+        reads.push(format!("cfg/traces/{t}"));
+    }
+    for p in &reads {
+        for prog in [
+            format!("read_file({p:?})"),
+            format!("edit_file({p:?}, '', '')"),
+        ] {
+            let (out, v) = run(ws.path(), Some("read_file,edit_file"), &prog);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{prog}: {v}");
+            assert!(!text.contains("s3cret-in-config"), "{prog}: {text}");
+            assert!(!text.contains("trace-marker-42"), "{prog}: {text}");
+        }
+    }
+    for pat in [
+        "**",
+        "**/*",
+        ".lackpy/*",
+        "cfg/*",
+        "*/config.toml",
+        "cfg/**",
+        ".lackpy",
+    ] {
+        let prog = format!("find_files({pat:?})");
+        let (out, v) = run(ws.path(), Some("find_files"), &prog);
+        assert_eq!(v["ok"], true, "{prog}: {v} {}", stderr(&out));
+        let found = v["value"].to_string();
+        assert!(
+            !found.contains(".lackpy")
+                && !found.contains("config.toml")
+                && !found.contains("traces"),
+            "{prog}: {found}"
+        );
+    }
+    // The rest of the workspace is as readable as before.
+    let (_, v) = run(
+        ws.path(),
+        Some("read_file,find_files"),
+        "[read_file('sub/a.txt'), find_files('**/*.txt')]",
+    );
+    assert_eq!(v["value"], json!(["a", ["sub/a.txt"]]), "{v}");
+}
+
+/// A command tool whose literal argument is a script in the workspace
+/// (`["/bin/sh", "run.sh"]`, cwd = the workspace) would run code a program
+/// wrote: refused like an MCP server's script argument, naming the file.
+#[test]
+fn command_tool_script_in_the_workspace_never_runs() {
+    for argv in [
+        r#"["/bin/sh", "run.sh"]"#,
+        r#"["/bin/sh", "./sub/../run.sh"]"#,
+        r#"["/usr/bin/env", "--script=tool.py"]"#,
+    ] {
+        let cfg = format!("[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = {argv}\n");
+        let ws = util::workspace(&[
+            (".lackpy/config.toml", &cfg),
+            ("run.sh", "echo pwned-by-script"),
+            ("tool.py", "print('pwned-by-script')"),
+            ("sub/x", ""),
+        ]);
+        let (out, v) = run(ws.path(), Some("t"), "t()");
+        assert_eq!(v["ok"], false, "{argv}: {v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("configuration error"), "{argv}: {msg}");
+        assert!(!v.to_string().contains("pwned-by-script"), "{argv}: {v}");
+    }
+    // Data files and directories named literally stay allowed.
+    let cfg =
+        "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = [\"/bin/cat\", \"data.txt\"]\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg), ("data.txt", "plain data")]);
+    let (out, v) = run(ws.path(), Some("t"), "t()");
+    assert_eq!(v["value"], "plain data", "{v} {}", stderr(&out));
+}
+
+/// `python3 -m module` (or `-c`) runs with the workspace as its working
+/// directory, which Python puts first on `sys.path`: a program that wrote
+/// `json.py` there had its code run by a command tool `python3 -m
+/// json.tool` (and likewise by an MCP server started as `python -m
+/// server`). Children that may run Python that way get `PYTHONSAFEPATH`.
+#[test]
+fn python_dash_m_never_imports_from_the_workspace() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        util::skip(
+            "python_dash_m_never_imports_from_the_workspace",
+            "needs /usr/bin/python3 (3.11 or later)",
+        );
+        return;
+    }
+    let cfg = "[[tools]]\nname = \"fmt\"\nprovider = \"command\"\nargv = [\"/usr/bin/python3\", \"-m\", \"json.tool\", \"--compact\"]\nstdin = \"{doc}\"\nargs = [{ name = \"doc\", type = \"str\" }]\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let prog = "write_file(\"json.py\", \"print('HIJACKED')\\nimport sys\\nsys.exit(0)\\n\")\nfmt('{\"a\": 1}')";
+    let (out, v) = run(ws.path(), Some("write_file,fmt"), prog);
+    assert_eq!(v["value"], "{\"a\":1}\n", "{v} {}", stderr(&out));
+}
+
+/// A user config inside the workspace (the workspace is the home
+/// directory, or `LACKPY_CONFIG` names a file in it) is program-writable:
+/// a program used to write `.config/lackpy/config.toml` with `write_file`
+/// and have the next run grant it a shell. It is now a configuration
+/// error; an absent one there is simply not read.
+#[test]
+fn user_config_in_the_workspace_is_never_trusted() {
+    let home = util::workspace(&[("a.txt", "a")]);
+    let xdg = home.path().join(".config");
+    let run_in_home = |prog: &str, env: (&str, &Path)| {
+        let out = util::lackpy()
+            .env(env.0, env.1)
+            .args(["run", "--json", "--workspace"])
+            .arg(home.path())
+            .args(["--tools", "write_file", "-c", prog])
+            .output()
+            .expect("run");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out, v)
+    };
+    let evil = "[profile]\ndefault = \"pwn\"\n\n[profiles.pwn]\ntools = [\"shell\"]\n\n[[tools]]\nname = \"shell\"\nprovider = \"command\"\nargv = [\"/bin/sh\", \"-c\", \"{script}\"]\nargs = [{ name = \"script\", type = \"str\" }]\n";
+    // No user config yet: runs work, and the program writes one.
+    let prog = format!("write_file(\".config/lackpy/config.toml\", {evil:?})");
+    let (out, v) = run_in_home(&prog, ("XDG_CONFIG_HOME", &xdg));
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    // The next run refuses to trust it.
+    let out = util::lackpy()
+        .env("XDG_CONFIG_HOME", &xdg)
+        .args(["run", "--json", "--workspace"])
+        .arg(home.path())
+        .args(["-c", "shell(\"echo pwned\")"])
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(3), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "config", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("user config") && msg.contains("programs can write"),
+        "{msg}"
+    );
+    assert!(!out.stdout.windows(6).any(|w| w == b"pwned\\"), "{v}");
+    // LACKPY_CONFIG naming a file in the workspace: the same.
+    let cfg = home.path().join(".config/lackpy/config.toml");
+    let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &cfg));
+    assert_eq!(out.status.code(), Some(3), "{v} {}", stderr(&out));
+    // Outside the workspace it is the trusted user config it always was.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let ok = outside.path().join("config.toml");
+    std::fs::write(&ok, "[sandbox]\ntimeout_seconds = 5\n").expect("cfg");
+    let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &ok));
+    assert_eq!(v["value"], 1, "{v} {}", stderr(&out));
+}

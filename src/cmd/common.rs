@@ -345,6 +345,25 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     let mut config = Config::default();
     let user_explicit = std::env::var_os("LACKPY_CONFIG").is_some_and(|p| !p.is_empty());
     if let Some(user) = user_config_path() {
+        // A user config inside the workspace (the workspace is the home
+        // directory, or LACKPY_CONFIG names a file in it) is one a program
+        // could write with `write_file`: the next run would load the tools
+        // and limits it chose. Refused, like a host config there (an absent
+        // one has nothing to trust yet; once a program creates it, it is
+        // refused).
+        let ws = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.to_path_buf());
+        let present = std::fs::symlink_metadata(&user).is_ok();
+        if present && lackpy_supervisor::trusted::in_writable_set(&user, &ws) {
+            return Err(CliError::Usage(format!(
+                "config error: the user config {} lies in the workspace {} (or is reached through a symlink there), \
+                 which programs can write: lackpy never trusts configuration from it. Use a workspace that does not \
+                 hold it, or set LACKPY_CONFIG to a file outside the workspace",
+                user.display(),
+                ws.display()
+            )));
+        }
         if user.is_file() {
             config = Config::parse(&read_capped_text(&user)?, &user)?;
         } else if user_explicit {

@@ -48,6 +48,11 @@ pub fn in_writable_set(path: &Path, workspace: &Path) -> bool {
     if inside(&written) || canonical.as_deref().is_some_and(inside) {
         return true;
     }
+    // A path outside that resolves, through a symlink in the workspace, to
+    // a file outside again: a program can retarget that link.
+    if links_on_the_way(&written).iter().any(|l| inside(l)) {
+        return true;
+    }
     let g = WRITE_PATHS
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -62,6 +67,112 @@ pub fn in_writable_set(path: &Path, workspace: &Path) -> bool {
                     .as_deref()
                     .is_some_and(|c| c.starts_with(root) || c.starts_with(&canon_root))
         })
+}
+
+/// File endings of scripts an interpreter runs.
+pub const SCRIPT_EXTENSIONS: &[&str] = &[
+    "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "sh", "bash", "rb", "pl", "php", "lua", "jar",
+];
+
+/// Whether the argument `arg` of a configured command line (a command
+/// tool's literal argv item, an MCP server's `args` entry) names a script
+/// in the program-writable set of `workspace`: an existing regular file
+/// with an execute bit or a script ending ([`SCRIPT_EXTENSIONS`]), found at
+/// `path` (the argument as the child will resolve it). An interpreter given
+/// it would run code a program wrote. `--opt=value` is judged by `value`;
+/// other arguments starting with `-` and directories or data files are not
+/// scripts.
+pub fn script_in_writable_set(arg: &str, path: &Path, workspace: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let text = arg.split_once('=').map_or(arg, |(_, v)| v);
+    if text.is_empty() || text.starts_with('-') {
+        return false;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    let script = meta.is_file()
+        && (meta.permissions().mode() & 0o111 != 0
+            || path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e)));
+    script && in_writable_set(path, workspace)
+}
+
+/// The variable that keeps Python (3.11 and later) from putting the
+/// working directory first on `sys.path` when it runs `-m module` or
+/// `-c code`. Children run in the workspace, so without it a program that
+/// wrote `module.py` (or `json.py`, any module the child imports) there
+/// would have its code run by `python3 -m module`.
+pub const PYTHON_SAFE_PATH: &str = "PYTHONSAFEPATH";
+
+/// Whether the command line `args` (without the program) may start Python
+/// with `-m` or `-c` (directly, or through a shell's `-c`), so the child
+/// needs [`PYTHON_SAFE_PATH`] set. Harmless for any other program.
+pub fn needs_python_safe_path<S: AsRef<str>>(args: &[S]) -> bool {
+    args.iter().any(|a| {
+        let a = a.as_ref();
+        a.starts_with("-m") || a.starts_with("-c") || a.contains(" -m") || a.contains(" -c")
+    })
+}
+
+/// Most symlinks [`links_on_the_way`] follows (Linux's own limit for one
+/// path walk).
+const MAX_LINK_HOPS: usize = 40;
+
+/// Where every symlink met while resolving the absolute `path` lies (each
+/// link's own path, its parent resolved), in the order met; at most
+/// [`MAX_LINK_HOPS`]. A missing component ends nothing: the rest is
+/// walked lexically.
+fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::path::Component;
+    let mut out = Vec::new();
+    let mut todo: VecDeque<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut cur = PathBuf::from("/");
+    while let Some(c) = todo.pop_front() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        let is_link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            cur = next;
+            continue;
+        }
+        if out.len() >= MAX_LINK_HOPS {
+            break;
+        }
+        let Ok(target) = std::fs::read_link(&next) else {
+            break;
+        };
+        out.push(next);
+        if target.is_absolute() {
+            cur = PathBuf::from("/");
+        }
+        let comps: Vec<OsString> = target
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        for c in comps.into_iter().rev() {
+            todo.push_front(c);
+        }
+    }
+    out
 }
 
 /// `p` with `.` and `..` components folded away (no filesystem access).
@@ -97,6 +208,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn python_safe_path_for_dash_m_and_dash_c() {
+        assert!(needs_python_safe_path(&["-m", "server"]));
+        assert!(needs_python_safe_path(&["-mserver"]));
+        assert!(needs_python_safe_path(&["-c", "import x"]));
+        assert!(needs_python_safe_path(&["-u", "-m", "x"]));
+        assert!(needs_python_safe_path(&["-c", "exec python3 -m x"]));
+        assert!(!needs_python_safe_path(&[
+            "/opt/srv/server.py",
+            "--port",
+            "1"
+        ]));
+        assert!(!needs_python_safe_path::<&str>(&[]));
+    }
+
+    #[test]
     fn the_set_is_the_workspace_minus_its_control_dir() {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path().canonicalize().unwrap();
@@ -114,6 +240,17 @@ mod tests {
         std::os::unix::fs::symlink("/usr/bin/env", ws.join("env")).unwrap();
         assert!(in_writable_set(&ws.join("env"), &ws));
         assert!(in_writable_set(&ws.join("sub/../evil.sh"), &ws));
+        // A path outside resolving through a link in the workspace that
+        // points outside again: the program can retarget the link.
+        let bin = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(ws.join("env"), bin.path().join("tool")).unwrap();
+        assert!(in_writable_set(&bin.path().join("tool"), &ws));
+        std::os::unix::fs::symlink(&ws, bin.path().join("wsdir")).unwrap();
+        assert!(in_writable_set(&bin.path().join("wsdir/env"), &ws));
+        std::os::unix::fs::symlink("/usr/bin/env", bin.path().join("plain")).unwrap();
+        assert!(!in_writable_set(&bin.path().join("plain"), &ws));
+        std::os::unix::fs::symlink("loop", bin.path().join("loop")).unwrap();
+        assert!(!in_writable_set(&bin.path().join("loop"), &ws));
         // A write-mode MCP server's write_paths join the set.
         let other = tempfile::tempdir().unwrap();
         let tool = other.path().join("tool.sh");

@@ -23,6 +23,13 @@
 //! Containers and NUL bytes are refused. `stdin` (optional) is a template
 //! string fed to the command's standard input.
 //!
+//! Trusted code: the program, and any literal argv item naming a script
+//! (an executable file or one with a script ending, relative to the
+//! workspace), must not lie in the program-writable set (a configuration
+//! error naming the file, checked on every call); a command line that may
+//! start Python with `-m` or `-c` gets `PYTHONSAFEPATH=1`, so the
+//! workspace (its cwd) is not put on `sys.path`.
+//!
 //! Other `provider_config` keys: `ok_status` (exit codes that count as
 //! success, default `[0]`), `max_bytes` (stdout cap, default 8 MiB,
 //! `TooLarge` beyond), `memory_mb` (address-space limit, default 2048),
@@ -303,6 +310,22 @@ pub fn call(
             ),
         ));
     }
+    // A literal argument naming a script the program could have written
+    // (`["python3", "tool.py"]`, `["/bin/sh", "run.sh"]`; cwd is the
+    // workspace): the interpreter would run a program's code.
+    for lit in c.argv.iter().skip(1).filter_map(|t| t.literal()) {
+        let text = lit.split_once('=').map_or(lit, |(_, v)| v);
+        let p = ws_path.join(text);
+        if crate::trusted::script_in_writable_set(lit, &p, &ws_path) {
+            return Err(ToolFailure::new(
+                "ToolFailed",
+                format!(
+                    "{tool}: {}",
+                    crate::trusted::refusal("the script", &p, &ws_path)
+                ),
+            ));
+        }
+    }
     let jail_err = |e: crate::childjail::JailError| {
         ToolFailure::new(
             "ToolFailed",
@@ -350,6 +373,10 @@ pub fn call(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // `python3 -m tool` in the workspace must not import a program's file.
+    if crate::trusted::needs_python_safe_path(&argv[1..]) {
+        cmd.env(crate::trusted::PYTHON_SAFE_PATH, "1");
+    }
     for (k, v) in &env {
         cmd.env(k, v);
     }

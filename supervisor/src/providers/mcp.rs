@@ -470,36 +470,19 @@ fn jail_hint(server: &McpServer) -> String {
     )
 }
 
-/// File endings of scripts an interpreter runs.
-const SCRIPT_EXTENSIONS: &[&str] = &[
-    "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "sh", "bash", "rb", "pl", "php", "lua", "jar",
-];
-
 /// The refusal when the server's program, or a script among its
 /// arguments (a file with a script ending or an execute bit), lies in the
 /// program-writable set: a program could rewrite the server's code.
 /// Directories and data files named by arguments stay allowed (read-only).
 fn untrusted_code(key: &ServerKey, program: &Path) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
     let ws = &key.workspace;
     if crate::trusted::in_writable_set(program, ws) {
         return Some(crate::trusted::refusal("the server program", program, ws));
     }
     for arg in &key.args {
         let text = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
-        if text.is_empty() || text.starts_with('-') {
-            continue;
-        }
         let p = config_path(text, ws);
-        let Ok(meta) = std::fs::metadata(&p) else {
-            continue;
-        };
-        let script = meta.is_file()
-            && (meta.permissions().mode() & 0o111 != 0
-                || p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e)));
-        if script && crate::trusted::in_writable_set(&p, ws) {
+        if crate::trusted::script_in_writable_set(arg, &p, ws) {
             return Some(crate::trusted::refusal("the server script", &p, ws));
         }
     }
@@ -669,6 +652,10 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
         if let Some(v) = std::env::var_os(var) {
             cmd.env(var, v);
         }
+    }
+    // `python -m server` in the workspace must not import a program's file.
+    if crate::trusted::needs_python_safe_path(&key.args) {
+        cmd.env(crate::trusted::PYTHON_SAFE_PATH, "1");
     }
     for (k, v) in &key.env {
         cmd.env(k, v);

@@ -539,12 +539,10 @@ fn index_tree(
                     ));
                 }
                 let Ok(c) = cstr(&name) else { continue };
-                let Ok(f) = openat2(
-                    fd.as_raw_fd(),
-                    &c,
-                    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-                    0,
-                ) else {
+                // A regular file only: a file swapped for a device node or
+                // a FIFO since the listing is never opened for reading.
+                let Ok((f, _)) = super::fs::open_regular(fd.as_raw_fd(), &c, libc::O_NOFOLLOW)
+                else {
                     continue;
                 };
                 files += 1;

@@ -6,7 +6,8 @@
 //! absolute paths, symlinks pointing out (absolute or relative) and
 //! `/proc` magic links all fail with `EXDEV`/`ELOOP`, reported as
 //! `PathOutsideWorkspace`. Nothing here ever opens a path by name from the
-//! process's root or cwd.
+//! process's root or cwd. Reads open `O_PATH` first and only a regular file
+//! for I/O; the control directory `.lackpy/` is neither read nor written.
 
 use lackpy_policy::wire::ToolFailure;
 use std::ffi::CString;
@@ -129,6 +130,10 @@ pub fn resolve_error(path: &str, e: i32) -> ToolFailure {
             ToolFailure::new("ToolFailed", format!("permission denied: {path:?}"))
         }
         libc::ENAMETOOLONG => ToolFailure::new("BadArgument", format!("path too long: {path:?}")),
+        libc::ESTALE => ToolFailure::new(
+            "ToolFailed",
+            format!("{path:?} was replaced while it was being opened; try again"),
+        ),
         libc::EROFS => ToolFailure::new("ToolFailed", format!("read-only file system: {path:?}")),
         libc::ENOSPC | libc::EDQUOT => {
             ToolFailure::new("ToolFailed", format!("no space left writing {path:?}"))
@@ -172,10 +177,12 @@ fn fstat(fd: RawFd) -> Result<libc::stat, i32> {
 /// `PathOutsideWorkspace FileNotFound IsADirectory NotUtf8 TooLarge BadArgument ToolFailed`.
 pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
     let c = check_path(path)?;
-    // O_NONBLOCK: a FIFO planted in the workspace must not hang the supervisor.
-    let fd = openat2(ws.fd(), &c, libc::O_RDONLY | libc::O_NONBLOCK, 0)
-        .map_err(|e| resolve_error(path, e))?;
-    let st = fstat(fd.as_raw_fd()).map_err(|e| resolve_error(path, e))?;
+    refuse_control_read(ws, None, path)?;
+    // O_PATH first: nothing is opened for I/O until `fstat` has said it is
+    // a regular file (opening a device node can have effects of its own).
+    let at = openat2(ws.fd(), &c, libc::O_PATH, 0).map_err(|e| resolve_error(path, e))?;
+    refuse_control_read(ws, Some(&at), path)?;
+    let st = fstat(at.as_raw_fd()).map_err(|e| resolve_error(path, e))?;
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => {}
         libc::S_IFDIR => {
@@ -198,6 +205,7 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
             format!("{path:?} is {size} bytes; the limit is {READ_CAP}"),
         ));
     }
+    let fd = reopen_regular(ws.fd(), &c, 0, &at, &st).map_err(|e| resolve_error(path, e))?;
     let mut file = std::fs::File::from(fd);
     let buf = read_capped(&mut file, size).map_err(|e| resolve_error(path, e))?;
     if buf.len() as u64 > READ_CAP {
@@ -215,6 +223,123 @@ pub fn read_text(ws: &Workspace, path: &str) -> Result<String, ToolFailure> {
             ),
         )
     })
+}
+
+/// Open for reading the regular file `at` (an `O_PATH` descriptor whose
+/// `fstat` is `st`, opened as `name` beneath `dir` with `extra` flags):
+/// through `/proc/self/fd`, which reopens that very inode, so a file
+/// swapped for a device node or a FIFO since the `fstat` is never opened.
+/// Where `/proc` cannot be used, `name` is opened again beneath `dir`
+/// (`O_NONBLOCK | O_NOCTTY`). Either way the result is checked by inode before any read.
+///
+/// # Errors
+/// The raw errno (`ESTALE` when the file changed in between).
+fn reopen_regular(
+    dir: RawFd,
+    name: &CString,
+    extra: i32,
+    at: &OwnedFd,
+    st: &libc::stat,
+) -> Result<OwnedFd, i32> {
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    let proc_path =
+        CString::new(format!("/proc/self/fd/{}", at.as_raw_fd())).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `proc_path` is NUL-terminated; it names the regular file
+    // `at` refers to, and the flags never block.
+    let raw = unsafe { libc::open(proc_path.as_ptr(), flags) };
+    let fd = if raw >= 0 {
+        // SAFETY: a fresh descriptor owned by nobody else.
+        unsafe { OwnedFd::from_raw_fd(raw) }
+    } else {
+        openat2(dir, name, flags | extra, 0)?
+    };
+    let now = fstat(fd.as_raw_fd())?;
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
+        || now.st_mode & libc::S_IFMT != libc::S_IFREG
+    {
+        return Err(libc::ESTALE);
+    }
+    Ok(fd)
+}
+
+/// Open the regular file `name` beneath `dir` for reading (resolved with
+/// [`openat2`] and `extra` flags such as `O_NOFOLLOW`): `O_PATH` first,
+/// then only a regular file is opened for I/O (see [`reopen_regular`]).
+///
+/// # Errors
+/// The raw errno; `EINVAL` for anything but a regular file.
+pub(crate) fn open_regular(
+    dir: RawFd,
+    name: &CString,
+    extra: i32,
+) -> Result<(OwnedFd, libc::stat), i32> {
+    let at = openat2(dir, name, libc::O_PATH | extra, 0)?;
+    let st = fstat(at.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(libc::EINVAL);
+    }
+    Ok((reopen_regular(dir, name, extra, &at, &st)?, st))
+}
+
+/// The kernel's name of the open descriptor `fd` (`/proc/self/fd`).
+fn fd_path(fd: RawFd) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+}
+
+/// Whether the open descriptor `fd` names something inside the workspace's
+/// control directory (compared by the kernel's names of `fd` and of the
+/// workspace root; `false` when `/proc` cannot name them).
+pub(crate) fn in_control_dir(ws_root: Option<&Path>, fd: RawFd) -> bool {
+    let (Some(root), Some(p)) = (ws_root, fd_path(fd)) else {
+        return false;
+    };
+    p.starts_with(root.join(CONTROL_DIR))
+}
+
+/// The kernel's name of the workspace root (for [`in_control_dir`]).
+pub(crate) fn root_path(ws: &Workspace) -> Option<std::path::PathBuf> {
+    fd_path(ws.fd())
+}
+
+/// Refuse reading a file of the workspace's control directory: its config
+/// (which may hold literal secrets for tools and servers: `env`,
+/// `headers`), the traces of every client's runs and the python tool
+/// modules are lackpy's, not a program's. Child jails never see
+/// `.lackpy/`; the builtin reads do not either. Judged on the file actually
+/// opened (`at`: a symlink inside the workspace to `.lackpy/...` is
+/// refused), or by name before anything is opened (`at` is `None`), so a
+/// program cannot even learn which files exist there.
+fn refuse_control_read(
+    ws: &Workspace,
+    at: Option<&OwnedFd>,
+    path: &str,
+) -> Result<(), ToolFailure> {
+    let inside = match at {
+        // `..` folded lexically (`sub/../.lackpy/x`).
+        None => {
+            let mut comps: Vec<&str> = Vec::new();
+            for c in path.split('/') {
+                match c {
+                    "" | "." => {}
+                    ".." => {
+                        comps.pop();
+                    }
+                    c => comps.push(c),
+                }
+            }
+            comps.first() == Some(&CONTROL_DIR)
+        }
+        Some(fd) => in_control_dir(root_path(ws).as_deref(), fd.as_raw_fd()),
+    };
+    if inside {
+        return Err(ToolFailure::new(
+            "PathOutsideWorkspace",
+            format!(
+                "{path:?} is inside {CONTROL_DIR}/, lackpy's own config, tool modules and traces; programs may not read or write there"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Largest file [`read_capped`] reads with a single `read` call.
@@ -311,18 +436,56 @@ fn open_parent(
         Err(libc::ENOENT) if create => {}
         Err(e) => return Err(resolve_error(path, e)),
     }
-    // mkdir -p, one level at a time: each parent is resolved beneath the
-    // workspace, and mkdirat only ever creates a plain name inside it.
+    // mkdir -p. The directories that exist are resolved beneath the
+    // workspace (symlinks that stay inside followed, as for the file
+    // itself). Before the first directory is created, its parent is checked
+    // against the control directory by inode: a symlink inside the
+    // workspace to `.lackpy/` (or to `.` when `.lackpy` is absent) must not
+    // let a program create directories there — an empty directory named
+    // like a trace file, `config.toml` or a kit breaks the runs that trust
+    // them. Below that point every directory is one this call created,
+    // opened from its parent's descriptor without following a symlink.
     let mut dir = openat2(ws.fd(), &cstr(".")?, flags, 0).map_err(|e| resolve_error(path, e))?;
+    let mut creating = false;
     for (i, comp) in comps.iter().enumerate() {
         let name = cstr(comp)?;
+        if !creating {
+            let sub = comps[..=i].join("/");
+            match openat2(ws.fd(), &cstr(&sub)?, flags, 0) {
+                Ok(fd) => {
+                    dir = fd;
+                    continue;
+                }
+                Err(libc::ENOENT) => {}
+                Err(e) => return Err(resolve_error(path, e)),
+            }
+            refuse_inside_control_dir(ws, &dir, path)?;
+            if *comp == CONTROL_DIR
+                && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
+            {
+                return Err(control_dir_refusal(path));
+            }
+            creating = true;
+        }
         // SAFETY: `name` is NUL-terminated; `dir` is an open directory descriptor.
         let rc = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) };
         if rc != 0 && errno() != libc::EEXIST {
             return Err(resolve_error(path, errno()));
         }
-        let sub = comps[..=i].join("/");
-        dir = openat2(ws.fd(), &cstr(&sub)?, flags, 0).map_err(|e| resolve_error(path, e))?;
+        // SAFETY: a plain name (no `/`) in an open directory; O_NOFOLLOW: a
+        // symlink raced in under that name is refused (ENOTDIR), not followed.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(resolve_error(path, errno()));
+        }
+        // SAFETY: a fresh descriptor owned by nobody else.
+        dir = unsafe { OwnedFd::from_raw_fd(fd) };
     }
     Ok(dir)
 }
@@ -701,6 +864,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let d = tempfile::tempdir().unwrap();
@@ -739,6 +903,82 @@ mod tests {
         assert!(!d2.path().join(".lackpy").exists());
     }
 
+    /// A symlink inside the workspace to `.lackpy/` (or to the root while
+    /// `.lackpy` is absent) must not let a write create directories there
+    /// (`mkdir -p` of the missing parents ran before the control-directory
+    /// check, so `cfg/traces/<day>.jsonl/x` left a directory where the next
+    /// trace file goes, and `cfg/config.toml/x` one where the config goes).
+    #[test]
+    fn missing_parents_are_never_created_in_the_control_dir() {
+        let (d, w) = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy/traces")).unwrap();
+        std::os::unix::fs::symlink(".lackpy", d.path().join("cfg")).unwrap();
+        std::os::unix::fs::symlink(".lackpy/traces", d.path().join("tr")).unwrap();
+        for p in [
+            "cfg/config.toml/x",
+            "cfg/kits/evil.kit/x",
+            "cfg/traces/2026-01-01.jsonl/x",
+            "tr/2026-01-01.jsonl/x",
+            "cfg/a/b/c/d.txt",
+        ] {
+            let e = write_text(&w, p, "x").unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {e:?}");
+        }
+        let mut left: Vec<_> = std::fs::read_dir(d.path().join(".lackpy"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["traces"]);
+        assert_eq!(
+            std::fs::read_dir(d.path().join(".lackpy/traces"))
+                .unwrap()
+                .count(),
+            0
+        );
+        // Without `.lackpy`, a link to the root must not create it.
+        let (d2, w2) = ws();
+        std::os::unix::fs::symlink(".", d2.path().join("root")).unwrap();
+        let e = write_text(&w2, "root/.lackpy/config.toml", "x").unwrap_err();
+        assert_eq!(e.type_name, "PathOutsideWorkspace", "{e:?}");
+        assert!(!d2.path().join(".lackpy").exists());
+        // Ordinary parents are still created, through links that stay inside.
+        std::fs::create_dir(d2.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("sub", d2.path().join("in")).unwrap();
+        write_text(&w2, "in/new/deep/f.txt", "ok").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d2.path().join("sub/new/deep/f.txt")).unwrap(),
+            "ok"
+        );
+    }
+
+    /// Reads of the control directory are refused whatever is there (or
+    /// not): by name first, then by the opened file's kernel name.
+    #[test]
+    fn reads_never_reach_the_control_dir() {
+        let (d, w) = ws();
+        std::fs::create_dir_all(d.path().join(".lackpy/traces")).unwrap();
+        std::fs::write(d.path().join(".lackpy/config.toml"), "secret").unwrap();
+        std::os::unix::fs::symlink(".lackpy", d.path().join("cfg")).unwrap();
+        std::os::unix::fs::symlink(".lackpy/config.toml", d.path().join("c")).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        for p in [
+            ".lackpy",
+            ".lackpy/config.toml",
+            ".lackpy/missing",
+            "sub/../.lackpy/missing",
+            "./.lackpy/traces",
+            "sub/../.lackpy/config.toml",
+            "cfg/config.toml",
+            "c",
+        ] {
+            let e = read_text(&w, p).unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {e:?}");
+        }
+        std::fs::write(d.path().join("sub/.lackpy"), "data").unwrap();
+        assert_eq!(read_text(&w, "sub/.lackpy").unwrap(), "data");
+    }
+
     #[test]
     fn reads_and_confines() {
         let (d, w) = ws();
@@ -773,6 +1013,43 @@ mod tests {
         let p = CString::new(d.path().join("fifo").to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o644) }, 0);
         assert_eq!(read_text(&w, "fifo").unwrap_err().type_name, "BadArgument");
+    }
+
+    /// Nothing but a regular file is ever opened for I/O: a writer waiting
+    /// on a FIFO (an open for reading would wake it and hand it a reader)
+    /// is still waiting after `read_text` and code intelligence met it.
+    #[test]
+    fn non_regular_files_are_never_opened() {
+        let (d, w) = ws();
+        let fifo = d.path().join("f.py");
+        let p = CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o644) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let fifo2 = fifo.clone();
+        std::thread::spawn(move || {
+            // Blocks until somebody opens the FIFO for reading.
+            let r = std::fs::OpenOptions::new().write(true).open(&fifo2);
+            let _ = tx.send(r.is_ok());
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(read_text(&w, "f.py").unwrap_err().type_name, "BadArgument");
+        let c = CString::new("f.py").unwrap();
+        assert_eq!(
+            open_regular(w.fd(), &c, libc::O_NOFOLLOW).unwrap_err(),
+            libc::EINVAL
+        );
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "the FIFO was opened for reading"
+        );
+        // Release the writer.
+        let _r = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(true));
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! a pattern ending in `**` or in `/` yields directories only; the root
 //! prints as `.`. Results are sorted by plain string order. Differences, on purpose:
 //! `..` components and absolute patterns are refused (CPython would climb
-//! out), and a symlink pointing outside the workspace is never followed.
+//! out), a symlink pointing outside the workspace is never followed, and
+//! the control directory `.lackpy/` is neither listed nor matched (by name
+//! at the root, and by the kernel's name of every directory opened, so a
+//! symlink to it shows nothing either).
 //!
 //! Every size a pattern chooses is bounded ([`MAX_PATTERN_BYTES`],
 //! [`MAX_COMPONENTS`], [`MAX_RECURSIVE`], [`MAX_CLASS_ITEMS`]: beyond one,
@@ -19,7 +22,7 @@
 //! once per component), and the run's deadline and cancel flag are polled
 //! while it works.
 
-use super::fs::{openat2, Workspace};
+use super::fs::{in_control_dir, openat2, root_path, Workspace, CONTROL_DIR};
 use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::ToolFailure;
 use std::collections::{HashMap, HashSet};
@@ -444,6 +447,9 @@ struct Walk<'a> {
     todo: Vec<(u32, u32)>,
     bytes: usize,
     clock: Interrupt,
+    /// The kernel's name of the workspace root: what lies in its control
+    /// directory `.lackpy/` is never listed or matched (as for `read_file`).
+    root: Option<std::path::PathBuf>,
 }
 
 impl<'w> Walk<'w> {
@@ -459,12 +465,19 @@ impl<'w> Walk<'w> {
             todo: Vec::new(),
             bytes: 0,
             clock: Interrupt::new(run),
+            root: root_path(ws),
         }
+    }
+
+    /// Whether `fd` (opened beneath the workspace) lies in `.lackpy/`.
+    fn in_control(&self, fd: &OwnedFd) -> bool {
+        in_control_dir(self.root.as_deref(), fd.as_raw_fd())
     }
 
     fn open_dir(&mut self, rel: &str) -> Option<OwnedFd> {
         let c = CString::new(if rel.is_empty() { "." } else { rel }).ok()?;
-        openat2(self.ws.fd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()
+        let fd = openat2(self.ws.fd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()?;
+        (!self.in_control(&fd)).then_some(fd)
     }
 
     fn exists(&self, rel: &str, dir_only: bool) -> bool {
@@ -476,7 +489,7 @@ impl<'w> Walk<'w> {
         } else {
             libc::O_PATH
         };
-        openat2(self.ws.fd(), &c, flags, 0).is_ok()
+        openat2(self.ws.fd(), &c, flags, 0).is_ok_and(|fd| !self.in_control(&fd))
     }
 
     fn account(&mut self, bytes: usize) -> Result<(), ToolFailure> {
@@ -533,7 +546,7 @@ impl<'w> Walk<'w> {
             // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated.
             let (name, dtype) = unsafe { (CStr::from_ptr((*ent).d_name.as_ptr()), (*ent).d_type) };
             let Ok(name) = name.to_str() else { continue }; // non-UTF-8 names cannot reach a program
-            if name == "." || name == ".." {
+            if name == "." || name == ".." || (rel.is_empty() && name == CONTROL_DIR) {
                 continue;
             }
             let kind = match dtype {
