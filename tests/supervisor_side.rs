@@ -462,6 +462,70 @@ r"#;
     assert_eq!(v["value"], "ok\n", "{v} {}", stderr(&out));
 }
 
+/// A repository's `.git` is code git runs outside any jail (hooks on
+/// commit or checkout, `core.fsmonitor` on every `git status` an IDE makes,
+/// a `.git` file pointing at another git dir): `write_file` and `edit_file`
+/// never change it, by name, through `..` or through a symlink, at the
+/// workspace root or in a nested repository.
+#[test]
+fn git_dirs_are_never_written_by_programs() {
+    let ws = util::workspace(&[
+        (".git/config", "[core]\n\tbare = false\n"),
+        (".git/hooks/README", "hooks\n"),
+        ("vendor/lib/.git/HEAD", "ref: refs/heads/main\n"),
+        ("src/a.py", "x = 1\n"),
+    ]);
+    std::os::unix::fs::symlink(".git/hooks", ws.path().join("h")).expect("symlink");
+    std::os::unix::fs::symlink("vendor/lib/.git", ws.path().join("v")).expect("symlink");
+    for (tool, call) in [
+        (
+            "write_file",
+            r##"write_file(".git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/pwned\n")"##,
+        ),
+        (
+            "write_file",
+            r#"write_file(".git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n")"#,
+        ),
+        (
+            "write_file",
+            r#"write_file("src/../.git/hooks/post-checkout", "x")"#,
+        ),
+        ("write_file", r#"write_file("h/pre-push", "x")"#),
+        ("write_file", r#"write_file("v/config", "x")"#),
+        (
+            "write_file",
+            r#"write_file("vendor/lib/.git/hooks/pre-commit", "x")"#,
+        ),
+        (
+            "write_file",
+            r#"write_file("src/.git", "gitdir: ../vendor/lib/.git")"#,
+        ),
+        (
+            "edit_file",
+            r#"edit_file(".git/config", "bare = false", "fsmonitor = x")"#,
+        ),
+    ] {
+        let (out, v) = run(ws.path(), Some(tool), call);
+        assert_eq!(v["ok"], false, "{call}: {v} {}", stderr(&out));
+        assert_eq!(v["error"]["type"], "PathOutsideWorkspace", "{call}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains(".git"), "{call}: {msg}");
+    }
+    let hooks = names(&ws.path().join(".git/hooks"));
+    assert_eq!(hooks, ["README"], "a hook was written");
+    let config = std::fs::read_to_string(ws.path().join(".git/config")).expect("config");
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!ws.path().join("vendor/lib/.git/config").exists());
+    assert!(!ws.path().join("src/.git").exists());
+    // The project's own files, `.gitignore` included, are written as before.
+    let (_, v) = run(
+        ws.path(),
+        Some("write_file"),
+        r#"[write_file(".gitignore", "target/\n"), write_file("src/b.py", "y = 2\n")]"#,
+    );
+    assert_eq!(v["value"], serde_json::json!([true, true]), "{v}");
+}
+
 /// The control directory is not readable through the builtin tools either
 /// (child jails never see it): its config may hold secrets meant for the
 /// tools (`env`, `headers`), its traces hold every client's programs and

@@ -500,6 +500,20 @@ fn next_tmp_name(name: &str) -> String {
 /// The workspace's control directory (config, kits, templates, traces).
 pub const CONTROL_DIR: &str = ".lackpy";
 
+/// The name of a git repository's directory (or of the file that points a
+/// worktree or submodule at one).
+pub const GIT_DIR: &str = ".git";
+
+/// Why a write into a `.git` directory (or of a `.git` file) is refused.
+fn git_dir_refusal(path: &str) -> ToolFailure {
+    ToolFailure::new(
+        "PathOutsideWorkspace",
+        format!(
+            "{path:?} is inside a {GIT_DIR} directory (or is one): git runs its hooks and obeys its config outside any jail, so programs may not write there; write the project's files and leave version control to the user"
+        ),
+    )
+}
+
 fn control_dir_refusal(path: &str) -> ToolFailure {
     ToolFailure::new(
         "PathOutsideWorkspace",
@@ -535,17 +549,17 @@ fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
     Some((st.st_dev, st.st_ino))
 }
 
-/// Refuse when `dir` is the workspace's control directory or lies below it,
-/// however the path reached it (symlinks inside the workspace included):
-/// walk `..` from `dir` up to the workspace root comparing inodes.
+/// Refuse when `dir` is the workspace's control directory or a git
+/// directory (any `.git`, at any depth), or lies below one, however the
+/// path reached it (symlinks inside the workspace included): walk `..` from
+/// `dir` up to the workspace root comparing inodes.
 fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Result<(), ToolFailure> {
     let empty = cstr("")?;
     let Some(root) = dir_id(ws.fd(), &empty) else {
         return Err(ToolFailure::new("ToolFailed", "cannot stat the workspace"));
     };
-    let Some(control) = dir_id(ws.fd(), &cstr(CONTROL_DIR)?) else {
-        return Ok(()); // no control directory: nothing to protect below
-    };
+    let control = dir_id(ws.fd(), &cstr(CONTROL_DIR)?);
+    let git = cstr(GIT_DIR)?;
     let dotdot = cstr("..")?;
     let mut cur: Option<OwnedFd> = None;
     // Bounded: a path of at most PATH_CAP bytes cannot be deeper than this.
@@ -557,7 +571,7 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
                 format!("cannot stat a parent of {path:?}"),
             ));
         };
-        if id == control {
+        if Some(id) == control {
             return Err(control_dir_refusal(path));
         }
         if id == root {
@@ -579,6 +593,11 @@ fn refuse_inside_control_dir(ws: &Workspace, dir: &OwnedFd, path: &str) -> Resul
         }
         // SAFETY: `up` is a fresh descriptor we own.
         let up = unsafe { OwnedFd::from_raw_fd(up) };
+        // `cur` is its parent's `.git`: a repository's hooks and config,
+        // which git runs and obeys outside any jail.
+        if dir_id(up.as_raw_fd(), &git) == Some(id) {
+            return Err(git_dir_refusal(path));
+        }
         if dir_id(up.as_raw_fd(), &empty) == Some(id) {
             // Reached `/` without meeting the workspace: not beneath it.
             return Err(ToolFailure::new(
@@ -778,6 +797,11 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     if comps.first().copied().unwrap_or(name) == CONTROL_DIR {
         return Err(control_dir_refusal(path));
     }
+    // A repository's `.git` (hooks, `core.fsmonitor`, a `.git` file naming
+    // another git dir) is code git runs on the user's next `git status`.
+    if name == GIT_DIR || comps.contains(&GIT_DIR) {
+        return Err(git_dir_refusal(path));
+    }
     let mut dir = open_parent(ws, &comps, true, path)?;
     refuse_inside_control_dir(ws, &dir, path)?;
     let mut cname = cstr(name)?;
@@ -791,6 +815,9 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
             && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
         {
             return Err(control_dir_refusal(path));
+        }
+        if cname.as_bytes() == GIT_DIR.as_bytes() {
+            return Err(git_dir_refusal(path));
         }
         existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
         if existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
@@ -901,6 +928,59 @@ mod tests {
         let (d2, w2) = ws();
         assert!(write_text(&w2, ".lackpy/config.toml", "x").is_err());
         assert!(!d2.path().join(".lackpy").exists());
+    }
+
+    /// A repository's `.git` (hooks, config, a `.git` file naming another
+    /// git dir) is never written, at any depth and through any symlink;
+    /// names that merely contain `.git` are ordinary files.
+    #[test]
+    fn writes_never_reach_a_git_dir() {
+        let (d, w) = ws();
+        std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(d.path().join("vendor/lib/.git")).unwrap();
+        std::os::unix::fs::symlink(".git", d.path().join("g")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", d.path().join("h")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks/pre-commit", d.path().join("pc")).unwrap();
+        std::os::unix::fs::symlink("vendor/lib/.git", d.path().join("v")).unwrap();
+        std::os::unix::fs::symlink("sub", d.path().join("s")).unwrap();
+        std::fs::create_dir_all(d.path().join("sub")).unwrap();
+        for p in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "./.git/config",
+            "a/../.git/config",
+            "g/config",
+            "g/hooks/post-checkout",
+            "h/pre-commit",
+            "h/new/dir/x",
+            "v/config",
+            "vendor/lib/.git/config",
+            "sub/.git",
+            "s/.git/config",
+            ".git",
+        ] {
+            let e = write_text(&w, p, "x").unwrap_err();
+            assert_eq!(e.type_name, "PathOutsideWorkspace", "{p}: {}", e.message);
+            assert!(e.message.contains(".git"), "{p}: {}", e.message);
+        }
+        // A symlink whose target is named `.git`.
+        std::os::unix::fs::symlink(".git", d.path().join("sub/link")).unwrap();
+        assert!(write_text(&w, "sub/link", "gitdir: /tmp/evil").is_err());
+        let hooks: Vec<_> = std::fs::read_dir(d.path().join(".git/hooks"))
+            .unwrap()
+            .collect();
+        assert!(hooks.is_empty(), "{hooks:?}");
+        assert!(!d.path().join(".git/config").exists());
+        assert!(!d.path().join("sub/.git").exists());
+        assert!(!d.path().join("vendor/lib/.git/config").exists());
+        // Names that only look alike are ordinary data.
+        for p in [".gitignore", "docs/.github/x.yml", "a.git/x", ".git2/x"] {
+            write_text(&w, p, "ok").unwrap();
+        }
+        // Dangling: a link into .git whose target does not exist yet.
+        let e = write_text(&w, "pc", "x").unwrap_err();
+        assert!(e.message.contains(".git"), "{}", e.message);
+        assert!(!d.path().join(".git/hooks/pre-commit").exists());
     }
 
     /// A symlink inside the workspace to `.lackpy/` (or to the root while
