@@ -121,6 +121,17 @@ pub fn needs_python_safe_path<S: AsRef<str>>(args: &[S]) -> bool {
 /// path walk).
 const MAX_LINK_HOPS: usize = 40;
 
+/// The parts of `path` a walk takes: names and `..` (the root and `.`
+/// dropped).
+fn walk_parts(path: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
+    use std::path::Component;
+    path.components().filter_map(|c| match c {
+        Component::Normal(n) => Some(n.to_os_string()),
+        Component::ParentDir => Some("..".into()),
+        _ => None,
+    })
+}
+
 /// Where every symlink met while resolving the absolute `path` lies (each
 /// link's own path, its parent resolved), in the order met; at most
 /// [`MAX_LINK_HOPS`]. A missing component ends nothing: the rest is
@@ -128,16 +139,8 @@ const MAX_LINK_HOPS: usize = 40;
 fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
     use std::collections::VecDeque;
     use std::ffi::OsString;
-    use std::path::Component;
     let mut out = Vec::new();
-    let mut todo: VecDeque<OsString> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
+    let mut todo: VecDeque<OsString> = walk_parts(path).collect();
     let mut cur = PathBuf::from("/");
     while let Some(c) = todo.pop_front() {
         if c == ".." {
@@ -160,14 +163,7 @@ fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
         if target.is_absolute() {
             cur = PathBuf::from("/");
         }
-        let comps: Vec<OsString> = target
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .collect();
+        let comps: Vec<OsString> = walk_parts(&target).collect();
         for c in comps.into_iter().rev() {
             todo.push_front(c);
         }
