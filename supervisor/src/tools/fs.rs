@@ -315,20 +315,9 @@ fn refuse_control_read(
     path: &str,
 ) -> Result<(), ToolFailure> {
     let inside = match at {
-        // `..` folded lexically (`sub/../.lackpy/x`).
-        None => {
-            let mut comps: Vec<&str> = Vec::new();
-            for c in path.split('/') {
-                match c {
-                    "" | "." => {}
-                    ".." => {
-                        comps.pop();
-                    }
-                    c => comps.push(c),
-                }
-            }
-            comps.first() == Some(&CONTROL_DIR)
-        }
+        // `..` folded lexically (`sub/../.lackpy/x`); a path climbing out
+        // is refused by the open that follows.
+        None => fold(path).is_some_and(|c| c.first() == Some(&CONTROL_DIR)),
         Some(fd) => in_control_dir(root_path(ws).as_deref(), fd.as_raw_fd()),
     };
     if inside {
@@ -383,22 +372,29 @@ fn read_capped(file: &mut std::fs::File, size: u64) -> Result<Vec<u8>, i32> {
 
 /// Split a relative path into (parent components, file name), lexically
 /// resolving `.` and `..`; a `..` that climbs above the root is outside.
-fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
+/// The components of the relative `path` with `.` dropped and `..` folded
+/// lexically; `None` when a `..` would climb above the workspace.
+fn fold(path: &str) -> Option<Vec<&str>> {
     let mut comps: Vec<&str> = Vec::new();
     for c in path.split('/') {
         match c {
             "" | "." => {}
             ".." => {
-                if comps.pop().is_none() {
-                    return Err(ToolFailure::new(
-                        "PathOutsideWorkspace",
-                        format!("{path:?} climbs out of the workspace"),
-                    ));
-                }
+                comps.pop()?;
             }
             c => comps.push(c),
         }
     }
+    Some(comps)
+}
+
+fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
+    let mut comps = fold(path).ok_or_else(|| {
+        ToolFailure::new(
+            "PathOutsideWorkspace",
+            format!("{path:?} climbs out of the workspace"),
+        )
+    })?;
     let name = comps.pop().ok_or_else(|| {
         ToolFailure::new(
             "IsADirectory",
@@ -460,11 +456,7 @@ fn open_parent(
                 Err(e) => return Err(resolve_error(path, e)),
             }
             refuse_inside_control_dir(ws, &dir, path)?;
-            if *comp == CONTROL_DIR
-                && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
-            {
-                return Err(control_dir_refusal(path));
-            }
+            refuse_protected_entry(ws, &dir, comp.as_bytes(), path)?;
             creating = true;
         }
         // SAFETY: `name` is NUL-terminated; `dir` is an open directory descriptor.
@@ -512,6 +504,27 @@ fn git_dir_refusal(path: &str) -> ToolFailure {
             "{path:?} is inside a {GIT_DIR} directory (or is one): git runs its hooks and obeys its config outside any jail, so programs may not write there; write the project's files and leave version control to the user"
         ),
     )
+}
+
+/// Refuse creating or writing the entry `name` of directory `dir`: the
+/// control directory itself (when `dir` is the workspace root) or a `.git`
+/// (in any directory). What lies *inside* either is refused by
+/// [`refuse_inside_control_dir`].
+fn refuse_protected_entry(
+    ws: &Workspace,
+    dir: &OwnedFd,
+    name: &[u8],
+    path: &str,
+) -> Result<(), ToolFailure> {
+    if name == GIT_DIR.as_bytes() {
+        return Err(git_dir_refusal(path));
+    }
+    if name == CONTROL_DIR.as_bytes()
+        && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
+    {
+        return Err(control_dir_refusal(path));
+    }
+    Ok(())
 }
 
 fn control_dir_refusal(path: &str) -> ToolFailure {
@@ -811,14 +824,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
         // link stays); a link out is refused before anything is written.
         (dir, cname) = resolve_link_target(ws, &comps, name, path)?;
         refuse_inside_control_dir(ws, &dir, path)?;
-        if cname.as_bytes() == CONTROL_DIR.as_bytes()
-            && dir_id(dir.as_raw_fd(), &cstr("")?) == dir_id(ws.fd(), &cstr("")?)
-        {
-            return Err(control_dir_refusal(path));
-        }
-        if cname.as_bytes() == GIT_DIR.as_bytes() {
-            return Err(git_dir_refusal(path));
-        }
+        refuse_protected_entry(ws, &dir, cname.as_bytes(), path)?;
         existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
         if existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
             // Only a concurrent change of the workspace gets here.
