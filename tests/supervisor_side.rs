@@ -408,17 +408,11 @@ async fn resolve_doc_survives_concurrent_swaps() {
     let _ = c.cancel().await;
 }
 
-const SHELL_AND_FILES: &str = r#"
-[[tools]]
-name = "shell"
-provider = "command"
-argv = ["/bin/sh", "-c", "{script}"]
-writable = true
-effects_ceiling = 3
-grade_w = 3
-args = [{ name = "script", type = "str" }]
-# token: s3cret-in-config
-"#;
+/// [`SHELL_TOOL`] with a secret in the config text, which a program must
+/// never get to read.
+fn shell_and_secret() -> String {
+    format!("{SHELL_TOOL}# token: s3cret-in-config\n")
+}
 
 /// A symlink in the workspace to `.lackpy/` (which a writable command tool
 /// can make, or a cloned repository can hold) does not let `write_file`
@@ -428,7 +422,7 @@ args = [{ name = "script", type = "str" }]
 /// broke the configuration of every later run.
 #[test]
 fn symlink_to_the_control_dir_creates_nothing_there() {
-    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES)]);
+    let ws = util::workspace(&[(".lackpy/config.toml", &shell_and_secret())]);
     let prog = r#"shell("ln -s .lackpy cfg && ln -s . here")
 r = []
 for p in ["cfg/kits/evil.kit/x", "cfg/traces/d/x.jsonl", "cfg/a/b/c.txt", "here/.lackpy/kits/k.kit/x"]:
@@ -533,7 +527,10 @@ fn git_dirs_are_never_written_by_programs() {
 /// workspace, and in `find_files` listings.
 #[test]
 fn control_dir_is_not_readable_by_programs() {
-    let ws = util::workspace(&[(".lackpy/config.toml", SHELL_AND_FILES), ("sub/a.txt", "a")]);
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", &shell_and_secret()),
+        ("sub/a.txt", "a"),
+    ]);
     std::os::unix::fs::symlink(".lackpy", ws.path().join("cfg")).expect("symlink");
     std::os::unix::fs::symlink(".lackpy/config.toml", ws.path().join("cfgfile")).expect("symlink");
     // A first run leaves a trace, with its program, behind.

@@ -74,30 +74,33 @@ pub const SCRIPT_EXTENSIONS: &[&str] = &[
     "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "sh", "bash", "rb", "pl", "php", "lua", "jar",
 ];
 
-/// Whether the argument `arg` of a configured command line (a command
-/// tool's literal argv item, an MCP server's `args` entry) names a script
-/// in the program-writable set of `workspace`: an existing regular file
-/// with an execute bit or a script ending ([`SCRIPT_EXTENSIONS`]), found at
-/// `path` (the argument as the child will resolve it). An interpreter given
-/// it would run code a program wrote. `--opt=value` is judged by `value`;
-/// other arguments starting with `-` and directories or data files are not
-/// scripts.
-pub fn script_in_writable_set(arg: &str, path: &Path, workspace: &Path) -> bool {
+/// The script the argument `arg` of a configured command line (a command
+/// tool's literal argv item, an MCP server's `args` entry) names, when it
+/// lies in the program-writable set of `workspace`: an existing regular
+/// file with an execute bit or a script ending ([`SCRIPT_EXTENSIONS`]),
+/// found at `resolve(text)` (where the child will find it). An interpreter
+/// given it would run code a program wrote. `--opt=value` is judged by
+/// `value`; other arguments starting with `-` and directories or data files
+/// are not scripts.
+pub fn script_in_writable_set(
+    arg: &str,
+    workspace: &Path,
+    resolve: impl FnOnce(&str) -> PathBuf,
+) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let text = arg.split_once('=').map_or(arg, |(_, v)| v);
     if text.is_empty() || text.starts_with('-') {
-        return false;
+        return None;
     }
-    let Ok(meta) = std::fs::metadata(path) else {
-        return false;
-    };
+    let path = resolve(text);
+    let meta = std::fs::metadata(&path).ok()?;
     let script = meta.is_file()
         && (meta.permissions().mode() & 0o111 != 0
             || path
                 .extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e)));
-    script && in_writable_set(path, workspace)
+    (script && in_writable_set(&path, workspace)).then_some(path)
 }
 
 /// The variable that keeps Python (3.11 and later) from putting the

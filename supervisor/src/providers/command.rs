@@ -314,9 +314,8 @@ pub fn call(
     // (`["python3", "tool.py"]`, `["/bin/sh", "run.sh"]`; cwd is the
     // workspace): the interpreter would run a program's code.
     for lit in c.argv.iter().skip(1).filter_map(|t| t.literal()) {
-        let text = lit.split_once('=').map_or(lit, |(_, v)| v);
-        let p = ws_path.join(text);
-        if crate::trusted::script_in_writable_set(lit, &p, &ws_path) {
+        let script = crate::trusted::script_in_writable_set(lit, &ws_path, |t| ws_path.join(t));
+        if let Some(p) = script {
             return Err(ToolFailure::new(
                 "ToolFailed",
                 format!(

@@ -480,9 +480,7 @@ fn untrusted_code(key: &ServerKey, program: &Path) -> Option<String> {
         return Some(crate::trusted::refusal("the server program", program, ws));
     }
     for arg in &key.args {
-        let text = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
-        let p = config_path(text, ws);
-        if crate::trusted::script_in_writable_set(arg, &p, ws) {
+        if let Some(p) = crate::trusted::script_in_writable_set(arg, ws, |t| config_path(t, ws)) {
             return Some(crate::trusted::refusal("the server script", &p, ws));
         }
     }
