@@ -101,6 +101,63 @@ fn writable_command_tool_cannot_touch_the_control_dir() {
     assert!(!ws.path().join("moved").exists());
 }
 
+/// A writable command tool cannot change the workspace's `.git` (hooks,
+/// `core.fsmonitor` in its config: code the user's git or IDE runs outside
+/// any jail), neither its files nor the entry itself (rename, remove,
+/// replace); a `.git` file (`gitdir:`, as in a worktree) likewise. It still
+/// reads `.git` and writes the rest of the workspace.
+#[test]
+fn writable_command_tool_cannot_write_git() {
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", SHELL_TOOL),
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        (".git/config", "[core]\n"),
+        (".git/hooks/README", "hooks\n"),
+    ]);
+    let attempts = [
+        "echo 'exit 0' > .git/hooks/pre-commit",
+        "printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config",
+        "mv .git moved",
+        "rm -rf .git",
+        "rm .git/HEAD",
+        "mkdir .git/objects",
+        "ln -s / .git/root",
+        "umount -l .git; echo x > .git/y",
+    ];
+    for a in attempts {
+        let (out, v) = run(ws.path(), Some("shell"), &format!("shell({a:?})"));
+        assert_eq!(v["ok"], false, "{a}: {}\n{}", v, stderr(&out));
+    }
+    assert_eq!(names(&ws.path().join(".git")), ["HEAD", "config", "hooks"]);
+    assert_eq!(names(&ws.path().join(".git/hooks")), ["README"]);
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".git/config")).expect("config"),
+        "[core]\n"
+    );
+    assert!(!ws.path().join("moved").exists());
+    // Reading .git and writing the rest of the workspace still work.
+    let (_, v) = run(
+        ws.path(),
+        Some("shell"),
+        r#"shell("cat .git/HEAD; echo hi > .gitignore")"#,
+    );
+    assert_eq!(v["value"], "ref: refs/heads/main\n", "{v}");
+    assert!(ws.path().join(".gitignore").exists());
+    // A worktree's `.git` file cannot be pointed at another git dir.
+    let wt = util::workspace(&[
+        (".lackpy/config.toml", SHELL_TOOL),
+        (".git", "gitdir: /srv/repo/.git/worktrees/wt\n"),
+    ]);
+    for a in ["echo 'gitdir: evil' > .git", "rm .git", "mv .git x"] {
+        let (out, v) = run(wt.path(), Some("shell"), &format!("shell({a:?})"));
+        assert_eq!(v["ok"], false, "{a}: {}\n{}", v, stderr(&out));
+    }
+    assert_eq!(
+        std::fs::read_to_string(wt.path().join(".git")).expect(".git"),
+        "gitdir: /srv/repo/.git/worktrees/wt\n"
+    );
+}
+
 /// Without a `.lackpy/` yet, a writable command tool (configured in the
 /// user's config) cannot create one: lackpy creates it first and hides it.
 #[test]

@@ -20,7 +20,7 @@
     clippy::ptr_as_ptr
 )]
 
-use lackpy_worker::jail::{ControlDir, Plan, Step};
+use lackpy_worker::jail::{ControlDir, Pinned, Plan, Step};
 pub use lackpy_worker::jail::{JailError, ProgramSpec as Spec, ETC_FILES, SYSTEM_DIRS};
 use std::path::{Path, PathBuf};
 
@@ -83,7 +83,8 @@ fn control_dir(ws: &Path, spec: &Spec) -> Result<Option<ControlDir>, JailError> 
         .read_write
         .iter()
         .any(|p| ws.starts_with(p) || p.starts_with(ws));
-    match lackpy_beneath::open_control(ws, writable).map_err(|e| fail(&e))? {
+    let workspace = lackpy_beneath::Dir::open(ws).map_err(|e| fail(&e))?;
+    match lackpy_beneath::control_dir(&workspace, writable).map_err(|e| fail(&e))? {
         None if !writable => Ok(None),
         None => Err(fail(&"missing")),
         Some(dir) => {
@@ -92,7 +93,35 @@ fn control_dir(ws: &Path, spec: &Spec) -> Result<Option<ControlDir>, JailError> 
                 path: path.clone(),
                 dev: st.dev,
                 ino: st.ino,
+                git: if writable {
+                    git_entry(ws, &workspace)
+                } else {
+                    None
+                },
             }))
+        }
+    }
+}
+
+/// The workspace's own `.git` (a directory, or a `gitdir:` file), pinned
+/// for the jail to make read-only; `None` when there is none. A `.git`
+/// that is a symlink is not followed and stays as it is (logged): the bind
+/// would cover whatever it points to, which the program may have chosen.
+fn git_entry(ws: &Path, workspace: &lackpy_beneath::Dir) -> Option<Pinned> {
+    use lackpy_beneath::Kind;
+    let st = workspace.stamp(".git")?;
+    match st.kind {
+        Kind::Dir | Kind::File => Some(Pinned {
+            path: ws.join(".git"),
+            dev: st.dev,
+            ino: st.ino,
+        }),
+        Kind::Symlink | Kind::Other => {
+            tracing::warn!(
+                workspace = %ws.display(),
+                "the workspace's .git is not a directory or file: not made read-only for a writable child"
+            );
+            None
         }
     }
 }

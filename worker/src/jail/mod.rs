@@ -34,7 +34,7 @@ mod steps;
 
 use std::fmt;
 
-pub use plan::{ControlDir, Pid1Exit, Plan, ProgramSpec, ETC_FILES, NOBODY, SYSTEM_DIRS};
+pub use plan::{ControlDir, Pid1Exit, Pinned, Plan, ProgramSpec, ETC_FILES, NOBODY, SYSTEM_DIRS};
 pub use seccomp::Filter;
 pub use steps::wait_status;
 

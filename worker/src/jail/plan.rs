@@ -61,6 +61,8 @@ enum Root {
         path: CString,
         /// Its (device, inode) when it was opened beneath the workspace.
         id: (u64, u64),
+        /// The workspace's `.git` to make read-only: path, (device, inode).
+        git: Option<(CString, (u64, u64))>,
     },
 }
 
@@ -73,6 +75,26 @@ enum Root {
 #[derive(Debug, Clone)]
 pub struct ControlDir {
     /// Path of the directory.
+    pub path: PathBuf,
+    /// Its device.
+    pub dev: u64,
+    /// Its inode.
+    pub ino: u64,
+    /// The workspace's `.git` (a directory, or a `gitdir:` file), when the
+    /// program may write the workspace: covered by a read-only bind of
+    /// itself in the program's mount namespace, so the program can neither
+    /// write it (hooks, `core.fsmonitor`: code the user's git runs outside
+    /// any jail) nor rename, remove or replace it (a mount point). Checked
+    /// by identity like the control directory.
+    pub git: Option<Pinned>,
+}
+
+/// An entry of the workspace pinned by identity: the jailed process opens
+/// `path` again without following a symlink and acts on it only when it is
+/// still this (device, inode).
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    /// Its path.
     pub path: PathBuf,
     /// Its device.
     pub dev: u64,
@@ -463,9 +485,19 @@ impl Plan {
                 let path = CString::new(c.path.as_os_str().as_bytes()).map_err(|_| {
                     JailError::detail(Step::HideControl, "control directory path has a NUL byte")
                 })?;
+                let git = match &c.git {
+                    None => None,
+                    Some(g) => Some((
+                        CString::new(g.path.as_os_str().as_bytes()).map_err(|_| {
+                            JailError::detail(Step::HideControl, ".git path has a NUL byte")
+                        })?,
+                        (g.dev, g.ino),
+                    )),
+                };
                 Root::HideControl {
                     path,
                     id: (c.dev, c.ino),
+                    git,
                 }
             }
         };
@@ -563,7 +595,12 @@ impl Plan {
         match &self.root {
             Root::Host => {}
             Root::Empty => pivot_to_empty_root()?,
-            Root::HideControl { path, id } => hide_control(path, *id)?,
+            Root::HideControl { path, id, git } => {
+                hide_control(path, *id)?;
+                if let Some((git, id)) = git {
+                    bind_read_only(git, *id)?;
+                }
+            }
         }
         // 3. rlimits (after the fork, so NPROC=0 cannot stop it).
         set_rlimits(&self.rlimits)?;

@@ -313,33 +313,7 @@ pub fn hide_control(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    // SAFETY: `path` is NUL-terminated; O_PATH opens nothing for I/O.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(JailError::at(Step::HideControl, "open", errno()));
-    }
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstat writes one stat struct into `st`.
-    let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
-    let same = rc == 0 && {
-        // SAFETY: fstat succeeded (rc == 0), so `st` is initialised.
-        let st = unsafe { st.assume_init() };
-        (st.st_dev, st.st_ino) == id
-    };
-    if !same {
-        // SAFETY: closing the descriptor opened above, once.
-        unsafe { libc::close(fd) };
-        return Err(JailError::at(
-            Step::HideControl,
-            "not the directory checked",
-            libc::ESTALE,
-        ));
-    }
+    let fd = open_pinned(path, id, "control directory")?;
     let mut buf = [0u8; 32];
     let rc = match fd_path(fd, &mut buf) {
         Some(target) => mount(
@@ -355,6 +329,115 @@ pub fn hide_control(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
     // SAFETY: closing the descriptor opened above, once.
     unsafe { libc::close(fd) };
     rc.map_err(|e| JailError::at(Step::HideControl, "mount tmpfs", e.errno()))
+}
+
+/// Open `path` as `O_PATH` without following a final symlink and check it
+/// is still the entry `id` (device, inode); the descriptor on success.
+fn open_pinned(path: &CStr, id: (u64, u64), what: &'static str) -> Result<RawFd, JailError> {
+    // SAFETY: `path` is NUL-terminated; O_PATH opens nothing for I/O.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(JailError::at(Step::HideControl, what, errno()));
+    }
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one stat struct into `st`.
+    let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+    let same = rc == 0 && {
+        // SAFETY: fstat succeeded (rc == 0), so `st` is initialised.
+        let st = unsafe { st.assume_init() };
+        (st.st_dev, st.st_ino) == id
+    };
+    if !same {
+        // SAFETY: closing the descriptor opened above, once.
+        unsafe { libc::close(fd) };
+        return Err(JailError::at(Step::HideControl, what, libc::ESTALE));
+    }
+    Ok(fd)
+}
+
+/// The mount flags a read-only remount of the mount holding `fd` must keep:
+/// in a user namespace the kernel locks `nosuid`, `nodev`, `noexec` and the
+/// atime mode of mounts inherited from the parent namespace, and refuses a
+/// remount that would change them (runc copies them from `statfs` too).
+fn kept_mount_flags(fd: RawFd) -> Result<libc::c_ulong, JailError> {
+    // fstatfs64, not fstatvfs: glibc's statvfs may read /proc/mounts
+    // (stdio, allocation), which has no place between fork and exec.
+    let mut sf = std::mem::MaybeUninit::<libc::statfs64>::uninit();
+    // SAFETY: fstatfs64 writes one statfs64 struct into `sf`; O_PATH
+    // descriptors are allowed.
+    if unsafe { libc::fstatfs64(fd, sf.as_mut_ptr()) } != 0 {
+        return Err(JailError::at(Step::HideControl, ".git statfs", errno()));
+    }
+    // SAFETY: fstatfs64 succeeded, so `sf` is initialised.
+    let f = libc::c_ulong::try_from(unsafe { sf.assume_init() }.f_flags).unwrap_or(0);
+    let has = |st: libc::c_ulong| f & st != 0;
+    let mut flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    if has(libc::ST_NOATIME) {
+        flags |= libc::MS_NOATIME;
+    } else if !has(libc::ST_RELATIME) {
+        flags |= libc::MS_STRICTATIME;
+    }
+    if has(libc::ST_NODIRATIME) {
+        flags |= libc::MS_NODIRATIME;
+    }
+    Ok(flags)
+}
+
+/// Step 2b of a program's jail that may write the workspace: bind the
+/// workspace's `.git` (directory or `gitdir:` file) onto itself and make
+/// that bind read-only, in this process's own (private) mount namespace.
+/// The program cannot write hooks or `core.fsmonitor` there (code the
+/// user's git would run outside any jail), nor rename, remove or replace
+/// it (a mount point). As with the control directory, it acts on the
+/// descriptor of the checked entry (`/proc/self/fd/N`), and checks the
+/// bind's root again before the read-only remount.
+pub fn bind_read_only(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
+    let fd = open_pinned(path, id, ".git open")?;
+    let mut buf = [0u8; 32];
+    let rc = match fd_path(fd, &mut buf) {
+        Some(target) => mount(
+            ".git bind",
+            Some(target),
+            target,
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        ),
+        None => Err(JailError::at(
+            Step::HideControl,
+            ".git fd path",
+            libc::EBADF,
+        )),
+    };
+    // SAFETY: closing the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    rc.map_err(|e| JailError::at(Step::HideControl, ".git bind", e.errno()))?;
+    // The path now leads to the bind's root (a lookup crosses into mounts).
+    let fd = open_pinned(path, id, ".git reopen")?;
+    let rc = kept_mount_flags(fd).and_then(|kept| match fd_path(fd, &mut buf) {
+        Some(target) => mount(
+            ".git read-only",
+            None,
+            target,
+            None,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
+            None,
+        )
+        .map_err(|e| JailError::at(Step::HideControl, ".git read-only", e.errno())),
+        None => Err(JailError::at(
+            Step::HideControl,
+            ".git fd path",
+            libc::EBADF,
+        )),
+    });
+    // SAFETY: closing the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    rc
 }
 
 /// `/proc/self/fd/N`, NUL-terminated, written into `buf` (no allocation).
