@@ -226,6 +226,49 @@ fn write_mode_mcp_server_cannot_touch_the_control_dir() {
     );
 }
 
+/// An MCP server started by `npx` (the usual way) takes neither
+/// configuration nor packages from the workspace, its working directory: a
+/// program that wrote `.npmrc` with `node-options = --require=evil.js`
+/// there had its code run by every node the launcher started, inside the
+/// server's jail (its network, its paths), on the server's next start.
+#[test]
+fn npx_server_ignores_a_program_written_npmrc() {
+    assert!(
+        util::have_python(),
+        "python3 is required (the fake MCP server)"
+    );
+    let npx = std::process::Command::new("npx").arg("--version").output();
+    assert!(
+        npx.is_ok_and(|o| o.status.success()),
+        "npx is required (node and npm, which scripts/test-deps needs too)"
+    );
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let server = fixtures.join("mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"npx\"\nargs = [\"--yes\", \"-c\", {:?}]\ntimeout_seconds = 30\nworkspace = \"write\"\nread_paths = [{:?}]\n",
+        format!("node -e 0 && exec python3 {}", server.display()),
+        fixtures.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let marker = ws.path().join("pwned");
+    let evil = ws.path().join("evil.js");
+    let prog = format!(
+        "write_file(\"evil.js\", {:?})\nwrite_file(\".npmrc\", {:?})",
+        format!(
+            "require('fs').writeFileSync({:?}, 'x')",
+            marker.display().to_string()
+        ),
+        format!("node-options=--require={}\n", evil.display())
+    );
+    let (out, v) = run(ws.path(), Some("write_file"), &prog);
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    // The server starts now, with that .npmrc in its working directory.
+    let (out, v) = run(ws.path(), Some("probe"), r#"probe("write", "new.txt")"#);
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    assert!(ws.path().join("new.txt").exists(), "the server runs");
+    assert!(!marker.exists(), "evil.js ran in the server's jail");
+}
+
 fn python_tool_config(module: &str) -> String {
     format!(
         "[[tools]]\nname = \"f\"\nprovider = \"python\"\nmodule = \"{module}\"\nfunction = \"f\"\ngrade_w = 1\neffects_ceiling = 1\n"

@@ -120,6 +120,61 @@ pub fn needs_python_safe_path<S: AsRef<str>>(args: &[S]) -> bool {
     })
 }
 
+/// What a child started with the workspace as its working directory needs
+/// so that neither it nor the package launcher it is takes code or
+/// configuration from there (a program may have written any of it):
+///
+/// - Python with `-m`/`-c`: [`PYTHON_SAFE_PATH`] (the working directory is
+///   not put on `sys.path`);
+/// - `npx`, `npm exec`/`npm x`: `--prefix=<npm's installation>` before the
+///   configured arguments. Without it npm takes the workspace as the
+///   project: its `.npmrc` (`node-options = --require=./x.js` runs code in
+///   every node the launcher starts; `script-shell`, `cache`, `registry`)
+///   and its `node_modules/.bin` (a program-written package of the name
+///   asked for). The working directory stays the workspace. A `--prefix`
+///   the configuration gives is kept (the operator's choice);
+/// - `uvx`, `uv tool …`: `UV_NO_CONFIG=1` (no `uv.toml` or `pyproject.toml`
+///   settings from the workspace: an index, a Python to use).
+///
+/// `name` is the program as configured (`npx`), `program` where it was
+/// found on `PATH`. Other launchers that read their working directory
+/// (`pnpm`, `yarn`, `bunx`, `make`, `uv run`) are not recognised: see
+/// SECURITY.md.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CwdGuard {
+    /// Arguments to put before the configured ones.
+    pub args_before: Vec<String>,
+    /// Environment variables to set.
+    pub env: Vec<(&'static str, &'static str)>,
+}
+
+/// The [`CwdGuard`] of a command line (see there).
+pub fn cwd_guard<S: AsRef<str>>(name: &str, program: &Path, args: &[S]) -> CwdGuard {
+    let mut g = CwdGuard::default();
+    if needs_python_safe_path(args) {
+        g.env.push((PYTHON_SAFE_PATH, "1"));
+    }
+    let base = Path::new(name)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(name);
+    let first_positional = args.iter().map(AsRef::as_ref).find(|a| !a.starts_with('-'));
+    let has_prefix = args.iter().any(|a| {
+        let a = a.as_ref();
+        a == "--prefix" || a.starts_with("--prefix=") || a == "-C"
+    });
+    let npm_exec =
+        base == "npx" || (base == "npm" && matches!(first_positional, Some("exec" | "x")));
+    if npm_exec && !has_prefix {
+        let root = crate::childjail::install_root(program);
+        g.args_before.push(format!("--prefix={}", root.display()));
+    }
+    if base == "uvx" || (base == "uv" && matches!(first_positional, Some("tool" | "x"))) {
+        g.env.push(("UV_NO_CONFIG", "1"));
+    }
+    g
+}
+
 /// Most symlinks [`links_on_the_way`] follows (Linux's own limit for one
 /// path walk).
 const MAX_LINK_HOPS: usize = 40;
@@ -219,6 +274,49 @@ mod tests {
             "1"
         ]));
         assert!(!needs_python_safe_path::<&str>(&[]));
+    }
+
+    #[test]
+    fn launchers_take_nothing_from_the_working_directory() {
+        let npx = Path::new("/usr/bin/npx");
+        let g = cwd_guard("npx", npx, &["-y", "@scope/server", "."]);
+        assert_eq!(g.args_before, ["--prefix=/usr"]);
+        assert!(g.env.is_empty());
+        let g = cwd_guard("/usr/bin/npm", Path::new("/usr/bin/npm"), &["exec", "srv"]);
+        assert_eq!(g.args_before, ["--prefix=/usr"]);
+        let g = cwd_guard("npm", Path::new("/usr/bin/npm"), &["--yes", "x", "srv"]);
+        assert_eq!(g.args_before, ["--prefix=/usr"]);
+        // The operator's own prefix stays; other npm commands are theirs.
+        assert_eq!(
+            cwd_guard("npx", npx, &["--prefix=/opt/p", "srv"]),
+            CwdGuard::default()
+        );
+        assert_eq!(
+            cwd_guard("npx", npx, &["-C", "/opt/p", "srv"]),
+            CwdGuard::default()
+        );
+        assert_eq!(
+            cwd_guard("npm", npx, &["run", "serve"]),
+            CwdGuard::default()
+        );
+        let uv = Path::new("/usr/local/bin/uvx");
+        assert_eq!(
+            cwd_guard("uvx", uv, &["mcp-server-git"]).env,
+            [("UV_NO_CONFIG", "1")]
+        );
+        assert_eq!(
+            cwd_guard("uv", uv, &["tool", "run", "x"]).env,
+            [("UV_NO_CONFIG", "1")]
+        );
+        assert!(cwd_guard("uv", uv, &["run", "x.py"]).env.is_empty());
+        assert_eq!(
+            cwd_guard("python3", Path::new("/usr/bin/python3"), &["-m", "srv"]).env,
+            [(PYTHON_SAFE_PATH, "1")]
+        );
+        assert_eq!(
+            cwd_guard("node", Path::new("/usr/bin/node"), &["/opt/s.js"]),
+            CwdGuard::default()
+        );
     }
 
     #[test]

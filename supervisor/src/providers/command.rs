@@ -358,8 +358,11 @@ pub fn call(
         hide_control_of: Some(ws_path.clone()),
     })
     .map_err(jail_err)?;
+    // No code or configuration from the workspace, the command's cwd.
+    let guard = crate::trusted::cwd_guard(&argv[0], &program, &argv[1..]);
     let mut cmd = Command::new(&program);
     cmd.arg0(&argv[0])
+        .args(&guard.args_before)
         .args(&argv[1..])
         .current_dir(&ws_path)
         .env_clear()
@@ -372,9 +375,8 @@ pub fn call(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // `python3 -m tool` in the workspace must not import a program's file.
-    if crate::trusted::needs_python_safe_path(&argv[1..]) {
-        cmd.env(crate::trusted::PYTHON_SAFE_PATH, "1");
+    for (k, v) in &guard.env {
+        cmd.env(k, v);
     }
     for (k, v) in &env {
         cmd.env(k, v);

@@ -640,8 +640,11 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     }
     let jail = Jail::prepare(&jail_spec(&key, &program))
         .map_err(|e| McpSourceError::Config(format!("cannot jail the server: {e}")))?;
+    // No code or configuration from the workspace, the server's cwd.
+    let guard = crate::trusted::cwd_guard(&key.command, &program, &key.args);
     let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(&key.args)
+    cmd.args(&guard.args_before)
+        .args(&key.args)
         .env_clear()
         .current_dir(&key.workspace)
         .process_group(0)
@@ -651,9 +654,8 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
             cmd.env(var, v);
         }
     }
-    // `python -m server` in the workspace must not import a program's file.
-    if crate::trusted::needs_python_safe_path(&key.args) {
-        cmd.env(crate::trusted::PYTHON_SAFE_PATH, "1");
+    for (k, v) in &guard.env {
+        cmd.env(k, v);
     }
     for (k, v) in &key.env {
         cmd.env(k, v);
