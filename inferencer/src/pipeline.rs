@@ -738,15 +738,22 @@ impl<'a> Delegator<'a> {
         let mut fallback: Option<(String, usize)> = None;
         // One first answer, one correction retry, and one more call only
         // when the retry repeated a rejected cell.
-        let mut calls = 0;
+        let mut calls: u64 = 0;
         while calls < 3 {
             calls += 1;
             let t0 = std::time::Instant::now();
-            let req = Request {
+            let mut req = Request {
                 endpoint: endpoint.clone(),
                 messages: messages.clone(),
                 temperature,
             };
+            // A fixed seed makes each retry draw the same random numbers,
+            // so a peaked distribution gives the rejected cell again at any
+            // temperature (seen: three identical answers). Each call of a
+            // delegation gets its own seed, still reproducible.
+            if let Some(seed) = req.endpoint.seed.as_mut() {
+                *seed = seed.wrapping_add(calls - 1);
+            }
             let generation = match caller.call(&req) {
                 Ok(g) => g,
                 Err(e) => {
@@ -1533,6 +1540,26 @@ mod tests {
         // A retry that differs gets no third call.
         let (_, s) = run_x("summarise a.txt", &["import os", "import sys", "x"]);
         assert_eq!(s.seen.len(), 2);
+    }
+
+    /// With a fixed seed, each call of one delegation draws its own
+    /// numbers (the seed plus the call's index): a retry with the first
+    /// call's seed gave back the rejected cell even when warmer.
+    #[test]
+    fn each_call_of_a_delegation_has_its_own_seed() {
+        let mut p = ollama("x");
+        p.seed = Some(42);
+        let answers = ["import os", "import  os  # again", "read_file('a.txt')"]
+            .iter()
+            .map(|a| Ok(a.to_string()))
+            .collect();
+        let (d, s) = run(vec![p], "summarise a.txt", answers);
+        assert_eq!(d.program.as_deref(), Some("read_file('a.txt')"));
+        let seeds: Vec<Option<u64>> = s.seen.iter().map(|r| r.endpoint.seed).collect();
+        assert_eq!(seeds, [Some(42), Some(43), Some(44)]);
+        // No seed configured: none is sent (the server draws its own).
+        let (_, s) = run_x("summarise a.txt", &["import os", "read_file('a.txt')"]);
+        assert!(s.seen.iter().all(|r| r.endpoint.seed.is_none()));
     }
 
     #[test]
