@@ -370,8 +370,6 @@ fn read_capped(file: &mut std::fs::File, size: u64) -> Result<Vec<u8>, i32> {
     Ok(buf)
 }
 
-/// Split a relative path into (parent components, file name), lexically
-/// resolving `.` and `..`; a `..` that climbs above the root is outside.
 /// The components of the relative `path` with `.` dropped and `..` folded
 /// lexically; `None` when a `..` would climb above the workspace.
 fn fold(path: &str) -> Option<Vec<&str>> {
@@ -388,6 +386,8 @@ fn fold(path: &str) -> Option<Vec<&str>> {
     Some(comps)
 }
 
+/// Split a relative path into (parent components, file name), lexically
+/// resolving `.` and `..`; a `..` that climbs above the root is outside.
 fn split_parent(path: &str) -> Result<(Vec<&str>, &str), ToolFailure> {
     let mut comps = fold(path).ok_or_else(|| {
         ToolFailure::new(

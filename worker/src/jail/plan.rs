@@ -485,15 +485,17 @@ impl Plan {
                 let path = CString::new(c.path.as_os_str().as_bytes()).map_err(|_| {
                     JailError::detail(Step::HideControl, "control directory path has a NUL byte")
                 })?;
-                let git = match &c.git {
-                    None => None,
-                    Some(g) => Some((
-                        CString::new(g.path.as_os_str().as_bytes()).map_err(|_| {
-                            JailError::detail(Step::HideControl, ".git path has a NUL byte")
-                        })?,
-                        (g.dev, g.ino),
-                    )),
-                };
+                let git = c
+                    .git
+                    .as_ref()
+                    .map(|g| {
+                        CString::new(g.path.as_os_str().as_bytes())
+                            .map(|p| (p, (g.dev, g.ino)))
+                            .map_err(|_| {
+                                JailError::detail(Step::HideControl, ".git path has a NUL byte")
+                            })
+                    })
+                    .transpose()?;
                 Root::HideControl {
                     path,
                     id: (c.dev, c.ino),

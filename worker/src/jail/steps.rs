@@ -313,22 +313,17 @@ pub fn hide_control(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    let fd = open_pinned(path, id, "control directory")?;
-    let mut buf = [0u8; 32];
-    let rc = match fd_path(fd, &mut buf) {
-        Some(target) => mount(
+    on_pinned(path, id, "control directory", |target, _| {
+        mount(
             "control directory tmpfs",
             Some(c"lackpy-control"),
             target,
             Some(c"tmpfs"),
             libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             Some(c"size=4k,nr_inodes=1,mode=0555"),
-        ),
-        None => Err(JailError::at(Step::HideControl, "fd path", libc::EBADF)),
-    };
-    // SAFETY: closing the descriptor opened above, once.
-    unsafe { libc::close(fd) };
-    rc.map_err(|e| JailError::at(Step::HideControl, "mount tmpfs", e.errno()))
+        )
+        .map_err(|e| JailError::at(Step::HideControl, "mount tmpfs", e.errno()))
+    })
 }
 
 /// Open `path` as `O_PATH` without following a final symlink and check it
@@ -358,6 +353,26 @@ fn open_pinned(path: &CStr, id: (u64, u64), what: &'static str) -> Result<RawFd,
         return Err(JailError::at(Step::HideControl, what, libc::ESTALE));
     }
     Ok(fd)
+}
+
+/// Run `act` on the entry `path`, pinned as `id` ([`open_pinned`]), given
+/// its `/proc/self/fd/N` path and descriptor (never the path itself, which
+/// could be swapped after the check); the descriptor is closed after.
+fn on_pinned(
+    path: &CStr,
+    id: (u64, u64),
+    what: &'static str,
+    act: impl FnOnce(&CStr, RawFd) -> Result<(), JailError>,
+) -> Result<(), JailError> {
+    let fd = open_pinned(path, id, what)?;
+    let mut buf = [0u8; 32];
+    let rc = match fd_path(fd, &mut buf) {
+        Some(target) => act(target, fd),
+        None => Err(JailError::at(Step::HideControl, "fd path", libc::EBADF)),
+    };
+    // SAFETY: closing the descriptor opened by open_pinned, once.
+    unsafe { libc::close(fd) };
+    rc
 }
 
 /// The mount flags a read-only remount of the mount holding `fd` must keep:
@@ -397,47 +412,17 @@ fn kept_mount_flags(fd: RawFd) -> Result<libc::c_ulong, JailError> {
 /// descriptor of the checked entry (`/proc/self/fd/N`), and checks the
 /// bind's root again before the read-only remount.
 pub fn bind_read_only(path: &CStr, id: (u64, u64)) -> Result<(), JailError> {
-    let fd = open_pinned(path, id, ".git open")?;
-    let mut buf = [0u8; 32];
-    let rc = match fd_path(fd, &mut buf) {
-        Some(target) => mount(
-            ".git bind",
-            Some(target),
-            target,
-            None,
-            libc::MS_BIND | libc::MS_REC,
-            None,
-        ),
-        None => Err(JailError::at(
-            Step::HideControl,
-            ".git fd path",
-            libc::EBADF,
-        )),
-    };
-    // SAFETY: closing the descriptor opened above, once.
-    unsafe { libc::close(fd) };
-    rc.map_err(|e| JailError::at(Step::HideControl, ".git bind", e.errno()))?;
+    on_pinned(path, id, ".git open", |target, _| {
+        let flags = libc::MS_BIND | libc::MS_REC;
+        mount(".git bind", Some(target), target, None, flags, None)
+            .map_err(|e| JailError::at(Step::HideControl, ".git bind", e.errno()))
+    })?;
     // The path now leads to the bind's root (a lookup crosses into mounts).
-    let fd = open_pinned(path, id, ".git reopen")?;
-    let rc = kept_mount_flags(fd).and_then(|kept| match fd_path(fd, &mut buf) {
-        Some(target) => mount(
-            ".git read-only",
-            None,
-            target,
-            None,
-            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
-            None,
-        )
-        .map_err(|e| JailError::at(Step::HideControl, ".git read-only", e.errno())),
-        None => Err(JailError::at(
-            Step::HideControl,
-            ".git fd path",
-            libc::EBADF,
-        )),
-    });
-    // SAFETY: closing the descriptor opened above, once.
-    unsafe { libc::close(fd) };
-    rc
+    on_pinned(path, id, ".git reopen", |target, fd| {
+        let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept_mount_flags(fd)?;
+        mount(".git read-only", None, target, None, flags, None)
+            .map_err(|e| JailError::at(Step::HideControl, ".git read-only", e.errno()))
+    })
 }
 
 /// `/proc/self/fd/N`, NUL-terminated, written into `buf` (no allocation).
