@@ -20,6 +20,13 @@ falls on both sides), per measure:
   toolcall  one `read_file` round trip, tool work subtracted (bench_peers_rs)
   mcp       `lackpy mcp` `run_program` `1 + 1`: p50 of 200 calls, over pipes
             (Python's and rmcp's clients) and over sockets (Node's child_process)
+  contended a `lackpy run` of 1,000 `find_files` calls, per call, alone and
+            beside two busy loops (a loaded host: each hand-over between
+            worker and supervisor may wait for a time slice): median of 3
+
+`--only contended` (comma-separated measures) runs only those; contended needs
+only each side's `lackpy`, so BASE_DIR and NEW_DIR may then be any directories
+holding a release `lackpy`.
 
 Answers are checked before timing (bench_peers.py does it for its parts; a
 wrong answer stops the run). The table gives, per measure, the median over
@@ -44,12 +51,43 @@ def static_bin(side):
     return os.path.join(os.path.dirname(side), bp.STATIC_TRIPLE, "release", "lackpy")
 
 
-def measure(side):
-    """One round of every measure for the build in directory `side`."""
+CALLS = 1000
+CALLS_PROGRAM = f"n = 0\nfor i in range({CALLS}):\n    n += len(find_files('zzz')) + 1\nn\n"
+
+
+def per_call_us(lackpy, ws):
+    """Median over 3 runs of a `lackpy run` of CALLS tool calls, per call (µs)."""
+    argv = [lackpy, "run", "--json", "--workspace", ws, "--tools", "find_files",
+            "--timeout", "120", "-c", CALLS_PROGRAM]
+    xs, err = bp.time_cmd(argv, 3, f'"value":{CALLS}')
+    if err:
+        raise SystemExit(f"bench_ab: {lackpy}: {CALLS} tool calls failed: {err}")
+    return statistics.median(xs) / CALLS
+
+
+def contended(lackpy, ws, out):
+    """Tool calls per call alone, then beside two busy loops (one per core here)."""
+    out["contended: per tool call, alone"] = per_call_us(lackpy, ws)
+    spin = [sys.executable, "-c", "while True: pass"]
+    busy = [subprocess.Popen(spin) for _ in range(2)]
+    try:
+        out["contended: per tool call, 2 busy loops"] = per_call_us(lackpy, ws)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
+def measure(side, only=None):
+    """One round of every measure (or of those in `only`) for the build in `side`."""
     lackpy = os.path.join(side, "lackpy")
     peers = os.path.join(side, "examples", "bench_peers_rs")
     ws = bp.workspace()
     out = {}
+    if only is not None:
+        if "contended" in only:
+            contended(lackpy, ws, out)
+        return out
     cold = static_bin(side)
     xs, err = bp.time_cmd([cold, "run", "--json", "--workspace", ws, "-c", "1 + 1"], 20, '"value":2')
     if err:
@@ -77,6 +115,7 @@ def measure(side):
     if "error" in m or "error" in m.get("1 + 1", {}):
         raise SystemExit(f"bench_ab: {lackpy} mcp on sockets failed: {m}")
     out["mcp `run_program` p50, stdio sockets (Node)"] = statistics.median(m["1 + 1"]["samples"])
+    contended(lackpy, ws, out)
     return out
 
 
@@ -90,8 +129,16 @@ def main():
     rounds = 5
     if "--rounds" in a:
         rounds = int(a[a.index("--rounds") + 1])
+    only = None
+    if "--only" in a:
+        only = set(a[a.index("--only") + 1].split(","))
+        unknown = only - {"contended"}
+        if unknown:
+            print(f"bench_ab: --only knows `contended`, not {sorted(unknown)}", file=sys.stderr)
+            return 3
     for d in (base, new):
-        for f in ("lackpy", "examples/bench_peers_rs", static_bin(d)):
+        need = ("lackpy",) if only else ("lackpy", "examples/bench_peers_rs", static_bin(d))
+        for f in need:
             if not os.access(os.path.join(d, f), os.X_OK):
                 print(f"bench_ab: {os.path.join(d, f)} is missing (build it first)", file=sys.stderr)
                 return 3
@@ -99,7 +146,7 @@ def main():
     for i in range(rounds):
         order = (("A", base), ("B", new)) if i % 2 == 0 else (("B", new), ("A", base))
         for label, d in order:
-            results[label].append(measure(d))
+            results[label].append(measure(d, only))
         print(f"round {i + 1}/{rounds} done", file=sys.stderr, flush=True)
     print(f"Interleaved A/B, {rounds} rounds (A = base `{base}`, B = this checkout `{new}`); "
           f"per measure the median over rounds, B÷A, and each round's A → B.\n")

@@ -781,6 +781,13 @@ commit message.
   regimes (C ping-pong, load 4–14: pure spin 89–150 µs, yielding spin 11–54 µs, blocking `recv`
   9–20 µs); the VM halts idle vCPUs (haltpoll, `guest_halt_poll_ns=0`), so every blocking wake-up is
   expensive on a quiet machine. What is left is the kernel's seqpacket path and the scheduler.
+  Beside CPU-bound work that is not ours, though, a yield hands that work the rest of a time slice
+  on every poll: 1,000 `find_files` calls beside two busy loops took 3.5 ms per call (2.6 ms
+  median over rounds) against 30 µs alone. The worker now pauses instead of yielding while it
+  waits for a tool result (0.34 ms per call there, alone unchanged: `scripts/bench ab REV --only
+  contended`); the supervisor still yields, because on a busy `lackpy serve` it yields to other
+  runs (both sides pausing: 0.09 ms per call beside busy loops, but serve's trivial throughput
+  fell ~6 % over six interleaved `scripts/soak --trivial` rounds).
 - **Cold start.** The cold row runs the static binary users get (`scripts/build-static`: glibc
   crt-static, static-pie; the README, the wheel and the image ship it): no dynamic loader, CPU per run
   6.48 → 4.91 ms (0.76×), page faults 680 → 548, latency 0.81× under load. Its profile, split by

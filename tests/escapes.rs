@@ -41,6 +41,8 @@ const HARD_DEADLINE: Duration = Duration::from_secs(30);
 /// Cases run concurrently (the machine has 2 cores; most cases wait on process
 /// start-up, so 3 keeps both busy).
 const PARALLEL: usize = 3;
+/// How long an orphaned lackpy process may take to die before it is a leak.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(10);
 
 /// Tools granted when a case does not say otherwise: every file tool, for the
 /// widest attack surface.
@@ -557,11 +559,35 @@ fn cli_args<'a>(cmd: &'a str, ws: &'a str, tools: &'a str) -> [&'a str; 7] {
 }
 
 /// Lackpy processes started since `before` and orphaned: what a run left behind.
+///
+/// Other tests in this binary run beside the corpus, and a supervisor of
+/// theirs that exits leaves its zygote and pooled workers orphaned for the
+/// moment they take to die of PR_SET_PDEATHSIG. So an orphan counts only when
+/// it is still there, still orphaned, after a grace period: a real leak
+/// outlives it, a neighbour's teardown does not.
 fn leftover_processes(before: &HashSet<u32>) -> Vec<(u32, String)> {
-    lackpy_processes()
+    let orphans = || -> HashMap<u32, String> {
+        lackpy_processes()
+            .into_iter()
+            .filter(|(p, _)| !before.contains(p) && orphaned(*p))
+            .collect()
+    };
+    let first = orphans();
+    let grace = Instant::now();
+    let mut still = first.clone();
+    while !still.is_empty() && grace.elapsed() < LEFTOVER_GRACE {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = orphans();
+        still.retain(|p, _| now.contains_key(p));
+    }
+    still
         .into_iter()
-        .filter(|(p, _)| !before.contains(p) && orphaned(*p))
-        .map(|(p, comm)| (p, format!("{comm}: {}", cmdline(p))))
+        .map(|(p, comm)| {
+            let state = proc_stat(p).map_or('?', |(_, s, _, _)| s);
+            let exe = std::fs::read_link(format!("/proc/{p}/exe"))
+                .map_or_else(|e| format!("({e})"), |x| x.display().to_string());
+            (p, format!("{comm} [{state}] exe {exe}: {}", cmdline(p)))
+        })
         .collect()
 }
 

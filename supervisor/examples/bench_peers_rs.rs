@@ -25,7 +25,7 @@ use bench_common::{pool_supervisor, profile, ready_worker_rss, rss_kib, wait_poo
 use lackpy_policy::wire::Limits;
 use lackpy_supervisor::spawn::{self, ExeHandle, Greeting};
 use lackpy_supervisor::{JailLevel, RunRequest, Supervisor};
-use lackpy_worker::ipc::Channel;
+use lackpy_worker::ipc::{Channel, SpinWait};
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ const PINGPONG_MSG: [u8; 24] = [7; 24];
 fn pingpong_peer() -> Result<(), Box<dyn std::error::Error>> {
     use std::os::fd::AsFd;
     let mut chan = Channel::new(std::io::stdin().as_fd().try_clone_to_owned()?);
-    chan.set_spin(PINGPONG_SPIN);
+    chan.set_spin(PINGPONG_SPIN, SpinWait::Yield);
     while let Ok(msg) = chan.recv_payload(None) {
         chan.send_payload(&msg, None)?;
     }
@@ -85,7 +85,7 @@ fn pingpong_floor() -> Result<f64, Box<dyn std::error::Error>> {
         .stdin(std::process::Stdio::from(theirs))
         .spawn()?;
     let mut chan = Channel::new(mine);
-    chan.set_spin(PINGPONG_SPIN);
+    chan.set_spin(PINGPONG_SPIN, SpinWait::Yield);
     let round_trip = |chan: &mut Channel| -> Result<(), Box<dyn std::error::Error>> {
         chan.send_payload(&PINGPONG_MSG, None)?;
         if chan.recv_payload(None)? != PINGPONG_MSG {

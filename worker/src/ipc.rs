@@ -146,6 +146,31 @@ pub struct Channel {
     out: Vec<u8>,
     /// How long a receive polls without sleeping before it blocks.
     spin: std::time::Duration,
+    /// What a receive does between polls while it spins.
+    spin_wait: SpinWait,
+}
+
+/// What a spinning receive does between two polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpinWait {
+    /// A CPU pause hint: keeps the CPU. Right where the other runnable
+    /// work is not ours (a loaded host), see [`Channel::set_spin`].
+    Pause,
+    /// `sched_yield`: hands the rest of the time slice to anything else
+    /// runnable. Right where that is other runs of ours (a busy `serve`).
+    Yield,
+}
+
+impl SpinWait {
+    fn wait(self) {
+        match self {
+            SpinWait::Pause => std::hint::spin_loop(),
+            // SAFETY: sched_yield takes no arguments and cannot fail.
+            SpinWait::Yield => unsafe {
+                libc::sched_yield();
+            },
+        }
+    }
 }
 
 /// A channel's receive buffer: [`CHUNK_BYTES`] of private anonymous memory.
@@ -326,6 +351,7 @@ impl Channel {
             buf: ChunkBuf::new(),
             out: Vec::new(),
             spin: std::time::Duration::ZERO,
+            spin_wait: SpinWait::Pause,
         }
     }
 
@@ -421,21 +447,27 @@ impl Channel {
         }
     }
 
-    /// Let receives poll (non-blocking `recvmsg`, yielding the CPU between
-    /// tries) for up to `d` before they sleep.
+    /// Let receives poll (non-blocking `recvmsg`, `how` between tries)
+    /// for up to `d` before they sleep.
     ///
     /// Why: a round trip where both sides sleep costs two wake-ups, each
     /// tens of microseconds on a virtual CPU that halted; a tool call
-    /// usually answers within a few microseconds. `sched_yield` between
-    /// tries hands the CPU to anything else runnable, so a busy machine
-    /// loses little.
-    pub fn set_spin(&mut self, d: std::time::Duration) {
+    /// usually answers within a few microseconds. Which [`SpinWait`]: a
+    /// yield hands the rest of the time slice to whatever else is runnable,
+    /// on every poll; on a host loaded by other work that is milliseconds
+    /// per receive (1,000 tool calls beside two busy loops: 3.5 ms per call
+    /// with both sides yielding, 0.34 ms with the worker pausing instead;
+    /// `scripts/bench ab` `--only contended`). The supervisor keeps
+    /// yielding: on a busy `lackpy serve` what it yields to is other runs,
+    /// and a pure spin there cost throughput (`scripts/soak --trivial`).
+    pub fn set_spin(&mut self, d: std::time::Duration, how: SpinWait) {
         self.spin = d;
+        self.spin_wait = how;
     }
 
     /// Poll (without sleeping) up to `d` for the socket to become readable
     /// (a message or a hang-up). Returns whether it did.
-    pub fn spin_readable(&self, d: std::time::Duration) -> bool {
+    pub fn spin_readable(&self, d: std::time::Duration, how: SpinWait) -> bool {
         let until = Instant::now() + d;
         loop {
             let mut pfd = libc::pollfd {
@@ -450,8 +482,7 @@ impl Channel {
             if Instant::now() >= until {
                 return false;
             }
-            // SAFETY: sched_yield takes no arguments and cannot fail.
-            unsafe { libc::sched_yield() };
+            how.wait();
         }
     }
 
@@ -482,10 +513,7 @@ impl Channel {
                     Some(libc::EINTR) => continue,
                     Some(libc::EAGAIN) => {
                         match spin_until {
-                            Some(t) if Instant::now() < t => {
-                                // SAFETY: sched_yield takes no arguments and cannot fail.
-                                unsafe { libc::sched_yield() };
-                            }
+                            Some(t) if Instant::now() < t => self.spin_wait.wait(),
                             Some(_) => {
                                 // Spun long enough: sleep until the message (or deadline).
                                 spin_until = None;

@@ -7,7 +7,7 @@
 //! says `Ready` (or `SetupFailed`), then serves exactly one run.
 
 use crate::interp::{self, Kwargs, Output, ToolHost};
-use crate::ipc::{Channel, FrameError};
+use crate::ipc::{Channel, FrameError, SpinWait};
 use crate::jail::{self, JailSpec};
 use lackpy_policy::lang::{Namespace, ToolEntry};
 use lackpy_policy::wire::{
@@ -160,7 +160,8 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let run = chan.borrow_mut().recv::<ToWorker>(None)?;
     // Tool results usually come back within microseconds: poll briefly
     // before sleeping (see `Channel::set_spin`).
-    chan.borrow_mut().set_spin(TOOL_RESULT_SPIN);
+    chan.borrow_mut()
+        .set_spin(TOOL_RESULT_SPIN, SpinWait::Pause);
     let (program, tools, limits, globals, want_globals) = match run {
         ToWorker::Run {
             protocol,
@@ -259,7 +260,9 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     r
 }
 
-/// How long the worker polls for a tool result before it sleeps.
+/// How long the worker polls for a tool result before it sleeps, pausing
+/// (not yielding) between polls: a yield on a loaded host gives a slice to
+/// unrelated work on every call (see `Channel::set_spin`).
 /// Why 50 µs: covers a builtin tool's answer (read_file of a small file
 /// is ~10 µs); slower tools cost this much CPU once per call.
 const TOOL_RESULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
