@@ -705,3 +705,78 @@ fn cancelled_code_intelligence_frees_its_slot() {
         "the quick run waited {took:?}"
     );
 }
+
+/// A client that pipelines requests and reads no reply cannot grow the
+/// server: it reads requests only while it can answer them (src/mcp/flow.rs).
+/// Before, 300,000 pipelined `tools/list` took it to 4.6 GiB in 30 s. And
+/// nothing is lost: once the client reads, every request is answered.
+#[test]
+fn a_client_that_reads_no_reply_cannot_grow_the_server() {
+    const N: u64 = 20_000;
+    let ws = util::workspace(&[]);
+    let (child, mut stdin, stdout) = raw_server(ws.path(), &[]);
+    // Killed however the test ends (a failed assertion must not leave it).
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Killed(child);
+    let mut out = BufReader::new(stdout);
+    writeln!(stdin, "{}", initialize_frame()).expect("write");
+    stdin.flush().expect("flush");
+    let mut first = String::new();
+    out.read_line(&mut first).expect("initialize reply");
+    let before = crate::serve::vm_rss_kib(child.0.id());
+    let writer = std::thread::spawn(move || {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )?;
+        for id in 2..N + 2 {
+            writeln!(
+                stdin,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+            )?;
+        }
+        stdin.flush()?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    // Unbounded, the server would hold ~15 KB per unanswered request here
+    // (~300 MB); bounded, a pipe's worth of replies and a few requests.
+    std::thread::sleep(Duration::from_secs(3));
+    let during = crate::serve::vm_rss_kib(child.0.id());
+    assert!(
+        !writer.is_finished(),
+        "the server read all {N} requests while no reply was read"
+    );
+    let mut seen = std::collections::HashSet::new();
+    let mut line = String::new();
+    while (seen.len() as u64) < N {
+        line.clear();
+        let n = out.read_line(&mut line).expect("read reply");
+        assert!(n > 0, "the server closed after {} replies", seen.len());
+        let v: Value = serde_json::from_str(&line).expect("a JSON-RPC frame");
+        assert!(
+            v["result"]["tools"].is_array(),
+            "{}",
+            &line[..line.len().min(300)]
+        );
+        seen.insert(v["id"].as_u64().expect("id"));
+    }
+    let stdin = writer
+        .join()
+        .expect("writer")
+        .expect("all requests written");
+    drop(stdin);
+    drop(child);
+    assert_eq!(seen.len() as u64, N);
+    assert!(
+        during < before + 100 * 1024,
+        "server RSS grew from {before} KiB to {during} KiB with replies unread"
+    );
+}

@@ -543,7 +543,7 @@ fn idle_connections_time_out_but_a_long_run_does_not() {
 }
 
 /// Resident memory of a process, in KiB.
-fn vm_rss_kib(pid: u32) -> u64 {
+pub(crate) fn vm_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     status
         .lines()

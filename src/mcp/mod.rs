@@ -12,8 +12,13 @@
 //! `/dev/null` and stderr, so a stray print (or a child that inherits fd 1)
 //! can never corrupt the stream. EOF on stdin cancels every in-flight run and
 //! ends the server.
+//!
+//! - [`flow`]: the session reads requests only while it can answer them (at
+//!   most 64 handled at once, none while a reply waits for the peer to read;
+//!   a reply waiting 60 s ends the session).
 
 pub mod backend;
+pub mod flow;
 pub mod real;
 pub mod render;
 pub mod server;
@@ -53,11 +58,14 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = watch::channel(false);
+    // Requests are read only while the session can answer them (flow.rs).
+    let flow = flow::Flow::new();
     let read = EofSignal {
-        inner: read,
+        inner: flow::FlowRead::new(read, flow.clone()),
         tx: Some(tx),
     };
-    let server = server::LackpyServer::new(backend.clone(), rx.clone());
+    let write = flow::FlowWrite::new(write, flow.clone());
+    let server = flow::Bounded::new(server::LackpyServer::new(backend.clone(), rx.clone()), flow);
     // The backend is told to kill in-flight workers exactly once: as soon as
     // the input closes, or when the session ends for any other reason.
     let stop = Arc::new(std::sync::Once::new());

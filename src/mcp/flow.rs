@@ -1,0 +1,346 @@
+//! Flow control for one MCP stream session (stdio, or a `serve` connection):
+//! the server stops reading requests while it cannot deliver answers.
+//!
+//! Why: rmcp starts a task per request and another per reply, none of them
+//! bounded. A client that writes requests and never reads the replies (or
+//! pipelines thousands of them) made `lackpy mcp` grow by ~150 MiB a second
+//! (300,000 pipelined `tools/list`: 4.6 GiB after 30 s). Three bounds fix it,
+//! the way an HTTP server applies backpressure:
+//!
+//! 1. [`FlowRead`] reads nothing while [`MAX_IN_FLIGHT`] requests of this
+//!    session are being handled ([`Bounded`] counts them), so the client's
+//!    own writes block once the socket or pipe buffer is full;
+//! 2. [`FlowRead`] also reads nothing while a reply is stuck in
+//!    [`FlowWrite`] (the peer is not reading);
+//! 3. a reply stuck for [`WRITE_STALL`] ends the session: [`FlowRead`]
+//!    reports end of input, which cancels the session's runs and closes it
+//!    (a peer that reads nothing for that long is gone or hostile).
+//!
+//! Nothing is dropped: a request is either read and answered, or left in
+//! the peer's buffer.
+
+use rmcp::model::{ClientNotification, ClientRequest, ServerConfig, ServerResult};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
+use rmcp::ErrorData as McpError;
+use std::borrow::Cow;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Requests of one session handled at once; the next is read when one ends.
+/// Why 64: far above what a client waits on at once (runs are capped lower,
+/// by `max_concurrent_runs` and the quotas), and 64 tasks are a few KiB.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How long a reply may wait for the peer to read before the session ends.
+/// Why 60 s: a client that reads its replies drains a full pipe in
+/// microseconds; one that has read nothing for a minute holds a connection
+/// slot and memory for nothing.
+pub const WRITE_STALL: Duration = Duration::from_secs(60);
+
+/// The state the reader, the writer and the request counter share.
+#[derive(Debug, Default)]
+pub struct Flow {
+    in_flight: AtomicUsize,
+    write_blocked: AtomicBool,
+    /// A reply waited [`WRITE_STALL`]: the reader reports end of input.
+    dead: AtomicBool,
+    reader: Mutex<Option<Waker>>,
+    max_in_flight: usize,
+    stall: Duration,
+}
+
+impl Flow {
+    /// A flow with the default bounds.
+    pub fn new() -> Arc<Self> {
+        Self::with_bounds(MAX_IN_FLIGHT, WRITE_STALL)
+    }
+
+    /// A flow with the given bounds (tests use small ones).
+    pub fn with_bounds(max_in_flight: usize, stall: Duration) -> Arc<Self> {
+        Arc::new(Flow {
+            max_in_flight: max_in_flight.max(1),
+            stall,
+            ..Flow::default()
+        })
+    }
+
+    fn wake_reader(&self) {
+        let w = self.reader.lock().ok().and_then(|mut g| g.take());
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+
+    fn paused(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) >= self.max_in_flight
+            || self.write_blocked.load(Ordering::SeqCst)
+    }
+
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(self.clone())
+    }
+}
+
+/// One request being handled; counts down (and wakes the reader) when dropped.
+struct InFlight(Arc<Flow>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.wake_reader();
+    }
+}
+
+/// The session's input: reads only while the [`Flow`] allows it.
+pub struct FlowRead<R> {
+    inner: R,
+    flow: Arc<Flow>,
+    /// The last read returned data: yield once before the next, so the
+    /// request tasks it started run (and are counted) before more is read.
+    /// Without it rmcp's loop read ~9,000 requests from a flooding client
+    /// before the first of their tasks ran.
+    yield_next: bool,
+}
+
+impl<R> FlowRead<R> {
+    /// Wrap the session's input.
+    pub fn new(inner: R, flow: Arc<Flow>) -> Self {
+        FlowRead {
+            inner,
+            flow,
+            yield_next: false,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for FlowRead<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.flow.dead.load(Ordering::SeqCst) {
+            // End of input: the session ends and its runs are cancelled.
+            return Poll::Ready(Ok(()));
+        }
+        if this.flow.paused() {
+            // Register first, then look again: a wake between the two
+            // checks is not lost.
+            if let Ok(mut g) = this.flow.reader.lock() {
+                *g = Some(cx.waker().clone());
+            }
+            if this.flow.paused() && !this.flow.dead.load(Ordering::SeqCst) {
+                return Poll::Pending;
+            }
+            if this.flow.dead.load(Ordering::SeqCst) {
+                return Poll::Ready(Ok(()));
+            }
+        }
+        if this.yield_next {
+            this.yield_next = false;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.yield_next = true;
+        }
+        r
+    }
+}
+
+/// The session's output: tells the [`Flow`] while a write is stuck, and
+/// ends the session when one is stuck for [`WRITE_STALL`].
+pub struct FlowWrite<W> {
+    inner: W,
+    flow: Arc<Flow>,
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<W> FlowWrite<W> {
+    /// Wrap the session's output.
+    pub fn new(inner: W, flow: Arc<Flow>) -> Self {
+        FlowWrite {
+            inner,
+            flow,
+            stall: None,
+        }
+    }
+
+    /// Record the outcome of one write-side poll.
+    fn account<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Pending => {
+                self.flow.write_blocked.store(true, Ordering::SeqCst);
+                let stall = self.flow.stall;
+                let timer = self
+                    .stall
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    tracing::warn!(
+                        "the MCP peer has read no reply for {} s: ending the session",
+                        stall.as_secs()
+                    );
+                    self.flow.dead.store(true, Ordering::SeqCst);
+                    self.flow.write_blocked.store(false, Ordering::SeqCst);
+                    self.flow.wake_reader();
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the peer read no reply within the write stall limit",
+                    )));
+                }
+                Poll::Pending
+            }
+            Poll::Ready(r) => {
+                self.stall = None;
+                if self.flow.write_blocked.swap(false, Ordering::SeqCst) {
+                    self.flow.wake_reader();
+                }
+                if r.is_err() {
+                    // The peer is gone: let the reader find out too.
+                    self.flow.wake_reader();
+                }
+                Poll::Ready(r)
+            }
+        }
+    }
+}
+
+use std::future::Future as _;
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for FlowWrite<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.flow.dead.load(Ordering::SeqCst) {
+            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        }
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.account(cx, r)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.account(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// A server whose requests are counted in a [`Flow`] while they are handled.
+pub struct Bounded<S> {
+    inner: S,
+    flow: Arc<Flow>,
+}
+
+impl<S> Bounded<S> {
+    /// Count `inner`'s requests in `flow`.
+    pub fn new(inner: S, flow: Arc<Flow>) -> Self {
+        Bounded { inner, flow }
+    }
+}
+
+impl<S: Service<RoleServer>> Service<RoleServer> for Bounded<S> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let _counted = self.flow.begin();
+        self.inner.handle_request(request, context).await
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner.handle_notification(notification, context).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A reader over `data` and how many bytes one read of it gave, or None
+    /// when the read did not finish within 100 ms (paused).
+    async fn read_some<R: AsyncRead + Unpin>(r: &mut FlowRead<R>) -> Option<usize> {
+        let mut buf = [0u8; 64];
+        tokio::time::timeout(Duration::from_millis(100), r.read(&mut buf))
+            .await
+            .ok()
+            .map(|n| n.unwrap_or(0))
+    }
+
+    #[tokio::test]
+    async fn reading_waits_while_the_in_flight_cap_is_reached() {
+        let flow = Flow::with_bounds(2, WRITE_STALL);
+        let mut r = FlowRead::new(&b"abcdef"[..], flow.clone());
+        let (a, b) = (flow.begin(), flow.begin());
+        assert_eq!(read_some(&mut r).await, None, "read at the cap");
+        drop(a);
+        assert!(read_some(&mut r).await.is_some_and(|n| n > 0));
+        drop(b);
+    }
+
+    #[tokio::test]
+    async fn a_stuck_reply_pauses_reading_and_a_stalled_one_ends_the_session() {
+        let flow = Flow::with_bounds(64, Duration::from_millis(300));
+        let mut r = FlowRead::new(&b"more requests\n"[..], flow.clone());
+        // A peer that reads nothing: a 16-byte pipe fills at once.
+        let (peer, ours) = tokio::io::duplex(16);
+        let mut w = FlowWrite::new(ours, flow.clone());
+        let writer = tokio::spawn(async move { w.write_all(&[b'x'; 64]).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(read_some(&mut r).await, None, "read while a reply is stuck");
+        let err = writer
+            .await
+            .expect("join")
+            .expect_err("the stalled write fails");
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        // Then the input ends: the session shuts down and cancels its runs.
+        assert_eq!(read_some(&mut r).await, Some(0));
+        drop(peer);
+    }
+
+    #[tokio::test]
+    async fn a_reply_the_peer_reads_resumes_reading() {
+        let flow = Flow::with_bounds(64, WRITE_STALL);
+        let mut r = FlowRead::new(&b"next\n"[..], flow.clone());
+        let (mut peer, ours) = tokio::io::duplex(16);
+        let mut w = FlowWrite::new(ours, flow.clone());
+        let writer = tokio::spawn(async move { w.write_all(&[b'x'; 64]).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(read_some(&mut r).await, None);
+        let mut got = vec![0u8; 64];
+        peer.read_exact(&mut got)
+            .await
+            .expect("peer reads the reply");
+        writer.await.expect("join").expect("the write completes");
+        assert!(read_some(&mut r).await.is_some_and(|n| n > 0));
+    }
+}
