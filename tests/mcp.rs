@@ -780,3 +780,52 @@ fn a_client_that_reads_no_reply_cannot_grow_the_server() {
         "server RSS grew from {before} KiB to {during} KiB with replies unread"
     );
 }
+
+/// A request line over 1 MiB is discarded (rmcp logs it; its default,
+/// 16 MiB, let one line of small JSON values take the server to ~2 GiB
+/// while it parsed) without reading it into memory, and the session goes on.
+#[test]
+fn an_oversized_request_line_is_discarded_and_the_session_goes_on() {
+    let ws = util::workspace(&[]);
+    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
+    let mut out = BufReader::new(stdout);
+    let mut line = String::new();
+    writeln!(stdin, "{}", initialize_frame()).expect("write");
+    stdin.flush().expect("flush");
+    out.read_line(&mut line).expect("initialize reply");
+    let before = crate::serve::status_kib(child.id(), "VmHWM:");
+    // 8 MiB of `0,`: parsed, this was ~1 GiB of the server's memory.
+    let junk = format!("[{}0]", "0,".repeat(4 << 20));
+    let frames = [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1 + 1","x":{junk}}}}}}}"#
+        ),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run_program", "arguments": {"program": "1 + 1"}}}).to_string(),
+    ];
+    for f in &frames {
+        writeln!(stdin, "{f}").expect("write frame");
+    }
+    stdin.flush().expect("flush");
+    line.clear();
+    out.read_line(&mut line).expect("read");
+    let after = crate::serve::status_kib(child.id(), "VmHWM:");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let reply: Value = serde_json::from_str(&line).expect("a JSON-RPC frame");
+    assert_eq!(
+        reply["id"],
+        json!(3),
+        "the first reply is the next request's: {reply}"
+    );
+    assert_eq!(
+        reply["result"]["structuredContent"]["value"],
+        json!(2),
+        "{reply}"
+    );
+    assert!(
+        after < before + 64 * 1024,
+        "server peak RSS grew from {before} KiB to {after} KiB over one discarded line"
+    );
+}

@@ -544,12 +544,17 @@ fn idle_connections_time_out_but_a_long_run_does_not() {
 
 /// Resident memory of a process, in KiB.
 pub(crate) fn vm_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` memory field (`VmRSS:`, `VmHWM:` the peak), in KiB.
+pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
 fn run_in(c: &mut Client, program: &str, session: &str) -> Value {

@@ -36,6 +36,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// by `max_concurrent_runs` and the quotas), and 64 tasks are a few KiB.
 pub const MAX_IN_FLIGHT: usize = 64;
 
+/// The longest request line a stream session reads; a longer one is
+/// discarded as it arrives (never held whole) and logged, and gets no
+/// reply (rmcp's transport has no id to answer it with).
+/// Why 1 MiB: the same as HTTP's default `max_body_bytes`, and 16 times the
+/// default `source_bytes` of a program. rmcp's own default, 16 MiB, let one
+/// line of small JSON values take the server to ~2 GiB while it parsed
+/// (an 8 MiB `[0,0,...]` argument: 947 MiB peak, 2 s of CPU per line).
+pub const MAX_REQUEST_LINE: usize = 1 << 20;
+
 /// How long a reply may wait for the peer to read before the session ends.
 /// Why 60 s: a client that reads its replies drains a full pipe in
 /// microseconds; one that has read nothing for a minute holds a connection

@@ -79,7 +79,9 @@ where
         }
     });
     let outcome = async {
-        let running = match server.serve((read, write)).await {
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+            .with_max_line_length(flow::MAX_REQUEST_LINE);
+        let running = match server.serve(transport).await {
             Ok(r) => r,
             // The peer closed its end before initializing: a clean end.
             Err(_) if *eof_seen.borrow() => return Ok(()),
