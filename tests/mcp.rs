@@ -781,11 +781,12 @@ fn a_client_that_reads_no_reply_cannot_grow_the_server() {
     );
 }
 
-/// A request line over 1 MiB is discarded (rmcp logs it; its default,
-/// 16 MiB, let one line of small JSON values take the server to ~2 GiB
-/// while it parsed) without reading it into memory, and the session goes on.
+/// A request line over 1 MiB is discarded as it arrives (rmcp's default
+/// cap, 16 MiB, let one line of small JSON values take the server to
+/// ~1 GiB while it parsed) and answered with an error naming the cap; the
+/// session goes on.
 #[test]
-fn an_oversized_request_line_is_discarded_and_the_session_goes_on() {
+fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
     let ws = util::workspace(&[]);
     let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
     let mut out = BufReader::new(stdout);
@@ -807,23 +808,27 @@ fn an_oversized_request_line_is_discarded_and_the_session_goes_on() {
         writeln!(stdin, "{f}").expect("write frame");
     }
     stdin.flush().expect("flush");
-    line.clear();
-    out.read_line(&mut line).expect("read");
+    let mut replies = Vec::new();
+    for _ in 0..2 {
+        line.clear();
+        out.read_line(&mut line).expect("read");
+        replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
+    }
     let after = crate::serve::status_kib(child.id(), "VmHWM:");
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
-    let reply: Value = serde_json::from_str(&line).expect("a JSON-RPC frame");
-    assert_eq!(
-        reply["id"],
-        json!(3),
-        "the first reply is the next request's: {reply}"
+    let refused = &replies[0];
+    assert_eq!(refused["id"], json!(2), "{refused}");
+    assert_eq!(refused["error"]["code"], json!(-32601), "{refused}");
+    let says = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        says.contains("request too large") && says.contains("1048576"),
+        "{refused}"
     );
-    assert_eq!(
-        reply["result"]["structuredContent"]["value"],
-        json!(2),
-        "{reply}"
-    );
+    let ok = &replies[1];
+    assert_eq!(ok["id"], json!(3), "{ok}");
+    assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
     assert!(
         after < before + 64 * 1024,
         "server peak RSS grew from {before} KiB to {after} KiB over one discarded line"

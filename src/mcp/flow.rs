@@ -37,8 +37,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub const MAX_IN_FLIGHT: usize = 64;
 
 /// The longest request line a stream session reads; a longer one is
-/// discarded as it arrives (never held whole) and logged, and gets no
-/// reply (rmcp's transport has no id to answer it with).
+/// discarded as it arrives (never held whole), logged, and answered with a
+/// `-32601` error naming the cap (with the line's id when [`FlowRead`]
+/// finds it in the line's first KiB, else an id-less `-32600`).
 /// Why 1 MiB: the same as HTTP's default `max_body_bytes`, and 16 times the
 /// default `source_bytes` of a program. rmcp's own default, 16 MiB, let one
 /// line of small JSON values take the server to ~2 GiB while it parsed
@@ -106,7 +107,12 @@ impl Drop for InFlight {
     }
 }
 
-/// The session's input: reads only while the [`Flow`] allows it.
+/// The session's input: reads only while the [`Flow`] allows it, and
+/// passes on whole lines of at most [`MAX_REQUEST_LINE`] bytes. A longer
+/// line is dropped as it arrives and replaced by a one-line request whose
+/// method names the problem, with the dropped line's `id` when it was in
+/// the line's first KiB at the top level, so the client gets a
+/// `-32601` error saying why instead of no reply.
 pub struct FlowRead<R> {
     inner: R,
     flow: Arc<Flow>,
@@ -115,17 +121,158 @@ pub struct FlowRead<R> {
     /// Without it rmcp's loop read ~9,000 requests from a flooding client
     /// before the first of their tasks ran.
     yield_next: bool,
+    /// The line being read (at most `max_line` bytes).
+    line: Vec<u8>,
+    /// Whole lines (or a replacement) waiting to be read, and how far.
+    ready: Vec<u8>,
+    ready_at: usize,
+    /// The current line is over the cap: drop bytes up to its newline.
+    dropping: bool,
+    max_line: usize,
 }
 
 impl<R> FlowRead<R> {
     /// Wrap the session's input.
     pub fn new(inner: R, flow: Arc<Flow>) -> Self {
+        Self::with_max_line(inner, flow, MAX_REQUEST_LINE)
+    }
+
+    /// Wrap the session's input with another line cap (tests).
+    pub fn with_max_line(inner: R, flow: Arc<Flow>, max_line: usize) -> Self {
         FlowRead {
             inner,
             flow,
             yield_next: false,
+            line: Vec::new(),
+            ready: Vec::new(),
+            ready_at: 0,
+            dropping: false,
+            max_line,
         }
     }
+
+    /// Split `chunk` into lines: whole ones go to `ready`, an oversized
+    /// one becomes its replacement.
+    fn take(&mut self, mut chunk: &[u8]) {
+        while !chunk.is_empty() {
+            let nl = chunk.iter().position(|b| *b == b'\n');
+            let (part, rest) = match nl {
+                Some(k) => (&chunk[..=k], &chunk[k + 1..]),
+                None => (chunk, &[][..]),
+            };
+            chunk = rest;
+            if self.dropping {
+                self.dropping = nl.is_none();
+                continue;
+            }
+            if self.line.len() + part.len() > self.max_line + usize::from(nl.is_some()) {
+                tracing::warn!(
+                    max = self.max_line,
+                    "an MCP request line over the cap was discarded"
+                );
+                let id = top_level_id(&self.line, part);
+                self.ready
+                    .extend_from_slice(&oversized_request(id, self.max_line));
+                self.line.clear();
+                self.dropping = nl.is_none();
+                continue;
+            }
+            self.line.extend_from_slice(part);
+            if nl.is_some() {
+                self.ready.append(&mut self.line);
+            }
+        }
+    }
+}
+
+/// The request that stands for a dropped oversized line: rmcp answers an
+/// unknown method with `-32601` and the method as the message.
+fn oversized_request(id: Option<&[u8]>, max: usize) -> Vec<u8> {
+    let method =
+        format!("request too large: the line was over {max} bytes and was discarded unread");
+    let mut v = br#"{"jsonrpc":"2.0","id":"#.to_vec();
+    // Without an id the line is an invalid request, which rmcp answers
+    // with an id-less `-32600`.
+    v.extend_from_slice(id.unwrap_or(b"null"));
+    v.extend_from_slice(br#","method":"#);
+    v.extend_from_slice(serde_json::Value::from(method).to_string().as_bytes());
+    v.extend_from_slice(b"}\n");
+    v
+}
+
+/// The raw JSON token of the top-level `"id"` member of a request line,
+/// looked for in its first [`ID_SCAN`] bytes (`head` then `tail`): a number,
+/// or a string without escapes or control characters, at most 128 bytes.
+/// `None` when it is not there, is anything else, or lies further in.
+fn top_level_id<'a>(head: &'a [u8], tail: &'a [u8]) -> Option<&'a [u8]> {
+    const ID_SCAN: usize = 1024;
+    // The id token must lie in one slice: scan each, as a prefix.
+    let text: &[u8] = if head.is_empty() { tail } else { head };
+    let text = &text[..text.len().min(ID_SCAN)];
+    let (mut depth, mut i, mut key_at_depth1) = (0usize, 0usize, false);
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    if text[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let s = text.get(start + 1..i)?;
+                i += 1;
+                if depth == 1 && key_at_depth1 && s == b"id" {
+                    let after = &text[i.min(text.len())..];
+                    let after = after.strip_prefix(b":").or_else(|| {
+                        let t = after.iter().position(|b| !b.is_ascii_whitespace())?;
+                        after[t..].strip_prefix(b":")
+                    })?;
+                    let t = after.iter().position(|b| !b.is_ascii_whitespace())?;
+                    return id_token(&after[t..]);
+                }
+                key_at_depth1 = false;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                key_at_depth1 = depth == 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b',' => {
+                key_at_depth1 = depth == 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A JSON number or a plain string at the start of `s`, as raw bytes.
+fn id_token(s: &[u8]) -> Option<&[u8]> {
+    let end = if s.first() == Some(&b'"') {
+        let close = s.iter().skip(1).position(|b| *b == b'"')? + 2;
+        let body = s.get(1..close - 1)?;
+        if body.iter().any(|b| *b == b'\\' || *b < 0x20) {
+            return None;
+        }
+        close
+    } else {
+        let n = s
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b'-'))
+            .unwrap_or(s.len());
+        if n == 0 || s[..n].iter().skip(1).any(|b| *b == b'-') {
+            return None;
+        }
+        n
+    };
+    (end <= 128).then(|| &s[..end])
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for FlowRead<R> {
@@ -139,30 +286,58 @@ impl<R: AsyncRead + Unpin> AsyncRead for FlowRead<R> {
             // End of input: the session ends and its runs are cancelled.
             return Poll::Ready(Ok(()));
         }
-        if this.flow.paused() {
-            // Register first, then look again: a wake between the two
-            // checks is not lost.
-            if let Ok(mut g) = this.flow.reader.lock() {
-                *g = Some(cx.waker().clone());
-            }
-            if this.flow.paused() && !this.flow.dead.load(Ordering::SeqCst) {
-                return Poll::Pending;
-            }
-            if this.flow.dead.load(Ordering::SeqCst) {
+        loop {
+            // Whole lines already read go out first.
+            if this.ready_at < this.ready.len() {
+                let n = buf.remaining().min(this.ready.len() - this.ready_at);
+                buf.put_slice(&this.ready[this.ready_at..this.ready_at + n]);
+                this.ready_at += n;
+                if this.ready_at == this.ready.len() {
+                    this.ready.clear();
+                    this.ready_at = 0;
+                }
                 return Poll::Ready(Ok(()));
             }
+            if this.flow.paused() {
+                // Register first, then look again: a wake between the two
+                // checks is not lost.
+                if let Ok(mut g) = this.flow.reader.lock() {
+                    *g = Some(cx.waker().clone());
+                }
+                if this.flow.dead.load(Ordering::SeqCst) {
+                    return Poll::Ready(Ok(()));
+                }
+                if this.flow.paused() {
+                    return Poll::Pending;
+                }
+            }
+            if this.yield_next {
+                this.yield_next = false;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let mut chunk = [0u8; 8192];
+            let mut rb = ReadBuf::new(&mut chunk);
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut rb);
+            let n = rb.filled().len();
+            match polled {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) if n == 0 => {
+                    // End of input: a last line without its newline goes
+                    // out as it is, then the end.
+                    if !this.line.is_empty() && !this.dropping {
+                        this.ready.append(&mut this.line);
+                        continue;
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Poll::Ready(Ok(())) => {
+                    this.take(&chunk[..n]);
+                    this.yield_next = true;
+                }
+            }
         }
-        if this.yield_next {
-            this.yield_next = false;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.yield_next = true;
-        }
-        r
     }
 }
 
@@ -303,6 +478,80 @@ mod tests {
             .await
             .ok()
             .map(|n| n.unwrap_or(0))
+    }
+
+    /// Everything a FlowRead with a `max`-byte line cap passes on for `input`.
+    async fn lines_through(input: &[u8], max: usize) -> String {
+        let mut r = FlowRead::with_max_line(input, Flow::new(), max);
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.expect("read");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[tokio::test]
+    async fn whole_lines_pass_and_an_oversized_one_is_answered_with_its_id() {
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","x":"{}"}}"#,
+            "a".repeat(100)
+        );
+        let input = format!("{{\"id\":1}}\n{long}\n{{\"id\":2}}\nlast");
+        let out = lines_through(input.as_bytes(), 64).await;
+        let lines: Vec<&str> = out.split('\n').collect();
+        assert_eq!(lines[0], r#"{"id":1}"#);
+        let v: serde_json::Value = serde_json::from_str(lines[1]).expect("JSON");
+        assert_eq!(v["id"], 7, "{out}");
+        assert!(
+            v["method"]
+                .as_str()
+                .is_some_and(|m| m.contains("over 64 bytes")),
+            "{out}"
+        );
+        assert_eq!(lines[2], r#"{"id":2}"#);
+        assert_eq!(lines[3], "last", "a last line without newline passes");
+        assert_eq!(lines.len(), 4);
+        // A line of exactly the cap passes.
+        let exact = "x".repeat(64) + "\n";
+        assert_eq!(lines_through(exact.as_bytes(), 64).await, exact);
+    }
+
+    #[test]
+    fn only_a_plain_top_level_id_is_copied() {
+        let id = |s: &str| {
+            top_level_id(b"", s.as_bytes()).map(|t| String::from_utf8_lossy(t).to_string())
+        };
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","id":42,"method":"m"}"#).as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            id(r#"{"id" : "abc-1", "method":"m"}"#).as_deref(),
+            Some(r#""abc-1""#)
+        );
+        assert_eq!(id(r#"{"params":{"id":5},"id":-3}"#).as_deref(), Some("-3"));
+        assert_eq!(id(r#"{"method":"m","params":{"id":5}}"#), None, "nested id");
+        assert_eq!(
+            id(r#"{"x":""id":9","id":1}"#).as_deref(),
+            Some("1"),
+            "an id inside a string"
+        );
+        assert_eq!(
+            id(r#"{"id":"a
+b"}"#),
+            None,
+            "escapes are not copied"
+        );
+        assert_eq!(id(r#"{"id":{"x":1}}"#), None);
+        assert_eq!(id(r#"{"id":1-2}"#), None);
+        assert_eq!(
+            id(&format!(r#"{{"id":"{}"}}"#, "a".repeat(200))),
+            None,
+            "too long"
+        );
+        assert_eq!(
+            id(&format!(r#"{{"pad":"{}","id":1}}"#, "a".repeat(2000))),
+            None,
+            "beyond the first KiB"
+        );
     }
 
     #[tokio::test]

@@ -80,7 +80,8 @@ where
     });
     let outcome = async {
         let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
-            .with_max_line_length(flow::MAX_REQUEST_LINE);
+            // FlowRead enforces MAX_REQUEST_LINE and answers; this is a backstop.
+            .with_max_line_length(flow::MAX_REQUEST_LINE + 4096);
         let running = match server.serve(transport).await {
             Ok(r) => r,
             // The peer closed its end before initializing: a clean end.
