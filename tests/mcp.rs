@@ -834,3 +834,118 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
         "server peak RSS grew from {before} KiB to {after} KiB over one discarded line"
     );
 }
+
+/// Pids of live processes whose command line is exactly `argv`.
+fn pids_running(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == want))
+        .filter(|p| {
+            // Not a zombie: a killed child its jail has not reaped yet.
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        })
+        .collect()
+}
+
+/// `lackpy mcp` with a command tool `nap` (`sleep 24.75`) whose run is
+/// under way: the server, its stdin, and whether the tool was seen running.
+fn server_napping(
+    ws: &std::path::Path,
+    secs: &str,
+) -> (std::process::Child, std::process::ChildStdin, bool) {
+    let (child, mut stdin, stdout) = raw_server(ws, &[]);
+    let mut out = BufReader::new(stdout);
+    let mut line = String::new();
+    writeln!(stdin, "{}", initialize_frame()).expect("write");
+    stdin.flush().expect("flush");
+    out.read_line(&mut line).expect("initialize reply");
+    for f in [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {
+            "name": "run_program", "arguments": {"program": "nap()", "tools": ["nap"]}}}),
+    ] {
+        writeln!(stdin, "{f}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    let t = Instant::now();
+    while pids_running(&["sleep", secs]).is_empty() && t.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = !pids_running(&["sleep", secs]).is_empty();
+    (child, stdin, started)
+}
+
+/// A workspace whose command tool `nap` runs `sleep SECS` (each test its
+/// own SECS, so tests running side by side do not see each other's).
+fn nap_workspace(secs: &str) -> tempfile::TempDir {
+    let cfg = format!(
+        "[[tools]]\nname = \"nap\"\nprovider = \"command\"\nargv = [\"sleep\", \"{secs}\"]\ntimeout = 30\n"
+    );
+    util::workspace(&[(".lackpy/config.toml", cfg.as_str())])
+}
+
+/// Waits up to 4 s for every `sleep SECS` to end; the ones still running.
+fn naps_left_after_4s(secs: &str) -> Vec<u32> {
+    let t = Instant::now();
+    while !pids_running(&["sleep", secs]).is_empty() && t.elapsed() < Duration::from_secs(4) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pids_running(&["sleep", secs])
+}
+
+/// A supervisor killed in the middle of a command tool's call leaves no
+/// tool running: the jail's outer process dies with the thread that
+/// started it. (Before, it and the tool lived on, orphaned, until the tool
+/// ended by itself, up to its timeout of an hour.)
+#[test]
+fn a_killed_server_leaves_no_command_tool_running() {
+    let ws = nap_workspace("24.5");
+    let (mut child, stdin, started) = server_napping(ws.path(), "24.5");
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(stdin);
+    let left = naps_left_after_4s("24.5");
+    for p in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .status();
+    }
+    assert!(started, "the command tool never started");
+    assert!(
+        left.is_empty(),
+        "the command tool outlived its supervisor: {left:?}"
+    );
+}
+
+/// Cancelling a run (`notifications/cancelled`) kills the command tool it
+/// is waiting on at once, not when the run's 10 s wall clock ends (before,
+/// command, python and MCP tools only watched the deadline).
+#[test]
+fn a_cancelled_run_kills_the_command_tool_it_waits_on() {
+    let ws = nap_workspace("24.75");
+    let (mut child, mut stdin, started) = server_napping(ws.path(), "24.75");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 100, "reason": "test"}});
+    writeln!(stdin, "{cancel}").expect("write");
+    stdin.flush().expect("flush");
+    // Generous: the run's own wall clock would end it 10 s after it began.
+    let left = naps_left_after_4s("24.75");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "the command tool never started");
+    assert!(
+        left.is_empty(),
+        "the command tool still runs 4 s after the cancel: {left:?}"
+    );
+}

@@ -54,6 +54,13 @@ impl Jail {
         self.plan.attach(cmd);
     }
 
+    /// [`Jail::attach`], and the jail's outer process dies with the thread
+    /// that spawns it: for a child that thread waits on (see
+    /// `Plan::attach_dying_with_spawner`).
+    pub fn attach_dying_with_spawner(self, cmd: &mut std::process::Command) {
+        self.plan.attach_dying_with_spawner(cmd);
+    }
+
     /// The child side, between fork and exec (for a `pre_exec` hook that
     /// does more, or another `Command` type). Returns in the jailed process
     /// that is to exec the program; its parent outside the pid namespace

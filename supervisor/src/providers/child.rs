@@ -89,6 +89,20 @@ pub(crate) fn spawn_jailed(
     })
 }
 
+/// [`spawn_jailed`] for a child the calling thread waits on until it ends
+/// (a command tool's run): it dies with that thread, so with the supervisor.
+pub(crate) fn spawn_jailed_for_call(
+    jail: crate::childjail::Jail,
+    cmd: &mut std::process::Command,
+    what: impl FnOnce() -> String,
+) -> Result<std::process::Child, ToolFailure> {
+    jail.attach_dying_with_spawner(cmd);
+    cmd.spawn().map_err(|e| {
+        let e = crate::childjail::JailError::explain_spawn(e);
+        ToolFailure::new("ToolFailed", format!("{}: {e}", what()))
+    })
+}
+
 /// The minimal `PATH` a provider's child process gets unless config passes one.
 pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 

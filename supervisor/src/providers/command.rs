@@ -66,8 +66,8 @@
 //! A failure to set up any step fails the call (`ToolFailed`, naming it);
 //! there is no unjailed fallback.
 
-use super::child::{cfg_env, cfg_f64, spawn_jailed, workspace_path, CHILD_PATH};
-use super::pipes::{kill_group, read_both, PipeError};
+use super::child::{cfg_env, cfg_f64, spawn_jailed_for_call, workspace_path, CHILD_PATH};
+use super::pipes::{kill_group, read_both, PipeError, Until};
 use super::value;
 use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
@@ -382,7 +382,7 @@ pub fn call(
         cmd.env(k, v);
     }
     let t0 = Instant::now();
-    let mut child = spawn_jailed(jail, &mut cmd, || {
+    let mut child = spawn_jailed_for_call(jail, &mut cmd, || {
         format!("{tool}: cannot start {:?} in its jail", argv[0])
     })?;
     let deadline = t0 + Duration::from_secs_f64(timeout);
@@ -398,7 +398,8 @@ pub fn call(
         kill_group(&mut child);
         return Err(ToolFailure::new("ToolFailed", "command pipes unavailable"));
     };
-    let read = read_both(&stdout, &stderr, deadline, cap, STDERR_QUOTE);
+    let until = Until::new(deadline, run.cancel.clone());
+    let read = read_both(&stdout, &stderr, &until, cap, STDERR_QUOTE);
     let result = match read {
         Ok(x) => x,
         Err(e) => {
@@ -407,6 +408,10 @@ pub fn call(
                 let _ = f.join();
             }
             return Err(match e {
+                PipeError::Cancelled => ToolFailure::new(
+                    "Timeout",
+                    format!("the run was cancelled during {tool}(); the command was killed"),
+                ),
                 PipeError::Timeout => ToolFailure::new(
                     "Timeout",
                     format!("{tool}() did not finish within {timeout} s; the command was killed"),
@@ -426,7 +431,7 @@ pub fn call(
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break st,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) if until.ended().is_none() => std::thread::sleep(Duration::from_millis(2)),
             _ => {
                 kill_group(&mut child);
                 return Err(ToolFailure::new(

@@ -58,6 +58,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -112,6 +113,9 @@ pub enum McpSourceError {
     /// The client runtime is unavailable.
     #[error("the MCP client runtime could not be started: {0}")]
     Runtime(String),
+    /// The run the call belongs to was cancelled; the call was dropped.
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 /// Which process (or remote server) a tool lives in: one server table run
@@ -190,22 +194,42 @@ fn runtime(st: &McpServers) -> Result<&tokio::runtime::Runtime, McpSourceError> 
 
 /// Run `fut` on the client runtime and wait for it from this (non-async)
 /// thread, at most `timeout`.
-fn run_on<T, F>(st: &McpServers, fut: F, timeout: Duration) -> Result<T, McpSourceError>
+fn run_on<T, F>(
+    st: &McpServers,
+    fut: F,
+    timeout: Duration,
+    cancel: Option<&AtomicBool>,
+) -> Result<T, McpSourceError>
 where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
     let rt = runtime(st)?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    rt.spawn(async move {
+    let task = rt.spawn(async move {
         let r = tokio::time::timeout(timeout, fut).await;
         let _ = tx.send(r);
     });
     // The timeout runs inside the runtime; the margin here only guards
-    // against a runtime that stopped answering altogether.
-    match rx.recv_timeout(timeout.saturating_add(Duration::from_secs(5))) {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(_)) | Err(_) => Err(McpSourceError::Timeout(timeout)),
+    // against a runtime that stopped answering altogether. With a cancel
+    // flag, wait in slices of 50 ms and drop the call once it is set.
+    let give_up = Instant::now() + timeout.saturating_add(Duration::from_secs(5));
+    loop {
+        let mut slice = give_up.saturating_duration_since(Instant::now());
+        if cancel.is_some() {
+            slice = slice.min(Duration::from_millis(50));
+        }
+        match rx.recv_timeout(slice) {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(_)) => return Err(McpSourceError::Timeout(timeout)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() < give_up => {
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    task.abort();
+                    return Err(McpSourceError::Cancelled);
+                }
+            }
+            Err(_) => return Err(McpSourceError::Timeout(timeout)),
+        }
     }
 }
 
@@ -705,7 +729,7 @@ fn connection(st: &McpServers, key: &ServerKey, timeout: Duration) -> Result<Con
         }
     }
     drop_connection(st, key);
-    let c = run_on(st, connect(key.clone()), timeout)??;
+    let c = run_on(st, connect(key.clone()), timeout, None)??;
     if let Ok(mut map) = st.conns.lock() {
         map.insert(key.clone(), Arc::clone(&c));
     }
@@ -844,7 +868,7 @@ fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered 
         }
         let c = connection(st, key, timeout)?;
         let peer = c.peer().clone();
-        run_on(st, list_bounded(peer), timeout)?
+        run_on(st, list_bounded(peer), timeout, None)?
             .map_err(|e| McpSourceError::Protocol(format!("tools/list failed: {}", clip(&e))))
     })()
     .map_err(|e| e.to_string());
@@ -1343,7 +1367,15 @@ impl McpServers {
         let peer = conn.peer().clone();
         drop(conn);
         let params = CallToolRequestParams::new(tool).with_arguments(arguments);
-        let result = match run_on(st, async move { peer.call_tool(params).await }, timeout) {
+        let cancel = run.cancel.as_deref();
+        let call = async move { peer.call_tool(params).await };
+        let result = match run_on(st, call, timeout, cancel) {
+            Err(McpSourceError::Cancelled) => {
+                return Err(ToolFailure::new(
+                    "Timeout",
+                    format!("the run was cancelled during {name}() (MCP server {server:?})"),
+                ));
+            }
             Err(McpSourceError::Timeout(_)) => {
                 // A hung server is killed; the next call starts a fresh one.
                 drop_connection(st, &key);

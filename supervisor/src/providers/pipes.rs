@@ -7,13 +7,17 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::process::Child;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Why reading from a child stopped early.
 #[derive(Debug)]
 pub(crate) enum PipeError {
     /// The deadline passed.
     Timeout,
+    /// The run was cancelled.
+    Cancelled,
     /// More than the cap arrived.
     TooLarge,
     /// The stream ended before a complete line.
@@ -22,25 +26,65 @@ pub(crate) enum PipeError {
     Io(std::io::Error),
 }
 
-/// Milliseconds until `deadline` as a poll timeout (0 when passed).
-fn remaining(deadline: Instant) -> PollTimeout {
-    let ms = deadline
-        .saturating_duration_since(Instant::now())
-        .as_millis()
-        .min(u128::from(u16::MAX));
-    PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX))
+/// When waiting on a child must stop: a deadline, and the run's cancel
+/// flag if it has one.
+#[derive(Debug, Clone)]
+pub(crate) struct Until {
+    deadline: Instant,
+    cancel: Option<Arc<AtomicBool>>,
 }
 
-/// Wait until `fd` is readable (or hung up). `Ok(false)` on timeout.
-fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> Result<bool, PipeError> {
+/// How often a wait looks at the cancel flag. Why 50 ms: a cancelled run's
+/// tool child is killed well within a human's notice, and a wait wakes at
+/// most 20 times a second for it.
+const CANCEL_EVERY: Duration = Duration::from_millis(50);
+
+impl Until {
+    /// Stop at `deadline`, or as soon as `cancel` is set.
+    pub(crate) fn new(deadline: Instant, cancel: Option<Arc<AtomicBool>>) -> Until {
+        Until { deadline, cancel }
+    }
+
+    /// Why waiting must stop now, if it must.
+    pub(crate) fn ended(&self) -> Option<PipeError> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Some(PipeError::Cancelled);
+        }
+        (Instant::now() >= self.deadline).then_some(PipeError::Timeout)
+    }
+
+    /// How long one `poll` may sleep: until the deadline (0 when passed),
+    /// in slices of [`CANCEL_EVERY`] when there is a cancel flag to watch.
+    fn poll_timeout(&self) -> PollTimeout {
+        let mut left = self.deadline.saturating_duration_since(Instant::now());
+        if self.cancel.is_some() {
+            left = left.min(CANCEL_EVERY);
+        }
+        let ms = left.as_millis().min(u128::from(u16::MAX));
+        PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX))
+    }
+}
+
+impl From<Instant> for Until {
+    fn from(deadline: Instant) -> Until {
+        Until::new(deadline, None)
+    }
+}
+
+/// Wait until `fd` is readable (or hung up), or fail with why waiting ended.
+fn wait_readable(fd: BorrowedFd<'_>, until: &Until) -> Result<(), PipeError> {
     loop {
-        if Instant::now() >= deadline {
-            return Ok(false);
+        if let Some(e) = until.ended() {
+            return Err(e);
         }
         let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-        match poll(&mut fds, remaining(deadline)) {
+        match poll(&mut fds, until.poll_timeout()) {
             Ok(0) => continue,
-            Ok(_) => return Ok(true),
+            Ok(_) => return Ok(()),
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(PipeError::Io(e.into())),
         }
@@ -52,7 +96,7 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> Result<bool, PipeErro
 pub(crate) fn read_line<F: AsFd>(
     fd: &F,
     buf: &mut Vec<u8>,
-    deadline: Instant,
+    until: &Until,
     cap: usize,
 ) -> Result<Vec<u8>, PipeError> {
     let mut chunk = vec![0u8; 64 * 1024];
@@ -71,9 +115,7 @@ pub(crate) fn read_line<F: AsFd>(
         if buf.len() > cap {
             return Err(PipeError::TooLarge);
         }
-        if !wait_readable(fd.as_fd(), deadline)? {
-            return Err(PipeError::Timeout);
-        }
+        wait_readable(fd.as_fd(), until)?;
         match nix::unistd::read(fd.as_fd(), &mut chunk) {
             Ok(0) => return Err(PipeError::Eof),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
@@ -88,7 +130,7 @@ pub(crate) fn read_line<F: AsFd>(
 pub(crate) fn read_both<A: AsFd, B: AsFd>(
     out: &A,
     err: &B,
-    deadline: Instant,
+    until: &Until,
     cap: usize,
     err_cap: usize,
 ) -> Result<(Vec<u8>, Vec<u8>), PipeError> {
@@ -97,8 +139,8 @@ pub(crate) fn read_both<A: AsFd, B: AsFd>(
     let (mut o_open, mut e_open) = (true, true);
     let mut chunk = vec![0u8; 64 * 1024];
     while o_open || e_open {
-        if Instant::now() >= deadline {
-            return Err(PipeError::Timeout);
+        if let Some(e) = until.ended() {
+            return Err(e);
         }
         let mut fds = Vec::with_capacity(2);
         if o_open {
@@ -107,7 +149,7 @@ pub(crate) fn read_both<A: AsFd, B: AsFd>(
         if e_open {
             fds.push(PollFd::new(err.as_fd(), PollFlags::POLLIN));
         }
-        match poll(&mut fds, remaining(deadline)) {
+        match poll(&mut fds, until.poll_timeout()) {
             Ok(0) => continue,
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => continue,
@@ -152,18 +194,16 @@ pub(crate) fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Read `fd` to EOF into `buf`, at most `cap` bytes, by `deadline`.
+/// Read `fd` to EOF into `buf`, at most `cap` bytes, before `until` ends.
 pub(crate) fn read_all<F: AsFd>(
     fd: &F,
     buf: &mut Vec<u8>,
-    deadline: Instant,
+    until: &Until,
     cap: usize,
 ) -> Result<(), PipeError> {
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        if !wait_readable(fd.as_fd(), deadline)? {
-            return Err(PipeError::Timeout);
-        }
+        wait_readable(fd.as_fd(), until)?;
         if !read_some(fd.as_fd(), &mut chunk, buf, cap)? {
             return Ok(());
         }

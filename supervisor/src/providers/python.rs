@@ -63,7 +63,7 @@
 use super::child::{
     cfg_env, cfg_f64, cfg_str, config_path, spawn_jailed, workspace_path, CHILD_PATH,
 };
-use super::pipes::{kill_group, read_line, PipeError};
+use super::pipes::{kill_group, read_line, PipeError, Until};
 use super::value;
 use crate::call::RunContext;
 use crate::childjail::{program_roots, Jail, Spec};
@@ -334,7 +334,7 @@ fn real_python(found: &Path) -> Result<PathBuf, ToolFailure> {
     };
     let mut buf = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64);
-    let got = super::pipes::read_all(&stdout, &mut buf, deadline, 4096);
+    let got = super::pipes::read_all(&stdout, &mut buf, &deadline.into(), 4096);
     kill_group(&mut child);
     let path = match got {
         Ok(()) => String::from_utf8(buf).ok().map(PathBuf::from),
@@ -615,10 +615,20 @@ pub fn call(
             format!("python helper for {tool} is gone ({how}; {e}); a fresh one will start on the next call"),
         ));
     }
-    let reply = match read_line(&helper.stdout, &mut helper.buf, deadline, cap) {
+    let until = Until::new(deadline, run.cancel.clone());
+    let reply = match read_line(&helper.stdout, &mut helper.buf, &until, cap) {
         Ok(l) => l,
         Err(e) => {
             let out = match e {
+                PipeError::Cancelled => {
+                    kill_group(&mut helper.child);
+                    ToolFailure::new(
+                        "Timeout",
+                        format!(
+                            "the run was cancelled during {tool}(); its python helper was killed"
+                        ),
+                    )
+                }
                 PipeError::Timeout => {
                     kill_group(&mut helper.child);
                     ToolFailure::new(

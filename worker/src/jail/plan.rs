@@ -700,6 +700,23 @@ impl Plan {
             cmd.pre_exec(move || self.enter());
         }
     }
+
+    /// [`Plan::attach`], and the jail's outer process dies with the thread
+    /// that spawns it (`PR_SET_PDEATHSIG`). For a child that thread waits
+    /// on (a command tool's run): a supervisor killed mid-call then leaves
+    /// nothing running (before, the outer process and the tool lived on,
+    /// orphaned, until the tool ended by itself). Not for a child that
+    /// outlives the spawning thread (a long-lived MCP server or helper).
+    pub fn attach_dying_with_spawner(self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: as in `attach`; `die_with_parent` is one raw prctl.
+        unsafe {
+            cmd.pre_exec(move || {
+                super::steps::die_with_parent().map_err(|e| e.to_io())?;
+                self.enter()
+            });
+        }
+    }
 }
 
 impl Drop for Plan {
