@@ -547,13 +547,15 @@ pub fn call(
     };
     let slot = helpers.slot(key.clone());
     // One call at a time per helper: wait for another run's call, but not
-    // past this call's own timeout (already cut to the run's deadline).
+    // past this call's own timeout (already cut to the run's deadline),
+    // nor once the run is cancelled.
     let wait_until = Instant::now() + Duration::from_secs_f64(timeout);
     let mut guard = loop {
         match slot.try_lock() {
             Ok(g) => break g,
             Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => {
+                run.check()?;
                 if Instant::now() >= wait_until {
                     return Err(ToolFailure::new(
                         "Timeout",
