@@ -83,10 +83,7 @@ pub(crate) fn spawn_jailed(
     what: impl FnOnce() -> String,
 ) -> Result<std::process::Child, ToolFailure> {
     jail.attach(cmd);
-    cmd.spawn().map_err(|e| {
-        let e = crate::childjail::JailError::explain_spawn(e);
-        ToolFailure::new("ToolFailed", format!("{}: {e}", what()))
-    })
+    spawn_attached(cmd, what)
 }
 
 /// [`spawn_jailed`] for a child the calling thread waits on until it ends
@@ -97,6 +94,14 @@ pub(crate) fn spawn_jailed_for_call(
     what: impl FnOnce() -> String,
 ) -> Result<std::process::Child, ToolFailure> {
     jail.attach_dying_with_spawner(cmd);
+    spawn_attached(cmd, what)
+}
+
+/// Spawn `cmd`, whose jail is attached; a failed jail step is explained.
+fn spawn_attached(
+    cmd: &mut std::process::Command,
+    what: impl FnOnce() -> String,
+) -> Result<std::process::Child, ToolFailure> {
     cmd.spawn().map_err(|e| {
         let e = crate::childjail::JailError::explain_spawn(e);
         ToolFailure::new("ToolFailed", format!("{}: {e}", what()))
