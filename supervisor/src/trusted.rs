@@ -175,6 +175,25 @@ pub fn cwd_guard<S: AsRef<str>>(name: &str, program: &Path, args: &[S]) -> CwdGu
     g
 }
 
+/// What the operator should hear when `guard` keeps a launcher from a
+/// workspace package: `npx` given npm's own `--prefix` no longer runs a
+/// server installed in `ws/node_modules`; it takes the package from npm's
+/// installation or fetches it from the registry instead. Not silent.
+pub fn workspace_packages_ignored(guard: &CwdGuard, ws: &Path) -> Option<String> {
+    let prefix = guard
+        .args_before
+        .iter()
+        .find(|a| a.starts_with("--prefix="))?;
+    let local = ws.join("node_modules");
+    std::fs::symlink_metadata(&local).ok()?;
+    Some(format!(
+        "npm runs with {prefix}: packages in {} are not used (a program may \
+         have written them); install the server globally (npm install -g) or \
+         give --prefix in its args to choose another installation",
+        local.display()
+    ))
+}
+
 /// Most symlinks [`links_on_the_way`] follows (Linux's own limit for one
 /// path walk).
 const MAX_LINK_HOPS: usize = 40;
@@ -274,6 +293,21 @@ mod tests {
             "1"
         ]));
         assert!(!needs_python_safe_path::<&str>(&[]));
+    }
+
+    #[test]
+    fn an_ignored_workspace_package_is_said() {
+        let ws = tempfile::tempdir().unwrap();
+        let npx = cwd_guard("npx", Path::new("/usr/bin/npx"), &["-y", "srv"]);
+        assert_eq!(workspace_packages_ignored(&npx, ws.path()), None);
+        std::fs::create_dir(ws.path().join("node_modules")).unwrap();
+        let note = workspace_packages_ignored(&npx, ws.path()).unwrap_or_default();
+        assert!(
+            note.contains("--prefix=/usr") && note.contains("node_modules"),
+            "{note}"
+        );
+        let node = cwd_guard("node", Path::new("/usr/bin/node"), &["srv.js"]);
+        assert_eq!(workspace_packages_ignored(&node, ws.path()), None);
     }
 
     #[test]

@@ -666,6 +666,9 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
         .map_err(|e| McpSourceError::Config(format!("cannot jail the server: {e}")))?;
     // No code or configuration from the workspace, the server's cwd.
     let guard = crate::trusted::cwd_guard(&key.command, &program, &key.args);
+    if let Some(note) = crate::trusted::workspace_packages_ignored(&guard, &key.workspace) {
+        tracing::warn!(server = %key.name, "{note}");
+    }
     let mut cmd = tokio::process::Command::new(&program);
     cmd.args(&guard.args_before)
         .args(&key.args)
