@@ -8,7 +8,7 @@
 //! workspace's control directory so the jail can cover it.
 //!
 //! [`Jail::prepare`] does everything that allocates, in the parent;
-//! [`Jail::attach`] (or [`Jail::enter`] in a `pre_exec` hook) runs the plan
+//! [`Jail::attach`] (or [`Jail::attach_dying_with_spawner`]) runs the plan
 //! between `fork` and `exec` with raw, async-signal-safe syscalls only. A
 //! step that fails fails the spawn, naming the step and errno (pass the
 //! spawn's error through [`JailError::explain_spawn`]); there is no
@@ -55,22 +55,10 @@ impl Jail {
     }
 
     /// [`Jail::attach`], and the jail's outer process dies with the thread
-    /// that spawns it: for a child that thread waits on (see
+    /// that spawns it: for a child that thread outlives (see
     /// `Plan::attach_dying_with_spawner`).
     pub fn attach_dying_with_spawner(self, cmd: &mut std::process::Command) {
         self.plan.attach_dying_with_spawner(cmd);
-    }
-
-    /// The child side, between fork and exec (for a `pre_exec` hook that
-    /// does more, or another `Command` type). Returns in the jailed process
-    /// that is to exec the program; its parent outside the pid namespace
-    /// never returns.
-    ///
-    /// # Errors
-    /// The first step that failed, encoded ([`JailError::explain_spawn`]
-    /// reads it from the spawn's error).
-    pub fn enter(&self) -> std::io::Result<()> {
-        self.plan.enter()
     }
 }
 

@@ -669,13 +669,13 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     if let Some(note) = crate::trusted::workspace_packages_ignored(&guard, &key.workspace) {
         tracing::warn!(server = %key.name, "{note}");
     }
-    let mut cmd = tokio::process::Command::new(&program);
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = std::process::Command::new(&program);
     cmd.args(&guard.args_before)
         .args(&key.args)
         .env_clear()
         .current_dir(&key.workspace)
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     for var in INHERITED_ENV {
         if let Some(v) = std::env::var_os(var) {
             cmd.env(var, v);
@@ -687,20 +687,12 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     for (k, v) in &key.env {
         cmd.env(k, v);
     }
-    // SAFETY: the closure runs in the forked child before exec; prctl and
-    // `Jail::enter` make only raw syscalls on memory prepared before the
-    // fork (`jail` is moved into the closure), so it is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            // The jail's outer process dies with the runtime thread that
-            // started it (which lives as long as this process); the server
-            // inside dies with that process.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            jail.enter()
-        });
-    }
+    // The jail's outer process dies with the runtime thread that starts it
+    // (which lives as long as this process); the server inside dies with
+    // that process.
+    jail.attach_dying_with_spawner(&mut cmd);
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::inherit())
         .spawn()

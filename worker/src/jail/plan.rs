@@ -702,11 +702,11 @@ impl Plan {
     }
 
     /// [`Plan::attach`], and the jail's outer process dies with the thread
-    /// that spawns it (`PR_SET_PDEATHSIG`). For a child that thread waits
-    /// on (a command tool's run): a supervisor killed mid-call then leaves
-    /// nothing running (before, the outer process and the tool lived on,
-    /// orphaned, until the tool ended by itself). Not for a child that
-    /// outlives the spawning thread (a long-lived MCP server or helper).
+    /// that spawns it (`PR_SET_PDEATHSIG`). For a child that thread
+    /// outlives: a command tool's run (the thread waits on it), an MCP
+    /// server started from a runtime thread (which lives as long as the
+    /// process). A supervisor killed mid-call then leaves nothing running.
+    /// Not for a child started from a thread that may end before it.
     pub fn attach_dying_with_spawner(self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
         // SAFETY: as in `attach`; `die_with_parent` is one raw prctl.
