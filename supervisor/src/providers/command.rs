@@ -399,6 +399,25 @@ pub fn call(
         return Err(ToolFailure::new("ToolFailed", "command pipes unavailable"));
     };
     let until = Until::new(deadline, run.cancel.clone());
+    // Why a wait on the command ended early, as the call's failure.
+    let failure = |e: PipeError| match e {
+        PipeError::Cancelled => ToolFailure::new(
+            "Timeout",
+            format!("the run was cancelled during {tool}(); the command was killed"),
+        ),
+        PipeError::Timeout => ToolFailure::new(
+            "Timeout",
+            format!("{tool}() did not finish within {timeout} s; the command was killed"),
+        ),
+        PipeError::TooLarge => ToolFailure::new(
+            "TooLarge",
+            format!("{tool}() printed more than {cap} bytes"),
+        ),
+        PipeError::Eof | PipeError::Io(_) => ToolFailure::new(
+            "ToolFailed",
+            format!("{tool}(): reading the command's output failed"),
+        ),
+    };
     let read = read_both(&stdout, &stderr, &until, cap, STDERR_QUOTE);
     let result = match read {
         Ok(x) => x,
@@ -407,37 +426,19 @@ pub fn call(
             if let Some(f) = feeder {
                 let _ = f.join();
             }
-            return Err(match e {
-                PipeError::Cancelled => ToolFailure::new(
-                    "Timeout",
-                    format!("the run was cancelled during {tool}(); the command was killed"),
-                ),
-                PipeError::Timeout => ToolFailure::new(
-                    "Timeout",
-                    format!("{tool}() did not finish within {timeout} s; the command was killed"),
-                ),
-                PipeError::TooLarge => ToolFailure::new(
-                    "TooLarge",
-                    format!("{tool}() printed more than {cap} bytes"),
-                ),
-                PipeError::Eof | PipeError::Io(_) => ToolFailure::new(
-                    "ToolFailed",
-                    format!("{tool}(): reading the command's output failed"),
-                ),
-            });
+            return Err(failure(e));
         }
     };
-    // Both pipes closed: wait for the exit, still bounded by the deadline.
+    // Both pipes closed: wait for the exit, still bounded by the deadline
+    // and the cancel flag.
     let status = loop {
+        let ended = until.ended();
         match child.try_wait() {
             Ok(Some(st)) => break st,
-            Ok(None) if until.ended().is_none() => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) if ended.is_none() => std::thread::sleep(Duration::from_millis(2)),
             _ => {
                 kill_group(&mut child);
-                return Err(ToolFailure::new(
-                    "Timeout",
-                    format!("{tool}() did not finish within {timeout} s; the command was killed"),
-                ));
+                return Err(failure(ended.unwrap_or(PipeError::Timeout)));
             }
         }
     };
