@@ -16,13 +16,15 @@
 //!    reports end of input, which cancels the session's runs and closes it
 //!    (a peer that reads nothing for that long is gone or hostile).
 //!
-//! Nothing is dropped: a request is either read and answered, or left in
-//! the peer's buffer.
+//! Nothing is dropped silently: a request is read and answered (one over
+//! [`MAX_REQUEST_LINE`] with an error naming the cap), or left in the
+//! peer's buffer.
 
 use rmcp::model::{ClientNotification, ClientRequest, ServerConfig, ServerResult};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
 use rmcp::ErrorData as McpError;
 use std::borrow::Cow;
+use std::future::Future as _;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -201,12 +203,12 @@ fn oversized_request(id: Option<&[u8]>, max: usize) -> Vec<u8> {
 }
 
 /// The raw JSON token of the top-level `"id"` member of a request line,
-/// looked for in its first [`ID_SCAN`] bytes (`head` then `tail`): a number,
-/// or a string without escapes or control characters, at most 128 bytes.
-/// `None` when it is not there, is anything else, or lies further in.
+/// looked for in the first `ID_SCAN` bytes of the line as read so far
+/// (`head`, or `tail` when nothing was kept yet): a number, or a string
+/// without escapes or control characters, at most 128 bytes. `None` when
+/// it is not there, is anything else, or lies further in.
 fn top_level_id<'a>(head: &'a [u8], tail: &'a [u8]) -> Option<&'a [u8]> {
     const ID_SCAN: usize = 1024;
-    // The id token must lie in one slice: scan each, as a prefix.
     let text: &[u8] = if head.is_empty() { tail } else { head };
     let text = &text[..text.len().min(ID_SCAN)];
     let (mut depth, mut i, mut key_at_depth1) = (0usize, 0usize, false);
@@ -224,13 +226,8 @@ fn top_level_id<'a>(head: &'a [u8], tail: &'a [u8]) -> Option<&'a [u8]> {
                 let s = text.get(start + 1..i)?;
                 i += 1;
                 if depth == 1 && key_at_depth1 && s == b"id" {
-                    let after = &text[i.min(text.len())..];
-                    let after = after.strip_prefix(b":").or_else(|| {
-                        let t = after.iter().position(|b| !b.is_ascii_whitespace())?;
-                        after[t..].strip_prefix(b":")
-                    })?;
-                    let t = after.iter().position(|b| !b.is_ascii_whitespace())?;
-                    return id_token(&after[t..]);
+                    let after = text.get(i..)?.trim_ascii_start().strip_prefix(b":")?;
+                    return id_token(after.trim_ascii_start());
                 }
                 key_at_depth1 = false;
             }
@@ -397,8 +394,6 @@ impl<W> FlowWrite<W> {
         }
     }
 }
-
-use std::future::Future as _;
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for FlowWrite<W> {
     fn poll_write(
