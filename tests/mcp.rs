@@ -287,6 +287,39 @@ fn initialize_frame() -> Value {
         "clientInfo": {"name": "raw", "version": "0"}}})
 }
 
+/// A `lackpy mcp` process, killed however the test ends (a failed
+/// assertion must not leave it running).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// [`raw_server`] past the handshake (`initialize` answered,
+/// `notifications/initialized` sent): the server, its stdin, its stdout.
+fn initialized_server(
+    ws: &std::path::Path,
+) -> (
+    Killed,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
+    let (child, mut stdin, stdout) = raw_server(ws, &[]);
+    let child = Killed(child);
+    let mut out = BufReader::new(stdout);
+    writeln!(stdin, "{}", initialize_frame()).expect("write");
+    stdin.flush().expect("flush");
+    let mut first = String::new();
+    out.read_line(&mut first).expect("initialize reply");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    writeln!(stdin, "{initialized}").expect("write");
+    stdin.flush().expect("flush");
+    (child, stdin, out)
+}
+
 /// Raw JSON-RPC over pipes: every stdout line must be a JSON-RPC frame, and
 /// closing stdin must end the process within a second.
 #[test]
@@ -714,28 +747,9 @@ fn cancelled_code_intelligence_frees_its_slot() {
 fn a_client_that_reads_no_reply_cannot_grow_the_server() {
     const N: u64 = 20_000;
     let ws = util::workspace(&[]);
-    let (child, mut stdin, stdout) = raw_server(ws.path(), &[]);
-    // Killed however the test ends (a failed assertion must not leave it).
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let child = Killed(child);
-    let mut out = BufReader::new(stdout);
-    writeln!(stdin, "{}", initialize_frame()).expect("write");
-    stdin.flush().expect("flush");
-    let mut first = String::new();
-    out.read_line(&mut first).expect("initialize reply");
+    let (child, mut stdin, mut out) = initialized_server(ws.path());
     let before = crate::serve::vm_rss_kib(child.0.id());
     let writer = std::thread::spawn(move || {
-        writeln!(
-            stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        )?;
         for id in 2..N + 2 {
             writeln!(
                 stdin,
@@ -788,17 +802,12 @@ fn a_client_that_reads_no_reply_cannot_grow_the_server() {
 #[test]
 fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
     let ws = util::workspace(&[]);
-    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
-    let mut out = BufReader::new(stdout);
+    let (child, mut stdin, mut out) = initialized_server(ws.path());
     let mut line = String::new();
-    writeln!(stdin, "{}", initialize_frame()).expect("write");
-    stdin.flush().expect("flush");
-    out.read_line(&mut line).expect("initialize reply");
-    let before = crate::serve::status_kib(child.id(), "VmHWM:");
+    let before = crate::serve::status_kib(child.0.id(), "VmHWM:");
     // 8 MiB of `0,`: parsed, this was ~1 GiB of the server's memory.
     let junk = format!("[{}0]", "0,".repeat(4 << 20));
     let frames = [
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
         format!(
             r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1 + 1","x":{junk}}}}}}}"#
         ),
@@ -814,10 +823,9 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
         out.read_line(&mut line).expect("read");
         replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
     }
-    let after = crate::serve::status_kib(child.id(), "VmHWM:");
+    let after = crate::serve::status_kib(child.0.id(), "VmHWM:");
     drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let refused = &replies[0];
     assert_eq!(refused["id"], json!(2), "{refused}");
     assert_eq!(refused["error"]["code"], json!(-32601), "{refused}");
@@ -860,23 +868,11 @@ fn pids_running(argv: &[&str]) -> Vec<u32> {
 
 /// `lackpy mcp` with a command tool `nap` (`sleep 24.75`) whose run is
 /// under way: the server, its stdin, and whether the tool was seen running.
-fn server_napping(
-    ws: &std::path::Path,
-    secs: &str,
-) -> (std::process::Child, std::process::ChildStdin, bool) {
-    let (child, mut stdin, stdout) = raw_server(ws, &[]);
-    let mut out = BufReader::new(stdout);
-    let mut line = String::new();
-    writeln!(stdin, "{}", initialize_frame()).expect("write");
-    stdin.flush().expect("flush");
-    out.read_line(&mut line).expect("initialize reply");
-    for f in [
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {
-            "name": "run_program", "arguments": {"program": "nap()", "tools": ["nap"]}}}),
-    ] {
-        writeln!(stdin, "{f}").expect("write");
-    }
+fn server_napping(ws: &std::path::Path, secs: &str) -> (Killed, std::process::ChildStdin, bool) {
+    let (child, mut stdin, _out) = initialized_server(ws);
+    let nap = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {
+        "name": "run_program", "arguments": {"program": "nap()", "tools": ["nap"]}}});
+    writeln!(stdin, "{nap}").expect("write");
     stdin.flush().expect("flush");
     let t = Instant::now();
     while pids_running(&["sleep", secs]).is_empty() && t.elapsed() < Duration::from_secs(8) {
@@ -911,9 +907,8 @@ fn naps_left_after_4s(secs: &str) -> Vec<u32> {
 #[test]
 fn a_killed_server_leaves_no_command_tool_running() {
     let ws = nap_workspace("24.5");
-    let (mut child, stdin, started) = server_napping(ws.path(), "24.5");
-    let _ = child.kill();
-    let _ = child.wait();
+    let (child, stdin, started) = server_napping(ws.path(), "24.5");
+    drop(child);
     drop(stdin);
     let left = naps_left_after_4s("24.5");
     for p in &left {
@@ -934,15 +929,14 @@ fn a_killed_server_leaves_no_command_tool_running() {
 #[test]
 fn a_cancelled_run_kills_the_command_tool_it_waits_on() {
     let ws = nap_workspace("24.75");
-    let (mut child, mut stdin, started) = server_napping(ws.path(), "24.75");
+    let (child, mut stdin, started) = server_napping(ws.path(), "24.75");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 100, "reason": "test"}});
     writeln!(stdin, "{cancel}").expect("write");
     stdin.flush().expect("flush");
     // Generous: the run's own wall clock would end it 10 s after it began.
     let left = naps_left_after_4s("24.75");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     assert!(started, "the command tool never started");
     assert!(
         left.is_empty(),
