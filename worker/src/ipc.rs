@@ -494,6 +494,7 @@ impl Channel {
         if deadline.is_some() && spin_until.is_none() {
             wait_ready(fd, libc::POLLIN, deadline)?;
         }
+        let mut reset_seen = false;
         loop {
             let flags = libc::MSG_CMSG_CLOEXEC
                 | if spin_until.is_some() {
@@ -523,6 +524,16 @@ impl Channel {
                             }
                             None => wait_ready(fd, libc::POLLIN, deadline)?,
                         }
+                        continue;
+                    }
+                    // The peer closed while messages to it were unread
+                    // (a worker that sent `Done` and exited). The kernel
+                    // reports that once, before the messages the peer sent
+                    // first, which are still queued: read on (the next
+                    // receive gives them, then 0), or `Done` is lost and a
+                    // finished run looks like a dead worker.
+                    Some(libc::ECONNRESET) if !reset_seen => {
+                        reset_seen = true;
                         continue;
                     }
                     Some(libc::ECONNRESET) => return Ok(0),
@@ -1089,6 +1100,40 @@ mod tests {
             Err(FrameError::Truncated { .. })
         ));
         assert!(matches!(b.recv_payload(None), Err(FrameError::Closed)));
+    }
+
+    /// A peer that sends a frame and closes with a message to it unread:
+    /// the kernel's ECONNRESET comes before the frame, which must still be
+    /// received (a worker's `Done` was lost so, and the finished run was
+    /// reported as a dead worker, exit status 0).
+    #[test]
+    fn a_frame_sent_before_a_reset_is_received() {
+        for spin in [
+            std::time::Duration::ZERO,
+            std::time::Duration::from_micros(50),
+        ] {
+            let (mut a, mut b) = pair();
+            b.set_spin(spin, SpinWait::Yield);
+            b.send(
+                &ToWorker::ToolResult {
+                    id: 1,
+                    result: Ok(FlatData::default()),
+                },
+                None,
+            )
+            .unwrap();
+            a.send(&FromWorker::Ready { protocol: 7 }, None).unwrap();
+            drop(a);
+            let deadline = Some(Instant::now() + std::time::Duration::from_secs(5));
+            assert!(matches!(
+                b.recv::<FromWorker>(deadline),
+                Ok(FromWorker::Ready { protocol: 7 })
+            ));
+            assert!(matches!(
+                b.recv::<FromWorker>(deadline),
+                Err(FrameError::Closed)
+            ));
+        }
     }
 
     /// A full first chunk announcing a two-chunk frame.
