@@ -812,13 +812,17 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
             r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1 + 1","x":{junk}}}}}}}"#
         ),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run_program", "arguments": {"program": "1 + 1"}}}).to_string(),
+        // The TypeScript SDK writes the id last.
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1 + 1","x":{junk}}}}},"id":"ts-4"}}"#
+        ),
     ];
     for f in &frames {
         writeln!(stdin, "{f}").expect("write frame");
     }
     stdin.flush().expect("flush");
     let mut replies = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..frames.len() {
         line.clear();
         out.read_line(&mut line).expect("read");
         replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
@@ -826,15 +830,22 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
     let after = crate::serve::status_kib(child.0.id(), "VmHWM:");
     drop(stdin);
     drop(child);
-    let refused = &replies[0];
-    assert_eq!(refused["id"], json!(2), "{refused}");
-    assert_eq!(refused["error"]["code"], json!(-32601), "{refused}");
-    let says = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        says.contains("request too large") && says.contains("1048576"),
-        "{refused}"
-    );
-    let ok = &replies[1];
+    let by_id = |id: Value| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
+    };
+    for id in [json!(2), json!("ts-4")] {
+        let refused = by_id(id);
+        assert_eq!(refused["error"]["code"], json!(-32601), "{refused}");
+        let says = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            says.contains("request too large") && says.contains("1048576"),
+            "{refused}"
+        );
+    }
+    let ok = by_id(json!(3));
     assert_eq!(ok["id"], json!(3), "{ok}");
     assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
     assert!(

@@ -41,7 +41,8 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// The longest request line a stream session reads; a longer one is
 /// discarded as it arrives (never held whole), logged, and answered with a
 /// `-32601` error naming the cap (with the line's id when [`FlowRead`]
-/// finds it in the line's first KiB, else an id-less `-32600`).
+/// finds it in the line's first KiB or as its last member, else an
+/// id-less `-32600`).
 /// Why 1 MiB: the same as HTTP's default `max_body_bytes`, and 16 times the
 /// default `source_bytes` of a program. rmcp's own default, 16 MiB, let one
 /// line of small JSON values take the server to ~2 GiB while it parsed
@@ -111,10 +112,11 @@ impl Drop for InFlight {
 
 /// The session's input: reads only while the [`Flow`] allows it, and
 /// passes on whole lines of at most [`MAX_REQUEST_LINE`] bytes. A longer
-/// line is dropped as it arrives and replaced by a one-line request whose
-/// method names the problem, with the dropped line's `id` when it was in
-/// the line's first KiB at the top level, so the client gets a
-/// `-32601` error saying why instead of no reply.
+/// line is dropped as it arrives and replaced, once its newline comes, by
+/// a one-line request whose method names the problem, with the dropped
+/// line's `id` when it was in the line's first KiB at the top level or is
+/// the line's last member (where the TypeScript SDK writes it), so the
+/// client gets a `-32601` error saying why instead of no reply.
 pub struct FlowRead<R> {
     inner: R,
     flow: Arc<Flow>,
@@ -130,8 +132,16 @@ pub struct FlowRead<R> {
     ready_at: usize,
     /// The current line is over the cap: drop bytes up to its newline.
     dropping: bool,
+    /// Of a line being dropped: the id found in its first KiB, and its
+    /// last [`TAIL_KEEP`] bytes (where the TypeScript SDK puts the id).
+    head_id: Option<Vec<u8>>,
+    tail: Vec<u8>,
     max_line: usize,
 }
+
+/// Bytes kept of the end of a dropped line, to find an `"id"` member
+/// written last. Why 256: the id token is at most 128 bytes.
+const TAIL_KEEP: usize = 256;
 
 impl<R> FlowRead<R> {
     /// Wrap the session's input.
@@ -149,8 +159,31 @@ impl<R> FlowRead<R> {
             ready: Vec::new(),
             ready_at: 0,
             dropping: false,
+            head_id: None,
+            tail: Vec::new(),
             max_line,
         }
+    }
+
+    /// Keep the last [`TAIL_KEEP`] bytes of a line being dropped.
+    fn keep_tail(&mut self, part: &[u8]) {
+        self.tail
+            .extend_from_slice(&part[part.len().saturating_sub(TAIL_KEEP)..]);
+        let over = self.tail.len().saturating_sub(TAIL_KEEP);
+        self.tail.drain(..over);
+    }
+
+    /// The dropped line has ended: its replacement, with the id found at
+    /// its start or, failing that, as its last member.
+    fn dropped_line_ended(&mut self) {
+        let id = self
+            .head_id
+            .take()
+            .or_else(|| trailing_id(&self.tail).map(<[u8]>::to_vec));
+        self.ready
+            .extend_from_slice(&oversized_request(id.as_deref(), self.max_line));
+        self.tail.clear();
+        self.dropping = false;
     }
 
     /// Split `chunk` into lines: whole ones go to `ready`, an oversized
@@ -164,7 +197,10 @@ impl<R> FlowRead<R> {
             };
             chunk = rest;
             if self.dropping {
-                self.dropping = nl.is_none();
+                self.keep_tail(part);
+                if nl.is_some() {
+                    self.dropped_line_ended();
+                }
                 continue;
             }
             if self.line.len() + part.len() > self.max_line + usize::from(nl.is_some()) {
@@ -172,11 +208,16 @@ impl<R> FlowRead<R> {
                     max = self.max_line,
                     "an MCP request line over the cap was discarded"
                 );
-                let id = top_level_id(&self.line, part);
-                self.ready
-                    .extend_from_slice(&oversized_request(id, self.max_line));
+                self.head_id = top_level_id(&self.line, part).map(<[u8]>::to_vec);
+                self.tail.clear();
+                let kept = self.line[self.line.len().saturating_sub(TAIL_KEEP)..].to_vec();
+                self.keep_tail(&kept);
+                self.keep_tail(part);
                 self.line.clear();
-                self.dropping = nl.is_none();
+                self.dropping = true;
+                if nl.is_some() {
+                    self.dropped_line_ended();
+                }
                 continue;
             }
             self.line.extend_from_slice(part);
@@ -248,6 +289,38 @@ fn top_level_id<'a>(head: &'a [u8], tail: &'a [u8]) -> Option<&'a [u8]> {
         }
     }
     None
+}
+
+/// The raw JSON token of an `"id"` member written last in a request line
+/// whose end is `tail`: the line ends `,"id":TOKEN}` (or `{"id":TOKEN}`),
+/// whitespace allowed between tokens, TOKEN as in [`id_token`]. Such a
+/// member is the top-level object's: the line's last `}` closes that
+/// object, and a quote not escaped (the `,` or `{` before `"id"` shows it
+/// is not) cannot lie inside a string.
+fn trailing_id(tail: &[u8]) -> Option<&[u8]> {
+    let body = tail.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    let start = if body.last() == Some(&b'"') {
+        // A string: from its opening quote (an id kept has no escapes).
+        body[..body.len() - 1].iter().rposition(|b| *b == b'"')?
+    } else {
+        body.len()
+            - body
+                .iter()
+                .rev()
+                .take_while(|b| b.is_ascii_digit() || **b == b'-')
+                .count()
+    };
+    let token = id_token(body.get(start..)?)?;
+    if token.len() != body.len() - start {
+        return None;
+    }
+    let before = body[..start]
+        .trim_ascii_end()
+        .strip_suffix(b":")?
+        .trim_ascii_end()
+        .strip_suffix(b"\"id\"")?
+        .trim_ascii_end();
+    matches!(before.last(), Some(b',' | b'{')).then_some(token)
 }
 
 /// A JSON number or a plain string at the start of `s`, as raw bytes.
@@ -325,6 +398,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for FlowRead<R> {
                     // out as it is, then the end.
                     if !this.line.is_empty() && !this.dropping {
                         this.ready.append(&mut this.line);
+                        continue;
+                    }
+                    if this.dropping {
+                        this.dropped_line_ended();
                         continue;
                     }
                     return Poll::Ready(Ok(()));
@@ -507,6 +584,51 @@ mod tests {
         // A line of exactly the cap passes.
         let exact = "x".repeat(64) + "\n";
         assert_eq!(lines_through(exact.as_bytes(), 64).await, exact);
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_with_its_id_last_is_answered_with_it() {
+        // The TypeScript SDK writes the id after the params.
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"x":"{}","id":3}},"id":"req-9"}}"#,
+            "a".repeat(300)
+        );
+        for input in [format!("{long}\n{{\"id\":2}}\n"), long.clone()] {
+            let out = lines_through(input.as_bytes(), 64).await;
+            let first = out.split('\n').next().unwrap_or("");
+            let v: serde_json::Value = serde_json::from_str(first).expect("JSON");
+            assert_eq!(v["id"], "req-9", "{out}");
+        }
+        // Split across reads, the tail still counts.
+        let mut r = FlowRead::with_max_line(&b""[..], Flow::new(), 64);
+        for piece in long.as_bytes().chunks(50) {
+            FlowRead::take(&mut r, piece);
+        }
+        FlowRead::take(&mut r, b"\n");
+        let v: serde_json::Value = serde_json::from_slice(r.ready.trim_ascii_end()).expect("JSON");
+        assert_eq!(v["id"], "req-9");
+    }
+
+    #[test]
+    fn only_a_plain_last_member_id_is_taken_from_the_end() {
+        let id =
+            |s: &str| trailing_id(s.as_bytes()).map(|t| String::from_utf8_lossy(t).to_string());
+        assert_eq!(id(r#"..."x":1},"id":42}"#).as_deref(), Some("42"));
+        assert_eq!(
+            id("...,\"id\" : \"a-1\" }\r\n").as_deref(),
+            Some(r#""a-1""#)
+        );
+        assert_eq!(id(r#"{"id":-7}"#).as_deref(), Some("-7"));
+        // Nested (the last `}` closes params, not the line), inside a
+        // string, escaped, not last, not plain.
+        assert_eq!(id(r#"..."params":{"id":5}}"#), None);
+        assert_eq!(id(r#""x":"a\",\"id\":5}"#), None);
+        assert_eq!(id(r#"..."id":5,"m":"x"}"#), None);
+        assert_eq!(id(r#"...,"id":{"a":1}}"#), None);
+        assert_eq!(id(r#"...,"id":"a\"b"}"#), None);
+        assert_eq!(id(r#"...,"xid":5}"#), None);
+        assert_eq!(id("}"), None);
+        assert_eq!(id(""), None);
     }
 
     #[test]
