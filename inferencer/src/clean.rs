@@ -459,6 +459,7 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
     // Loop variables over lines: `for NAME in ITER` up to a `:`, ` if `,
     // or a closing bracket at depth 0.
     let mut vars: Vec<String> = Vec::new();
+    let mut table_vars: Vec<String> = Vec::new();
     let mut at = 0;
     while let Some(i) = code[at..].find("for ") {
         let start = at + i;
@@ -496,6 +497,19 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         }
         if lines_expr(&iter[..end], &line_lists) && !vars.iter().any(|v| v == name) {
             vars.push(name.to_string());
+            // The lines of a table read by name (`read_file("a.csv")`):
+            // their first character is never what a task asks for.
+            let src = (code.len() == program.len())
+                .then(|| program.get(at + j + 4..at + j + 4 + end))
+                .flatten()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if [".csv\"", ".csv'", ".tsv\"", ".tsv'"]
+                .iter()
+                .any(|x| src.contains(x))
+            {
+                table_vars.push(name.to_string());
+            }
         }
     }
     for v in &vars {
@@ -546,7 +560,7 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
                 else {
                     continue;
                 };
-                if digits == "0" || digits == "-1" {
+                if (digits == "0" || digits == "-1") && !table_vars.contains(v) {
                     continue;
                 }
                 return Some((
@@ -730,6 +744,9 @@ mod tests {
             "names = set()\nfor row in read_file('a.csv').splitlines()[1:]:\n    names.add(row[1])\nsorted(names)",
             "out = []\nfor row in read_file('a.csv').splitlines():\n    out.append(row[2])\nout",
             "c = {}\nfor r in read_file('a.csv').splitlines():\n    c[r[3]] = c.get(r[3], 0) + 1\nc",
+            // A table's line: its first character is no field either.
+            "[header[0] for header in read_file(\"data/stock.csv\").splitlines() if header.strip()]",
+            "[r[-1] for r in read_file('x.TSV').splitlines()[1:]]",
         ] {
             let got = line_index_problem(bad);
             assert!(
@@ -746,6 +763,8 @@ mod tests {
             "int(read_file('n.txt').splitlines()[0])",
             "s = set()\nfor l in read_file('a.md').splitlines():\n    s.add(l[0])\ns",
             "d = {}\nfor l in read_file('a.md').splitlines():\n    d[l[-1]] = 1\nd",
+            "[l[0] for l in read_file('a.md').splitlines() if l]",
+            "[l for l in read_file('a.csv').splitlines() if l[0] != '#']",
             "for row in read_file('a.csv').splitlines():\n    x = row.split(',')\n    out.append(x[2])",
         ] {
             assert_eq!(line_index_problem(good), None, "{good}");

@@ -83,27 +83,21 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
     }) {
         push(FailureMode::StdlibLeak, "The kernel namespace is already loaded: call the tools directly, with no import lines.".into());
     }
-    for m in [
-        "os",
-        "pathlib",
-        "glob",
-        "subprocess",
-        "sys",
-        "shutil",
-        "json",
-        "re",
-        "io",
-    ] {
+    let mut modules_used: Vec<&str> = Vec::new();
+    for m in MODULES {
         if code.contains(&format!("{m}.")) && has_word(&code, m) {
-            let instead = if has_tool("find_files") {
-                "find_files(pattern) to list files and "
+            modules_used.push(m);
+            let text = if m == "re" {
+                "`re` is not in the kernel namespace: match text with str methods and operators instead (`\"x\" in line`, line.startswith(...), line.split(...), line.strip(...), line.replace(...)).".to_string()
             } else {
-                ""
+                let instead = if has_tool("find_files") {
+                    "find_files(pattern) to list files and "
+                } else {
+                    ""
+                };
+                format!("`{m}` is not in the kernel namespace; use {instead}{reads} to read them.")
             };
-            push(
-                FailureMode::StdlibLeak,
-                format!("`{m}` is not in the kernel namespace; use {instead}{reads} to read them."),
-            );
+            push(FailureMode::StdlibLeak, text);
         }
     }
     if has_word(&code, "def") || has_word(&code, "class") {
@@ -142,7 +136,9 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
                     )
                 };
                 push(FailureMode::KeyHallucination, text);
-            } else if name != "open" {
+            } else if name != "open" && !modules_used.contains(&name.as_str()) {
+                // A module's name gets the module's hint above, not the
+                // advice to assign it.
                 push(FailureMode::KeyHallucination, never_assigned(&name));
             }
         }
@@ -239,6 +235,20 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
     }
     out
 }
+
+/// Modules a model reaches for, whose use gets a hint naming what the
+/// kernel has instead.
+const MODULES: [&str; 9] = [
+    "os",
+    "pathlib",
+    "glob",
+    "subprocess",
+    "sys",
+    "shutil",
+    "json",
+    "re",
+    "io",
+];
 
 /// The literal of a failed `int()`/`float()` conversion when it is a
 /// single character (`'a'`, `','`): the sign of a str indexed by position.
@@ -530,6 +540,33 @@ mod tests {
         other.message = "find_callers() argument 'name' must be a Python name such as 'load' or 'Config.load', not \"a b\"".into();
         let h = hints_for("find_callers(\"a b\")", &[other], &tools());
         assert!(!h.iter().any(|h| h.text.contains("not a file")), "{h:?}");
+    }
+
+    #[test]
+    fn a_module_gets_its_own_hint_not_the_advice_to_assign_it() {
+        let e = err("name 're' is not defined: not a tool of the active profile, an allowed builtin, or a variable assigned in the program");
+        let h = hints_for(
+            "[re.search(\"x\", l) for l in read_file(\"a.md\").splitlines()]",
+            std::slice::from_ref(&e),
+            &tools(),
+        );
+        assert!(
+            !h.iter().any(|h| h.text.contains("never assigned")),
+            "{h:?}"
+        );
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("`re`") && h.text.contains("startswith")),
+            "{h:?}"
+        );
+        // A variable of that name assigned nowhere is still told so.
+        let e = err("name 'rows' is not defined");
+        let h = hints_for("rows[0]", &[e], &tools());
+        assert!(
+            h.iter()
+                .any(|h| h.text.contains("`rows` is used but never assigned")),
+            "{h:?}"
+        );
     }
 
     #[test]

@@ -808,6 +808,10 @@ impl<'a> Delegator<'a> {
             if let Some(whole) = with_shown_rows(&task, &program, &validates) {
                 program = whole;
             }
+            if let Some(split) = with_split_rows(&task, &program, &validates) {
+                tracing::info!(provider = %p.name, "a line indexed as a row: the task's rows are used");
+                program = split;
+            }
             let repeated = rejected.iter().any(|r| same_code(r, &program));
             let errs = match self.check(intent, &program, &tool_names, &spelled) {
                 // An empty value from the first answer, with the view on:
@@ -1186,6 +1190,94 @@ fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
     }
     let whole = format!("{line}\n{answer}");
     validates(&whole).then_some(whole)
+}
+
+/// `answer` with its loops over a table's lines made loops over the rows
+/// the task's notes showed, when the cell indexes a line as if it were
+/// split ([`crate::clean::line_index_problem`]): `for r in
+/// read_file(P).splitlines()[1:]` becomes `for r in [l.split(",") for l in
+/// read_file(P).splitlines()[1:]]`, the note's own expression, and the
+/// unsliced `read_file(P).splitlines()` too (the header is no row). Only
+/// when the result no longer indexes a line and validates. A small model
+/// given the hint often repeats the same cell (seen: three identical
+/// answers), so the fix the hint names is applied here.
+fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -> Option<String> {
+    crate::clean::line_index_problem(answer)?;
+    let mut out = answer.to_string();
+    for shown in task
+        .lines()
+        .filter(|l| l.starts_with("# "))
+        .filter_map(|l| l.split_once(ROWS_NOTE).map(|(_, d)| d.trim()))
+    {
+        let Some(rows) = shown.strip_prefix("rows = ") else {
+            continue;
+        };
+        // `[l.split(SEP) for l in LINES]`: LINES is what a loop over the
+        // table's lines iterates.
+        let Some(lines) = rows
+            .strip_suffix(']')
+            .and_then(|r| r.split_once(" for l in "))
+            .map(|(_, lines)| lines)
+        else {
+            continue;
+        };
+        let unsliced = lines.strip_suffix("[1:]").unwrap_or(lines);
+        if !loop_vars_only_indexed(&out, unsliced) {
+            return None;
+        }
+        out = out.replace(&format!(" in {lines}"), &format!(" in {rows}"));
+        // The unsliced form, where it is not the start of the sliced one
+        // just replaced (which now reads ` in [l.split(`).
+        let mut fixed = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        let pat = format!(" in {unsliced}");
+        while let Some(k) = rest.find(&pat) {
+            fixed.push_str(&rest[..k]);
+            let after = &rest[k + pat.len()..];
+            if after.starts_with('[') {
+                fixed.push_str(&pat);
+            } else {
+                fixed.push_str(&format!(" in {rows}"));
+            }
+            rest = after;
+        }
+        fixed.push_str(rest);
+        out = fixed;
+    }
+    (out != answer && crate::clean::line_index_problem(&out).is_none() && validates(&out))
+        .then_some(out)
+}
+
+/// Whether every name bound by `for NAME in LINES…` (LINES starting with
+/// `lines`) is used only indexed (`NAME[…]`) elsewhere in `program`: then
+/// looping over split rows instead keeps the cell's meaning; a name also
+/// used as a str (`NAME.strip()`, `"x" in NAME`) does not.
+fn loop_vars_only_indexed(program: &str, lines: &str) -> bool {
+    let code = crate::corpus::strip_strings(program);
+    if code.len() != program.len() {
+        return false;
+    }
+    let pat = format!(" in {lines}");
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    for (k, _) in program.match_indices(&pat) {
+        let before = code[..k].trim_end();
+        let name = before.rsplit(|c: char| !is_word(c)).next().unwrap_or("");
+        if name.is_empty() || !before.ends_with(&format!("for {name}")) {
+            return false;
+        }
+        for (i, _) in code.match_indices(name) {
+            let prev = code[..i].chars().next_back();
+            let next = code[i + name.len()..].chars().next();
+            if prev.is_some_and(is_word) || next.is_some_and(is_word) {
+                continue;
+            }
+            let bound = code[..i].ends_with("for ") && code[i + name.len()..].starts_with(" in ");
+            if !bound && next != Some('[') {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Two programs that differ only in whitespace and comments.
@@ -2113,6 +2205,67 @@ mod tests {
         assert!(unused_named_file(scan, &[]).is_none());
         assert!(unused_named_file(named, &["tests/test_b.py"]).is_none());
         assert!(unused_named_file(named, &["TESTS/test_b.py"]).is_none());
+    }
+
+    #[test]
+    fn a_line_indexed_as_a_row_loops_over_the_rows_the_task_showed() {
+        let task = "the customers\n# data/o.csv is a table: its line 0 is the header \"id,customer\"; its data rows: rows = [l.split(\",\") for l in read_file(\"data/o.csv\").splitlines()[1:]]\n# each row r: r[0] id, r[1] customer";
+        let rows = "[l.split(\",\") for l in read_file(\"data/o.csv\").splitlines()[1:]]";
+        let ok = |_: &str| true;
+        // Sliced and unsliced loops, a comprehension and a statement.
+        assert_eq!(
+            with_split_rows(
+                task,
+                "c = set()\nfor row in read_file(\"data/o.csv\").splitlines()[1:]:\n    c.add(row[1])\nsorted(c)",
+                &ok
+            ),
+            Some(format!("c = set()\nfor row in {rows}:\n    c.add(row[1])\nsorted(c)"))
+        );
+        assert_eq!(
+            with_split_rows(
+                task,
+                "sum(int(r[0]) for r in read_file(\"data/o.csv\").splitlines())",
+                &ok
+            ),
+            Some(format!("sum(int(r[0]) for r in {rows})"))
+        );
+        // Nothing indexed as a field, another file, or the result does not
+        // validate: left alone.
+        for answer in [
+            "[l for l in read_file(\"data/o.csv\").splitlines() if \"x\" in l]",
+            "[r[1] for r in read_file(\"data/p.csv\").splitlines()[1:]]",
+            // The line is also used as a str: split, it would fail.
+            "[h[0] for h in read_file(\"data/o.csv\").splitlines() if h.strip()]",
+            "[r[1] for r in read_file(\"data/o.csv\").splitlines()[1:] if \"x\" in r]",
+        ] {
+            assert_eq!(with_split_rows(task, answer, &ok), None, "{answer}");
+        }
+        let no = |_: &str| false;
+        assert_eq!(
+            with_split_rows(
+                task,
+                "[r[1] for r in read_file(\"data/o.csv\").splitlines()[1:]]",
+                &no
+            ),
+            None
+        );
+        // Through the cascade: the repaired answer runs without a retry.
+        let ctx = Some("Workspace files:\n  data/o.csv\nFirst lines of data files:\ndata/o.csv:\n  id,customer\n  1,ann");
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            None,
+            "the customers in data/o.csv",
+            vec![Ok(
+                "[r[1] for r in read_file(\"data/o.csv\").splitlines()[1:]]".into(),
+            )],
+        );
+        assert_eq!(s.seen.len(), 1, "{:?}", d.attempts);
+        assert_eq!(
+            d.program.as_deref(),
+            Some(format!("[r[1] for r in {rows}]").as_str())
+        );
     }
 
     #[test]
