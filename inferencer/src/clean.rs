@@ -458,6 +458,9 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
     }
     // Loop variables over lines: `for NAME in ITER` up to a `:`, ` if `,
     // or a closing bracket at depth 0.
+    // Offsets agree only when blanking kept every byte (no escape, no
+    // multi-byte character in a string).
+    let aligned = code.len() == program.len();
     let mut vars: Vec<String> = Vec::new();
     let mut table_vars: Vec<String> = Vec::new();
     let mut at = 0;
@@ -499,7 +502,7 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
             vars.push(name.to_string());
             // The lines of a table read by name (`read_file("a.csv")`):
             // their first character is never what a task asks for.
-            let src = (code.len() == program.len())
+            let src = aligned
                 .then(|| program.get(at + j + 4..at + j + 4 + end))
                 .flatten()
                 .unwrap_or("")
@@ -516,9 +519,6 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         // `line[5] == "shipped"`: one character never equals a longer
         // string, so the filter silently matches nothing.
         let pat = format!("{v}[");
-        // Offsets agree only when blanking kept every byte (no escape, no
-        // multi-byte character in a string).
-        let aligned = code.len() == program.len();
         for (i, _) in code.match_indices(&pat).filter(|_| aligned) {
             let Some((digits, rest)) = literal_index(&code, i, &pat) else {
                 continue;

@@ -1171,12 +1171,7 @@ const ROWS_NOTE: &str = "its data rows: ";
 /// is, and does with that line. A small model often takes the note's
 /// `rows` as already defined. Only when the task shows one such line.
 fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -> Option<String> {
-    let shown: Vec<&str> = task
-        .lines()
-        .filter(|l| l.starts_with("# "))
-        .filter_map(|l| l.split_once(ROWS_NOTE).map(|(_, d)| d.trim()))
-        .filter(|d| d.starts_with("rows = "))
-        .collect();
+    let shown: Vec<&str> = shown_rows(task).collect();
     let [line] = shown.as_slice() else {
         return None;
     };
@@ -1192,6 +1187,15 @@ fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
     validates(&whole).then_some(whole)
 }
 
+/// The `rows = [l.split(SEP) for l in read_file(P).splitlines()[1:]]`
+/// lines the task's notes show ([`task_files`]), one per table.
+fn shown_rows(task: &str) -> impl Iterator<Item = &str> {
+    task.lines()
+        .filter(|l| l.starts_with("# "))
+        .filter_map(|l| l.split_once(ROWS_NOTE).map(|(_, d)| d.trim()))
+        .filter(|d| d.starts_with("rows = "))
+}
+
 /// `answer` with its loops over a table's lines made loops over the rows
 /// the task's notes showed, when the cell indexes a line as if it were
 /// split ([`crate::clean::line_index_problem`]): `for r in
@@ -1204,11 +1208,7 @@ fn with_shown_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
 fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -> Option<String> {
     crate::clean::line_index_problem(answer)?;
     let mut out = answer.to_string();
-    for shown in task
-        .lines()
-        .filter(|l| l.starts_with("# "))
-        .filter_map(|l| l.split_once(ROWS_NOTE).map(|(_, d)| d.trim()))
-    {
+    for shown in shown_rows(task) {
         let Some(rows) = shown.strip_prefix("rows = ") else {
             continue;
         };
@@ -1225,19 +1225,21 @@ fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
         if !loop_vars_only_indexed(&out, unsliced) {
             return None;
         }
-        out = out.replace(&format!(" in {lines}"), &format!(" in {rows}"));
-        // The unsliced form, where it is not the start of the sliced one
-        // just replaced (which now reads ` in [l.split(`).
+        // One pass: ` in LINES` with the rows' own slice `[1:]` or none
+        // becomes ` in ROWS`; another slice (`[2:]`) is left as it is.
         let mut fixed = String::with_capacity(out.len());
         let mut rest = out.as_str();
         let pat = format!(" in {unsliced}");
         while let Some(k) = rest.find(&pat) {
             fixed.push_str(&rest[..k]);
-            let after = &rest[k + pat.len()..];
-            if after.starts_with('[') {
-                fixed.push_str(&pat);
-            } else {
-                fixed.push_str(&format!(" in {rows}"));
+            let mut after = &rest[k + pat.len()..];
+            match after.strip_prefix("[1:]") {
+                Some(past) if lines.ends_with("[1:]") => {
+                    fixed.push_str(&format!(" in {rows}"));
+                    after = past;
+                }
+                _ if after.starts_with('[') => fixed.push_str(&pat),
+                _ => fixed.push_str(&format!(" in {rows}")),
             }
             rest = after;
         }
