@@ -725,6 +725,82 @@ fn command_tool_script_in_the_workspace_never_runs() {
     assert_eq!(v["value"], "plain data", "{v} {}", stderr(&out));
 }
 
+/// A command tool that is a launcher reading its working directory (the
+/// workspace) ran what a program wrote there: `make` its `Makefile`, also
+/// behind `sh -c` or `env`. Refused, naming the launcher and the way out;
+/// a project outside the workspace (`make -C DIR`) and the operator's
+/// explicit `trust_workspace_code = true` are accepted.
+#[test]
+fn command_tool_launcher_never_runs_workspace_code() {
+    let make = Path::new("/usr/bin/make");
+    if !make.exists() {
+        util::skip(
+            "command_tool_launcher_never_runs_workspace_code",
+            "needs /usr/bin/make",
+        );
+        return;
+    }
+    let evil = "write_file(\"Makefile\", \"all:\\n\\t@echo pwned-by-makefile\\n\")\n";
+    for (argv, extra) in [
+        (r#"["/usr/bin/make"]"#, ""),
+        (r#"["/usr/bin/make", "all"]"#, ""),
+        (r#"["/bin/sh", "-c", "cd . && make all"]"#, ""),
+        (r#"["/usr/bin/env", "MAKEFLAGS=", "make"]"#, ""),
+        (r#"["/usr/bin/make", "-C", "sub"]"#, ""),
+        (
+            r#"["/usr/bin/make", "{target}"]"#,
+            "args = [{ name = \"target\", type = \"str\" }]\n",
+        ),
+    ] {
+        let cfg =
+            format!("[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = {argv}\n{extra}");
+        let ws = util::workspace(&[(".lackpy/config.toml", &cfg), ("sub/x", "")]);
+        let call = if extra.is_empty() {
+            "t()"
+        } else {
+            "t(\"all\")"
+        };
+        let (out, v) = run(ws.path(), Some("write_file,t"), &format!("{evil}{call}"));
+        assert_eq!(v["ok"], false, "{argv}: {v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("configuration error")
+                && msg.contains("Makefile")
+                && msg.contains("trust_workspace_code"),
+            "{argv}: {msg}"
+        );
+        assert!(!msg.contains("pwned-by-makefile"), "{argv}: {v}");
+        assert_eq!(v["value"], Value::Null, "{argv}: {v}");
+    }
+    // A Makefile outside the workspace is the operator's: not refused (the
+    // command's jail may still keep make from reading it: only its
+    // installation and the workspace are open to it).
+    let project = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        project.path().join("Makefile"),
+        "all:\n\t@echo from-outside\n",
+    )
+    .expect("mk");
+    let cfg = format!(
+        "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = [\"/usr/bin/make\", \"-s\", \"-C\", {:?}]\n",
+        project.path().to_str().expect("utf-8 path")
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let (out, v) = run(ws.path(), Some("write_file,t"), &format!("{evil}t()"));
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        !msg.contains("trust_workspace_code"),
+        "{v} {}",
+        stderr(&out)
+    );
+    assert!(!msg.contains("pwned-by-makefile"), "{v}");
+    // The operator's explicit opt-in: the workspace's Makefile runs.
+    let cfg = "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargv = [\"/usr/bin/make\", \"-s\"]\ntrust_workspace_code = true\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let (out, v) = run(ws.path(), Some("write_file,t"), &format!("{evil}t()"));
+    assert_eq!(v["value"], "pwned-by-makefile\n", "{v} {}", stderr(&out));
+}
+
 /// `python3 -m module` (or `-c`) runs with the workspace as its working
 /// directory, which Python puts first on `sys.path`: a program that wrote
 /// `json.py` there had its code run by a command tool `python3 -m

@@ -14,6 +14,7 @@ pub mod confine;
 mod death;
 pub mod freezer;
 pub mod json;
+pub mod launchers;
 mod pool;
 pub mod providers;
 pub mod session;

@@ -138,8 +138,8 @@ pub fn needs_python_safe_path<S: AsRef<str>>(args: &[S]) -> bool {
 ///
 /// `name` is the program as configured (`npx`), `program` where it was
 /// found on `PATH`. Other launchers that read their working directory
-/// (`pnpm`, `yarn`, `bunx`, `make`, `uv run`) are not recognised: see
-/// SECURITY.md.
+/// (`pnpm`, `yarn`, `bunx`, `make`, `uv run`) cannot be given a safe
+/// project here: they are refused (`launchers.rs`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CwdGuard {
     /// Arguments to put before the configured ones.

@@ -411,6 +411,11 @@ pub struct McpServer {
     /// `timeout_seconds`: per-call timeout in milliseconds, when set
     /// (positive and finite; kept here so nobody re-reads the file).
     pub timeout_ms: Option<u64>,
+    /// `trust_workspace_code = true`: the server may be started by a
+    /// launcher that takes code from its working directory, the workspace
+    /// (`make`, `npm run`, `uv run`…; see the supervisor's `launchers`),
+    /// which is refused otherwise.
+    pub trust_workspace_code: bool,
 }
 
 /// What an `[mcp_servers]` child may do with the workspace
@@ -767,6 +772,8 @@ struct RawMcpServer {
     max_procs: Option<i64>,
     #[serde(default)]
     timeout_seconds: Option<Number>,
+    #[serde(default)]
+    trust_workspace_code: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -1259,6 +1266,7 @@ impl Config {
                     ("network", s.network.is_some()),
                     ("memory_mb", s.memory_mb.is_some()),
                     ("max_procs", s.max_procs.is_some()),
+                    ("trust_workspace_code", s.trust_workspace_code.is_some()),
                 ] {
                     if set {
                         present.push(key);
@@ -1305,6 +1313,7 @@ impl Config {
                     memory_mb,
                     max_procs,
                     timeout_ms,
+                    trust_workspace_code: s.trust_workspace_code.unwrap_or(false),
                 },
             );
         }

@@ -67,6 +67,10 @@ pub struct CommandTool {
     pub ok_status: Vec<i64>,
     /// `writable`: write access to the workspace (with `effects_ceiling >= 2`).
     pub writable: bool,
+    /// `trust_workspace_code`: the command may be a launcher that takes
+    /// code from its working directory, the workspace (`make`, `cargo`,
+    /// `npm run`…), which is refused otherwise.
+    pub trust_workspace_code: bool,
 }
 
 /// How a command's stdout becomes its result.
@@ -219,7 +223,12 @@ fn check_child_keys(spec: &ToolSpec) -> Result<(), ProviderError> {
             }
         }
     }
-    for k in ["network", "writable", "allow_options"] {
+    for k in [
+        "network",
+        "writable",
+        "allow_options",
+        "trust_workspace_code",
+    ] {
         if cfg.get(k).is_some_and(|v| !v.is_boolean()) {
             return Err(bad(k, "must be true or false"));
         }
@@ -352,6 +361,7 @@ impl Provider {
             allow_options: flag("allow_options").unwrap_or(false),
             ok_status,
             writable: flag("writable").unwrap_or(false),
+            trust_workspace_code: flag("trust_workspace_code").unwrap_or(false),
         }))
     }
 }

@@ -189,6 +189,7 @@ pub const PROCESS_KEYS: &[&str] = &[
     "network",
     "memory_mb",
     "max_procs",
+    "trust_workspace_code",
 ];
 
 /// Check the http-specific part of a server table: `url` (required,

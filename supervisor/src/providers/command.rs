@@ -325,6 +325,20 @@ pub fn call(
             ));
         }
     }
+    // A launcher that takes code from its working directory, the
+    // workspace (`make`, `npm run`, `cargo`…), judged on the command line
+    // as it will run (the program's values expanded).
+    if !c.trust_workspace_code {
+        if let Some(why) = crate::launchers::reads_workspace_code(&argv[0], &argv[1..], &ws_path) {
+            return Err(ToolFailure::new(
+                "ToolFailed",
+                format!(
+                    "{tool}: {}",
+                    crate::launchers::refusal(&why, &ws_path, "[[tools]] entry")
+                ),
+            ));
+        }
+    }
     let jail_err = |e: crate::childjail::JailError| {
         ToolFailure::new(
             "ToolFailed",

@@ -138,6 +138,9 @@ struct ServerKey {
     write_paths: Vec<String>,
     memory_mb: Option<u64>,
     max_procs: Option<u64>,
+    /// `trust_workspace_code`: a launcher that reads its working directory
+    /// (the workspace) may start it (`launchers.rs`).
+    trust_workspace_code: bool,
 }
 
 type Conn = Arc<RunningService<RoleClient, ()>>;
@@ -252,6 +255,7 @@ fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey,
             write_paths: Vec::new(),
             memory_mb: None,
             max_procs: None,
+            trust_workspace_code: false,
         });
     }
     if server.transport != "stdio" {
@@ -281,6 +285,7 @@ fn key_of(name: &str, server: &McpServer, workspace: &Path) -> Result<ServerKey,
         write_paths: server.write_paths.clone(),
         memory_mb: server.memory_mb,
         max_procs: server.max_procs,
+        trust_workspace_code: server.trust_workspace_code,
     })
 }
 
@@ -506,6 +511,11 @@ fn untrusted_code(key: &ServerKey, program: &Path) -> Option<String> {
     for arg in &key.args {
         if let Some(p) = crate::trusted::script_in_writable_set(arg, ws, |t| config_path(t, ws)) {
             return Some(crate::trusted::refusal("the server script", &p, ws));
+        }
+    }
+    if !key.trust_workspace_code {
+        if let Some(why) = crate::launchers::reads_workspace_code(&key.command, &key.args, ws) {
+            return Some(crate::launchers::refusal(&why, ws, "[mcp_servers] table"));
         }
     }
     None
@@ -1655,6 +1665,44 @@ mod tests {
             args,
             ..McpServer::default()
         }
+    }
+
+    /// A server started by a launcher that reads its working directory
+    /// (the workspace) is refused before anything starts; the operator's
+    /// `trust_workspace_code = true` lets it start (here it then fails as
+    /// the non-server it is).
+    #[test]
+    fn a_launcher_reading_the_workspace_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let mut cfg = Config::default();
+        let make = McpServer {
+            transport: "stdio".into(),
+            command: Some("sh".into()),
+            args: vec!["-c".into(), "exec make serve".into()],
+            ..McpServer::default()
+        };
+        cfg.mcp_servers.insert("m".into(), make.clone());
+        let (tools, warnings) = McpServers::default().discover(&cfg, d.path());
+        assert!(tools.is_empty());
+        assert!(
+            warnings.len() == 1
+                && warnings[0].contains("Makefile")
+                && warnings[0].contains("trust_workspace_code"),
+            "{warnings:?}"
+        );
+        cfg.mcp_servers.insert(
+            "m".into(),
+            McpServer {
+                trust_workspace_code: true,
+                timeout_ms: Some(3000),
+                ..make
+            },
+        );
+        let (_, warnings) = McpServers::default().discover(&cfg, d.path());
+        assert!(
+            warnings.len() == 1 && !warnings[0].contains("trust_workspace_code"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
