@@ -33,6 +33,7 @@ use crate::jail::{self, JailSpec, ZygoteJail};
 use crate::role::{self, EXIT_SETUP};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+mod hugetext;
 mod prefault;
 
 /// The request byte: fork one worker.
@@ -54,6 +55,9 @@ pub fn run(spec: &JailSpec, child_role: &[String]) -> i32 {
             return EXIT_SETUP;
         }
     };
+    // Before the jail: its seccomp filter allows no new executable memory.
+    // When it cannot be moved, workers fault the text in as before.
+    let _moved = hugetext::move_text();
     let jail = jail::enter_zygote(spec);
     if jail.is_ok() {
         role::warm_up();
