@@ -323,3 +323,85 @@ fn lone_surrogates_run_as_in_cpython_and_json_stays_strict() {
     assert_eq!(v["error"]["type"], "UnicodeEncodeError");
     assert_eq!(v["error"]["line"], 2);
 }
+
+/// Where CPython's recursion limit and lackpy's nesting bounds meet: the
+/// same script run by `python3` (as a file, the program's frame the only
+/// one) and by `lackpy run` must agree on each side of the boundary —
+/// `repr`/f-strings of lists nested 997 deep work and 998 do not; `==`,
+/// `<` and dict `==` work 999 deep and 1000 do not. Also ranges longer
+/// than 2**64: `reversed` starts at the real last element, `==` compares
+/// real lengths, and `str * n` past the index range is CPython's
+/// `OverflowError`.
+#[test]
+fn nesting_bounds_and_huge_ranges_match_cpython() {
+    assert!(
+        crate::util::have_python(),
+        "python3 is required for this test"
+    );
+    let ws = fixture();
+    let mut cases: Vec<String> = Vec::new();
+    for n in [996, 997] {
+        cases.push(format!(
+            "x = [0]\nfor i in range({n}):\n    x = [x]\nlen(repr(x)) + len(f'{{x}}')\n"
+        ));
+    }
+    for n in [998, 999] {
+        cases.push(format!(
+            "x = [0]\ny = [0]\nfor i in range({n}):\n    x = [x]\n    y = [y]\n[x == y, x < y]\n"
+        ));
+        cases.push(format!(
+            "x = {{'a': 0}}\ny = {{'a': 0}}\nfor i in range({n}):\n    x = {{'a': x}}\n    y = {{'a': y}}\nx == y\n"
+        ));
+    }
+    cases.push(
+        "h = int('18446744073709551616') + 5\nfor x in reversed(range(h)):\n    break\n\
+         a = int('9' * 25)\n\
+         [x, list(zip('ab', reversed(range(-a, 0)))), range(h) == range(h + 1), \
+         [range(h)].count(range(h + 1)), list(zip('xy', reversed(range(3, h, 7))))]\n"
+            .to_string(),
+    );
+    cases.push("'ab' * 9223372036854775807\n".to_string());
+    cases.push("'' * 9223372036854775807\n".to_string());
+    for prog in &cases {
+        // CPython, given the program as a script file (its own frame the
+        // only one): the repr of the last expression, or the exception type.
+        let file = ws.path().join("probe.py");
+        let direct = format!(
+            "{}\ntry:\n    print('ok', repr(_v))\nexcept NameError:\n    pass\n",
+            wrap_last(prog)
+        );
+        std::fs::write(&file, &direct).expect("write probe");
+        let py = std::process::Command::new("python3")
+            .arg(&file)
+            .output()
+            .expect("python3");
+        let py_out = String::from_utf8_lossy(&py.stdout).trim().to_string();
+        let want = if py.status.success() && py_out.starts_with("ok ") {
+            py_out
+        } else {
+            let err = String::from_utf8_lossy(&py.stderr);
+            let ty = err
+                .lines()
+                .last()
+                .and_then(|l| l.split(':').next())
+                .unwrap_or("?")
+                .to_string();
+            format!("err {ty}")
+        };
+        let (_, v) = run_json(ws.path(), &[], prog);
+        let got = if v["ok"] == true {
+            format!("ok {}", v["repr"].as_str().unwrap_or("?"))
+        } else {
+            format!("err {}", v["error"]["type"].as_str().unwrap_or("?"))
+        };
+        assert_eq!(got, want, "{prog}");
+    }
+}
+
+/// `prog` with its last line's value kept in `_v` at module level (the
+/// script's only frame), as a file python3 runs.
+fn wrap_last(prog: &str) -> String {
+    let lines: Vec<&str> = prog.trim_end().lines().collect();
+    let (last, body) = lines.split_last().expect("a program");
+    format!("{}\n_v = {last}", body.join("\n"))
+}

@@ -226,6 +226,8 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
                 chan: Rc::clone(&chan),
                 next_id: 0,
             };
+            // The run is on this process's main thread (a 64 MiB stack).
+            interp::budget::set_stack_budget(interp::budget::WORKER_STACK_BUDGET);
             let (r, g) = if want_globals || !initial.is_empty() {
                 interp::run_with_globals(&prog, &mut host, &mut out, &limits, initial)
             } else {

@@ -15,6 +15,7 @@ thread_local! {
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static WALL_MS: Cell<u64> = const { Cell::new(0) };
     static STACK_BASE: Cell<usize> = const { Cell::new(0) };
+    static STACK_LIMIT: Cell<usize> = const { Cell::new(STACK_BUDGET) };
 }
 
 /// Stack bytes the interpreter's recursive helpers may use below the point
@@ -22,6 +23,18 @@ thread_local! {
 /// main thread 8 MiB; 1 MiB leaves room for the caller and for debug builds'
 /// larger frames, and is still thousands of levels in release builds.
 const STACK_BUDGET: usize = 1 << 20;
+
+/// Stack bytes a worker's run may use: the worker runs on its main thread,
+/// whose stack may grow to 64 MiB (`RLIMIT_STACK`, `jail/plan.rs`). Why
+/// 8 MiB: the nesting CPython allows (`repr` of lists ~997 deep) takes
+/// ~3 MiB in a debug build, well under 1 MiB in a release build.
+pub const WORKER_STACK_BUDGET: usize = 8 << 20;
+
+/// Let the recursive helpers on this thread use `bytes` of stack (from
+/// the next [`start`]); a thread with a small stack keeps the default.
+pub fn set_stack_budget(bytes: usize) {
+    STACK_LIMIT.with(|l| l.set(bytes));
+}
 
 fn stack_addr() -> usize {
     let x = 0u8;
@@ -39,7 +52,7 @@ pub fn stack_check(what: &str) -> InterpResult<()> {
         return Ok(());
     }
     let here = stack_addr();
-    if base.saturating_sub(here) > STACK_BUDGET {
+    if base.saturating_sub(here) > STACK_LIMIT.with(|l| l.get()) {
         return Err(Exc::py(
             "RecursionError",
             format!("maximum recursion depth exceeded{what}"),

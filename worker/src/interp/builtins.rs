@@ -558,7 +558,22 @@ impl<'a> Interp<'a> {
                     Value::List(l) => l.v.borrow().len(),
                     Value::Tuple(t) => t.v.len(),
                     Value::Str(s) => s.nchars,
-                    Value::Range(r) => r.len(),
+                    Value::Range(r) => {
+                        // A range longer than usize::MAX: iterate the last
+                        // usize::MAX elements of it (counting stays in
+                        // usize), which start where the range's real last
+                        // element says.
+                        let n = r.len();
+                        let skip = r.len128() - n as i128;
+                        if skip > 0 {
+                            let tail = RangeV {
+                                start: r.start + skip * r.step,
+                                ..**r
+                            };
+                            return self.iter_value(Iter::Rev(Value::Range(Rc::new(tail)), n));
+                        }
+                        n
+                    }
                     _ => {
                         return Err(type_err(format!(
                             "'{}' object is not reversible",

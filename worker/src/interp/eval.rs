@@ -17,7 +17,7 @@ use super::format::{float_repr, format_value, str_repr_into, str_repr_len};
 use super::iter::{GenState, Iter};
 use super::methods::Method;
 use super::ops::{self, binop, compare, eq, BinOp, OrderOp};
-use super::value::{hash_value, Dict, DictObj, Func, RangeV, Value, ViewKind, MAX_REC, SLOT};
+use super::value::{hash_value, Dict, DictObj, Func, RangeV, Value, ViewKind, MAX_REPR_REC, SLOT};
 use super::{Output, ToolHost};
 
 /// Control flow out of a statement.
@@ -2475,7 +2475,7 @@ impl<'a> Interp<'a> {
         // (a shared value repeated inside a container renders many times
         // over what it is charged).
         mem_check(out.capacity() as u64)?;
-        if depth > MAX_REC {
+        if depth > MAX_REPR_REC {
             return Err(Exc::py(
                 "RecursionError",
                 "maximum recursion depth exceeded while getting the repr of an object",

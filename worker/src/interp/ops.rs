@@ -572,6 +572,10 @@ fn mul_seq(a: &Value, b: &Value) -> InterpResult<Value> {
     };
     match seq {
         Value::Str(s) => {
+            // CPython's own bound, checked before any allocation.
+            if n > 0 && s.nchars > isize::MAX as usize / n {
+                return Err(Exc::py("OverflowError", "repeated string is too long"));
+            }
             let total = (s.len() as u64).saturating_mul(n as u64);
             mem_check(total)?;
             tick(1 + total / 256)?;
@@ -746,7 +750,7 @@ fn eq_rec(a: &Value, b: &Value, depth: usize) -> InterpResult<bool> {
             true
         }
         (Value::Range(x), Value::Range(y)) => {
-            let (lx, ly) = (x.len(), y.len());
+            let (lx, ly) = (x.len128(), y.len128());
             lx == ly && (lx == 0 || (x.start == y.start && (lx == 1 || x.step == y.step)))
         }
         _ if is_setlike(a) || is_setlike(b) => match setlike_cmp(None, a, b)? {

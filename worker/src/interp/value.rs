@@ -1333,10 +1333,19 @@ impl Value {
     }
 }
 
-/// Deepest nesting the recursive helpers (repr, ==, hash, <) follow before
-/// raising RecursionError. Why: CPython's default recursion limit is 1000,
-/// and each level here costs well under 1 KiB of stack.
-pub const MAX_REC: usize = 900;
+/// Deepest nesting `==`, `<` (and the other orderings) and `hash` follow
+/// before raising RecursionError. Why 998: CPython's recursion limit is
+/// 1000 calls, the program's own frame included: comparing two lists built
+/// by `x = [0]` and then 998 times `x = [x]` is the deepest that works in a
+/// script (the innermost list is at depth 998 here; its int items compare
+/// without a level of their own). CPython's tuple hash has no bound; this
+/// one has the comparison's, so keys that hash also compare.
+pub const MAX_REC: usize = 998;
+
+/// Deepest nesting `repr`/`str` (and so `print` and f-strings) follow.
+/// Why 997: as in CPython, `repr` of `x = [0]` then 996 times `x = [x]`
+/// works (its int at depth 997 is a level too), once more does not.
+pub const MAX_REPR_REC: usize = 997;
 
 thread_local! {
     /// Per-thread hash seed. Why: a program must not be able to pick keys
