@@ -228,10 +228,11 @@ pub struct Spec {
     ty: Option<char>,
 }
 
-/// Largest width or precision accepted. Why: CPython raises "Too many decimal
-/// digits in format string" beyond ssize_t; we also cap it to keep the output
-/// bounded by the memory budget before allocating.
-const MAX_WIDTH: usize = 100_000_000;
+/// Largest width or precision accepted: CPython raises "Too many decimal
+/// digits in format string" beyond ssize_t. What they allocate is
+/// preflighted against the memory budget where it is allocated (the
+/// padding here, a float's digits in [`format_float_spec`]).
+const MAX_WIDTH: usize = isize::MAX as usize;
 
 /// Parse a format spec.
 ///
@@ -340,12 +341,10 @@ pub fn parse_spec(spec: &str, tyname: &str) -> InterpResult<Spec> {
             sp.align = Some('=');
         }
     }
-    // Width and precision size the output: preflight them against the memory budget.
-    super::budget::mem_check(
-        (sp.width as u64)
-            .saturating_mul(4)
-            .saturating_add(sp.precision.unwrap_or(0) as u64),
-    )?;
+    // The width sizes the padding: preflight it against the memory budget.
+    // (A precision only truncates a str, is refused for an int, and sizes a
+    // float's digits: checked there, after CPython's own errors.)
+    super::budget::mem_check((sp.width as u64).saturating_mul(4))?;
     Ok(sp)
 }
 
@@ -734,6 +733,13 @@ fn float_body(a: f64, ty: char, prec: Option<usize>, alt: bool) -> String {
 
 /// Format a float under a parsed spec.
 fn format_float_spec(f: f64, sp: &Spec) -> InterpResult<String> {
+    if let Some(p) = sp.precision {
+        // CPython's bound (formatter_unicode.c), then the digits' memory.
+        if p > i32::MAX as usize {
+            return Err(value_err("precision too big"));
+        }
+        super::budget::mem_check(p as u64)?;
+    }
     let ty = sp.ty;
     if let (Some(g), Some(t)) = (sp.grouping, ty) {
         if !matches!(t, 'e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%') {
