@@ -471,10 +471,7 @@ mod tests {
     #[test]
     fn deep_nesting_is_bounded() {
         let d = ws();
-        let mut argv: Vec<&str> = Vec::new();
-        for _ in 0..10_000 {
-            argv.push("env");
-        }
+        let mut argv: Vec<&str> = vec!["env"; 10_000];
         argv.push("make");
         // Too deep to look through: refused (fail closed), no stack overflow.
         let why = reads(d.path(), &argv).unwrap();
