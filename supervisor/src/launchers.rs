@@ -76,7 +76,7 @@ pub fn refusal(why: &str, workspace: &Path, table: &str) -> String {
 }
 
 /// The file name of a program as configured (`/usr/bin/make` → `make`).
-fn base(name: &str) -> &str {
+pub(crate) fn base(name: &str) -> &str {
     Path::new(name)
         .file_name()
         .and_then(|n| n.to_str())

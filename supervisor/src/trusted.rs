@@ -154,10 +154,7 @@ pub fn cwd_guard<S: AsRef<str>>(name: &str, program: &Path, args: &[S]) -> CwdGu
     if needs_python_safe_path(args) {
         g.env.push((PYTHON_SAFE_PATH, "1"));
     }
-    let base = Path::new(name)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(name);
+    let base = crate::launchers::base(name);
     let first_positional = args.iter().map(AsRef::as_ref).find(|a| !a.starts_with('-'));
     let has_prefix = args.iter().any(|a| {
         let a = a.as_ref();

@@ -57,7 +57,7 @@ pub fn run(spec: &JailSpec, child_role: &[String]) -> i32 {
     };
     // Before the jail: its seccomp filter allows no new executable memory.
     // When it cannot be moved, workers fault the text in as before.
-    let _moved = hugetext::move_text();
+    hugetext::move_text();
     let jail = jail::enter_zygote(spec);
     if jail.is_ok() {
         role::warm_up();

@@ -133,6 +133,7 @@ fn mcp_server_jail_keys() {
         ("memory_mb = 0", "mcp_servers.x.memory_mb"),
         ("max_procs = -1", "mcp_servers.x.max_procs"),
         ("read_paths = [\"\"]", "mcp_servers.x.read_paths"),
+        ("trust_workspace_code = \"yes\"", "trust_workspace_code"),
     ] {
         let e = p(&format!("[mcp_servers.x]\ncommand = \"srv\"\n{bad}\n"))
             .expect_err(bad)
@@ -553,6 +554,10 @@ fn a_misconfigured_command_tool_is_a_config_error_with_file_line_and_key() {
         ("argv = [\"x\"]\nok_status = [\"0\"]\n", "tools.t.ok_status"),
         ("argv = [\"x\"]\nenv = { A = 1 }\n", "tools.t.env.A"),
         ("argv = [\"x\", \"{\"]\n", "tools.t.argv[1]"),
+        (
+            "argv = [\"x\"]\ntrust_workspace_code = \"yes\"\n",
+            "tools.t.trust_workspace_code",
+        ),
     ] {
         let text = format!(
             "[[tools]]\nname = \"t\"\nprovider = \"command\"\nargs = [{{ name = \"a\" }}]\n{body}"

@@ -30,8 +30,9 @@ const STACK_BUDGET: usize = 1 << 20;
 /// ~3 MiB in a debug build, well under 1 MiB in a release build.
 pub const WORKER_STACK_BUDGET: usize = 8 << 20;
 
-/// Let the recursive helpers on this thread use `bytes` of stack (from
-/// the next [`start`]); a thread with a small stack keeps the default.
+/// Let the recursive helpers on this thread use `bytes` of stack below the
+/// point its runs start ([`start`]); a thread with a small stack keeps the
+/// default.
 pub fn set_stack_budget(bytes: usize) {
     STACK_LIMIT.with(|l| l.set(bytes));
 }

@@ -100,12 +100,7 @@ fn text_mapping(lo: usize, hi: usize) -> Option<String> {
 /// Move the program text into anonymous memory (see the module docs).
 /// Returns whether it was moved.
 pub(crate) fn move_text() -> bool {
-    // SAFETY: sysconf has no memory effects.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-        .ok()
-        .filter(|p| p.is_power_of_two())
-        .unwrap_or(4096);
-    let Some((lo, hi)) = main_text(page) else {
+    let Some((lo, hi)) = main_text(super::prefault::page_size()) else {
         return false;
     };
     if !is_one_text_mapping(lo, hi) {

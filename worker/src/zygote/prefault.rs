@@ -28,7 +28,8 @@ const HEAP_MAX: usize = 8 << 20;
 /// Why 1 MiB: the largest here is ~60 KiB; this only bounds the work.
 const SEGMENT_MAX: usize = 1 << 20;
 
-fn page_size() -> usize {
+/// The page size (4096 if the system says something unusable).
+pub(super) fn page_size() -> usize {
     // SAFETY: sysconf has no memory effects.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(p)
