@@ -305,11 +305,21 @@ pub fn config_stamp(workspace: &Path) -> ConfigStamp {
         out.push((user, s));
     }
     let dot = workspace.join(".lackpy");
-    for p in [dot.clone(), dot.join("config.toml"), dot.join("kits")] {
-        let s = stat(&p);
-        out.push((p, s));
+    let dot_stat = stat(&dot);
+    out.push((dot.clone(), dot_stat));
+    // No `.lackpy`: nothing below it to stat (one call instead of four).
+    if dot_stat.is_none() {
+        return out;
     }
-    if let Ok(rd) = std::fs::read_dir(dot.join("kits")) {
+    let kits = dot.join("kits");
+    let kits_stat = stat(&kits);
+    let config = dot.join("config.toml");
+    out.push((config.clone(), stat(&config)));
+    out.push((kits.clone(), kits_stat));
+    if kits_stat.is_none() {
+        return out;
+    }
+    if let Ok(rd) = std::fs::read_dir(&kits) {
         let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();
         for p in paths {

@@ -34,6 +34,22 @@ pub const MAX_IN_FLIGHT: usize = 8;
 /// markdown; anything larger is a mistake).
 const MAX_DOC_BYTES: u64 = 1024 * 1024;
 
+/// Most (profile, tool list) resolutions kept per config stamp. Why 16: a
+/// client names a handful of profiles; the key holds a client-chosen tool
+/// list, so the cache must not grow with what clients send.
+const MAX_RESOLVED: usize = 16;
+
+/// What a call asked to run under: the profile name (the server's default
+/// filled in) and the ad-hoc tool list.
+type ResolveKey = (Option<String>, Option<Vec<String>>);
+
+/// Profiles already resolved under the config files of `stamp`.
+#[derive(Default)]
+struct ResolvedCache {
+    stamp: Option<common::ConfigStamp>,
+    entries: Vec<(ResolveKey, ResolvedProfile)>,
+}
+
 /// Backend over the workspace's configuration and a supervisor.
 pub struct RealBackend {
     workspace: PathBuf,
@@ -41,6 +57,10 @@ pub struct RealBackend {
     supervisor: Supervisor,
     /// The last successfully parsed config files, with their stamp.
     cache: std::sync::Mutex<Option<(common::ConfigStamp, Config, Kits)>>,
+    /// Profiles resolved under those files, kept only while the config
+    /// starts no MCP server (then a profile depends on the files alone;
+    /// with servers, their discovered tools can change from call to call).
+    resolved: std::sync::Mutex<ResolvedCache>,
 }
 
 impl RealBackend {
@@ -91,6 +111,7 @@ impl RealBackend {
             default_profile,
             supervisor,
             cache: std::sync::Mutex::new(None),
+            resolved: std::sync::Mutex::new(ResolvedCache::default()),
         })
     }
 
@@ -122,7 +143,14 @@ impl RealBackend {
     }
 
     fn config(&self) -> Result<(Config, Kits), ErrorInfo> {
-        let stamp = common::config_stamp(&self.workspace);
+        self.config_at(common::config_stamp(&self.workspace))
+            .map(|(c, k, _)| (c, k))
+    }
+
+    /// The config files as of `stamp` (parsed again only when it changed),
+    /// with the tools of their MCP servers added, and whether they name no
+    /// MCP server at all.
+    fn config_at(&self, stamp: common::ConfigStamp) -> Result<(Config, Kits, bool), ErrorInfo> {
         let cached = match self.cache.lock() {
             Ok(c) => c
                 .as_ref()
@@ -140,24 +168,52 @@ impl RealBackend {
                 (c, k)
             }
         };
+        let no_servers = config.mcp_servers.is_empty()
+            && config.mcp_host_configs.is_empty()
+            && config.mcp_host_servers.is_empty();
         // Tools of `[mcp_servers]` (discovery is cached by the supervisor's
         // providers and in the workspace's tool-list cache, and retried
         // after a failure, so this stays per call).
         let _ =
             common::start_mcp_servers(&mut config, &self.workspace, self.supervisor.providers());
-        Ok((config, kits))
+        Ok((config, kits, no_servers))
     }
 
+    /// The profile a call runs under. Resolved again only when the config
+    /// files changed (their stamp is taken on every call, so edits still
+    /// apply to the next call) or when MCP servers are configured.
     fn resolve(
         &self,
         profile: Option<&str>,
         tools: Option<&[String]>,
     ) -> Result<ResolvedProfile, ErrorInfo> {
-        let (config, kits) = self.config()?;
+        let stamp = common::config_stamp(&self.workspace);
         let profile = profile.or(self.default_profile.as_deref());
-        config
+        let key: ResolveKey = (profile.map(String::from), tools.map(<[String]>::to_vec));
+        if let Ok(c) = self.resolved.lock() {
+            if c.stamp.as_ref() == Some(&stamp) {
+                if let Some((_, p)) = c.entries.iter().find(|(k, _)| *k == key) {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        let (config, kits, no_servers) = self.config_at(stamp.clone())?;
+        let resolved = config
             .resolve(profile, tools, &kits)
-            .map_err(|e| config_error(&e))
+            .map_err(|e| config_error(&e))?;
+        if no_servers {
+            if let Ok(mut c) = self.resolved.lock() {
+                if c.stamp.as_ref() != Some(&stamp) {
+                    c.stamp = Some(stamp);
+                    c.entries.clear();
+                }
+                if c.entries.len() >= MAX_RESOLVED {
+                    c.entries.remove(0);
+                }
+                c.entries.push((key, resolved.clone()));
+            }
+        }
+        Ok(resolved)
     }
 
     fn profile_info(
@@ -254,7 +310,10 @@ impl Backend for RealBackend {
                 run_id: None,
             };
         }
-        let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
+        let t0 = std::time::Instant::now();
+        let profile = self.resolve(req.profile.as_deref(), req.tools.as_deref());
+        eprintln!("TIMING resolve={}", t0.elapsed().as_nanos());
+        let profile = match profile {
             Ok(p) => p,
             Err(e) => {
                 return RunOutcome {
@@ -523,6 +582,61 @@ mod tests {
         assert_eq!(info.type_name, "UnknownProfile");
     }
     use super::*;
+
+    fn tool_names(p: &ResolvedProfile) -> Vec<&str> {
+        p.tools.iter().map(|(alias, _)| alias.as_str()).collect()
+    }
+
+    /// Resolved profiles are reused only while the config files are
+    /// unchanged: an edit applies to the next call, and the cache stays
+    /// bounded whatever tool lists clients send.
+    #[test]
+    fn resolved_profiles_follow_config_edits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path();
+        let b = RealBackend::with_pool(ws, None, 0).expect("backend");
+        let p = b.resolve(Some("p"), None).expect_err("no profile p yet");
+        assert_eq!(p.type_name, "UnknownProfile");
+        std::fs::create_dir_all(ws.join(".lackpy")).expect("mkdir");
+        std::fs::write(
+            ws.join(".lackpy/config.toml"),
+            "[profiles.p]\ntools = [\"read_file\"]\n",
+        )
+        .expect("write");
+        let p = b.resolve(Some("p"), None).expect("profile p");
+        assert_eq!(tool_names(&p), ["read_file"]);
+        // Cached: the same answer.
+        let again = b.resolve(Some("p"), None).expect("profile p");
+        assert_eq!(tool_names(&again), ["read_file"]);
+        // An edit (another size, so the stamp differs even within one
+        // mtime tick) applies at once.
+        std::fs::write(
+            ws.join(".lackpy/config.toml"),
+            "[profiles.p]\ntools = [\"find_files\", \"read_file\"]\n",
+        )
+        .expect("write");
+        let edited = b.resolve(Some("p"), None).expect("profile p");
+        assert_eq!(tool_names(&edited), ["find_files", "read_file"]);
+        // An ad-hoc list is its own entry, not the profile's.
+        let adhoc = b
+            .resolve(None, Some(&["find_files".to_string()]))
+            .expect("ad-hoc");
+        assert_eq!(tool_names(&adhoc), ["find_files"]);
+        let p = b.resolve(Some("p"), None).expect("profile p");
+        assert_eq!(tool_names(&p), ["find_files", "read_file"]);
+        // Many distinct lists: the cache keeps at most MAX_RESOLVED.
+        for n in 0..(3 * MAX_RESOLVED) {
+            let tools = vec!["read_file".to_string(); n % 7 + 1];
+            let _ = b.resolve(Some(&format!("q{n}")), None);
+            let _ = b.resolve(None, Some(&tools));
+        }
+        let held = b.resolved.lock().map(|c| c.entries.len()).unwrap_or(0);
+        assert!(held <= MAX_RESOLVED, "{held} entries");
+        // Removing the config removes the profile.
+        std::fs::remove_file(ws.join(".lackpy/config.toml")).expect("rm");
+        let gone = b.resolve(Some("p"), None).expect_err("profile p removed");
+        assert_eq!(gone.type_name, "UnknownProfile");
+    }
 
     #[test]
     fn docs_never_leave_the_workspace() {
