@@ -844,6 +844,14 @@ impl<'a> Interp<'a> {
                     None => Vec::new(),
                     Some(v) => self.collect(v)?,
                 };
+                // CPython sizes the table once for a set or dict argument
+                // (`set_update_internal`), else grows it item by item.
+                let start = match a.pos.first() {
+                    Some(Value::Set(_) | Value::Dict(_)) => {
+                        super::setorder::merged_size(items.len())
+                    }
+                    _ => 8,
+                };
                 Ok(match b {
                     Builtin::List => Value::list(items),
                     Builtin::Tuple => Value::tuple(items),
@@ -855,7 +863,7 @@ impl<'a> Interp<'a> {
                         for x in items {
                             d.insert(x, Value::None)?;
                         }
-                        Value::set(d)
+                        Value::set_from(d, start)
                     }
                 })
             }

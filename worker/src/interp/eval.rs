@@ -673,7 +673,23 @@ impl<'a> Interp<'a> {
                 for x in items {
                     d.insert(x, Value::None)?;
                 }
-                Value::set(d)
+                // 3 or more constants: CPython builds a frozenset constant
+                // and merges it into the new set (`setorder::frozen_order`).
+                if es.len() >= 3 && es.iter().all(const_elt) {
+                    let hashes: Option<Vec<i64>> =
+                        d.keys().map(super::setorder::cpython_hash).collect();
+                    let n = d.len();
+                    let start = super::setorder::merged_size(n);
+                    match hashes {
+                        Some(hashes) => {
+                            d.reorder_live(&super::setorder::display_order(&hashes));
+                            Value::set_in_order(d, start)
+                        }
+                        None => Value::set_from(d, start),
+                    }
+                } else {
+                    Value::set(d)
+                }
             }
             ExprKind::Dict(items) => {
                 let mut d = Dict::new();
@@ -1399,7 +1415,10 @@ impl<'a> Interp<'a> {
                 let dd = d.d.borrow();
                 Iter::Dict(d.clone(), 0, dd.len(), k, dd.len())
             }
-            Value::Set(s) => Iter::Set(s.clone(), 0, s.d.borrow().len()),
+            Value::Set(s) => {
+                s.in_order()?;
+                Iter::Set(s.clone(), 0, s.d.borrow().len())
+            }
             Value::Iter(i) => Iter::Shared(i.clone()),
             _ => {
                 return Err(type_err(format!(
@@ -2301,6 +2320,7 @@ impl<'a> Interp<'a> {
                     .collect::<InterpResult<_>>()?,
             ),
             Value::Set(s) => {
+                s.in_order()?;
                 let items: Vec<Value> = s.d.borrow().keys().cloned().collect();
                 Data::Set(
                     items
@@ -2581,6 +2601,7 @@ impl<'a> Interp<'a> {
                 seen.pop();
             }
             Value::Set(s) => {
+                s.in_order()?;
                 let dd = s.d.borrow();
                 if dd.is_empty() {
                     out.push_str("set()");
@@ -2971,5 +2992,25 @@ fn int_or_value(x: Result<i64, Value>) -> Value {
     match x {
         Ok(i) => Value::Int(i),
         Err(v) => v,
+    }
+}
+
+/// An item of a display that CPython's compiler sees as a constant (after
+/// folding `-1` and tuples of constants).
+fn const_elt(e: &Elt) -> bool {
+    match e {
+        Elt::One(x) => match &x.k {
+            ExprKind::Const(_) => true,
+            ExprKind::Neg(y) | ExprKind::Pos(y) => {
+                matches!(
+                    &y.k,
+                    ExprKind::Const(
+                        Value::Int(_) | Value::Big(_) | Value::Float(_) | Value::Bool(_)
+                    )
+                )
+            }
+            _ => false,
+        },
+        Elt::Star(_) => false,
     }
 }

@@ -2037,6 +2037,7 @@ impl<'a> Interp<'a> {
 
     fn set_of(&mut self, v: &Value) -> InterpResult<Dict> {
         if let Value::Set(s) = v {
+            s.in_order()?;
             let s = s.d.borrow();
             tick(s.len() as u64 / 8)?;
             mem_check_n(s.len() as u64, ENTRY as u64)?;
@@ -2060,11 +2061,27 @@ impl<'a> Interp<'a> {
         let Value::Set(s) = recv else {
             return Err(Exc::internal("set method on non-set"));
         };
+        // Results and pops follow the receiver's iteration order (put in
+        // order here, not for `add` and the like: a loop of adds would
+        // reorder the set at every step).
+        if matches!(
+            m,
+            Method::Pop
+                | Method::Copy
+                | Method::Union
+                | Method::Intersection
+                | Method::Difference
+                | Method::SymmetricDifference
+        ) {
+            s.in_order()?;
+        }
         let qual = Qual("set", m);
         match m {
             Method::Add => {
                 let x = one_arg(&mut a, qual)?;
-                s.d.borrow_mut().insert(x, Value::None)?;
+                if s.d.borrow_mut().insert(x, Value::None)? {
+                    s.changed();
+                }
                 Ok(Value::None)
             }
             Method::Discard | Method::Remove => {
@@ -2076,6 +2093,7 @@ impl<'a> Interp<'a> {
                 } else {
                     s.d.borrow_mut().remove(&x)?
                 };
+
                 if r.is_none() && m == Method::Remove {
                     return Err(Exc::py("KeyError", self.repr(&x)?));
                 }
@@ -2083,6 +2101,7 @@ impl<'a> Interp<'a> {
             }
             Method::Pop => {
                 no_args(&a, qual)?;
+                // The others keep their places, as in CPython's table.
                 let r = s.d.borrow_mut().pop_first();
                 match r {
                     Some((k, _)) => Ok(k),
@@ -2092,12 +2111,14 @@ impl<'a> Interp<'a> {
             Method::Clear => {
                 no_args(&a, qual)?;
                 s.d.borrow_mut().clear();
+                s.changed();
                 Ok(Value::None)
             }
             Method::Copy => {
                 no_args(&a, qual)?;
                 let c = copy_dict(&s.d.borrow())?;
-                Ok(Value::set(c))
+                let n = c.len();
+                Ok(Value::set_from(c, super::setorder::merged_size(n)))
             }
             Method::Union | Method::Update => {
                 a.no_kw(m.name())?;
@@ -2111,8 +2132,8 @@ impl<'a> Interp<'a> {
                         tick(1)?;
                         if m == Method::Union {
                             d.insert(x, Value::None)?;
-                        } else {
-                            s.d.borrow_mut().insert(x, Value::None)?;
+                        } else if s.d.borrow_mut().insert(x, Value::None)? {
+                            s.changed();
                         }
                         Ok(())
                     })?;
@@ -2129,19 +2150,25 @@ impl<'a> Interp<'a> {
             | Method::DifferenceUpdate => {
                 a.no_kw(m.name())?;
                 let mut cur = copy_dict(&s.d.borrow())?;
+                let intersect = matches!(m, Method::Intersection | Method::IntersectionUpdate);
                 for o in &a.pos {
                     let other = self.set_of(o)?;
                     let mut next = Dict::new();
-                    for k in cur.keys() {
+                    // CPython's intersection walks the argument (a set
+                    // larger than the receiver: the receiver) and adds
+                    // what the other holds, so the result's order follows
+                    // the walked one; a difference walks the receiver.
+                    let walk_other =
+                        intersect && !(matches!(o, Value::Set(_)) && other.len() > cur.len());
+                    let (walk, probe) = if walk_other {
+                        (&other, &cur)
+                    } else {
+                        (&cur, &other)
+                    };
+                    for k in walk.keys() {
                         tick(1)?;
-                        let inside = other.contains(k)?;
-                        let keep = if matches!(m, Method::Intersection | Method::IntersectionUpdate)
-                        {
-                            inside
-                        } else {
-                            !inside
-                        };
-                        if keep {
+                        let inside = probe.contains(k)?;
+                        if inside == intersect {
                             next.insert(k.clone(), Value::None)?;
                         }
                     }
@@ -2149,6 +2176,11 @@ impl<'a> Interp<'a> {
                 }
                 if matches!(m, Method::IntersectionUpdate | Method::DifferenceUpdate) {
                     *s.d.borrow_mut() = cur;
+                    // A difference only removes (the rest keep their
+                    // places); an intersection is a new table in CPython.
+                    if m == Method::IntersectionUpdate {
+                        s.changed();
+                    }
                     Ok(Value::None)
                 } else {
                     Ok(Value::set(cur))

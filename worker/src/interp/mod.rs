@@ -38,6 +38,7 @@ pub(crate) mod format;
 pub(crate) mod iter;
 pub(crate) mod methods;
 pub(crate) mod ops;
+pub(crate) mod setorder;
 pub(crate) mod surrogate;
 pub(crate) mod unicode;
 pub(crate) mod value;

@@ -169,6 +169,7 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
                     let mut d = Dict::new();
                     match v {
                         Value::Set(s) => {
+                            s.in_order()?;
                             for k in s.d.borrow().keys() {
                                 d.insert(k.clone(), Value::None)?;
                             }
@@ -197,7 +198,10 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
                 let (x, y) = (to_set(a)?, to_set(b)?);
                 set_difference(&x, &y)
             }
-            (Value::Set(x), Value::Set(y)) => set_difference(&x.d.borrow(), &y.d.borrow()),
+            (Value::Set(x), Value::Set(y)) => {
+                x.in_order()?;
+                set_difference(&x.d.borrow(), &y.d.borrow())
+            }
             _ => Err(unsupported("-", a, b)),
         },
         BinOp::Mod => match a {

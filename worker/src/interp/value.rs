@@ -875,6 +875,28 @@ impl Dict {
         self.remove_h(h, &k)
     }
 
+    /// Put the live entries in the order `order` gives (positions among
+    /// the live entries as they are now; a position missing from `order`
+    /// keeps its entry, after the others).
+    pub fn reorder_live(&mut self, order: &[usize]) {
+        let mut live: Vec<Option<(u64, Value, Value)>> = std::mem::take(&mut self.entries)
+            .into_iter()
+            .flatten()
+            .map(Some)
+            .collect();
+        let mut out = Vec::with_capacity(live.len());
+        for &i in order {
+            if let Some(e) = live.get_mut(i).and_then(Option::take) {
+                out.push(Some(e));
+            }
+        }
+        out.extend(live.into_iter().flatten().map(Some));
+        self.entries = out;
+        let size = self.indices.len().max(8);
+        let cap = self.entries.len();
+        self.rebuild_to(size, cap);
+    }
+
     /// Remove everything.
     pub fn clear(&mut self) {
         let old = std::mem::take(&mut self.entries);
@@ -990,11 +1012,56 @@ pub struct DictObj {
 }
 
 /// A Python `set` object (a dict whose values are unused). Iteration is in
-/// insertion order — a documented difference from CPython.
-#[derive(Debug, Default)]
+/// CPython's order when CPython's hashes of the elements are the same in
+/// every process (ints, floats, tuples of them: [`super::setorder`]), in
+/// insertion order otherwise.
+#[derive(Debug)]
 pub struct SetObj {
-    /// The table.
+    /// The table. After a change that adds or removes elements, call
+    /// [`SetObj::changed`]; before reading it in order, [`SetObj::in_order`].
     pub d: RefCell<Dict>,
+    /// The entries are in iteration order (nothing added or removed since
+    /// they were put in it).
+    ordered: Cell<bool>,
+    /// Slots of the CPython table the set started with.
+    start: usize,
+}
+
+impl SetObj {
+    /// Elements were added or removed: the order is computed again when
+    /// the set is next read in order.
+    pub fn changed(&self) {
+        self.ordered.set(false);
+    }
+
+    /// Put the entries in iteration order (see [`super::setorder`]). A set
+    /// borrowed elsewhere at this moment is left as it is.
+    ///
+    /// # Errors
+    /// Fuel (one tick per 8 elements).
+    pub fn in_order(&self) -> InterpResult<()> {
+        if self.ordered.get() {
+            return Ok(());
+        }
+        let Ok(mut d) = self.d.try_borrow_mut() else {
+            return Ok(());
+        };
+        self.ordered.set(true);
+        if d.len() < 2 {
+            return Ok(());
+        }
+        super::budget::tick(d.len() as u64 / 8)?;
+        let mut hashes = Vec::with_capacity(d.len());
+        for k in d.keys() {
+            match super::setorder::cpython_hash(k) {
+                Some(h) => hashes.push(h),
+                None => return Ok(()),
+            }
+        }
+        let order = super::setorder::table_order(&hashes, self.start);
+        d.reorder_live(&order);
+        Ok(())
+    }
 }
 
 /// A `range`.
@@ -1212,9 +1279,28 @@ impl Value {
     pub fn dict(d: Dict) -> Value {
         Value::Dict(Rc::new(DictObj { d: RefCell::new(d) }))
     }
-    /// A new set value.
+    /// A new set value: CPython's table order as if its elements were
+    /// added one by one to an empty set, in `d`'s order.
     pub fn set(d: Dict) -> Value {
-        Value::Set(Rc::new(SetObj { d: RefCell::new(d) }))
+        Self::set_from(d, 8)
+    }
+    /// A new set value whose CPython table started with `start` slots (a
+    /// copy of a set: `setorder::merged_size`).
+    pub fn set_from(d: Dict, start: usize) -> Value {
+        Value::Set(Rc::new(SetObj {
+            d: RefCell::new(d),
+            ordered: Cell::new(false),
+            start,
+        }))
+    }
+    /// A new set value whose entries are already in iteration order, in a
+    /// CPython table of `start` slots.
+    pub fn set_in_order(d: Dict, start: usize) -> Value {
+        Value::Set(Rc::new(SetObj {
+            d: RefCell::new(d),
+            ordered: Cell::new(true),
+            start,
+        }))
     }
     /// An int from a BigInt, normalised to the i64 fast path when it fits.
     pub fn from_big(b: BigInt) -> Value {
