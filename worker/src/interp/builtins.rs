@@ -844,13 +844,12 @@ impl<'a> Interp<'a> {
                     None => Vec::new(),
                     Some(v) => self.collect(v)?,
                 };
-                // CPython sizes the table once for a set or dict argument
-                // (`set_update_internal`), else grows it item by item.
-                let start = match a.pos.first() {
-                    Some(Value::Set(_) | Value::Dict(_)) => {
-                        super::setorder::merged_size(items.len())
-                    }
-                    _ => 8,
+                // `set(a_set)` is a copy of its table (`set_merge`);
+                // `set(a_dict)` sizes the table once, then adds.
+                let model = match a.pos.first() {
+                    Some(Value::Set(src)) => Some(src.model_copy()),
+                    Some(Value::Dict(_)) => Some(None),
+                    _ => None,
                 };
                 Ok(match b {
                     Builtin::List => Value::list(items),
@@ -863,7 +862,16 @@ impl<'a> Interp<'a> {
                         for x in items {
                             d.insert(x, Value::None)?;
                         }
-                        Value::set_from(d, start)
+                        match model {
+                            Some(Some(m)) => Value::set_with(d, Some(m)),
+                            Some(None) => {
+                                let n = d.len();
+                                let m = super::value::model_keys(&d)
+                                    .map(|keys| super::setorder::Model::presized(n, keys));
+                                Value::set_with(d, m)
+                            }
+                            None => Value::set(d),
+                        }
                     }
                 })
             }

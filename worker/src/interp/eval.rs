@@ -674,19 +674,9 @@ impl<'a> Interp<'a> {
                     d.insert(x, Value::None)?;
                 }
                 // 3 or more constants: CPython builds a frozenset constant
-                // and merges it into the new set (`setorder::frozen_order`).
+                // and merges it into the new set.
                 if es.len() >= 3 && es.iter().all(const_elt) {
-                    let hashes: Option<Vec<i64>> =
-                        d.keys().map(super::setorder::cpython_hash).collect();
-                    let n = d.len();
-                    let start = super::setorder::merged_size(n);
-                    match hashes {
-                        Some(hashes) => {
-                            d.reorder_live(&super::setorder::display_order(&hashes));
-                            Value::set_in_order(d, start)
-                        }
-                        None => Value::set_from(d, start),
-                    }
+                    Value::set_display(d)
                 } else {
                     Value::set(d)
                 }

@@ -2035,6 +2035,7 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
+    /// The elements of `v` as a table (a set's in its iteration order).
     fn set_of(&mut self, v: &Value) -> InterpResult<Dict> {
         if let Value::Set(s) = v {
             s.in_order()?;
@@ -2066,21 +2067,20 @@ impl<'a> Interp<'a> {
         // reorder the set at every step).
         if matches!(
             m,
-            Method::Pop
-                | Method::Copy
-                | Method::Union
-                | Method::Intersection
+            Method::Intersection
+                | Method::IntersectionUpdate
                 | Method::Difference
                 | Method::SymmetricDifference
         ) {
             s.in_order()?;
         }
         let qual = Qual("set", m);
+        use super::setorder::Model;
         match m {
             Method::Add => {
                 let x = one_arg(&mut a, qual)?;
-                if s.d.borrow_mut().insert(x, Value::None)? {
-                    s.changed();
+                if s.d.borrow_mut().insert(x.clone(), Value::None)? {
+                    s.added(&x);
                 }
                 Ok(Value::None)
             }
@@ -2091,9 +2091,12 @@ impl<'a> Interp<'a> {
                 let r = if matches!(x, Value::Set(_)) {
                     None
                 } else {
+                    s.materialize();
                     s.d.borrow_mut().remove(&x)?
                 };
-
+                if r.is_some() {
+                    s.removed(&x);
+                }
                 if r.is_none() && m == Method::Remove {
                     return Err(Exc::py("KeyError", self.repr(&x)?));
                 }
@@ -2101,8 +2104,12 @@ impl<'a> Interp<'a> {
             }
             Method::Pop => {
                 no_args(&a, qual)?;
-                // The others keep their places, as in CPython's table.
-                let r = s.d.borrow_mut().pop_first();
+                // CPython's pop takes the key at its table's finger; the
+                // others keep their places.
+                let r = match s.pop_key() {
+                    Some(k) => s.d.borrow_mut().remove(&k)?,
+                    None => s.d.borrow_mut().pop_first(),
+                };
                 match r {
                     Some((k, _)) => Ok(k),
                     None => Err(Exc::py("KeyError", "'pop from an empty set'")),
@@ -2111,55 +2118,80 @@ impl<'a> Interp<'a> {
             Method::Clear => {
                 no_args(&a, qual)?;
                 s.d.borrow_mut().clear();
-                s.changed();
+                s.cleared();
                 Ok(Value::None)
             }
             Method::Copy => {
                 no_args(&a, qual)?;
                 let c = copy_dict(&s.d.borrow())?;
-                let n = c.len();
-                Ok(Value::set_from(c, super::setorder::merged_size(n)))
+                Ok(Value::set_with(c, s.model_copy()))
             }
             Method::Union | Method::Update => {
                 a.no_kw(m.name())?;
+                // Union: a copy of the receiver (`set_copy`), then each
+                // argument as `update` takes it: a set is merged
+                // (`set_merge`), anything else added item by item.
                 let mut d = if m == Method::Union {
                     copy_dict(&s.d.borrow())?
                 } else {
                     Dict::new()
                 };
+                let mut model = if m == Method::Union {
+                    s.model_copy()
+                } else {
+                    None
+                };
                 for o in &a.pos {
+                    if let Value::Set(os) = o {
+                        // The model fixes the order: no need to sort `os`.
+                        let keys: Vec<Value> = os.d.borrow().keys().cloned().collect();
+                        tick(keys.len() as u64)?;
+                        if m == Method::Union {
+                            match (model.as_mut(), os.model_raw()) {
+                                (Some(mm), Some(om)) => {
+                                    mm.merge(&om, |k| d.contains(k).unwrap_or(true))
+                                }
+                                _ => model = None,
+                            }
+                            for k in keys {
+                                d.insert(k, Value::None)?;
+                            }
+                        } else {
+                            s.merging(os);
+                            for k in keys {
+                                s.d.borrow_mut().insert(k, Value::None)?;
+                            }
+                        }
+                        continue;
+                    }
                     self.items_into(o, &mut |x| {
                         tick(1)?;
                         if m == Method::Union {
-                            d.insert(x, Value::None)?;
-                        } else if s.d.borrow_mut().insert(x, Value::None)? {
-                            s.changed();
+                            if d.insert(x.clone(), Value::None)? {
+                                Model::add_to(&mut model, &x);
+                            }
+                        } else if s.d.borrow_mut().insert(x.clone(), Value::None)? {
+                            s.added(&x);
                         }
                         Ok(())
                     })?;
                 }
                 Ok(if m == Method::Union {
-                    Value::set(d)
+                    Value::set_with(d, model)
                 } else {
                     Value::None
                 })
             }
-            Method::Intersection
-            | Method::IntersectionUpdate
-            | Method::Difference
-            | Method::DifferenceUpdate => {
+            Method::Intersection | Method::IntersectionUpdate => {
                 a.no_kw(m.name())?;
                 let mut cur = copy_dict(&s.d.borrow())?;
-                let intersect = matches!(m, Method::Intersection | Method::IntersectionUpdate);
                 for o in &a.pos {
                     let other = self.set_of(o)?;
                     let mut next = Dict::new();
-                    // CPython's intersection walks the argument (a set
-                    // larger than the receiver: the receiver) and adds
-                    // what the other holds, so the result's order follows
-                    // the walked one; a difference walks the receiver.
-                    let walk_other =
-                        intersect && !(matches!(o, Value::Set(_)) && other.len() > cur.len());
+                    // CPython walks the argument (a set larger than the
+                    // receiver: the receiver) and adds what the other
+                    // holds, so the result's order follows the walked one.
+                    let walk_other = !(matches!(o, Value::Set(_)) && other.len() > cur.len());
                     let (walk, probe) = if walk_other {
                         (&other, &cur)
                     } else {
@@ -2167,43 +2199,93 @@ impl<'a> Interp<'a> {
                     };
                     for k in walk.keys() {
                         tick(1)?;
-                        let inside = probe.contains(k)?;
-                        if inside == intersect {
+                        if probe.contains(k)? {
                             next.insert(k.clone(), Value::None)?;
                         }
                     }
                     cur = next;
                 }
-                if matches!(m, Method::IntersectionUpdate | Method::DifferenceUpdate) {
+                if m == Method::IntersectionUpdate {
+                    let model = super::value::model_adding(&cur);
                     *s.d.borrow_mut() = cur;
-                    // A difference only removes (the rest keep their
-                    // places); an intersection is a new table in CPython.
-                    if m == Method::IntersectionUpdate {
-                        s.changed();
-                    }
+                    s.set_model(model);
                     Ok(Value::None)
                 } else {
                     Ok(Value::set(cur))
                 }
             }
+            Method::Difference | Method::DifferenceUpdate => {
+                a.no_kw(m.name())?;
+                let update = m == Method::DifferenceUpdate;
+                let mut cur = copy_dict(&s.d.borrow())?;
+                let mut model = if update { s.model_raw() } else { None };
+                for (i, o) in a.pos.iter().enumerate() {
+                    let other = self.set_of(o)?;
+                    // The first argument of `difference`: CPython adds the
+                    // receiver's keys the argument lacks to a new set when
+                    // the argument is a set or dict not much smaller than
+                    // the receiver, else copies the receiver and removes.
+                    let small = match o {
+                        Value::Set(_) | Value::Dict(_) => (cur.len() >> 2) > other.len(),
+                        _ => true,
+                    };
+                    if !update && i == 0 && !small {
+                        let mut next = Dict::new();
+                        for k in cur.keys() {
+                            tick(1)?;
+                            if !other.contains(k)? {
+                                next.insert(k.clone(), Value::None)?;
+                            }
+                        }
+                        model = super::value::model_adding(&next);
+                        cur = next;
+                        continue;
+                    }
+                    if !update && i == 0 {
+                        model = s.model_copy();
+                    }
+                    for k in other.keys() {
+                        tick(1)?;
+                        if let Some((held, _)) = cur.remove(k)? {
+                            Model::discard_from(&mut model, &held);
+                        }
+                    }
+                    if let Some(mm) = model.as_mut() {
+                        mm.after_removals();
+                    }
+                }
+                if a.pos.is_empty() && !update {
+                    model = s.model_copy();
+                }
+                if update {
+                    *s.d.borrow_mut() = cur;
+                    s.set_model(model);
+                    Ok(Value::None)
+                } else {
+                    Ok(Value::set_with(cur, model))
+                }
+            }
             Method::SymmetricDifference => {
                 let o = one_arg(&mut a, qual)?;
-                let other = self.set_of(&o)?;
-                let mine = copy_dict(&s.d.borrow())?;
-                let mut d = Dict::new();
-                for k in mine.keys() {
+                // CPython: a new set from the argument, then each of the
+                // receiver's keys (in its order) removed from it when
+                // there, else added.
+                let mut d = self.set_of(&o)?;
+                let mut model = match &o {
+                    Value::Set(os) => os.model_copy(),
+                    _ => super::value::model_adding(&d),
+                };
+                let mine: Vec<Value> = s.d.borrow().keys().cloned().collect();
+                for k in mine {
                     tick(1)?;
-                    if !other.contains(k)? {
+                    if let Some((held, _)) = d.remove(&k)? {
+                        Model::discard_from(&mut model, &held);
+                    } else {
                         d.insert(k.clone(), Value::None)?;
+                        Model::add_to(&mut model, &k);
                     }
                 }
-                for k in other.keys() {
-                    tick(1)?;
-                    if !mine.contains(k)? {
-                        d.insert(k.clone(), Value::None)?;
-                    }
-                }
-                Ok(Value::set(d))
+                Ok(Value::set_with(d, model))
             }
             Method::Isdisjoint | Method::Issubset | Method::Issuperset => {
                 let o = one_arg(&mut a, qual)?;

@@ -200,7 +200,24 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
             }
             (Value::Set(x), Value::Set(y)) => {
                 x.in_order()?;
-                set_difference(&x.d.borrow(), &y.d.borrow())
+                let (xd, yd) = (x.d.borrow(), y.d.borrow());
+                // CPython copies `x` and removes when `y` is much smaller,
+                // else adds `x`'s keys that `y` lacks to a new set.
+                if (xd.len() >> 2) <= yd.len() {
+                    return set_difference(&xd, &yd);
+                }
+                let mut d = xd.copy();
+                let mut model = x.model_copy();
+                for k in yd.keys() {
+                    tick(1)?;
+                    if let Some((held, _)) = d.remove(k)? {
+                        super::setorder::Model::discard_from(&mut model, &held);
+                    }
+                }
+                if let Some(m) = model.as_mut() {
+                    m.after_removals();
+                }
+                Ok(Value::set_with(d, model))
             }
             _ => Err(unsupported("-", a, b)),
         },

@@ -9,20 +9,18 @@
 //! process, so no order can be matched; those sets keep insertion order.
 //!
 //! How: lackpy's set stays an insertion-ordered table with its own keyed
-//! hash (so a program cannot choose colliding keys). When a set is read in
-//! order after it changed, [`table_order`] replays the insertion of its
-//! live elements, in their current order, into a model of CPython 3.11's
-//! table (`Objects/setobject.c`: `set_add_entry`, `set_table_resize`,
-//! `set_insert_clean`: 8 slots to start, linear probing over 10 slots
-//! then perturbation, a resize to the smallest power of two above 4×used
-//! once 3/5 of the slots are filled) with CPython's hash values, and the
-//! set's entries are put in the order of that table. A set that only grew
-//! (literals, comprehensions, `set(list)`, `add`, `update`) gets CPython's
-//! exact order; after removals, or for results of set operations, the
-//! order is the replay's, which CPython's table history can differ from.
-//! The model only orders: it never looks a key up, so CPython's weak hash
-//! for ints gives a program no way to slow the interpreter down beyond the
-//! linear cost of one replay.
+//! hash (so a program cannot choose colliding keys to slow lookups down).
+//! Beside it, a [`Model`] of CPython 3.11's table (`Objects/setobject.c`:
+//! `set_add_entry` with its reuse of the last deleted slot passed,
+//! `set_discard_entry`, `set_pop`'s finger, `set_table_resize`,
+//! `set_merge`'s one-time sizing and table copy, `set_insert_clean`) holds
+//! the same keys with CPython's hash values and follows every operation the
+//! way CPython performs it; when the set is next read in order, its entries
+//! are put in the model's order. A set that is only added to builds its
+//! model the first time it is read in order or changed otherwise, so sets
+//! used for membership pay nothing. The model never answers a lookup;
+//! its probing is charged as fuel, so keys whose CPython hashes collide
+//! cost the run fuel, as they cost CPython time.
 
 use super::value::Value;
 
@@ -162,34 +160,6 @@ fn hash_rec(v: &Value, depth: usize) -> Option<i64> {
     }
 }
 
-const EMPTY: usize = usize::MAX;
-
-/// Put `idx` (hash `h`) in the first free slot of its probe sequence
-/// (`set_insert_clean`; with no deleted slots and distinct keys,
-/// `set_add_entry` probes the same slots).
-fn insert_clean(table: &mut [usize], hashes: &[i64], idx: usize) {
-    let mask = table.len() - 1;
-    let h = hashes[idx] as u64 as usize;
-    let mut perturb = h;
-    let mut i = h & mask;
-    loop {
-        if table[i] == EMPTY {
-            table[i] = idx;
-            return;
-        }
-        if i + LINEAR_PROBES <= mask {
-            for j in 1..=LINEAR_PROBES {
-                if table[i + j] == EMPTY {
-                    table[i + j] = idx;
-                    return;
-                }
-            }
-        }
-        perturb >>= PERTURB_SHIFT;
-        i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
-    }
-}
-
 /// The smallest table size above `minused` (`set_table_resize`).
 fn size_above(minused: usize) -> usize {
     let mut size = MIN_SIZE;
@@ -199,84 +169,383 @@ fn size_above(minused: usize) -> usize {
     size
 }
 
-/// CPython's table size after `set_merge` of `n` elements into an empty
-/// set (a copy, `set(a_set)`): one resize up front when they would fill
-/// 3/5 of the 8 slots.
-pub fn merged_size(n: usize) -> usize {
-    if n * 5 >= (MIN_SIZE - 1) * 3 {
-        size_above(n * 2)
-    } else {
-        MIN_SIZE
+/// A free slot of the [`Model`] table.
+const FREE: u32 = u32::MAX;
+/// A deleted slot (`dummy` in CPython).
+const DELETED: u32 = u32::MAX - 1;
+
+/// CPython 3.11's set table (`PySetObject`), holding the same keys as a
+/// lackpy set, for its iteration order only: the set's own table answers
+/// every lookup. Operations mirror `Objects/setobject.c`. Slots hold
+/// positions in `keys` (CPython hash, lackpy's hash, key).
+#[derive(Debug)]
+pub struct Model {
+    slots: Vec<u32>,
+    keys: Vec<Option<(i64, u64, Value)>>,
+    fill: usize,
+    used: usize,
+    finger: usize,
+    /// Probe steps since [`Model::take_work`] (charged as fuel: keys whose
+    /// CPython hashes collide make probing long, as in CPython).
+    work: u64,
+    /// Bytes charged to the run's memory account.
+    charged: usize,
+}
+
+impl Clone for Model {
+    fn clone(&self) -> Model {
+        let mut m = Model {
+            slots: self.slots.clone(),
+            keys: self.keys.clone(),
+            fill: self.fill,
+            used: self.used,
+            finger: self.finger,
+            work: 0,
+            charged: 0,
+        };
+        m.recharge();
+        m
     }
 }
 
-/// The order (indices into `hashes`) in which CPython iterates a set after
-/// the elements with these hashes were added in this order to a set whose
-/// table had `start` slots (8 for a new set; see [`merged_size`]).
-pub fn table_order(hashes: &[i64], start: usize) -> Vec<usize> {
-    let mut table = vec![EMPTY; start.max(MIN_SIZE).next_power_of_two()];
-    let mut used = 0usize;
-    for idx in 0..hashes.len() {
-        insert_clean(&mut table, hashes, idx);
-        used += 1;
-        let mask = table.len() - 1;
-        if used * 5 >= mask * 3 {
-            let minused = if used > 50_000 { used * 2 } else { used * 4 };
-            let old = std::mem::replace(&mut table, vec![EMPTY; size_above(minused)]);
-            for slot in old {
-                if slot != EMPTY {
-                    insert_clean(&mut table, hashes, slot);
+impl Drop for Model {
+    fn drop(&mut self) {
+        super::value::mem_release(self.charged);
+    }
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Self::with_size(MIN_SIZE)
+    }
+}
+
+impl Model {
+    fn with_size(size: usize) -> Model {
+        let mut m = Model {
+            slots: vec![FREE; size],
+            keys: Vec::new(),
+            fill: 0,
+            used: 0,
+            finger: 0,
+            work: 0,
+            charged: 0,
+        };
+        m.recharge();
+        m
+    }
+
+    /// Charge the table's size to the run's memory account.
+    fn recharge(&mut self) {
+        let want = self.slots.len() * 4
+            + self.keys.capacity() * std::mem::size_of::<Option<(i64, u64, Value)>>();
+        if want > self.charged {
+            super::value::mem_charge(want - self.charged);
+        } else {
+            super::value::mem_release(self.charged - want);
+        }
+        self.charged = want;
+    }
+
+    /// Probe steps taken since the last call.
+    pub fn take_work(&mut self) -> u64 {
+        std::mem::take(&mut self.work)
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    fn hash_at(&self, id: u32) -> Option<i64> {
+        self.keys.get(id as usize)?.as_ref().map(|e| e.0)
+    }
+
+    /// The keys in iteration order, with lackpy's hashes.
+    pub fn keys(&self) -> impl Iterator<Item = (u64, &Value)> {
+        self.slots.iter().filter_map(|&id| {
+            if id >= DELETED {
+                return None;
+            }
+            self.keys.get(id as usize)?.as_ref().map(|e| (e.1, &e.2))
+        })
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.used
+    }
+
+    /// `set_insert_clean` of `id` (hash `h`) into a table without dummies.
+    fn insert_clean(slots: &mut [u32], h: i64, id: u32) -> u64 {
+        let mask = slots.len() - 1;
+        let hu = h as u64 as usize;
+        let mut perturb = hu;
+        let mut i = hu & mask;
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if slots[i] == FREE {
+                slots[i] = id;
+                return steps;
+            }
+            if i + LINEAR_PROBES <= mask {
+                for j in 1..=LINEAR_PROBES {
+                    if slots[i + j] == FREE {
+                        slots[i + j] = id;
+                        return steps;
+                    }
                 }
+            }
+            perturb >>= PERTURB_SHIFT;
+            i = i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
+        }
+    }
+
+    /// `set_table_resize`: the live keys, in table order, into the
+    /// smallest table above `minused` (the key list is compacted).
+    fn resize(&mut self, minused: usize) {
+        let old_slots = std::mem::replace(&mut self.slots, vec![FREE; size_above(minused)]);
+        let mut old_keys = std::mem::take(&mut self.keys);
+        self.keys.reserve(self.used);
+        for id in old_slots {
+            if id >= DELETED {
+                continue;
+            }
+            if let Some(e) = old_keys.get_mut(id as usize).and_then(Option::take) {
+                let new_id = self.keys.len() as u32;
+                let h = e.0;
+                self.keys.push(Some(e));
+                self.work += Self::insert_clean(&mut self.slots, h, new_id);
+            }
+        }
+        self.fill = self.used;
+        self.recharge();
+    }
+
+    /// `set_add_entry` of a key the set does not hold (the caller's table
+    /// decided that): the last deleted slot on its probe path, else the
+    /// empty slot ending it; then a resize when 3/5 are filled. `dh` is
+    /// lackpy's hash of the key.
+    pub fn add_new(&mut self, h: i64, dh: u64, key: Value) {
+        let mask = self.mask();
+        let hu = h as u64 as usize;
+        let mut perturb = hu;
+        let mut i = hu & mask;
+        let mut freeslot = None;
+        let at = 'search: loop {
+            self.work += 1;
+            let probes = if i + LINEAR_PROBES <= mask {
+                LINEAR_PROBES
+            } else {
+                0
+            };
+            for j in 0..=probes {
+                match self.slots[i + j] {
+                    FREE => break 'search i + j,
+                    // CPython keeps the last deleted slot it passed.
+                    DELETED => freeslot = Some(i + j),
+                    _ => {}
+                }
+            }
+            perturb >>= PERTURB_SHIFT;
+            i = i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
+        };
+        let id = self.keys.len() as u32;
+        self.keys.push(Some((h, dh, key)));
+        self.used += 1;
+        if let Some(f) = freeslot {
+            self.slots[f] = id;
+            self.recharge();
+            return;
+        }
+        self.slots[at] = id;
+        self.fill += 1;
+        if self.fill * 5 >= mask * 3 {
+            self.resize(if self.used > 50_000 {
+                self.used * 2
+            } else {
+                self.used * 4
+            });
+        } else {
+            self.recharge();
+        }
+    }
+
+    /// `set_discard_entry` of a key the set holds (`eq` compares keys).
+    pub fn discard(&mut self, h: i64, key: &Value, eq: impl Fn(&Value, &Value) -> bool) {
+        let mask = self.mask();
+        let hu = h as u64 as usize;
+        let mut perturb = hu;
+        let mut i = hu & mask;
+        for _ in 0..=self.slots.len() {
+            self.work += 1;
+            let probes = if i + LINEAR_PROBES <= mask {
+                LINEAR_PROBES
+            } else {
+                0
+            };
+            for j in 0..=probes {
+                let id = self.slots[i + j];
+                if id == FREE {
+                    return;
+                }
+                if id == DELETED || self.hash_at(id) != Some(h) {
+                    continue;
+                }
+                let found = matches!(self.keys.get(id as usize), Some(Some(e)) if eq(&e.2, key));
+                if found {
+                    self.slots[i + j] = DELETED;
+                    if let Some(e) = self.keys.get_mut(id as usize) {
+                        *e = None;
+                    }
+                    self.used -= 1;
+                    return;
+                }
+            }
+            perturb >>= PERTURB_SHIFT;
+            i = i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
+        }
+    }
+
+    /// `set_pop`: the key at or after the finger, its slot made deleted.
+    pub fn pop(&mut self) -> Option<Value> {
+        if self.used == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = self.finger & mask;
+        for _ in 0..self.slots.len() {
+            let id = self.slots[i];
+            if id < DELETED {
+                self.slots[i] = DELETED;
+                self.used -= 1;
+                self.finger = i + 1;
+                return self.keys.get_mut(id as usize)?.take().map(|e| e.2);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// The live entries in table order.
+    fn live(&self) -> impl Iterator<Item = &(i64, u64, Value)> {
+        self.slots.iter().filter_map(|&id| {
+            if id >= DELETED {
+                return None;
+            }
+            self.keys.get(id as usize)?.as_ref()
+        })
+    }
+
+    /// `set_merge` of `other` into this table; `holds` says whether this
+    /// set already holds a key (CPython compares; a held key is skipped).
+    pub fn merge(&mut self, other: &Model, holds: impl Fn(&Value) -> bool) {
+        if other.used == 0 {
+            return;
+        }
+        if (self.fill + other.used) * 5 >= self.mask() * 3 {
+            self.resize((self.used + other.used) * 2);
+        }
+        if self.fill == 0 && self.slots.len() == other.slots.len() && other.fill == other.used {
+            self.slots = other.slots.clone();
+            self.keys = other.keys.clone();
+            self.fill = other.fill;
+            self.used = other.used;
+            self.recharge();
+            return;
+        }
+        if self.fill == 0 {
+            self.keys.clear();
+            self.keys.reserve(other.used);
+            for e in other.live() {
+                let id = self.keys.len() as u32;
+                self.keys.push(Some(e.clone()));
+                self.work += Self::insert_clean(&mut self.slots, e.0, id);
+            }
+            self.fill = other.used;
+            self.used = other.used;
+            self.recharge();
+            return;
+        }
+        for e in other.live() {
+            if !holds(&e.2) {
+                self.add_new(e.0, e.1, e.2.clone());
             }
         }
     }
-    table.into_iter().filter(|s| *s != EMPTY).collect()
-}
 
-/// Like [`table_order`], with the size of the final table.
-fn table_order_sized(hashes: &[i64], start: usize) -> (Vec<usize>, usize) {
-    let order = table_order(hashes, start);
-    let mut size = start.max(MIN_SIZE).next_power_of_two();
-    let mut used = 0usize;
-    for _ in hashes {
-        used += 1;
-        if used * 5 >= (size - 1) * 3 {
-            size = size_above(if used > 50_000 { used * 2 } else { used * 4 });
+    /// A copy as `set(s)`/`s.copy()` makes it (`set_merge` into a new set).
+    pub fn copied(&self) -> Model {
+        let mut m = Model::default();
+        m.merge(self, |_| false);
+        m.work += self.work;
+        m
+    }
+
+    /// The table after `set_difference_update`'s removals: resized when
+    /// more than a quarter of the slots are deleted ones.
+    pub fn after_removals(&mut self) {
+        if self.fill - self.used > self.mask() / 4 {
+            self.resize(if self.used > 50_000 {
+                self.used * 2
+            } else {
+                self.used * 4
+            });
         }
     }
-    (order, size)
-}
 
-/// `xs` permuted by `order`.
-fn permuted(xs: &[i64], order: &[usize]) -> Vec<i64> {
-    order.iter().map(|&i| xs[i]).collect()
-}
-
-/// `order` applied after `inner` (indices into the original items).
-fn compose(inner: &[usize], order: &[usize]) -> Vec<usize> {
-    order.iter().map(|&i| inner[i]).collect()
-}
-
-/// The iteration order of a set display whose items are 3 or more
-/// constants (`{3, 1, 2}`; `hashes` of its distinct items, in order).
-/// CPython 3.11 compiles it to a frozenset constant merged into a new set
-/// (`SET_UPDATE`): the frozenset is built by adding the items, then built
-/// again from its own iteration order when the compiler merges constants,
-/// and the merge into the empty set sizes the table once
-/// ([`merged_size`]) and copies the frozenset's table when the sizes
-/// agree, else inserts its items in its order.
-pub fn display_order(hashes: &[i64]) -> Vec<usize> {
-    let (o1, _) = table_order_sized(hashes, MIN_SIZE);
-    let h1 = permuted(hashes, &o1);
-    let (o2, size2) = table_order_sized(&h1, MIN_SIZE);
-    let both = compose(&o1, &o2);
-    let size = merged_size(hashes.len());
-    if size == size2 {
-        return both;
+    /// A table built by adding `keys` (distinct: CPython hash, lackpy's
+    /// hash, key) in order.
+    pub fn from_keys(keys: impl IntoIterator<Item = (i64, u64, Value)>) -> Model {
+        let mut m = Model::default();
+        for (h, dh, k) in keys {
+            m.add_new(h, dh, k);
+        }
+        m
     }
-    let h2 = permuted(hashes, &both);
-    let o3 = table_order(&h2, size);
-    compose(&both, &o3)
+
+    /// A table sized once for `n` keys, then given `keys` in order, as
+    /// `set_update_internal` does with a dict.
+    pub fn presized(n: usize, keys: impl IntoIterator<Item = (i64, u64, Value)>) -> Model {
+        let mut m = Model::default();
+        if n * 5 >= m.mask() * 3 {
+            m.resize(n * 2);
+        }
+        for (h, dh, k) in keys {
+            m.add_new(h, dh, k);
+        }
+        m
+    }
+
+    /// The table of a display of 3 or more constants (`{3, 1, 2}`):
+    /// CPython 3.11 compiles it to a frozenset constant (built by adding
+    /// the items, then built again from its own order when the compiler
+    /// merges constants) merged into a new set.
+    pub fn display(keys: Vec<(i64, u64, Value)>) -> Model {
+        let first = Model::from_keys(keys);
+        let again = Model::from_keys(first.live().cloned());
+        again.copied()
+    }
+
+    /// Add `key`, or give up ordering (`None`) when it has no
+    /// process-independent hash.
+    pub fn add_to(model: &mut Option<Model>, key: &Value) {
+        match (
+            model.as_mut(),
+            cpython_hash(key),
+            super::value::hash_value(key),
+        ) {
+            (Some(m), Some(h), Ok(dh)) => m.add_new(h, dh, key.clone()),
+            _ => *model = None,
+        }
+    }
+
+    /// Discard `key` (held by the set).
+    pub fn discard_from(model: &mut Option<Model>, key: &Value) {
+        if let (Some(m), Some(h)) = (model.as_mut(), cpython_hash(key)) {
+            m.discard(h, key, super::value::key_eq);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -299,30 +568,46 @@ mod tests {
         assert_eq!(tuple_hash(&[1, 2]), -3_550_055_125_485_641_917);
     }
 
+    fn model_of(xs: &[i64]) -> Model {
+        Model::from_keys(xs.iter().map(|x| (int_hash(*x), 0, Value::Int(*x))))
+    }
+
+    fn ints(m: &Model) -> Vec<i64> {
+        m.keys()
+            .map(|(_, k)| match k {
+                Value::Int(i) => *i,
+                _ => i64::MIN,
+            })
+            .collect()
+    }
+
     /// Orders printed by CPython 3.11 (`list(s)`).
     #[test]
     fn orders_are_cpythons() {
-        let order = |xs: &[i64]| -> Vec<i64> {
-            let hs: Vec<i64> = xs.iter().map(|x| int_hash(*x)).collect();
-            table_order(&hs, MIN_SIZE)
-                .into_iter()
-                .map(|i| xs[i])
-                .collect()
-        };
-        assert_eq!(order(&[3, 1, 2]), [1, 2, 3]);
-        assert_eq!(order(&[10, 3, 8]), [8, 10, 3]);
-        assert_eq!(order(&[-1, -2, 5]), [5, -1, -2]);
-        assert_eq!(order(&[100, 7, 33, 64, 9]), [64, 33, 100, 7, 9]);
-        // A display of constants: `list({2, -2, -1, -3, 1, 0, 3})`.
-        let xs = [2i64, -2, -1, -3, 1, 0, 3];
-        let hs: Vec<i64> = xs.iter().map(|x| int_hash(*x)).collect();
-        let got: Vec<i64> = display_order(&hs).into_iter().map(|i| xs[i]).collect();
-        assert_eq!(got, [0, 1, 2, 3, -1, -3, -2]);
-        // The same items added one by one: `s = set(); s.update(...)`.
-        let added: Vec<i64> = table_order(&hs, MIN_SIZE)
-            .into_iter()
-            .map(|i| xs[i])
-            .collect();
-        assert_eq!(added, [0, 1, 2, 3, -1, -3, -2]);
+        assert_eq!(ints(&model_of(&[3, 1, 2])), [1, 2, 3]);
+        assert_eq!(ints(&model_of(&[10, 3, 8])), [8, 10, 3]);
+        assert_eq!(ints(&model_of(&[-1, -2, 5])), [5, -1, -2]);
+        assert_eq!(ints(&model_of(&[100, 7, 33, 64, 9])), [64, 33, 100, 7, 9]);
+        // `s = set(); s.update([2, -2, -1, -3, 1, 0, 3])`
+        assert_eq!(
+            ints(&model_of(&[2, -2, -1, -3, 1, 0, 3])),
+            [0, 1, 2, 3, -1, -3, -2]
+        );
+        // The display `{2, -2, -1, -3, 1, 0, 3}`.
+        let keys = [2i64, -2, -1, -3, 1, 0, 3].map(|x| (int_hash(x), 0, Value::Int(x)));
+        assert_eq!(
+            ints(&Model::display(keys.to_vec())),
+            [0, 1, 2, 3, -1, -3, -2]
+        );
+        // `a = set([1, 9]); a.discard(1); a.add(17)`: the deleted slot is
+        // reused.
+        let mut m = model_of(&[1, 9]);
+        m.discard(int_hash(1), &Value::Int(1), super::super::value::key_eq);
+        m.add_new(int_hash(17), 0, Value::Int(17));
+        assert_eq!(ints(&m), [17, 9]);
+        // `pop` from the finger.
+        let mut m = model_of(&[5, 3, 9]);
+        assert!(matches!(m.pop(), Some(Value::Int(9))));
+        assert!(matches!(m.pop(), Some(Value::Int(3))));
     }
 }

@@ -875,26 +875,21 @@ impl Dict {
         self.remove_h(h, &k)
     }
 
-    /// Put the live entries in the order `order` gives (positions among
-    /// the live entries as they are now; a position missing from `order`
-    /// keeps its entry, after the others).
-    pub fn reorder_live(&mut self, order: &[usize]) {
-        let mut live: Vec<Option<(u64, Value, Value)>> = std::mem::take(&mut self.entries)
+    /// A dict (of a set) holding `keys` (lackpy hash, key) in this order,
+    /// values `None`; the keys are distinct.
+    pub fn with_keys_in_order(keys: Vec<(u64, Value)>) -> Dict {
+        let n = keys.len();
+        let charged = n * ENTRY;
+        mem_charge(charged);
+        let mut d = Dict::new();
+        d.entries = keys
             .into_iter()
-            .flatten()
-            .map(Some)
+            .map(|(h, k)| Some((h, k, Value::None)))
             .collect();
-        let mut out = Vec::with_capacity(live.len());
-        for &i in order {
-            if let Some(e) = live.get_mut(i).and_then(Option::take) {
-                out.push(Some(e));
-            }
-        }
-        out.extend(live.into_iter().flatten().map(Some));
-        self.entries = out;
-        let size = self.indices.len().max(8);
-        let cap = self.entries.len();
-        self.rebuild_to(size, cap);
+        d.charged = charged;
+        d.live = n;
+        d.rebuild(n.max(1));
+        d
     }
 
     /// Remove everything.
@@ -1017,50 +1012,182 @@ pub struct DictObj {
 /// insertion order otherwise.
 #[derive(Debug)]
 pub struct SetObj {
-    /// The table. After a change that adds or removes elements, call
-    /// [`SetObj::changed`]; before reading it in order, [`SetObj::in_order`].
+    /// The table. Adding through it directly needs [`SetObj::added`];
+    /// anything else that changes it needs [`SetObj::materialize`] first and
+    /// the model told after; reading it in order needs
+    /// [`SetObj::in_order`].
     pub d: RefCell<Dict>,
-    /// The entries are in iteration order (nothing added or removed since
-    /// they were put in it).
+    /// CPython's table for these keys.
+    order: RefCell<Order>,
+    /// `d`'s entries are in the model's order.
     ordered: Cell<bool>,
-    /// Slots of the CPython table the set started with.
-    start: usize,
+}
+
+/// How a set's iteration order is known.
+#[derive(Debug)]
+enum Order {
+    /// Only adds so far: CPython's table is the one adding `d`'s keys in
+    /// `d`'s order makes (built when first needed, so a set only used for
+    /// membership never pays for it).
+    Adds,
+    /// CPython's table.
+    Model(super::setorder::Model),
+    /// A key CPython hashes differently in every process: insertion order.
+    Insertion,
+}
+
+/// CPython's table after adding `d`'s keys one by one, in order (`None`
+/// when a key has no process-independent hash).
+pub fn model_adding(d: &Dict) -> Option<super::setorder::Model> {
+    model_keys(d).map(super::setorder::Model::from_keys)
+}
+
+/// The keys of `d` with their CPython and lackpy hashes, when every one
+/// has a process-independent hash.
+pub fn model_keys(d: &Dict) -> Option<Vec<(i64, u64, Value)>> {
+    d.entries
+        .iter()
+        .flatten()
+        .map(|(h, k, _)| super::setorder::cpython_hash(k).map(|c| (c, *h, k.clone())))
+        .collect()
 }
 
 impl SetObj {
-    /// Elements were added or removed: the order is computed again when
-    /// the set is next read in order.
-    pub fn changed(&self) {
-        self.ordered.set(false);
+    fn new(d: Dict, order: Order) -> SetObj {
+        SetObj {
+            d: RefCell::new(d),
+            order: RefCell::new(order),
+            ordered: Cell::new(false),
+        }
     }
 
-    /// Put the entries in iteration order (see [`super::setorder`]). A set
-    /// borrowed elsewhere at this moment is left as it is.
+    /// Build the model of a set that only had adds (before anything other
+    /// than an add changes it).
+    pub fn materialize(&self) {
+        let (Ok(mut order), Ok(d)) = (self.order.try_borrow_mut(), self.d.try_borrow()) else {
+            return;
+        };
+        if matches!(*order, Order::Adds) {
+            *order = match model_adding(&d) {
+                Some(m) => Order::Model(m),
+                None => Order::Insertion,
+            };
+        }
+    }
+
+    /// Put `d`'s entries in iteration order (a set borrowed elsewhere at
+    /// this moment is left as it is).
     ///
     /// # Errors
-    /// Fuel (one tick per 8 elements).
+    /// Fuel (the model's probing, one tick per 8 entries reordered).
     pub fn in_order(&self) -> InterpResult<()> {
         if self.ordered.get() {
             return Ok(());
         }
-        let Ok(mut d) = self.d.try_borrow_mut() else {
+        self.materialize();
+        let (Ok(mut d), Ok(mut order)) = (self.d.try_borrow_mut(), self.order.try_borrow_mut())
+        else {
             return Ok(());
         };
         self.ordered.set(true);
-        if d.len() < 2 {
+        let Order::Model(m) = &mut *order else {
+            return Ok(());
+        };
+        super::budget::tick(m.take_work() / 4 + d.len() as u64 / 8)?;
+        if m.len() != d.len() {
+            // Out of step (cannot happen): keep insertion order.
+            *order = Order::Insertion;
             return Ok(());
         }
-        super::budget::tick(d.len() as u64 / 8)?;
-        let mut hashes = Vec::with_capacity(d.len());
-        for k in d.keys() {
-            match super::setorder::cpython_hash(k) {
-                Some(h) => hashes.push(h),
-                None => return Ok(()),
+        let keys: Vec<(u64, Value)> = m.keys().map(|(h, k)| (h, k.clone())).collect();
+        *d = Dict::with_keys_in_order(keys);
+        Ok(())
+    }
+
+    /// `key` was just added to `d` (it was not there).
+    pub fn added(&self, key: &Value) {
+        self.ordered.set(false);
+        let Ok(mut order) = self.order.try_borrow_mut() else {
+            return;
+        };
+        if let Order::Model(m) = &mut *order {
+            match (super::setorder::cpython_hash(key), hash_value(key)) {
+                (Some(h), Ok(dh)) => m.add_new(h, dh, key.clone()),
+                _ => *order = Order::Insertion,
             }
         }
-        let order = super::setorder::table_order(&hashes, self.start);
-        d.reorder_live(&order);
-        Ok(())
+    }
+
+    /// `key` was just removed from `d` (after [`SetObj::materialize`]).
+    pub fn removed(&self, key: &Value) {
+        let Ok(mut order) = self.order.try_borrow_mut() else {
+            return;
+        };
+        if let (Order::Model(m), Some(h)) = (&mut *order, super::setorder::cpython_hash(key)) {
+            m.discard(h, key, key_eq);
+        }
+    }
+
+    /// The key `set.pop()` takes (CPython's: from its table's finger);
+    /// `None` when no model orders this set.
+    pub fn pop_key(&self) -> Option<Value> {
+        self.materialize();
+        match &mut *self.order.try_borrow_mut().ok()? {
+            Order::Model(m) => m.pop(),
+            _ => None,
+        }
+    }
+
+    /// Everything was removed from `d`.
+    pub fn cleared(&self) {
+        self.ordered.set(false);
+        if let Ok(mut order) = self.order.try_borrow_mut() {
+            *order = Order::Adds;
+        }
+    }
+
+    /// Before `other`'s keys go into `d`: CPython's `set_merge` of a set.
+    pub fn merging(&self, other: &SetObj) {
+        self.materialize();
+        self.ordered.set(false);
+        let theirs = other.model_raw();
+        let (Ok(mut order), Ok(d)) = (self.order.try_borrow_mut(), self.d.try_borrow()) else {
+            return;
+        };
+        match (&mut *order, theirs) {
+            (Order::Model(m), Some(o)) => m.merge(&o, |k| d.contains(k).unwrap_or(true)),
+            (Order::Insertion, _) => {}
+            _ => *order = Order::Insertion,
+        }
+    }
+
+    /// This set's model as it is.
+    pub fn model_raw(&self) -> Option<super::setorder::Model> {
+        self.materialize();
+        match &*self.order.try_borrow().ok()? {
+            Order::Model(m) => Some(m.clone()),
+            _ => None,
+        }
+    }
+
+    /// The model of a copy (`set(s)`, `s.copy()`, the start of a union).
+    pub fn model_copy(&self) -> Option<super::setorder::Model> {
+        self.materialize();
+        match &*self.order.try_borrow().ok()? {
+            Order::Model(m) => Some(m.copied()),
+            _ => None,
+        }
+    }
+
+    /// Replace the model (after the table was replaced).
+    pub fn set_model(&self, m: Option<super::setorder::Model>) {
+        self.ordered.set(false);
+        if let Ok(mut order) = self.order.try_borrow_mut() {
+            *order = match m {
+                Some(m) => Order::Model(m),
+                None => Order::Insertion,
+            };
+        }
     }
 }
 
@@ -1279,28 +1406,24 @@ impl Value {
     pub fn dict(d: Dict) -> Value {
         Value::Dict(Rc::new(DictObj { d: RefCell::new(d) }))
     }
-    /// A new set value: CPython's table order as if its elements were
-    /// added one by one to an empty set, in `d`'s order.
+    /// A new set value: ordered as CPython orders a set that had `d`'s
+    /// keys added one by one, in `d`'s order.
     pub fn set(d: Dict) -> Value {
-        Self::set_from(d, 8)
+        Value::Set(Rc::new(SetObj::new(d, Order::Adds)))
     }
-    /// A new set value whose CPython table started with `start` slots (a
-    /// copy of a set: `setorder::merged_size`).
-    pub fn set_from(d: Dict, start: usize) -> Value {
-        Value::Set(Rc::new(SetObj {
-            d: RefCell::new(d),
-            ordered: Cell::new(false),
-            start,
-        }))
+    /// A new set value with CPython's table `model` (`None`: insertion
+    /// order).
+    pub fn set_with(d: Dict, model: Option<super::setorder::Model>) -> Value {
+        let order = match model {
+            Some(m) => Order::Model(m),
+            None => Order::Insertion,
+        };
+        Value::Set(Rc::new(SetObj::new(d, order)))
     }
-    /// A new set value whose entries are already in iteration order, in a
-    /// CPython table of `start` slots.
-    pub fn set_in_order(d: Dict, start: usize) -> Value {
-        Value::Set(Rc::new(SetObj {
-            d: RefCell::new(d),
-            ordered: Cell::new(true),
-            start,
-        }))
+    /// A new set value for a display of 3 or more constants (`{3, 1, 2}`).
+    pub fn set_display(d: Dict) -> Value {
+        let model = model_keys(&d).map(super::setorder::Model::display);
+        Self::set_with(d, model)
     }
     /// An int from a BigInt, normalised to the i64 fast path when it fits.
     pub fn from_big(b: BigInt) -> Value {
