@@ -2148,7 +2148,9 @@ impl<'a> Interp<'a> {
                         tick(keys.len() as u64)?;
                         if m == Method::Union {
                             match (model.as_mut(), os.model_raw()) {
-                                (Some(mm), Some(om)) => {
+                                (Some(mm), Some(om))
+                                    if mm.len() + om.len() <= super::value::MAX_MODEL_KEYS =>
+                                {
                                     mm.merge(&om, |k| d.contains(k).unwrap_or(true))
                                 }
                                 _ => model = None,

@@ -535,7 +535,9 @@ impl Model {
             cpython_hash(key),
             super::value::hash_value(key),
         ) {
-            (Some(m), Some(h), Ok(dh)) => m.add_new(h, dh, key.clone()),
+            (Some(m), Some(h), Ok(dh)) if m.len() < super::value::MAX_MODEL_KEYS => {
+                m.add_new(h, dh, key.clone())
+            }
             _ => *model = None,
         }
     }

@@ -940,3 +940,37 @@ fn borrowed_method_calls_cost_the_general_fuel() {
         );
     }
 }
+
+/// Sets follow CPython's table order while small; one that grows past
+/// `MAX_MODEL_KEYS` keeps insertion order, so large sets cost the memory
+/// they did before the model (a 2-million-element union fits the default
+/// limit) and the model's memory is accounted while it exists.
+#[test]
+fn set_order_model_is_bounded_and_accounted() {
+    let r = run_prog("list({3, 1, 2}) + list(set([10, 3, 8]))");
+    assert_eq!(r.repr.as_deref(), Some("[1, 2, 3, 8, 10, 3]|"), "{r:?}");
+    let n = super::value::MAX_MODEL_KEYS + 10;
+    let r = run_prog(&format!("s = set(range({n}, 0, -1))\nlist(s)[:3]"));
+    assert_eq!(
+        r.repr.as_deref(),
+        Some(format!("[{n}, {}, {}]|", n - 1, n - 2).as_str()),
+        "{r:?}"
+    );
+    let r = run_prog("s = {i * 3 for i in range(2000000)}\nt = s.union(range(10))\nlen(t)");
+    assert_eq!(r.repr.as_deref(), Some("2000006|"), "{r:?}");
+    // The model's table is charged while it exists: reading the set in
+    // order (which builds it) raises the run's peak.
+    let peak = |src: &str| {
+        super::mem_peak_reset();
+        let r = run_prog(src);
+        assert!(r.error.is_none(), "{r:?}");
+        super::mem_peak()
+    };
+    // A str among the ints: no order to model, the same list is built.
+    let unmodelled = peak("s = set(range(40000))\ns.add('x')\nlen(list(s))");
+    let modelled = peak("s = set(range(40000))\nlen(list(s))");
+    assert!(
+        modelled > unmodelled + 40000 * 16,
+        "peak with the model {modelled} vs without {unmodelled}"
+    );
+}

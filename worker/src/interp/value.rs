@@ -1023,6 +1023,12 @@ pub struct SetObj {
     ordered: Cell<bool>,
 }
 
+/// Most elements a set's order model follows. Why: the model roughly
+/// doubles a set's memory; a set that grows past this keeps insertion order
+/// from then on (printing such a set unsorted is not something programs
+/// compared with CPython do), so large sets cost what they did.
+pub const MAX_MODEL_KEYS: usize = 1 << 16;
+
 /// How a set's iteration order is known.
 #[derive(Debug)]
 enum Order {
@@ -1039,12 +1045,18 @@ enum Order {
 /// CPython's table after adding `d`'s keys one by one, in order (`None`
 /// when a key has no process-independent hash).
 pub fn model_adding(d: &Dict) -> Option<super::setorder::Model> {
+    if d.len() > MAX_MODEL_KEYS {
+        return None;
+    }
     model_keys(d).map(super::setorder::Model::from_keys)
 }
 
 /// The keys of `d` with their CPython and lackpy hashes, when every one
 /// has a process-independent hash.
 pub fn model_keys(d: &Dict) -> Option<Vec<(i64, u64, Value)>> {
+    if d.len() > MAX_MODEL_KEYS {
+        return None;
+    }
     d.entries
         .iter()
         .flatten()
@@ -1069,8 +1081,8 @@ impl SetObj {
         };
         if matches!(*order, Order::Adds) {
             *order = match model_adding(&d) {
-                Some(m) => Order::Model(m),
-                None => Order::Insertion,
+                Some(m) if d.len() <= MAX_MODEL_KEYS => Order::Model(m),
+                _ => Order::Insertion,
             };
         }
     }
@@ -1112,7 +1124,7 @@ impl SetObj {
         };
         if let Order::Model(m) = &mut *order {
             match (super::setorder::cpython_hash(key), hash_value(key)) {
-                (Some(h), Ok(dh)) => m.add_new(h, dh, key.clone()),
+                (Some(h), Ok(dh)) if m.len() < MAX_MODEL_KEYS => m.add_new(h, dh, key.clone()),
                 _ => *order = Order::Insertion,
             }
         }
@@ -1155,7 +1167,9 @@ impl SetObj {
             return;
         };
         match (&mut *order, theirs) {
-            (Order::Model(m), Some(o)) => m.merge(&o, |k| d.contains(k).unwrap_or(true)),
+            (Order::Model(m), Some(o)) if m.len() + o.len() <= MAX_MODEL_KEYS => {
+                m.merge(&o, |k| d.contains(k).unwrap_or(true))
+            }
             (Order::Insertion, _) => {}
             _ => *order = Order::Insertion,
         }
@@ -1184,8 +1198,8 @@ impl SetObj {
         self.ordered.set(false);
         if let Ok(mut order) = self.order.try_borrow_mut() {
             *order = match m {
-                Some(m) => Order::Model(m),
-                None => Order::Insertion,
+                Some(m) if m.len() <= MAX_MODEL_KEYS => Order::Model(m),
+                _ => Order::Insertion,
             };
         }
     }
@@ -1415,8 +1429,8 @@ impl Value {
     /// order).
     pub fn set_with(d: Dict, model: Option<super::setorder::Model>) -> Value {
         let order = match model {
-            Some(m) => Order::Model(m),
-            None => Order::Insertion,
+            Some(m) if d.len() <= MAX_MODEL_KEYS => Order::Model(m),
+            _ => Order::Insertion,
         };
         Value::Set(Rc::new(SetObj::new(d, order)))
     }
