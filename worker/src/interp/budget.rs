@@ -115,6 +115,12 @@ pub fn tick(n: u64) -> InterpResult<()> {
     Ok(())
 }
 
+/// Consume `n` units of fuel where no error can be raised (inside a table
+/// operation); the next [`tick`] reports a budget this exhausted.
+pub fn spend(n: u64) {
+    FUEL_LEFT.with(|f| f.set(f.get().saturating_sub(n)));
+}
+
 #[cold]
 fn fuel_err() -> Box<Exc> {
     FUEL_LEFT.with(|f| f.set(0));

@@ -185,8 +185,8 @@ pub struct Model {
     fill: usize,
     used: usize,
     finger: usize,
-    /// Probe steps since [`Model::take_work`] (charged as fuel: keys whose
-    /// CPython hashes collide make probing long, as in CPython).
+    /// Probe steps not yet charged as fuel (keys whose CPython hashes
+    /// collide make probing long, as in CPython).
     work: u64,
     /// Bytes charged to the run's memory account.
     charged: usize,
@@ -247,9 +247,9 @@ impl Model {
         self.charged = want;
     }
 
-    /// Probe steps taken since the last call.
-    pub fn take_work(&mut self) -> u64 {
-        std::mem::take(&mut self.work)
+    /// Charge the probe steps taken so far as fuel (four steps a unit).
+    fn settle(&mut self) {
+        super::budget::spend(std::mem::take(&mut self.work) / 4);
     }
 
     fn mask(&self) -> usize {
@@ -355,24 +355,28 @@ impl Model {
         self.used += 1;
         if let Some(f) = freeslot {
             self.slots[f] = id;
-            self.recharge();
-            return;
-        }
-        self.slots[at] = id;
-        self.fill += 1;
-        if self.fill * 5 >= mask * 3 {
-            self.resize(if self.used > 50_000 {
-                self.used * 2
-            } else {
-                self.used * 4
-            });
         } else {
-            self.recharge();
+            self.slots[at] = id;
+            self.fill += 1;
+            if self.fill * 5 >= mask * 3 {
+                self.resize(if self.used > 50_000 {
+                    self.used * 2
+                } else {
+                    self.used * 4
+                });
+            }
         }
+        self.recharge();
+        self.settle();
     }
 
     /// `set_discard_entry` of a key the set holds (`eq` compares keys).
     pub fn discard(&mut self, h: i64, key: &Value, eq: impl Fn(&Value, &Value) -> bool) {
+        self.discard_entry(h, key, eq);
+        self.settle();
+    }
+
+    fn discard_entry(&mut self, h: i64, key: &Value, eq: impl Fn(&Value, &Value) -> bool) {
         let mask = self.mask();
         let hu = h as u64 as usize;
         let mut perturb = hu;
@@ -440,6 +444,11 @@ impl Model {
     /// `set_merge` of `other` into this table; `holds` says whether this
     /// set already holds a key (CPython compares; a held key is skipped).
     pub fn merge(&mut self, other: &Model, holds: impl Fn(&Value) -> bool) {
+        self.merge_entries(other, holds);
+        self.settle();
+    }
+
+    fn merge_entries(&mut self, other: &Model, holds: impl Fn(&Value) -> bool) {
         if other.used == 0 {
             return;
         }
@@ -478,7 +487,6 @@ impl Model {
     pub fn copied(&self) -> Model {
         let mut m = Model::default();
         m.merge(self, |_| false);
-        m.work += self.work;
         m
     }
 
@@ -492,6 +500,7 @@ impl Model {
                 self.used * 4
             });
         }
+        self.settle();
     }
 
     /// A table built by adding `keys` (distinct: CPython hash, lackpy's
@@ -510,6 +519,7 @@ impl Model {
         let mut m = Model::default();
         if n * 5 >= m.mask() * 3 {
             m.resize(n * 2);
+            m.settle();
         }
         for (h, dh, k) in keys {
             m.add_new(h, dh, k);

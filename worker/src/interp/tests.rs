@@ -974,3 +974,20 @@ fn set_order_model_is_bounded_and_accounted() {
         "peak with the model {modelled} vs without {unmodelled}"
     );
 }
+
+/// Keys whose CPython hashes collide (multiples of 2**61 - 1 all hash to
+/// 0) make the order model probe long, as they make CPython: that work is
+/// charged as fuel, so it ends in a fuel limit like any other.
+#[test]
+fn colliding_cpython_hashes_cost_fuel() {
+    let prog = |factor: &str| {
+        format!(
+            "s = {{1, 2, 3}}\ns.discard(1)\nfor k in range(6000):\n    s.add(k * {factor})\nlen(s)"
+        )
+    };
+    let l = lim(300_000, 64 << 20);
+    let spread = run_lim(&prog("7"), &l);
+    assert!(spread.error.is_none(), "{spread:?}");
+    let colliding = run_lim(&prog("2305843009213693951"), &l);
+    assert_eq!(err_type(&colliding), "Limit:fuel", "{colliding:?}");
+}

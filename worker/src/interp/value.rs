@@ -1105,7 +1105,7 @@ impl SetObj {
         let Order::Model(m) = &mut *order else {
             return Ok(());
         };
-        super::budget::tick(m.take_work() / 4 + d.len() as u64 / 8)?;
+        super::budget::tick(d.len() as u64 / 8)?;
         if m.len() != d.len() {
             // Out of step (cannot happen): keep insertion order.
             *order = Order::Insertion;
