@@ -350,6 +350,9 @@ impl Model {
             perturb >>= PERTURB_SHIFT;
             i = i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
         };
+        if self.keys.len() >= 2 * self.used + 16 {
+            self.compact();
+        }
         let id = self.keys.len() as u32;
         self.keys.push(Some((h, dh, key)));
         self.used += 1;
@@ -368,6 +371,27 @@ impl Model {
         }
         self.recharge();
         self.settle();
+    }
+
+    /// Drop the removed keys' entries from `keys` (the slots keep their
+    /// places): adds into deleted slots never resize, so without this a
+    /// loop of removals and adds would grow `keys` without bound.
+    fn compact(&mut self) {
+        let mut new_id = vec![FREE; self.keys.len()];
+        let mut keys = Vec::with_capacity(self.used + 1);
+        for (old, e) in std::mem::take(&mut self.keys).into_iter().enumerate() {
+            if let Some(e) = e {
+                new_id[old] = keys.len() as u32;
+                keys.push(Some(e));
+            }
+        }
+        for slot in &mut self.slots {
+            if *slot < DELETED {
+                *slot = new_id.get(*slot as usize).copied().unwrap_or(DELETED);
+            }
+        }
+        self.work += new_id.len() as u64;
+        self.keys = keys;
     }
 
     /// `set_discard_entry` of a key the set holds (`eq` compares keys).
