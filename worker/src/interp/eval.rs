@@ -1749,12 +1749,29 @@ impl<'a> Interp<'a> {
             tick(1)?;
             d.insert(x, Value::None)?;
         }
+        // CPython's `dictviews_sub`: the left side made a set (a keys view
+        // as `set(the dict)`, sized once; a set copied; anything else added
+        // item by item), then `difference_update` with the right side.
+        use super::setorder::Model;
+        let mut model = match a {
+            Value::Set(s) => s.model_copy(),
+            Value::Keys(_) => {
+                let n = d.len();
+                super::value::model_keys(&d).map(|keys| Model::presized(n, keys))
+            }
+            _ => super::value::model_adding(&d),
+        };
         let mut it = self.iterate(b)?;
         while let Some(x) = self.next(&mut it)? {
             tick(1)?;
-            d.remove(&x)?;
+            if let Some((held, _)) = d.remove(&x)? {
+                Model::discard_from(&mut model, &held);
+            }
         }
-        Ok(Value::set(d))
+        if let Some(m) = model.as_mut() {
+            m.after_removals();
+        }
+        Ok(Value::set_with(d, model))
     }
 
     /// [`Interp::collect`] of a generator: the same steps, fuel, memory
