@@ -310,10 +310,7 @@ impl Backend for RealBackend {
                 run_id: None,
             };
         }
-        let t0 = std::time::Instant::now();
-        let profile = self.resolve(req.profile.as_deref(), req.tools.as_deref());
-        eprintln!("TIMING resolve={}", t0.elapsed().as_nanos());
-        let profile = match profile {
+        let profile = match self.resolve(req.profile.as_deref(), req.tools.as_deref()) {
             Ok(p) => p,
             Err(e) => {
                 return RunOutcome {
