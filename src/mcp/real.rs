@@ -189,10 +189,13 @@ impl RealBackend {
     ) -> Result<ResolvedProfile, ErrorInfo> {
         let stamp = common::config_stamp(&self.workspace);
         let profile = profile.or(self.default_profile.as_deref());
-        let key: ResolveKey = (profile.map(String::from), tools.map(<[String]>::to_vec));
         if let Ok(c) = self.resolved.lock() {
             if c.stamp.as_ref() == Some(&stamp) {
-                if let Some((_, p)) = c.entries.iter().find(|(k, _)| *k == key) {
+                let hit = c
+                    .entries
+                    .iter()
+                    .find(|((p, t), _)| p.as_deref() == profile && t.as_deref() == tools);
+                if let Some((_, p)) = hit {
                     return Ok(p.clone());
                 }
             }
@@ -210,6 +213,7 @@ impl RealBackend {
                 if c.entries.len() >= MAX_RESOLVED {
                     c.entries.remove(0);
                 }
+                let key = (profile.map(String::from), tools.map(<[String]>::to_vec));
                 c.entries.push((key, resolved.clone()));
             }
         }
