@@ -844,13 +844,6 @@ impl<'a> Interp<'a> {
                     None => Vec::new(),
                     Some(v) => self.collect(v)?,
                 };
-                // `set(a_set)` is a copy of its table (`set_merge`);
-                // `set(a_dict)` sizes the table once, then adds.
-                let model = match a.pos.first() {
-                    Some(Value::Set(src)) => Some(src.model_copy()),
-                    Some(Value::Dict(_)) => Some(None),
-                    _ => None,
-                };
                 Ok(match b {
                     Builtin::List => Value::list(items),
                     Builtin::Tuple => Value::tuple(items),
@@ -862,15 +855,15 @@ impl<'a> Interp<'a> {
                         for x in items {
                             d.insert(x, Value::None)?;
                         }
-                        match model {
-                            Some(Some(m)) => Value::set_with(d, Some(m)),
-                            Some(None) => {
-                                let n = d.len();
-                                let m = super::value::model_keys(&d)
-                                    .map(|keys| super::setorder::Model::presized(n, keys));
+                        // `set(a_set)` is a copy of its table (`set_merge`);
+                        // `set(a_dict)` sizes the table once, then adds.
+                        match a.pos.first() {
+                            Some(Value::Set(src)) => Value::set_with(d, src.model_copy()),
+                            Some(Value::Dict(_)) => {
+                                let m = super::value::model_presized(&d);
                                 Value::set_with(d, m)
                             }
-                            None => Value::set(d),
+                            _ => Value::set(d),
                         }
                     }
                 })

@@ -1752,21 +1752,15 @@ impl<'a> Interp<'a> {
         // CPython's `dictviews_sub`: the left side made a set (a keys view
         // as `set(the dict)`, sized once; a set copied; anything else added
         // item by item), then `difference_update` with the right side.
-        use super::setorder::Model;
         let mut model = match a {
             Value::Set(s) => s.model_copy(),
-            Value::Keys(_) => {
-                let n = d.len();
-                super::value::model_keys(&d).map(|keys| Model::presized(n, keys))
-            }
+            Value::Keys(_) => super::value::model_presized(&d),
             _ => super::value::model_adding(&d),
         };
         let mut it = self.iterate(b)?;
         while let Some(x) = self.next(&mut it)? {
             tick(1)?;
-            if let Some((held, _)) = d.remove(&x)? {
-                Model::discard_from(&mut model, &held);
-            }
+            super::setorder::remove_key(&mut d, &mut model, &x)?;
         }
         if let Some(m) = model.as_mut() {
             m.after_removals();

@@ -2147,14 +2147,9 @@ impl<'a> Interp<'a> {
                         let keys: Vec<Value> = os.d.borrow().keys().cloned().collect();
                         tick(keys.len() as u64)?;
                         if m == Method::Union {
-                            match (model.as_mut(), os.model_raw()) {
-                                (Some(mm), Some(om))
-                                    if mm.len() + om.len() <= super::value::MAX_MODEL_KEYS =>
-                                {
-                                    mm.merge(&om, |k| d.contains(k).unwrap_or(true))
-                                }
-                                _ => model = None,
-                            }
+                            Model::merge_into(&mut model, os.model_raw().as_ref(), |k| {
+                                d.contains(k).unwrap_or(true)
+                            });
                             for k in keys {
                                 d.insert(k, Value::None)?;
                             }
@@ -2248,9 +2243,7 @@ impl<'a> Interp<'a> {
                     }
                     for k in other.keys() {
                         tick(1)?;
-                        if let Some((held, _)) = cur.remove(k)? {
-                            Model::discard_from(&mut model, &held);
-                        }
+                        super::setorder::remove_key(&mut cur, &mut model, k)?;
                     }
                     if let Some(mm) = model.as_mut() {
                         mm.after_removals();
@@ -2280,9 +2273,7 @@ impl<'a> Interp<'a> {
                 let mine: Vec<Value> = s.d.borrow().keys().cloned().collect();
                 for k in mine {
                     tick(1)?;
-                    if let Some((held, _)) = d.remove(&k)? {
-                        Model::discard_from(&mut model, &held);
-                    } else {
+                    if !super::setorder::remove_key(&mut d, &mut model, &k)? {
                         d.insert(k.clone(), Value::None)?;
                         Model::add_to(&mut model, &k);
                     }

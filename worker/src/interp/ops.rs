@@ -210,9 +210,7 @@ pub fn binop(op: BinOp, a: &Value, b: &Value) -> InterpResult<Value> {
                 let mut model = x.model_copy();
                 for k in yd.keys() {
                     tick(1)?;
-                    if let Some((held, _)) = d.remove(k)? {
-                        super::setorder::Model::discard_from(&mut model, &held);
-                    }
+                    super::setorder::remove_key(&mut d, &mut model, k)?;
                 }
                 if let Some(m) = model.as_mut() {
                     m.after_removals();

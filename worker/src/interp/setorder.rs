@@ -22,7 +22,8 @@
 //! its probing is charged as fuel, so keys whose CPython hashes collide
 //! cost the run fuel, as they cost CPython time.
 
-use super::value::Value;
+use super::err::InterpResult;
+use super::value::{Dict, Value};
 
 /// CPython's `_PyHASH_MODULUS` (2**61 - 1).
 const MODULUS: u64 = (1 << 61) - 1;
@@ -581,6 +582,38 @@ impl Model {
         if let (Some(m), Some(h)) = (model.as_mut(), cpython_hash(key)) {
             m.discard(h, key, super::value::key_eq);
         }
+    }
+
+    /// `set_merge` of `other` into `model`; `holds` says whether the set
+    /// already holds a key. `None` (insertion order) when either side has
+    /// no model or the merged table would pass the bound.
+    pub fn merge_into(
+        model: &mut Option<Model>,
+        other: Option<&Model>,
+        holds: impl Fn(&Value) -> bool,
+    ) {
+        match (model.as_mut(), other) {
+            (Some(m), Some(o)) if m.len() + o.len() <= super::value::MAX_MODEL_KEYS => {
+                m.merge(o, holds)
+            }
+            _ => *model = None,
+        }
+    }
+}
+
+/// Remove `key` from a set's table `d` and from its `model`
+/// (`set_discard_key`); whether it was there. After a run of removals,
+/// call [`Model::after_removals`] where CPython does.
+///
+/// # Errors
+/// TypeError for an unhashable key.
+pub fn remove_key(d: &mut Dict, model: &mut Option<Model>, key: &Value) -> InterpResult<bool> {
+    match d.remove(key)? {
+        Some((held, _)) => {
+            Model::discard_from(model, &held);
+            Ok(true)
+        }
+        None => Ok(false),
     }
 }
 

@@ -1051,6 +1051,12 @@ pub fn model_adding(d: &Dict) -> Option<super::setorder::Model> {
     model_keys(d).map(super::setorder::Model::from_keys)
 }
 
+/// CPython's table after `set_update_internal` of a dict holding `d`'s
+/// keys: sized once for all of them, then the keys added in order.
+pub fn model_presized(d: &Dict) -> Option<super::setorder::Model> {
+    model_keys(d).map(|keys| super::setorder::Model::presized(d.len(), keys))
+}
+
 /// The keys of `d` with their CPython and lackpy hashes, when every one
 /// has a process-independent hash.
 pub fn model_keys(d: &Dict) -> Option<Vec<(i64, u64, Value)>> {
@@ -1081,9 +1087,29 @@ impl SetObj {
         };
         if matches!(*order, Order::Adds) {
             *order = match model_adding(&d) {
-                Some(m) if d.len() <= MAX_MODEL_KEYS => Order::Model(m),
-                _ => Order::Insertion,
+                Some(m) => Order::Model(m),
+                None => Order::Insertion,
             };
+        }
+    }
+
+    /// Apply `f` to the model of a set that has one (`f` leaving `None`
+    /// gives the set insertion order); a set with only adds so far, or in
+    /// insertion order, is left as it is.
+    fn with_model(&self, f: impl FnOnce(&mut Option<super::setorder::Model>)) {
+        let Ok(mut order) = self.order.try_borrow_mut() else {
+            return;
+        };
+        if !matches!(*order, Order::Model(_)) {
+            return;
+        }
+        let Order::Model(m) = std::mem::replace(&mut *order, Order::Insertion) else {
+            return;
+        };
+        let mut model = Some(m);
+        f(&mut model);
+        if let Some(m) = model {
+            *order = Order::Model(m);
         }
     }
 
@@ -1119,25 +1145,12 @@ impl SetObj {
     /// `key` was just added to `d` (it was not there).
     pub fn added(&self, key: &Value) {
         self.ordered.set(false);
-        let Ok(mut order) = self.order.try_borrow_mut() else {
-            return;
-        };
-        if let Order::Model(m) = &mut *order {
-            match (super::setorder::cpython_hash(key), hash_value(key)) {
-                (Some(h), Ok(dh)) if m.len() < MAX_MODEL_KEYS => m.add_new(h, dh, key.clone()),
-                _ => *order = Order::Insertion,
-            }
-        }
+        self.with_model(|m| super::setorder::Model::add_to(m, key));
     }
 
     /// `key` was just removed from `d` (after [`SetObj::materialize`]).
     pub fn removed(&self, key: &Value) {
-        let Ok(mut order) = self.order.try_borrow_mut() else {
-            return;
-        };
-        if let (Order::Model(m), Some(h)) = (&mut *order, super::setorder::cpython_hash(key)) {
-            m.discard(h, key, key_eq);
-        }
+        self.with_model(|m| super::setorder::Model::discard_from(m, key));
     }
 
     /// The key `set.pop()` takes (CPython's: from its table's finger);
@@ -1163,16 +1176,14 @@ impl SetObj {
         self.materialize();
         self.ordered.set(false);
         let theirs = other.model_raw();
-        let (Ok(mut order), Ok(d)) = (self.order.try_borrow_mut(), self.d.try_borrow()) else {
+        let Ok(d) = self.d.try_borrow() else {
             return;
         };
-        match (&mut *order, theirs) {
-            (Order::Model(m), Some(o)) if m.len() + o.len() <= MAX_MODEL_KEYS => {
-                m.merge(&o, |k| d.contains(k).unwrap_or(true))
-            }
-            (Order::Insertion, _) => {}
-            _ => *order = Order::Insertion,
-        }
+        self.with_model(|m| {
+            super::setorder::Model::merge_into(m, theirs.as_ref(), |k| {
+                d.contains(k).unwrap_or(true)
+            })
+        });
     }
 
     /// This set's model as it is.
