@@ -410,8 +410,15 @@ fn hostile_truncated_and_dying_workers() {
     let _g = serial();
     let (kind, _, msg) = err_of(&hostile("truncated", Limits::default()));
     assert_eq!(kind, ErrorKind::Internal, "{msg}");
-    let (kind, ty, _) = err_of(&hostile("exit_early", Limits::default()));
+    let (kind, ty, msg) = err_of(&hostile("exit_early", Limits::default()));
     assert_eq!((kind, ty.as_str()), (ErrorKind::Internal, "WorkerDied"));
+    // The death's message says what the channel reported, after the exit
+    // was awaited and the channel read once more (`Session::after_end`).
+    assert!(msg.contains("(the channel: connection closed)"), "{msg}");
+    let (kind, ty, msg) = err_of(&hostile("exit_zero", Limits::default()));
+    assert_eq!((kind, ty.as_str()), (ErrorKind::Internal, "WorkerDied"));
+    assert!(msg.contains("exit status 0"), "{msg}");
+    assert!(msg.contains("(the channel: connection closed)"), "{msg}");
     let (kind, ty, msg) = err_of(&hostile("setup_failed", Limits::default()));
     assert_eq!(
         (kind, ty.as_str()),

@@ -345,6 +345,7 @@ pub const HOSTILE_MODES: &[&str] = &[
     "bad_id",
     "silent",
     "exit_early",
+    "exit_zero",
     "stdout_flood",
     "setup_failed",
     "wrong_protocol",
@@ -449,6 +450,9 @@ pub fn hostile(spec: &JailSpec, args: &[String]) -> i32 {
             }
         }
         "exit_early" => return 3,
+        // A clean exit without `Done`: the supervisor reads once more after
+        // the exit, finds nothing, and reports a death.
+        "exit_zero" => return 0,
         "alloc_abort" => {
             // Reserve address space until RLIMIT_AS makes an allocation fail:
             // Rust aborts (SIGABRT), which the supervisor reports as `memory`.
