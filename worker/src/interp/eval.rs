@@ -154,14 +154,18 @@ impl CallArgs {
             }
             out.push(v);
         }
-        if let Some((k, _)) = self.kw.first() {
+        // Leftover keywords: first a parameter given both positionally and
+        // by name (in parameter order, whatever the keywords' order), then
+        // the first unknown keyword, as `_PyArg_UnpackKeywords` checks.
+        if !self.kw.is_empty() {
             let given = names
                 .iter()
                 .take(nargs.saturating_sub(posonly))
-                .position(|n| **n == **k);
+                .position(|n| self.kw.iter().any(|(k, _)| **k == **n));
             if let Some(j) = given {
                 return Err(type_err(format!(
-                    "argument for {fname}() given by name ('{k}') and position ({})",
+                    "argument for {fname}() given by name ('{}') and position ({})",
+                    names.get(j).copied().unwrap_or_default(),
                     posonly + j + 1
                 )));
             }
