@@ -1322,6 +1322,10 @@ impl<'a> Interp<'a> {
         v: Value,
     ) -> InterpResult<()> {
         let Value::List(l) = obj else {
+            // A dict hashes the key, and slices are unhashable.
+            if matches!(obj, Value::Dict(_)) {
+                return Err(type_err("unhashable type: 'slice'"));
+            }
             return Err(type_err(format!(
                 "'{}' object does not support item assignment",
                 obj.type_name()
