@@ -367,6 +367,12 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
+    /// Does CPython's type of `v` have sequence methods (`tp_as_sequence`)
+    /// but no repeat? (range, dict, set, dict views.)
+    fn sequence_without_repeat(v: &Value) -> bool {
+        matches!(v, Value::Range(_) | Value::Dict(_) | Value::Set(_)) || v.as_view().is_some()
+    }
+
     /// `a op= b`: lists extend in place for `+=`.
     fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> InterpResult<Value> {
         if op == BinOp::Add {
@@ -409,6 +415,16 @@ impl<'a> Interp<'a> {
                 drop(v);
                 return Ok(cur);
             }
+        }
+        if op == BinOp::Mul && Self::sequence_without_repeat(&cur) {
+            // PyNumber_InPlaceMultiply: a left operand with sequence methods
+            // but no repeat (range, dict, set, dict views) is never repeated
+            // by the right one, as `a * b` would be.
+            return Err(type_err(format!(
+                "unsupported operand type(s) for *=: '{}' and '{}'",
+                cur.type_name(),
+                rhs.type_name()
+            )));
         }
         let r = if op == BinOp::Sub && (cur.as_view().is_some() || rhs.as_view().is_some()) {
             self.view_sub(&cur, rhs)
