@@ -395,8 +395,10 @@ impl<'a> Interp<'a> {
                 return Ok(cur);
             }
         }
-        if op == BinOp::Mul {
-            if let (Value::List(l), Some(n)) = (&cur, ops::repeat_count(rhs)?) {
+        if let (BinOp::Mul, Value::List(l)) = (op, &cur) {
+            // The count is read only for a list (`None *= 10**20` is a
+            // TypeError, not the count's OverflowError).
+            if let Some(n) = ops::repeat_count(rhs)? {
                 let len = l.v.borrow().len();
                 let total = (len as u64).saturating_mul(n as u64);
                 mem_check_n(total, SLOT as u64)?;
