@@ -418,6 +418,16 @@ impl<'a> Interp<'a> {
                 return Ok(cur);
             }
         }
+        if let (BinOp::Sub, Value::Set(_), Value::Set(_)) = (op, &cur, rhs) {
+            // set_isub: the set itself loses the other's items (other
+            // names for it see the change), as difference_update.
+            let args = CallArgs {
+                pos: std::iter::once(rhs.clone()).collect(),
+                kw: Vec::new(),
+            };
+            self.call_known_method(&cur, super::methods::Method::DifferenceUpdate, args)?;
+            return Ok(cur);
+        }
         if op == BinOp::Mul && Self::sequence_without_repeat(&cur) {
             // PyNumber_InPlaceMultiply: a left operand with sequence methods
             // but no repeat (range, dict, set, dict views) is never repeated
