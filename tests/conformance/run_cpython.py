@@ -300,11 +300,24 @@ def run_one(name, source, workspace):
         env = {"__builtins__": make_builtins()}
         if workspace:
             os.chdir(workspace)
+        # The program gets the recursion headroom it has as a script (the
+        # default limit of 1000 above its own frame), not main()'s 10000,
+        # which only serves to_data and the JSON dump of deep values.
+        depth = 0
+        frame = sys._getframe()
+        while frame is not None:
+            depth += 1
+            frame = frame.f_back
         with contextlib.redirect_stdout(buf):
-            exec(body, env)
+            sys.setrecursionlimit(1000 + depth)
+            try:
+                exec(body, env)
+                if tail is not None:
+                    value = eval(tail, env)
+                    result["repr"] = repr(value)
+            finally:
+                sys.setrecursionlimit(10000)
             if tail is not None:
-                value = eval(tail, env)
-                result["repr"] = repr(value)
                 result["data"] = to_data(value)
         result["ok"] = True
     except BaseException as e:  # noqa: BLE001 - every failure is data here

@@ -32,7 +32,9 @@
 
 use lackpy_policy::wire::{Data, ErrorKind, Limits, ToolFailure};
 use lackpy_policy::{validate, Grade, Namespace, ToolEntry};
-use lackpy_worker::interp::{run_source, Kwargs, Output, ToolHost};
+use lackpy_worker::interp::{
+    run_source, set_stack_budget, Kwargs, Output, ToolHost, WORKER_STACK_BUDGET,
+};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -626,6 +628,9 @@ fn run_lackpy(case: &Case) -> LackpyOutcome {
         .stack_size(64 * 1024 * 1024)
         .spawn(move || {
             let outcome = std::panic::catch_unwind(move || {
+                // The worker's stack budget (role.rs), so nesting bounds
+                // (repr of lists ~997 deep) are the real worker's.
+                set_stack_budget(WORKER_STACK_BUDGET);
                 let limits = Limits::default();
                 let scratch = uses_tools.then(Scratch::new);
                 let mut fs_host;

@@ -154,14 +154,18 @@ impl CallArgs {
             }
             out.push(v);
         }
-        if let Some((k, _)) = self.kw.first() {
+        // Leftover keywords: first a parameter given both positionally and
+        // by name (in parameter order, whatever the keywords' order), then
+        // the first unknown keyword, as `_PyArg_UnpackKeywords` checks.
+        if !self.kw.is_empty() {
             let given = names
                 .iter()
                 .take(nargs.saturating_sub(posonly))
-                .position(|n| **n == **k);
+                .position(|n| self.kw.iter().any(|(k, _)| **k == **n));
             if let Some(j) = given {
                 return Err(type_err(format!(
-                    "argument for {fname}() given by name ('{k}') and position ({})",
+                    "argument for {fname}() given by name ('{}') and position ({})",
+                    names.get(j).copied().unwrap_or_default(),
                     posonly + j + 1
                 )));
             }
@@ -363,6 +367,12 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
+    /// Does CPython's type of `v` have sequence methods (`tp_as_sequence`)
+    /// but no repeat? (range, dict, set, dict views.)
+    fn sequence_without_repeat(v: &Value) -> bool {
+        matches!(v, Value::Range(_) | Value::Dict(_) | Value::Set(_)) || v.as_view().is_some()
+    }
+
     /// `a op= b`: lists extend in place for `+=`.
     fn inplace(&mut self, op: BinOp, cur: Value, rhs: &Value) -> InterpResult<Value> {
         if op == BinOp::Add {
@@ -385,8 +395,10 @@ impl<'a> Interp<'a> {
                 return Ok(cur);
             }
         }
-        if op == BinOp::Mul {
-            if let (Value::List(l), Some(n)) = (&cur, ops::repeat_count(rhs)?) {
+        if let (BinOp::Mul, Value::List(l)) = (op, &cur) {
+            // The count is read only for a list (`None *= 10**20` is a
+            // TypeError, not the count's OverflowError).
+            if let Some(n) = ops::repeat_count(rhs)? {
                 let len = l.v.borrow().len();
                 let total = (len as u64).saturating_mul(n as u64);
                 mem_check_n(total, SLOT as u64)?;
@@ -405,6 +417,26 @@ impl<'a> Interp<'a> {
                 drop(v);
                 return Ok(cur);
             }
+        }
+        if let (BinOp::Sub, Value::Set(_), Value::Set(_)) = (op, &cur, rhs) {
+            // set_isub: the set itself loses the other's items (other
+            // names for it see the change), as difference_update.
+            let args = CallArgs {
+                pos: std::iter::once(rhs.clone()).collect(),
+                kw: Vec::new(),
+            };
+            self.call_known_method(&cur, super::methods::Method::DifferenceUpdate, args)?;
+            return Ok(cur);
+        }
+        if op == BinOp::Mul && Self::sequence_without_repeat(&cur) {
+            // PyNumber_InPlaceMultiply: a left operand with sequence methods
+            // but no repeat (range, dict, set, dict views) is never repeated
+            // by the right one, as `a * b` would be.
+            return Err(type_err(format!(
+                "unsupported operand type(s) for *=: '{}' and '{}'",
+                cur.type_name(),
+                rhs.type_name()
+            )));
         }
         let r = if op == BinOp::Sub && (cur.as_view().is_some() || rhs.as_view().is_some()) {
             self.view_sub(&cur, rhs)
@@ -1318,6 +1350,10 @@ impl<'a> Interp<'a> {
         v: Value,
     ) -> InterpResult<()> {
         let Value::List(l) = obj else {
+            // A dict hashes the key, and slices are unhashable.
+            if matches!(obj, Value::Dict(_)) {
+                return Err(type_err("unhashable type: 'slice'"));
+            }
             return Err(type_err(format!(
                 "'{}' object does not support item assignment",
                 obj.type_name()

@@ -2217,6 +2217,17 @@ impl<'a> Interp<'a> {
                 let mut cur = copy_dict(&s.d.borrow())?;
                 let mut model = if update { s.model_raw() } else { None };
                 for (i, o) in a.pos.iter().enumerate() {
+                    if let (true, Value::Set(os)) = (update, o) {
+                        if std::rc::Rc::ptr_eq(os, s) {
+                            // set_difference_update_internal: the set itself
+                            // as the argument clears it (a fresh table).
+                            cur = Dict::new();
+                            s.d.borrow_mut().clear();
+                            s.cleared();
+                            model = s.model_raw();
+                            continue;
+                        }
+                    }
                     let other = self.set_of(o)?;
                     // The first argument of `difference`: CPython adds the
                     // receiver's keys the argument lacks to a new set when

@@ -43,6 +43,7 @@ pub(crate) mod surrogate;
 pub(crate) mod unicode;
 pub(crate) mod value;
 
+pub use budget::{set_stack_budget, WORKER_STACK_BUDGET};
 pub use format::{float_repr, str_repr};
 pub use value::{mem_peak, mem_peak_reset};
 
