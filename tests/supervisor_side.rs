@@ -876,3 +876,39 @@ fn user_config_in_the_workspace_is_never_trusted() {
     let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &ok));
     assert_eq!(v["value"], 1, "{v} {}", stderr(&out));
 }
+
+/// Code intelligence over many hostile files, each just under the per-file
+/// index cap (`f();` a quarter of a million times, every file different so
+/// the cache shares nothing): one `find_callers` call used to hold every
+/// file's index at once — 64 such files took the supervisor to 1.6 GiB.
+/// The indexes one call holds are now bounded together
+/// (`MAX_TOTAL_INDEX_BYTES`), and the call ends with `TooLarge`.
+#[test]
+fn code_intelligence_bounds_the_total_index() {
+    let ws = util::workspace(&[]);
+    let body = "f();".repeat(254_000);
+    for i in 0..10 {
+        std::fs::write(
+            ws.path().join(format!("m{i}.py")),
+            format!("# {i}\n{body}\n"),
+        )
+        .expect("write");
+    }
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = [
+        "run",
+        "--json",
+        "--workspace",
+        ws_s,
+        "--tools",
+        "find_callers",
+        "--timeout",
+        "120",
+        "-",
+    ];
+    let out = util::run_with_stdin(&args, "find_callers(\"zz\")", None);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("MAX_TOTAL_INDEX_BYTES"), "{msg}");
+}

@@ -66,6 +66,15 @@ pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 /// parse. Why: qualified names and callers repeat their enclosing names, so
 /// a hostile 1 MiB file could otherwise index to gigabytes.
 pub const MAX_INDEX_BYTES: usize = 16 * 1024 * 1024;
+/// Most accounted bytes of all the file indexes one call holds at once
+/// (beyond: `TooLarge`). Why: [`MAX_TOTAL_BYTES`] of source at
+/// [`MAX_INDEX_BYTES`] per 1 MiB file would be 1 GiB of index (64 hostile
+/// files of `f();f();…` took the supervisor to 1.6 GiB in one call; with
+/// this bound the same call peaks near 330 MiB, the accounting counting
+/// small allocations at their requested size); real code indexes to a
+/// fraction of its size (CPython's standard library, 13 MiB of Python,
+/// kept the whole process under 40 MiB).
+pub const MAX_TOTAL_INDEX_BYTES: usize = 128 * 1024 * 1024;
 /// Longest `text` of a call site, in bytes (cut at a character boundary).
 /// Why: every call on one long line would otherwise copy the whole line.
 pub const MAX_TEXT_BYTES: usize = 1024;
@@ -484,6 +493,7 @@ fn index_tree(
     let mut dirs = 0usize;
     let mut files = 0usize;
     let mut total = 0u64;
+    let mut index_total = 0usize;
     while let Some(rel) = stack.pop() {
         clock.tick()?;
         dirs += 1;
@@ -554,7 +564,15 @@ fn index_tree(
                             format!("the workspace has more than {MAX_TOTAL_BYTES} bytes of Python to index (MAX_TOTAL_BYTES)"),
                         ));
                     }
-                    out.push((path.clone(), index_cached(&src, &path)));
+                    let idx = index_cached(&src, &path);
+                    index_total = index_total.saturating_add(idx.bytes);
+                    if index_total > MAX_TOTAL_INDEX_BYTES {
+                        return Err(ToolFailure::new(
+                            "TooLarge",
+                            format!("the workspace's Python indexes to more than {MAX_TOTAL_INDEX_BYTES} bytes (MAX_TOTAL_INDEX_BYTES)"),
+                        ));
+                    }
+                    out.push((path.clone(), idx));
                 }
             }
         }
