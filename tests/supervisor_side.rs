@@ -912,3 +912,46 @@ fn code_intelligence_bounds_the_total_index() {
     let msg = v["error"]["message"].as_str().unwrap_or("");
     assert!(msg.contains("MAX_TOTAL_INDEX_BYTES"), "{msg}");
 }
+
+/// Values of many small items cross the worker boundary as a clear error,
+/// never as a "protocol violation": a frame well under the 16 MiB cap can
+/// still be refused by its reader, whose bincode limit counts every
+/// element at its size in memory (32 bytes for a one-byte `0`). A valid
+/// program whose value was `[0] * 600000` ended as an internal error
+/// (`ProtocolViolation: worker killed`, exit 4); the same list as a tool
+/// argument did too, with the call untraced; and a command tool printing
+/// 700,000 lines (`parse = "lines"`, 1.4 MB) was traced as a success while
+/// the program got "no answer from the supervisor: undecodable frame".
+#[test]
+fn many_small_values_are_a_clear_error_not_a_protocol_violation() {
+    let cfg = r#"
+[[tools]]
+name = "lines"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "lines"
+args = [{ name = "path", type = "str" }]
+"#;
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    std::fs::write(ws.path().join("n.txt"), "x\n".repeat(700_000)).expect("write");
+
+    let (out, v) = run(ws.path(), Some("lines"), "[0] * 600000");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "result", "{v}");
+
+    let (out, v) = run(ws.path(), Some("lines"), "x = [0] * 600000\nlines(x)");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "tool", "{v}");
+    assert_eq!(v["error"]["type"], "TooLarge", "{v}");
+
+    let (out, v) = run(ws.path(), Some("lines"), "r = lines(\"n.txt\")\nlen(r)");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["type"], "TooLarge", "{v}");
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+
+    // Just under the bound, the same shapes still work.
+    let (out, v) = run(ws.path(), Some("lines"), "[0] * 400000");
+    let n = v["value"].as_array().map(Vec::len);
+    assert_eq!(n, Some(400_000), "{} {}", v["error"], stderr(&out));
+}
