@@ -955,3 +955,88 @@ args = [{ name = "path", type = "str" }]
     let n = v["value"].as_array().map(Vec::len);
     assert_eq!(n, Some(400_000), "{} {}", v["error"], stderr(&out));
 }
+
+/// CPU seconds (user + system, all threads) the process `pid` has used so
+/// far, from `/proc/PID/stat` (in USER_HZ ticks, 100 a second on Linux).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A `find_definitions` file selector is matched against every indexed
+/// file's path; a hostile one (a `*` then a 240-character literal, against
+/// 250-character directory names fourteen deep) costs most of a
+/// millisecond per file. That matching never looked at the clock: the run
+/// ended at its deadline, but in `lackpy mcp` (or `serve`) the indexer
+/// thread went on burning a core for as long as the matching took (over
+/// 15 s here; unbounded in the number of runs). It now stops with the run.
+#[test]
+fn code_intelligence_stops_searching_at_the_deadline() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let ws = util::workspace(&[]);
+    let mut deep = ws.path().to_path_buf();
+    for _ in 0..14 {
+        deep.push("a".repeat(250));
+    }
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    for i in 0..30_000 {
+        std::fs::write(deep.join(format!("f{i:05}.py")), "").expect("write");
+    }
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
+    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    assert!(first.contains("\"id\":1"), "{first}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let selector = format!("**/*{}b/x.py", "a".repeat(240));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "run_program",
+        "arguments": {"program": format!("find_definitions({selector:?})"),
+                      "tools": ["find_definitions"]}}}),
+    );
+    let answer = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let busy = cpu_seconds(pid) - before;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.contains("\"id\":2"), "{answer}");
+    assert!(
+        busy < 1.0,
+        "the server used {busy:.2} s of CPU in the 3 s after the run ended"
+    );
+}

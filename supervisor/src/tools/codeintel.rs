@@ -191,12 +191,16 @@ pub fn call(
     let ctx = run.clone();
     let work = move || -> Result<Data, ToolFailure> {
         let indexed = index_tree(&root, &ctx)?;
+        // The search is bounded by the index, but not cheap (a selector
+        // pattern is matched against every file's path): it looks at the
+        // clock too, so the thread stops with the run.
+        let mut clock = Interrupt::new(&ctx);
         match which.as_str() {
             "find_definitions" => match &selector {
-                Some(sel) => definitions_in(&indexed, sel),
-                None => definitions(&indexed, &name),
+                Some(sel) => definitions_in(&indexed, sel, &mut clock),
+                None => definitions(&indexed, &name, &mut clock),
             },
-            "find_callers" => callers(&indexed, &name),
+            "find_callers" => callers(&indexed, &name, &mut clock),
             other => Err(ToolFailure::new(
                 "ToolFailed",
                 format!("no code-intelligence function {other:?}"),
@@ -293,11 +297,16 @@ fn count_result(n: usize, bytes: &mut usize, strings: &[&str]) -> Result<(), Too
     Ok(())
 }
 
-fn definitions(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
+fn definitions(
+    files: &[(String, Arc<FileIndex>)],
+    name: &str,
+    clock: &mut Interrupt,
+) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     for (file, idx) in files {
         for d in &idx.defs {
+            clock.tick()?;
             if d.name == name || d.qualname == name {
                 push_def(&mut out, &mut bytes, file, d)?;
             }
@@ -375,11 +384,16 @@ impl FileSelector {
 fn definitions_in(
     files: &[(String, Arc<FileIndex>)],
     sel: &FileSelector,
+    clock: &mut Interrupt,
 ) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     let mut any_file = false;
     for (file, idx) in files {
+        // Matching one path against a hostile pattern can take a
+        // millisecond (a 240-character literal after a `*`, against
+        // 250-character directory names): look at the clock before each.
+        clock.check()?;
         if !sel.pattern.selects_file(file) {
             continue;
         }
@@ -414,11 +428,16 @@ fn callee_matches(callee: &str, name: &str) -> bool {
     }
 }
 
-fn callers(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
+fn callers(
+    files: &[(String, Arc<FileIndex>)],
+    name: &str,
+    clock: &mut Interrupt,
+) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     for (file, idx) in files {
         for c in &idx.calls {
+            clock.tick()?;
             if callee_matches(&c.callee, name) {
                 count_result(out.len(), &mut bytes, &[file, &c.caller, &c.text])?;
                 out.push(dict(vec![
