@@ -1040,3 +1040,19 @@ fn code_intelligence_stops_searching_at_the_deadline() {
         "the server used {busy:.2} s of CPU in the 3 s after the run ended"
     );
 }
+
+/// `find_files` hides the root's `.lackpy` however the root is reached:
+/// through a symlink to it (`self -> .`, which a writable tool or a cloned
+/// repository can hold), `*/*` listed `self/.lackpy` (and `*/*/*`
+/// `self/self/.lackpy`), naming the control directory it promises never to
+/// list.
+#[test]
+fn find_files_never_lists_the_control_dir_through_a_link_to_the_root() {
+    let ws = util::workspace(&[(".lackpy/config.toml", "# x\n"), ("sub/a.txt", "a")]);
+    std::os::unix::fs::symlink(".", ws.path().join("self")).expect("symlink");
+    let prog = "[find_files('*/*'), find_files('*/*/*'), find_files('self/*')]";
+    let (out, v) = run(ws.path(), Some("find_files"), prog);
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    assert!(!v["value"].to_string().contains(".lackpy"), "{v}");
+    assert!(v["value"][0].to_string().contains("self/sub"), "{v}");
+}
