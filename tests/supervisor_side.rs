@@ -1056,3 +1056,21 @@ fn find_files_never_lists_the_control_dir_through_a_link_to_the_root() {
     assert!(!v["value"].to_string().contains(".lackpy"), "{v}");
     assert!(v["value"][0].to_string().contains("self/sub"), "{v}");
 }
+
+/// A tool result over the 16 MiB frame (here `find_files` of 72,000
+/// 246-character names, 17.9 MB) ends the run with the `result` limit, and
+/// the call is traced as failed: it was traced as a success though the
+/// program never got its result.
+#[test]
+fn a_result_over_the_frame_is_traced_as_failed() {
+    let ws = util::workspace(&[]);
+    let pad = "n".repeat(240);
+    for i in 0..72_000 {
+        std::fs::write(ws.path().join(format!("{i:06}{pad}")), "").expect("write");
+    }
+    let (out, v) = run(ws.path(), Some("find_files"), "len(find_files('*'))");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "result", "{v}");
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+}

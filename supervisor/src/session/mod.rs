@@ -421,6 +421,11 @@ impl<'a, 't> Session<'a, 't> {
                     match sent {
                         Ok(()) => Ok(Step::Continue),
                         Err(FrameError::TooLarge { len, max }) => {
+                            // The program never gets this result: the call
+                            // is traced as failed, not as a success.
+                            entry_err = Some(format!(
+                                "TooLarge: the result of {len} bytes exceeds the {max}-byte frame limit"
+                            ));
                             self.worker.kill_and_reap();
                             Err(limit(
                                 "result",
