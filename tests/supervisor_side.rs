@@ -1074,3 +1074,42 @@ fn a_result_over_the_frame_is_traced_as_failed() {
     assert_eq!(v["error"]["type"], "result", "{v}");
     assert_eq!(v["trace"][0]["ok"], false, "{v}");
 }
+
+/// A program cannot make a directory a bare git repository: with `HEAD`,
+/// `objects/` and `refs/`, git takes `sub/` for a repository (found before
+/// the workspace's own `.git`) and obeys `sub/config` outside any jail —
+/// `core.fsmonitor` ran a program-chosen command on the next `git status`
+/// in `sub/` (by the user, an IDE or a git-aware shell prompt), with no
+/// `.git` anywhere in the paths written. A file named `HEAD` that git
+/// would accept as one is refused; any other `HEAD` is written.
+#[test]
+fn programs_cannot_make_a_bare_repository() {
+    let ws = util::workspace(&[]);
+    let prog = r#"write_file("sub/config", "[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch pwned; false\n")
+write_file("sub/objects/info/keep", "")
+write_file("sub/refs/heads/keep", "")
+write_file("notes/HEAD", "plain text")
+write_file("sub/HEAD", "ref: refs/heads/main\n")"#;
+    let (out, v) = run(ws.path(), Some("write_file,edit_file"), prog);
+    assert_eq!(
+        v["error"]["type"],
+        "PathOutsideWorkspace",
+        "{v} {}",
+        stderr(&out)
+    );
+    assert_eq!(v["error"]["line"], 5, "{v}");
+    assert!(!ws.path().join("sub/HEAD").exists());
+    let prog = r#"write_file("sub/HEAD", "x")
+edit_file("sub/HEAD", "x", "0123456789abcdef0123456789abcdef01234567")"#;
+    let (out, v) = run(ws.path(), Some("write_file,edit_file"), prog);
+    assert_eq!(
+        v["error"]["type"],
+        "PathOutsideWorkspace",
+        "{v} {}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("sub/HEAD")).unwrap_or_default(),
+        "x"
+    );
+}
