@@ -876,3 +876,240 @@ fn user_config_in_the_workspace_is_never_trusted() {
     let (out, v) = run_in_home("1", ("LACKPY_CONFIG", &ok));
     assert_eq!(v["value"], 1, "{v} {}", stderr(&out));
 }
+
+/// Code intelligence over many hostile files, each just under the per-file
+/// index cap (`f();` a quarter of a million times, every file different so
+/// the cache shares nothing): one `find_callers` call used to hold every
+/// file's index at once — 64 such files took the supervisor to 1.6 GiB.
+/// The indexes one call holds are now bounded together
+/// (`MAX_TOTAL_INDEX_BYTES`), and the call ends with `TooLarge`.
+#[test]
+fn code_intelligence_bounds_the_total_index() {
+    let ws = util::workspace(&[]);
+    let body = "f();".repeat(254_000);
+    for i in 0..10 {
+        std::fs::write(
+            ws.path().join(format!("m{i}.py")),
+            format!("# {i}\n{body}\n"),
+        )
+        .expect("write");
+    }
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = [
+        "run",
+        "--json",
+        "--workspace",
+        ws_s,
+        "--tools",
+        "find_callers",
+        "--timeout",
+        "120",
+        "-",
+    ];
+    let out = util::run_with_stdin(&args, "find_callers(\"zz\")", None);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("MAX_TOTAL_INDEX_BYTES"), "{msg}");
+}
+
+/// Values of many small items cross the worker boundary as a clear error,
+/// never as a "protocol violation": a frame well under the 16 MiB cap can
+/// still be refused by its reader, whose bincode limit counts every
+/// element at its size in memory (32 bytes for a one-byte `0`). A valid
+/// program whose value was `[0] * 600000` ended as an internal error
+/// (`ProtocolViolation: worker killed`, exit 4); the same list as a tool
+/// argument did too, with the call untraced; and a command tool printing
+/// 700,000 lines (`parse = "lines"`, 1.4 MB) was traced as a success while
+/// the program got "no answer from the supervisor: undecodable frame".
+#[test]
+fn many_small_values_are_a_clear_error_not_a_protocol_violation() {
+    let cfg = r#"
+[[tools]]
+name = "lines"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "lines"
+args = [{ name = "path", type = "str" }]
+"#;
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    std::fs::write(ws.path().join("n.txt"), "x\n".repeat(700_000)).expect("write");
+
+    let (out, v) = run(ws.path(), Some("lines"), "[0] * 600000");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "result", "{v}");
+
+    let (out, v) = run(ws.path(), Some("lines"), "x = [0] * 600000\nlines(x)");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "tool", "{v}");
+    assert_eq!(v["error"]["type"], "TooLarge", "{v}");
+
+    let (out, v) = run(ws.path(), Some("lines"), "r = lines(\"n.txt\")\nlen(r)");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["type"], "TooLarge", "{v}");
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+
+    // Just under the bound, the same shapes still work.
+    let (out, v) = run(ws.path(), Some("lines"), "[0] * 400000");
+    let n = v["value"].as_array().map(Vec::len);
+    assert_eq!(n, Some(400_000), "{} {}", v["error"], stderr(&out));
+}
+
+/// CPU seconds (user + system, all threads) the process `pid` has used so
+/// far, from `/proc/PID/stat` (in USER_HZ ticks, 100 a second on Linux).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A `find_definitions` file selector is matched against every indexed
+/// file's path; a hostile one (a `*` then a 240-character literal, against
+/// 250-character directory names fourteen deep) costs most of a
+/// millisecond per file. That matching never looked at the clock: the run
+/// ended at its deadline, but in `lackpy mcp` (or `serve`) the indexer
+/// thread went on burning a core for as long as the matching took (over
+/// 15 s here; unbounded in the number of runs). It now stops with the run.
+#[test]
+fn code_intelligence_stops_searching_at_the_deadline() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let ws = util::workspace(&[]);
+    let mut deep = ws.path().to_path_buf();
+    for _ in 0..14 {
+        deep.push("a".repeat(250));
+    }
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    for i in 0..30_000 {
+        std::fs::write(deep.join(format!("f{i:05}.py")), "").expect("write");
+    }
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
+    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    assert!(first.contains("\"id\":1"), "{first}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let selector = format!("**/*{}b/x.py", "a".repeat(240));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "run_program",
+        "arguments": {"program": format!("find_definitions({selector:?})"),
+                      "tools": ["find_definitions"]}}}),
+    );
+    let answer = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let busy = cpu_seconds(pid) - before;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.contains("\"id\":2"), "{answer}");
+    assert!(
+        busy < 1.0,
+        "the server used {busy:.2} s of CPU in the 3 s after the run ended"
+    );
+}
+
+/// `find_files` hides the root's `.lackpy` however the root is reached:
+/// through a symlink to it (`self -> .`, which a writable tool or a cloned
+/// repository can hold), `*/*` listed `self/.lackpy` (and `*/*/*`
+/// `self/self/.lackpy`), naming the control directory it promises never to
+/// list.
+#[test]
+fn find_files_never_lists_the_control_dir_through_a_link_to_the_root() {
+    let ws = util::workspace(&[(".lackpy/config.toml", "# x\n"), ("sub/a.txt", "a")]);
+    std::os::unix::fs::symlink(".", ws.path().join("self")).expect("symlink");
+    let prog = "[find_files('*/*'), find_files('*/*/*'), find_files('self/*')]";
+    let (out, v) = run(ws.path(), Some("find_files"), prog);
+    assert_eq!(v["ok"], true, "{v} {}", stderr(&out));
+    assert!(!v["value"].to_string().contains(".lackpy"), "{v}");
+    assert!(v["value"][0].to_string().contains("self/sub"), "{v}");
+}
+
+/// A tool result over the 16 MiB frame (here `find_files` of 72,000
+/// 246-character names, 17.9 MB) ends the run with the `result` limit, and
+/// the call is traced as failed: it was traced as a success though the
+/// program never got its result.
+#[test]
+fn a_result_over_the_frame_is_traced_as_failed() {
+    let ws = util::workspace(&[]);
+    let pad = "n".repeat(240);
+    for i in 0..72_000 {
+        std::fs::write(ws.path().join(format!("{i:06}{pad}")), "").expect("write");
+    }
+    let (out, v) = run(ws.path(), Some("find_files"), "len(find_files('*'))");
+    assert_eq!(out.status.code(), Some(1), "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "result", "{v}");
+    assert_eq!(v["trace"][0]["ok"], false, "{v}");
+}
+
+/// A program cannot make a directory a bare git repository: with `HEAD`,
+/// `objects/` and `refs/`, git takes `sub/` for a repository (found before
+/// the workspace's own `.git`) and obeys `sub/config` outside any jail —
+/// `core.fsmonitor` ran a program-chosen command on the next `git status`
+/// in `sub/` (by the user, an IDE or a git-aware shell prompt), with no
+/// `.git` anywhere in the paths written. A file named `HEAD` that git
+/// would accept as one is refused; any other `HEAD` is written.
+#[test]
+fn programs_cannot_make_a_bare_repository() {
+    let ws = util::workspace(&[]);
+    let prog = r#"write_file("sub/config", "[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch pwned; false\n")
+write_file("sub/objects/info/keep", "")
+write_file("sub/refs/heads/keep", "")
+write_file("notes/HEAD", "plain text")
+write_file("sub/HEAD", "ref: refs/heads/main\n")"#;
+    let (out, v) = run(ws.path(), Some("write_file,edit_file"), prog);
+    assert_eq!(
+        v["error"]["type"],
+        "PathOutsideWorkspace",
+        "{v} {}",
+        stderr(&out)
+    );
+    assert_eq!(v["error"]["line"], 5, "{v}");
+    assert!(!ws.path().join("sub/HEAD").exists());
+    let prog = r#"write_file("sub/HEAD", "x")
+edit_file("sub/HEAD", "x", "0123456789abcdef0123456789abcdef01234567")"#;
+    let (out, v) = run(ws.path(), Some("write_file,edit_file"), prog);
+    assert_eq!(
+        v["error"]["type"],
+        "PathOutsideWorkspace",
+        "{v} {}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("sub/HEAD")).unwrap_or_default(),
+        "x"
+    );
+}

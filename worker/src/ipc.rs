@@ -84,6 +84,20 @@ pub enum FrameError {
     /// A message could not be encoded (for example it is too large).
     #[error("unencodable message: {0}")]
     Encode(String),
+    /// A message within [`MAX_FRAME_BYTES`] on the wire that holds so many
+    /// values that decoding it would take more than [`MAX_FRAME_BYTES`] of
+    /// memory (bincode's limit counts each vector element at its size in
+    /// memory, 32 bytes for a one-byte `None`): the peer would refuse it,
+    /// so it is never sent.
+    #[error(
+        "a message of {len} bytes holds too many values: decoded it would take more than {max} bytes of memory"
+    )]
+    TooManyValues {
+        /// Encoded length.
+        len: usize,
+        /// The decoder's memory cap ([`MAX_FRAME_BYTES`]).
+        max: usize,
+    },
     /// The peer closed the connection between frames.
     #[error("connection closed")]
     Closed,
@@ -100,14 +114,51 @@ fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<MAX_FRAME_BYTES>()
 }
 
+/// Largest in-memory size of an element of any vector in a wire message
+/// (a `Node`, a `FlatData`, a `(String, FlatData)`, a `ToolSig`, a `u8` of
+/// a `String`…; `tests::wire_elements_fit_the_claim_bound` checks them).
+/// Why: every element takes at least one byte on the wire, so a payload
+/// of at most [`CLAIM_FREE_BYTES`] cannot claim more than
+/// [`MAX_FRAME_BYTES`] when decoded, and needs no trial decode.
+const MAX_WIRE_ELEM: usize = 128;
+
+/// Longest payload that decodes within the limit whatever it holds.
+const CLAIM_FREE_BYTES: usize = MAX_FRAME_BYTES / MAX_WIRE_ELEM;
+
+/// Check that the encoded `payload` of a `T` decodes within the limit the
+/// peer applies: bincode's limit also counts memory (a vector of `n`
+/// elements claims `n` times their size before any is read), so a frame
+/// well under [`MAX_FRAME_BYTES`] of many small values — `[0] * 600000` as
+/// a program's value, 700,000 lines from a command tool — would be
+/// refused by the peer as undecodable, which each side takes for a
+/// protocol violation of the other. Payloads of at most
+/// [`CLAIM_FREE_BYTES`] cannot exceed it; longer ones are decoded once here.
+///
+/// # Errors
+/// [`FrameError::TooManyValues`].
+fn check_claims<T: Decode<()>>(payload: &[u8]) -> Result<(), FrameError> {
+    if payload.len() <= CLAIM_FREE_BYTES {
+        return Ok(());
+    }
+    match bincode::decode_from_slice::<T, _>(payload, config()) {
+        Err(bincode::error::DecodeError::LimitExceeded) => Err(FrameError::TooManyValues {
+            len: payload.len(),
+            max: MAX_FRAME_BYTES,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Encode `msg` as a frame payload (no prefix).
 ///
 /// # Errors
-/// [`FrameError::TooLarge`] when the encoding exceeds [`MAX_FRAME_BYTES`].
-pub fn encode<T: Encode>(msg: &T) -> Result<Vec<u8>, FrameError> {
+/// [`FrameError::TooLarge`] when the encoding exceeds [`MAX_FRAME_BYTES`],
+/// [`FrameError::TooManyValues`] when decoding it would exceed the limit.
+pub fn encode<T: Encode + Decode<()>>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let bytes =
         bincode::encode_to_vec(msg, config()).map_err(|e| FrameError::Encode(e.to_string()))?;
     frame_len(bytes.len())?;
+    check_claims::<T>(&bytes)?;
     Ok(bytes)
 }
 
@@ -366,7 +417,7 @@ impl Channel {
     /// # Errors
     /// Encoding errors, [`FrameError::Timeout`], or the socket's errno
     /// (`EPIPE` when the peer is gone).
-    pub fn send<T: Encode>(
+    pub fn send<T: Encode + Decode<()>>(
         &mut self,
         msg: &T,
         deadline: Option<Instant>,
@@ -383,6 +434,7 @@ impl Channel {
             .map_err(|e| FrameError::Encode(e.to_string()))
             .and_then(|payload_len| {
                 let len = frame_len(payload_len)?;
+                check_claims::<T>(out.get(PREFIX..).unwrap_or_default())?;
                 out[..PREFIX].copy_from_slice(&len.to_le_bytes());
                 for chunk in out.chunks(CHUNK_BYTES) {
                     self.send_raw(chunk, deadline)?;
@@ -833,6 +885,45 @@ mod tests {
     fn pair() -> (Channel, Channel) {
         let (a, b) = socketpair().unwrap();
         (Channel::new(a), Channel::new(b))
+    }
+
+    #[test]
+    fn wire_elements_fit_the_claim_bound() {
+        use lackpy_policy::wire::{Node, ToolSig};
+        for size in [
+            std::mem::size_of::<Node>(),
+            std::mem::size_of::<FlatData>(),
+            std::mem::size_of::<(String, FlatData)>(),
+            std::mem::size_of::<ToolSig>(),
+            std::mem::size_of::<String>(),
+        ] {
+            assert!(size <= MAX_WIRE_ELEM, "{size}");
+        }
+    }
+
+    /// A value of many small items, well under the frame cap on the wire
+    /// but over the decoder's memory limit, is refused by the sender with
+    /// `TooManyValues` (the peer would have called it undecodable); one
+    /// that fits goes through.
+    #[test]
+    fn frames_the_peer_cannot_decode_are_never_sent() {
+        let (mut a, mut b) = pair();
+        let t = std::thread::spawn(move || {
+            let got: ToWorker = b.recv(None).unwrap();
+            got
+        });
+        let many = |n: usize| ToWorker::ToolResult {
+            id: 1,
+            result: Ok(Data::List(vec![Data::None; n]).to_flat()),
+        };
+        let e = a.send(&many(600_000), None).unwrap_err();
+        assert!(matches!(e, FrameError::TooManyValues { .. }), "{e}");
+        assert!(matches!(
+            encode(&many(600_000)),
+            Err(FrameError::TooManyValues { .. })
+        ));
+        a.send(&many(400_000), None).unwrap();
+        assert_eq!(t.join().unwrap(), many(400_000));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use crate::ipc::{Channel, FrameError, SpinWait};
 use crate::jail::{self, JailSpec};
 use lackpy_policy::lang::{Namespace, ToolEntry};
 use lackpy_policy::wire::{
-    Data, FromWorker, Outcome, ToWorker, ToolFailure, WireError, MAX_DATA_DEPTH, PROTOCOL_VERSION,
+    Data, ErrorInfo, ErrorKind, FromWorker, Outcome, ToWorker, ToolFailure, WireError,
+    MAX_DATA_DEPTH, PROTOCOL_VERSION,
 };
 use std::cell::RefCell;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -258,8 +259,29 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
             }
         }
     };
-    let r = chan.borrow_mut().send(&FromWorker::Done(outcome), None);
-    r
+    let fuel_used = outcome.fuel_used;
+    let mut chan = chan.borrow_mut();
+    match chan.send(&FromWorker::Done(outcome), None) {
+        // A value (or variables) of more items than the supervisor may
+        // decode, though small on the wire (`[0] * 600000`): the result
+        // limit, not a frame the supervisor would call a protocol violation.
+        Err(e @ FrameError::TooManyValues { .. }) => {
+            let outcome = Outcome {
+                value: None,
+                repr: None,
+                error: Some(WireError(ErrorInfo::new(
+                    ErrorKind::Limit,
+                    "result",
+                    format!("result limit exceeded: the value has too many items to send ({e})"),
+                ))),
+                fuel_used,
+                globals: Vec::new(),
+                skipped_globals: Vec::new(),
+            };
+            chan.send(&FromWorker::Done(outcome), None)
+        }
+        r => r,
+    }
 }
 
 /// How long the worker polls for a tool result before it sleeps, pausing
@@ -343,8 +365,13 @@ impl ToolHost for IpcHost {
             type_name: "ToolFailed".into(),
             message: what,
         };
-        chan.send(&msg, None)
-            .map_err(|e| broken(format!("tool call could not be sent: {e}")))?;
+        chan.send(&msg, None).map_err(|e| match e {
+            FrameError::TooLarge { .. } | FrameError::TooManyValues { .. } => ToolFailure {
+                type_name: "TooLarge".into(),
+                message: format!("{name}(): the arguments are too large to send: {e}"),
+            },
+            e => broken(format!("tool call could not be sent: {e}")),
+        })?;
         match chan.recv::<ToWorker>(None) {
             Ok(ToWorker::ToolResult { id: rid, result }) if rid == id => match result {
                 Ok(flat) => Data::from_flat(&flat, MAX_DATA_DEPTH)

@@ -244,8 +244,24 @@ fn find_program(tool: &str, name: &str) -> Result<PathBuf, ToolFailure> {
         })
 }
 
+/// Most lines a `lines` or `jsonl` tool's output may have: more values
+/// than one reply to the worker can carry (its decoder counts each at a
+/// wire node's size in memory). Why check before building them: 8 MiB of
+/// empty lines built 8 million values (over 600 MiB of supervisor memory)
+/// only for the reply to refuse them.
+const MAX_LINES: usize =
+    lackpy_policy::wire::MAX_FRAME_BYTES / std::mem::size_of::<lackpy_policy::wire::Node>();
+
 fn parse_output(c: &CommandTool, spec: &ToolSpec, out: Vec<u8>) -> Result<Data, ToolFailure> {
     let tool = spec.name.as_str();
+    if matches!(c.parse, Parse::Lines | Parse::JsonLines)
+        && out.iter().filter(|b| **b == b'\n').count() >= MAX_LINES
+    {
+        return Err(ToolFailure::new(
+            "TooLarge",
+            format!("{tool}: the command printed more than {MAX_LINES} lines"),
+        ));
+    }
     let text = String::from_utf8(out).map_err(|_| {
         ToolFailure::new(
             "NotUtf8",
@@ -538,6 +554,20 @@ mod tests {
             serde_json::Value::Array(argv.iter().map(|s| (*s).into()).collect()),
         );
         t
+    }
+
+    /// Output of more lines than one reply can carry is refused before a
+    /// value per line is built (8 MiB of newlines built 8 million).
+    #[test]
+    fn too_many_lines_are_refused_before_building_them() {
+        let mut t = tool(&["/bin/cat"], &[]);
+        t.provider_config.insert("parse".into(), "lines".into());
+        let c = typed(&t).unwrap();
+        let e = parse_output(&c, &t, vec![b'\n'; MAX_LINES]).unwrap_err();
+        assert_eq!(e.type_name, "TooLarge");
+        assert!(e.message.contains("lines"), "{}", e.message);
+        let v = parse_output(&c, &t, vec![b'\n'; MAX_LINES / 2]).unwrap();
+        assert!(matches!(v, Data::List(l) if l.len() == MAX_LINES / 2));
     }
 
     fn s(x: &str) -> Data {

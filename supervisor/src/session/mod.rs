@@ -298,6 +298,12 @@ impl<'a, 't> Session<'a, 't> {
                 let st = self.worker.reap_by(Instant::now() + Duration::from_secs(1));
                 classify_death(st, &self.req.limits)
             }
+            // Only our own send makes this one (data for the worker with
+            // more values than it may decode): not the worker's fault.
+            e @ FrameError::TooManyValues { .. } => {
+                self.worker.kill_and_reap();
+                limit("result", e.to_string())
+            }
             other => {
                 self.worker.kill_and_reap();
                 internal("ProtocolViolation", format!("worker killed: {other}"))
@@ -376,7 +382,7 @@ impl<'a, 't> Session<'a, 't> {
                 } else {
                     result
                 };
-                let (reply, entry_err, bytes) = match result {
+                let (reply, mut entry_err, bytes) = match result {
                     Ok(d) => {
                         let flat = d.to_flat();
                         let bytes = flat.0.iter().map(node_bytes).sum::<u64>();
@@ -396,9 +402,30 @@ impl<'a, 't> Session<'a, 't> {
                     Err(self.frame_error(FrameError::Timeout))
                 } else {
                     let msg = ToWorker::ToolResult { id, result: reply };
-                    match self.worker.chan.send(&msg, Some(self.deadline)) {
+                    let mut sent = self.worker.chan.send(&msg, Some(self.deadline));
+                    if let Err(FrameError::TooManyValues { .. }) = sent {
+                        // Small on the wire but too many values for the
+                        // worker to decode: the call fails, traced as such,
+                        // and the program goes on.
+                        let f = ToolFailure::new(
+                            "TooLarge",
+                            format!(
+                                "{name}() returned more values than one reply can carry (more than {} bytes of them in memory); ask for less",
+                                lackpy_policy::wire::MAX_FRAME_BYTES
+                            ),
+                        );
+                        entry_err = Some(format!("{}: {}", f.type_name, f.message));
+                        let msg = ToWorker::ToolResult { id, result: Err(f) };
+                        sent = self.worker.chan.send(&msg, Some(self.deadline));
+                    }
+                    match sent {
                         Ok(()) => Ok(Step::Continue),
                         Err(FrameError::TooLarge { len, max }) => {
+                            // The program never gets this result: the call
+                            // is traced as failed, not as a success.
+                            entry_err = Some(format!(
+                                "TooLarge: the result of {len} bytes exceeds the {max}-byte frame limit"
+                            ));
                             self.worker.kill_and_reap();
                             Err(limit(
                                 "result",

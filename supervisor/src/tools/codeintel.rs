@@ -66,6 +66,15 @@ pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 /// parse. Why: qualified names and callers repeat their enclosing names, so
 /// a hostile 1 MiB file could otherwise index to gigabytes.
 pub const MAX_INDEX_BYTES: usize = 16 * 1024 * 1024;
+/// Most accounted bytes of all the file indexes one call holds at once
+/// (beyond: `TooLarge`). Why: [`MAX_TOTAL_BYTES`] of source at
+/// [`MAX_INDEX_BYTES`] per 1 MiB file would be 1 GiB of index (64 hostile
+/// files of `f();f();…` took the supervisor to 1.6 GiB in one call; with
+/// this bound the same call peaks near 330 MiB, the accounting counting
+/// small allocations at their requested size); real code indexes to a
+/// fraction of its size (CPython's standard library, 13 MiB of Python,
+/// kept the whole process under 40 MiB).
+pub const MAX_TOTAL_INDEX_BYTES: usize = 128 * 1024 * 1024;
 /// Longest `text` of a call site, in bytes (cut at a character boundary).
 /// Why: every call on one long line would otherwise copy the whole line.
 pub const MAX_TEXT_BYTES: usize = 1024;
@@ -182,12 +191,16 @@ pub fn call(
     let ctx = run.clone();
     let work = move || -> Result<Data, ToolFailure> {
         let indexed = index_tree(&root, &ctx)?;
+        // The search is bounded by the index, but not cheap (a selector
+        // pattern is matched against every file's path): it looks at the
+        // clock too, so the thread stops with the run.
+        let mut clock = Interrupt::new(&ctx);
         match which.as_str() {
             "find_definitions" => match &selector {
-                Some(sel) => definitions_in(&indexed, sel),
-                None => definitions(&indexed, &name),
+                Some(sel) => definitions_in(&indexed, sel, &mut clock),
+                None => definitions(&indexed, &name, &mut clock),
             },
-            "find_callers" => callers(&indexed, &name),
+            "find_callers" => callers(&indexed, &name, &mut clock),
             other => Err(ToolFailure::new(
                 "ToolFailed",
                 format!("no code-intelligence function {other:?}"),
@@ -284,11 +297,16 @@ fn count_result(n: usize, bytes: &mut usize, strings: &[&str]) -> Result<(), Too
     Ok(())
 }
 
-fn definitions(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
+fn definitions(
+    files: &[(String, Arc<FileIndex>)],
+    name: &str,
+    clock: &mut Interrupt,
+) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     for (file, idx) in files {
         for d in &idx.defs {
+            clock.tick()?;
             if d.name == name || d.qualname == name {
                 push_def(&mut out, &mut bytes, file, d)?;
             }
@@ -366,11 +384,16 @@ impl FileSelector {
 fn definitions_in(
     files: &[(String, Arc<FileIndex>)],
     sel: &FileSelector,
+    clock: &mut Interrupt,
 ) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     let mut any_file = false;
     for (file, idx) in files {
+        // Matching one path against a hostile pattern can take a
+        // millisecond (a 240-character literal after a `*`, against
+        // 250-character directory names): look at the clock before each.
+        clock.check()?;
         if !sel.pattern.selects_file(file) {
             continue;
         }
@@ -405,11 +428,16 @@ fn callee_matches(callee: &str, name: &str) -> bool {
     }
 }
 
-fn callers(files: &[(String, Arc<FileIndex>)], name: &str) -> Result<Data, ToolFailure> {
+fn callers(
+    files: &[(String, Arc<FileIndex>)],
+    name: &str,
+    clock: &mut Interrupt,
+) -> Result<Data, ToolFailure> {
     let mut out = Vec::new();
     let mut bytes = 0;
     for (file, idx) in files {
         for c in &idx.calls {
+            clock.tick()?;
             if callee_matches(&c.callee, name) {
                 count_result(out.len(), &mut bytes, &[file, &c.caller, &c.text])?;
                 out.push(dict(vec![
@@ -484,6 +512,7 @@ fn index_tree(
     let mut dirs = 0usize;
     let mut files = 0usize;
     let mut total = 0u64;
+    let mut index_total = 0usize;
     while let Some(rel) = stack.pop() {
         clock.tick()?;
         dirs += 1;
@@ -554,7 +583,15 @@ fn index_tree(
                             format!("the workspace has more than {MAX_TOTAL_BYTES} bytes of Python to index (MAX_TOTAL_BYTES)"),
                         ));
                     }
-                    out.push((path.clone(), index_cached(&src, &path)));
+                    let idx = index_cached(&src, &path);
+                    index_total = index_total.saturating_add(idx.bytes);
+                    if index_total > MAX_TOTAL_INDEX_BYTES {
+                        return Err(ToolFailure::new(
+                            "TooLarge",
+                            format!("the workspace's Python indexes to more than {MAX_TOTAL_INDEX_BYTES} bytes (MAX_TOTAL_INDEX_BYTES)"),
+                        ));
+                    }
+                    out.push((path.clone(), idx));
                 }
             }
         }

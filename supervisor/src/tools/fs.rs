@@ -506,6 +506,31 @@ fn git_dir_refusal(path: &str) -> ToolFailure {
     )
 }
 
+/// Whether git would take `content`, in a file named `HEAD`, for a
+/// repository's HEAD (`validate_headref` in git's `setup.c`): `ref:`,
+/// optional whitespace, then `refs/`; or a SHA-1 or SHA-256 object name
+/// (40 or 64 hex digits) at its start.
+fn is_git_head(content: &str) -> bool {
+    if let Some(rest) = content.strip_prefix("ref:") {
+        return rest.trim_start().starts_with("refs/");
+    }
+    content.len() >= 40 && content.as_bytes()[..40].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// Why a git HEAD is refused: with it, a directory that also holds
+/// `objects/` and `refs/` (or a `commondir` naming one that does) is a bare
+/// repository to git, found before any `.git` above it, and its `config`
+/// is obeyed outside any jail (`core.fsmonitor` on the next `git status`
+/// run there, by the user, an IDE or a shell prompt).
+fn git_head_refusal(path: &str) -> ToolFailure {
+    ToolFailure::new(
+        "PathOutsideWorkspace",
+        format!(
+            "{path:?} would be a git HEAD: next to objects/ and refs/ it makes its directory a repository whose config git obeys outside any jail, so programs may not write one; leave version control to the user"
+        ),
+    )
+}
+
 /// Refuse creating or writing the entry `name` of directory `dir`: the
 /// control directory itself (when `dir` is the workspace root) or a `.git`
 /// (in any directory). What lies *inside* either is refused by
@@ -846,6 +871,9 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
             mode = st.st_mode & 0o777;
         }
     }
+    if cname.as_bytes() == b"HEAD" && is_git_head(content) {
+        return Err(git_head_refusal(path));
+    }
     let name = cname.to_str().unwrap_or(name);
     let tmp = cstr(&next_tmp_name(name))?;
     let fd = openat2(
@@ -1091,6 +1119,20 @@ mod tests {
         assert_eq!(t("a\0b"), "BadArgument");
         assert_eq!(t(""), "BadArgument");
         assert_eq!(t(&"a/".repeat(3000)), "BadArgument");
+    }
+
+    #[test]
+    fn git_heads_are_recognised_as_git_does() {
+        assert!(is_git_head("ref: refs/heads/main\n"));
+        assert!(is_git_head("ref:refs/x"));
+        assert!(is_git_head("ref: \t refs/heads/x"));
+        assert!(is_git_head(&"aB".repeat(20)));
+        assert!(is_git_head(&format!("{}\n", "0".repeat(64))));
+        assert!(!is_git_head("ref: heads/main"));
+        assert!(!is_git_head(" ref: refs/heads/main"));
+        assert!(!is_git_head(&"0".repeat(39)));
+        assert!(!is_git_head("plain text"));
+        assert!(!is_git_head(""));
     }
 
     #[test]

@@ -452,6 +452,21 @@ struct Walk<'a> {
     root: Option<std::path::PathBuf>,
 }
 
+/// Whether the open directories `a` and `b` are the same one (device and
+/// inode); `false` when either cannot be inspected.
+fn same_dir(a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> bool {
+    let id = |fd| {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes one stat struct into `st`.
+        let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+        // SAFETY: fstat succeeded, so `st` is initialised.
+        (rc == 0)
+            .then(|| unsafe { st.assume_init() })
+            .map(|st| (st.st_dev, st.st_ino))
+    };
+    matches!((id(a), id(b)), (Some(x), Some(y)) if x == y)
+}
+
 impl<'w> Walk<'w> {
     /// A walk of `ws` for run `run`, nothing found yet.
     fn new(ws: &'w Workspace, run: &RunContext) -> Self {
@@ -518,13 +533,17 @@ impl<'w> Walk<'w> {
         let Some(fd) = self.open_dir(rel) else {
             return Ok(Vec::new());
         };
+        // The root's `.lackpy` is hidden however the root was reached: by
+        // `rel` empty, or through a symlink to it (`self -> .`, whose
+        // `self/*` listed `self/.lackpy`). Compared by inode.
+        let at_root = rel.is_empty() || same_dir(fd.as_raw_fd(), self.ws.fd());
         // SAFETY: fdopendir takes ownership of a valid directory descriptor.
         let dir = unsafe { libc::fdopendir(fd.as_raw_fd()) };
         if dir.is_null() {
             return Ok(Vec::new());
         }
         std::mem::forget(fd); // now owned by `dir`
-        let entries = self.read_entries(rel, dir);
+        let entries = self.read_entries(rel, dir, at_root);
         // SAFETY: closing the DIR* we opened (also closes the descriptor).
         unsafe { libc::closedir(dir) };
         entries
@@ -534,6 +553,7 @@ impl<'w> Walk<'w> {
         &mut self,
         rel: &str,
         dir: *mut libc::DIR,
+        at_root: bool,
     ) -> Result<Vec<(String, Kind)>, ToolFailure> {
         let mut entries = Vec::new();
         loop {
@@ -546,7 +566,7 @@ impl<'w> Walk<'w> {
             // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated.
             let (name, dtype) = unsafe { (CStr::from_ptr((*ent).d_name.as_ptr()), (*ent).d_type) };
             let Ok(name) = name.to_str() else { continue }; // non-UTF-8 names cannot reach a program
-            if name == "." || name == ".." || (rel.is_empty() && name == CONTROL_DIR) {
+            if name == "." || name == ".." || (at_root && name == CONTROL_DIR) {
                 continue;
             }
             let kind = match dtype {
