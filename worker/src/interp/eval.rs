@@ -337,8 +337,31 @@ impl<'a> Interp<'a> {
     fn aug(&mut self, t: &Target, op: BinOp, e: &Expr) -> InterpResult<()> {
         match t {
             Target::Name(slot) => {
-                let cur = self.load(*slot)?;
+                let mut cur = self.load(*slot)?;
                 let rhs = self.eval(e)?;
+                if let (BinOp::Add, Value::Str(xs), Value::Str(ys)) = (op, &mut cur, &rhs) {
+                    // `s += t`: appended in place when the variable holds
+                    // the only other reference (CPython's in-place resize),
+                    // so a loop of appends is linear, not quadratic. No
+                    // other name or container can see the change.
+                    // The slot's reference is dropped first (it is put back
+                    // below whatever happens).
+                    if let Some(held) = self.slots.get_mut(*slot as usize) {
+                        *held = None;
+                    }
+                    if let Some(xm) = Rc::get_mut(xs) {
+                        // Memory as for a new str of the whole text (a
+                        // grow may move it); fuel for the added bytes.
+                        let grown = mem_check((xm.len() + ys.len()) as u64)
+                            .and_then(|()| tick(1 + ys.len() as u64 / 256));
+                        if grown.is_ok() {
+                            xm.append_grow(ys);
+                        }
+                        self.slots[*slot as usize] = Some(cur);
+                        return grown;
+                    }
+                    self.slots[*slot as usize] = Some(cur.clone());
+                }
                 let v = self.inplace(op, cur, &rhs)?;
                 self.slots[*slot as usize] = Some(v);
             }

@@ -214,6 +214,8 @@ pub fn drop_values(v: Vec<Value>) {
 pub(crate) const INLINE: usize = 22;
 // `str(i64)` (at most 20 bytes) is always built inline.
 const _: () = assert!(INLINE >= 20);
+// The grown-text variant must not make `Text` larger than a `String`.
+const _: () = assert!(std::mem::size_of::<Text>() == 24);
 
 /// A str's bytes: short text inline (one allocation per str, as in
 /// CPython, instead of an `Rc` plus a `String` buffer), longer text boxed.
@@ -224,6 +226,13 @@ enum Text {
     /// length): [`PyStr::same_text`] compares whole buffers.
     Inline(u8, [u8; INLINE]),
     Heap(Box<str>),
+    /// Text grown in place by `s += t` ([`PyStr::append_grow`]): a
+    /// `String` with room to spare, so a loop of appends copies each byte
+    /// a bounded number of times, as CPython's in-place resize does. Boxed
+    /// to keep `Text` at 24 bytes; its capacity is what is charged.
+    // A `String` here would make every str 8 bytes larger.
+    #[allow(clippy::box_collection)]
+    Grow(Box<String>),
 }
 
 impl Text {
@@ -414,6 +423,34 @@ impl PyStr {
         mem_charge(b.len());
         true
     }
+    /// `self + b` written into `self`, growing its buffer geometrically:
+    /// for `s += t` on a str nothing else refers to (`Rc::get_mut`), where
+    /// CPython resizes the str in place. Charges the added capacity; the
+    /// caller checks memory and fuel for the added bytes first.
+    pub fn append_grow(&mut self, b: &PyStr) {
+        if self.append_inline(b) {
+            return;
+        }
+        let before = self.accounted();
+        let old = std::mem::replace(&mut self.text, Text::Inline(0, [0u8; INLINE]));
+        let mut s = match old {
+            Text::Inline(n, buf) => {
+                let mut s = String::with_capacity(usize::from(n) + b.len());
+                s.push_str(
+                    std::str::from_utf8(buf.get(..usize::from(n)).unwrap_or_default())
+                        .unwrap_or_default(),
+                );
+                s
+            }
+            Text::Heap(h) => h.into_string(),
+            Text::Grow(g) => *g,
+        };
+        s.push_str(b.as_str());
+        self.text = Text::Grow(Box::new(s));
+        self.nchars += b.nchars;
+        self.hash.set(0);
+        mem_charge(self.accounted().saturating_sub(before));
+    }
     /// The concatenation `a + b` (no intermediate `String` when short).
     pub fn concat(a: &PyStr, b: &PyStr) -> Value {
         let n = a.len() + b.len();
@@ -446,6 +483,7 @@ impl PyStr {
         match &self.text {
             Text::Inline(n, b) => b.get(..usize::from(*n)).unwrap_or_default(),
             Text::Heap(s) => s.as_bytes(),
+            Text::Grow(s) => s.as_bytes(),
         }
     }
     /// The text.
@@ -456,6 +494,7 @@ impl PyStr {
             // whole text), so this never fails; no `unsafe` needed.
             Text::Inline(n, b) => std::str::from_utf8(&b[..usize::from(*n)]).unwrap_or_default(),
             Text::Heap(s) => s,
+            Text::Grow(s) => s,
         }
     }
     /// Length in bytes.
@@ -464,6 +503,15 @@ impl PyStr {
         match &self.text {
             Text::Inline(n, _) => usize::from(*n),
             Text::Heap(s) => s.len(),
+            Text::Grow(s) => s.len(),
+        }
+    }
+    /// Bytes charged for the text: its length, or a grown text's capacity.
+    #[inline]
+    fn accounted(&self) -> usize {
+        match &self.text {
+            Text::Grow(s) => s.capacity(),
+            _ => self.len(),
         }
     }
     /// Is it the empty string?
@@ -519,7 +567,7 @@ impl PyStr {
 
 impl Drop for PyStr {
     fn drop(&mut self) {
-        mem_release(self.len() + OBJ);
+        mem_release(self.accounted() + OBJ);
     }
 }
 
