@@ -1113,3 +1113,85 @@ edit_file("sub/HEAD", "x", "0123456789abcdef0123456789abcdef01234567")"#;
         "x"
     );
 }
+
+/// `traces` over large traces holds only what it returns: it read every
+/// record of every trace file (up to `total_mb`, which a client fills with
+/// its own runs) for each call, so six concurrent `traces(limit=1)` over
+/// 330 MB of traces took `lackpy mcp` to 2.5 GiB. Now files are read
+/// newest first, only kept records are held, and a reply is at most
+/// 8 MiB of records.
+#[test]
+fn traces_of_large_trace_files_stay_bounded() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let ws = util::workspace(&[("a.txt", "a")]);
+    // One real record, made large (1,000 calls of 1 KiB arguments, as a
+    // client's own runs can be) and written 120 times to an older day's
+    // file; today's file goes, so every call must read the large one.
+    let (_, v) = run(ws.path(), Some("read_file"), "read_file('a.txt')");
+    assert_eq!(v["ok"], true, "{v}");
+    let dir = ws.path().join(".lackpy/traces");
+    let today: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("traces")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    let first = std::fs::read_to_string(&today[0]).expect("trace");
+    let mut rec: Value = serde_json::from_str(first.lines().next().unwrap_or("")).expect("record");
+    for p in &today {
+        std::fs::remove_file(p).expect("remove");
+    }
+    let mut call = rec["calls"][0].clone();
+    call["args"] = json!(["a".repeat(1000)]);
+    rec["calls"] = json!(vec![call; 1000]);
+    let mut file = std::fs::File::create(dir.join("2026-01-01.jsonl")).expect("create");
+    for i in 0..120 {
+        rec["run_id"] = json!(format!("20260101{i:06}-000000000000"));
+        rec["time"] = json!(format!("2026-01-01T00:{:02}:{:02}.000000Z", i / 60, i % 60));
+        writeln!(file, "{rec}").expect("write");
+    }
+    drop(file);
+    let mut cmd = util::lackpy();
+    cmd.arg("mcp").arg("--workspace").arg(ws.path());
+    let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
+    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    let mut line = String::new();
+    out.read_line(&mut line).expect("initialize reply");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for id in 10..14 {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "traces", "arguments": {"limit": 1}}}));
+    }
+    let mut replies = Vec::new();
+    for _ in 10..14 {
+        line.clear();
+        out.read_line(&mut line).expect("traces reply");
+        replies.push(line.clone());
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let hwm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(
+        replies
+            .iter()
+            .all(|r| r.contains("20260101000119-000000000000")),
+        "{replies:?}"
+    );
+    assert!(hwm_kb < 150_000, "the server peaked at {hwm_kb} kB");
+}

@@ -39,6 +39,12 @@ const MAX_DOC_BYTES: u64 = 1024 * 1024;
 /// list, so the cache must not grow with what clients send.
 const MAX_RESOLVED: usize = 16;
 
+/// Most bytes of trace records one `traces` call returns (newest first;
+/// older ones left out). Why 8 MiB: a reply the size of the HTTP
+/// transport's `MAX_JSON_REPLY`; a record can reach 1 MiB (`run_bytes`),
+/// so `limit = 1000` could otherwise ask for a gigabyte.
+const MAX_TRACES_BYTES: usize = 8 << 20;
+
 /// What a call asked to run under: the profile name (the server's default
 /// filled in) and the ad-hoc tool list.
 type ResolveKey = (Option<String>, Option<Vec<String>>);
@@ -127,12 +133,11 @@ impl RealBackend {
     ) -> Result<Vec<Value>, ErrorInfo> {
         // Runs that already answered may still have their traces queued.
         self.supervisor.flush_traces();
-        let all = lackpy_supervisor::trace::read_all(&self.workspace);
-        Ok(all
+        let latest =
+            lackpy_supervisor::trace::read_latest(&self.workspace, limit, MAX_TRACES_BYTES, keep);
+        Ok(latest
             .iter()
             .rev()
-            .filter(|r| keep(&r.run_id))
-            .take(limit)
             .filter_map(|r| serde_json::to_value(r).ok())
             .collect())
     }
