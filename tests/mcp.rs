@@ -854,6 +854,47 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
     );
 }
 
+/// A request line serde_json cannot parse gets an error reply with its id,
+/// and the session goes on. rmcp skips such a line without a word, so the
+/// client waited until its own timeout. The usual source: JavaScript's
+/// `JSON.stringify` writes a lone surrogate as `"\ud800"`.
+#[test]
+fn a_request_line_that_is_not_json_is_answered_and_the_session_goes_on() {
+    let ws = util::workspace(&[]);
+    let (child, mut stdin, mut out) = initialized_server(ws.path());
+    let frames = [
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_program","arguments":{"program":"'\ud800'"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"run_program","arguments":{"program":"1 + 1",}},"id":"ts-3"}"#.to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "run_program", "arguments": {"program": "1 + 1"}}}).to_string(),
+    ];
+    for f in &frames {
+        writeln!(stdin, "{f}").expect("write frame");
+    }
+    stdin.flush().expect("flush");
+    let mut replies = Vec::new();
+    let mut line = String::new();
+    for _ in 0..frames.len() {
+        line.clear();
+        out.read_line(&mut line).expect("read");
+        replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
+    }
+    drop(stdin);
+    drop(child);
+    let by_id = |id: Value| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
+    };
+    for id in [json!(2), json!("ts-3")] {
+        let refused = by_id(id);
+        let says = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(says.contains("not valid JSON"), "{refused}");
+    }
+    let ok = by_id(json!(4));
+    assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
+}
+
 /// Pids of live processes whose command line is exactly `argv`.
 fn pids_running(argv: &[&str]) -> Vec<u32> {
     let want: Vec<u8> = argv

@@ -222,10 +222,107 @@ impl<R> FlowRead<R> {
             }
             self.line.extend_from_slice(part);
             if nl.is_some() {
-                self.ready.append(&mut self.line);
+                self.whole_line_read();
             }
         }
     }
+
+    /// A whole line is in `line`: it goes on as it is when it is JSON (or
+    /// blank), else as a request that gets its error reply (see
+    /// [`unparsable_request`]).
+    fn whole_line_read(&mut self) {
+        if self.line.trim_ascii().is_empty() {
+            self.ready.append(&mut self.line);
+            return;
+        }
+        match json_check(&self.line) {
+            Ok(_) => self.ready.append(&mut self.line),
+            Err(e) => {
+                tracing::warn!(error = %e, "an MCP request line that is not JSON was answered with an error");
+                let id = top_level_id(&self.line, &[])
+                    .or_else(|| {
+                        trailing_id(&self.line[self.line.len().saturating_sub(TAIL_KEEP)..])
+                    })
+                    .map(<[u8]>::to_vec);
+                self.line.clear();
+                self.ready
+                    .extend_from_slice(&unparsable_request(id.as_deref(), &e));
+            }
+        }
+    }
+}
+
+/// Whether serde_json parses `line`, as rmcp's reader will try to.
+/// Skipping the value (`IgnoredAny`) checks the syntax without building
+/// anything, but neither surrogate escapes nor serde_json's nesting limit
+/// (128, applied where rmcp builds a `Value`, as for a call's arguments); a
+/// line that has a surrogate escape (`\\uD800`..`\\uDFFF`) or nests that
+/// deep (both rare) is parsed whole, where an unpaired surrogate or the
+/// depth is an error.
+fn json_check(line: &[u8]) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<serde::de::IgnoredAny>(line)?;
+    if needs_full_parse(line) {
+        serde_json::from_slice::<serde_json::Value>(line)?;
+    }
+    Ok(())
+}
+
+/// Whether a line (already known to be JSON) has a surrogate escape or
+/// nests 128 levels or more: one pass over its bytes.
+fn needs_full_parse(line: &[u8]) -> bool {
+    let (mut depth, mut in_str, mut i) = (0usize, false, 0usize);
+    while i < line.len() {
+        let b = line[i];
+        if in_str {
+            match b {
+                b'\\' => {
+                    let esc = line.get(i + 1..i + 4).unwrap_or_default();
+                    if esc.len() == 3
+                        && esc[0] == b'u'
+                        && matches!(esc[1], b'd' | b'D')
+                        && matches!(esc[2], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                    {
+                        return true;
+                    }
+                    i += 1;
+                }
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_str = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth >= 128 {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The request that stands for a line serde_json cannot parse (a lone
+/// surrogate escape such as `"\ud800"`, which JavaScript's
+/// `JSON.stringify` writes; nesting deeper than 128; a syntax error).
+/// Why: rmcp skips such a line without a reply, so its client waited for
+/// an answer until its own timeout. rmcp answers this request with
+/// `-32601` and the method as the message, with the line's id when it was
+/// found (in the first KiB at the top level, or as the last member), else
+/// with an id-less `-32600`. Not `-32700`: rmcp has no way to send one.
+fn unparsable_request(id: Option<&[u8]>, e: &serde_json::Error) -> Vec<u8> {
+    let method = format!("request not parsed: the line is not valid JSON ({e}); it was discarded");
+    let mut v = br#"{"jsonrpc":"2.0","id":"#.to_vec();
+    v.extend_from_slice(id.unwrap_or(b"null"));
+    v.extend_from_slice(br#","method":"#);
+    v.extend_from_slice(serde_json::Value::from(method).to_string().as_bytes());
+    v.extend_from_slice(b"}\n");
+    v
 }
 
 /// The request that stands for a dropped oversized line: rmcp answers an
@@ -582,8 +679,42 @@ mod tests {
         assert_eq!(lines[3], "last", "a last line without newline passes");
         assert_eq!(lines.len(), 4);
         // A line of exactly the cap passes.
-        let exact = "x".repeat(64) + "\n";
+        let exact = format!("\"{}\"\n", "x".repeat(62));
         assert_eq!(lines_through(exact.as_bytes(), 64).await, exact);
+    }
+
+    /// A line serde_json cannot parse is replaced by a request rmcp answers
+    /// with an error, with the line's id when it has one at its start or
+    /// its end; JSON lines and blank lines pass unchanged.
+    #[tokio::test]
+    async fn a_line_that_is_not_json_is_answered_with_its_id() {
+        let surrogate =
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"program":"'\ud800'"}}"#;
+        let id_last = r#"{"jsonrpc":"2.0","method":"x","params":{"a":[1,}},"id":"ts-6"}"#;
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"x":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let input = format!("{surrogate}\n{id_last}\n\n{deep}\nnot json at all\n{{\"id\":9}}\n");
+        let out = lines_through(input.as_bytes(), 1 << 20).await;
+        let lines: Vec<&str> = out.split('\n').collect();
+        let replaced = |line: &str| -> serde_json::Value {
+            let v: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            assert!(
+                v["method"].as_str().is_some_and(
+                    |m| m.starts_with("request not parsed: the line is not valid JSON")
+                ),
+                "{line}"
+            );
+            v["id"].clone()
+        };
+        assert_eq!(replaced(lines[0]), serde_json::json!(5));
+        assert_eq!(replaced(lines[1]), serde_json::json!("ts-6"));
+        assert_eq!(lines[2], "", "a blank line passes");
+        assert_eq!(replaced(lines[3]), serde_json::json!(8));
+        assert_eq!(replaced(lines[4]), serde_json::Value::Null);
+        assert_eq!(lines[5], r#"{"id":9}"#);
     }
 
     #[tokio::test]
