@@ -675,28 +675,8 @@ fn cancelled_code_intelligence_frees_its_slot() {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let ws = util::workspace(&refs);
-    let (mut child, mut stdin, stdout) = raw_server(ws.path(), &[]);
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(l) = line else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").expect("write");
-        stdin.flush().expect("flush");
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}}),
-    );
-    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
-    assert!(first.contains("\"id\":1"), "{first}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut mcp = util::McpLines::start(ws.path());
+    let mut send = |v: Value| mcp.send(&v);
     // As many busy runs as the server runs at once (`MAX_IN_FLIGHT`).
     for id in 100..108 {
         send(
@@ -719,16 +699,15 @@ fn cancelled_code_intelligence_frees_its_slot() {
         "name": "run_program", "arguments": {"program": "sum(range(10))"}}}),
     );
     let answer = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(120).saturating_sub(t.elapsed()))
+        let line = mcp
+            .recv(Duration::from_secs(120).saturating_sub(t.elapsed()))
             .expect("no answer to the quick run");
         if line.contains("\"id\":7") {
             break line;
         }
     };
     let took = t.elapsed();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(mcp);
     let v: Value = serde_json::from_str(&answer).expect("JSON-RPC frame");
     assert_eq!(v["result"]["structuredContent"]["value"], json!(45), "{v}");
     // Generous: the slots must free on the cancel, not when the cancelled

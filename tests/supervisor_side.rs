@@ -982,8 +982,6 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// 15 s here; unbounded in the number of runs). It now stops with the run.
 #[test]
 fn code_intelligence_stops_searching_at_the_deadline() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
     let ws = util::workspace(&[]);
     let mut deep = ws.path().to_path_buf();
     for _ in 0..14 {
@@ -993,34 +991,9 @@ fn code_intelligence_stops_searching_at_the_deadline() {
     for i in 0..30_000 {
         std::fs::write(deep.join(format!("f{i:05}.py")), "").expect("write");
     }
-    let mut cmd = util::lackpy();
-    cmd.arg("mcp").arg("--workspace").arg(ws.path());
-    let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
-    let mut child = util::spawn(&mut cmd, io, "lackpy mcp");
-    let pid = child.id();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(l) = line else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").expect("write");
-        stdin.flush().expect("flush");
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}}),
-    );
-    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
-    assert!(first.contains("\"id\":1"), "{first}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut mcp = util::McpLines::start(ws.path());
+    let pid = mcp.pid();
+    let mut send = |v: Value| mcp.send(&v);
     let selector = format!("**/*{}b/x.py", "a".repeat(240));
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -1028,12 +1001,11 @@ fn code_intelligence_stops_searching_at_the_deadline() {
         "arguments": {"program": format!("find_definitions({selector:?})"),
                       "tools": ["find_definitions"]}}}),
     );
-    let answer = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let answer = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
     let before = cpu_seconds(pid);
     std::thread::sleep(Duration::from_secs(3));
     let busy = cpu_seconds(pid) - before;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(mcp);
     assert!(answer.contains("\"id\":2"), "{answer}");
     assert!(
         busy < 1.0,

@@ -145,3 +145,70 @@ pub fn stop(child: &mut std::process::Child, grace: std::time::Duration) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A `lackpy mcp` session driven line by line over raw JSON-RPC: a thread
+/// hands each stdout line to [`McpLines::recv`]; started initialized. The
+/// process is killed and reaped when this is dropped, however the test
+/// ends.
+pub struct McpLines {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    rx: std::sync::mpsc::Receiver<String>,
+}
+
+impl McpLines {
+    /// Start `lackpy mcp` on `ws` and complete the `initialize` handshake.
+    pub fn start(ws: &Path) -> Self {
+        use std::io::BufRead;
+        let mut cmd = lackpy();
+        cmd.arg("mcp").arg("--workspace").arg(ws);
+        let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
+        let mut child = spawn(&mut cmd, io, "lackpy mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = McpLines { child, stdin, rx };
+        s.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        );
+        let first = s
+            .recv(std::time::Duration::from_secs(30))
+            .unwrap_or_default();
+        assert!(first.contains("\"id\":1"), "{first}");
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Write one frame.
+    pub fn send(&mut self, v: &serde_json::Value) {
+        writeln!(self.stdin, "{v}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The next stdout line, waiting at most `wait`.
+    pub fn recv(&self, wait: std::time::Duration) -> Option<String> {
+        self.rx.recv_timeout(wait).ok()
+    }
+}
+
+impl Drop for McpLines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
