@@ -415,7 +415,6 @@ fn try_read_latest(
     keep: impl Fn(&str) -> bool,
 ) -> lackpy_beneath::Result<Vec<TraceRecord>> {
     use std::collections::VecDeque;
-    use std::io::{BufRead, Read};
     /// A record's run id alone (the rest of the line is only scanned).
     #[derive(Deserialize)]
     struct RunId {
@@ -424,23 +423,7 @@ fn try_read_latest(
     let Some(dir) = traces_dir(workspace, false)? else {
         return Ok(Vec::new());
     };
-    let mut names = Vec::new();
-    for (name, kind) in dir.entries(MAX_FILES)? {
-        if !name.ends_with(".jsonl") {
-            continue;
-        }
-        if kind != Kind::File {
-            return Err(match kind {
-                Kind::Symlink => lackpy_beneath::Error::Symlink {
-                    path: dir.path().join(&name),
-                },
-                _ => lackpy_beneath::Error::NotRegular {
-                    path: dir.path().join(&name),
-                },
-            });
-        }
-        names.push(name);
-    }
+    let mut names = trace_files(&dir)?;
     // Name order is time order (day, then rotation): newest first.
     names.sort_unstable_by(|a, b| b.cmp(a));
     // Matching lines, kept raw (parsed whole only once kept for good).
@@ -450,40 +433,24 @@ fn try_read_latest(
         if kept.len() >= limit || kept_bytes >= max_bytes {
             break;
         }
-        let Some(f) = dir.open_read(&name)? else {
-            continue;
-        };
         // This file's newest matches, within what is left of the bounds.
         let (room, room_bytes) = (limit - kept.len(), max_bytes - kept_bytes);
         let mut file: VecDeque<Vec<u8>> = VecDeque::new();
         let mut file_bytes = 0usize;
-        let mut r = std::io::BufReader::new(f);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = (&mut r)
-                .take(MAX_LINE)
-                .read_until(b'\n', &mut line)
-                .map_err(|source| lackpy_beneath::Error::Io {
-                    path: dir.path().join(&name),
-                    source,
-                })?;
-            if n == 0 {
-                break;
-            }
-            let Ok(id) = serde_json::from_slice::<RunId>(&line) else {
-                continue;
+        each_line(&dir, &name, |line| {
+            let Ok(id) = serde_json::from_slice::<RunId>(line) else {
+                return;
             };
             if !keep(&id.run_id) {
-                continue;
+                return;
             }
             file_bytes += line.len();
-            file.push_back(std::mem::take(&mut line));
+            file.push_back(std::mem::take(line));
             while file.len() > room || file_bytes > room_bytes {
                 let Some(old) = file.pop_front() else { break };
                 file_bytes -= old.len();
             }
-        }
+        })?;
         kept_bytes += file_bytes;
         while let Some(x) = file.pop_back() {
             kept.push_front(x);
@@ -502,11 +469,27 @@ fn try_read_latest(
 /// # Errors
 /// A symlinked `.lackpy`, `traces/` or trace file; I/O errors.
 pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>> {
-    use std::io::{BufRead, Read};
     let Some(dir) = traces_dir(workspace, false)? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
+    for name in trace_files(&dir)? {
+        each_line(&dir, &name, |line| {
+            if let Ok(rec) = serde_json::from_slice::<TraceRecord>(line) {
+                out.push(rec);
+            }
+        })?;
+    }
+    // Files are read in name order (day, then rotation); keep time order.
+    out.sort_by(|a, b| a.time.cmp(&b.time));
+    Ok(out)
+}
+
+/// The trace files (`*.jsonl`) of the traces directory `dir`, in the
+/// directory's order; a symlink, or anything but a regular file, among them
+/// is refused (never followed).
+fn trace_files(dir: &Dir) -> lackpy_beneath::Result<Vec<String>> {
+    let mut names = Vec::new();
     for (name, kind) in dir.entries(MAX_FILES)? {
         if !name.ends_with(".jsonl") {
             continue;
@@ -521,31 +504,36 @@ pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>
                 },
             });
         }
-        let Some(f) = dir.open_read(&name)? else {
-            continue;
-        };
-        let mut r = std::io::BufReader::new(f);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = (&mut r)
-                .take(MAX_LINE)
-                .read_until(b'\n', &mut line)
-                .map_err(|source| lackpy_beneath::Error::Io {
-                    path: dir.path().join(&name),
-                    source,
-                })?;
-            if n == 0 {
-                break;
-            }
-            if let Ok(rec) = serde_json::from_slice::<TraceRecord>(&line) {
-                out.push(rec);
-            }
-        }
+        names.push(name);
     }
-    // Files are read in name order (day, then rotation); keep time order.
-    out.sort_by(|a, b| a.time.cmp(&b.time));
-    Ok(out)
+    Ok(names)
+}
+
+/// Call `f` with each line of the trace file `name` of `dir`, in order
+/// (a line longer than [`MAX_LINE`] comes in pieces of that size, which do
+/// not parse as records); `f` may take the line's buffer. A file gone since
+/// it was listed has no lines.
+fn each_line(dir: &Dir, name: &str, mut f: impl FnMut(&mut Vec<u8>)) -> lackpy_beneath::Result<()> {
+    use std::io::{BufRead, Read};
+    let Some(file) = dir.open_read(name)? else {
+        return Ok(());
+    };
+    let mut r = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut r)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut line)
+            .map_err(|source| lackpy_beneath::Error::Io {
+                path: dir.path().join(name),
+                source,
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        f(&mut line);
+    }
 }
 
 /// Bounds one run's trace entries: each argument and error message to
