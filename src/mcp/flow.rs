@@ -316,20 +316,25 @@ fn needs_full_parse(line: &[u8]) -> bool {
 /// found (in the first KiB at the top level, or as the last member), else
 /// with an id-less `-32600`. Not `-32700`: rmcp has no way to send one.
 fn unparsable_request(id: Option<&[u8]>, e: &serde_json::Error) -> Vec<u8> {
-    let method = format!("request not parsed: the line is not valid JSON ({e}); it was discarded");
-    let mut v = br#"{"jsonrpc":"2.0","id":"#.to_vec();
-    v.extend_from_slice(id.unwrap_or(b"null"));
-    v.extend_from_slice(br#","method":"#);
-    v.extend_from_slice(serde_json::Value::from(method).to_string().as_bytes());
-    v.extend_from_slice(b"}\n");
-    v
+    standin_request(
+        id,
+        &format!("request not parsed: the line is not valid JSON ({e}); it was discarded"),
+    )
 }
 
 /// The request that stands for a dropped oversized line: rmcp answers an
 /// unknown method with `-32601` and the method as the message.
 fn oversized_request(id: Option<&[u8]>, max: usize) -> Vec<u8> {
-    let method =
-        format!("request too large: the line was over {max} bytes and was discarded unread");
+    standin_request(
+        id,
+        &format!("request too large: the line was over {max} bytes and was discarded unread"),
+    )
+}
+
+/// A request line standing for one that was discarded: `id` (the raw token
+/// found in the discarded line) and a `method` that says why, which rmcp
+/// echoes as the message of its `-32601` "method not found".
+fn standin_request(id: Option<&[u8]>, method: &str) -> Vec<u8> {
     let mut v = br#"{"jsonrpc":"2.0","id":"#.to_vec();
     // Without an id the line is an invalid request, which rmcp answers
     // with an id-less `-32600`.
