@@ -260,8 +260,7 @@ impl<'a, 't> Session<'a, 't> {
     /// occurrence says more. `None`: the run ended, its error is reported.
     fn after_end(&mut self, e: FrameError) -> Option<FromWorker> {
         let st = self.worker.reap_by(Instant::now() + Duration::from_secs(1));
-        let exited_cleanly = st.is_some_and(|s| s.success());
-        if exited_cleanly {
+        if st.is_some_and(|s| s.success()) {
             match self.worker.chan.recv::<FromWorker>(Some(Instant::now())) {
                 Ok(m) => {
                     tracing::warn!(
@@ -273,9 +272,12 @@ impl<'a, 't> Session<'a, 't> {
                 Err(again) => tracing::debug!(first = %e, %again, "no frame after the end"),
             }
         }
-        let mut info = classify_death(st, &self.req.limits);
+        // The death as any other (the worker is reaped already, so its
+        // status is at hand), naming what the channel said.
+        let said = e.to_string();
+        let mut info = self.frame_error(e);
         if info.type_name == "WorkerDied" {
-            info.message = format!("{} (the channel: {e})", info.message);
+            info.message = format!("{} (the channel: {said})", info.message);
         }
         self.report.error = Some(info);
         None
