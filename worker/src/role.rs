@@ -205,17 +205,7 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
     let predefined: Vec<String> = initial.iter().map(|(n, _)| n.clone()).collect();
     let outcome = match lackpy_policy::validate_with_predefined(&program, &ns, &limits, &predefined)
     {
-        Err(errors) => {
-            let first = lackpy_policy::first_error(errors);
-            Outcome {
-                value: None,
-                repr: None,
-                error: Some(WireError(first)),
-                fuel_used: 0,
-                globals: Vec::new(),
-                skipped_globals: Vec::new(),
-            }
-        }
+        Err(errors) => failed(lackpy_policy::first_error(errors), 0),
         Ok(prog) => {
             let mut out = IpcOutput {
                 chan: Rc::clone(&chan),
@@ -266,21 +256,27 @@ fn serve_one(chan: Rc<RefCell<Channel>>) -> Result<(), FrameError> {
         // decode, though small on the wire (`[0] * 600000`): the result
         // limit, not a frame the supervisor would call a protocol violation.
         Err(e @ FrameError::TooManyValues { .. }) => {
-            let outcome = Outcome {
-                value: None,
-                repr: None,
-                error: Some(WireError(ErrorInfo::new(
-                    ErrorKind::Limit,
-                    "result",
-                    format!("result limit exceeded: the value has too many items to send ({e})"),
-                ))),
-                fuel_used,
-                globals: Vec::new(),
-                skipped_globals: Vec::new(),
-            };
-            chan.send(&FromWorker::Done(outcome), None)
+            let limit = ErrorInfo::new(
+                ErrorKind::Limit,
+                "result",
+                format!("result limit exceeded: the value has too many items to send ({e})"),
+            );
+            chan.send(&FromWorker::Done(failed(limit, fuel_used)), None)
         }
         r => r,
+    }
+}
+
+/// The outcome of a run that ended with `error` after `fuel_used` fuel: no
+/// value, no variables.
+fn failed(error: ErrorInfo, fuel_used: u64) -> Outcome {
+    Outcome {
+        value: None,
+        repr: None,
+        error: Some(WireError(error)),
+        fuel_used,
+        globals: Vec::new(),
+        skipped_globals: Vec::new(),
     }
 }
 
