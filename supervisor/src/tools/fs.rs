@@ -581,6 +581,11 @@ fn fstatat_nofollow(dir: RawFd, name: &CString, extra: libc::c_int) -> Result<li
     Ok(unsafe { st.assume_init() })
 }
 
+/// (dev, ino) of the open file `fd`; `None` when it cannot be inspected.
+pub(super) fn fd_id(fd: RawFd) -> Option<(u64, u64)> {
+    fstat(fd).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
 /// (dev, ino) of the directory `name` inside `dir` (not following symlinks).
 fn dir_id(dir: RawFd, name: &CString) -> Option<(u64, u64)> {
     let st = fstatat_nofollow(dir, name, libc::AT_EMPTY_PATH).ok()?;

@@ -22,7 +22,7 @@
 //! once per component), and the run's deadline and cancel flag are polled
 //! while it works.
 
-use super::fs::{in_control_dir, openat2, root_path, Workspace, CONTROL_DIR};
+use super::fs::{fd_id, in_control_dir, openat2, root_path, Workspace, CONTROL_DIR};
 use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::ToolFailure;
 use std::collections::{HashMap, HashSet};
@@ -455,16 +455,7 @@ struct Walk<'a> {
 /// Whether the open directories `a` and `b` are the same one (device and
 /// inode); `false` when either cannot be inspected.
 fn same_dir(a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> bool {
-    let id = |fd| {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes one stat struct into `st`.
-        let rc = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
-        // SAFETY: fstat succeeded, so `st` is initialised.
-        (rc == 0)
-            .then(|| unsafe { st.assume_init() })
-            .map(|st| (st.st_dev, st.st_ino))
-    };
-    matches!((id(a), id(b)), (Some(x), Some(y)) if x == y)
+    matches!((fd_id(a), fd_id(b)), (Some(x), Some(y)) if x == y)
 }
 
 impl<'w> Walk<'w> {
