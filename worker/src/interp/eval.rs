@@ -348,19 +348,19 @@ impl<'a> Interp<'a> {
                     // below whatever happens).
                     if let Some(held) = self.slots.get_mut(*slot as usize) {
                         *held = None;
-                    }
-                    if let Some(xm) = Rc::get_mut(xs) {
-                        // Memory as for a new str of the whole text (a
-                        // grow may move it); fuel for the added bytes.
-                        let grown = mem_check((xm.len() + ys.len()) as u64)
-                            .and_then(|()| tick(1 + ys.len() as u64 / 256));
-                        if grown.is_ok() {
-                            xm.append_grow(ys);
+                        if let Some(xm) = Rc::get_mut(xs) {
+                            // Memory as for a new str of the whole text (a
+                            // grow may move it); fuel for the added bytes.
+                            let grown = mem_check((xm.len() + ys.len()) as u64)
+                                .and_then(|()| tick(1 + ys.len() as u64 / 256));
+                            if grown.is_ok() {
+                                xm.append_grow(ys);
+                            }
+                            *held = Some(cur);
+                            return grown;
                         }
-                        self.slots[*slot as usize] = Some(cur);
-                        return grown;
+                        *held = Some(cur.clone());
                     }
-                    self.slots[*slot as usize] = Some(cur.clone());
                 }
                 let v = self.inplace(op, cur, &rhs)?;
                 self.slots[*slot as usize] = Some(v);
