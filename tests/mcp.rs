@@ -782,7 +782,6 @@ fn a_client_that_reads_no_reply_cannot_grow_the_server() {
 fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
     let ws = util::workspace(&[]);
     let (child, mut stdin, mut out) = initialized_server(ws.path());
-    let mut line = String::new();
     let before = crate::serve::status_kib(child.0.id(), "VmHWM:");
     // 8 MiB of `0,`: parsed, this was ~1 GiB of the server's memory.
     let junk = format!("[{}0]", "0,".repeat(4 << 20));
@@ -800,21 +799,11 @@ fn an_oversized_request_line_is_refused_and_the_session_goes_on() {
         writeln!(stdin, "{f}").expect("write frame");
     }
     stdin.flush().expect("flush");
-    let mut replies = Vec::new();
-    for _ in 0..frames.len() {
-        line.clear();
-        out.read_line(&mut line).expect("read");
-        replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
-    }
+    let replies = read_replies(&mut out, frames.len());
     let after = crate::serve::status_kib(child.0.id(), "VmHWM:");
     drop(stdin);
     drop(child);
-    let by_id = |id: Value| {
-        replies
-            .iter()
-            .find(|r| r["id"] == id)
-            .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
-    };
+    let by_id = |id: Value| reply_with(&replies, id);
     for id in [json!(2), json!("ts-4")] {
         let refused = by_id(id);
         assert_eq!(refused["error"]["code"], json!(-32601), "{refused}");
@@ -850,21 +839,10 @@ fn a_request_line_that_is_not_json_is_answered_and_the_session_goes_on() {
         writeln!(stdin, "{f}").expect("write frame");
     }
     stdin.flush().expect("flush");
-    let mut replies = Vec::new();
-    let mut line = String::new();
-    for _ in 0..frames.len() {
-        line.clear();
-        out.read_line(&mut line).expect("read");
-        replies.push(serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame"));
-    }
+    let replies = read_replies(&mut out, frames.len());
     drop(stdin);
     drop(child);
-    let by_id = |id: Value| {
-        replies
-            .iter()
-            .find(|r| r["id"] == id)
-            .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
-    };
+    let by_id = |id: Value| reply_with(&replies, id);
     for id in [json!(2), json!("ts-3")] {
         let refused = by_id(id);
         let says = refused["error"]["message"].as_str().unwrap_or_default();
@@ -872,6 +850,26 @@ fn a_request_line_that_is_not_json_is_answered_and_the_session_goes_on() {
     }
     let ok = by_id(json!(4));
     assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
+}
+
+/// The next `n` lines the server writes, each a JSON-RPC frame.
+fn read_replies(out: &mut BufReader<std::process::ChildStdout>, n: usize) -> Vec<Value> {
+    let mut line = String::new();
+    (0..n)
+        .map(|_| {
+            line.clear();
+            out.read_line(&mut line).expect("read");
+            serde_json::from_str::<Value>(&line).expect("a JSON-RPC frame")
+        })
+        .collect()
+}
+
+/// The reply whose id is `id` (the test fails without one).
+fn reply_with(replies: &[Value], id: Value) -> &Value {
+    replies
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
 }
 
 /// Pids of live processes whose command line is exactly `argv`.
