@@ -852,6 +852,47 @@ fn a_request_line_that_is_not_json_is_answered_and_the_session_goes_on() {
     assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
 }
 
+/// JSON that is not a request rmcp reads gets an error reply with its id
+/// and the reason, and the session goes on. Before, rmcp skipped a line
+/// with a number out of range (`1e400`) without a word, answered a request
+/// without `"jsonrpc"` with an id-less `-32600`, and `tools/call` params of
+/// the wrong shape with "method not found: tools/call".
+#[test]
+fn json_that_is_not_a_valid_request_is_answered_with_its_id() {
+    let ws = util::workspace(&[]);
+    let mut server = util::McpLines::start(ws.path());
+    let frames = [
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_program","arguments":{"program":"1 + 1","x":1e400}}}"#,
+        r#"{"id":"no-version","method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_program","arguments":"1 + 1"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_program","arguments":{"program":"1 + 1"}}}"#,
+    ];
+    for f in &frames {
+        server.send_line(f);
+    }
+    // Read with a deadline: before the fix, a line got no reply at all.
+    let replies: Vec<Value> = (0..frames.len())
+        .map_while(|_| server.recv(std::time::Duration::from_secs(30)))
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    drop(server);
+    let by_id = |id: Value| reply_with(&replies, id);
+    for (id, reason) in [
+        (json!(2), "number out of range"),
+        (json!("no-version"), "not a valid JSON-RPC request"),
+        (
+            json!(3),
+            "invalid params for tools/call: invalid type: string",
+        ),
+    ] {
+        let refused = by_id(id);
+        let says = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(says.contains(reason), "{refused}");
+    }
+    let ok = by_id(json!(4));
+    assert_eq!(ok["result"]["structuredContent"]["value"], json!(2), "{ok}");
+}
+
 /// The next `n` lines the server writes, each a JSON-RPC frame.
 fn read_replies(out: &mut BufReader<std::process::ChildStdout>, n: usize) -> Vec<Value> {
     let mut line = String::new();

@@ -196,7 +196,12 @@ impl McpLines {
 
     /// Write one frame.
     pub fn send(&mut self, v: &serde_json::Value) {
-        writeln!(self.stdin, "{v}").expect("write");
+        self.send_line(&v.to_string());
+    }
+
+    /// Write one line as it is (a frame that may not be valid).
+    pub fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("write");
         self.stdin.flush().expect("flush");
     }
 

@@ -227,17 +227,18 @@ impl<R> FlowRead<R> {
         }
     }
 
-    /// A whole line is in `line`: it goes on as it is when it is JSON (or
-    /// blank), else as a request that gets its error reply (see
-    /// [`unparsable_request`]).
+    /// A whole line is in `line`: it goes on as it is when rmcp can read
+    /// it (or it is blank, or a notification or response, which get no
+    /// reply), else as a request that gets its error reply (see
+    /// [`message_check`]).
     fn whole_line_read(&mut self) {
         if self.line.trim_ascii().is_empty() {
             self.ready.append(&mut self.line);
             return;
         }
-        match json_check(&self.line) {
-            Ok(_) => self.ready.append(&mut self.line),
-            Err(e) => {
+        match message_check(&self.line) {
+            Ok(()) => self.ready.append(&mut self.line),
+            Err(LineProblem::NotJson(e)) => {
                 tracing::warn!(error = %e, "an MCP request line that is not JSON was answered with an error");
                 let id = top_level_id(&self.line, &[])
                     .or_else(|| {
@@ -248,77 +249,128 @@ impl<R> FlowRead<R> {
                 self.ready
                     .extend_from_slice(&unparsable_request(id.as_deref(), &e));
             }
-        }
-    }
-}
-
-/// Whether serde_json parses `line`, as rmcp's reader will try to.
-/// Skipping the value (`IgnoredAny`) checks the syntax without building
-/// anything, but neither surrogate escapes nor serde_json's nesting limit
-/// (128, applied where rmcp builds a `Value`, as for a call's arguments); a
-/// line that has a surrogate escape (`\\uD800`..`\\uDFFF`) or nests that
-/// deep (both rare) is parsed whole, where an unpaired surrogate or the
-/// depth is an error.
-fn json_check(line: &[u8]) -> Result<(), serde_json::Error> {
-    serde_json::from_slice::<serde::de::IgnoredAny>(line)?;
-    if needs_full_parse(line) {
-        serde_json::from_slice::<serde_json::Value>(line)?;
-    }
-    Ok(())
-}
-
-/// Whether a line (already known to be JSON) has a surrogate escape or
-/// nests 128 levels or more: one pass over its bytes.
-fn needs_full_parse(line: &[u8]) -> bool {
-    let (mut depth, mut in_str, mut i) = (0usize, false, 0usize);
-    while i < line.len() {
-        let b = line[i];
-        if in_str {
-            match b {
-                b'\\' => {
-                    let esc = line.get(i + 1..i + 4).unwrap_or_default();
-                    if esc.len() == 3
-                        && esc[0] == b'u'
-                        && matches!(esc[1], b'd' | b'D')
-                        && matches!(esc[2], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-                    {
-                        return true;
-                    }
-                    i += 1;
-                }
-                b'"' => in_str = false,
-                _ => {}
+            Err(LineProblem::BadParams { id, method, error }) => {
+                tracing::warn!(error = %error, "an MCP request with invalid params was answered with an error");
+                self.line.clear();
+                self.ready.extend_from_slice(&standin_request(
+                    id.as_deref(),
+                    &format!("invalid params for {method}: {error}; the request was discarded"),
+                ));
             }
-        } else {
-            match b {
-                b'"' => in_str = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth >= 128 {
-                        return true;
-                    }
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
+            Err(LineProblem::NotMessage { id, error }) => {
+                tracing::warn!(error = %error, "an MCP request that is not a valid message was answered with an error");
+                self.line.clear();
+                self.ready
+                    .extend_from_slice(&invalid_request(id.as_deref(), &error));
             }
         }
-        i += 1;
     }
-    false
 }
 
-/// The request that stands for a line serde_json cannot parse (a lone
-/// surrogate escape such as `"\ud800"`, which JavaScript's
-/// `JSON.stringify` writes; nesting deeper than 128; a syntax error).
-/// Why: rmcp skips such a line without a reply, so its client waited for
-/// an answer until its own timeout. rmcp answers this request with
-/// `-32601` and the method as the message, with the line's id when it was
-/// found (in the first KiB at the top level, or as the last member), else
-/// with an id-less `-32600`. Not `-32700`: rmcp has no way to send one.
+/// Why a whole line cannot go on to rmcp as it is.
+enum LineProblem {
+    /// serde_json cannot parse it.
+    NotJson(serde_json::Error),
+    /// It is JSON, but not a message rmcp reads; `id`: its top-level
+    /// `"id"` as rmcp would accept it (a string or an `i64`), as JSON.
+    NotMessage {
+        id: Option<Vec<u8>>,
+        error: serde_json::Error,
+    },
+    /// A known method whose params do not fit it.
+    BadParams {
+        id: Option<Vec<u8>>,
+        method: String,
+        error: serde_json::Error,
+    },
+}
+
+/// Whether rmcp reads `line` as a message: the same parse rmcp makes
+/// (its `ClientJsonRpcMessage`, after a UTF-8 byte-order mark), so a line
+/// rmcp would skip without a reply is known here. Why: rmcp skips a line
+/// serde_json cannot parse (a lone surrogate escape, which JavaScript's
+/// `JSON.stringify` writes; nesting deeper than 128; a number out of
+/// range such as `1e400`; a syntax error), and answers most JSON that is
+/// not a message with an id-less `-32600`, so the client waited for its
+/// request's id until its own timeout. A notification or a response that
+/// does not parse passes as it is: neither gets a reply (rmcp ignores
+/// non-standard notifications on purpose). Cost: the line is parsed twice,
+/// here and by rmcp.
+fn message_check(line: &[u8]) -> Result<(), LineProblem> {
+    const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+    let line = line.strip_prefix(UTF8_BOM).unwrap_or(line);
+    let error = match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(line) {
+        Ok(rmcp::model::JsonRpcMessage::Request(r)) => return known_method_params(&r),
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let v = match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(v) => v,
+        Err(e) => return Err(LineProblem::NotJson(e)),
+    };
+    let member = |k: &str| v.as_object().and_then(|o| o.get(k));
+    let (id, method) = (member("id"), member("method"));
+    let no_reply_wanted = (id.is_none() && method.is_some())
+        || (method.is_none() && (member("result").is_some() || member("error").is_some()));
+    if no_reply_wanted {
+        return Ok(());
+    }
+    let id = match id {
+        Some(serde_json::Value::String(s)) => Some(serde_json::Value::from(s.as_str()).to_string()),
+        Some(serde_json::Value::Number(n)) => n.as_i64().map(|i| i.to_string()),
+        _ => None,
+    };
+    Err(LineProblem::NotMessage {
+        id: id.map(String::into_bytes),
+        error,
+    })
+}
+
+/// A request rmcp parsed as a custom one because its method's params do
+/// not fit the method (`tools/call` with `"arguments": "x"`): rmcp would
+/// answer "method not found" with the method as the message. Why: that
+/// names the wrong fault; the stand-in says what is wrong with the params.
+fn known_method_params(
+    r: &rmcp::model::JsonRpcRequest<rmcp::model::ClientRequest>,
+) -> Result<(), LineProblem> {
+    use rmcp::model::ClientRequest;
+    let ClientRequest::CustomRequest(c) = &r.request else {
+        return Ok(());
+    };
+    if c.method != "tools/call" {
+        return Ok(());
+    }
+    let params = c.params.clone().unwrap_or(serde_json::Value::Null);
+    match serde_json::from_value::<rmcp::model::CallToolRequestParams>(params) {
+        Ok(_) => Ok(()),
+        Err(error) => Err(LineProblem::BadParams {
+            id: serde_json::to_vec(&r.id).ok(),
+            method: c.method.clone(),
+            error,
+        }),
+    }
+}
+
+/// The request that stands for a line serde_json cannot parse (see
+/// [`message_check`]). rmcp answers it with `-32601` and the method as
+/// the message, with the line's id when it was found (in the first KiB at
+/// the top level, or as the last member), else with an id-less `-32600`.
+/// Not `-32700`: rmcp has no way to send one.
 fn unparsable_request(id: Option<&[u8]>, e: &serde_json::Error) -> Vec<u8> {
     standin_request(
         id,
         &format!("request not parsed: the line is not valid JSON ({e}); it was discarded"),
+    )
+}
+
+/// The request that stands for a JSON line that is not a message rmcp
+/// reads (`{"id":9}`, a request without `"jsonrpc"`, an id rmcp cannot
+/// hold, a known method's params of the wrong type): answered like
+/// [`unparsable_request`], so the client gets its id back with the reason.
+fn invalid_request(id: Option<&[u8]>, e: &serde_json::Error) -> Vec<u8> {
+    standin_request(
+        id,
+        &format!("invalid request: the line is JSON but not a valid JSON-RPC request ({e}); it was discarded"),
     )
 }
 
@@ -400,7 +452,8 @@ fn top_level_id<'a>(head: &'a [u8], tail: &'a [u8]) -> Option<&'a [u8]> {
 /// object, and a quote not escaped (the `,` or `{` before `"id"` shows it
 /// is not) cannot lie inside a string.
 fn trailing_id(tail: &[u8]) -> Option<&[u8]> {
-    let body = tail.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    let whole = tail.trim_ascii_end();
+    let body = whole.strip_suffix(b"}")?.trim_ascii_end();
     let start = if body.last() == Some(&b'"') {
         // A string: from its opening quote (an id kept has no escapes).
         body[..body.len() - 1].iter().rposition(|b| *b == b'"')?
@@ -412,7 +465,8 @@ fn trailing_id(tail: &[u8]) -> Option<&[u8]> {
                 .take_while(|b| b.is_ascii_digit() || **b == b'-')
                 .count()
     };
-    let token = id_token(body.get(start..)?)?;
+    // `whole` from `start`: the token, then what ends it (`}`).
+    let token = id_token(whole.get(start..)?)?;
     if token.len() != body.len() - start {
         return None;
     }
@@ -439,7 +493,13 @@ fn id_token(s: &[u8]) -> Option<&[u8]> {
             .iter()
             .position(|b| !(b.is_ascii_digit() || *b == b'-'))
             .unwrap_or(s.len());
-        if n == 0 || s[..n].iter().skip(1).any(|b| *b == b'-') {
+        // An integer rmcp can hold, followed by what ends a token: `1` of
+        // `1.5` or `1e400` is not the id, nor digits cut off by the scan.
+        let ends = s
+            .get(n)
+            .is_some_and(|b| matches!(b, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'));
+        let fits = std::str::from_utf8(&s[..n]).is_ok_and(|t| t.parse::<i64>().is_ok());
+        if !ends || !fits {
             return None;
         }
         n
@@ -668,10 +728,11 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","x":"{}"}}"#,
             "a".repeat(100)
         );
-        let input = format!("{{\"id\":1}}\n{long}\n{{\"id\":2}}\nlast");
+        let ping = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping"}}"#);
+        let input = format!("{}\n{long}\n{}\nlast", ping("1"), ping("2"));
         let out = lines_through(input.as_bytes(), 64).await;
         let lines: Vec<&str> = out.split('\n').collect();
-        assert_eq!(lines[0], r#"{"id":1}"#);
+        assert_eq!(lines[0], ping("1"));
         let v: serde_json::Value = serde_json::from_str(lines[1]).expect("JSON");
         assert_eq!(v["id"], 7, "{out}");
         assert!(
@@ -680,11 +741,12 @@ mod tests {
                 .is_some_and(|m| m.contains("over 64 bytes")),
             "{out}"
         );
-        assert_eq!(lines[2], r#"{"id":2}"#);
+        assert_eq!(lines[2], ping("2"));
         assert_eq!(lines[3], "last", "a last line without newline passes");
         assert_eq!(lines.len(), 4);
         // A line of exactly the cap passes.
-        let exact = format!("\"{}\"\n", "x".repeat(62));
+        let exact = format!("{}\n", ping(&"x".repeat(63 - ping("").len())));
+        assert_eq!(exact.len(), 64);
         assert_eq!(lines_through(exact.as_bytes(), 64).await, exact);
     }
 
@@ -719,7 +781,74 @@ mod tests {
         assert_eq!(lines[2], "", "a blank line passes");
         assert_eq!(replaced(lines[3]), serde_json::json!(8));
         assert_eq!(replaced(lines[4]), serde_json::Value::Null);
-        assert_eq!(lines[5], r#"{"id":9}"#);
+        let v: serde_json::Value = serde_json::from_str(lines[5]).expect("JSON");
+        assert_eq!(v["id"], 9, "{}", lines[5]);
+    }
+
+    /// JSON that rmcp would skip or answer without its id (a number out of
+    /// range, no `"jsonrpc"`, a method that is not a string, `tools/call`
+    /// params of the wrong shape) is replaced by a request carrying the id
+    /// and the reason; a valid request, a notification and a response pass
+    /// unchanged, and an id rmcp cannot hold is not copied.
+    #[tokio::test]
+    async fn json_that_is_not_a_valid_request_is_answered_with_its_id() {
+        let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_program","arguments":{"program":"1"}}}"#;
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/whatever","params":5}"#;
+        let response = r#"{"jsonrpc":"2.0","id":3,"result":{"x":1}}"#;
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"x":1e400}}"#,
+                serde_json::json!(5),
+                "request not parsed",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}"#,
+                serde_json::Value::Null,
+                "request not parsed",
+            ),
+            (
+                r#"{"id":7,"method":"tools/list"}"#,
+                serde_json::json!(7),
+                "invalid request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"s","method":5}"#,
+                serde_json::json!("s"),
+                "invalid request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"m","x":[]}"#,
+                serde_json::Value::Null,
+                "invalid request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"tools/list"}"#,
+                serde_json::Value::Null,
+                "invalid request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"run_program","arguments":"x"}}"#,
+                serde_json::json!(10),
+                "invalid params for tools/call",
+            ),
+        ];
+        let mut input = format!("{ok}\n{note}\n{response}\n");
+        for (line, _, _) in &cases {
+            input.push_str(line);
+            input.push('\n');
+        }
+        let out = lines_through(input.as_bytes(), 1 << 20).await;
+        let lines: Vec<&str> = out.split('\n').collect();
+        assert_eq!(&lines[..3], &[ok, note, response]);
+        for (k, (line, id, reason)) in cases.iter().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(lines[3 + k]).expect("JSON");
+            assert_eq!(&v["id"], id, "{line} became {}", lines[3 + k]);
+            assert!(
+                v["method"].as_str().is_some_and(|m| m.starts_with(reason)),
+                "{line} became {}",
+                lines[3 + k]
+            );
+        }
     }
 
     #[tokio::test]
