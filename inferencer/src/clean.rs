@@ -19,9 +19,19 @@ const SEARCH_LINES: usize = 40;
 /// reach it; the validator rejects such programs anyway (default depth 100).
 const PARSE_DEPTH: usize = 100;
 
-/// Parse only what the validator's pre-scan says is shallow enough.
+/// Longest text handed to the parser, in bytes. Why: the answer may be
+/// 256 KiB ([`crate::pipeline::MAX_ANSWER_BYTES`]) and the repairs parse
+/// it several times per model call: a 256 KiB answer of `x=1;` took 4 s of
+/// the supervisor's CPU per delegation. A program is 64 KiB by default
+/// (`source_bytes`), so a longer text is judged, as it is, by the
+/// validator; an operator who raises `source_bytes` gets no repairs for
+/// answers above this size.
+const PARSE_BYTES: usize = 64 * 1024;
+
+/// Parse only what the validator's pre-scan says is shallow enough, and
+/// at most [`PARSE_BYTES`].
 fn parse_bounded(src: &str) -> Option<rustpython_parser::ast::Mod> {
-    if lackpy_policy::lang::prescan::scan(src, PARSE_DEPTH).is_err() {
+    if src.len() > PARSE_BYTES || lackpy_policy::lang::prescan::scan(src, PARSE_DEPTH).is_err() {
         return None;
     }
     parse(src, Mode::Module, "<answer>").ok()
@@ -856,6 +866,22 @@ mod tests {
         // Huge answers are not searched.
         let big = "prose line\n".repeat(1000);
         assert_eq!(clean_answer(&big).lines().count(), 1000);
+    }
+
+    /// Text over 64 KiB (longer than a default program) is never parsed:
+    /// the repairs leave it as it is, for the validator to refuse.
+    #[test]
+    fn text_over_the_parse_bound_is_not_parsed() {
+        let small = format!("{}x", "x = 1\n".repeat(1000));
+        assert!(parses(&small));
+        assert_eq!(
+            ensure_result(&format!("{small}\ny = 2")).as_deref(),
+            Some(format!("{small}\ny = 2\ny").as_str())
+        );
+        let big = format!("{}x", "x = 1\n".repeat(PARSE_BYTES / 6 + 1));
+        assert!(big.len() > PARSE_BYTES);
+        assert!(!parses(&big));
+        assert_eq!(ensure_result(&format!("{big}\ny = 2")), None);
     }
 
     #[test]
