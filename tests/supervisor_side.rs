@@ -1167,3 +1167,67 @@ fn traces_of_large_trace_files_stay_bounded() {
     );
     assert!(hwm_kb < 150_000, "the server peaked at {hwm_kb} kB");
 }
+
+/// `lackpy run --json` of `program` with `tools`, and the peak RSS (KiB)
+/// of the supervisor (and the children it reaped, all small here).
+fn run_peak(ws: &Path, tools: &str, program: &str) -> (Output, Value, u64) {
+    let ws_s = ws.to_str().unwrap_or(".");
+    let args = ["run", "--json", "--workspace", ws_s, "--tools", tools, "-"];
+    let (out, peak) = util::run_peak(&args, program);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, v, peak)
+}
+
+/// A tool result that arrives as JSON is decoded against the values one
+/// reply can carry before anything is built: 8 MiB of `[],[],…` printed by
+/// a `parse = "json"` command tool was parsed whole into
+/// `serde_json::Value`s first and took the supervisor to ~310 MiB, only
+/// for the reply to refuse it; likewise `jsonl`. The call now ends with
+/// `TooLarge` naming `MAX_VALUES`, and normal JSON still works.
+#[test]
+fn json_tool_output_is_bounded_before_it_is_parsed() {
+    let cfg = r#"
+[[tools]]
+name = "json"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "json"
+args = [{ name = "path", type = "str" }]
+
+[[tools]]
+name = "jsonl"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "jsonl"
+args = [{ name = "path", type = "str" }]
+"#;
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let n = (8 << 20) / 3 - 2;
+    let flood = format!("[{}[]]", "[],".repeat(n));
+    std::fs::write(ws.path().join("flood.json"), flood).expect("write");
+    // 8 MiB of lines of `[0,0,…]`, fewer lines than the lines cap.
+    let line = format!("[{}0]\n", "0,".repeat(4095));
+    std::fs::write(ws.path().join("flood.jsonl"), line.repeat(1000)).expect("write");
+    std::fs::write(
+        ws.path().join("ok.json"),
+        r#"{"a": [1, 2.5, null], "b": "x"}"#,
+    )
+    .expect("write");
+    for (tool, file) in [("json", "flood.json"), ("jsonl", "flood.jsonl")] {
+        let (out, v, peak) = run_peak(ws.path(), "json,jsonl", &format!("len({tool}({file:?}))"));
+        assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("MAX_VALUES"), "{msg}");
+        assert!(
+            peak < 120_000,
+            "{tool}: the supervisor peaked at {peak} KiB"
+        );
+    }
+    let (out, v) = run(ws.path(), Some("json"), "json('ok.json')");
+    assert_eq!(
+        v["value"],
+        json!({"a": [1, 2.5, null], "b": "x"}),
+        "{v} {}",
+        stderr(&out)
+    );
+}

@@ -217,3 +217,49 @@ impl Drop for McpLines {
         let _ = self.child.wait();
     }
 }
+
+/// Run `lackpy` with `args`, feeding `stdin`, and the peak resident set
+/// size (KiB) of it and of the children it reaped (`wait4`'s
+/// `ru_maxrss`): a bound on the supervisor's own peak when its children
+/// stay small.
+#[allow(clippy::zombie_processes)] // reaped by the `wait4` below
+pub fn run_peak(args: &[&str], stdin: &str) -> (Output, u64) {
+    use std::io::Read;
+    let mut c = lackpy();
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn lackpy");
+    if let Some(mut s) = child.stdin.take() {
+        let _ = s.write_all(stdin.as_bytes());
+    }
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let mut stdout = Vec::new();
+    let _ = out.read_to_end(&mut stdout);
+    let stderr = t.join().unwrap_or_default();
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(rc, pid, "wait4");
+    let code =
+        <std::process::ExitStatus as std::os::unix::process::ExitStatusExt>::from_raw(status);
+    let peak = u64::try_from(ru.ru_maxrss).unwrap_or(0);
+    (
+        Output {
+            status: code,
+            stdout,
+            stderr,
+        },
+        peak,
+    )
+}
