@@ -1231,3 +1231,35 @@ args = [{ name = "path", type = "str" }]
         stderr(&out)
     );
 }
+
+/// An MCP server's response line is counted before rmcp parses it: 8 MB
+/// of `0,0,…` in `structuredContent` was parsed into `serde_json::Value`s
+/// (80 bytes each) and took the supervisor to 560 MiB, only for the
+/// reply to the worker to refuse it. Now the line never reaches rmcp: the
+/// call fails at once with an error naming `MAX_LINE_VALUES`, and the
+/// server goes on answering.
+#[test]
+fn mcp_results_are_counted_before_they_are_parsed() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let (out, v, peak) = run_peak(
+        ws.path(),
+        "flood,add",
+        "[len(flood(10)['v']), add(1, 2)['sum']]",
+    );
+    assert_eq!(v["value"], json!([11, 3]), "{v} {}", stderr(&out));
+    assert!(
+        peak < 120_000,
+        "the supervisor peaked at {peak} KiB on a small result"
+    );
+    let (out, v, peak) = run_peak(ws.path(), "flood", "len(flood(4000000)['v'])");
+    assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("MAX_LINE_VALUES"), "{msg}");
+    assert!(peak < 150_000, "the supervisor peaked at {peak} KiB");
+}

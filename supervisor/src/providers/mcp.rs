@@ -37,6 +37,7 @@
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
 use super::child::{config_path, workspace_path};
+use super::mcp_lines::ServerProcess;
 use super::value::from_plain;
 use crate::call::RunContext;
 use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
@@ -51,13 +52,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, PaginatedRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -701,11 +700,9 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     // (which lives as long as this process); the server inside dies with
     // that process.
     jail.attach_dying_with_spawner(&mut cmd);
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::inherit())
-        .spawn()
+    // Its stdout is read through `BoundedLines`: no line of more values
+    // than a reply can carry reaches rmcp's parser.
+    let transport = ServerProcess::spawn(tokio::process::Command::from(cmd), &key.name)
         .map_err(|e| McpSourceError::Spawn(crate::childjail::JailError::explain_spawn(e)))?;
     let svc = ()
         .serve(transport)
@@ -1409,6 +1406,14 @@ impl McpServers {
                         "ToolFailed",
                         format!("{name}(): MCP server {server:?} died during the call"),
                     ));
+                }
+                if let rmcp::ServiceError::McpError(d) = &e {
+                    if d.message.starts_with(super::mcp_lines::NOT_READ) {
+                        return Err(ToolFailure::new(
+                            "TooLarge",
+                            format!("{name}(): {}", d.message),
+                        ));
+                    }
                 }
                 return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}")));
             }
