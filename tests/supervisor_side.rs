@@ -1263,3 +1263,101 @@ fn mcp_results_are_counted_before_they_are_parsed() {
     assert!(msg.contains("MAX_LINE_VALUES"), "{msg}");
     assert!(peak < 150_000, "the supervisor peaked at {peak} KiB");
 }
+
+/// `lackpy trace` reads traces newest first and holds a bounded amount:
+/// it held every record of the workspace (up to `total_mb`, 512 MiB by
+/// default) for one `trace list --limit 1`: the 130 MB of large records
+/// below took it to 190 MiB (330 MB: 440 MiB). Now a list holds at most
+/// 16 MiB of records and says on stderr when older runs were left out;
+/// `show` finds the oldest run still.
+#[test]
+fn trace_cli_reads_large_traces_bounded() {
+    use std::io::Write;
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let (_, v) = run(ws.path(), Some("read_file"), "read_file('a.txt')");
+    assert_eq!(v["ok"], true, "{v}");
+    let dir = ws.path().join(".lackpy/traces");
+    let today: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("traces")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    let first = std::fs::read_to_string(&today[0]).expect("trace");
+    let mut rec: Value = serde_json::from_str(first.lines().next().unwrap_or("")).expect("record");
+    for p in &today {
+        std::fs::remove_file(p).expect("remove");
+    }
+    let mut call = rec["calls"][0].clone();
+    call["args"] = json!(["a".repeat(1000)]);
+    rec["calls"] = json!(vec![call; 1000]);
+    let mut file = std::fs::File::create(dir.join("2026-01-01.jsonl")).expect("create");
+    for i in 0..120 {
+        rec["run_id"] = json!(format!("20260101{i:06}-000000000000"));
+        rec["time"] = json!(format!("2026-01-01T00:{:02}:{:02}.000000Z", i / 60, i % 60));
+        writeln!(file, "{rec}").expect("write");
+    }
+    drop(file);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "list",
+            "--limit",
+            "1",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        v[0]["run_id"],
+        "20260101000119-000000000000",
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 100_000, "trace list peaked at {peak} KiB");
+    // Asked for more than the cap holds: the newest ones, and a note.
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "list",
+            "--limit",
+            "100",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let n = v.as_array().map_or(0, Vec::len);
+    assert!((5..100).contains(&n), "{n} records");
+    assert_eq!(v[0]["run_id"], "20260101000119-000000000000");
+    assert!(
+        stderr(&out).contains("older runs were left out"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 250_000, "trace list peaked at {peak} KiB");
+    // `show` still finds the oldest run, by a prefix.
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "show",
+            "20260101000000",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        v["run_id"],
+        "20260101000000-000000000000",
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 100_000, "trace show peaked at {peak} KiB");
+}
