@@ -1361,3 +1361,33 @@ fn trace_cli_reads_large_traces_bounded() {
     );
     assert!(peak < 100_000, "trace show peaked at {peak} KiB");
 }
+
+/// `find_files` reads at most `MAX_DIR_ENTRIES` entries of one directory:
+/// a directory of 1,000,000 entries (a writable tool makes one in a
+/// minute) was listed whole (~90 MiB held per listing) before matching.
+#[test]
+fn find_files_bounds_the_entries_of_one_directory() {
+    let ws = util::workspace(&[]);
+    let big = ws.path().join("big");
+    std::fs::create_dir(&big).expect("mkdir");
+    for i in 0..210_000 {
+        std::fs::File::create(big.join(format!("{i:0>40}"))).expect("create");
+    }
+    std::fs::write(ws.path().join("small.txt"), "x").expect("write");
+    for tools in ["find_files", "find_definitions"] {
+        let program = if tools == "find_files" {
+            "find_files('big/*.py')"
+        } else {
+            "find_definitions('f')"
+        };
+        let (out, v, _) = run_peak(ws.path(), tools, program);
+        assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("MAX_DIR_ENTRIES") && msg.contains("big"),
+            "{msg}"
+        );
+    }
+    let (_, v) = run(ws.path(), Some("find_files"), "find_files('*.txt')");
+    assert_eq!(v["value"], json!(["small.txt"]), "{v}");
+}
