@@ -1391,3 +1391,25 @@ fn find_files_bounds_the_entries_of_one_directory() {
     let (_, v) = run(ws.path(), Some("find_files"), "find_files('*.txt')");
     assert_eq!(v["value"], json!(["small.txt"]), "{v}");
 }
+
+/// A stdio MCP server's tool listings are bounded in all, not only per
+/// page: a server answering every `tools/list` with one tool of an 8 MB
+/// description and a next cursor had all 64 pages held and turned into
+/// tool specs — `lackpy tools` took 2.5 GiB and 26 s. Past
+/// `MAX_LIST_BYTES` the listing is now an error (the server's tools are
+/// unavailable, with a warning naming the bound).
+#[test]
+fn mcp_tool_listings_are_bounded_in_all() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--huge-list\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(err.contains("MAX_LIST_BYTES"), "{err}");
+    assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
+}

@@ -78,6 +78,13 @@ const MAX_TOOLS_PER_SERVER: usize = 512;
 /// answering with a next cursor is cut off there).
 const MAX_LIST_PAGES: usize = 64;
 
+/// Most bytes of tool listings (each tool's JSON: name, description,
+/// schemas) kept from one server over all its `tools/list` pages.
+/// Why 16 MiB: a page is bounded (16 MiB a line or response) but
+/// [`MAX_LIST_PAGES`] of them were not: 64 pages of one tool with a 15 MB
+/// description were all held (~1 GiB); honest lists are a few hundred KiB.
+const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
+
 /// Largest JSON response or SSE event accepted from a remote server.
 /// Why 16 MiB: twice the largest result a run may return (8 MiB) and more
 /// than any honest tool list; a bigger answer is an error, never buffered.
@@ -885,15 +892,25 @@ fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered 
 
 /// Every tool a server lists, page by page, at most [`MAX_TOOLS_PER_SERVER`]
 /// tools and [`MAX_LIST_PAGES`] pages (a server that keeps sending a next
-/// cursor, or the same one, is cut off there).
+/// cursor, or the same one, is cut off there); listings over
+/// [`MAX_LIST_BYTES`] in all are an error.
 async fn list_bounded(peer: rmcp::service::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
+    let mut bytes = 0usize;
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .take()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
+        for t in &page.tools {
+            bytes = bytes.saturating_add(serde_json::to_vec(t).map_or(usize::MAX, |v| v.len()));
+        }
+        if bytes > MAX_LIST_BYTES {
+            return Err(format!(
+                "the server's tool listings take more than {MAX_LIST_BYTES} bytes (MAX_LIST_BYTES)"
+            ));
+        }
         tools.extend(page.tools);
         if tools.len() >= MAX_TOOLS_PER_SERVER {
             tools.truncate(MAX_TOOLS_PER_SERVER);
