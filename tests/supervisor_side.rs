@@ -1413,3 +1413,29 @@ fn mcp_tool_listings_are_bounded_in_all() {
     assert!(err.contains("MAX_LIST_BYTES"), "{err}");
     assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
 }
+
+/// An MCP server's answer that rmcp cannot parse fails the call at once:
+/// a result nested 200 levels deep (past serde_json's 128) was skipped by
+/// rmcp without a word, and the program waited for the run's wall-clock
+/// limit (10 s). The line is now answered in rmcp's place with an error
+/// naming why.
+#[test]
+fn mcp_answers_rmcp_cannot_parse_fail_the_call_at_once() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let start = Instant::now();
+    let (out, v) = run(ws.path(), Some("deep"), "deep()");
+    let took = start.elapsed();
+    assert_eq!(v["error"]["kind"], "tool", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("cannot be parsed (it nests 128 levels"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}

@@ -10,7 +10,10 @@
 //! a line over [`MAX_LINE_VALUES`] is never handed to rmcp. In its place
 //! rmcp gets a JSON-RPC error response with the line's id (so the call it
 //! answers fails at once, naming the bound), or nothing when no id is found
-//! (a notification, or an id past the line's last member).
+//! (a notification, or a line cut off before its id). A line rmcp could
+//! not parse (nesting of 128 levels or more, a syntax error), which rmcp
+//! skips without a word while the call waits for its timeout, is answered
+//! the same way.
 
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -39,6 +42,9 @@ pub const MAX_LINE_VALUES: usize = super::value::MAX_VALUES + 65_536;
 /// then `TooLarge`).
 pub const NOT_READ: &str = "the result was not read: ";
 
+/// How the error that replaces a line rmcp cannot parse begins.
+const NOT_USABLE: &str = "the answer was not usable: ";
+
 /// The scan's state within one line.
 #[derive(Default)]
 struct Scan {
@@ -47,7 +53,14 @@ struct Scan {
     /// An upper bound on the values seen so far: 1 + every `[`, `{`, `,`
     /// and `:` outside strings.
     values: usize,
+    /// Containers open, and the most open at once.
+    depth: usize,
+    max_depth: usize,
 }
+
+/// Nesting serde_json refuses (its recursion limit: entering the 128th
+/// container fails), so rmcp cannot parse the line.
+const TOO_DEEP: usize = 128;
 
 impl Scan {
     fn feed(&mut self, b: u8) {
@@ -63,7 +76,13 @@ impl Scan {
         }
         match b {
             b'"' => self.in_str = true,
-            b'[' | b'{' | b',' | b':' => self.values += 1,
+            b'[' | b'{' => {
+                self.values += 1;
+                self.depth += 1;
+                self.max_depth = self.max_depth.max(self.depth);
+            }
+            b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            b',' | b':' => self.values += 1,
             _ => {}
         }
     }
@@ -120,28 +139,54 @@ impl<R> BoundedLines<R> {
 
     fn end_line(&mut self) {
         let values = self.scan.values.saturating_add(1);
-        if !self.too_long && values <= MAX_LINE_VALUES {
-            self.out.extend_from_slice(&self.line);
-            self.out.push(b'\n');
-        } else {
-            let why = if self.too_long {
-                format!("a line of more than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)")
-            } else {
+        // What is wrong with the line, and whether it is its size.
+        let wrong = if self.too_long {
+            Some((
+                format!("a line of more than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)"),
+                true,
+            ))
+        } else if values > MAX_LINE_VALUES {
+            Some((
                 format!(
                     "a line of more than {MAX_LINE_VALUES} JSON values (MAX_LINE_VALUES: what one reply to the program can carry)"
-                )
-            };
-            tracing::warn!(server = %self.name, "MCP server sent {why}; dropped");
-            if let Some(id) = top_level_id(&self.line) {
-                let reply = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {"code": -32603, "message": format!(
-                        "{NOT_READ}MCP server {:?} sent {why}", self.name
-                    )},
-                });
-                self.out.extend_from_slice(reply.to_string().as_bytes());
+                ),
+                true,
+            ))
+        } else if self.scan.max_depth >= TOO_DEEP {
+            // rmcp would skip it without a word, and the call it answers
+            // would wait for its timeout.
+            Some((
+                format!("a line that cannot be parsed (it nests {TOO_DEEP} levels or more, serde_json's limit)"),
+                false,
+            ))
+        } else if self.line.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            // Likewise a syntax error; checked without building anything
+            // (`IgnoredAny` has no depth limit: depth is checked above).
+            serde_json::from_slice::<serde::de::IgnoredAny>(&self.line)
+                .err()
+                .map(|e| (format!("a line that cannot be parsed ({e})"), false))
+        };
+        match wrong {
+            None => {
+                self.out.extend_from_slice(&self.line);
                 self.out.push(b'\n');
+            }
+            Some((why, size)) => {
+                tracing::warn!(server = %self.name, "MCP server sent {why}; dropped");
+                if let Some(id) = top_level_id(&self.line) {
+                    let lead = if size { NOT_READ } else { NOT_USABLE };
+                    let reply = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "error": {"code": -32603, "message": format!(
+                            "{lead}MCP server {:?} sent {why}", self.name
+                        )},
+                    });
+                    self.out.extend_from_slice(reply.to_string().as_bytes());
+                    self.out.push(b'\n');
+                }
             }
         }
         self.line = Vec::new();
@@ -369,6 +414,22 @@ mod tests {
             let msg = v["error"]["message"].as_str().unwrap_or("");
             assert!(msg.contains("MAX_LINE_VALUES"), "{msg}");
         }
+        // A line rmcp could not parse (too deep, broken) is answered too.
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}{}}}\n",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let v: serde_json::Value = serde_json::from_str(&filter(deep.as_bytes())).expect("JSON");
+        assert_eq!(v["id"], 3, "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("cannot be parsed (it nests 128 levels"),
+            "{msg}"
+        );
+        let broken = "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"a\":tru}}\n";
+        let v: serde_json::Value = serde_json::from_str(&filter(broken.as_bytes())).expect("JSON");
+        assert_eq!(v["id"], 4, "{v}");
         // Without an id there is nothing to answer: the line is dropped.
         let note = format!("{{\"method\":\"x\",\"params\":[{many}0]}}\n{{\"ok\":1}}\n");
         assert_eq!(filter(note.as_bytes()), "{\"ok\":1}\n");
