@@ -736,8 +736,9 @@ impl<'w> Walk<'w> {
 /// # Errors
 /// `BadArgument` for a malformed or oversized pattern, `PathOutsideWorkspace`
 /// for `..` or absolute patterns, `TooLarge` past [`MAX_RESULTS`],
-/// [`MAX_VISITS`], [`MAX_STATES`] or [`MAX_WALK_BYTES`], `Timeout` when the
-/// run's wall-clock limit passes or the run is cancelled.
+/// [`MAX_VISITS`], [`MAX_STATES`], [`MAX_WALK_BYTES`] or
+/// [`MAX_DIR_ENTRIES`], `Timeout` when the run's wall-clock limit passes or
+/// the run is cancelled.
 pub fn find_files(
     ws: &Workspace,
     pattern: &str,
