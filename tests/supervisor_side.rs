@@ -1168,8 +1168,8 @@ fn traces_of_large_trace_files_stay_bounded() {
     assert!(hwm_kb < 150_000, "the server peaked at {hwm_kb} kB");
 }
 
-/// `lackpy run --json` of `program` with `tools`, and the peak RSS (KiB)
-/// of the supervisor (and the children it reaped, all small here).
+/// `lackpy run --json` of `program` with `tools`, and the supervisor's
+/// peak RSS in KiB (`util::run_peak`).
 fn run_peak(ws: &Path, tools: &str, program: &str) -> (Output, Value, u64) {
     let ws_s = ws.to_str().unwrap_or(".");
     let args = ["run", "--json", "--workspace", ws_s, "--tools", tools, "-"];
