@@ -162,9 +162,9 @@ impl<R> BoundedLines<R> {
         } else if self.line.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
-            // Likewise a syntax error; checked without building anything
-            // (`IgnoredAny` has no depth limit: depth is checked above).
-            serde_json::from_slice::<serde::de::IgnoredAny>(&self.line)
+            // Likewise a syntax error, a number out of range (`1e400`) or a
+            // lone surrogate escape; checked without building anything.
+            serde_json::from_slice::<Parses>(&self.line)
                 .err()
                 .map(|e| (format!("a line that cannot be parsed ({e})"), false))
         };
@@ -192,6 +192,53 @@ impl<R> BoundedLines<R> {
         self.line = Vec::new();
         self.scan = Scan::default();
         self.too_long = false;
+    }
+}
+
+/// Deserializes any JSON value, building nothing, but as strictly as a
+/// typed parse: numbers are converted (`1e400` fails, as it does for rmcp;
+/// `IgnoredAny` only scans their digits), strings are unescaped (a lone
+/// surrogate fails), and serde_json's recursion limit applies.
+struct Parses;
+
+impl<'de> serde::Deserialize<'de> for Parses {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Parses)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Parses {
+    type Value = Parses;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Parses, A::Error> {
+        while seq.next_element::<Parses>()?.is_some() {}
+        Ok(Parses)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Parses, A::Error> {
+        while map.next_key::<Parses>()?.is_some() {
+            map.next_value::<Parses>()?;
+        }
+        Ok(Parses)
     }
 }
 
@@ -390,8 +437,11 @@ mod tests {
 
     #[test]
     fn ordinary_lines_pass_unchanged() {
-        let text =
-            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,2,\"x,y:[{\"]}}\n{\"b\":2}\n";
+        let text = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,2,\"x,y:[{\"]}}\n{\"b\":2}\n",
+            r#"{"c":"\u00e9\ud83d\ude00\n\"","d":-1.5e300}"#,
+            "\n"
+        );
         assert_eq!(filter(text.as_bytes()), text);
     }
 
@@ -427,9 +477,12 @@ mod tests {
             msg.contains("cannot be parsed (it nests 128 levels"),
             "{msg}"
         );
-        let broken = "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"a\":tru}}\n";
-        let v: serde_json::Value = serde_json::from_str(&filter(broken.as_bytes())).expect("JSON");
-        assert_eq!(v["id"], 4, "{v}");
+        for (id, result) in [(4, "{\"a\":tru}"), (5, "[1e400]"), (6, "\"\\ud800\"")] {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+            let v: serde_json::Value =
+                serde_json::from_str(&filter(line.as_bytes())).expect("JSON");
+            assert_eq!(v["id"], id, "{line}: {v}");
+        }
         // Without an id there is nothing to answer: the line is dropped.
         let note = format!("{{\"method\":\"x\",\"params\":[{many}0]}}\n{{\"ok\":1}}\n");
         assert_eq!(filter(note.as_bytes()), "{\"ok\":1}\n");
