@@ -1167,3 +1167,275 @@ fn traces_of_large_trace_files_stay_bounded() {
     );
     assert!(hwm_kb < 150_000, "the server peaked at {hwm_kb} kB");
 }
+
+/// `lackpy run --json` of `program` with `tools`, and the supervisor's
+/// peak RSS in KiB (`util::run_peak`).
+fn run_peak(ws: &Path, tools: &str, program: &str) -> (Output, Value, u64) {
+    let ws_s = ws.to_str().unwrap_or(".");
+    let args = ["run", "--json", "--workspace", ws_s, "--tools", tools, "-"];
+    let (out, peak) = util::run_peak(&args, program);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, v, peak)
+}
+
+/// A tool result that arrives as JSON is decoded against the values one
+/// reply can carry before anything is built: 8 MiB of `[],[],…` printed by
+/// a `parse = "json"` command tool was parsed whole into
+/// `serde_json::Value`s first and took the supervisor to ~310 MiB, only
+/// for the reply to refuse it; likewise `jsonl`. The call now ends with
+/// `TooLarge` naming `MAX_VALUES`, and normal JSON still works.
+#[test]
+fn json_tool_output_is_bounded_before_it_is_parsed() {
+    let cfg = r#"
+[[tools]]
+name = "json"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "json"
+args = [{ name = "path", type = "str" }]
+
+[[tools]]
+name = "jsonl"
+provider = "command"
+argv = ["/bin/cat", "--", "{path}"]
+parse = "jsonl"
+args = [{ name = "path", type = "str" }]
+"#;
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let n = (8 << 20) / 3 - 2;
+    let flood = format!("[{}[]]", "[],".repeat(n));
+    std::fs::write(ws.path().join("flood.json"), flood).expect("write");
+    // 8 MiB of lines of `[0,0,…]`, fewer lines than the lines cap.
+    let line = format!("[{}0]\n", "0,".repeat(4095));
+    std::fs::write(ws.path().join("flood.jsonl"), line.repeat(1000)).expect("write");
+    std::fs::write(
+        ws.path().join("ok.json"),
+        r#"{"a": [1, 2.5, null], "b": "x"}"#,
+    )
+    .expect("write");
+    for (tool, file) in [("json", "flood.json"), ("jsonl", "flood.jsonl")] {
+        let (out, v, peak) = run_peak(ws.path(), "json,jsonl", &format!("len({tool}({file:?}))"));
+        assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("MAX_VALUES"), "{msg}");
+        assert!(
+            peak < 120_000,
+            "{tool}: the supervisor peaked at {peak} KiB"
+        );
+    }
+    let (out, v) = run(ws.path(), Some("json"), "json('ok.json')");
+    assert_eq!(
+        v["value"],
+        json!({"a": [1, 2.5, null], "b": "x"}),
+        "{v} {}",
+        stderr(&out)
+    );
+}
+
+/// An MCP server's response line is counted before rmcp parses it: 8 MB
+/// of `0,0,…` in `structuredContent` was parsed into `serde_json::Value`s
+/// (80 bytes each) and took the supervisor to 560 MiB, only for the
+/// reply to the worker to refuse it. Now the line never reaches rmcp: the
+/// call fails at once with an error naming `MAX_LINE_VALUES`, and the
+/// server goes on answering.
+#[test]
+fn mcp_results_are_counted_before_they_are_parsed() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let (out, v, peak) = run_peak(
+        ws.path(),
+        "flood,add",
+        "[len(flood(10)['v']), add(1, 2)['sum']]",
+    );
+    assert_eq!(v["value"], json!([11, 3]), "{v} {}", stderr(&out));
+    assert!(
+        peak < 120_000,
+        "the supervisor peaked at {peak} KiB on a small result"
+    );
+    let (out, v, peak) = run_peak(ws.path(), "flood", "len(flood(4000000)['v'])");
+    assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("MAX_LINE_VALUES"), "{msg}");
+    assert!(peak < 150_000, "the supervisor peaked at {peak} KiB");
+}
+
+/// `lackpy trace` reads traces newest first and holds a bounded amount:
+/// it held every record of the workspace (up to `total_mb`, 512 MiB by
+/// default) for one `trace list --limit 1`: the 130 MB of large records
+/// below took it to 190 MiB (330 MB: 440 MiB). Now a list holds at most
+/// 16 MiB of records and says on stderr when older runs were left out;
+/// `show` finds the oldest run still.
+#[test]
+fn trace_cli_reads_large_traces_bounded() {
+    use std::io::Write;
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let (_, v) = run(ws.path(), Some("read_file"), "read_file('a.txt')");
+    assert_eq!(v["ok"], true, "{v}");
+    let dir = ws.path().join(".lackpy/traces");
+    let today: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("traces")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    let first = std::fs::read_to_string(&today[0]).expect("trace");
+    let mut rec: Value = serde_json::from_str(first.lines().next().unwrap_or("")).expect("record");
+    for p in &today {
+        std::fs::remove_file(p).expect("remove");
+    }
+    let mut call = rec["calls"][0].clone();
+    call["args"] = json!(["a".repeat(1000)]);
+    rec["calls"] = json!(vec![call; 1000]);
+    let mut file = std::fs::File::create(dir.join("2026-01-01.jsonl")).expect("create");
+    for i in 0..120 {
+        rec["run_id"] = json!(format!("20260101{i:06}-000000000000"));
+        rec["time"] = json!(format!("2026-01-01T00:{:02}:{:02}.000000Z", i / 60, i % 60));
+        writeln!(file, "{rec}").expect("write");
+    }
+    drop(file);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "list",
+            "--limit",
+            "1",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        v[0]["run_id"],
+        "20260101000119-000000000000",
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 100_000, "trace list peaked at {peak} KiB");
+    // Asked for more than the cap holds: the newest ones, and a note.
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "list",
+            "--limit",
+            "100",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let n = v.as_array().map_or(0, Vec::len);
+    assert!((5..100).contains(&n), "{n} records");
+    assert_eq!(v[0]["run_id"], "20260101000119-000000000000");
+    assert!(
+        stderr(&out).contains("older runs were left out"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 250_000, "trace list peaked at {peak} KiB");
+    // `show` still finds the oldest run, by a prefix.
+    let (out, peak) = util::run_peak(
+        &[
+            "trace",
+            "show",
+            "20260101000000",
+            "--json",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        v["run_id"],
+        "20260101000000-000000000000",
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 100_000, "trace show peaked at {peak} KiB");
+}
+
+/// `find_files` reads at most `MAX_DIR_ENTRIES` entries of one directory:
+/// a directory of 1,000,000 entries (a writable tool makes one in a
+/// minute) was listed whole (~90 MiB held per listing) before matching.
+#[test]
+fn find_files_bounds_the_entries_of_one_directory() {
+    let ws = util::workspace(&[]);
+    let big = ws.path().join("big");
+    std::fs::create_dir(&big).expect("mkdir");
+    for i in 0..210_000 {
+        std::fs::File::create(big.join(format!("{i:0>40}"))).expect("create");
+    }
+    std::fs::write(ws.path().join("small.txt"), "x").expect("write");
+    for tools in ["find_files", "find_definitions"] {
+        let program = if tools == "find_files" {
+            "find_files('big/*.py')"
+        } else {
+            "find_definitions('f')"
+        };
+        let (out, v, _) = run_peak(ws.path(), tools, program);
+        assert_eq!(v["error"]["type"], "TooLarge", "{v} {}", stderr(&out));
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("MAX_DIR_ENTRIES") && msg.contains("big"),
+            "{msg}"
+        );
+    }
+    let (_, v) = run(ws.path(), Some("find_files"), "find_files('*.txt')");
+    assert_eq!(v["value"], json!(["small.txt"]), "{v}");
+}
+
+/// A stdio MCP server's tool listings are bounded in all, not only per
+/// page: a server answering every `tools/list` with one tool of an 8 MB
+/// description and a next cursor had all 64 pages held and turned into
+/// tool specs — `lackpy tools` took 2.5 GiB and 26 s. Past
+/// `MAX_LIST_BYTES` the listing is now an error (the server's tools are
+/// unavailable, with a warning naming the bound).
+#[test]
+fn mcp_tool_listings_are_bounded_in_all() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--huge-list\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(err.contains("MAX_LIST_BYTES"), "{err}");
+    assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
+}
+
+/// An MCP server's answer that rmcp cannot parse fails the call at once:
+/// a result nested 200 levels deep (past serde_json's 128) was skipped by
+/// rmcp without a word, and the program waited for the run's wall-clock
+/// limit (10 s). The line is now answered in rmcp's place with an error
+/// naming why.
+#[test]
+fn mcp_answers_rmcp_cannot_parse_fail_the_call_at_once() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let start = Instant::now();
+    let (out, v) = run(ws.path(), Some("deep"), "deep()");
+    let took = start.elapsed();
+    assert_eq!(v["error"]["kind"], "tool", "{v} {}", stderr(&out));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("cannot be parsed (it nests 128 levels"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}

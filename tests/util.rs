@@ -217,3 +217,55 @@ impl Drop for McpLines {
         let _ = self.child.wait();
     }
 }
+
+/// Run `lackpy` with `args`, feeding `stdin`, and its peak resident set
+/// size in KiB: the largest `VmHWM` of `/proc/PID/status` read while it
+/// ran, polled every 2 ms once the child has exec'd (`Name: lackpy`).
+/// Why not `wait4`'s `ru_maxrss`: a child spawned from this test process
+/// (large while the whole suite runs) starts with its peak, since exec
+/// folds the parent's address space's high-water mark into it. A peak in
+/// the last milliseconds before exit can be missed: this is a lower
+/// bound, for asserting an upper limit on memory that a regression holds
+/// for much longer.
+pub fn run_peak(args: &[&str], stdin: &str) -> (Output, u64) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let mut c = lackpy();
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn lackpy");
+    let pid = child.id();
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let status =
+                    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let field = |name: &str| {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(str::trim)
+                };
+                if field("Name:") == Some("lackpy") {
+                    let kib = field("VmHWM:")
+                        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                        .unwrap_or(0);
+                    peak.fetch_max(kib, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    if let Some(mut s) = child.stdin.take() {
+        let _ = s.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().expect("wait lackpy");
+    done.store(true, Ordering::Relaxed);
+    let _ = watch.join();
+    (out, peak.load(Ordering::Relaxed))
+}

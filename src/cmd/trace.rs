@@ -7,8 +7,15 @@
 //! at most; `--json` prints exact JSON.
 
 use super::escape;
-use lackpy_supervisor::trace::{read_all, TraceRecord};
+use lackpy_supervisor::trace::{read_latest_capped, TraceRecord};
 use std::path::PathBuf;
+
+/// Most bytes of trace lines `lackpy trace` holds (and prints), files read
+/// newest first. Why a cap: the traces of a workspace reach `total_mb`
+/// (512 MiB by default) and were all held and parsed for one `list`
+/// (~1.3 GiB of memory for 330 MB of traces); 16 MiB is sixteen runs at
+/// the default `run_bytes`, and hundreds of ordinary ones.
+const MAX_READ_BYTES: usize = 16 << 20;
 
 /// Arguments of `lackpy trace`.
 #[derive(clap::Args)]
@@ -44,11 +51,19 @@ enum Sub {
 /// Run the subcommand.
 pub fn main(args: Args) -> anyhow::Result<i32> {
     let ws = args.workspace.unwrap_or_else(|| PathBuf::from("."));
-    let mut all = read_all(&ws);
-    all.sort_by(|a, b| a.time.cmp(&b.time));
+    let capped_note = |what: &str| {
+        eprintln!(
+            "lackpy trace: {what}: at most {} MiB of trace records are read, newest first; older runs were left out",
+            MAX_READ_BYTES >> 20
+        );
+    };
     match args.command {
         Sub::List { limit, json } => {
-            let recent: Vec<&TraceRecord> = all.iter().rev().take(limit).collect();
+            let (all, capped) = read_latest_capped(&ws, limit, MAX_READ_BYTES, |_| true);
+            if capped {
+                capped_note(&format!("showing {} runs", all.len()));
+            }
+            let recent: Vec<&TraceRecord> = all.iter().rev().collect();
             if json {
                 println!("{}", serde_json::to_string(&recent)?);
             } else {
@@ -69,10 +84,13 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Sub::Show { run_id, json } => {
-            let matches: Vec<&TraceRecord> = all
-                .iter()
-                .filter(|r| r.run_id.starts_with(&run_id))
-                .collect();
+            // Two matches are enough to tell an ambiguous prefix.
+            let (all, capped) =
+                read_latest_capped(&ws, 2, MAX_READ_BYTES, |id| id.starts_with(&run_id));
+            if capped {
+                capped_note(&format!("matches of {run_id:?}"));
+            }
+            let matches: Vec<&TraceRecord> = all.iter().collect();
             let r = match matches.as_slice() {
                 [one] => *one,
                 [] => {
@@ -81,8 +99,7 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
                 }
                 _ => {
                     eprintln!(
-                        "lackpy trace: {run_id:?} matches {} runs; give more of the id",
-                        matches.len()
+                        "lackpy trace: {run_id:?} matches more than one run; give more of the id"
                     );
                     return Ok(3);
                 }

@@ -399,11 +399,23 @@ pub fn read_latest(
     max_bytes: usize,
     keep: impl Fn(&str) -> bool,
 ) -> Vec<TraceRecord> {
+    read_latest_capped(workspace, limit, max_bytes, keep).0
+}
+
+/// [`read_latest`], and whether a matching record was left out for
+/// `max_bytes` (not for `limit`): fewer than `limit` came back although
+/// more were there.
+pub fn read_latest_capped(
+    workspace: &Path,
+    limit: usize,
+    max_bytes: usize,
+    keep: impl Fn(&str) -> bool,
+) -> (Vec<TraceRecord>, bool) {
     match try_read_latest(workspace, limit, max_bytes, keep) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("lackpy: warning: traces not read: {e}");
-            Vec::new()
+            (Vec::new(), false)
         }
     }
 }
@@ -413,7 +425,7 @@ fn try_read_latest(
     limit: usize,
     max_bytes: usize,
     keep: impl Fn(&str) -> bool,
-) -> lackpy_beneath::Result<Vec<TraceRecord>> {
+) -> lackpy_beneath::Result<(Vec<TraceRecord>, bool)> {
     use std::collections::VecDeque;
     /// A record's run id alone (the rest of the line is only scanned).
     #[derive(Deserialize)]
@@ -421,16 +433,21 @@ fn try_read_latest(
         run_id: String,
     }
     let Some(dir) = traces_dir(workspace, false)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     };
     let mut names = trace_files(&dir)?;
+    let mut capped = false;
     // Name order is time order (day, then rotation): newest first.
     names.sort_unstable_by(|a, b| b.cmp(a));
     // Matching lines, kept raw (parsed whole only once kept for good).
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
     let mut kept_bytes = 0usize;
     for name in names {
-        if kept.len() >= limit || kept_bytes >= max_bytes {
+        if kept.len() >= limit {
+            break;
+        }
+        if kept_bytes >= max_bytes {
+            capped = true;
             break;
         }
         // This file's newest matches, within what is left of the bounds.
@@ -447,6 +464,7 @@ fn try_read_latest(
             file_bytes += line.len();
             file.push_back(std::mem::take(line));
             while file.len() > room || file_bytes > room_bytes {
+                capped |= file.len() <= room;
                 let Some(old) = file.pop_front() else { break };
                 file_bytes -= old.len();
             }
@@ -461,7 +479,7 @@ fn try_read_latest(
         .filter_map(|l| serde_json::from_slice(l).ok())
         .collect();
     out.sort_by(|a, b| a.time.cmp(&b.time));
-    Ok(out)
+    Ok((out, capped))
 }
 
 /// [`read_all`], with the refusal as an error.

@@ -268,11 +268,24 @@ fn parse_output(c: &CommandTool, spec: &ToolSpec, out: Vec<u8>) -> Result<Data, 
             format!("{tool}: the command's output is not UTF-8"),
         )
     })?;
-    let json = |s: &str| -> Result<Data, ToolFailure> {
-        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| {
-            ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}"))
+    // Decoded straight into values, at most as many as the reply carries
+    // (all lines of `jsonl` together).
+    let mut left = value::MAX_VALUES;
+    let mut json = |s: &str| -> Result<Data, ToolFailure> {
+        let (d, n) = value::plain_from_slice(s.as_bytes(), left).map_err(|e| match e {
+            value::JsonError::TooManyValues { .. } => ToolFailure::new(
+                "TooLarge",
+                format!(
+                    "{tool}: the output holds more than {} JSON values (MAX_VALUES: what one reply to the program can carry)",
+                    value::MAX_VALUES
+                ),
+            ),
+            value::JsonError::Invalid(e) => {
+                ToolFailure::new("ToolFailed", format!("{tool}: output is not JSON: {e}"))
+            }
         })?;
-        value::from_plain(&v, 0).map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}: {e}")))
+        left -= n;
+        Ok(d)
     };
     match c.parse {
         Parse::Text => Ok(Data::Str(text)),
@@ -283,7 +296,7 @@ fn parse_output(c: &CommandTool, spec: &ToolSpec, out: Vec<u8>) -> Result<Data, 
         Parse::JsonLines => Ok(Data::List(
             text.lines()
                 .filter(|l| !l.trim().is_empty())
-                .map(json)
+                .map(&mut json)
                 .collect::<Result<_, _>>()?,
         )),
     }

@@ -37,6 +37,7 @@
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
 use super::child::{config_path, workspace_path};
+use super::mcp_lines::ServerProcess;
 use super::value::from_plain;
 use crate::call::RunContext;
 use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
@@ -51,13 +52,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, PaginatedRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -78,6 +77,13 @@ const MAX_TOOLS_PER_SERVER: usize = 512;
 /// Most `tools/list` pages asked of one server (a server that keeps
 /// answering with a next cursor is cut off there).
 const MAX_LIST_PAGES: usize = 64;
+
+/// Most bytes of tool listings (each tool's JSON: name, description,
+/// schemas) kept from one server over all its `tools/list` pages.
+/// Why 16 MiB: a page is bounded (16 MiB a line or response) but
+/// [`MAX_LIST_PAGES`] of them were not: 64 pages of one tool with a 15 MB
+/// description were all held (~1 GiB); honest lists are a few hundred KiB.
+const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 /// Largest JSON response or SSE event accepted from a remote server.
 /// Why 16 MiB: twice the largest result a run may return (8 MiB) and more
@@ -701,11 +707,9 @@ async fn connect(key: ServerKey) -> Result<Conn, McpSourceError> {
     // (which lives as long as this process); the server inside dies with
     // that process.
     jail.attach_dying_with_spawner(&mut cmd);
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::inherit())
-        .spawn()
+    // Its stdout is read through `BoundedLines`: no line of more values
+    // than a reply can carry reaches rmcp's parser.
+    let transport = ServerProcess::spawn(tokio::process::Command::from(cmd), &key.name)
         .map_err(|e| McpSourceError::Spawn(crate::childjail::JailError::explain_spawn(e)))?;
     let svc = ()
         .serve(transport)
@@ -888,15 +892,25 @@ fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered 
 
 /// Every tool a server lists, page by page, at most [`MAX_TOOLS_PER_SERVER`]
 /// tools and [`MAX_LIST_PAGES`] pages (a server that keeps sending a next
-/// cursor, or the same one, is cut off there).
+/// cursor, or the same one, is cut off there); listings over
+/// [`MAX_LIST_BYTES`] in all are an error.
 async fn list_bounded(peer: rmcp::service::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
+    let mut bytes = 0usize;
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .take()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
+        for t in &page.tools {
+            bytes = bytes.saturating_add(serde_json::to_vec(t).map_or(usize::MAX, |v| v.len()));
+        }
+        if bytes > MAX_LIST_BYTES {
+            return Err(format!(
+                "the server's tool listings take more than {MAX_LIST_BYTES} bytes (MAX_LIST_BYTES)"
+            ));
+        }
         tools.extend(page.tools);
         if tools.len() >= MAX_TOOLS_PER_SERVER {
             tools.truncate(MAX_TOOLS_PER_SERVER);
@@ -1409,6 +1423,14 @@ impl McpServers {
                         "ToolFailed",
                         format!("{name}(): MCP server {server:?} died during the call"),
                     ));
+                }
+                if let rmcp::ServiceError::McpError(d) = &e {
+                    if d.message.starts_with(super::mcp_lines::NOT_READ) {
+                        return Err(ToolFailure::new(
+                            "TooLarge",
+                            format!("{name}(): {}", d.message),
+                        ));
+                    }
                 }
                 return Err(ToolFailure::new("ToolFailed", format!("{name}(): {e}")));
             }

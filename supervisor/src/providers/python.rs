@@ -665,18 +665,22 @@ pub fn call(
             return Err(out);
         }
     };
-    let parsed: serde_json::Value = match serde_json::from_slice(&reply) {
-        Ok(v) => v,
+    let seed = value::TaggedSeed::new(value::MAX_VALUES);
+    let parsed = match decode_reply(&reply, &seed) {
+        Ok(r) => r,
         Err(e) => {
             kill_group(&mut helper.child);
             *guard = None;
+            if let Some(over) = seed.too_many() {
+                return Err(ToolFailure::new("TooLarge", format!("{tool}(): {over}")));
+            }
             return Err(ToolFailure::new(
                 "ToolFailed",
                 format!("{tool}(): malformed reply from the python helper: {e}"),
             ));
         }
     };
-    if parsed.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
+    if parsed.id != Some(id) {
         kill_group(&mut helper.child);
         *guard = None;
         return Err(ToolFailure::new(
@@ -685,25 +689,73 @@ pub fn call(
         ));
     }
     drop(guard);
-    if parsed.get("ok").and_then(serde_json::Value::as_bool) == Some(true) {
-        let v = parsed.get("value").unwrap_or(&serde_json::Value::Null);
-        return value::from_tagged(v, 0)
-            .map_err(|e| ToolFailure::new("ToolFailed", format!("{tool}(): bad result: {e}")));
+    if parsed.ok == Some(true) {
+        return Ok(parsed.value.unwrap_or(Data::None));
     }
-    let err = parsed.get("error");
-    let ty = err
-        .and_then(|e| e.get("type"))
-        .and_then(|t| t.as_str())
-        .unwrap_or("ToolFailed");
+    let err = parsed.error.unwrap_or_default();
+    let ty = err.ty.as_deref().unwrap_or("ToolFailed");
     let ty = match ty {
         "FileNotFound" | "IsADirectory" | "NotUtf8" | "Timeout" | "BadArgument" => ty,
         _ => "ToolFailed",
     };
-    let msg = err
-        .and_then(|e| e.get("message"))
-        .and_then(|m| m.as_str())
-        .unwrap_or("unknown error");
-    Err(ToolFailure::new(ty, msg.to_string()))
+    let msg = err.message.unwrap_or_else(|| "unknown error".to_string());
+    Err(ToolFailure::new(ty, msg))
+}
+
+/// One reply line of the helper: `{"id": N, "ok": true, "value": tagged}`
+/// or `{"id": N, "ok": false, "error": {"type": T, "message": M}}`.
+struct Reply {
+    id: Option<u64>,
+    ok: Option<bool>,
+    value: Option<Data>,
+    error: Option<ReplyError>,
+}
+
+/// The `error` member of a [`Reply`].
+#[derive(Default, serde::Deserialize)]
+struct ReplyError {
+    #[serde(rename = "type", default)]
+    ty: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Decode a reply line, its value straight into [`Data`] through `seed`
+/// (which bounds how many values it builds: a `serde_json::Value` of the
+/// whole line first cost ~310 MiB for 8 MiB of `[],[],…`).
+fn decode_reply(line: &[u8], seed: &value::TaggedSeed) -> Result<Reply, serde_json::Error> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+    struct V<'a>(&'a value::TaggedSeed);
+    impl<'de> Visitor<'de> for V<'_> {
+        type Value = Reply;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a reply object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Reply, A::Error> {
+            let mut r = Reply {
+                id: None,
+                ok: None,
+                value: None,
+                error: None,
+            };
+            while let Some(k) = map.next_key::<String>()? {
+                match k.as_str() {
+                    "id" => r.id = map.next_value()?,
+                    "ok" => r.ok = map.next_value()?,
+                    "value" if r.value.is_none() => r.value = Some(map.next_value_seed(self.0)?),
+                    "error" => r.error = map.next_value()?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(r)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let r = (&mut de).deserialize_map(V(seed))?;
+    de.end()?;
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -1010,5 +1062,21 @@ VERSION = 1
         t.provider_config.remove("module");
         let e = call(&t, &[], &ws).unwrap_err();
         assert!(e.message.contains("module: missing"), "{}", e.message);
+    }
+
+    /// A reply of more values than one reply to the worker can carry is
+    /// refused while it is decoded: 1.5 million `[]` (6 MB of reply) were
+    /// parsed into `serde_json::Value`s and converted whole (~300 MiB for a
+    /// full 8 MiB reply) before the worker's frame refused them.
+    #[test]
+    fn a_reply_of_too_many_values_is_refused_while_decoded() {
+        let ws_dir = workspace_with("def flood(n):\n    return [[]] * n\n");
+        let ws = Workspace::open(ws_dir.path()).unwrap();
+        let t = tool("flood", "flood", 30.0);
+        let e = call(&t, &[Data::Int(1_500_000)], &ws).unwrap_err();
+        assert_failure(&e, "TooLarge", "MAX_VALUES");
+        // Under the bound it works, with a fresh helper.
+        let r = call(&t, &[Data::Int(400_000)], &ws).unwrap();
+        assert!(matches!(r, Data::List(v) if v.len() == 400_000));
     }
 }

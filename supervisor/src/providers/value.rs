@@ -152,6 +152,301 @@ pub fn from_plain(v: &Value, depth: usize) -> Result<Data, String> {
     })
 }
 
+/// Most values (each scalar, container and dict key counts one) one tool
+/// result decoded from JSON may hold: as many as one reply to the worker
+/// can carry (its decoder counts each at a wire node's size in memory;
+/// 524,288). Why decode JSON straight into [`Data`] against this count
+/// instead of parsing a `serde_json::Value` first: a value is 80 bytes
+/// there (`preserve_order`), so 8 MiB of `[],[],…` took ~310 MiB of
+/// supervisor memory before any bound was checked.
+pub const MAX_VALUES: usize =
+    lackpy_policy::wire::MAX_FRAME_BYTES / std::mem::size_of::<lackpy_policy::wire::Node>();
+
+/// Why JSON text did not decode into [`Data`].
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    /// More than the allowed number of values ([`MAX_VALUES`]); decoding
+    /// stopped there.
+    #[error("the JSON holds more than {max} values (MAX_VALUES: what one reply to the program can carry)")]
+    TooManyValues {
+        /// The bound.
+        max: usize,
+    },
+    /// Not JSON, too deep, or (tagged form) malformed.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Which JSON form to decode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Plain,
+    Tagged,
+}
+
+/// What decoding shares: the values left to build, and whether the bound
+/// was hit (so that the error is told apart from a syntax error).
+struct Budget {
+    left: std::cell::Cell<usize>,
+    over: std::cell::Cell<bool>,
+}
+
+impl Budget {
+    fn take<E: serde::de::Error>(&self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(n) => {
+                self.left.set(n);
+                Ok(())
+            }
+            None => {
+                self.over.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+}
+
+/// A [`Data`] decoded from JSON at `depth`, counted against `budget`.
+#[derive(Clone, Copy)]
+struct Seed<'a> {
+    form: Form,
+    budget: &'a Budget,
+    depth: usize,
+}
+
+impl Seed<'_> {
+    fn child<E: serde::de::Error>(self) -> Result<Self, E> {
+        let depth = self.depth + 1;
+        check_depth(depth).map_err(E::custom)?;
+        Ok(Seed { depth, ..self })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Seed<'_> {
+    type Value = Data;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Data, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// The items of a JSON array, each a [`Seed`] (lists, and tagged tuples
+/// and sets).
+struct Items<'a>(Seed<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Items<'_> {
+    type Value = Vec<Data>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<Data>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Items<'_> {
+    type Value = Vec<Data>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array (malformed tagged container)")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Data>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(x) = seq.next_element_seed(self.0)? {
+            out.push(x);
+        }
+        Ok(out)
+    }
+}
+
+/// A tagged dict's `[[k, v], ...]`.
+struct Pairs<'a>(Seed<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pairs<'_> {
+    type Value = Vec<(Data, Data)>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pairs<'_> {
+    type Value = Vec<(Data, Data)>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of [key, value] pairs (malformed dict entry)")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(kv) = seq.next_element_seed(Pair(self.0))? {
+            out.push(kv);
+        }
+        Ok(out)
+    }
+}
+
+/// One `[k, v]` of a tagged dict.
+struct Pair<'a>(Seed<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pair<'_> {
+    type Value = (Data, Data);
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pair<'_> {
+    type Value = (Data, Data);
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a [key, value] pair (malformed dict entry)")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let bad = || A::Error::custom("malformed dict entry");
+        let k = seq.next_element_seed(self.0)?.ok_or_else(bad)?;
+        let v = seq.next_element_seed(self.0)?.ok_or_else(bad)?;
+        if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(bad());
+        }
+        Ok((k, v))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Seed<'_> {
+    type Value = Data;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::None)
+    }
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::Bool(b))
+    }
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::Int(i))
+    }
+    fn visit_u64<E: serde::de::Error>(self, u: u64) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(i64::try_from(u).map_or_else(|_| Data::BigInt(u.to_string()), Data::Int))
+    }
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::Float(f))
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::Str(s.to_string()))
+    }
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Data, E> {
+        self.budget.take()?;
+        Ok(Data::Str(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Data, A::Error> {
+        self.budget.take()?;
+        let child = self.child()?;
+        Items(child).visit_seq(seq).map(Data::List)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Data, A::Error> {
+        use serde::de::Error as _;
+        self.budget.take()?;
+        let child = self.child()?;
+        if self.form == Form::Plain {
+            let mut out = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                self.budget.take()?;
+                out.push((Data::Str(k), map.next_value_seed(child)?));
+            }
+            return Ok(Data::Dict(out));
+        }
+        let malformed = || A::Error::custom("malformed tagged value");
+        let tag = map.next_key::<String>()?.ok_or_else(malformed)?;
+        let d = match tag.as_str() {
+            "$big" => big_int(&map.next_value::<String>()?).map_err(A::Error::custom)?,
+            "$float" => {
+                Data::Float(py_float(&map.next_value::<String>()?).map_err(A::Error::custom)?)
+            }
+            "$tuple" => Data::Tuple(map.next_value_seed(Items(child))?),
+            "$set" => Data::Set(map.next_value_seed(Items(child))?),
+            "$dict" => Data::Dict(map.next_value_seed(Pairs(child))?),
+            _ => return Err(A::Error::custom(format!("unknown tag {tag:?}"))),
+        };
+        if map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(malformed());
+        }
+        Ok(d)
+    }
+}
+
+/// Decode plain JSON text straight into [`Data`] (objects become dicts
+/// with str keys), building at most `max` values and nesting at most
+/// [`MAX_DATA_DEPTH`] levels (serde_json stops at 128 first). Returns the
+/// value and how many values it holds.
+///
+/// # Errors
+/// [`JsonError::TooManyValues`] past `max` (nothing more is built), else
+/// [`JsonError::Invalid`] for text that is not one JSON value.
+pub fn plain_from_slice(text: &[u8], max: usize) -> Result<(Data, usize), JsonError> {
+    use serde::de::DeserializeSeed as _;
+    let budget = Budget {
+        left: std::cell::Cell::new(max),
+        over: std::cell::Cell::new(false),
+    };
+    let seed = Seed {
+        form: Form::Plain,
+        budget: &budget,
+        depth: 0,
+    };
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let d = seed.deserialize(&mut de).map_err(|e| {
+        if budget.over.get() {
+            JsonError::TooManyValues { max }
+        } else {
+            JsonError::Invalid(e.to_string())
+        }
+    })?;
+    de.end().map_err(|e| JsonError::Invalid(e.to_string()))?;
+    Ok((d, max - budget.left.get()))
+}
+
+/// Deserializes one tagged value into [`Data`] with a shared bound; for a
+/// field of a larger message (`next_value_seed`). On error
+/// [`TaggedSeed::too_many`] says whether the bound was hit.
+pub struct TaggedSeed {
+    budget: Budget,
+    max: usize,
+}
+
+impl TaggedSeed {
+    /// A seed that builds at most `max` values.
+    pub fn new(max: usize) -> Self {
+        TaggedSeed {
+            budget: Budget {
+                left: std::cell::Cell::new(max),
+                over: std::cell::Cell::new(false),
+            },
+            max,
+        }
+    }
+
+    /// The error to report for a failed decode with this seed: the bound,
+    /// when it was hit.
+    pub fn too_many(&self) -> Option<JsonError> {
+        self.budget
+            .over
+            .get()
+            .then_some(JsonError::TooManyValues { max: self.max })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &TaggedSeed {
+    type Value = Data;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Data, D::Error> {
+        let seed = Seed {
+            form: Form::Tagged,
+            budget: &self.budget,
+            depth: 0,
+        };
+        seed.deserialize(d)
+    }
+}
+
 /// Python's `str()` of a scalar argument, for command templates; `None`
 /// for containers (which a template cannot take).
 pub fn scalar_text(d: &Data) -> Option<String> {

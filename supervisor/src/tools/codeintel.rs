@@ -461,6 +461,7 @@ fn cstr(s: &str) -> Result<CString, ToolFailure> {
 
 fn list_dir(
     fd: &OwnedFd,
+    rel: &str,
     clock: &mut Interrupt,
 ) -> Result<Vec<(String, std::fs::FileType)>, ToolFailure> {
     // The descriptor was opened beneath the workspace without following
@@ -469,8 +470,11 @@ fn list_dir(
         return Ok(Vec::new());
     };
     let mut v: Vec<(String, std::fs::FileType)> = Vec::new();
-    for e in rd {
+    for (read, e) in rd.enumerate() {
         clock.tick()?;
+        if read >= super::glob::MAX_DIR_ENTRIES {
+            return Err(super::glob::too_many_entries(rel));
+        }
         let Ok(e) = e else { continue };
         let Ok(name) = e.file_name().into_string() else {
             continue;
@@ -539,7 +543,7 @@ fn index_tree(
                 Err(_) => continue,
             }
         };
-        let entries = list_dir(&fd, &mut clock)?;
+        let entries = list_dir(&fd, &rel, &mut clock)?;
         if !rel.is_empty() && entries.iter().any(|(n, _)| n == "pyvenv.cfg") {
             continue; // a virtual environment
         }

@@ -65,6 +65,23 @@ pub const MAX_STATES: usize = 1_000_000;
 /// long paths; the result must fit in one 16 MiB IPC frame anyway.
 pub const MAX_WALK_BYTES: usize = 32 * 1024 * 1024;
 
+/// Most entries of one directory a listing reads (`find_files`, and code
+/// intelligence's walk).
+/// Why: a listing is held whole while it is matched (sorted, for code
+/// intelligence), and a writable tool makes a directory of 1,000,000
+/// empty files in a minute (~90 MiB per listing); twice [`MAX_RESULTS`]
+/// leaves every directory a call could return whole.
+pub const MAX_DIR_ENTRIES: usize = 2 * MAX_RESULTS;
+
+/// The error for a directory of more than [`MAX_DIR_ENTRIES`] entries.
+pub(crate) fn too_many_entries(rel: &str) -> ToolFailure {
+    let dir = if rel.is_empty() { "." } else { rel };
+    ToolFailure::new(
+        "TooLarge",
+        format!("directory {dir:?} has more than {MAX_DIR_ENTRIES} entries (MAX_DIR_ENTRIES)"),
+    )
+}
+
 /// `BadArgument` when a pattern has more than `bound` of `what` (`name`
 /// is the bound's constant, quoted in the message).
 fn at_most(what: &str, size: usize, bound: usize, name: &str) -> Result<(), ToolFailure> {
@@ -547,12 +564,19 @@ impl<'w> Walk<'w> {
         at_root: bool,
     ) -> Result<Vec<(String, Kind)>, ToolFailure> {
         let mut entries = Vec::new();
+        // Every entry read counts, `.` and `..` (hence the + 2) and names
+        // skipped included.
+        let mut read = 0usize;
         loop {
             self.clock.tick()?;
             // SAFETY: `dir` is a valid DIR* until the caller's closedir.
             let ent = unsafe { libc::readdir(dir) };
             if ent.is_null() {
                 break;
+            }
+            read += 1;
+            if read > MAX_DIR_ENTRIES + 2 {
+                return Err(too_many_entries(rel));
             }
             // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated.
             let (name, dtype) = unsafe { (CStr::from_ptr((*ent).d_name.as_ptr()), (*ent).d_type) };
@@ -712,8 +736,9 @@ impl<'w> Walk<'w> {
 /// # Errors
 /// `BadArgument` for a malformed or oversized pattern, `PathOutsideWorkspace`
 /// for `..` or absolute patterns, `TooLarge` past [`MAX_RESULTS`],
-/// [`MAX_VISITS`], [`MAX_STATES`] or [`MAX_WALK_BYTES`], `Timeout` when the
-/// run's wall-clock limit passes or the run is cancelled.
+/// [`MAX_VISITS`], [`MAX_STATES`], [`MAX_WALK_BYTES`] or
+/// [`MAX_DIR_ENTRIES`], `Timeout` when the run's wall-clock limit passes or
+/// the run is cancelled.
 pub fn find_files(
     ws: &Workspace,
     pattern: &str,

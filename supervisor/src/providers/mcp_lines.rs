@@ -1,0 +1,490 @@
+//! What rmcp reads of a stdio MCP server: the server's stdout, a line at a
+//! time, with each line's JSON values counted before rmcp parses it.
+//!
+//! rmcp parses a whole line (up to 16 MiB) into `serde_json::Value`s, at
+//! 80 bytes each (`preserve_order`) plus their vectors' growth, before the
+//! supervisor sees the result: one response line of 11 MB of `0,0,…` in
+//! `structuredContent` took the supervisor to ~760 MiB. [`BoundedLines`]
+//! holds each line until its newline (at most [`MAX_LINE_BYTES`], rmcp's own
+//! cap), counting with a byte scan how many values it can hold at most;
+//! a line over [`MAX_LINE_VALUES`] is never handed to rmcp. In its place
+//! rmcp gets a JSON-RPC error response with the line's id (so the call it
+//! answers fails at once, naming the bound), or nothing when no id is found
+//! (a notification, or a line cut off before its id). A line rmcp could
+//! not parse (nesting of 128 levels or more, a syntax error), which rmcp
+//! skips without a word while the call waits for its timeout, is answered
+//! the same way.
+
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::Transport;
+use rmcp::RoleClient;
+use std::io;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// Most bytes of one line: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`), which
+/// the transport keeps too; a longer line is dropped (as rmcp drops it),
+/// answered with an error when its id is found.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most JSON values (scalars, containers, object keys) one line may hold:
+/// what one reply to the program can carry ([`super::value::MAX_VALUES`]),
+/// plus room for the JSON-RPC envelope and content blocks. Why this: a
+/// result past it is refused (`TooLarge`) once converted anyway, and
+/// parsing it first is what cost the memory.
+pub const MAX_LINE_VALUES: usize = super::value::MAX_VALUES + 65_536;
+
+/// How the error that replaces a dropped line begins (the call's error is
+/// then `TooLarge`).
+pub const NOT_READ: &str = "the result was not read: ";
+
+/// How the error that replaces a line rmcp cannot parse begins.
+const NOT_USABLE: &str = "the answer was not usable: ";
+
+/// The scan's state within one line.
+#[derive(Default)]
+struct Scan {
+    in_str: bool,
+    escaped: bool,
+    /// An upper bound on the values seen so far: 1 + every `[`, `{`, `,`
+    /// and `:` outside strings.
+    values: usize,
+    /// Containers open, and the most open at once.
+    depth: usize,
+    max_depth: usize,
+}
+
+/// Nesting serde_json refuses (its recursion limit: entering the 128th
+/// container fails), so rmcp cannot parse the line.
+const TOO_DEEP: usize = 128;
+
+impl Scan {
+    fn feed(&mut self, b: u8) {
+        if self.in_str {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_str = false;
+            }
+            return;
+        }
+        match b {
+            b'"' => self.in_str = true,
+            b'[' | b'{' => {
+                self.values += 1;
+                self.depth += 1;
+                self.max_depth = self.max_depth.max(self.depth);
+            }
+            b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            b',' | b':' => self.values += 1,
+            _ => {}
+        }
+    }
+}
+
+/// An [`AsyncRead`] of `inner` that passes on only lines within
+/// [`MAX_LINE_BYTES`] and [`MAX_LINE_VALUES`] (see the module).
+pub struct BoundedLines<R> {
+    inner: R,
+    /// The line being read (without its newline), up to [`MAX_LINE_BYTES`].
+    line: Vec<u8>,
+    scan: Scan,
+    /// The line went over [`MAX_LINE_BYTES`]: the rest is dropped.
+    too_long: bool,
+    /// Bytes ready for the reader, and how many of them it has taken.
+    out: Vec<u8>,
+    taken: usize,
+    eof: bool,
+    name: String,
+}
+
+impl<R> BoundedLines<R> {
+    /// Wrap the stdout of the server `name` (named in the errors).
+    pub fn new(inner: R, name: &str) -> Self {
+        BoundedLines {
+            inner,
+            line: Vec::new(),
+            scan: Scan::default(),
+            too_long: false,
+            out: Vec::new(),
+            taken: 0,
+            eof: false,
+            name: name.to_string(),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.end_line();
+                continue;
+            }
+            self.scan.feed(b);
+            if self.too_long {
+                continue;
+            }
+            if self.line.len() >= MAX_LINE_BYTES {
+                self.too_long = true;
+                continue;
+            }
+            self.line.push(b);
+        }
+    }
+
+    fn end_line(&mut self) {
+        let values = self.scan.values.saturating_add(1);
+        // What is wrong with the line, and whether it is its size.
+        let wrong = if self.too_long {
+            Some((
+                format!("a line of more than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)"),
+                true,
+            ))
+        } else if values > MAX_LINE_VALUES {
+            Some((
+                format!(
+                    "a line of more than {MAX_LINE_VALUES} JSON values (MAX_LINE_VALUES: what one reply to the program can carry)"
+                ),
+                true,
+            ))
+        } else if self.scan.max_depth >= TOO_DEEP {
+            // rmcp would skip it without a word, and the call it answers
+            // would wait for its timeout.
+            Some((
+                format!("a line that cannot be parsed (it nests {TOO_DEEP} levels or more, serde_json's limit)"),
+                false,
+            ))
+        } else if self.line.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            // Likewise a syntax error, a number out of range (`1e400`) or a
+            // lone surrogate escape; checked without building anything.
+            serde_json::from_slice::<Parses>(&self.line)
+                .err()
+                .map(|e| (format!("a line that cannot be parsed ({e})"), false))
+        };
+        match wrong {
+            None => {
+                self.out.extend_from_slice(&self.line);
+                self.out.push(b'\n');
+            }
+            Some((why, size)) => {
+                tracing::warn!(server = %self.name, "MCP server sent {why}; dropped");
+                if let Some(id) = top_level_id(&self.line) {
+                    let lead = if size { NOT_READ } else { NOT_USABLE };
+                    let reply = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "error": {"code": -32603, "message": format!(
+                            "{lead}MCP server {:?} sent {why}", self.name
+                        )},
+                    });
+                    self.out.extend_from_slice(reply.to_string().as_bytes());
+                    self.out.push(b'\n');
+                }
+            }
+        }
+        self.line = Vec::new();
+        self.scan = Scan::default();
+        self.too_long = false;
+    }
+}
+
+/// Deserializes any JSON value, building nothing, but as strictly as a
+/// typed parse: numbers are converted (`1e400` fails, as it does for rmcp;
+/// `IgnoredAny` only scans their digits), strings are unescaped (a lone
+/// surrogate fails), and serde_json's recursion limit applies.
+struct Parses;
+
+impl<'de> serde::Deserialize<'de> for Parses {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Parses)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Parses {
+    type Value = Parses;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Parses, E> {
+        Ok(Parses)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Parses, A::Error> {
+        while seq.next_element::<Parses>()?.is_some() {}
+        Ok(Parses)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Parses, A::Error> {
+        while map.next_key::<Parses>()?.is_some() {
+            map.next_value::<Parses>()?;
+        }
+        Ok(Parses)
+    }
+}
+
+/// The `id` member of the JSON object `line` (top level only), when it is
+/// a number or a string.
+fn top_level_id(line: &[u8]) -> Option<serde_json::Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    // Whether the next string at depth 1 is a key.
+    let mut want_key = false;
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                let end = string_end(line, i)?;
+                if depth == 1 && want_key {
+                    let key = &line[i..=end];
+                    let mut j = end + 1;
+                    while line.get(j).is_some_and(u8::is_ascii_whitespace) {
+                        j += 1;
+                    }
+                    if key == b"\"id\"" && line.get(j) == Some(&b':') {
+                        return id_value(line, j + 1);
+                    }
+                    want_key = false;
+                }
+                i = end + 1;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                want_key = depth == 1 && line[i] == b'{';
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => want_key = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the quote closing the string that opens at `start`.
+fn string_end(line: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < line.len() {
+        match line[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The number or string value starting (after blanks) at `at`.
+fn id_value(line: &[u8], at: usize) -> Option<serde_json::Value> {
+    let mut i = at;
+    while line.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    let end = if line.get(i) == Some(&b'"') {
+        string_end(line, i)? + 1
+    } else {
+        let n = line[i..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+            .count();
+        i + n
+    };
+    let raw = line
+        .get(i..end)
+        .filter(|r| !r.is_empty() && r.len() <= 1024)?;
+    serde_json::from_slice::<serde_json::Value>(raw)
+        .ok()
+        .filter(|v| v.is_number() || v.is_string())
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.taken < this.out.len() {
+                let n = buf.remaining().min(this.out.len() - this.taken);
+                buf.put_slice(&this.out[this.taken..this.taken + n]);
+                this.taken += n;
+                if this.taken == this.out.len() {
+                    this.out.clear();
+                    this.taken = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let mut rb = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {}
+            }
+            let n = rb.filled().len();
+            if n == 0 {
+                this.eof = true;
+                // A last line without its newline: rmcp drops it at EOF
+                // anyway; nothing is passed on.
+                continue;
+            }
+            this.feed(&chunk[..n]);
+        }
+    }
+}
+
+/// A stdio MCP server as rmcp's transport: its stdout read through
+/// [`BoundedLines`], its stdin written by rmcp. The process is killed when
+/// this is dropped (`kill_on_drop`), as with rmcp's `TokioChildProcess`.
+pub struct ServerProcess {
+    child: Option<tokio::process::Child>,
+    transport: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
+}
+
+impl ServerProcess {
+    /// Spawn `cmd` (the server `name`) with piped stdin and stdout.
+    ///
+    /// # Errors
+    /// The spawn's error.
+    pub fn spawn(mut cmd: tokio::process::Command, name: &str) -> io::Result<Self> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(io::Error::other("the server's pipes were not made"));
+        };
+        let transport = AsyncRwTransport::new_client(BoundedLines::new(stdout, name), stdin)
+            .with_max_line_length(MAX_LINE_BYTES + 1);
+        Ok(ServerProcess {
+            child: Some(child),
+            transport,
+        })
+    }
+}
+
+impl Transport<RoleClient> for ServerProcess {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), io::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    /// Close stdin, give the server 3 s to exit (as rmcp's
+    /// `TokioChildProcess` does), then kill it.
+    async fn close(&mut self) -> Result<(), io::Error> {
+        self.transport.close().await?;
+        if let Some(mut child) = self.child.take() {
+            let grace = std::time::Duration::from_secs(3);
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn filter(input: &[u8]) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut r = BoundedLines::new(input, "s");
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).await.expect("read");
+            String::from_utf8(out).expect("utf-8")
+        })
+    }
+
+    #[test]
+    fn ordinary_lines_pass_unchanged() {
+        let text = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,2,\"x,y:[{\"]}}\n{\"b\":2}\n",
+            r#"{"c":"\u00e9\ud83d\ude00\n\"","d":-1.5e300}"#,
+            "\n"
+        );
+        assert_eq!(filter(text.as_bytes()), text);
+    }
+
+    /// A line of more values than a reply can carry becomes an error
+    /// response with its id, wherever the id is among the top members.
+    #[test]
+    fn a_line_of_too_many_values_becomes_an_error_with_its_id() {
+        let many = "0,".repeat(MAX_LINE_VALUES);
+        for line in [
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"structuredContent\":[{many}0]}}}}\n"
+            ),
+            format!(
+                "{{\"result\":{{\"x\":[{many}0],\"id\":1}},\"jsonrpc\":\"2.0\",\"id\":\"q7\"}}\n"
+            ),
+        ] {
+            let out = filter(line.as_bytes());
+            let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
+            assert!(v["id"] == 7 || v["id"] == "q7", "{v}");
+            let msg = v["error"]["message"].as_str().unwrap_or("");
+            assert!(msg.contains("MAX_LINE_VALUES"), "{msg}");
+        }
+        // A line rmcp could not parse (too deep, broken) is answered too.
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}{}}}\n",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let v: serde_json::Value = serde_json::from_str(&filter(deep.as_bytes())).expect("JSON");
+        assert_eq!(v["id"], 3, "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("cannot be parsed (it nests 128 levels"),
+            "{msg}"
+        );
+        for (id, result) in [(4, "{\"a\":tru}"), (5, "[1e400]"), (6, "\"\\ud800\"")] {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+            let v: serde_json::Value =
+                serde_json::from_str(&filter(line.as_bytes())).expect("JSON");
+            assert_eq!(v["id"], id, "{line}: {v}");
+        }
+        // Without an id there is nothing to answer: the line is dropped.
+        let note = format!("{{\"method\":\"x\",\"params\":[{many}0]}}\n{{\"ok\":1}}\n");
+        assert_eq!(filter(note.as_bytes()), "{\"ok\":1}\n");
+    }
+}
