@@ -474,6 +474,9 @@ impl Scanner<'_> {
         let mut expr_depth = 0usize;
         // The quote of a string literal inside the field's expression.
         let mut inner_quote: Option<u8> = None;
+        // In a field nested in a format spec (`{x:{w}}`): the brace level of
+        // the field whose spec it is in (its end returns to that spec).
+        let mut spec_level = 0usize;
         while i < n {
             let c = src[i];
             if c == b'\\' {
@@ -516,7 +519,15 @@ impl Scanner<'_> {
                 }
                 match c {
                     b'(' | b'[' | b'{' => expr_depth += 1,
-                    b')' | b']' | b'}' => expr_depth = expr_depth.saturating_sub(1),
+                    b')' | b']' => expr_depth = expr_depth.saturating_sub(1),
+                    b'}' if expr_depth > 0 => {
+                        // The end of a display in the expression, not of the field.
+                        expr_depth -= 1;
+                        braces = braces.saturating_sub(1);
+                        local = local.saturating_sub(1);
+                        i += 1;
+                        continue;
+                    }
                     _ => {}
                 }
             }
@@ -526,6 +537,12 @@ impl Scanner<'_> {
                         if braces == 0 && i + 1 < n && src[i + 1] == b'{' {
                             i += 2;
                             continue;
+                        }
+                        if in_spec {
+                            // A field nested in the format spec: an expression again.
+                            spec_level = braces;
+                            in_spec = false;
+                            expr_depth = 0;
                         }
                         braces += 1;
                         local += 1;
@@ -537,8 +554,14 @@ impl Scanner<'_> {
                             // A replacement field ended: the next one starts afresh.
                             in_spec = false;
                             expr_depth = 0;
+                            spec_level = 0;
                             local = 0;
                             local_max = 0;
+                        } else if braces == spec_level {
+                            // A nested field ended: back in its outer field's spec.
+                            in_spec = true;
+                            expr_depth = 0;
+                            spec_level = 0;
                         }
                     }
                     b':' if braces > 0 && (in_spec || expr_depth == 0) => in_spec = true,
@@ -611,6 +634,10 @@ mod tests {
             "x = f'{d[1:] + [\"\\n\"]}'\n",
             "x = f'{\"a:b\" + \"\\n\"}'\n",
             "x = f'''{\"}\" + \"\\n\"}'''\n",
+            // A field nested in the format spec is an expression too.
+            "x = f'{x:{\"\\n\"}}'\n",
+            "x = f'{x:>{len(\"\\n\")}}'\n",
+            "x = f'{x:{w}{\"\\t\"}}'\n",
         ] {
             assert!(
                 matches!(
@@ -625,6 +652,7 @@ mod tests {
             "rf'\\d{x}\\w'\n",
             "f'{d[1:2]}\\t{y!r:>{3}}'\n",
             "f'{d[\"a:b\"]:>5}\\n{ {1: 2}[1]:\\x3e3}'\n",
+            "f'{x:{w}\\n}{x:\\n{w}}{x:{ {1: 2}[1] }\\t}{x:{w:\\n}}'\n",
         ] {
             assert_eq!(scan(ok, 100), Ok(None), "{ok}");
         }
