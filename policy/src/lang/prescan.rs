@@ -464,10 +464,19 @@ impl Scanner<'_> {
         let mut braces = 0usize;
         let mut local = 0usize;
         let mut local_max = 0usize;
-        // Past a `:` of the current top-level field: the format spec, where
-        // backslashes are allowed. Any `:` counts (also one inside brackets),
-        // so a backslash is only flagged where it surely is in an expression.
+        // Past the `:` that ends the current top-level field's expression:
+        // the format spec, where backslashes are allowed. As in 3.11's
+        // fstring_find_expr, only a `:` outside the expression's own
+        // brackets and string literals ends it (`{d['a:b']}`, `{ {1: 2} }`,
+        // `{x[1:]}` stay in the expression).
         let mut in_spec = false;
+        // Brackets opened inside the current field's expression.
+        let mut expr_depth = 0usize;
+        // The quote of a string literal inside the field's expression.
+        let mut inner_quote: Option<u8> = None;
+        // In a field nested in a format spec (`{x:{w}}`): the brace level of
+        // the field whose spec it is in (its end returns to that spec).
+        let mut spec_level = 0usize;
         while i < n {
             let c = src[i];
             if c == b'\\' {
@@ -493,12 +502,47 @@ impl Scanner<'_> {
                 // Unterminated: the parser reports it.
                 break;
             }
+            if fstring && braces > 0 && !in_spec {
+                // A string literal in the expression: only its backslashes
+                // (flagged above) and its closing quote matter.
+                if let Some(iq) = inner_quote {
+                    if c == iq {
+                        inner_quote = None;
+                    }
+                    i += 1;
+                    continue;
+                }
+                if c == b'\'' || c == b'"' {
+                    inner_quote = Some(c);
+                    i += 1;
+                    continue;
+                }
+                match c {
+                    b'(' | b'[' | b'{' => expr_depth += 1,
+                    b')' | b']' => expr_depth = expr_depth.saturating_sub(1),
+                    b'}' if expr_depth > 0 => {
+                        // The end of a display in the expression, not of the field.
+                        expr_depth -= 1;
+                        braces = braces.saturating_sub(1);
+                        local = local.saturating_sub(1);
+                        i += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             if fstring {
                 match c {
                     b'{' => {
                         if braces == 0 && i + 1 < n && src[i + 1] == b'{' {
                             i += 2;
                             continue;
+                        }
+                        if in_spec {
+                            // A field nested in the format spec: an expression again.
+                            spec_level = braces;
+                            in_spec = false;
+                            expr_depth = 0;
                         }
                         braces += 1;
                         local += 1;
@@ -509,11 +553,18 @@ impl Scanner<'_> {
                         if braces == 0 {
                             // A replacement field ended: the next one starts afresh.
                             in_spec = false;
+                            expr_depth = 0;
+                            spec_level = 0;
                             local = 0;
                             local_max = 0;
+                        } else if braces == spec_level {
+                            // A nested field ended: back in its outer field's spec.
+                            in_spec = true;
+                            expr_depth = 0;
+                            spec_level = 0;
                         }
                     }
-                    b':' if braces > 0 => in_spec = true,
+                    b':' if braces > 0 && (in_spec || expr_depth == 0) => in_spec = true,
                     b'(' | b'[' if braces > 0 => local += 1,
                     b')' | b']' if braces > 0 => local = local.saturating_sub(1),
                     b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'.' if braces > 0 => local_max += 1,
@@ -575,15 +626,33 @@ mod tests {
 
     #[test]
     fn fstring_backslash_in_expression_only() {
-        let bad = "x = f'{\"a\\n\"!r}'\n";
-        assert!(matches!(
-            scan(bad, 100),
-            Ok(Some(BracketProblem::FstringBackslash { .. }))
-        ));
+        for bad in [
+            "x = f'{\"a\\n\"!r}'\n",
+            // A `:` inside the expression's brackets or string literals
+            // does not start the format spec.
+            "x = f'{f(1, {2: 3}, c=\"a\\n\"):+}'\n",
+            "x = f'{d[1:] + [\"\\n\"]}'\n",
+            "x = f'{\"a:b\" + \"\\n\"}'\n",
+            "x = f'''{\"}\" + \"\\n\"}'''\n",
+            // A field nested in the format spec is an expression too.
+            "x = f'{x:{\"\\n\"}}'\n",
+            "x = f'{x:>{len(\"\\n\")}}'\n",
+            "x = f'{x:{w}{\"\\t\"}}'\n",
+        ] {
+            assert!(
+                matches!(
+                    scan(bad, 100),
+                    Ok(Some(BracketProblem::FstringBackslash { .. }))
+                ),
+                "{bad}"
+            );
+        }
         for ok in [
             "f'{x:\\x3e5}\\n'\n",
             "rf'\\d{x}\\w'\n",
             "f'{d[1:2]}\\t{y!r:>{3}}'\n",
+            "f'{d[\"a:b\"]:>5}\\n{ {1: 2}[1]:\\x3e3}'\n",
+            "f'{x:{w}\\n}{x:\\n{w}}{x:{ {1: 2}[1] }\\t}{x:{w:\\n}}'\n",
         ] {
             assert_eq!(scan(ok, 100), Ok(None), "{ok}");
         }

@@ -74,6 +74,8 @@ pub enum ExprKind {
         Option<Box<Expr>>,
         Option<Box<Expr>>,
     ),
+    /// `obj[a, lo:hi]`: a tuple key holding a slice (no lackpy type takes one).
+    SliceTuple(Box<Expr>, Vec<KeyPart>),
     Attr(Box<Expr>, Rc<str>),
     Builtin(Builtin, Box<Args>),
     Tool(Rc<str>, Box<Args>),
@@ -160,6 +162,15 @@ pub enum FPart {
     Val(Expr, Option<char>, Option<Vec<FPart>>),
 }
 
+/// An item of a subscript tuple that holds a slice (`x[:, 0]`).
+#[derive(Debug)]
+pub enum KeyPart {
+    /// An ordinary item.
+    Expr(Expr),
+    /// `lo:hi:step`.
+    Slice(Option<Expr>, Option<Expr>, Option<Expr>),
+}
+
 /// Assignment targets.
 #[derive(Debug)]
 pub enum Target {
@@ -169,6 +180,8 @@ pub enum Target {
     Sub(Expr, Expr),
     /// `obj[lo:hi:step]`.
     Slice(Expr, Option<Expr>, Option<Expr>, Option<Expr>),
+    /// `obj[a, lo:hi]`: a tuple key holding a slice.
+    SliceTuple(Expr, Vec<KeyPart>),
     /// `a, *b, c` (index of the starred element).
     Unpack(Vec<Target>, Option<usize>),
 }
@@ -348,7 +361,10 @@ impl<'a> Cx<'a> {
                         self.opt(sl.upper.as_deref())?,
                         self.opt(sl.step.as_deref())?,
                     ),
-                    other => Target::Sub(obj, self.expr(other)?),
+                    other => match self.slice_tuple(other)? {
+                        Some(parts) => Target::SliceTuple(obj, parts),
+                        None => Target::Sub(obj, self.expr(other)?),
+                    },
                 }
             }
             ast::Expr::Tuple(ast::ExprTuple { elts, .. })
@@ -396,6 +412,29 @@ impl<'a> Cx<'a> {
 
     fn opt(&mut self, e: Option<&ast::Expr>) -> InterpResult<Option<Expr>> {
         e.map(|e| self.expr(e)).transpose()
+    }
+
+    /// The items of a subscript key that is a tuple holding a slice
+    /// (`x[:, 0]`, `d[1:2, 3]`); `None` for any other key.
+    fn slice_tuple(&mut self, key: &ast::Expr) -> InterpResult<Option<Vec<KeyPart>>> {
+        let ast::Expr::Tuple(t) = key else {
+            return Ok(None);
+        };
+        if !t.elts.iter().any(|e| matches!(e, ast::Expr::Slice(_))) {
+            return Ok(None);
+        }
+        let mut parts = Vec::with_capacity(t.elts.len());
+        for e in &t.elts {
+            parts.push(match e {
+                ast::Expr::Slice(sl) => KeyPart::Slice(
+                    self.opt(sl.lower.as_deref())?,
+                    self.opt(sl.upper.as_deref())?,
+                    self.opt(sl.step.as_deref())?,
+                ),
+                other => KeyPart::Expr(self.expr(other)?),
+            });
+        }
+        Ok(Some(parts))
     }
 
     fn exprs(&mut self, es: &[ast::Expr]) -> InterpResult<Vec<Expr>> {
@@ -520,7 +559,10 @@ impl<'a> Cx<'a> {
                         self.opt(sl.upper.as_deref())?.map(Box::new),
                         self.opt(sl.step.as_deref())?.map(Box::new),
                     ),
-                    other => ExprKind::Sub(obj, self.boxed(other)?),
+                    other => match self.slice_tuple(other)? {
+                        Some(parts) => ExprKind::SliceTuple(obj, parts),
+                        None => ExprKind::Sub(obj, self.boxed(other)?),
+                    },
                 }
             }
             ast::Expr::Attribute(a) => {

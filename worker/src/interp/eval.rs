@@ -10,7 +10,8 @@ use lackpy_policy::wire::{Data, Limits, MAX_DATA_DEPTH};
 
 use super::budget::{mem_check, mem_check_n, tick};
 use super::compile::{
-    Args, Code, Comp, CompKind, CompareOp, Elt, Expr, ExprKind, FPart, Stmt, StmtKind, Target,
+    Args, Code, Comp, CompKind, CompareOp, Elt, Expr, ExprKind, FPart, KeyPart, Stmt, StmtKind,
+    Target,
 };
 use super::err::{type_err, value_err, Exc, ExcKind, InterpResult};
 use super::format::{float_repr, format_value, str_repr_into, str_repr_len};
@@ -385,6 +386,11 @@ impl<'a> Interp<'a> {
                 let v = self.inplace(op, cur, &rhs)?;
                 self.set_slice(&obj, &lo, &hi, &st, v)?;
             }
+            Target::SliceTuple(oe, parts) => {
+                let obj = self.eval(oe)?;
+                let key = self.slice_tuple_key(parts)?;
+                self.slice_tuple_item(&obj, key, None)?;
+            }
             Target::Unpack(..) => return Err(Exc::internal("augmented assignment to a tuple")),
         }
         Ok(())
@@ -515,6 +521,11 @@ impl<'a> Interp<'a> {
                 );
                 self.set_slice(&obj, &lo, &hi, &st, v)
             }
+            Target::SliceTuple(oe, parts) => {
+                let obj = self.eval(oe)?;
+                let key = self.slice_tuple_key(parts)?;
+                self.slice_tuple_item(&obj, key, Some(v))
+            }
             Target::Unpack(ts, star) => {
                 let items: Vec<Value> = match &v {
                     Value::Tuple(t) => t.v.clone(),
@@ -597,6 +608,57 @@ impl<'a> Interp<'a> {
                 ))
             }
         }
+    }
+
+    /// The items of a subscript tuple holding a slice, evaluated in order as
+    /// CPython builds the tuple (a slice's bounds included); `None` stands
+    /// for a slice.
+    fn slice_tuple_key(&mut self, parts: &[KeyPart]) -> InterpResult<Vec<Option<Value>>> {
+        let mut key = Vec::with_capacity(parts.len());
+        for p in parts {
+            key.push(match p {
+                KeyPart::Expr(e) => Some(self.eval(e)?),
+                KeyPart::Slice(lo, hi, st) => {
+                    self.eval_opt(lo.as_ref())?;
+                    self.eval_opt(hi.as_ref())?;
+                    self.eval_opt(st.as_ref())?;
+                    None
+                }
+            });
+        }
+        Ok(key)
+    }
+
+    /// Read (`store` None) or store `obj[key]` for a tuple key holding a
+    /// slice, which no lackpy type accepts: a dict hashes the tuple's items
+    /// in order (`unhashable type: 'slice'` at the first slice unless an
+    /// earlier item fails), anything else fails as for any tuple key
+    /// (`list indices must be integers or slices, not tuple`, `'NoneType'
+    /// object is not subscriptable`, ...).
+    fn slice_tuple_item(
+        &mut self,
+        obj: &Value,
+        key: Vec<Option<Value>>,
+        store: Option<Value>,
+    ) -> InterpResult<()> {
+        if let Value::Dict(_) = obj {
+            for k in &key {
+                match k {
+                    Some(v) => {
+                        hash_value(v)?;
+                    }
+                    None => return Err(type_err("unhashable type: 'slice'")),
+                }
+            }
+        }
+        let key = Value::tuple(key.into_iter().map(|k| k.unwrap_or(Value::None)).collect());
+        match store {
+            None => {
+                self.getitem(obj, &key)?;
+            }
+            Some(v) => self.setitem(obj, key, v)?,
+        }
+        Err(Exc::internal("a tuple key holding a slice was accepted"))
     }
 
     fn eval_opt(&mut self, e: Option<&Expr>) -> InterpResult<Value> {
@@ -765,6 +827,12 @@ impl<'a> Interp<'a> {
                 let hi = self.eval_opt(hi.as_deref())?;
                 let st = self.eval_opt(st.as_deref())?;
                 self.get_slice(&obj, &lo, &hi, &st)?
+            }
+            ExprKind::SliceTuple(o, parts) => {
+                let obj = self.eval(o)?;
+                let key = self.slice_tuple_key(parts)?;
+                self.slice_tuple_item(&obj, key, None)?;
+                return Err(Exc::internal("a tuple key holding a slice was accepted"));
             }
             ExprKind::Attr(o, name) => {
                 let obj = self.eval(o)?;
