@@ -1086,23 +1086,15 @@ edit_file("sub/HEAD", "x", "0123456789abcdef0123456789abcdef01234567")"#;
     );
 }
 
-/// `traces` over large traces holds only what it returns: it read every
-/// record of every trace file (up to `total_mb`, which a client fills with
-/// its own runs) for each call, so six concurrent `traces(limit=1)` over
-/// 330 MB of traces took `lackpy mcp` to 2.5 GiB. Now files are read
-/// newest first, only kept records are held, and a reply is at most
-/// 8 MiB of records.
-#[test]
-fn traces_of_large_trace_files_stay_bounded() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-    let ws = util::workspace(&[("a.txt", "a")]);
-    // One real record, made large (1,000 calls of 1 KiB arguments, as a
-    // client's own runs can be) and written 120 times to an older day's
-    // file; today's file goes, so every call must read the large one.
-    let (_, v) = run(ws.path(), Some("read_file"), "read_file('a.txt')");
+/// One real record of a run in `ws`, made large (1,000 calls of 1 KiB
+/// arguments, as a client's own runs can be) and written 120 times to an
+/// older day's file (run ids `20260101000000-…` to `…000119-…`); today's
+/// file goes, so every read must go through the large one.
+fn write_large_traces(ws: &std::path::Path) {
+    use std::io::Write;
+    let (_, v) = run(ws, Some("read_file"), "read_file('a.txt')");
     assert_eq!(v["ok"], true, "{v}");
-    let dir = ws.path().join(".lackpy/traces");
+    let dir = ws.join(".lackpy/traces");
     let today: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("traces")
         .filter_map(|e| Some(e.ok()?.path()))
@@ -1121,7 +1113,23 @@ fn traces_of_large_trace_files_stay_bounded() {
         rec["time"] = json!(format!("2026-01-01T00:{:02}:{:02}.000000Z", i / 60, i % 60));
         writeln!(file, "{rec}").expect("write");
     }
-    drop(file);
+}
+
+/// `traces` over large traces holds only what it returns: it read every
+/// record of every trace file (up to `total_mb`, which a client fills with
+/// its own runs) for each call, so six concurrent `traces(limit=1)` over
+/// 330 MB of traces took `lackpy mcp` to 2.5 GiB. Now files are read
+/// newest first, only kept records are held, and a reply is at most
+/// 8 MiB of records.
+#[test]
+fn traces_of_large_trace_files_stay_bounded() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let ws = util::workspace(&[("a.txt", "a")]);
+    // One real record, made large (1,000 calls of 1 KiB arguments, as a
+    // client's own runs can be) and written 120 times to an older day's
+    // file; today's file goes, so every call must read the large one.
+    write_large_traces(ws.path());
     let mut cmd = util::lackpy();
     cmd.arg("mcp").arg("--workspace").arg(ws.path());
     let io = [Stdio::piped(), Stdio::piped(), Stdio::null()];
@@ -1272,30 +1280,8 @@ fn mcp_results_are_counted_before_they_are_parsed() {
 /// `show` finds the oldest run still.
 #[test]
 fn trace_cli_reads_large_traces_bounded() {
-    use std::io::Write;
     let ws = util::workspace(&[("a.txt", "a")]);
-    let (_, v) = run(ws.path(), Some("read_file"), "read_file('a.txt')");
-    assert_eq!(v["ok"], true, "{v}");
-    let dir = ws.path().join(".lackpy/traces");
-    let today: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("traces")
-        .filter_map(|e| Some(e.ok()?.path()))
-        .collect();
-    let first = std::fs::read_to_string(&today[0]).expect("trace");
-    let mut rec: Value = serde_json::from_str(first.lines().next().unwrap_or("")).expect("record");
-    for p in &today {
-        std::fs::remove_file(p).expect("remove");
-    }
-    let mut call = rec["calls"][0].clone();
-    call["args"] = json!(["a".repeat(1000)]);
-    rec["calls"] = json!(vec![call; 1000]);
-    let mut file = std::fs::File::create(dir.join("2026-01-01.jsonl")).expect("create");
-    for i in 0..120 {
-        rec["run_id"] = json!(format!("20260101{i:06}-000000000000"));
-        rec["time"] = json!(format!("2026-01-01T00:{:02}:{:02}.000000Z", i / 60, i % 60));
-        writeln!(file, "{rec}").expect("write");
-    }
-    drop(file);
+    write_large_traces(ws.path());
     let ws_s = ws.path().to_str().unwrap_or(".");
     let (out, peak) = util::run_peak(
         &[
