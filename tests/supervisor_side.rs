@@ -1283,68 +1283,29 @@ fn trace_cli_reads_large_traces_bounded() {
     let ws = util::workspace(&[("a.txt", "a")]);
     write_large_traces(ws.path());
     let ws_s = ws.path().to_str().unwrap_or(".");
-    let (out, peak) = util::run_peak(
-        &[
-            "trace",
-            "list",
-            "--limit",
-            "1",
-            "--json",
-            "--workspace",
-            ws_s,
-        ],
-        "",
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        v[0]["run_id"],
-        "20260101000119-000000000000",
-        "{}",
-        stderr(&out)
-    );
+    // `lackpy trace ARGS --json` on the workspace: its JSON, its stderr
+    // and its peak RSS (KiB).
+    let trace = |args: &[&str]| {
+        let mut argv = vec!["trace"];
+        argv.extend_from_slice(args);
+        argv.extend_from_slice(&["--json", "--workspace", ws_s]);
+        let (out, peak) = util::run_peak(&argv, "");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (v, stderr(&out), peak)
+    };
+    let (v, err, peak) = trace(&["list", "--limit", "1"]);
+    assert_eq!(v[0]["run_id"], "20260101000119-000000000000", "{err}");
     assert!(peak < 100_000, "trace list peaked at {peak} KiB");
     // Asked for more than the cap holds: the newest ones, and a note.
-    let (out, peak) = util::run_peak(
-        &[
-            "trace",
-            "list",
-            "--limit",
-            "100",
-            "--json",
-            "--workspace",
-            ws_s,
-        ],
-        "",
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let (v, err, peak) = trace(&["list", "--limit", "100"]);
     let n = v.as_array().map_or(0, Vec::len);
     assert!((5..100).contains(&n), "{n} records");
     assert_eq!(v[0]["run_id"], "20260101000119-000000000000");
-    assert!(
-        stderr(&out).contains("older runs were left out"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(err.contains("older runs were left out"), "{err}");
     assert!(peak < 250_000, "trace list peaked at {peak} KiB");
     // `show` still finds the oldest run, by a prefix.
-    let (out, peak) = util::run_peak(
-        &[
-            "trace",
-            "show",
-            "20260101000000",
-            "--json",
-            "--workspace",
-            ws_s,
-        ],
-        "",
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        v["run_id"],
-        "20260101000000-000000000000",
-        "{}",
-        stderr(&out)
-    );
+    let (v, err, peak) = trace(&["show", "20260101000000"]);
+    assert_eq!(v["run_id"], "20260101000000-000000000000", "{err}");
     assert!(peak < 100_000, "trace show peaked at {peak} KiB");
 }
 
