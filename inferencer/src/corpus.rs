@@ -70,6 +70,35 @@ pub fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The words of `text` that occur only inside a file's name or path
+/// (`notes/todo.txt` gives `note` and `todo`; the extension `txt` is not
+/// one of them: a file's kind says what the example teaches), stemmed as
+/// [`tokens`] does.
+fn name_only_words(text: &str) -> BTreeSet<String> {
+    let is_path = |w: &str| {
+        w.contains('/')
+            || w.rsplit_once('.').is_some_and(|(b, ext)| {
+                !b.is_empty() && !ext.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+    };
+    let mut in_names = BTreeSet::new();
+    let mut elsewhere = BTreeSet::new();
+    for w in text.split_whitespace() {
+        let w = w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        if is_path(w) {
+            let stemless = w.rsplit_once('.').map_or(w, |(b, _)| b);
+            in_names.extend(tokens(stemless));
+            if let Some((_, ext)) = w.rsplit_once('.') {
+                elsewhere.extend(tokens(ext));
+            }
+        } else {
+            elsewhere.extend(tokens(w));
+        }
+    }
+    in_names.retain(|t| !elsewhere.contains(t));
+    in_names
+}
+
 /// Light stemming into a matching key (not always a word): drop a
 /// trailing `ing`/`ed` (when at least four letters remain) and undouble
 /// the consonant that leaves (`summing` → `sum`), drop a plural `s`/`es`,
@@ -169,7 +198,10 @@ impl Corpus {
     /// it is not, half the best such score of one of its synonyms. Each
     /// intent word counts once, so rare words decide: "the files that call
     /// X" is about calling, which few examples teach, more than about
-    /// files, which most mention.
+    /// files, which most mention. A word the example's intent has only as
+    /// part of a file's name (`todo` of `todo.txt`, not its extension)
+    /// counts a quarter: an example's file names are placeholders, so "the
+    /// TODO lines of meeting.txt" is not about "the open items of todo.txt".
     pub fn retrieve(
         &self,
         intent: &str,
@@ -177,21 +209,22 @@ impl Corpus {
         allowed: &dyn Fn(&str) -> bool,
     ) -> Vec<&Example> {
         let direct: BTreeSet<String> = tokens(intent).into_iter().collect();
-        let keys: Vec<(BTreeSet<String>, BTreeSet<String>)> = self
+        let keys: Vec<(BTreeSet<String>, BTreeSet<String>, BTreeSet<String>)> = self
             .examples
             .iter()
             .map(|e| {
                 let tags: BTreeSet<String> =
                     e.tags.iter().map(|t| stem(&t.to_lowercase())).collect();
                 let words: BTreeSet<String> = tokens(&e.intent).into_iter().collect();
-                (tags, words)
+                let names = name_only_words(&e.intent);
+                (tags, words, names)
             })
             .collect();
         let total = keys.len().max(1) as f64;
         let idf = |t: &str| {
             let df = keys
                 .iter()
-                .filter(|(tags, words)| tags.contains(t) || words.contains(t))
+                .filter(|(tags, words, _)| tags.contains(t) || words.contains(t))
                 .count()
                 .max(1) as f64;
             (1.0 + total / df).ln()
@@ -218,10 +251,12 @@ impl Corpus {
                     .iter()
                     .all(|c| is_builtin(c) || allowed(c))
             })
-            .map(|(i, (e, (tags, words)))| {
+            .map(|(i, (e, (tags, words, names)))| {
                 let hit = |t: &str| {
                     let m = if tags.contains(t) {
                         2.0
+                    } else if names.contains(t) {
+                        0.25
                     } else if words.contains(t) {
                         1.0
                     } else {
@@ -617,6 +652,28 @@ pub(crate) mod tests {
                 .any(|e| e.intent.contains("largest") || e.intent.contains("size")),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn a_file_name_word_of_an_example_counts_little() {
+        assert_eq!(
+            name_only_words("list the open items of todo.txt that are not done"),
+            BTreeSet::from(["todo".to_string()])
+        );
+        // The extension, and a word also used outside the name, are not
+        // name-only.
+        assert_eq!(
+            name_only_words("count the notes in notes/week.md"),
+            BTreeSet::from(["week".to_string()])
+        );
+        assert!(name_only_words("sum the numbers").is_empty());
+        // "TODO lines" is about lines holding TODO, not about a file named
+        // todo.txt: the example that only names such a file is not the best.
+        let c = corpus();
+        let all = |_: &str| true;
+        let got = c.retrieve("collect the TODO lines from notes/meeting.txt", 6, &all);
+        let best = got.last().map(|e| e.intent.as_str()).unwrap_or("");
+        assert!(!best.contains("todo.txt"), "{got:#?}");
     }
 
     #[test]
