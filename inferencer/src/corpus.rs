@@ -56,7 +56,7 @@ const STOPWORDS: &[&str] = &[
     "a", "an", "the", "of", "in", "on", "to", "for", "and", "or", "with", "from", "by", "at", "is",
     "are", "be", "it", "its", "that", "this", "these", "those", "me", "my", "i", "we", "our",
     "you", "your", "please", "can", "could", "would", "should", "do", "does", "what", "into", "as",
-    "there", "then", "them", "they", "their", "each",
+    "there", "then", "them", "they", "their",
 ];
 
 /// Lowercase, split on anything but letters, digits and `_`, drop
