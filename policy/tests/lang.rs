@@ -644,6 +644,42 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         19,
         "flatten the tuple",
     ),
+    // --- \N{...} names CPython 3.11 (Unicode 14.0) does not know ---
+    (
+        "x = 'ab\\N{SHAKING FACE}'",
+        "SyntaxError",
+        1,
+        8,
+        "Unicode 14.0",
+    ),
+    (
+        "x = 1\ny = f'{x}\\N{PINK HEART}'",
+        "SyntaxError",
+        2,
+        10,
+        "Unicode 14.0",
+    ),
+    (
+        "x = '\\N{CJK UNIFIED IDEOGRAPH-31350}'",
+        "SyntaxError",
+        1,
+        6,
+        "Unicode 14.0",
+    ),
+    (
+        "x = '\\N{hangul syllable GAG}'",
+        "SyntaxError",
+        1,
+        6,
+        "Unicode 14.0",
+    ),
+    (
+        "x = '\\N{CJK UNIFIED IDEOGRAPH-4e00}'",
+        "SyntaxError",
+        1,
+        6,
+        "Unicode 14.0",
+    ),
 ];
 
 #[test]
@@ -748,6 +784,7 @@ const ACCEPT: &[&str] = &[
     "x = '\\ud800' + '\\U0000dfff' + f'{1}\\udc00' + '\\ud83d\\ude00'",
     "x = r'\\ud800' + '\\\\ud800' + '\u{10FFFF}'",
     "x = 0 or'\\ud800'",
+    "x = '\\N{bullet}\\N{NULL}\\N{BOM}\\N{HANGUL SYLLABLE GAG}\\N{CJK UNIFIED IDEOGRAPH-4E00}' + r'\\N{SHAKING FACE}'",
 ];
 
 #[test]

@@ -646,7 +646,11 @@ impl<'a> Checker<'a> {
             }
             Expr::Subscript(s) => {
                 self.expr(&s.value);
-                self.expr(&s.slice);
+                match &*s.slice {
+                    // `d[*k]` (3.11, PEP 646): the key is the tuple `(*k,)`.
+                    Expr::Starred(st) => self.expr(&st.value),
+                    key => self.expr(key),
+                }
             }
             Expr::Starred(_) => {
                 self.err(

@@ -19,6 +19,8 @@
 
 mod check;
 mod fastparse;
+mod names;
+mod names_table;
 pub mod prescan;
 pub mod surrogate;
 pub mod tables;
@@ -281,6 +283,20 @@ pub fn validate_with_predefined(
     // found in the rewritten text are mapped back to the columns as written.
     let rewritten = surrogate::rewrite(source);
     let shifts = rewritten.shifts;
+    // Checked on a program that is otherwise valid (below), on the text as written.
+    let unknown_name = names::unknown_named_escape(source).map(|u| {
+        error_at(
+            source,
+            &starts,
+            u.offset,
+            "SyntaxError",
+            format!(
+                "(unicode error) 'unicodeescape' codec can't decode bytes in position {}-{}: unknown Unicode character name",
+                u.start, u.end
+            ),
+            Some("CPython 3.11 knows the character names of Unicode 14.0; write the character itself or a \\U escape".to_string()),
+        )
+    });
     if let (Some(_), Some(at)) = (&rewritten.text, rewritten.real_placeholder) {
         return Err(vec![error_at(
             source,
@@ -302,6 +318,7 @@ pub fn validate_with_predefined(
         None => (source, starts),
     };
     match check_rewritten(source, &starts, ns, limits, predefined) {
+        Ok(_) if unknown_name.is_some() => Err(unknown_name.into_iter().collect()),
         Ok((body, grade, calls)) => Ok(Program {
             source: source.to_string(),
             body,

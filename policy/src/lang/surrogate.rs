@@ -100,7 +100,7 @@ pub(crate) fn unshift(shifts: &[Shift], line: u32, col: u32) -> u32 {
 /// Is the run of identifier characters `p` a string prefix, and if so, is it
 /// raw and/or bytes? `None`: not a prefix (an identifier or keyword such as
 /// `or` or `in` that happens to touch the quote).
-fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
+pub(crate) fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
     let mut lower = [0u8; 2];
     if p.len() > 2 {
         return None;

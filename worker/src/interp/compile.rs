@@ -363,7 +363,7 @@ impl<'a> Cx<'a> {
                     ),
                     other => match self.slice_tuple(other)? {
                         Some(parts) => Target::SliceTuple(obj, parts),
-                        None => Target::Sub(obj, self.expr(other)?),
+                        None => Target::Sub(obj, self.key(other)?),
                     },
                 }
             }
@@ -435,6 +435,17 @@ impl<'a> Cx<'a> {
             });
         }
         Ok(Some(parts))
+    }
+
+    /// A subscript's key: `d[*k]` (3.11, PEP 646) is `d[(*k,)]`.
+    fn key(&mut self, key: &ast::Expr) -> InterpResult<Expr> {
+        match key {
+            ast::Expr::Starred(s) => Ok(Expr {
+                k: ExprKind::Tuple(vec![Elt::Star(self.expr(&s.value)?)]),
+                pos: off(key),
+            }),
+            other => self.expr(other),
+        }
     }
 
     fn exprs(&mut self, es: &[ast::Expr]) -> InterpResult<Vec<Expr>> {
@@ -561,7 +572,7 @@ impl<'a> Cx<'a> {
                     ),
                     other => match self.slice_tuple(other)? {
                         Some(parts) => ExprKind::SliceTuple(obj, parts),
-                        None => ExprKind::Sub(obj, self.boxed(other)?),
+                        None => ExprKind::Sub(obj, Box::new(self.key(other)?)),
                     },
                 }
             }

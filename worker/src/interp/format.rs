@@ -497,6 +497,32 @@ pub enum IntRef<'a> {
 
 /// Format an int (small or big) under a spec.
 ///
+/// The character `format(u, 'c')` makes of a code point below 0x110000. A
+/// lone surrogate is held as its placeholder in surrogate mode (see
+/// `surrogate.rs`), where a real placeholder code point is refused as a
+/// tool result holding one is; without surrogate mode a surrogate cannot be
+/// held at all (DIFFERENCES.md).
+fn format_c_char(u: u32) -> InterpResult<char> {
+    use lackpy_policy::lang::surrogate::{placeholder_of, PLACEHOLDER_BASE};
+    let mode = super::surrogate::on();
+    if let Some(p) = placeholder_of(u) {
+        if mode {
+            return Ok(p);
+        }
+        return Err(value_err(format!(
+            "%c arg U+{u:04X} is a lone surrogate, which a lackpy program can hold only \
+             when one of its string literals has a surrogate escape ('\\ud800')"
+        )));
+    }
+    if mode && u >= PLACEHOLDER_BASE {
+        return Err(value_err(format!(
+            "%c arg U+{u:X} is a private-use character that lackpy cannot hold in a \
+             program with surrogate escapes"
+        )));
+    }
+    char::from_u32(u).ok_or_else(|| Exc::py("OverflowError", "%c arg not in range(0x110000)"))
+}
+
 /// # Errors
 /// ValueError/OverflowError as CPython.
 pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> InterpResult<String> {
@@ -556,10 +582,11 @@ pub fn format_int(v: IntRef, spec: &str, tyname: &str) -> InterpResult<String> {
                 ))
             }
         };
-        return match code.filter(|u| *u < 0x110000).and_then(char::from_u32) {
-            Some(c) => Ok(pad(&c.to_string(), "", &sp, '>')),
-            None => Err(Exc::py("OverflowError", "%c arg not in range(0x110000)")),
+        let Some(u) = code.filter(|u| *u < 0x110000) else {
+            return Err(Exc::py("OverflowError", "%c arg not in range(0x110000)"));
         };
+        let c = format_c_char(u)?;
+        return Ok(pad(c.encode_utf8(&mut [0; 4]), "", &sp, '>'));
     }
     let (neg, digits) = match v {
         IntRef::Small(i) => {

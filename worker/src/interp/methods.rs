@@ -110,6 +110,9 @@ pub fn has_method(v: &Value, m: Method) -> bool {
                 | Update
         ),
         Value::Tuple(_) | Value::Range(_) => matches!(m, Count | Index),
+        // Set-like dict views: of set's allowlisted methods CPython gives
+        // them `isdisjoint` only.
+        Value::Keys(_) | Value::Items(_) => m == Isdisjoint,
         Value::Int(_) | Value::Big(_) | Value::Bool(_) => m == BitLength,
         Value::Float(_) => m == IsInteger,
         _ => false,
@@ -1123,6 +1126,11 @@ impl<'a> Interp<'a> {
             Value::Float(f) => {
                 no_args(&a, "float.is_integer")?;
                 Ok(Value::Bool(f.is_finite() && f.fract() == 0.0))
+            }
+            Value::Keys(d) | Value::Items(d) if m == Method::Isdisjoint => {
+                let mut a = a;
+                let other = one_arg(&mut a, Qual(recv.type_name(), m))?;
+                self.view_isdisjoint(recv, d.d.borrow().len(), other)
             }
             _ => Err(Exc::py(
                 "AttributeError",
@@ -2331,6 +2339,33 @@ impl<'a> Interp<'a> {
                 format!("'set' object has no attribute '{}'", m.name()),
             )),
         }
+    }
+}
+
+impl Interp<'_> {
+    /// `view.isdisjoint(other)` for a keys or items view of `len` entries,
+    /// as CPython 3.11's `dictviews_isdisjoint`: when `other` is a set or
+    /// a keys/items view larger than the view, the view is walked and looked
+    /// up in `other`, else `other` is walked and looked up in the view; the
+    /// first item found inside answers False.
+    fn view_isdisjoint(&mut self, view: &Value, len: usize, other: Value) -> InterpResult<Value> {
+        let other_len = match &other {
+            Value::Set(s) => Some(s.d.borrow().len()),
+            Value::Keys(d) | Value::Items(d) => Some(d.d.borrow().len()),
+            _ => None,
+        };
+        let (walk, look_in) = match other_len {
+            Some(n) if n > len => (view.clone(), other),
+            _ => (other, view.clone()),
+        };
+        let mut it = self.iterate(&walk)?;
+        while let Some(x) = self.next(&mut it)? {
+            tick(1)?;
+            if self.contains(&look_in, &x)? {
+                return Ok(Value::Bool(false));
+            }
+        }
+        Ok(Value::Bool(true))
     }
 }
 

@@ -1,0 +1,147 @@
+//! `\N{...}` escapes as CPython 3.11 resolves them. The parser
+//! (rustpython-parser, through `unicode_names2`) knows the names of a later
+//! Unicode (`\N{SHAKING FACE}`, Unicode 15) and matches the algorithmic names
+//! `HANGUL SYLLABLE ...` and `CJK UNIFIED IDEOGRAPH-...` in any case, where
+//! CPython 3.11 (Unicode 14.0) refuses both: SyntaxError "(unicode error)
+//! 'unicodeescape' codec can't decode bytes in position A-B: unknown Unicode
+//! character name".
+
+use super::names_table::ASSIGNED_311;
+use super::surrogate::prefix_kind;
+use std::cmp::Ordering;
+
+/// A `\N{...}` escape CPython 3.11 does not know.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct UnknownName {
+    /// Byte offset of the escape's backslash in the source.
+    pub offset: usize,
+    /// Byte positions of the backslash and the `}` within the literal's body.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Would CPython 3.11 resolve `\N{name}` (given that the parser did)?
+fn known_to_cpython311(name: &str) -> bool {
+    let Some(c) = unicode_names2::character(name) else {
+        // The parser refuses it itself.
+        return true;
+    };
+    let upper = name.to_ascii_uppercase();
+    if (upper.starts_with("HANGUL SYLLABLE ") || upper.starts_with("CJK UNIFIED IDEOGRAPH-"))
+        && upper != name
+    {
+        return false;
+    }
+    let u = c as u32;
+    ASSIGNED_311
+        .binary_search_by(|&(lo, hi)| {
+            if hi < u {
+                Ordering::Less
+            } else if lo > u {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The first `\N{...}` escape, in a non-raw str literal, that CPython 3.11
+/// does not know. Linear in the source; a source without `\N{` is not
+/// scanned.
+pub(crate) fn unknown_named_escape(src: &str) -> Option<UnknownName> {
+    if !src.contains("\\N{") {
+        return None;
+    }
+    let b = src.as_bytes();
+    let mut i = 0usize;
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let mut p = i;
+                while p > 0
+                    && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] >= 0x80)
+                {
+                    p -= 1;
+                }
+                let (raw, bytes) = prefix_kind(&b[p..i]).unwrap_or((false, false));
+                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+                let close: &[u8] = if triple { &[q, q, q] } else { &[q] };
+                i += close.len();
+                let body = i;
+                while i < b.len() {
+                    if b[i..].starts_with(close) {
+                        i += close.len();
+                        break;
+                    }
+                    match b[i] {
+                        b'\n' if !triple => break,
+                        b'\\'
+                            if b.get(i + 1) == Some(&b'N')
+                                && b.get(i + 2) == Some(&b'{')
+                                && !raw
+                                && !bytes =>
+                        {
+                            // No `}`: the parser reports the escape.
+                            let end = i + 3 + b[i + 3..].iter().position(|&c| c == b'}')?;
+                            let name = src.get(i + 3..end)?;
+                            if !name.contains(['\n', '\'', '"']) && !known_to_cpython311(name) {
+                                return Some(UnknownName {
+                                    offset: i,
+                                    start: i - body,
+                                    end: end - body,
+                                });
+                            }
+                            i = end + 1;
+                        }
+                        b'\\' => i += 2,
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_cpython_311_does_not_know() {
+        let at = |s: &str| unknown_named_escape(s).map(|u| (u.offset, u.start, u.end));
+        // Known to CPython 3.11 (names are matched in any case, aliases too).
+        for ok in [
+            "x = '\\N{BULLET}'",
+            "x = '\\N{bullet}'",
+            "x = '\\N{NULL}\\N{BOM}\\N{LINE FEED}'",
+            "x = '\\N{HANGUL SYLLABLE GAG}\\N{CJK UNIFIED IDEOGRAPH-4E00}'",
+            "x = r'\\N{SHAKING FACE}'",
+            "x = 1  # '\\N{SHAKING FACE}'",
+            "x = '\\\\N{SHAKING FACE}'",
+            "x = '\\N{NOT A NAME}'",
+        ] {
+            assert_eq!(at(ok), None, "{ok}");
+        }
+        // Unicode 15 and later, or an algorithmic name not in capitals.
+        assert_eq!(at("x = 'ab\\N{SHAKING FACE}'"), Some((7, 2, 17)));
+        assert_eq!(at("x = '\\N{hangul syllable GAG}'"), Some((5, 0, 22)));
+        assert_eq!(
+            at("x = '\\N{CJK UNIFIED IDEOGRAPH-4e00}'"),
+            Some((5, 0, 29))
+        );
+        assert_eq!(
+            at("x = '\\N{CJK UNIFIED IDEOGRAPH-31350}'"),
+            Some((5, 0, 30))
+        );
+        assert_eq!(at("x = f'{1}\\N{PINK HEART}'"), Some((9, 3, 16)));
+        assert_eq!(at("x = '''a\n\\N{KAWI LETTER A}'''"), Some((9, 2, 18)));
+    }
+}
