@@ -1386,3 +1386,55 @@ fn mcp_answers_rmcp_cannot_parse_fail_the_call_at_once() {
     );
     assert!(took < Duration::from_secs(6), "took {took:?}");
 }
+
+/// An `if` with `n` `elif` branches, each of them `body`.
+fn elif_chain(n: usize, body: &str) -> String {
+    let mut s = format!("if a:\n {body}\n");
+    for _ in 0..n {
+        s.push_str(&format!("elif a:\n {body}\n"));
+    }
+    s
+}
+
+/// An `elif` chain is a nest of `if`s in the parsed tree (each `elif` is
+/// an `if` inside the previous one's `else`), which neither the pre-scan
+/// nor code intelligence counted. Before: a program-written file of 20,000
+/// `elif`s (260 KB) made `find_callers` overflow the indexer thread's
+/// stack and abort the supervisor (exit 134), and a 64 KiB program of
+/// 5,900 `elif`s sent to the MCP `validate` or `run_program` tool
+/// aborted `lackpy mcp` (a 2 MiB tokio worker stack; 4,500 were enough in
+/// a debug build) for every client.
+/// Now the pre-scan counts the chain as nesting: the file is skipped like
+/// any other too deep to index, the program is `NestingTooDeep`, and the
+/// server goes on answering.
+#[test]
+fn elif_chains_cannot_overflow_the_supervisors_stack() {
+    let ws = tempfile::tempdir().expect("ws");
+    std::fs::write(ws.path().join("deep.py"), elif_chain(20_000, "f()")).expect("deep.py");
+    std::fs::write(ws.path().join("ok.py"), "def g():\n    f()\n").expect("ok.py");
+    let (out, v) = run(ws.path(), Some("find_callers"), "find_callers('f')");
+    assert_eq!(out.status.code(), Some(0), "{}\n{v}", stderr(&out));
+    assert_eq!(v["value"][0]["file"], "ok.py", "{v}");
+    assert_eq!(v["value"].as_array().map(Vec::len), Some(1), "{v}");
+
+    let program = format!("a = 1\n{}", elif_chain(5_900, "1"));
+    assert!(program.len() <= 64 * 1024, "{}", program.len());
+    let mut mcp = util::McpLines::start(ws.path());
+    for (id, tool) in [(2, "validate"), (3, "run_program")] {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"program": program}}}));
+        let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+        assert!(
+            reply.contains(&format!("\"id\":{id}")),
+            "{tool}: {reply:.300}"
+        );
+        assert!(reply.contains("NestingTooDeep"), "{tool}: {reply:.600}");
+        assert!(reply.contains("elif chain"), "{tool}: {reply:.600}");
+    }
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+    assert!(
+        reply.contains("\"id\":4"),
+        "the server no longer answers: {reply:.300}"
+    );
+}
