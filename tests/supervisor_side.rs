@@ -1438,3 +1438,51 @@ fn elif_chains_cannot_overflow_the_supervisors_stack() {
         "the server no longer answers: {reply:.300}"
     );
 }
+
+/// A tool argument nested 150 levels deep (any tool whose argument is not
+/// typed: a command tool's, an MCP server's) was written into the run's
+/// trace record as JSON, which the trace readers (serde_json, 128 levels)
+/// could not parse: the run, and every call it made, was missing from
+/// `lackpy trace list`/`show` and the MCP `traces` tool. Such an argument
+/// is now kept as a `$truncated` prefix of its text.
+#[test]
+fn deep_arguments_cannot_hide_a_run_from_the_trace_readers() {
+    let ws = util::workspace(&[("a.txt", "a")]);
+    std::fs::create_dir_all(ws.path().join(".lackpy")).expect("mkdir");
+    std::fs::write(
+        ws.path().join(".lackpy/config.toml"),
+        "[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"/bin/echo\", \"{x}\"]\nargs = [{ name = \"x\" }]\n",
+    )
+    .expect("config");
+    let program = "write_file('b.txt', 'b')\nx = []\nfor i in range(150):\n    x = [x]\necho(x)\n";
+    let (out, v) = run(ws.path(), Some("write_file,echo"), program);
+    assert_eq!(
+        v["trace"].as_array().map(Vec::len),
+        Some(2),
+        "{}\n{v}",
+        stderr(&out)
+    );
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let listed = util::run_with_stdin(&["trace", "list", "--json", "--workspace", ws_s], "", None);
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        list.as_array().map(Vec::len),
+        Some(1),
+        "the run is not listed: {list}"
+    );
+    let id = list[0]["run_id"].as_str().unwrap_or("-").to_string();
+    let shown = util::run_with_stdin(
+        &["trace", "show", &id, "--json", "--workspace", ws_s],
+        "",
+        None,
+    );
+    let rec: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+    assert_eq!(rec["calls"][0]["tool"], "write_file", "{rec}");
+    let arg = &rec["calls"][1]["args"][0]["$truncated"];
+    assert!(
+        arg["prefix"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("[[[[")),
+        "{rec}"
+    );
+}
