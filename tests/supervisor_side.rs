@@ -1361,6 +1361,27 @@ fn mcp_tool_listings_are_bounded_in_all() {
     assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
 }
 
+/// The listings of a server are counted in values too, not only bytes:
+/// pages of one tool whose schema holds 500,000 small values (1 MB a page,
+/// each under the per-line count) were all held, 16 MiB of them being
+/// 8 million `serde_json` values: `lackpy tools` peaked at 650 MiB. Over
+/// `MAX_LIST_VALUES` the server's tools are now unavailable, with a warning.
+#[test]
+fn mcp_tool_listings_are_bounded_in_values() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--many-values-list\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(err.contains("MAX_LIST_VALUES"), "{err}");
+    assert!(peak < 250_000, "lackpy tools peaked at {peak} KiB");
+}
+
 /// An MCP server's answer that rmcp cannot parse fails the call at once:
 /// a result nested 200 levels deep (past serde_json's 128) was skipped by
 /// rmcp without a word, and the program waited for the run's wall-clock

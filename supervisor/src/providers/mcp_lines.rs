@@ -88,6 +88,17 @@ impl Scan {
     }
 }
 
+/// An upper bound on the JSON values (scalars, containers, object keys)
+/// the JSON text `bytes` holds, counted without parsing it (as a line is
+/// counted).
+pub fn count_values(bytes: &[u8]) -> usize {
+    let mut scan = Scan::default();
+    for b in bytes {
+        scan.feed(*b);
+    }
+    scan.values.saturating_add(1)
+}
+
 /// An [`AsyncRead`] of `inner` that passes on only lines within
 /// [`MAX_LINE_BYTES`] and [`MAX_LINE_VALUES`] (see the module).
 pub struct BoundedLines<R> {
