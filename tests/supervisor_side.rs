@@ -1507,3 +1507,28 @@ fn deep_arguments_cannot_hide_a_run_from_the_trace_readers() {
         "{rec}"
     );
 }
+
+/// A host application's config file (`[mcp] host_configs`) was parsed whole
+/// into `serde_json` values, though only its `mcpServers` tables are used:
+/// Claude Code's `~/.claude.json` keeps per-project state beside them, and
+/// 15 MB of it (`0,0,…`) took `lackpy tools` to 561 MiB. Everything but the
+/// tables is now skipped unbuilt (30 MiB), and the tables are counted
+/// before they are parsed.
+#[test]
+fn host_config_files_are_not_parsed_whole() {
+    let host = tempfile::tempdir().expect("tempdir");
+    let file = host.path().join("host.json");
+    let state = "0,".repeat(7_500_000);
+    let text = format!(
+        "{{\"numStartups\": 3, \"projects\": {{\"/other\": {{\"history\": [{state}0]}}}}, \"mcpServers\": {{\"x\": {{\"command\": \"/nonexistent/lackpy-test-srv\"}}}}}}"
+    );
+    std::fs::write(&file, text).expect("host.json");
+    let cfg = format!("[mcp]\nhost_configs = [{:?}]\n", file.display().to_string());
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    // The server of the file was read (and fails to start).
+    let err = stderr(&out);
+    assert!(err.contains("mcp server x"), "{err}");
+    assert!(peak < 150_000, "lackpy tools peaked at {peak} KiB");
+}
