@@ -1532,3 +1532,55 @@ fn host_config_files_are_not_parsed_whole() {
     assert!(err.contains("mcp server x"), "{err}");
     assert!(peak < 150_000, "lackpy tools peaked at {peak} KiB");
 }
+
+/// A client's confirmed `delegate` results are promoted to workspace
+/// templates (`.lackpy/templates.toml`), each holding the client's intent
+/// (up to 8 KiB) and the program. Before: nothing bounded the file, and
+/// once it was over the 1 MiB that is read back (140 promotions of a
+/// 4 KB glob intent, 14 s over one MCP session), every later `delegate`
+/// of the workspace, of every client and of the CLI, failed with
+/// "templates.toml is larger than 1048576 bytes". The oldest promoted
+/// templates now make room.
+#[test]
+fn promoted_templates_cannot_break_delegate() {
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", "[inference]\npromote_after = 1\n"),
+        ("a.py", "x = 1\n"),
+    ]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let call = |mcp: &mut util::McpLines, id: u64, tool: &str, args: Value| -> Value {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}));
+        let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        v["result"]["structuredContent"].clone()
+    };
+    let long = "a".repeat(3990);
+    for i in 0..140u64 {
+        let r = call(
+            &mut mcp,
+            10 + 2 * i,
+            "delegate",
+            json!({"intent": format!("count files {long}{i}*.py")}),
+        );
+        assert_eq!(r["ok"], true, "{i}: {r}");
+        let id = r["run_id"].as_str().unwrap_or("").to_string();
+        let c = call(
+            &mut mcp,
+            11 + 2 * i,
+            "confirm_result",
+            json!({"run_id": id, "correct": true}),
+        );
+        assert_eq!(c["ok"], true, "{i}: {c}");
+    }
+    let size = std::fs::metadata(ws.path().join(".lackpy/templates.toml")).map_or(0, |m| m.len());
+    assert!(size <= 1024 * 1024, "templates.toml is {size} bytes");
+    let r = call(
+        &mut mcp,
+        1000,
+        "delegate",
+        json!({"intent": "count python files"}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["value"], 1, "{r}");
+}
