@@ -1584,3 +1584,26 @@ fn promoted_templates_cannot_break_delegate() {
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["value"], 1, "{r}");
 }
+
+/// `search_tools` compared every word of its query with every word of
+/// every tool's name and description: a query of 340,000 words (1 MiB,
+/// within the request line cap) took 19 s of a server thread's CPU with
+/// only the builtins (more with every configured tool), and a client may
+/// have 64 requests in flight. A query over `MAX_QUERY_BYTES` is now a
+/// `BadArgument` at once.
+#[test]
+fn search_tools_bounds_its_query() {
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let start = Instant::now();
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "zq ".repeat(340_000)}}}));
+    let reply = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    let took = start.elapsed();
+    assert!(reply.contains("MAX_QUERY_BYTES"), "{reply:.300}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "read a file"}}}));
+    let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+    assert!(reply.contains("read_file"), "{reply:.300}");
+}
