@@ -1607,3 +1607,40 @@ fn search_tools_bounds_its_query() {
     let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
     assert!(reply.contains("read_file"), "{reply:.300}");
 }
+
+/// Requests and notifications an MCP server starts itself were all handed
+/// to rmcp, which starts a task for each; a request's task holds its
+/// answer until the server reads it. A server sending 200,000 of each
+/// (1 KB notifications, `roots/list` requests) during a call, reading
+/// nothing, took `lackpy run` to 918 MiB and past the run's wall clock.
+/// At most `MAX_SERVER_REQUESTS` now wait for an answer and notifications
+/// pass at a bounded rate; the call gets its answer.
+#[test]
+fn mcp_server_requests_and_notifications_are_bounded() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = [
+        "run",
+        "--json",
+        "--workspace",
+        ws_s,
+        "--tools",
+        "chatty",
+        "-",
+    ];
+    let (out, peak) = util::run_peak(&args, "chatty(n=200000)");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["value"], "done", "{v} {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("MAX_SERVER_REQUESTS"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 150_000, "lackpy run peaked at {peak} KiB");
+}
