@@ -221,10 +221,14 @@ impl<R> BoundedLines<R> {
     /// a request or notification of the server's own within the bounds of
     /// [`Unsolicited`].
     fn admit(&mut self) -> bool {
-        if top_level_member(&self.line, b"\"method\"").is_none() {
+        // A key written with escapes (`"\u006dethod"`) is the same key to
+        // rmcp: such a line is taken for one of the server's own messages,
+        // and a request (bounded the more tightly).
+        let escaped = top_level_key(&self.line, |k| k.contains(&b'\\')).is_some();
+        if !escaped && top_level_member(&self.line, b"\"method\"").is_none() {
             return true;
         }
-        let request = top_level_member(&self.line, b"\"id\"").is_some();
+        let request = escaped || top_level_member(&self.line, b"\"id\"").is_some();
         if self.unsolicited.admit(&self.line, request) {
             return true;
         }
@@ -372,6 +376,12 @@ fn top_level_id(line: &[u8]) -> Option<serde_json::Value> {
 /// Where the value of the member `key` (quoted, as written: `"id"`) of the
 /// JSON object `line` begins (just after its `:`), top level only.
 fn top_level_member(line: &[u8], key: &[u8]) -> Option<usize> {
+    top_level_key(line, |k| k == key)
+}
+
+/// Where the value of the first member of the JSON object `line` (top
+/// level only) whose key (quoted, as written) `pick` accepts begins.
+fn top_level_key(line: &[u8], mut pick: impl FnMut(&[u8]) -> bool) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = 0;
     // Whether the next string at depth 1 is a key.
@@ -386,7 +396,7 @@ fn top_level_member(line: &[u8], key: &[u8]) -> Option<usize> {
                     while line.get(j).is_some_and(u8::is_ascii_whitespace) {
                         j += 1;
                     }
-                    if found == key && line.get(j) == Some(&b':') {
+                    if line.get(j) == Some(&b':') && pick(found) {
                         return Some(j + 1);
                     }
                     want_key = false;
@@ -595,6 +605,10 @@ mod tests {
         assert!((3800..8000).contains(&notes), "{notes}");
         // Responses always pass (a `method` below the top level is data).
         assert_eq!(out.matches("\"result\"").count(), 10_000);
+        // Keys written with escapes are the server's own requests.
+        let sneaky = "{\"jsonrpc\":\"2.0\",\"\\u0069d\":1,\"\\u006dethod\":\"ping\"}\n";
+        let out = filter(sneaky.repeat(100).as_bytes());
+        assert_eq!(out.matches("u006dethod").count(), MAX_SERVER_REQUESTS);
         // An answer lets another request of the server through.
         let u = Unsolicited::default();
         for _ in 0..MAX_SERVER_REQUESTS {
