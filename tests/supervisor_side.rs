@@ -1432,6 +1432,9 @@ fn elif_chain(n: usize, body: &str) -> String {
 fn elif_chains_cannot_overflow_the_supervisors_stack() {
     let ws = tempfile::tempdir().expect("ws");
     std::fs::write(ws.path().join("deep.py"), elif_chain(20_000, "f()")).expect("deep.py");
+    // A line continuation before each `elif` hid it from the first fix.
+    let hidden = elif_chain(20_000, "f()").replace("elif", "\\\nelif");
+    std::fs::write(ws.path().join("hidden.py"), hidden).expect("hidden.py");
     std::fs::write(ws.path().join("ok.py"), "def g():\n    f()\n").expect("ok.py");
     let (out, v) = run(ws.path(), Some("find_callers"), "find_callers('f')");
     assert_eq!(out.status.code(), Some(0), "{}\n{v}", stderr(&out));

@@ -338,6 +338,26 @@ impl Scanner<'_> {
             self.elif_total = self.elif_total.saturating_sub(closed);
         }
         self.elifs.resize(level + 1, 0);
+        // The statement's first token: line continuations (`\` at the end
+        // of a physical line) and the blanks after them are skipped, or a
+        // `\` line before each `elif` would hide it.
+        let mut i = i;
+        loop {
+            let after = match (self.src.get(i), self.src.get(i + 1), self.src.get(i + 2)) {
+                (Some(b'\\'), Some(b'\n'), _) => i + 2,
+                (Some(b'\\'), Some(b'\r'), Some(b'\n')) => i + 3,
+                (Some(b'\\'), Some(b'\r'), _) => i + 2,
+                _ => break,
+            };
+            i = after;
+            while self
+                .src
+                .get(i)
+                .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\x0c'))
+            {
+                i += 1;
+            }
+        }
         let word_is = |w: &[u8]| {
             self.src.get(i..i + w.len()) == Some(w)
                 && !self.src.get(i + w.len()).is_some_and(|b| is_ident_char(*b))
@@ -736,6 +756,11 @@ mod tests {
         assert!(scan(&apart, 100).is_ok());
         let after_dedent = format!("def f():\n{}x = 2\n{}", chain(60, "    "), chain(60, ""));
         assert!(scan(&after_dedent, 100).is_ok());
+        // A line continuation before each `elif` does not hide it.
+        let hidden = chain(20_000, "").replace("elif", "\\\n  elif");
+        assert_eq!(scan(&hidden, 100).unwrap_err().what, "elif chain");
+        let hidden = chain(20_000, "").replace("elif", "\\\r\n\\\n elif");
+        assert_eq!(scan(&hidden, 100).unwrap_err().what, "elif chain");
         // `elif_x = 1` and `elsewhere()` are not keywords.
         let names = format!("if a:\n    x = 1\n{}", "elif_x = 1\n".repeat(500));
         assert!(scan(&names, 100).is_ok());
