@@ -591,7 +591,10 @@ async fn connect_http(key: ServerKey) -> Result<Conn, McpSourceError> {
         .max_sse_event_size(MAX_REMOTE_RESPONSE)
         .max_error_response_size(MAX_REMOTE_ERROR_BODY)
         .max_concurrent_requests(8);
-    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let transport = mcp_lines::Bounded::new(
+        StreamableHttpClientTransport::with_client(client, config),
+        &key.name,
+    );
     let svc = ()
         .serve(transport)
         .await

@@ -535,14 +535,8 @@ impl Transport<RoleClient> for ServerProcess {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), io::Error>> + Send + 'static {
-        // The answer to one of the server's requests: another may wait.
-        if matches!(
-            item,
-            rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_)
-        ) {
-            self.unsolicited.answered();
-        }
-        self.transport.send(item)
+        let answer = is_answer(&item);
+        answered_when_sent(&self.unsolicited, answer, self.transport.send(item))
     }
 
     fn receive(
@@ -563,6 +557,92 @@ impl Transport<RoleClient> for ServerProcess {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether lackpy's message `item` answers one of the server's requests.
+fn is_answer(item: &TxJsonRpcMessage<RoleClient>) -> bool {
+    matches!(
+        item,
+        rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_)
+    )
+}
+
+/// `send` (the sending of a message), which counts as lackpy's answer to
+/// one of the server's requests once it is done when `answer` says the
+/// message is one: another request may then wait.
+fn answered_when_sent<E>(
+    unsolicited: &std::sync::Arc<Unsolicited>,
+    answer: bool,
+    send: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+) -> impl std::future::Future<Output = Result<(), E>> + Send + 'static {
+    let unsolicited = unsolicited.clone();
+    async move {
+        let r = send.await;
+        if answer {
+            unsolicited.answered();
+        }
+        r
+    }
+}
+
+/// A transport that hands rmcp parsed messages (a remote server's, over
+/// HTTP), whose server's own requests and notifications are bounded as
+/// [`BoundedLines`] bounds a stdio server's: 50,000 `roots/list` requests
+/// on a remote server's event stream took `lackpy run` to 221 MiB.
+pub struct Bounded<T> {
+    inner: T,
+    unsolicited: std::sync::Arc<Unsolicited>,
+    name: String,
+    dropped: usize,
+}
+
+impl<T> Bounded<T> {
+    /// Wrap the transport of the server `name` (named in the warning).
+    pub fn new(inner: T, name: &str) -> Self {
+        Bounded {
+            inner,
+            unsolicited: std::sync::Arc::default(),
+            name: name.to_string(),
+            dropped: 0,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient> + 'static> Transport<RoleClient> for Bounded<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), T::Error>> + Send + 'static {
+        let answer = is_answer(&item);
+        answered_when_sent(&self.unsolicited, answer, self.inner.send(item))
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let m = self.inner.receive().await?;
+            let pass = match &m {
+                rmcp::model::JsonRpcMessage::Request(_) => self.unsolicited.admit(b"", true),
+                rmcp::model::JsonRpcMessage::Notification(_) => self.unsolicited.admit(b"", false),
+                _ => true,
+            };
+            if pass {
+                return Some(m);
+            }
+            if self.dropped == 0 {
+                tracing::warn!(
+                    server = %self.name,
+                    "MCP server sends more requests or notifications of its own than lackpy takes (MAX_SERVER_REQUESTS {MAX_SERVER_REQUESTS} waiting, notifications at NOTE_RATE {NOTE_RATE} a second); the others are dropped"
+                );
+            }
+            self.dropped = self.dropped.wrapping_add(1);
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), T::Error> {
+        self.inner.close().await
     }
 }
 
