@@ -413,3 +413,106 @@ fn a_host_config_inside_the_workspace_is_refused() {
     assert_eq!(v["ok"], true, "{v}");
     assert!(stderr(&out).contains("not valid JSON"), "{}", stderr(&out));
 }
+
+/// The body of one HTTP request read from `s` (head and `Content-Length`
+/// body), or `None` once the peer closed or went quiet for 10 s.
+fn next_body(s: &mut std::net::TcpStream) -> Option<String> {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                return Some(String::from_utf8_lossy(&got[end + 4..end + 4 + len]).into_owned());
+            }
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A remote MCP server that, during a call of its one tool `chatty`,
+/// sends 50,000 `roots/list` requests of its own on the call's event
+/// stream, then the answer.
+fn chatty_remote(mut s: std::net::TcpStream) {
+    while let Some(body) = next_body(&mut s) {
+        let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let (id, method) = (&msg["id"], msg["method"].as_str().unwrap_or(""));
+        let json = |v: Value| {
+            let b = v.to_string();
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{b}", b.len())
+        };
+        let reply = match method {
+            _ if id.is_null() || method.is_empty() => {
+                "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string()
+            }
+            "initialize" => json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "chatty", "version": "1"}}})),
+            "tools/list" => json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "tools": [{"name": "chatty", "inputSchema": {"type": "object"}}]}})),
+            "tools/call" => {
+                let mut out = String::from(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n",
+                );
+                for i in 0..50_000 {
+                    out.push_str(&format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"id\":\"s{i}\",\"method\":\"roots/list\"}}\n\n"
+                    ));
+                }
+                out.push_str(&format!(
+                    "data: {}\n\n",
+                    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": "done"}]}})
+                ));
+                let _ = s.write_all(out.as_bytes());
+                return;
+            }
+            _ => json(serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "no"}})),
+        };
+        if s.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A remote server's own requests (on its event stream) are bounded as a
+/// stdio server's are: each was handed to rmcp, whose task for it held
+/// the answer while it waited to be sent; 50,000 took `lackpy run` to
+/// 221 MiB. At most `MAX_SERVER_REQUESTS` now wait; the call is answered.
+#[test]
+fn a_remote_servers_own_requests_are_bounded() {
+    let url = hostile(chatty_remote);
+    let cfg = format!(
+        "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = 20\n"
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = [
+        "run",
+        "--json",
+        "--workspace",
+        ws_s,
+        "--tools",
+        "chatty",
+        "-",
+    ];
+    let (out, peak) = util::run_peak(&args, "chatty()");
+    let v = util::json(&out);
+    assert_eq!(v["value"], "done", "{v} {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("MAX_SERVER_REQUESTS"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 120_000, "lackpy run peaked at {peak} KiB");
+}

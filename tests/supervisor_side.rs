@@ -1361,6 +1361,27 @@ fn mcp_tool_listings_are_bounded_in_all() {
     assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
 }
 
+/// The listings of a server are counted in values too, not only bytes:
+/// pages of one tool whose schema holds 500,000 small values (1 MB a page,
+/// each under the per-line count) were all held, 16 MiB of them being
+/// 8 million `serde_json` values: `lackpy tools` peaked at 650 MiB. Over
+/// `MAX_LIST_VALUES` the server's tools are now unavailable, with a warning.
+#[test]
+fn mcp_tool_listings_are_bounded_in_values() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--many-values-list\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(err.contains("MAX_LIST_VALUES"), "{err}");
+    assert!(peak < 250_000, "lackpy tools peaked at {peak} KiB");
+}
+
 /// An MCP server's answer that rmcp cannot parse fails the call at once:
 /// a result nested 200 levels deep (past serde_json's 128) was skipped by
 /// rmcp without a word, and the program waited for the run's wall-clock
@@ -1385,4 +1406,244 @@ fn mcp_answers_rmcp_cannot_parse_fail_the_call_at_once() {
         "{msg}"
     );
     assert!(took < Duration::from_secs(6), "took {took:?}");
+}
+
+/// An `if` with `n` `elif` branches, each of them `body`.
+fn elif_chain(n: usize, body: &str) -> String {
+    let mut s = format!("if a:\n {body}\n");
+    for _ in 0..n {
+        s.push_str(&format!("elif a:\n {body}\n"));
+    }
+    s
+}
+
+/// An `elif` chain is a nest of `if`s in the parsed tree (each `elif` is
+/// an `if` inside the previous one's `else`), which neither the pre-scan
+/// nor code intelligence counted. Before: a program-written file of 20,000
+/// `elif`s (260 KB) made `find_callers` overflow the indexer thread's
+/// stack and abort the supervisor (exit 134), and a 64 KiB program of
+/// 5,900 `elif`s sent to the MCP `validate` or `run_program` tool
+/// aborted `lackpy mcp` (a 2 MiB tokio worker stack; 4,500 were enough in
+/// a debug build) for every client.
+/// Now the pre-scan counts the chain as nesting: the file is skipped like
+/// any other too deep to index, the program is `NestingTooDeep`, and the
+/// server goes on answering.
+#[test]
+fn elif_chains_cannot_overflow_the_supervisors_stack() {
+    let ws = tempfile::tempdir().expect("ws");
+    std::fs::write(ws.path().join("deep.py"), elif_chain(20_000, "f()")).expect("deep.py");
+    // A line continuation before each `elif` hid it from the first fix.
+    let hidden = elif_chain(20_000, "f()").replace("elif", "\\\nelif");
+    std::fs::write(ws.path().join("hidden.py"), hidden).expect("hidden.py");
+    std::fs::write(ws.path().join("ok.py"), "def g():\n    f()\n").expect("ok.py");
+    let (out, v) = run(ws.path(), Some("find_callers"), "find_callers('f')");
+    assert_eq!(out.status.code(), Some(0), "{}\n{v}", stderr(&out));
+    assert_eq!(v["value"][0]["file"], "ok.py", "{v}");
+    assert_eq!(v["value"].as_array().map(Vec::len), Some(1), "{v}");
+
+    let program = format!("a = 1\n{}", elif_chain(5_900, "1"));
+    assert!(program.len() <= 64 * 1024, "{}", program.len());
+    let mut mcp = util::McpLines::start(ws.path());
+    for (id, tool) in [(2, "validate"), (3, "run_program")] {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"program": program}}}));
+        let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+        assert!(
+            reply.contains(&format!("\"id\":{id}")),
+            "{tool}: {reply:.300}"
+        );
+        assert!(reply.contains("NestingTooDeep"), "{tool}: {reply:.600}");
+        assert!(reply.contains("elif chain"), "{tool}: {reply:.600}");
+    }
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+    assert!(
+        reply.contains("\"id\":4"),
+        "the server no longer answers: {reply:.300}"
+    );
+}
+
+/// A tool argument nested 150 levels deep (any tool whose argument is not
+/// typed: a command tool's, an MCP server's) was written into the run's
+/// trace record as JSON, which the trace readers (serde_json, 128 levels)
+/// could not parse: the run, and every call it made, was missing from
+/// `lackpy trace list`/`show` and the MCP `traces` tool. Such an argument
+/// is now kept as a `$truncated` prefix of its text.
+#[test]
+fn deep_arguments_cannot_hide_a_run_from_the_trace_readers() {
+    let ws = util::workspace(&[("a.txt", "a")]);
+    std::fs::create_dir_all(ws.path().join(".lackpy")).expect("mkdir");
+    std::fs::write(
+        ws.path().join(".lackpy/config.toml"),
+        "[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"/bin/echo\", \"{x}\"]\nargs = [{ name = \"x\" }]\n",
+    )
+    .expect("config");
+    let program = "write_file('b.txt', 'b')\nx = []\nfor i in range(150):\n    x = [x]\necho(x)\n";
+    let (out, v) = run(ws.path(), Some("write_file,echo"), program);
+    assert_eq!(
+        v["trace"].as_array().map(Vec::len),
+        Some(2),
+        "{}\n{v}",
+        stderr(&out)
+    );
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let listed = util::run_with_stdin(&["trace", "list", "--json", "--workspace", ws_s], "", None);
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        list.as_array().map(Vec::len),
+        Some(1),
+        "the run is not listed: {list}"
+    );
+    let id = list[0]["run_id"].as_str().unwrap_or("-").to_string();
+    let shown = util::run_with_stdin(
+        &["trace", "show", &id, "--json", "--workspace", ws_s],
+        "",
+        None,
+    );
+    let rec: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+    assert_eq!(rec["calls"][0]["tool"], "write_file", "{rec}");
+    let arg = &rec["calls"][1]["args"][0]["$truncated"];
+    assert!(
+        arg["prefix"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("[[[[")),
+        "{rec}"
+    );
+}
+
+/// A host application's config file (`[mcp] host_configs`) was parsed whole
+/// into `serde_json` values, though only its `mcpServers` tables are used:
+/// Claude Code's `~/.claude.json` keeps per-project state beside them, and
+/// 15 MB of it (`0,0,…`) took `lackpy tools` to 561 MiB. Everything but the
+/// tables is now skipped unbuilt (30 MiB), and the tables are counted
+/// before they are parsed.
+#[test]
+fn host_config_files_are_not_parsed_whole() {
+    let host = tempfile::tempdir().expect("tempdir");
+    let file = host.path().join("host.json");
+    let state = "0,".repeat(7_500_000);
+    let text = format!(
+        "{{\"numStartups\": 3, \"projects\": {{\"/other\": {{\"history\": [{state}0]}}}}, \"mcpServers\": {{\"x\": {{\"command\": \"/nonexistent/lackpy-test-srv\"}}}}}}"
+    );
+    std::fs::write(&file, text).expect("host.json");
+    let cfg = format!("[mcp]\nhost_configs = [{:?}]\n", file.display().to_string());
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    // The server of the file was read (and fails to start).
+    let err = stderr(&out);
+    assert!(err.contains("mcp server x"), "{err}");
+    assert!(peak < 150_000, "lackpy tools peaked at {peak} KiB");
+}
+
+/// A client's confirmed `delegate` results are promoted to workspace
+/// templates (`.lackpy/templates.toml`), each holding the client's intent
+/// (up to 8 KiB) and the program. Before: nothing bounded the file, and
+/// once it was over the 1 MiB that is read back (140 promotions of a
+/// 4 KB glob intent, 14 s over one MCP session), every later `delegate`
+/// of the workspace, of every client and of the CLI, failed with
+/// "templates.toml is larger than 1048576 bytes". The oldest promoted
+/// templates now make room.
+#[test]
+fn promoted_templates_cannot_break_delegate() {
+    let ws = util::workspace(&[
+        (".lackpy/config.toml", "[inference]\npromote_after = 1\n"),
+        ("a.py", "x = 1\n"),
+    ]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let call = |mcp: &mut util::McpLines, id: u64, tool: &str, args: Value| -> Value {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}));
+        let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        v["result"]["structuredContent"].clone()
+    };
+    let long = "a".repeat(3990);
+    for i in 0..140u64 {
+        let r = call(
+            &mut mcp,
+            10 + 2 * i,
+            "delegate",
+            json!({"intent": format!("count files {long}{i}*.py")}),
+        );
+        assert_eq!(r["ok"], true, "{i}: {r}");
+        let id = r["run_id"].as_str().unwrap_or("").to_string();
+        let c = call(
+            &mut mcp,
+            11 + 2 * i,
+            "confirm_result",
+            json!({"run_id": id, "correct": true}),
+        );
+        assert_eq!(c["ok"], true, "{i}: {c}");
+    }
+    let size = std::fs::metadata(ws.path().join(".lackpy/templates.toml")).map_or(0, |m| m.len());
+    assert!(size <= 1024 * 1024, "templates.toml is {size} bytes");
+    let r = call(
+        &mut mcp,
+        1000,
+        "delegate",
+        json!({"intent": "count python files"}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["value"], 1, "{r}");
+}
+
+/// `search_tools` compared every word of its query with every word of
+/// every tool's name and description: a query of 340,000 words (1 MiB,
+/// within the request line cap) took 19 s of a server thread's CPU with
+/// only the builtins (more with every configured tool), and a client may
+/// have 64 requests in flight. A query over `MAX_QUERY_BYTES` is now a
+/// `BadArgument` at once.
+#[test]
+fn search_tools_bounds_its_query() {
+    let ws = util::workspace(&[("a.txt", "a")]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let start = Instant::now();
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "zq ".repeat(340_000)}}}));
+    let reply = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    let took = start.elapsed();
+    assert!(reply.contains("MAX_QUERY_BYTES"), "{reply:.300}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "read a file"}}}));
+    let reply = mcp.recv(Duration::from_secs(30)).unwrap_or_default();
+    assert!(reply.contains("read_file"), "{reply:.300}");
+}
+
+/// Requests and notifications an MCP server starts itself were all handed
+/// to rmcp, which starts a task for each; a request's task holds its
+/// answer until the server reads it. A server sending 200,000 of each
+/// (1 KB notifications, `roots/list` requests) during a call, reading
+/// nothing, took `lackpy run` to 918 MiB and past the run's wall clock.
+/// At most `MAX_SERVER_REQUESTS` now wait for an answer and notifications
+/// pass at a bounded rate; the call gets its answer.
+#[test]
+fn mcp_server_requests_and_notifications_are_bounded() {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 30\n",
+        fixture.display().to_string()
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = [
+        "run",
+        "--json",
+        "--workspace",
+        ws_s,
+        "--tools",
+        "chatty",
+        "-",
+    ];
+    let (out, peak) = util::run_peak(&args, "chatty(n=200000)");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["value"], "done", "{v} {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("MAX_SERVER_REQUESTS"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak < 150_000, "lackpy run peaked at {peak} KiB");
 }

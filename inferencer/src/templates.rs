@@ -666,12 +666,41 @@ fn with_ratchet_if<T>(
     if !changed {
         return Ok(out);
     }
-    let json = serde_json::to_string_pretty(&file).map_err(|e| TemplateError::Parse {
+    let json = ratchet_text_within(&mut file).map_err(|detail| TemplateError::Parse {
         file: rpath.display().to_string(),
-        detail: e.to_string(),
+        detail,
     })?;
     write_atomic(ws, RATCHET_FILE, &json)?;
     Ok(out)
+}
+
+/// The ratchet file's text, kept within [`MAX_FILE_BYTES`] (which is all
+/// that is ever read back) by forgetting the oldest runs waiting for a
+/// verdict, then counts in key order. Why: intents (8 KiB) and programs
+/// (64 KiB) are a client's and a model's; written unbounded, a file over
+/// the cap stopped the ratchet for good (every later read failed).
+///
+/// # Errors
+/// The file cannot be serialised.
+fn ratchet_text_within(file: &mut RatchetFile) -> Result<String, String> {
+    loop {
+        let json = serde_json::to_string_pretty(&*file).map_err(|e| e.to_string())?;
+        if json.len() as u64 <= MAX_FILE_BYTES {
+            return Ok(json);
+        }
+        let oldest = file
+            .pending
+            .iter()
+            .min_by_key(|(_, (n, _))| *n)
+            .map(|(k, _)| k.clone());
+        if let Some(k) = oldest {
+            file.pending.remove(&k);
+        } else if file.intents.pop_first().is_none() {
+            return Err(format!(
+                "larger than {MAX_FILE_BYTES} bytes however little is kept"
+            ));
+        }
+    }
 }
 
 /// Record the outcome of a delegate run (`ok`: it validated and ran ok).
@@ -861,16 +890,58 @@ fn load_workspace_templates(ws: &Path) -> Result<TemplatesFile, TemplateError> {
     })
 }
 
-fn save_workspace_templates(ws: &Path, file: &TemplatesFile) -> Result<(), TemplateError> {
+/// The templates file's text.
+fn templates_text(ws: &Path, file: &TemplatesFile) -> Result<String, TemplateError> {
     let text = toml::to_string(file).map_err(|e| TemplateError::Parse {
         file: templates_path(ws).display().to_string(),
         detail: e.to_string(),
     })?;
-    write_atomic(
-        ws,
-        TEMPLATES_FILE,
-        &format!("# Written by `lackpy delegate` (the ratchet). Edit freely.\n{text}"),
-    )
+    Ok(format!(
+        "# Written by `lackpy delegate` (the ratchet). Edit freely.\n{text}"
+    ))
+}
+
+fn save_workspace_templates(ws: &Path, file: &TemplatesFile) -> Result<(), TemplateError> {
+    write_atomic(ws, TEMPLATES_FILE, &templates_text(ws, file)?)
+}
+
+/// Save `file` with a template just promoted (its last), kept within
+/// [`MAX_FILE_BYTES`] (which is all [`TemplateSet::load`] reads) by
+/// dropping the oldest promoted templates first; the operator's own are
+/// never dropped. Why: each promotion adds a client's intent (8 KiB) and a
+/// program; written unbounded, 140 promotions of long intents made the
+/// file too large to read and every later `delegate` of the workspace, of
+/// every client, failed.
+///
+/// # Errors
+/// The file cannot fit even with no other promoted template (it is then
+/// left as it was), or cannot be written.
+fn save_promoted_within(ws: &Path, file: &mut TemplatesFile) -> Result<(), TemplateError> {
+    loop {
+        let text = templates_text(ws, file)?;
+        if text.len() as u64 <= MAX_FILE_BYTES {
+            return write_atomic(ws, TEMPLATES_FILE, &text);
+        }
+        let last = file.templates.len().saturating_sub(1);
+        match file
+            .templates
+            .iter()
+            .position(|t| t.promoted_from.is_some())
+            .filter(|&i| i < last)
+        {
+            Some(i) => {
+                file.templates.remove(i);
+            }
+            None => {
+                return Err(TemplateError::Parse {
+                    file: templates_path(ws).display().to_string(),
+                    detail: format!(
+                        "not promoted: the file would be larger than {MAX_FILE_BYTES} bytes (hint: remove templates you no longer need)"
+                    ),
+                })
+            }
+        }
+    }
 }
 
 fn is_promoted_for(t: &Template, key: &str, profile: &str) -> bool {
@@ -898,7 +969,7 @@ fn promote_template(
         profile: (!profile.is_empty()).then(|| profile.to_string()),
         ..Template::default()
     });
-    save_workspace_templates(ws, &file)
+    save_promoted_within(ws, &mut file)
 }
 
 /// Remove the template promoted for (intent, profile); true when one was.
@@ -940,6 +1011,44 @@ mod tests {
         assert_eq!(t.find("show the contents of `a b.txt`"), None);
         // Must cover the whole intent.
         assert_eq!(t.find("read a.txt and count the TODO items"), None);
+    }
+
+    /// Runs waiting for a verdict hold a client's intent and a program:
+    /// written unbounded, 100 of them made `ratchet.json` larger than what
+    /// is read back, and the ratchet stopped for good (every later call
+    /// failed to read it). The oldest are now forgotten first.
+    #[test]
+    fn the_ratchet_file_stays_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        let policy = RatchetPolicy {
+            promote_after: 3,
+            count_unconfirmed: false,
+            force: false,
+        };
+        let long = "x".repeat(8000);
+        for i in 0..100 {
+            let intent = format!("count {long} {i}");
+            let r = record_result(
+                ws,
+                &intent,
+                "p",
+                &long,
+                "rules",
+                true,
+                &format!("run{i}"),
+                policy,
+            );
+            assert_eq!(r.unwrap(), Ratchet::Pending, "{i}");
+        }
+        let size = std::fs::metadata(ratchet_path(ws)).unwrap().len();
+        assert!(size <= MAX_FILE_BYTES, "{size}");
+        // The newest run is still there to be confirmed; the oldest is gone.
+        assert_eq!(
+            confirm(ws, "run99", true, 3).unwrap(),
+            Some(Ratchet::Counted(1))
+        );
+        assert_eq!(confirm(ws, "run0", true, 3).unwrap(), None);
     }
 
     #[test]

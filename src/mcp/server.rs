@@ -31,6 +31,13 @@ use tokio::sync::{watch, Semaphore};
 /// Search results `search_tools` returns at most.
 const SEARCH_MAX: usize = 10;
 
+/// Longest `search_tools` query, in bytes. Why: every word of the query is
+/// compared with every word of every tool's name and description; a 1 MiB
+/// query (340,000 words, within the request line cap) cost 19 s of CPU per
+/// request with only the builtins, and more with every configured tool.
+/// A search is "a few words".
+const MAX_QUERY_BYTES: usize = 1024;
+
 /// What the server tells a client at `initialize`.
 const INSTRUCTIONS: &str = "lackpy runs small programs (a strict subset of Python) that compose tools, \
 in a jailed worker, and returns one structured result. Typical flow: list_tools (or search_tools / \
@@ -185,6 +192,10 @@ impl LackpyServer {
                 Err(e) => failure(e),
             },
             "search_tools" => match parse::<QueryArg>(args) {
+                Ok(a) if a.query.len() > MAX_QUERY_BYTES => failure(bad_argument(format!(
+                    "the query is {} bytes; search_tools takes at most {MAX_QUERY_BYTES} (MAX_QUERY_BYTES): a few words such as \"read a file\"",
+                    a.query.len()
+                ))),
                 Ok(a) => {
                     self.blocking(move |b| match b.toolbox() {
                         Ok(all) => {

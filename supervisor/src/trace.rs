@@ -608,7 +608,10 @@ impl RunBudget {
 
     fn bounded(&mut self, json: serde_json::Value, text: &str) -> serde_json::Value {
         let len = text.len() as u64;
-        if len <= self.limits.arg_bytes && self.take(len) {
+        // Too deep a value is kept as text: kept as JSON it would make the
+        // whole record unreadable (and the run invisible to the readers).
+        let shallow = depth_within(&json, MAX_TRACED_DEPTH);
+        if shallow && len <= self.limits.arg_bytes && self.take(len) {
             return json;
         }
         let digest = crate::sha256::hex(text.as_bytes());
@@ -619,6 +622,32 @@ impl RunBudget {
             serde_json::json!({"$omitted": {"bytes": len, "sha256": digest}})
         }
     }
+}
+
+/// Deepest nesting of an argument kept as JSON in a record; deeper ones are
+/// kept as a `$truncated` prefix of their text. Why 64: the readers parse a
+/// record with serde_json, which refuses 128 levels; an argument sits 4
+/// levels down (record, `calls`, entry, `args`), and a program passing a
+/// 150-deep list to any tool made its whole run's record unreadable, so
+/// `lackpy trace list`/`show` and the MCP `traces` tool never showed it.
+pub const MAX_TRACED_DEPTH: usize = 64;
+
+/// Whether `v` nests at most `max` levels of arrays and objects (counted
+/// without recursion).
+fn depth_within(v: &serde_json::Value, max: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
+            serde_json::Value::Array(a) => Box::new(a.iter()),
+            serde_json::Value::Object(o) => Box::new(o.values()),
+            _ => continue,
+        };
+        if d >= max {
+            return false;
+        }
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    true
 }
 
 /// The longest prefix of `s` of at most `max` bytes ending on a char boundary.

@@ -17,6 +17,10 @@
 //! because every quantity only grows within a segment. `lambda` counts are
 //! never reset by commas (`lambda a, b=lambda c, d=...` nests across
 //! commas). `and`/`or`/comparisons are flat in the tree and are not counted.
+//! Each `elif` nests one level deeper than the branch before it (the parser
+//! makes it an `if` inside the previous one's `else`), so the lines of an
+//! `if` statement at some indentation also count the `elif`s written so far
+//! in its chain, and those of every enclosing chain.
 
 /// Where and why the scan stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +155,11 @@ struct Scanner<'a> {
     /// Sum over open frames below the top of (their segment value + 1).
     below: usize,
     indent_stack: Vec<usize>,
+    /// Per indentation level (0 = the top level, then one per entry of
+    /// `indent_stack`): the `elif`s of the `if` chain open at that level.
+    elifs: Vec<usize>,
+    /// The sum of `elifs`.
+    elif_total: usize,
     /// Was the previous significant token an operand end (name, number,
     /// string, closing bracket)? Then `(`/`[` is a postfix call/subscript.
     after_operand: bool,
@@ -167,6 +176,8 @@ pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> 
         frames: vec![Frame::default()],
         below: 0,
         indent_stack: Vec::new(),
+        elifs: vec![0],
+        elif_total: 0,
         after_operand: false,
         problem: None,
     };
@@ -193,7 +204,7 @@ fn is_ident_char(b: u8) -> bool {
 impl Scanner<'_> {
     fn depth(&self) -> usize {
         let top = self.frames.last().map_or(0, |f| f.seg() + 1);
-        self.indent_stack.len() + self.below + top
+        self.indent_stack.len() + self.elif_total + self.below + top
     }
 
     fn check(&self, offset: usize) -> Result<(), TooDeep> {
@@ -310,7 +321,65 @@ impl Scanner<'_> {
                 });
             }
         }
+        self.elif_chain(i, start)?;
         Ok(i)
+    }
+
+    /// Account for the statement starting at `i` (its line at `start`) in
+    /// the `elif` chain of its indentation level: an `elif` lengthens it,
+    /// an `else` keeps it, anything else starts a new statement.
+    fn elif_chain(&mut self, i: usize, start: usize) -> Result<(), TooDeep> {
+        let level = self.indent_stack.len();
+        // Chains of levels left behind (dedented past) are closed.
+        for closed in self
+            .elifs
+            .drain(level.saturating_add(1).min(self.elifs.len())..)
+        {
+            self.elif_total = self.elif_total.saturating_sub(closed);
+        }
+        self.elifs.resize(level + 1, 0);
+        // The statement's first token: line continuations (`\` at the end
+        // of a physical line) and the blanks after them are skipped, or a
+        // `\` line before each `elif` would hide it.
+        let mut i = i;
+        loop {
+            let after = match (self.src.get(i), self.src.get(i + 1), self.src.get(i + 2)) {
+                (Some(b'\\'), Some(b'\n'), _) => i + 2,
+                (Some(b'\\'), Some(b'\r'), Some(b'\n')) => i + 3,
+                (Some(b'\\'), Some(b'\r'), _) => i + 2,
+                _ => break,
+            };
+            i = after;
+            while self
+                .src
+                .get(i)
+                .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\x0c'))
+            {
+                i += 1;
+            }
+        }
+        let word_is = |w: &[u8]| {
+            self.src.get(i..i + w.len()) == Some(w)
+                && !self.src.get(i + w.len()).is_some_and(|b| is_ident_char(*b))
+        };
+        let (elif, keeps) = (word_is(b"elif"), word_is(b"else"));
+        let Some(chain) = self.elifs.get_mut(level) else {
+            return Ok(());
+        };
+        if elif {
+            *chain += 1;
+            self.elif_total += 1;
+            if self.depth() > self.limit {
+                return Err(TooDeep {
+                    offset: start,
+                    what: "elif chain",
+                });
+            }
+        } else if !keeps {
+            self.elif_total = self.elif_total.saturating_sub(*chain);
+            *chain = 0;
+        }
+        Ok(())
     }
 
     fn run(&mut self) -> Result<(), TooDeep> {
@@ -656,6 +725,45 @@ mod tests {
         ] {
             assert_eq!(scan(ok, 100), Ok(None), "{ok}");
         }
+    }
+
+    /// An `elif` chain nests one level per `elif` in the parsed tree (each
+    /// is an `if` in the previous one's `else`): 20,000 of them in 260 KB
+    /// overflowed the supervisor's stack (code intelligence indexing a
+    /// program-written file; the MCP `validate` tool on a 64 KiB program).
+    #[test]
+    fn elif_chains_count_as_nesting() {
+        let chain = |n: usize, indent: &str| {
+            let mut s = format!("{indent}if a:\n{indent}    x = 1\n");
+            for _ in 0..n {
+                s.push_str(&format!("{indent}elif a:\n{indent}    x = 1\n"));
+            }
+            s
+        };
+        let deep = scan(&chain(20_000, ""), 100).unwrap_err();
+        assert_eq!(deep.what, "elif chain");
+        assert!(scan(&chain(50, ""), 100).is_ok());
+        // Nested chains add up, `else` keeps a chain and any other statement
+        // at that level ends it.
+        let nested = format!(
+            "if a:\n    x = 1\n{}",
+            chain(60, "    ").replace("    if", "elif b:\n    if")
+        );
+        assert!(scan(&nested, 100).is_ok());
+        let two = format!("{}else:\n{}", chain(60, ""), chain(60, "    "));
+        assert_eq!(scan(&two, 100).unwrap_err().what, "elif chain");
+        let apart = format!("{}x = 2\n{}", chain(60, ""), chain(60, ""));
+        assert!(scan(&apart, 100).is_ok());
+        let after_dedent = format!("def f():\n{}x = 2\n{}", chain(60, "    "), chain(60, ""));
+        assert!(scan(&after_dedent, 100).is_ok());
+        // A line continuation before each `elif` does not hide it.
+        let hidden = chain(20_000, "").replace("elif", "\\\n  elif");
+        assert_eq!(scan(&hidden, 100).unwrap_err().what, "elif chain");
+        let hidden = chain(20_000, "").replace("elif", "\\\r\n\\\n elif");
+        assert_eq!(scan(&hidden, 100).unwrap_err().what, "elif chain");
+        // `elif_x = 1` and `elsewhere()` are not keywords.
+        let names = format!("if a:\n    x = 1\n{}", "elif_x = 1\n".repeat(500));
+        assert!(scan(&names, 100).is_ok());
     }
 
     #[test]

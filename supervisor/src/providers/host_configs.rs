@@ -29,6 +29,7 @@
 
 use super::child::config_path;
 use lackpy_policy::config::{remote, Config, Headers, McpServer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -39,6 +40,14 @@ use std::path::{Path, PathBuf};
 pub const MAX_HOST_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 /// Most servers taken from one file.
 const MAX_SERVERS_PER_FILE: usize = 256;
+/// Most JSON values (as `mcp_lines::count_values` counts them) of the
+/// `mcpServers` tables read from one file, counted before they are parsed.
+/// Why: the tables are the only part of the file parsed into `serde_json`
+/// values (everything else is skipped unbuilt), and 16 MiB of `0,0,…`
+/// there would be some 600 MiB of them; [`MAX_SERVERS_PER_FILE`] honest
+/// servers of [`MAX_ARGS`] arguments and [`MAX_ENV`] variables each hold
+/// far fewer.
+const MAX_SERVERS_VALUES: usize = 256 * 1024;
 /// Most `args` of one server, and the longest one.
 const MAX_ARGS: usize = 256;
 const MAX_ARG_LEN: usize = 8192;
@@ -133,7 +142,14 @@ pub fn load(config: &mut Config, workspace: &Path) -> Result<Vec<String>, String
 
 /// The file's text: `None` when it does not exist.
 fn read_capped(path: &Path) -> Result<Option<String>, String> {
-    let f = match std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO put there must not wait for a writer (the
+    // `is_file` check below then refuses it).
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot be read: {e}")),
@@ -160,28 +176,44 @@ fn read_capped(path: &Path) -> Result<Option<String>, String> {
 pub fn parse(text: &str, file: &Path, workspace: &Path) -> (Vec<(String, McpServer)>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut out: Vec<(String, McpServer)> = Vec::new();
-    // serde_json bounds nesting at 128 levels.
-    let doc: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
+    // Only the `mcpServers` tables are taken (as raw text); the rest of the
+    // file (Claude Code's per-project state) is skipped without building
+    // anything. serde_json bounds nesting at 128 levels.
+    let tables = match server_tables(text, workspace) {
+        Ok(t) => t,
         Err(e) => {
+            let what = if e.is_syntax() || e.is_eof() {
+                "is not valid JSON"
+            } else {
+                "is not a JSON object"
+            };
             warnings.push(format!(
-                "[mcp] host_configs: {} is not valid JSON ({e}); no servers read from it",
+                "[mcp] host_configs: {} {what} ({e}); no servers read from it",
                 file.display()
             ));
             return (out, warnings);
         }
     };
+    let values: usize = tables
+        .iter()
+        .flatten()
+        .map(|raw| super::mcp_lines::count_values(raw.get().as_bytes()))
+        .fold(0, usize::saturating_add);
+    if values > MAX_SERVERS_VALUES {
+        warnings.push(format!(
+            "[mcp] host_configs: {}: its `mcpServers` hold more than {MAX_SERVERS_VALUES} JSON values (MAX_SERVERS_VALUES); no servers read from it",
+            file.display()
+        ));
+        return (out, warnings);
+    }
+    let [project, top] =
+        tables.map(|raw| raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()));
     let mut maps: Vec<&serde_json::Map<String, Value>> = Vec::new();
     // Claude Code: the workspace's own entry wins over the user-wide one.
-    if let Some(p) = doc
-        .get("projects")
-        .and_then(|p| p.get(workspace.to_string_lossy().as_ref()))
-        .and_then(|p| p.get("mcpServers"))
-        .and_then(Value::as_object)
-    {
+    if let Some(Value::Object(p)) = &project {
         maps.push(p);
     }
-    match doc.get("mcpServers") {
+    match &top {
         Some(Value::Object(m)) => maps.push(m),
         Some(_) => warnings.push(format!(
             "[mcp] host_configs: {}: `mcpServers` is not an object; ignored",
@@ -213,6 +245,63 @@ pub fn parse(text: &str, file: &Path, workspace: &Path) -> (Vec<(String, McpServ
         }
     }
     (out, warnings)
+}
+
+/// The raw text of the two `mcpServers` tables of a host config file:
+/// `projects[<workspace>].mcpServers` (Claude Code) and the top-level one.
+/// Nothing else of the file is kept or built; a `projects` that is not an
+/// object of objects is ignored.
+///
+/// # Errors
+/// The file is not JSON, or not an object.
+fn server_tables<'a>(
+    text: &'a str,
+    workspace: &Path,
+) -> Result<[Option<&'a RawValue>; 2], serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Doc<'a> {
+        #[serde(rename = "mcpServers", borrow, default)]
+        servers: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        projects: Option<&'a RawValue>,
+    }
+    let doc: Doc<'a> = serde_json::from_str(text)?;
+    let ws = workspace.to_string_lossy();
+    let project = doc.projects.and_then(|p| {
+        let mut de = serde_json::Deserializer::from_str(p.get());
+        let entry = serde::de::DeserializeSeed::deserialize(ProjectOf(&ws), &mut de).ok()??;
+        serde_json::from_str::<Doc<'a>>(entry.get()).ok()?.servers
+    });
+    Ok([project, doc.servers])
+}
+
+/// The entry of one key (a workspace's path) in Claude Code's `projects`
+/// object, every other entry skipped unbuilt.
+struct ProjectOf<'w>(&'w str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ProjectOf<'_> {
+    type Value = Option<&'de RawValue>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ProjectOf<'_> {
+    type Value = Option<&'de RawValue>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object of projects")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if found.is_none() && key == self.0 {
+                found = Some(map.next_value::<&'de RawValue>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
 }
 
 fn clip(s: &str) -> String {
@@ -380,6 +469,45 @@ mod tests {
             s.is_empty() && w[0].contains("LACKPY_TEST_SURELY_UNSET"),
             "{w:?}"
         );
+    }
+
+    #[test]
+    fn only_the_server_tables_are_parsed_and_they_are_counted() {
+        let ws = Path::new("/w/proj");
+        let f = Path::new("/h/.claude.json");
+        // Other state, however large, is skipped; a `projects` that is not
+        // an object of objects is ignored.
+        let state = "0,".repeat(MAX_SERVERS_VALUES * 2);
+        for projects in [
+            format!(r#"{{"/other": {{"history": [{state}0]}}, "/w/proj": {{"x": 1}}}}"#),
+            "[1, 2]".to_string(),
+            r#"{"/w/proj": 7}"#.to_string(),
+        ] {
+            let text = format!(
+                r#"{{"projects": {projects}, "mcpServers": {{"a": {{"command": "srv"}}}}}}"#
+            );
+            let (s, w) = parse(&text, f, ws);
+            assert_eq!(s.len(), 1, "{projects:.80}: {w:?}");
+            assert_eq!(s[0].1.command.as_deref(), Some("srv"));
+        }
+        // Tables of too many values are not parsed.
+        let many = format!(r#"{{"mcpServers": {{"a": {{"command": "srv", "x": [{state}0]}}}}}}"#);
+        let (s, w) = parse(&many, f, ws);
+        assert!(s.is_empty() && w[0].contains("MAX_SERVERS_VALUES"), "{w:?}");
+        // Valid JSON that is not an object: a warning.
+        let (s, w) = parse("3", f, ws);
+        assert!(s.is_empty() && w[0].contains("not a JSON object"), "{w:?}");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_writer() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("host.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path in our own tempdir.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_capped(&fifo).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //! from the CLI, from `lackpy mcp`'s blocking threads and from `serve`.
 
 use super::child::{config_path, workspace_path};
-use super::mcp_lines::ServerProcess;
+use super::mcp_lines::{self, ServerProcess};
 use super::value::from_plain;
 use crate::call::RunContext;
 use crate::childjail::{find_on_path, install_root, program_roots, project_root, Jail, Spec};
@@ -84,6 +84,13 @@ const MAX_LIST_PAGES: usize = 64;
 /// [`MAX_LIST_PAGES`] of them were not: 64 pages of one tool with a 15 MB
 /// description were all held (~1 GiB); honest lists are a few hundred KiB.
 const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most JSON values (as [`mcp_lines::count_values`] counts them) of tool
+/// listings kept from one server over all its pages: what one line may
+/// carry. Why: [`MAX_LIST_BYTES`] of small values (`0,0,…` in schemas,
+/// each page under the per-line count) were all held as `serde_json`
+/// values, 650 MiB; honest listings hold a few thousand.
+pub const MAX_LIST_VALUES: usize = mcp_lines::MAX_LINE_VALUES;
 
 /// Largest JSON response or SSE event accepted from a remote server.
 /// Why 16 MiB: twice the largest result a run may return (8 MiB) and more
@@ -584,7 +591,10 @@ async fn connect_http(key: ServerKey) -> Result<Conn, McpSourceError> {
         .max_sse_event_size(MAX_REMOTE_RESPONSE)
         .max_error_response_size(MAX_REMOTE_ERROR_BODY)
         .max_concurrent_requests(8);
-    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let transport = mcp_lines::Bounded::new(
+        StreamableHttpClientTransport::with_client(client, config),
+        &key.name,
+    );
     let svc = ()
         .serve(transport)
         .await
@@ -897,18 +907,27 @@ fn list_live(st: &McpServers, key: &ServerKey, timeout: Duration) -> Discovered 
 async fn list_bounded(peer: rmcp::service::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
-    let mut bytes = 0usize;
+    let (mut bytes, mut values) = (0usize, 0usize);
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .take()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
         for t in &page.tools {
-            bytes = bytes.saturating_add(serde_json::to_vec(t).map_or(usize::MAX, |v| v.len()));
+            let (b, v) = serde_json::to_vec(t).map_or((usize::MAX, usize::MAX), |j| {
+                (j.len(), mcp_lines::count_values(&j))
+            });
+            bytes = bytes.saturating_add(b);
+            values = values.saturating_add(v);
         }
         if bytes > MAX_LIST_BYTES {
             return Err(format!(
                 "the server's tool listings take more than {MAX_LIST_BYTES} bytes (MAX_LIST_BYTES)"
+            ));
+        }
+        if values > MAX_LIST_VALUES {
+            return Err(format!(
+                "the server's tool listings hold more than {MAX_LIST_VALUES} JSON values (MAX_LIST_VALUES); honest listings hold a few thousand"
             ));
         }
         tools.extend(page.tools);

@@ -68,6 +68,12 @@ pub fn load(workspace: &Path, server: &str, identity: &str) -> Option<Vec<Tool>>
     let ctl = lackpy_beneath::open_control(workspace, false).ok()??;
     let dir = ctl.subdir(CACHE_DIR, false).ok()??;
     let text = dir.read_text(&file_name(server), MAX_CACHE_BYTES).ok()??;
+    // Counted before it is parsed, as a live listing is: an entry holding
+    // more values than one may (written by an older lackpy, which did not
+    // count them) would cost hundreds of MiB as `serde_json` values.
+    if super::mcp_lines::count_values(text.as_bytes()) > super::mcp::MAX_LIST_VALUES {
+        return None;
+    }
     let e: Entry = serde_json::from_str(&text).ok()?;
     (e.server == server && e.identity == identity).then_some(e.tools)
 }
@@ -131,6 +137,15 @@ mod tests {
         // A corrupt entry is no entry.
         let f = ws.join(".lackpy/cache").join(file_name("s"));
         std::fs::write(&f, "{not json").unwrap();
+        assert!(load(&ws, "s", &id).is_none());
+        // An entry of more values than a listing may hold is not parsed.
+        store(&ws, "s", &id, &[tool("t1")]).unwrap();
+        assert!(load(&ws, "s", &id).is_some());
+        let many = format!(
+            "{{\"server\":\"s\",\"identity\":{id:?},\"tools\":[{{\"name\":\"t\",\"inputSchema\":{{\"enum\":[{}0]}}}}]}}",
+            "0,".repeat(super::super::mcp::MAX_LIST_VALUES)
+        );
+        std::fs::write(&f, many).unwrap();
         assert!(load(&ws, "s", &id).is_none());
     }
 

@@ -14,6 +14,15 @@
 //! not parse (nesting of 128 levels or more, a syntax error), which rmcp
 //! skips without a word while the call waits for its timeout, is answered
 //! the same way.
+//!
+//! Messages the server starts itself are bounded too: rmcp starts a task
+//! for each request and notification it reads, and a request's task holds
+//! its answer until the server reads it. 200,000 `roots/list` requests
+//! from a server that never read its stdin took the supervisor to 640 MiB,
+//! 200,000 1 KB notifications to 300 MiB and past the run's deadline. At
+//! most [`MAX_SERVER_REQUESTS`] of the server's requests wait for an answer
+//! at once, and notifications pass at a bounded rate ([`NOTE_BURST`],
+//! [`NOTE_RATE`]); the others are dropped (lackpy's client uses neither).
 
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -44,6 +53,79 @@ pub const NOT_READ: &str = "the result was not read: ";
 
 /// How the error that replaces a line rmcp cannot parse begins.
 const NOT_USABLE: &str = "the answer was not usable: ";
+
+/// Most requests of the server (`ping`, `roots/list`, …) waiting for
+/// lackpy's answer at once; more are dropped unanswered. Why 16: an honest
+/// server asks one thing at a time (a `ping`), and each waiting answer is
+/// a task holding memory while the server does not read it.
+pub const MAX_SERVER_REQUESTS: usize = 16;
+
+/// Notifications of the server (progress, log messages) that may pass at
+/// once, in tokens: one per notification plus one per KiB of it.
+pub const NOTE_BURST: f64 = 4096.0;
+
+/// Tokens (see [`NOTE_BURST`]) regained per second. Why: honest progress
+/// and logging is a few a second; lackpy's client ignores them all, and
+/// rmcp starts a task for each.
+pub const NOTE_RATE: f64 = 1024.0;
+
+/// The server's own requests and notifications let through so far, shared
+/// by the reader of its stdout and the writer of its stdin.
+#[derive(Debug)]
+struct Unsolicited {
+    /// The server's requests passed to rmcp and not answered yet.
+    requests: std::sync::atomic::AtomicUsize,
+    /// Notification tokens left, and when they were last counted.
+    notes: std::sync::Mutex<(f64, std::time::Instant)>,
+}
+
+impl Default for Unsolicited {
+    fn default() -> Self {
+        Unsolicited {
+            requests: std::sync::atomic::AtomicUsize::new(0),
+            notes: std::sync::Mutex::new((NOTE_BURST, std::time::Instant::now())),
+        }
+    }
+}
+
+impl Unsolicited {
+    /// Whether a message the server started (`line`, a request when it has
+    /// an id) may pass to rmcp.
+    fn admit(&self, line: &[u8], request: bool) -> bool {
+        use std::sync::atomic::Ordering;
+        if request {
+            return self
+                .requests
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < MAX_SERVER_REQUESTS).then_some(n + 1)
+                })
+                .is_ok();
+        }
+        let mut g = self
+            .notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        let (tokens, last) = *g;
+        let tokens = (tokens + now.duration_since(last).as_secs_f64() * NOTE_RATE).min(NOTE_BURST);
+        let cost = 1.0 + line.len() as f64 / 1024.0;
+        let (left, pass) = if cost <= tokens {
+            (tokens - cost, true)
+        } else {
+            (tokens, false)
+        };
+        *g = (left, now);
+        pass
+    }
+
+    /// lackpy answered one of the server's requests.
+    fn answered(&self) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .requests
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+}
 
 /// The scan's state within one line.
 #[derive(Default)]
@@ -88,6 +170,17 @@ impl Scan {
     }
 }
 
+/// An upper bound on the JSON values (scalars, containers, object keys)
+/// the JSON text `bytes` holds, counted without parsing it (as a line is
+/// counted).
+pub fn count_values(bytes: &[u8]) -> usize {
+    let mut scan = Scan::default();
+    for b in bytes {
+        scan.feed(*b);
+    }
+    scan.values.saturating_add(1)
+}
+
 /// An [`AsyncRead`] of `inner` that passes on only lines within
 /// [`MAX_LINE_BYTES`] and [`MAX_LINE_VALUES`] (see the module).
 pub struct BoundedLines<R> {
@@ -102,6 +195,9 @@ pub struct BoundedLines<R> {
     taken: usize,
     eof: bool,
     name: String,
+    unsolicited: std::sync::Arc<Unsolicited>,
+    /// Messages of the server dropped since the last warning.
+    dropped: usize,
 }
 
 impl<R> BoundedLines<R> {
@@ -116,7 +212,34 @@ impl<R> BoundedLines<R> {
             taken: 0,
             eof: false,
             name: name.to_string(),
+            unsolicited: std::sync::Arc::default(),
+            dropped: 0,
         }
+    }
+
+    /// Whether the well-formed `line` may pass to rmcp: a response always;
+    /// a request or notification of the server's own within the bounds of
+    /// [`Unsolicited`].
+    fn admit(&mut self) -> bool {
+        // A key written with escapes (`"\u006dethod"`) is the same key to
+        // rmcp: such a line is taken for one of the server's own messages,
+        // and a request (bounded the more tightly).
+        let escaped = top_level_key(&self.line, |k| k.contains(&b'\\')).is_some();
+        if !escaped && top_level_member(&self.line, b"\"method\"").is_none() {
+            return true;
+        }
+        let request = escaped || top_level_member(&self.line, b"\"id\"").is_some();
+        if self.unsolicited.admit(&self.line, request) {
+            return true;
+        }
+        if self.dropped == 0 {
+            tracing::warn!(
+                server = %self.name,
+                "MCP server sends more requests or notifications of its own than lackpy takes (MAX_SERVER_REQUESTS {MAX_SERVER_REQUESTS} waiting, notifications at NOTE_RATE {NOTE_RATE} a second); the others are dropped"
+            );
+        }
+        self.dropped = self.dropped.wrapping_add(1);
+        false
     }
 
     fn feed(&mut self, bytes: &[u8]) {
@@ -170,8 +293,10 @@ impl<R> BoundedLines<R> {
         };
         match wrong {
             None => {
-                self.out.extend_from_slice(&self.line);
-                self.out.push(b'\n');
+                if self.admit() {
+                    self.out.extend_from_slice(&self.line);
+                    self.out.push(b'\n');
+                }
             }
             Some((why, size)) => {
                 tracing::warn!(server = %self.name, "MCP server sent {why}; dropped");
@@ -245,6 +370,18 @@ impl<'de> serde::de::Visitor<'de> for Parses {
 /// The `id` member of the JSON object `line` (top level only), when it is
 /// a number or a string.
 fn top_level_id(line: &[u8]) -> Option<serde_json::Value> {
+    id_value(line, top_level_member(line, b"\"id\"")?)
+}
+
+/// Where the value of the member `key` (quoted, as written: `"id"`) of the
+/// JSON object `line` begins (just after its `:`), top level only.
+fn top_level_member(line: &[u8], key: &[u8]) -> Option<usize> {
+    top_level_key(line, |k| k == key)
+}
+
+/// Where the value of the first member of the JSON object `line` (top
+/// level only) whose key (quoted, as written) `pick` accepts begins.
+fn top_level_key(line: &[u8], mut pick: impl FnMut(&[u8]) -> bool) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = 0;
     // Whether the next string at depth 1 is a key.
@@ -254,13 +391,13 @@ fn top_level_id(line: &[u8]) -> Option<serde_json::Value> {
             b'"' => {
                 let end = string_end(line, i)?;
                 if depth == 1 && want_key {
-                    let key = &line[i..=end];
+                    let found = &line[i..=end];
                     let mut j = end + 1;
                     while line.get(j).is_some_and(u8::is_ascii_whitespace) {
                         j += 1;
                     }
-                    if key == b"\"id\"" && line.get(j) == Some(&b':') {
-                        return id_value(line, j + 1);
+                    if line.get(j) == Some(&b':') && pick(found) {
+                        return Some(j + 1);
                     }
                     want_key = false;
                 }
@@ -362,6 +499,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
 pub struct ServerProcess {
     child: Option<tokio::process::Child>,
     transport: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
+    unsolicited: std::sync::Arc<Unsolicited>,
 }
 
 impl ServerProcess {
@@ -378,11 +516,14 @@ impl ServerProcess {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(io::Error::other("the server's pipes were not made"));
         };
-        let transport = AsyncRwTransport::new_client(BoundedLines::new(stdout, name), stdin)
-            .with_max_line_length(MAX_LINE_BYTES + 1);
+        let lines = BoundedLines::new(stdout, name);
+        let unsolicited = lines.unsolicited.clone();
+        let transport =
+            AsyncRwTransport::new_client(lines, stdin).with_max_line_length(MAX_LINE_BYTES + 1);
         Ok(ServerProcess {
             child: Some(child),
             transport,
+            unsolicited,
         })
     }
 }
@@ -394,7 +535,8 @@ impl Transport<RoleClient> for ServerProcess {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), io::Error>> + Send + 'static {
-        self.transport.send(item)
+        let answer = is_answer(&item);
+        answered_when_sent(&self.unsolicited, answer, self.transport.send(item))
     }
 
     fn receive(
@@ -418,6 +560,92 @@ impl Transport<RoleClient> for ServerProcess {
     }
 }
 
+/// Whether lackpy's message `item` answers one of the server's requests.
+fn is_answer(item: &TxJsonRpcMessage<RoleClient>) -> bool {
+    matches!(
+        item,
+        rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_)
+    )
+}
+
+/// `send` (the sending of a message), which counts as lackpy's answer to
+/// one of the server's requests once it is done when `answer` says the
+/// message is one: another request may then wait.
+fn answered_when_sent<E>(
+    unsolicited: &std::sync::Arc<Unsolicited>,
+    answer: bool,
+    send: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+) -> impl std::future::Future<Output = Result<(), E>> + Send + 'static {
+    let unsolicited = unsolicited.clone();
+    async move {
+        let r = send.await;
+        if answer {
+            unsolicited.answered();
+        }
+        r
+    }
+}
+
+/// A transport that hands rmcp parsed messages (a remote server's, over
+/// HTTP), whose server's own requests and notifications are bounded as
+/// [`BoundedLines`] bounds a stdio server's: 50,000 `roots/list` requests
+/// on a remote server's event stream took `lackpy run` to 221 MiB.
+pub struct Bounded<T> {
+    inner: T,
+    unsolicited: std::sync::Arc<Unsolicited>,
+    name: String,
+    dropped: usize,
+}
+
+impl<T> Bounded<T> {
+    /// Wrap the transport of the server `name` (named in the warning).
+    pub fn new(inner: T, name: &str) -> Self {
+        Bounded {
+            inner,
+            unsolicited: std::sync::Arc::default(),
+            name: name.to_string(),
+            dropped: 0,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient> + 'static> Transport<RoleClient> for Bounded<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), T::Error>> + Send + 'static {
+        let answer = is_answer(&item);
+        answered_when_sent(&self.unsolicited, answer, self.inner.send(item))
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let m = self.inner.receive().await?;
+            let pass = match &m {
+                rmcp::model::JsonRpcMessage::Request(_) => self.unsolicited.admit(b"", true),
+                rmcp::model::JsonRpcMessage::Notification(_) => self.unsolicited.admit(b"", false),
+                _ => true,
+            };
+            if pass {
+                return Some(m);
+            }
+            if self.dropped == 0 {
+                tracing::warn!(
+                    server = %self.name,
+                    "MCP server sends more requests or notifications of its own than lackpy takes (MAX_SERVER_REQUESTS {MAX_SERVER_REQUESTS} waiting, notifications at NOTE_RATE {NOTE_RATE} a second); the others are dropped"
+                );
+            }
+            self.dropped = self.dropped.wrapping_add(1);
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), T::Error> {
+        self.inner.close().await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,6 +661,42 @@ mod tests {
             r.read_to_end(&mut out).await.expect("read");
             String::from_utf8(out).expect("utf-8")
         })
+    }
+
+    #[test]
+    fn the_servers_own_requests_and_notifications_are_bounded() {
+        let req =
+            |i: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":\"s{i}\",\"method\":\"ping\"}}\n");
+        let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n";
+        let resp = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"method\":1}}\n";
+        let mut input = String::new();
+        for i in 0..100 {
+            input.push_str(&req(i));
+        }
+        for _ in 0..10_000 {
+            input.push_str(note);
+            input.push_str(resp);
+        }
+        let out = filter(input.as_bytes());
+        assert_eq!(out.matches("\"ping\"").count(), MAX_SERVER_REQUESTS);
+        let notes = out.matches("notifications/progress").count();
+        // The burst (4096 tokens, a little over one each), and what the rate
+        // gave back while the test ran (1024 a second): far fewer than sent.
+        assert!((3800..8000).contains(&notes), "{notes}");
+        // Responses always pass (a `method` below the top level is data).
+        assert_eq!(out.matches("\"result\"").count(), 10_000);
+        // Keys written with escapes are the server's own requests.
+        let sneaky = "{\"jsonrpc\":\"2.0\",\"\\u0069d\":1,\"\\u006dethod\":\"ping\"}\n";
+        let out = filter(sneaky.repeat(100).as_bytes());
+        assert_eq!(out.matches("u006dethod").count(), MAX_SERVER_REQUESTS);
+        // An answer lets another request of the server through.
+        let u = Unsolicited::default();
+        for _ in 0..MAX_SERVER_REQUESTS {
+            assert!(u.admit(b"", true));
+        }
+        assert!(!u.admit(b"", true));
+        u.answered();
+        assert!(u.admit(b"", true));
     }
 
     #[test]
