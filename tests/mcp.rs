@@ -543,25 +543,26 @@ fn stdio_over_sockets_like_node_clients() {
     stdin.write_all(b.as_bytes()).expect("write");
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
     assert!(first.contains("\"id\":1"), "{first}");
-    // 64 listings (~8 KB each) written before reading any: more than the
-    // socket buffer holds, so the server's writes must wait for room.
-    writeln!(
-        stdin,
-        "{}",
+    // 64 listings (~8 KB each) asked for before reading any: more than the
+    // socket buffer holds, so the server's writes must wait for room. The
+    // requests go in one write: as 130 small writes, each a socket buffer
+    // of its own (~1 KiB charged apiece), they could fill the test's send
+    // buffer while the server, its output full, reads no more — both sides
+    // then wait on each other (seen: 1 run in 6 hung until the stall limit).
+    let mut frames = format!(
+        "{}\n",
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .expect("write frame");
+    );
     for id in 100..164 {
-        writeln!(
-            stdin,
-            "{}",
+        frames.push_str(&format!(
+            "{}\n",
             json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
-        )
-        .expect("write frame");
+        ));
     }
     let run = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "run_program", "arguments": {"program": "6 * 7"}}});
-    writeln!(stdin, "{run}").expect("write frame");
+    frames.push_str(&format!("{run}\n"));
+    stdin.write_all(frames.as_bytes()).expect("write frames");
     let mut answers = std::collections::BTreeMap::new();
     while answers.len() < 65 {
         let line = match lines.next() {

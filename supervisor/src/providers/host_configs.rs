@@ -503,9 +503,7 @@ mod tests {
     fn a_fifo_is_refused_without_waiting_for_a_writer() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("host.json");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a NUL-terminated path in our own tempdir.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let e = read_capped(&fifo).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
     }

@@ -1143,8 +1143,8 @@ mod tests {
     #[test]
     fn fifo_does_not_hang() {
         let (d, w) = ws();
-        let p = CString::new(d.path().join("fifo").to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o644) }, 0);
+        let p = d.path().join("fifo");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
         assert_eq!(read_text(&w, "fifo").unwrap_err().type_name, "BadArgument");
     }
 
@@ -1155,8 +1155,7 @@ mod tests {
     fn non_regular_files_are_never_opened() {
         let (d, w) = ws();
         let fifo = d.path().join("f.py");
-        let p = CString::new(fifo.to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o644) }, 0);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let fifo2 = fifo.clone();
         std::thread::spawn(move || {
