@@ -7,7 +7,7 @@
 //! character name".
 
 use super::names_table::ASSIGNED_311;
-use super::surrogate::prefix_kind;
+use super::surrogate::literal_open;
 use std::cmp::Ordering;
 
 /// A `\N{...}` escape CPython 3.11 does not know.
@@ -63,15 +63,8 @@ pub(crate) fn unknown_named_escape(src: &str) -> Option<UnknownName> {
                 }
             }
             q @ (b'\'' | b'"') => {
-                let mut p = i;
-                while p > 0
-                    && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] >= 0x80)
-                {
-                    p -= 1;
-                }
-                let (raw, bytes) = prefix_kind(&b[p..i]).unwrap_or((false, false));
-                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
-                let close: &[u8] = if triple { &[q, q, q] } else { &[q] };
+                let (raw, bytes, close) = literal_open(b, i, q);
+                let triple = close.len() == 3;
                 i += close.len();
                 let body = i;
                 while i < b.len() {

@@ -100,7 +100,7 @@ pub(crate) fn unshift(shifts: &[Shift], line: u32, col: u32) -> u32 {
 /// Is the run of identifier characters `p` a string prefix, and if so, is it
 /// raw and/or bytes? `None`: not a prefix (an identifier or keyword such as
 /// `or` or `in` that happens to touch the quote).
-pub(crate) fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
+fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
     let mut lower = [0u8; 2];
     if p.len() > 2 {
         return None;
@@ -115,6 +115,26 @@ pub(crate) fn prefix_kind(p: &[u8]) -> Option<(bool, bool)> {
         b"br" | b"rb" => Some((true, true)),
         _ => None,
     }
+}
+
+/// The string literal whose opening quote `q` is at `b[i]`: whether the
+/// identifier characters just before it make it raw and bytes (neither
+/// when they are no prefix, such as `in`), and its closing quote or
+/// quotes.
+pub(crate) fn literal_open(b: &[u8], i: usize, q: u8) -> (bool, bool, &'static [u8]) {
+    let mut p = i;
+    while p > 0 && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] >= 0x80) {
+        p -= 1;
+    }
+    let (raw, bytes) = prefix_kind(&b[p..i]).unwrap_or((false, false));
+    let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+    let close: &'static [u8] = match (q, triple) {
+        (b'\'', true) => b"'''",
+        (b'\'', false) => b"'",
+        (_, true) => b"\"\"\"",
+        (_, false) => b"\"",
+    };
+    (raw, bytes, close)
 }
 
 /// Whether `b` has anything that may be a surrogate escape (`\uD8xx`..,
@@ -177,15 +197,8 @@ pub(crate) fn rewrite(src: &str) -> Rewritten {
                 }
             }
             q @ (b'\'' | b'"') => {
-                let mut p = i;
-                while p > 0
-                    && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] >= 0x80)
-                {
-                    p -= 1;
-                }
-                let (raw, bytes) = prefix_kind(&b[p..i]).unwrap_or((false, false));
-                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
-                let close: &[u8] = if triple { &[q, q, q] } else { &[q] };
+                let (raw, bytes, close) = literal_open(b, i, q);
+                let triple = close.len() == 3;
                 i += close.len();
                 let mut closed = false;
                 while i < b.len() {
