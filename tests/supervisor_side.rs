@@ -25,6 +25,26 @@ fn run(ws: &Path, tools: Option<&str>, program: &str) -> (Output, Value) {
     (out, v)
 }
 
+/// A workspace whose config starts the fake MCP server
+/// (`tests/fixtures/mcp_server.py`) with `flag`, as server `fake`, with a
+/// call timeout of `timeout_seconds`. Needs python3 (asserted).
+fn fake_mcp_workspace(flag: &str, timeout_seconds: u32) -> tempfile::TempDir {
+    assert!(util::have_python(), "python3 is required for this test");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let cfg = format!(
+        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, {flag:?}]\ntimeout_seconds = {timeout_seconds}\n",
+        fixture.display().to_string()
+    );
+    util::workspace(&[(".lackpy/config.toml", &cfg)])
+}
+
+/// `lackpy tools --json` in `ws`: its stderr and its peak RSS in KiB.
+fn tools_peak(ws: &Path) -> (String, u64) {
+    let ws_s = ws.to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    (stderr(&out), peak)
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -1248,13 +1268,7 @@ args = [{ name = "path", type = "str" }]
 /// server goes on answering.
 #[test]
 fn mcp_results_are_counted_before_they_are_parsed() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
-    let cfg = format!(
-        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
-        fixture.display().to_string()
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws = fake_mcp_workspace("--flood", 20);
     let (out, v, peak) = run_peak(
         ws.path(),
         "flood,add",
@@ -1347,16 +1361,8 @@ fn find_files_bounds_the_entries_of_one_directory() {
 /// unavailable, with a warning naming the bound).
 #[test]
 fn mcp_tool_listings_are_bounded_in_all() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
-    let cfg = format!(
-        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--huge-list\"]\ntimeout_seconds = 30\n",
-        fixture.display().to_string()
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
-    let ws_s = ws.path().to_str().unwrap_or(".");
-    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
-    let err = stderr(&out);
+    let ws = fake_mcp_workspace("--huge-list", 30);
+    let (err, peak) = tools_peak(ws.path());
     assert!(err.contains("MAX_LIST_BYTES"), "{err}");
     assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
 }
@@ -1368,16 +1374,8 @@ fn mcp_tool_listings_are_bounded_in_all() {
 /// `MAX_LIST_VALUES` the server's tools are now unavailable, with a warning.
 #[test]
 fn mcp_tool_listings_are_bounded_in_values() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
-    let cfg = format!(
-        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--many-values-list\"]\ntimeout_seconds = 30\n",
-        fixture.display().to_string()
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
-    let ws_s = ws.path().to_str().unwrap_or(".");
-    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
-    let err = stderr(&out);
+    let ws = fake_mcp_workspace("--many-values-list", 30);
+    let (err, peak) = tools_peak(ws.path());
     assert!(err.contains("MAX_LIST_VALUES"), "{err}");
     assert!(peak < 250_000, "lackpy tools peaked at {peak} KiB");
 }
@@ -1389,13 +1387,7 @@ fn mcp_tool_listings_are_bounded_in_values() {
 /// naming why.
 #[test]
 fn mcp_answers_rmcp_cannot_parse_fail_the_call_at_once() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
-    let cfg = format!(
-        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 20\n",
-        fixture.display().to_string()
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws = fake_mcp_workspace("--flood", 20);
     let start = Instant::now();
     let (out, v) = run(ws.path(), Some("deep"), "deep()");
     let took = start.elapsed();
@@ -1528,10 +1520,8 @@ fn host_config_files_are_not_parsed_whole() {
     std::fs::write(&file, text).expect("host.json");
     let cfg = format!("[mcp]\nhost_configs = [{:?}]\n", file.display().to_string());
     let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
-    let ws_s = ws.path().to_str().unwrap_or(".");
-    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
     // The server of the file was read (and fails to start).
-    let err = stderr(&out);
+    let (err, peak) = tools_peak(ws.path());
     assert!(err.contains("mcp server x"), "{err}");
     assert!(peak < 150_000, "lackpy tools peaked at {peak} KiB");
 }
@@ -1620,13 +1610,7 @@ fn search_tools_bounds_its_query() {
 /// pass at a bounded rate; the call gets its answer.
 #[test]
 fn mcp_server_requests_and_notifications_are_bounded() {
-    assert!(util::have_python(), "python3 is required for this test");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
-    let cfg = format!(
-        "[mcp_servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"--flood\"]\ntimeout_seconds = 30\n",
-        fixture.display().to_string()
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws = fake_mcp_workspace("--flood", 30);
     let ws_s = ws.path().to_str().unwrap_or(".");
     let args = [
         "run",
