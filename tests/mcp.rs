@@ -233,6 +233,49 @@ async fn run_program_ok_and_failing() {
     c.cancel().await.expect("close");
 }
 
+/// A program's value nested as deep as the boundary allows (100 lists)
+/// reaches rmcp's client whole; one level deeper is the run's `depth`
+/// limit. Before, values up to 200 levels were sent, and anything past
+/// ~124 (serde_json's 128 with the JSON-RPC envelope) was dropped by the
+/// client's parser: the call never returned.
+#[tokio::test]
+async fn deep_results_reach_an_rmcp_client_or_fail_clearly() {
+    let (_ws, c) = serve_empty().await;
+    let nested = |n: usize| format!("x = 0\nfor i in range({n}):\n    x = [x]\nx");
+    let deepest = tokio::time::timeout(
+        Duration::from_secs(20),
+        call(&c, "run_program", json!({ "program": nested(100) })),
+    )
+    .await
+    .expect("the answer to a 100-deep value reached the client");
+    assert_eq!(deepest.is_error, Some(false), "{}", text(&deepest));
+    let mut v = &sc(&deepest)["value"];
+    let mut levels = 0;
+    while let Some(inner) = v.as_array().and_then(|a| a.first()) {
+        v = inner;
+        levels += 1;
+    }
+    assert_eq!((levels, v), (100, &json!(0)));
+    for n in [101, 150, 300] {
+        let deeper = tokio::time::timeout(
+            Duration::from_secs(20),
+            call(&c, "run_program", json!({ "program": nested(n) })),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the answer for {n} levels reached the client"));
+        assert_eq!(deeper.is_error, Some(true), "{}", text(&deeper));
+        let e = &sc(&deeper)["error"];
+        assert_eq!(
+            (&e["kind"], &e["type"]),
+            (&json!("limit"), &json!("depth")),
+            "{e}"
+        );
+        let msg = e["message"].as_str().unwrap_or("");
+        assert!(msg.contains("deeper than 100 levels"), "{msg}");
+    }
+    c.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn concurrent_runs_and_a_runaway() {
     let (_ws, c) = serve_empty().await;

@@ -22,11 +22,18 @@ pub const PROTOCOL_VERSION: u32 = 2;
 /// and frames must hold that plus a little envelope; anything larger is hostile.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
-/// Deepest nesting of a [`Data`] value accepted at the boundary.
-/// Why: deeper values cannot come from a well-behaved program under the
-/// default depth limit, and recursive code (JSON rendering, repr) must not
-/// overflow the stack on a hostile value.
-pub const MAX_DATA_DEPTH: usize = 200;
+/// Deepest nesting of a [`Data`] value accepted at the boundary: a
+/// program's result, a tool's arguments and its result.
+/// Why 100: every such value ends up as JSON somewhere (the CLI contract,
+/// an MCP `structuredContent`, a JSON-RPC request to an MCP server), and
+/// serde_json — rmcp's parser, so most Rust MCP clients' — refuses input
+/// nested deeper than 128, envelope included: a 150-deep result made such
+/// a client drop the answer and wait forever. 100 levels plus the deepest
+/// envelope (JSON-RPC → result → structuredContent → value) stays under
+/// it, and matches the language's own nesting limit (`Limits::max_depth`).
+/// Recursive code (JSON rendering, repr) must not overflow the stack on a
+/// hostile value either.
+pub const MAX_DATA_DEPTH: usize = 100;
 
 /// A plain data value: what tool arguments and results and a program's
 /// final value are made of. Nothing callable or introspectable.

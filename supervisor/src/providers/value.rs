@@ -376,7 +376,7 @@ impl<'de> serde::de::Visitor<'de> for Seed<'_> {
 
 /// Decode plain JSON text straight into [`Data`] (objects become dicts
 /// with str keys), building at most `max` values and nesting at most
-/// [`MAX_DATA_DEPTH`] levels (serde_json stops at 128 first). Returns the
+/// [`MAX_DATA_DEPTH`] levels (and serde_json's own 128). Returns the
 /// value and how many values it holds.
 ///
 /// # Errors
