@@ -32,7 +32,6 @@ fn off<T: Ranged>(node: &T) -> usize {
     u32::from(node.range().start()) as usize
 }
 
-/// The construct name and hint of a forbidden operator, if it is one.
 /// Byte offset of the first `\uXXXX` / `\UXXXXXXXX` escape of a surrogate
 /// (U+D800..U+DFFF) in the source of a string literal (or of implicitly
 /// concatenated literals, comments between them included). Raw literals
@@ -48,13 +47,7 @@ fn surrogate_escape(src: &str) -> Option<usize> {
                 }
             }
             q @ (b'\'' | b'"') => {
-                let raw = b[..i]
-                    .iter()
-                    .rev()
-                    .take_while(|c| c.is_ascii_alphabetic())
-                    .any(|c| c.eq_ignore_ascii_case(&b'r'));
-                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
-                let close: &[u8] = if triple { &[q, q, q] } else { &[q] };
+                let (raw, _, close) = super::surrogate::literal_open(b, i, q);
                 i += close.len();
                 while i < b.len() && !b[i..].starts_with(close) {
                     if b[i] == b'\\' {
@@ -84,6 +77,7 @@ fn surrogate_escape(src: &str) -> Option<usize> {
     None
 }
 
+/// The construct name and hint of a forbidden operator, if it is one.
 fn operator_violation(op: Operator) -> Option<(&'static str, &'static str)> {
     const BIT_HINT: &str = "bit operators are not available; for sets use union(), intersection(), difference() or symmetric_difference()";
     match op {
