@@ -1460,7 +1460,9 @@ fn elif_chains_cannot_overflow_the_supervisors_stack() {
 /// trace record as JSON, which the trace readers (serde_json, 128 levels)
 /// could not parse: the run, and every call it made, was missing from
 /// `lackpy trace list`/`show` and the MCP `traces` tool. Such an argument
-/// is now kept as a `$truncated` prefix of its text.
+/// is now kept as a `$truncated` prefix of its text (past 64 levels).
+/// Since values crossing the boundary nest at most 100 levels, the 150 of
+/// then are the run's `depth` limit; 100 levels are still truncated.
 #[test]
 fn deep_arguments_cannot_hide_a_run_from_the_trace_readers() {
     let ws = util::workspace(&[("a.txt", "a")]);
@@ -1470,7 +1472,7 @@ fn deep_arguments_cannot_hide_a_run_from_the_trace_readers() {
         "[[tools]]\nname = \"echo\"\nprovider = \"command\"\nargv = [\"/bin/echo\", \"{x}\"]\nargs = [{ name = \"x\" }]\n",
     )
     .expect("config");
-    let program = "write_file('b.txt', 'b')\nx = []\nfor i in range(150):\n    x = [x]\necho(x)\n";
+    let program = "write_file('b.txt', 'b')\nx = []\nfor i in range(99):\n    x = [x]\necho(x)\n";
     let (out, v) = run(ws.path(), Some("write_file,echo"), program);
     assert_eq!(
         v["trace"].as_array().map(Vec::len),
