@@ -602,6 +602,17 @@ impl<'a> Interp<'a> {
             Some(Some(v)) => Ok(v.clone()),
             _ => {
                 let name = self.code.names.get(slot as usize).map_or("?", |n| n);
+                // Slots that are not the module's variables belong to a
+                // comprehension (or a lambda): read before their clause
+                // binds them, they are unbound locals.
+                if self.code.globals.iter().all(|(_, s)| *s != slot) {
+                    return Err(Exc::py(
+                        "UnboundLocalError",
+                        format!(
+                            "cannot access local variable '{name}' where it is not associated with a value"
+                        ),
+                    ));
+                }
                 Err(Exc::py(
                     "NameError",
                     format!("name '{name}' is not defined"),
