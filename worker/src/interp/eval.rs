@@ -1339,6 +1339,23 @@ impl<'a> Interp<'a> {
                 d.d.borrow_mut().insert_h(h, idx, v);
                 Ok(())
             }
+            // CPython's PyObject_SetItem converts an int key to a C ssize_t
+            // for any type with sequence methods (str, tuple, range, set,
+            // dict views) before finding that it cannot assign.
+            Value::Str(_)
+            | Value::Tuple(_)
+            | Value::Range(_)
+            | Value::Set(_)
+            | Value::Keys(_)
+            | Value::Values(_)
+            | Value::Items(_)
+                if matches!(idx, Value::Big(_)) =>
+            {
+                Err(Exc::py(
+                    "IndexError",
+                    "cannot fit 'int' into an index-sized integer",
+                ))
+            }
             _ => Err(type_err(format!(
                 "'{}' object does not support item assignment",
                 obj.type_name()
