@@ -602,6 +602,11 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "",
     ),
     ("x = 1\0", "SyntaxError", 1, 6, ""),
+    // A SyntaxError is the first error even after an earlier subset
+    // violation: it is CPython's answer for the program.
+    ("x = y\nbreak", "SyntaxError", 2, 1, ""),
+    ("x = 1 @ 2\n[v for 0 in [1]]", "SyntaxError", 2, 8, ""),
+    ("print(open)\nprint(sep=1, sep=2)", "SyntaxError", 2, 14, ""),
     // --- lone surrogates: accepted (surrogate mode); a real placeholder
     // character (U+10F800..U+10FFFF) beside one is refused, and columns after
     // a rewritten escape are those of the program as written ---

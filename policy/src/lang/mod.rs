@@ -11,7 +11,9 @@
 //!    CPython does, so `ｏｐｅｎ` *is* `open`), collects the assigned names
 //!    and re-checks the tree's depth;
 //! 5. the whitelist check (see `check.rs`), which reports *every*
-//!    violation, sorted by position, each with a deterministic hint;
+//!    violation, sorted by position (`SyntaxError`s first: a program
+//!    CPython refuses to compile gets its `SyntaxError` as the first error),
+//!    each with a deterministic hint;
 //! 6. the grade: the join of the grades of the tools the program calls.
 //!
 //! The name tables (builtins, method allowlist, forbidden names) live in
@@ -235,13 +237,14 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
 ///
 /// # Errors
 /// Every violation found, each an [`ErrorInfo`] of kind `validation`,
-/// sorted by position.
+/// sorted by position, `SyntaxError`s first.
 pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
     validate_with_predefined(source, ns, limits, &[])
 }
 
 /// The error a front end reports for a rejected program: the first of
-/// [`validate`]'s errors (they are sorted by position), or a generic
+/// [`validate`]'s errors (they are sorted by position, `SyntaxError`s
+/// first), or a generic
 /// `ValidationError` should the list be empty.
 pub fn first_error(errors: Vec<ErrorInfo>) -> ErrorInfo {
     errors.into_iter().next().unwrap_or_else(|| {
@@ -426,7 +429,10 @@ fn check_rewritten(
     checker.body(&body);
     let (mut errors, calls) = checker.finish();
     if !errors.is_empty() {
-        errors.sort_by_key(|(off, _)| *off);
+        // CPython compiles nothing past a SyntaxError (`break` outside a
+        // loop, assigning to a literal, a repeated keyword): that is its
+        // answer for the program, whatever subset rule an earlier line breaks.
+        errors.sort_by_key(|(off, e)| (e.type_name != "SyntaxError", *off));
         return Err(errors.into_iter().map(|(_, e)| e).collect());
     }
     let grade = calls
