@@ -585,6 +585,23 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("x = [1]\nfor *a in x:\n    pass", "SyntaxError", 2, 5, ""),
     ("x, y = 1, 2\nx, y += 1", "SyntaxError", 2, 1, ""),
     ("print(x for x in [1], 1)", "SyntaxError", 1, 7, ""),
+    ("print(x for x in [1], )", "SyntaxError", 1, 7, ""),
+    (
+        "print(x for x in [1]  # a comment\n ,)",
+        "SyntaxError",
+        1,
+        7,
+        "",
+    ),
+    ("print((x) for x in [1], 1)", "SyntaxError", 1, 8, ""),
+    ("print(1, (x) for x in [1])", "SyntaxError", 1, 11, ""),
+    (
+        "x = sorted((x, y) for x in [1] for y in ')',)",
+        "SyntaxError",
+        1,
+        12,
+        "",
+    ),
     ("x = [2 for 1 in [1]]", "SyntaxError", 1, 12, ""),
     ("x = (", "SyntaxError", 1, 5, "Python 3.11"),
     ("x = [1,\n  2,\ny = 3", "SyntaxError", 1, 5, "Python 3.11"),
@@ -719,6 +736,12 @@ fn rejection_table() {
 }
 
 const ACCEPT: &[&str] = &[
+    // generator expressions: parenthesized ones may have company
+    "print((x for x in [1]), )",
+    "print((x) for x in [1])",
+    "print(((x) for x in [1]), 1)",
+    "xs = sorted((x, y) for x in [1] for y in '(')",
+    "print(x for x in [1]  # one, two\n)",
     "x = 1",
     "id = 1\ntype = 'csv'\nformat = 'json'\nnext = id + 1\n[id, type, format, next]",
     "rows = [{'id': 1}]\nfor row in rows:\n    id = row['id']\nid",
