@@ -619,6 +619,12 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "",
     ),
     ("x = 1\0", "SyntaxError", 1, 6, ""),
+    // malformed number literals: CPython's tokenizer errors and carets
+    ("x = 0777", "SyntaxError", 1, 5, ""),
+    ("x = 1\ny = [0b102, 2]", "SyntaxError", 2, 10, ""),
+    ("x = 0xz", "SyntaxError", 1, 6, ""),
+    ("x = 1_", "SyntaxError", 1, 6, ""),
+    ("x = 1.bit_length()", "SyntaxError", 1, 6, ""),
     // A SyntaxError is the first error even after an earlier subset
     // violation: it is CPython's answer for the program.
     ("x = y\nbreak", "SyntaxError", 2, 1, ""),

@@ -23,6 +23,7 @@ mod check;
 mod fastparse;
 mod names;
 mod names_table;
+mod numlit;
 pub mod prescan;
 pub mod surrogate;
 pub mod tables;
@@ -383,13 +384,25 @@ fn check_rewritten(
     let mut body = match parsed {
         Ok(b) => b,
         Err(e) => {
+            let off = u32::from(e.offset) as usize;
+            // A malformed number literal up to where parsing stopped is
+            // CPython's tokenizer error (message and caret), not the parser's.
+            if let Some(n) = numlit::first_error(source).filter(|n| n.start <= off) {
+                return Err(vec![error_at(
+                    source,
+                    starts,
+                    n.offset,
+                    "SyntaxError",
+                    n.message,
+                    Some("the program must be valid Python 3.11 syntax".to_string()),
+                )]);
+            }
             if let Some(p) = bracket_problem
                 .as_ref()
                 .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
             {
                 return Err(scan_error(p));
             }
-            let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
                 source,
                 starts,
