@@ -625,6 +625,15 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("x = 0xz", "SyntaxError", 1, 6, ""),
     ("x = 1_", "SyntaxError", 1, 6, ""),
     ("x = 1.bit_length()", "SyntaxError", 1, 6, ""),
+    // characters that cannot be in a name: CPython's "invalid character"
+    // at the character (rustpython-parser takes an emoji for a name)
+    ("\u{23e9} = 1", "SyntaxError", 1, 1, ""),
+    ("x = [1, \u{23e9}]", "SyntaxError", 1, 9, ""),
+    ("print(\u{23e9}=1)", "SyntaxError", 1, 7, ""),
+    ("x = [1]\nx.\u{23e9}", "SyntaxError", 2, 3, ""),
+    ("x = a\u{23e9} + 1", "SyntaxError", 1, 6, ""),
+    ("x\u{20ac} = 1", "SyntaxError", 1, 2, ""),
+    ("x = a\u{a0}+ 1", "SyntaxError", 1, 6, ""),
     // A SyntaxError is the first error even after an earlier subset
     // violation: it is CPython's answer for the program.
     ("x = y\nbreak", "SyntaxError", 2, 1, ""),
@@ -742,6 +751,8 @@ fn rejection_table() {
 }
 
 const ACCEPT: &[&str] = &[
+    "x = '\u{23e9}' + f'{1}\u{23e9}'  # \u{23e9}\nx",
+    "\u{2118} = 1\n\u{2118}",
     // generator expressions: parenthesized ones may have company
     "print((x for x in [1]), )",
     "print((x) for x in [1])",
