@@ -585,6 +585,23 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("x = [1]\nfor *a in x:\n    pass", "SyntaxError", 2, 5, ""),
     ("x, y = 1, 2\nx, y += 1", "SyntaxError", 2, 1, ""),
     ("print(x for x in [1], 1)", "SyntaxError", 1, 7, ""),
+    ("print(x for x in [1], )", "SyntaxError", 1, 7, ""),
+    (
+        "print(x for x in [1]  # a comment\n ,)",
+        "SyntaxError",
+        1,
+        7,
+        "",
+    ),
+    ("print((x) for x in [1], 1)", "SyntaxError", 1, 8, ""),
+    ("print(1, (x) for x in [1])", "SyntaxError", 1, 11, ""),
+    (
+        "x = sorted((x, y) for x in [1] for y in ')',)",
+        "SyntaxError",
+        1,
+        12,
+        "",
+    ),
     ("x = [2 for 1 in [1]]", "SyntaxError", 1, 12, ""),
     ("x = (", "SyntaxError", 1, 5, "Python 3.11"),
     ("x = [1,\n  2,\ny = 3", "SyntaxError", 1, 5, "Python 3.11"),
@@ -602,6 +619,26 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "",
     ),
     ("x = 1\0", "SyntaxError", 1, 6, ""),
+    // malformed number literals: CPython's tokenizer errors and carets
+    ("x = 0777", "SyntaxError", 1, 5, ""),
+    ("x = 1\ny = [0b102, 2]", "SyntaxError", 2, 10, ""),
+    ("x = 0xz", "SyntaxError", 1, 6, ""),
+    ("x = 1_", "SyntaxError", 1, 6, ""),
+    ("x = 1.bit_length()", "SyntaxError", 1, 6, ""),
+    // characters that cannot be in a name: CPython's "invalid character"
+    // at the character (rustpython-parser takes an emoji for a name)
+    ("\u{23e9} = 1", "SyntaxError", 1, 1, ""),
+    ("x = [1, \u{23e9}]", "SyntaxError", 1, 9, ""),
+    ("print(\u{23e9}=1)", "SyntaxError", 1, 7, ""),
+    ("x = [1]\nx.\u{23e9}", "SyntaxError", 2, 3, ""),
+    ("x = a\u{23e9} + 1", "SyntaxError", 1, 6, ""),
+    ("x\u{20ac} = 1", "SyntaxError", 1, 2, ""),
+    ("x = a\u{a0}+ 1", "SyntaxError", 1, 6, ""),
+    // A SyntaxError is the first error even after an earlier subset
+    // violation: it is CPython's answer for the program.
+    ("x = y\nbreak", "SyntaxError", 2, 1, ""),
+    ("x = 1 @ 2\n[v for 0 in [1]]", "SyntaxError", 2, 8, ""),
+    ("print(open)\nprint(sep=1, sep=2)", "SyntaxError", 2, 14, ""),
     // --- lone surrogates: accepted (surrogate mode); a real placeholder
     // character (U+10F800..U+10FFFF) beside one is refused, and columns after
     // a rewritten escape are those of the program as written ---
@@ -714,6 +751,14 @@ fn rejection_table() {
 }
 
 const ACCEPT: &[&str] = &[
+    "x = '\u{23e9}' + f'{1}\u{23e9}'  # \u{23e9}\nx",
+    "\u{2118} = 1\n\u{2118}",
+    // generator expressions: parenthesized ones may have company
+    "print((x for x in [1]), )",
+    "print((x) for x in [1])",
+    "print(((x) for x in [1]), 1)",
+    "xs = sorted((x, y) for x in [1] for y in '(')",
+    "print(x for x in [1]  # one, two\n)",
     "x = 1",
     "id = 1\ntype = 'csv'\nformat = 'json'\nnext = id + 1\n[id, type, format, next]",
     "rows = [{'id': 1}]\nfor row in rows:\n    id = row['id']\nid",

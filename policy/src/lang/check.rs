@@ -32,6 +32,72 @@ fn off<T: Ranged>(node: &T) -> usize {
     u32::from(node.range().start()) as usize
 }
 
+/// Does the `(` at `start` close at `end - 1` (`src[start..end]` is one
+/// parenthesized expression)? Brackets inside string literals and comments
+/// are skipped.
+fn wraps_in_parens(src: &str, start: usize, end: usize) -> bool {
+    let b = src.as_bytes();
+    if b.get(start) != Some(&b'(') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < end.min(b.len()) {
+        match b[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1 == end;
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+                i += if triple { 3 } else { 1 };
+                while i < b.len() {
+                    if b[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if b[i] == q
+                        && (!triple || (b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q)))
+                    {
+                        i += if triple { 2 } else { 0 };
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The first byte at or after `at` that is not whitespace, a line
+/// continuation or a comment.
+fn next_significant(src: &str, mut at: usize) -> Option<u8> {
+    let b = src.as_bytes();
+    while let Some(&c) = b.get(at) {
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'\\' => at += 1,
+            b'#' => {
+                while b.get(at).is_some_and(|&c| c != b'\n') {
+                    at += 1;
+                }
+            }
+            _ => return Some(c),
+        }
+    }
+    None
+}
+
 /// Byte offset of the first `\uXXXX` / `\UXXXXXXXX` escape of a surrogate
 /// (U+D800..U+DFFF) in the source of a string literal (or of implicitly
 /// concatenated literals, comments between them included). Raw literals
@@ -898,11 +964,16 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             }
-            if let Expr::GeneratorExp(_) = a {
-                let start = off(a);
-                if n_args > 1 && self.src.as_bytes().get(start) != Some(&b'(') {
+            if let Expr::GeneratorExp(g) = a {
+                let (start, end) = (off(a), usize::from(a.range().end()));
+                // Unparenthesized, a generator expression must be the call's
+                // only argument, with no trailing comma (`f(x for x in y, )`).
+                // `(x) for x in y` starts with a `(` that is not its own.
+                if !wraps_in_parens(self.src, start, end)
+                    && (n_args > 1 || next_significant(self.src, end) == Some(b','))
+                {
                     self.err(
-                        start,
+                        off(&*g.elt),
                         "SyntaxError",
                         "Generator expression must be parenthesized".to_string(),
                         None,

@@ -11,7 +11,9 @@
 //!    CPython does, so `ｏｐｅｎ` *is* `open`), collects the assigned names
 //!    and re-checks the tree's depth;
 //! 5. the whitelist check (see `check.rs`), which reports *every*
-//!    violation, sorted by position, each with a deterministic hint;
+//!    violation, sorted by position (`SyntaxError`s first: a program
+//!    CPython refuses to compile gets its `SyntaxError` as the first error),
+//!    each with a deterministic hint;
 //! 6. the grade: the join of the grades of the tools the program calls.
 //!
 //! The name tables (builtins, method allowlist, forbidden names) live in
@@ -21,6 +23,7 @@ mod check;
 mod fastparse;
 mod names;
 mod names_table;
+mod numlit;
 pub mod prescan;
 pub mod surrogate;
 pub mod tables;
@@ -235,13 +238,14 @@ fn too_large(len: usize, limits: &Limits) -> Option<ErrorInfo> {
 ///
 /// # Errors
 /// Every violation found, each an [`ErrorInfo`] of kind `validation`,
-/// sorted by position.
+/// sorted by position, `SyntaxError`s first.
 pub fn validate(source: &str, ns: &Namespace, limits: &Limits) -> Result<Program, Vec<ErrorInfo>> {
     validate_with_predefined(source, ns, limits, &[])
 }
 
 /// The error a front end reports for a rejected program: the first of
-/// [`validate`]'s errors (they are sorted by position), or a generic
+/// [`validate`]'s errors (they are sorted by position, `SyntaxError`s
+/// first), or a generic
 /// `ValidationError` should the list be empty.
 pub fn first_error(errors: Vec<ErrorInfo>) -> ErrorInfo {
     errors.into_iter().next().unwrap_or_else(|| {
@@ -380,13 +384,61 @@ fn check_rewritten(
     let mut body = match parsed {
         Ok(b) => b,
         Err(e) => {
+            let off = u32::from(e.offset) as usize;
+            // A malformed number literal up to where parsing stopped is
+            // CPython's tokenizer error (message and caret), not the parser's.
+            if let Some(n) = numlit::first_error(source).filter(|n| n.start <= off) {
+                return Err(vec![error_at(
+                    source,
+                    starts,
+                    n.offset,
+                    "SyntaxError",
+                    n.message,
+                    Some("the program must be valid Python 3.11 syntax".to_string()),
+                )]);
+            }
+            // A non-ASCII character that cannot be part of a name: CPython
+            // words it by the character and points at it (the lexer's error
+            // is located just past it).
+            // An emoji the lexer took as a name, where no name may stand.
+            if let rustpython_parser::ParseErrorType::UnrecognizedToken(
+                rustpython_parser::Tok::Name { name },
+                _,
+            ) = &e.error
+            {
+                if let Some(c) = emoji_name(name) {
+                    return Err(vec![error_at(
+                        source,
+                        starts,
+                        off,
+                        "SyntaxError",
+                        names::invalid_character_message(c),
+                        Some("the program must be valid Python 3.11 syntax".to_string()),
+                    )]);
+                }
+            }
+            if let rustpython_parser::ParseErrorType::Lexical(
+                rustpython_parser::lexer::LexicalErrorType::UnrecognizedToken { tok },
+            ) = &e.error
+            {
+                let at = off.saturating_sub(tok.len_utf8());
+                if !tok.is_ascii() && source.get(at..off).is_some_and(|t| t.starts_with(*tok)) {
+                    return Err(vec![error_at(
+                        source,
+                        starts,
+                        at,
+                        "SyntaxError",
+                        names::invalid_character_message(*tok),
+                        Some("the program must be valid Python 3.11 syntax".to_string()),
+                    )]);
+                }
+            }
             if let Some(p) = bracket_problem
                 .as_ref()
                 .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
             {
                 return Err(scan_error(p));
             }
-            let off = u32::from(e.offset) as usize;
             return Err(vec![error_at(
                 source,
                 starts,
@@ -406,7 +458,8 @@ fn check_rewritten(
     // bound the depth. The AST bound has a little slack over the pre-scan's
     // (which is the primary check) because the two count slightly differently.
     let ast_limit = max_depth + 8;
-    let (mut assigned, deep_at) = first_pass(&mut body, ast_limit);
+    let mut emoji = None;
+    let (mut assigned, deep_at) = first_pass(&mut body, ast_limit, &mut emoji);
     for name in predefined {
         if is_predefinable(name, ns) {
             assigned.insert(name.clone());
@@ -422,11 +475,29 @@ fn check_rewritten(
             max_depth,
         )]);
     }
+    if let Some((start, c)) = emoji {
+        walk::dismantle(body);
+        let at = source
+            .get(start..)
+            .and_then(|t| t.find(c))
+            .map_or(start, |i| start + i);
+        return Err(vec![error_at(
+            source,
+            starts,
+            at,
+            "SyntaxError",
+            names::invalid_character_message(c),
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        )]);
+    }
     let mut checker = check::Checker::new(source, starts, ns, &assigned);
     checker.body(&body);
     let (mut errors, calls) = checker.finish();
     if !errors.is_empty() {
-        errors.sort_by_key(|(off, _)| *off);
+        // CPython compiles nothing past a SyntaxError (`break` outside a
+        // loop, assigning to a literal, a repeated keyword): that is its
+        // answer for the program, whatever subset rule an earlier line breaks.
+        errors.sort_by_key(|(off, e)| (e.type_name != "SyntaxError", *off));
         return Err(errors.into_iter().map(|(_, e)| e).collect());
     }
     let grade = calls
@@ -551,8 +622,30 @@ fn normalize_args(a: &mut ast::Arguments, assigned: &mut BTreeSet<String>) {
 
 /// Pass 1. Returns the assigned names and, if the tree is deeper than
 /// `limit`, the offset of the first node past it.
-fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (BTreeSet<String>, Option<usize>) {
+/// A name the parser made of one emoji-presentation character (`⏩ = 1`):
+/// rustpython-parser's lexer takes such a character as a name, CPython's
+/// tokenizer refuses it ("invalid character").
+fn emoji_name(id: &str) -> Option<char> {
+    let mut cs = id.chars();
+    match (cs.next(), cs.next()) {
+        (Some(c), None) if !c.is_ascii() && unic_emoji_char::is_emoji_presentation(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// Pass 1, also noting in `emoji` the first emoji name (the start of its
+/// node, and the character).
+fn first_pass(
+    body: &mut [ast::Stmt],
+    limit: usize,
+    emoji: &mut Option<(usize, char)>,
+) -> (BTreeSet<String>, Option<usize>) {
     use rustpython_parser::ast::Ranged;
+    let mut note = |at: usize, id: &str| {
+        if emoji.is_none() {
+            *emoji = emoji_name(id).map(|c| (at, c));
+        }
+    };
     let mut assigned = BTreeSet::new();
     let mut stack: Vec<(NodeMut<'_>, usize)> = body
         .iter_mut()
@@ -572,20 +665,30 @@ fn first_pass(body: &mut [ast::Stmt], limit: usize) -> (BTreeSet<String>, Option
             NodeMut::Expr(e) => {
                 match &mut *e {
                     ast::Expr::Name(n) => {
+                        note(start, n.id.as_str());
                         normalize(&mut n.id);
                         if !matches!(n.ctx, ast::ExprContext::Load) {
                             assigned.insert(n.id.as_str().to_string());
                         }
                     }
-                    ast::Expr::Attribute(a) => normalize(&mut a.attr),
+                    ast::Expr::Attribute(a) => {
+                        note(start, a.attr.as_str());
+                        normalize(&mut a.attr);
+                    }
                     ast::Expr::Call(c) => {
                         for k in &mut c.keywords {
                             if let Some(id) = k.arg.as_mut() {
+                                note(start, id.as_str());
                                 normalize(id);
                             }
                         }
                     }
-                    ast::Expr::Lambda(l) => normalize_args(&mut l.args, &mut assigned),
+                    ast::Expr::Lambda(l) => {
+                        for p in &l.args.args {
+                            note(start, p.def.arg.as_str());
+                        }
+                        normalize_args(&mut l.args, &mut assigned);
+                    }
                     _ => {}
                 }
                 walk::children(NodeMut::Expr(e), &mut kids);

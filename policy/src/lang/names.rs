@@ -20,6 +20,69 @@ pub(crate) struct UnknownName {
     pub end: usize,
 }
 
+fn in_ranges(ranges: &[(u32, u32)], u: u32) -> bool {
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < u {
+                Ordering::Less
+            } else if lo > u {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Code points of categories Cf, Zs (but the space), Zl and Zp in CPython
+/// 3.11's Unicode (14.0.0): assigned, yet not printable.
+const FORMAT_AND_SEPARATORS_311: &[(u32, u32)] = &[
+    (0xA0, 0xA0),
+    (0xAD, 0xAD),
+    (0x600, 0x605),
+    (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
+    (0x1680, 0x1680),
+    (0x180E, 0x180E),
+    (0x2000, 0x200F),
+    (0x2028, 0x202F),
+    (0x205F, 0x2064),
+    (0x2066, 0x206F),
+    (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+];
+
+/// CPython 3.11's `str.isprintable()` for one character: assigned in
+/// Unicode 14.0 and not a control, format, surrogate, private-use or
+/// separator character (the space excepted).
+fn printable_311(c: char) -> bool {
+    let u = c as u32;
+    let control = u < 0x20 || (0x7F..=0x9F).contains(&u);
+    let private = (0xE000..=0xF8FF).contains(&u) || u >= 0xF0000;
+    in_ranges(ASSIGNED_311, u) && !control && !private && !in_ranges(FORMAT_AND_SEPARATORS_311, u)
+}
+
+/// CPython's tokenizer message for a non-ASCII character that cannot be
+/// part of a name (`verify_identifier`).
+pub(crate) fn invalid_character_message(c: char) -> String {
+    if printable_311(c) {
+        format!("invalid character '{c}' (U+{:04X})", c as u32)
+    } else {
+        format!("invalid non-printable character U+{:04X}", c as u32)
+    }
+}
+
 /// Would CPython 3.11 resolve `\N{name}` (given that the parser did)?
 fn known_to_cpython311(name: &str) -> bool {
     let Some(c) = unicode_names2::character(name) else {
@@ -32,18 +95,7 @@ fn known_to_cpython311(name: &str) -> bool {
     {
         return false;
     }
-    let u = c as u32;
-    ASSIGNED_311
-        .binary_search_by(|&(lo, hi)| {
-            if hi < u {
-                Ordering::Less
-            } else if lo > u {
-                Ordering::Greater
-            } else {
-                Ordering::Equal
-            }
-        })
-        .is_ok()
+    in_ranges(ASSIGNED_311, c as u32)
 }
 
 /// The first `\N{...}` escape, in a non-raw str literal, that CPython 3.11

@@ -392,6 +392,15 @@ impl<'a> Cx<'a> {
     fn bind_target(&mut self, t: &ast::Expr, slots: &mut Vec<u32>) -> InterpResult<()> {
         match t {
             ast::Expr::Name(n) => {
+                // A name bound by two clauses (`for x in a for x in x`) is
+                // one local of the comprehension, as in CPython.
+                if self
+                    .scopes
+                    .last()
+                    .is_some_and(|sc| sc.contains_key(n.id.as_str()))
+                {
+                    return Ok(());
+                }
                 let s = self.new_slot(n.id.as_str());
                 if let Some(sc) = self.scopes.last_mut() {
                     sc.insert(n.id.to_string(), s);
@@ -680,9 +689,16 @@ impl<'a> Cx<'a> {
             };
             if i == 0 {
                 self.scopes.push(HashMap::new());
+                // Every target of every clause is a local of the
+                // comprehension from its start (CPython's symbol table):
+                // a later clause's name read in an earlier clause's
+                // condition or a later iterable is an unbound local
+                // (`UnboundLocalError`), not the enclosing variable.
+                for g in gens {
+                    self.bind_target(&g.target, &mut slots)?;
+                }
             }
             let iter = if i == 0 { iter } else { self.expr(&g.iter)? };
-            self.bind_target(&g.target, &mut slots)?;
             let target = self.target(&g.target)?;
             let ifs = self.exprs(&g.ifs)?;
             out.push(Gen {

@@ -602,6 +602,17 @@ impl<'a> Interp<'a> {
             Some(Some(v)) => Ok(v.clone()),
             _ => {
                 let name = self.code.names.get(slot as usize).map_or("?", |n| n);
+                // Slots that are not the module's variables belong to a
+                // comprehension (or a lambda): read before their clause
+                // binds them, they are unbound locals.
+                if self.code.globals.iter().all(|(_, s)| *s != slot) {
+                    return Err(Exc::py(
+                        "UnboundLocalError",
+                        format!(
+                            "cannot access local variable '{name}' where it is not associated with a value"
+                        ),
+                    ));
+                }
                 Err(Exc::py(
                     "NameError",
                     format!("name '{name}' is not defined"),
@@ -1327,6 +1338,23 @@ impl<'a> Interp<'a> {
                 let h = hash_value(&idx)?;
                 d.d.borrow_mut().insert_h(h, idx, v);
                 Ok(())
+            }
+            // CPython's PyObject_SetItem converts an int key to a C ssize_t
+            // for any type with sequence methods (str, tuple, range, set,
+            // dict views) before finding that it cannot assign.
+            Value::Str(_)
+            | Value::Tuple(_)
+            | Value::Range(_)
+            | Value::Set(_)
+            | Value::Keys(_)
+            | Value::Values(_)
+            | Value::Items(_)
+                if matches!(idx, Value::Big(_)) =>
+            {
+                Err(Exc::py(
+                    "IndexError",
+                    "cannot fit 'int' into an index-sized integer",
+                ))
             }
             _ => Err(type_err(format!(
                 "'{}' object does not support item assignment",
