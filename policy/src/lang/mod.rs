@@ -620,8 +620,6 @@ fn normalize_args(a: &mut ast::Arguments, assigned: &mut BTreeSet<String>) {
     }
 }
 
-/// Pass 1. Returns the assigned names and, if the tree is deeper than
-/// `limit`, the offset of the first node past it.
 /// A name the parser made of one emoji-presentation character (`⏩ = 1`):
 /// rustpython-parser's lexer takes such a character as a name, CPython's
 /// tokenizer refuses it ("invalid character").
@@ -633,8 +631,9 @@ fn emoji_name(id: &str) -> Option<char> {
     }
 }
 
-/// Pass 1, also noting in `emoji` the first emoji name (the start of its
-/// node, and the character).
+/// Pass 1. Returns the assigned names and, if the tree is deeper than
+/// `limit`, the offset of the first node past it; notes in `emoji` the
+/// first emoji name (the start of its node, and the character).
 fn first_pass(
     body: &mut [ast::Stmt],
     limit: usize,
