@@ -1631,3 +1631,83 @@ fn mcp_server_requests_and_notifications_are_bounded() {
     );
     assert!(peak < 150_000, "lackpy run peaked at {peak} KiB");
 }
+
+/// Bytes in regular files, and directories, under `dir` (not following
+/// symlinks), `.lackpy/` left out.
+fn disk_use(dir: &Path) -> (u64, u64) {
+    let (mut bytes, mut dirs) = (0, 0);
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.is_dir() && e.file_name() != ".lackpy" {
+                dirs += 1;
+                todo.push(e.path());
+            } else if m.is_file() {
+                bytes += m.len();
+            }
+        }
+    }
+    (bytes, dirs)
+}
+
+/// A program granted `write_file` had no budget of bytes written per run:
+/// a loop of 8 MB writes filled 214 MB of the workspace's disk in one
+/// 10 s run, and one of 4 KiB paths (`0/a/a/…/f`) made 73,479 directories
+/// (288 MB of disk) in the same time. Each run now has a `write_bytes`
+/// budget (default 64 MiB, `[sandbox] write_mb` / `write_bytes`): every
+/// file written costs its content in whole 4 KiB blocks, every directory
+/// created one block, charged before it is written; past the budget the
+/// run ends with the `write_bytes` limit, naming the key that raises it.
+/// The server goes on serving, and the next run has a budget of its own.
+#[test]
+fn writes_are_bounded_per_run() {
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let content = "x = 'a' * 300000\nfor i in range(100):\n    write_file('f' + str(i), x)\n";
+    let (out, v) = run(ws.path(), Some("write_file"), content);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "write_bytes", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("1048576") && msg.contains("write_mb"), "{msg}");
+    let trace = v["trace"].as_array().cloned().unwrap_or_default();
+    assert_eq!(trace.len(), 4, "{v}");
+    assert_eq!(trace[3]["ok"], false, "{v}");
+    let (bytes, _) = disk_use(ws.path());
+    assert_eq!(bytes, 900_000, "three files of 300,000 bytes");
+
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let deep =
+        "p = 'a/' * 2040\nfor i in range(10000):\n    write_file(str(i) + '/' + p + 'f', '')\n";
+    let (out, v) = run(ws.path(), Some("write_file"), deep);
+    assert_eq!(
+        v["error"]["type"],
+        "write_bytes",
+        "{v:.300} {}",
+        stderr(&out)
+    );
+    let (_, dirs) = disk_use(ws.path());
+    assert!(dirs <= 256, "{dirs} directories for a 1 MiB budget");
+
+    // Over MCP: a run past the budget, then one within it, on one server.
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let mut call = |id: u64, program: &str| -> Value {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "run_program",
+                       "arguments": {"program": program, "tools": ["write_file"]}}}));
+        let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        v["result"]["structuredContent"].clone()
+    };
+    let r = call(2, content);
+    assert_eq!(r["error"]["type"], "write_bytes", "{r}");
+    let r = call(3, "write_file('g', 'a' * 1000000)");
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(
+        std::fs::metadata(ws.path().join("g")).map_or(0, |m| m.len()),
+        1_000_000
+    );
+}

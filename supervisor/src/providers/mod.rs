@@ -27,7 +27,7 @@ mod pipes;
 pub mod python;
 pub mod value;
 
-pub use crate::call::{Interrupt, RunContext, CHECK_EVERY};
+pub use crate::call::{Interrupt, RunContext, WriteBudget, CHECK_EVERY};
 pub use child::{workspace_path, CHILD_PATH};
 
 use crate::tools::{self, fs::Workspace};
