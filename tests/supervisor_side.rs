@@ -1711,3 +1711,54 @@ fn writes_are_bounded_per_run() {
         1_000_000
     );
 }
+
+/// A request of many small JSON values costs far more parsed than its
+/// bytes (a 1 MiB body of `[0,0,…]`, 512K values: ~125 MiB while parsed),
+/// and `lackpy serve --listen` parses the bodies of one session's POSTs
+/// concurrently: 96 such bodies posted at once took it to 3.6 GiB (32:
+/// 1.2 GiB; 512 TCP connections are allowed), 30 such lines on as many
+/// unix-socket connections to 362 MiB. A body or line of more than
+/// `MAX_REQUEST_VALUES` values is now refused unparsed, naming the cap:
+/// 413 over HTTP (the same 96 bodies: 105 MiB), an error with the
+/// request's id over a stream; the server goes on serving.
+#[test]
+fn request_values_are_counted_before_they_are_parsed() {
+    use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let zeros = vec!["0"; 500_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1","x":[{zeros}]}}}}}}"#
+    );
+    let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let posts: Vec<_> = (0..32)
+        .map(|_| {
+            let (addr, sid, msg) = (srv.addr.clone(), sid.clone(), msg.clone());
+            std::thread::spawn(move || post(&addr, Some(TOKEN_A), Some(&sid), &msg))
+        })
+        .collect();
+    for p in posts {
+        let r = p.join().expect("post");
+        assert_eq!(r.status, 413, "{:.300}", r.body);
+        assert!(r.body.contains("MAX_REQUEST_VALUES"), "{:.300}", r.body);
+    }
+    let peak = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    assert!(peak < 300_000, "lackpy serve peaked at {peak} KiB");
+    let r = run(&srv.addr, TOKEN_A, &sid, "1 + 1", None);
+    assert_eq!(structured(&r)["value"], 2, "{r:?}");
+
+    // Over a stream (`lackpy mcp`): an error with the request's id.
+    let mut mcp = util::McpLines::start(ws.path());
+    mcp.send(&msg);
+    let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    assert!(line.contains("MAX_REQUEST_VALUES"), "{line:.300}");
+    assert!(line.contains("\"id\":5"), "{line:.300}");
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "run_program", "arguments": {"program": "1 + 2"}}}));
+    let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    assert!(
+        line.contains("\"id\":6") && line.contains("\"value\":3"),
+        "{line:.300}"
+    );
+}

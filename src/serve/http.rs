@@ -12,7 +12,9 @@
 //!    rule's `token_sha256` (compared in constant time); otherwise `401`
 //!    with `WWW-Authenticate: Bearer` and a JSON body saying what is missing;
 //! 5. the body: at most `max_body_bytes` (`413`), all of it within
-//!    `request_timeout_seconds` (`408`);
+//!    `request_timeout_seconds` (`408`), of at most
+//!    [`MAX_REQUEST_VALUES`] JSON values, counted before anything parses
+//!    it (`413`);
 //! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
 //!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
 //!    (`400`/`422`), the session header, then the MCP server;
@@ -41,6 +43,7 @@ use super::config::{ClientRule, HttpConfig, ServeConfig};
 use super::conn::Activity;
 use super::{ConnectionSlot, Refused, RefusedBy, Shared};
 use crate::mcp::backend::Backend;
+use crate::mcp::flow::MAX_REQUEST_VALUES;
 use crate::mcp::server::LackpyServer;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -308,6 +311,19 @@ impl HttpServer {
                 return *resp;
             }
         };
+        // Counted before rmcp parses it: a body of many small values costs
+        // far more parsed than its bytes, and bodies are parsed
+        // concurrently (see `MAX_REQUEST_VALUES`).
+        if lackpy_supervisor::providers::count_values(&body) > MAX_REQUEST_VALUES {
+            metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_many_values",
+                &format!(
+                    "lackpy serve: the request body holds more than {MAX_REQUEST_VALUES} JSON values (MAX_REQUEST_VALUES); it was not parsed"
+                ),
+            );
+        }
         let key = Shared::rule_key(&rule);
         let Some((svc, manager)) = self.service_for(&key, &cfg) else {
             return error(
