@@ -1762,3 +1762,26 @@ fn request_values_are_counted_before_they_are_parsed() {
         "{line:.300}"
     );
 }
+
+/// The TCP cap of `lackpy serve --listen` (`serve.http.max_connections`)
+/// counted every open connection alike, before any token: anyone who can
+/// connect held every slot with silent connections (renewed every
+/// `request_timeout_seconds`) and every client got `503 over_cap` (520
+/// against the default 512). At the cap the oldest connection that has not
+/// sent a request with a valid token is now closed to make room; a client
+/// with a token is served.
+#[test]
+fn silent_connections_cannot_keep_clients_out() {
+    use crate::serve_http::{config, initialize, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", "max_connections = 16"));
+    let silent: Vec<std::net::TcpStream> = (0..40)
+        .filter_map(|_| std::net::TcpStream::connect(&srv.addr).ok())
+        .collect();
+    assert_eq!(silent.len(), 40);
+    std::thread::sleep(Duration::from_millis(300));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let r = run(&srv.addr, TOKEN_A, &sid, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], 42, "{r:?}");
+    drop(silent);
+}
