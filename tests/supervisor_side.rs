@@ -1785,3 +1785,41 @@ fn silent_connections_cannot_keep_clients_out() {
     assert_eq!(structured(&r)["value"], 42, "{r:?}");
     drop(silent);
 }
+
+/// One `traces` call holds several copies of up to 8 MiB of records while
+/// it builds and renders its reply (~60 MiB), and nothing bounded how many
+/// ran at once but the client's in-flight requests: 64 calls posted at
+/// once in one `lackpy serve --listen` session took the server to
+/// 1.2 GiB. At most `MAX_TRACE_READS` (2) are now served at once per
+/// process (the same 64: 155 MiB); every call is still answered.
+#[test]
+fn concurrent_traces_calls_are_bounded() {
+    use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let prog = "p = 'z' * 1000\nfor i in range(1000):\n    find_files(p + str(i))\nlen(p)";
+    for _ in 0..12 {
+        let r = run(&srv.addr, TOKEN_A, &sid, prog, None);
+        assert_eq!(structured(&r)["value"], 1000, "{:.300}", r.body);
+    }
+    let before = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    // Each with its own id (requests sharing an id lose their answers).
+    let calls: Vec<_> = (0..48)
+        .map(|i| {
+            let msg = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                "params": {"name": "traces", "arguments": {"limit": 1000}}});
+            let (addr, sid) = (srv.addr.clone(), sid.clone());
+            std::thread::spawn(move || post(&addr, Some(TOKEN_A), Some(&sid), &msg))
+        })
+        .collect();
+    for c in calls {
+        let r = c.join().expect("traces");
+        assert_eq!(structured(&r)["ok"], true, "{:.300}", r.body);
+    }
+    let peak = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    assert!(
+        peak < before.max(100_000) + 250_000,
+        "lackpy serve peaked at {peak} KiB ({before} KiB before the traces calls)"
+    );
+}
