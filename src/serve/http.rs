@@ -484,11 +484,13 @@ impl HttpServer {
                 // At the cap, a connection that never proved a token makes
                 // room; the new one waits for its slot in its own task.
                 Err(_) if self.evict_unproven() => {
-                    me.track_unproven(&state, cfg.http.max_connections);
                     let slots = slots.clone();
+                    let cap = cfg.http.max_connections;
                     tokio::spawn(async move {
                         match tokio::time::timeout(EVICT_WAIT, slots.acquire_owned()).await {
                             Ok(Ok(permit)) => {
+                                // Evictable only once it holds a slot.
+                                me.track_unproven(&state, cap);
                                 me.connection(stream, peer, tls, state).await;
                                 drop(permit);
                             }
