@@ -251,7 +251,8 @@ fn read_to_eof(s: &mut TcpStream) -> Vec<u8> {
     raw
 }
 
-/// A keep-alive connection the server has surely accepted: one request is
+/// A keep-alive connection the server has surely accepted, proven with
+/// `TOKEN_A` (so it is never closed to make room at the cap): one request is
 /// answered on it before it is handed back, idle. (A bare `connect` only
 /// proves the kernel's handshake: on a loaded machine a later connection
 /// can reach the server's accept queue first, and a cap test then probes
@@ -276,8 +277,15 @@ fn held_connection(addr: &str) -> TcpStream {
 /// with `Connection: close` instead.
 fn try_held_connection(addr: &str) -> Result<TcpStream, Resp> {
     let mut s = connect(addr, 20);
-    s.write_all(format!("GET /healthz-probe HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .expect("held request");
+    // With a valid token (a DELETE of a session it does not have: 404), so
+    // the connection is proven and cannot be closed for a newer one.
+    s.write_all(
+        format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN_A}\r\nMcp-Session-Id: none\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .expect("held request");
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -739,7 +747,8 @@ fn hostile_http_ends_with_clear_errors_and_a_live_server() {
     // Unknown path and method.
     let r = request(&srv.addr, "GET", "/admin", &[("Authorization", &auth)], b"");
     assert_eq!(r.status, 404, "{r:?}");
-    // Many connections: past serve.http.max_connections a clear 503.
+    // Many connections: past serve.http.max_connections, when every open
+    // connection has sent a valid token (none can make room), a clear 503.
     // Each held connection has had one request answered (so the server
     // has surely counted it) and then idles; the server may drop an idle
     // one request_timeout_seconds (2 s) after accepting it: a probe that comes

@@ -1633,3 +1633,195 @@ fn mcp_server_requests_and_notifications_are_bounded() {
     );
     assert!(peak < 150_000, "lackpy run peaked at {peak} KiB");
 }
+
+/// Bytes in regular files, and directories, under `dir` (not following
+/// symlinks), `.lackpy/` left out.
+fn disk_use(dir: &Path) -> (u64, u64) {
+    let (mut bytes, mut dirs) = (0, 0);
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.is_dir() && e.file_name() != ".lackpy" {
+                dirs += 1;
+                todo.push(e.path());
+            } else if m.is_file() {
+                bytes += m.len();
+            }
+        }
+    }
+    (bytes, dirs)
+}
+
+/// A program granted `write_file` had no budget of bytes written per run:
+/// a loop of 8 MB writes filled 214 MB of the workspace's disk in one
+/// 10 s run, and one of 4 KiB paths (`0/a/a/…/f`) made 73,479 directories
+/// (288 MB of disk) in the same time. Each run now has a `write_bytes`
+/// budget (default 64 MiB, `[sandbox] write_mb` / `write_bytes`): every
+/// file written costs its content in whole 4 KiB blocks, every directory
+/// created one block, charged before it is written; past the budget the
+/// run ends with the `write_bytes` limit, naming the key that raises it.
+/// The server goes on serving, and the next run has a budget of its own.
+#[test]
+fn writes_are_bounded_per_run() {
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let content = "x = 'a' * 300000\nfor i in range(100):\n    write_file('f' + str(i), x)\n";
+    let (out, v) = run(ws.path(), Some("write_file"), content);
+    assert_eq!(v["ok"], false, "{v} {}", stderr(&out));
+    assert_eq!(v["error"]["kind"], "limit", "{v}");
+    assert_eq!(v["error"]["type"], "write_bytes", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("1048576") && msg.contains("write_mb"), "{msg}");
+    let trace = v["trace"].as_array().cloned().unwrap_or_default();
+    assert_eq!(trace.len(), 4, "{v}");
+    assert_eq!(trace[3]["ok"], false, "{v}");
+    let (bytes, _) = disk_use(ws.path());
+    assert_eq!(bytes, 900_000, "three files of 300,000 bytes");
+
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let deep =
+        "p = 'a/' * 2040\nfor i in range(10000):\n    write_file(str(i) + '/' + p + 'f', '')\n";
+    let (out, v) = run(ws.path(), Some("write_file"), deep);
+    assert_eq!(
+        v["error"]["type"],
+        "write_bytes",
+        "{v:.300} {}",
+        stderr(&out)
+    );
+    let (_, dirs) = disk_use(ws.path());
+    assert!(dirs <= 256, "{dirs} directories for a 1 MiB budget");
+
+    // Over MCP: a run past the budget, then one within it, on one server.
+    let ws = util::workspace(&[(".lackpy/config.toml", "[sandbox]\nwrite_mb = 1\n")]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let mut call = |id: u64, program: &str| -> Value {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "run_program",
+                       "arguments": {"program": program, "tools": ["write_file"]}}}));
+        let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        v["result"]["structuredContent"].clone()
+    };
+    let r = call(2, content);
+    assert_eq!(r["error"]["type"], "write_bytes", "{r}");
+    let r = call(3, "write_file('g', 'a' * 1000000)");
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(
+        std::fs::metadata(ws.path().join("g")).map_or(0, |m| m.len()),
+        1_000_000
+    );
+}
+
+/// A request of many small JSON values costs far more parsed than its
+/// bytes (a 1 MiB body of `[0,0,…]`, 512K values: ~125 MiB while parsed),
+/// and `lackpy serve --listen` parses the bodies of one session's POSTs
+/// concurrently: 96 such bodies posted at once took it to 3.6 GiB (32:
+/// 1.2 GiB; 512 TCP connections are allowed), 30 such lines on as many
+/// unix-socket connections to 362 MiB. A body or line of more than
+/// `MAX_REQUEST_VALUES` values is now refused unparsed, naming the cap:
+/// 413 over HTTP (the same 96 bodies: 105 MiB), an error with the
+/// request's id over a stream; the server goes on serving.
+#[test]
+fn request_values_are_counted_before_they_are_parsed() {
+    use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let zeros = vec!["0"; 500_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"run_program","arguments":{{"program":"1","x":[{zeros}]}}}}}}"#
+    );
+    let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let posts: Vec<_> = (0..32)
+        .map(|_| {
+            let (addr, sid, msg) = (srv.addr.clone(), sid.clone(), msg.clone());
+            std::thread::spawn(move || post(&addr, Some(TOKEN_A), Some(&sid), &msg))
+        })
+        .collect();
+    for p in posts {
+        let r = p.join().expect("post");
+        assert_eq!(r.status, 413, "{:.300}", r.body);
+        assert!(r.body.contains("MAX_REQUEST_VALUES"), "{:.300}", r.body);
+    }
+    let peak = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    assert!(peak < 300_000, "lackpy serve peaked at {peak} KiB");
+    let r = run(&srv.addr, TOKEN_A, &sid, "1 + 1", None);
+    assert_eq!(structured(&r)["value"], 2, "{r:?}");
+
+    // Over a stream (`lackpy mcp`): an error with the request's id.
+    let mut mcp = util::McpLines::start(ws.path());
+    mcp.send(&msg);
+    let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    assert!(line.contains("MAX_REQUEST_VALUES"), "{line:.300}");
+    assert!(line.contains("\"id\":5"), "{line:.300}");
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "run_program", "arguments": {"program": "1 + 2"}}}));
+    let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    assert!(
+        line.contains("\"id\":6") && line.contains("\"value\":3"),
+        "{line:.300}"
+    );
+}
+
+/// The TCP cap of `lackpy serve --listen` (`serve.http.max_connections`)
+/// counted every open connection alike, before any token: anyone who can
+/// connect held every slot with silent connections (renewed every
+/// `request_timeout_seconds`) and every client got `503 over_cap` (520
+/// against the default 512). At the cap the oldest connection that has not
+/// sent a request with a valid token is now closed to make room; a client
+/// with a token is served.
+#[test]
+fn silent_connections_cannot_keep_clients_out() {
+    use crate::serve_http::{config, initialize, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", "max_connections = 16"));
+    let silent: Vec<std::net::TcpStream> = (0..40)
+        .filter_map(|_| std::net::TcpStream::connect(&srv.addr).ok())
+        .collect();
+    assert_eq!(silent.len(), 40);
+    std::thread::sleep(Duration::from_millis(300));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let r = run(&srv.addr, TOKEN_A, &sid, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], 42, "{r:?}");
+    drop(silent);
+}
+
+/// One `traces` call holds several copies of up to 8 MiB of records while
+/// it builds and renders its reply (~60 MiB), and nothing bounded how many
+/// ran at once but the client's in-flight requests: 64 calls posted at
+/// once in one `lackpy serve --listen` session took the server to
+/// 1.2 GiB. At most `MAX_TRACE_READS` (2) are now served at once per
+/// process (the same 64: 155 MiB); every call is still answered.
+#[test]
+fn concurrent_traces_calls_are_bounded() {
+    use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
+    let ws = util::workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let prog = "p = 'z' * 1000\nfor i in range(1000):\n    find_files(p + str(i))\nlen(p)";
+    for _ in 0..12 {
+        let r = run(&srv.addr, TOKEN_A, &sid, prog, None);
+        assert_eq!(structured(&r)["value"], 1000, "{:.300}", r.body);
+    }
+    let before = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    // Each with its own id (requests sharing an id lose their answers).
+    let calls: Vec<_> = (0..48)
+        .map(|i| {
+            let msg = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                "params": {"name": "traces", "arguments": {"limit": 1000}}});
+            let (addr, sid) = (srv.addr.clone(), sid.clone());
+            std::thread::spawn(move || post(&addr, Some(TOKEN_A), Some(&sid), &msg))
+        })
+        .collect();
+    for c in calls {
+        let r = c.join().expect("traces");
+        assert_eq!(structured(&r)["ok"], true, "{:.300}", r.body);
+    }
+    let peak = crate::serve::status_kib(srv.child.id(), "VmHWM:");
+    assert!(
+        peak < before.max(100_000) + 250_000,
+        "lackpy serve peaked at {peak} KiB ({before} KiB before the traces calls)"
+    );
+}

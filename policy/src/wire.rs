@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Protocol version, sent in the first frame in each direction.
 /// Bump it whenever any message enum below changes shape.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest frame either side will send or accept, in bytes.
 /// Why: a run's result is capped at 8 MiB by default ([`Limits::result_bytes`]),
@@ -303,6 +303,28 @@ pub struct Limits {
     pub source_bytes: u64,
     /// Nesting depth of source and of evaluation. Default 100.
     pub max_depth: u32,
+    /// Bytes the run's builtin `write_file`/`edit_file` calls may write in
+    /// all, counting each file written and each directory created as at
+    /// least one [`WRITE_BLOCK`]. Checked by the supervisor before anything
+    /// is written. Default 64 MiB.
+    #[serde(default = "default_write_bytes")]
+    pub write_bytes: u64,
+}
+
+/// The unit `write_bytes` charges a file write in (rounded up, at least
+/// one) and each directory a write creates: a filesystem block, what
+/// each costs the disk however little it holds.
+pub const WRITE_BLOCK: u64 = 4096;
+
+/// The default of [`Limits::write_bytes`].
+/// Why 64 MiB: eight writes of the largest content one call takes (8 MiB),
+/// or 16,384 small files, far above what a program composing tools
+/// writes, while a loop of writes can no longer fill the disk (one wrote
+/// 214 MB in a 10 s run before there was a bound).
+pub const DEFAULT_WRITE_BYTES: u64 = 64 * 1024 * 1024;
+
+fn default_write_bytes() -> u64 {
+    DEFAULT_WRITE_BYTES
 }
 
 impl Default for Limits {
@@ -316,6 +338,7 @@ impl Default for Limits {
             result_bytes: 8 * 1024 * 1024,
             source_bytes: 64 * 1024,
             max_depth: 100,
+            write_bytes: DEFAULT_WRITE_BYTES,
         }
     }
 }

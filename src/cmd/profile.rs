@@ -217,8 +217,8 @@ fn info(config: &Config, kits: &Kits, name: &str, json: bool) -> anyhow::Result<
     }
     let l = &r.limits;
     s.push_str(&format!(
-        "limits: wall {} ms, fuel {}, memory {} bytes, stdout {} bytes, {} tool calls, result {} bytes, source {} bytes, depth {}\n",
-        l.wall_ms, l.fuel, l.memory_bytes, l.stdout_bytes, l.tool_calls, l.result_bytes, l.source_bytes, l.max_depth
+        "limits: wall {} ms, fuel {}, memory {} bytes, stdout {} bytes, {} tool calls, result {} bytes, source {} bytes, depth {}, writes {} bytes\n",
+        l.wall_ms, l.fuel, l.memory_bytes, l.stdout_bytes, l.tool_calls, l.result_bytes, l.source_bytes, l.max_depth, l.write_bytes
     ));
     print!("{s}");
     Ok(0)

@@ -49,6 +49,18 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// (an 8 MiB `[0,0,...]` argument: 947 MiB peak, 2 s of CPU per line).
 pub const MAX_REQUEST_LINE: usize = 1 << 20;
 
+/// Most JSON values (as `count_values` counts them: scalars, containers,
+/// object keys) one request may hold; a line (or, over HTTP, a body) with
+/// more is answered with an error naming the cap, never parsed.
+/// Why 16,384: a request is a program's text and a few names (a
+/// `tools/call` of `run_program` holds about ten values), so this is far
+/// above any request the tools accept, while parsing one costs at most
+/// ~1.5 MiB beyond its bytes. Without it a 1 MiB body of `[0,0,…]` (512K
+/// values) cost ~125 MiB while parsed, and `lackpy serve --listen` parses
+/// bodies concurrently: 96 of them, posted at once in one session, took it
+/// to 3.6 GiB (512 connections allowed).
+pub const MAX_REQUEST_VALUES: usize = 16_384;
+
 /// How long a reply may wait for the peer to read before the session ends.
 /// Why 60 s: a client that reads its replies drains a full pipe in
 /// microseconds; one that has read nothing for a minute holds a connection
@@ -236,6 +248,19 @@ impl<R> FlowRead<R> {
             self.ready.append(&mut self.line);
             return;
         }
+        if lackpy_supervisor::providers::count_values(&self.line) > MAX_REQUEST_VALUES {
+            tracing::warn!(
+                max = MAX_REQUEST_VALUES,
+                "an MCP request line of too many JSON values was discarded"
+            );
+            let id = top_level_id(&self.line, &[])
+                .or_else(|| trailing_id(&self.line[self.line.len().saturating_sub(TAIL_KEEP)..]))
+                .map(<[u8]>::to_vec);
+            self.line.clear();
+            self.ready
+                .extend_from_slice(&too_many_values_request(id.as_deref()));
+            return;
+        }
         match message_check(&self.line) {
             Ok(()) => self.ready.append(&mut self.line),
             Err(LineProblem::NotJson(e)) => {
@@ -380,6 +405,15 @@ fn oversized_request(id: Option<&[u8]>, max: usize) -> Vec<u8> {
     standin_request(
         id,
         &format!("request too large: the line was over {max} bytes and was discarded unread"),
+    )
+}
+
+/// The request that stands for a line of more than [`MAX_REQUEST_VALUES`]
+/// JSON values, discarded unparsed.
+fn too_many_values_request(id: Option<&[u8]>) -> Vec<u8> {
+    standin_request(
+        id,
+        &format!("request too large: the line holds more than {MAX_REQUEST_VALUES} JSON values (MAX_REQUEST_VALUES) and was discarded unparsed"),
     )
 }
 
@@ -720,6 +754,28 @@ mod tests {
         let mut out = Vec::new();
         r.read_to_end(&mut out).await.expect("read");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    /// A line of more values than [`MAX_REQUEST_VALUES`] (well within the
+    /// byte cap) is replaced, unparsed, by a request answered with its id;
+    /// one at the cap passes.
+    #[tokio::test]
+    async fn a_line_of_too_many_values_is_answered_with_its_id() {
+        let many = vec!["0"; MAX_REQUEST_VALUES].join(",");
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"tools/call\",\"params\":{{\"name\":\"x\",\"arguments\":{{\"a\":[{many}]}}}}}}\n"
+        );
+        let out = lines_through(line.as_bytes(), MAX_REQUEST_LINE).await;
+        assert!(
+            out.starts_with(r#"{"jsonrpc":"2.0","id":"q","method":"request too large"#),
+            "{out:.200}"
+        );
+        assert!(out.contains("MAX_REQUEST_VALUES"), "{out:.200}");
+        let few = vec!["0"; MAX_REQUEST_VALUES - 100].join(",");
+        let ok = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"a\":[{few}]}}}}\n"
+        );
+        assert_eq!(lines_through(ok.as_bytes(), MAX_REQUEST_LINE).await, ok);
     }
 
     #[tokio::test]

@@ -38,6 +38,16 @@ const SEARCH_MAX: usize = 10;
 /// A search is "a few words".
 const MAX_QUERY_BYTES: usize = 1024;
 
+/// `traces` calls served at once by this process, all sessions and
+/// clients together; the others wait their turn.
+/// Why 2: one call reads up to 8 MiB of records and holds several copies
+/// of them while it builds and renders its reply (~60 MiB); a client's
+/// calls are otherwise bounded only by its in-flight requests (64 per
+/// stream session; over HTTP, every connection): 64 at once took `lackpy
+/// serve` to 1.2 GiB. Two keep the machine's cores busy.
+const MAX_TRACE_READS: usize = 2;
+static TRACE_READS: Semaphore = Semaphore::const_new(MAX_TRACE_READS);
+
 /// What the server tells a client at `initialize`.
 const INSTRUCTIONS: &str = "lackpy runs small programs (a strict subset of Python) that compose tools, \
 in a jailed worker, and returns one structured result. Typical flow: list_tools (or search_tools / \
@@ -97,6 +107,8 @@ impl LackpyServer {
         args: Map<String, Value>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        // Held by a `traces` call until its reply is rendered.
+        let mut _trace_read = None;
         let value = match name {
             "run_program" => match parse::<RunArgs>(args) {
                 Ok(a) => return Ok(self.run_program(a, ctx).await),
@@ -183,6 +195,7 @@ impl LackpyServer {
                         .unwrap_or(tools::TRACES_DEFAULT)
                         .clamp(1, tools::TRACES_MAX);
                     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+                    _trace_read = TRACE_READS.acquire().await.ok();
                     self.blocking(move |b| match b.traces(limit) {
                         Ok(ts) => json!({"ok": true, "traces": ts}),
                         Err(e) => failure(e),

@@ -3,8 +3,11 @@
 //! per-client rules, caps and quotas as the unix socket.
 //!
 //! Each request passes, in order:
-//! 1. the TCP connection cap (`serve.http.max_connections`; over it a `503`
-//!    and close) and, with TLS, a handshake bounded by the request timeout;
+//! 1. the TCP connection cap (`serve.http.max_connections`; at it the
+//!    oldest connection that has not sent a request with a valid token is
+//!    closed to make room, and only without one the new connection gets a
+//!    `503` and close) and, with TLS, a handshake bounded by the request
+//!    timeout;
 //! 2. hyper's header timeout (`request_timeout_seconds`: a slowloris peer
 //!    is dropped) and header size bound;
 //! 3. drain (`503` once SIGTERM arrived) and the path (`/mcp` only, else `404`);
@@ -12,7 +15,9 @@
 //!    rule's `token_sha256` (compared in constant time); otherwise `401`
 //!    with `WWW-Authenticate: Bearer` and a JSON body saying what is missing;
 //! 5. the body: at most `max_body_bytes` (`413`), all of it within
-//!    `request_timeout_seconds` (`408`);
+//!    `request_timeout_seconds` (`408`), of at most
+//!    [`MAX_REQUEST_VALUES`] JSON values, counted before anything parses
+//!    it (`413`);
 //! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
 //!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
 //!    (`400`/`422`), the session header, then the MCP server;
@@ -41,6 +46,7 @@ use super::config::{ClientRule, HttpConfig, ServeConfig};
 use super::conn::Activity;
 use super::{ConnectionSlot, Refused, RefusedBy, Shared};
 use crate::mcp::backend::Backend;
+use crate::mcp::flow::MAX_REQUEST_VALUES;
 use crate::mcp::server::LackpyServer;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -196,6 +202,19 @@ pub fn load_tls(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
 }
 
+/// How long a connection accepted at the TCP cap waits for the slot of
+/// the unproven connection it evicted (which gets 1 s to close).
+const EVICT_WAIT: Duration = Duration::from_secs(2);
+
+/// One TCP connection's standing under the TCP cap.
+#[derive(Debug, Default)]
+struct ConnState {
+    /// A request on it carried a valid bearer token: it is never evicted.
+    proven: std::sync::atomic::AtomicBool,
+    /// Cancelled to close it (evicted for a newer connection at the cap).
+    evict: CancellationToken,
+}
+
 /// The HTTP front end: per-rule MCP services and the guards before them.
 pub struct HttpServer {
     shared: Arc<Shared>,
@@ -207,6 +226,12 @@ pub struct HttpServer {
     /// The one address the listener is bound to (not `0.0.0.0` or `::`):
     /// accepted as `Host` besides `allowed_hosts` ([`HttpServer::service_for`]).
     listen_ip: std::sync::OnceLock<std::net::IpAddr>,
+    /// Connections that have not (yet) sent a request with a valid token,
+    /// oldest first: at the TCP cap the oldest is closed for the new one
+    /// ([`HttpServer::evict_unproven`]). Why: anyone who can connect could
+    /// otherwise hold every slot (512 silent connections, renewed every
+    /// `request_timeout_seconds`) and keep every client out.
+    unproven: Mutex<std::collections::VecDeque<std::sync::Weak<ConnState>>>,
 }
 
 impl HttpServer {
@@ -218,7 +243,40 @@ impl HttpServer {
             cancel: CancellationToken::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
             listen_ip: std::sync::OnceLock::new(),
+            unproven: Mutex::new(std::collections::VecDeque::new()),
         })
+    }
+
+    /// Keep `state` among the connections that may be evicted, forgetting
+    /// those gone or proven once the list outgrows `cap` twice.
+    fn track_unproven(&self, state: &Arc<ConnState>, cap: usize) {
+        let Ok(mut q) = self.unproven.lock() else {
+            return;
+        };
+        if q.len() >= cap.saturating_mul(2) {
+            q.retain(|w| {
+                w.upgrade()
+                    .is_some_and(|c| !c.proven.load(Ordering::SeqCst))
+            });
+        }
+        q.push_back(Arc::downgrade(state));
+    }
+
+    /// Close the oldest open connection that has not sent a request with a
+    /// valid token (nor been evicted already); whether there was one.
+    fn evict_unproven(&self) -> bool {
+        let Ok(mut q) = self.unproven.lock() else {
+            return false;
+        };
+        while let Some(w) = q.pop_front() {
+            let Some(c) = w.upgrade() else { continue };
+            if c.proven.load(Ordering::SeqCst) || c.evict.is_cancelled() {
+                continue;
+            }
+            c.evict.cancel();
+            return true;
+        }
+        false
     }
 
     /// End every session and connection, waiting up to `grace` for the
@@ -271,7 +329,11 @@ impl HttpServer {
     }
 
     /// Answer one request.
-    async fn handle(self: Arc<Self>, req: Request<hyper::body::Incoming>) -> Response<HttpBody> {
+    async fn handle(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        conn: Arc<ConnState>,
+    ) -> Response<HttpBody> {
         let cfg = self.shared.config();
         let metrics = &self.shared.metrics;
         // Counted before the draining check (both SeqCst): either this
@@ -294,7 +356,10 @@ impl HttpServer {
             );
         }
         let rule = match authenticate(&cfg, req.headers()) {
-            Ok(r) => r,
+            Ok(r) => {
+                conn.proven.store(true, Ordering::SeqCst);
+                r
+            }
             Err(resp) => {
                 metrics.http_unauthorized.fetch_add(1, Ordering::Relaxed);
                 return *resp;
@@ -308,6 +373,19 @@ impl HttpServer {
                 return *resp;
             }
         };
+        // Counted before rmcp parses it: a body of many small values costs
+        // far more parsed than its bytes, and bodies are parsed
+        // concurrently (see `MAX_REQUEST_VALUES`).
+        if lackpy_supervisor::providers::count_values(&body) > MAX_REQUEST_VALUES {
+            metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_many_values",
+                &format!(
+                    "lackpy serve: the request body holds more than {MAX_REQUEST_VALUES} JSON values (MAX_REQUEST_VALUES); it was not parsed"
+                ),
+            );
+        }
         let key = Shared::rule_key(&rule);
         let Some((svc, manager)) = self.service_for(&key, &cfg) else {
             return error(
@@ -398,18 +476,47 @@ impl HttpServer {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                self.shared
-                    .metrics
-                    .http_rejected
-                    .fetch_add(1, Ordering::Relaxed);
-                tokio::spawn(over_cap(stream, tls.is_some()));
-                continue;
-            };
             let me = self.clone();
             let tls = tls.clone();
+            let state = Arc::new(ConnState::default());
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(p) => p,
+                // At the cap, a connection that never proved a token makes
+                // room; the new one waits for its slot in its own task.
+                Err(_) if self.evict_unproven() => {
+                    let slots = slots.clone();
+                    let cap = cfg.http.max_connections;
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(EVICT_WAIT, slots.acquire_owned()).await {
+                            Ok(Ok(permit)) => {
+                                // Evictable only once it holds a slot.
+                                me.track_unproven(&state, cap);
+                                me.connection(stream, peer, tls, state).await;
+                                drop(permit);
+                            }
+                            _ => {
+                                me.shared
+                                    .metrics
+                                    .http_rejected
+                                    .fetch_add(1, Ordering::Relaxed);
+                                over_cap(stream, tls.is_some()).await;
+                            }
+                        }
+                    });
+                    continue;
+                }
+                Err(_) => {
+                    self.shared
+                        .metrics
+                        .http_rejected
+                        .fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(over_cap(stream, tls.is_some()));
+                    continue;
+                }
+            };
+            me.track_unproven(&state, cfg.http.max_connections);
             tokio::spawn(async move {
-                me.connection(stream, peer, tls).await;
+                me.connection(stream, peer, tls, state).await;
                 drop(permit);
             });
         }
@@ -420,30 +527,39 @@ impl HttpServer {
         stream: tokio::net::TcpStream,
         peer: SocketAddr,
         tls: Option<tokio_rustls::TlsAcceptor>,
+        state: Arc<ConnState>,
     ) {
         let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
         self.open.fetch_add(1, Ordering::SeqCst);
         let me = self.clone();
         match tls {
-            None => self.serve_io(stream).await,
-            Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                Ok(Ok(s)) => self.serve_io(s).await,
-                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-            },
+            None => self.serve_io(stream, state).await,
+            Some(acceptor) => {
+                let evicted = state.evict.clone();
+                let shake = tokio::time::timeout(timeout, acceptor.accept(stream));
+                tokio::select! {
+                    r = shake => match r {
+                        Ok(Ok(s)) => self.serve_io(s, state).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    },
+                    _ = evicted.cancelled() => tracing::debug!(%peer, "evicted during the TLS handshake"),
+                }
+            }
         }
         me.open.fetch_sub(1, Ordering::SeqCst);
     }
 
-    async fn serve_io<S>(self: Arc<Self>, io: S)
+    async fn serve_io<S>(self: Arc<Self>, io: S, state: Arc<ConnState>)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
         let me = self.clone();
+        let evicted = state.evict.clone();
         let svc = hyper::service::service_fn(move |req| {
-            let me = me.clone();
-            async move { Ok::<_, Infallible>(me.handle(req).await) }
+            let (me, state) = (me.clone(), state.clone());
+            async move { Ok::<_, Infallible>(me.handle(req, state).await) }
         });
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
@@ -459,6 +575,11 @@ impl HttpServer {
                 }
             }
             _ = cancel.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
+            }
+            _ = evicted.cancelled() => {
+                tracing::debug!("an unproven connection was closed at the TCP cap");
                 conn.as_mut().graceful_shutdown();
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
             }

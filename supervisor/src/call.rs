@@ -3,8 +3,8 @@
 //! the session to the provider that runs the call, and the countdown
 //! ([`Interrupt`]) builtin tools poll it with.
 
-use lackpy_policy::wire::ToolFailure;
-use std::sync::atomic::{AtomicBool, Ordering};
+use lackpy_policy::wire::{ToolFailure, WRITE_BLOCK};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,14 +25,116 @@ pub struct RunContext {
     pub deadline: Option<Instant>,
     /// The run's cancel flag (`None` when the run cannot be cancelled).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// What the run's builtin writes may still write (`None`: no bound,
+    /// outside a run).
+    pub writes: Option<Arc<WriteBudget>>,
+}
+
+/// The run's budget of bytes written by the builtin `write_file` and
+/// `edit_file` ([`lackpy_policy::wire::Limits::write_bytes`]): each write
+/// is charged before anything is written, its content rounded up to a
+/// [`WRITE_BLOCK`] (at least one), and each directory it creates one
+/// block. A charge past the limit is refused, and the budget remembers it,
+/// so the session ends the run with the `write_bytes` limit (a flag the
+/// session reads, not a failure type a provider could forge).
+#[derive(Debug)]
+pub struct WriteBudget {
+    limit: u64,
+    used: AtomicU64,
+    exceeded: AtomicBool,
+}
+
+impl WriteBudget {
+    /// A budget of `limit` bytes, nothing used.
+    pub fn new(limit: u64) -> WriteBudget {
+        WriteBudget {
+            limit,
+            used: AtomicU64::new(0),
+            exceeded: AtomicBool::new(false),
+        }
+    }
+
+    /// The bound, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes charged so far.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    /// Whether a charge was refused.
+    pub fn exceeded(&self) -> bool {
+        self.exceeded.load(Ordering::SeqCst)
+    }
+
+    /// What a file of `len` bytes is charged: whole blocks, at least one.
+    pub fn file_cost(len: u64) -> u64 {
+        len.div_ceil(WRITE_BLOCK).max(1).saturating_mul(WRITE_BLOCK)
+    }
+
+    /// Charge `bytes`, or refuse (charging nothing) when they would take
+    /// the total past the limit.
+    ///
+    /// # Errors
+    /// A `TooLarge` tool failure naming the limit and how to raise it.
+    pub fn charge(&self, bytes: u64, what: &str) -> Result<(), ToolFailure> {
+        let mut used = self.used.load(Ordering::SeqCst);
+        loop {
+            let next = used.saturating_add(bytes);
+            if next > self.limit {
+                self.exceeded.store(true, Ordering::SeqCst);
+                return Err(ToolFailure::new(
+                    "TooLarge",
+                    self.refusal(used, bytes, what),
+                ));
+            }
+            match self
+                .used
+                .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    /// The message of a refused charge (also the run's `limit` error).
+    fn refusal(&self, used: u64, bytes: u64, what: &str) -> String {
+        format!(
+            "{what} would take the run's writes to {} bytes, past its write_bytes limit of {} bytes ({used} written so far; a file's content counts in whole {WRITE_BLOCK}-byte blocks, at least one, and each directory created one block); it was not written. Raise it with write_mb (or write_bytes) under [sandbox] or [profiles.NAME.sandbox] in .lackpy/config.toml",
+            used.saturating_add(bytes),
+            self.limit
+        )
+    }
 }
 
 impl RunContext {
-    /// The context of a run ending at `deadline`, cancelled by `cancel`.
+    /// The context of a run ending at `deadline`, cancelled by `cancel`,
+    /// with no write budget (see [`RunContext::with_writes`]).
     pub fn new(deadline: Instant, cancel: Option<Arc<AtomicBool>>) -> RunContext {
         RunContext {
             deadline: Some(deadline),
             cancel,
+            writes: None,
+        }
+    }
+
+    /// This context with the write budget `writes`.
+    pub fn with_writes(mut self, writes: Arc<WriteBudget>) -> RunContext {
+        self.writes = Some(writes);
+        self
+    }
+
+    /// Charge `bytes` of writing to the run's write budget, if it has one.
+    ///
+    /// # Errors
+    /// As [`WriteBudget::charge`].
+    pub fn charge_write(&self, bytes: u64, what: &str) -> Result<(), ToolFailure> {
+        match &self.writes {
+            Some(b) => b.charge(bytes, what),
+            None => Ok(()),
         }
     }
 
@@ -123,5 +225,37 @@ impl Interrupt {
     /// As [`Interrupt::tick`].
     pub fn check(&self) -> Result<(), ToolFailure> {
         self.run.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_budget_charges_whole_blocks_and_refuses_past_its_limit() {
+        assert_eq!(WriteBudget::file_cost(0), WRITE_BLOCK);
+        assert_eq!(WriteBudget::file_cost(1), WRITE_BLOCK);
+        assert_eq!(WriteBudget::file_cost(WRITE_BLOCK + 1), 2 * WRITE_BLOCK);
+        assert_eq!(WriteBudget::file_cost(u64::MAX), u64::MAX);
+        let b = WriteBudget::new(3 * WRITE_BLOCK);
+        assert!(b.charge(2 * WRITE_BLOCK, "a").is_ok());
+        let e = b
+            .charge(2 * WRITE_BLOCK, "writing 5 bytes to \"x\"")
+            .unwrap_err();
+        assert_eq!(e.type_name, "TooLarge");
+        assert!(
+            e.message.contains("write_bytes limit of 12288 bytes"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("[sandbox]"), "{}", e.message);
+        assert!(b.exceeded());
+        // A refused charge charges nothing; what fits still fits.
+        assert_eq!(b.used(), 2 * WRITE_BLOCK);
+        assert!(b.charge(WRITE_BLOCK, "b").is_ok());
+        assert!(b.charge(u64::MAX, "c").is_err());
+        let run = RunContext::default();
+        assert!(run.charge_write(u64::MAX, "unbounded").is_ok());
     }
 }

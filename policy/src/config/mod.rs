@@ -20,7 +20,9 @@
 //! - `[sandbox]`: `timeout_seconds` (→ wall clock), `memory_mb`, and this
 //!   project's extras `fuel`, `max_tool_calls` (or `tool_calls`),
 //!   `stdout_bytes`, `result_bytes`, `source_bytes`, `max_depth`, `wall_ms`,
-//!   `memory_bytes`. `enabled` (the original's) is accepted and ignored:
+//!   `memory_bytes`, `write_mb` (or `write_bytes`: what a run's
+//!   `write_file`/`edit_file` calls may write in all, default 64 MiB;
+//!   see [`crate::wire::Limits::write_bytes`]). `enabled` (the original's) is accepted and ignored:
 //!   the jail is always on. `lower = ["seccomp", ...]` (global `[sandbox]`
 //!   only) lowers the named jail layers ([`JAIL_LAYERS`]); every run then
 //!   records the degraded level in its trace. An unknown name is an error.
@@ -307,6 +309,8 @@ pub struct LimitOverrides {
     pub source_bytes: Option<u64>,
     /// `max_depth`.
     pub max_depth: Option<u32>,
+    /// `write_bytes`, or `write_mb` × 2^20.
+    pub write_bytes: Option<u64>,
 }
 
 impl LimitOverrides {
@@ -324,6 +328,7 @@ impl LimitOverrides {
         set(&mut limits.tool_calls, self.tool_calls);
         set(&mut limits.result_bytes, self.result_bytes);
         set(&mut limits.source_bytes, self.source_bytes);
+        set(&mut limits.write_bytes, self.write_bytes);
         if let Some(d) = self.max_depth {
             limits.max_depth = d;
         }
@@ -340,6 +345,7 @@ impl LimitOverrides {
             result_bytes: self.result_bytes.or(under.result_bytes),
             source_bytes: self.source_bytes.or(under.source_bytes),
             max_depth: self.max_depth.or(under.max_depth),
+            write_bytes: self.write_bytes.or(under.write_bytes),
         }
     }
 }
@@ -718,6 +724,10 @@ struct RawSandbox {
     #[serde(default)]
     max_depth: Option<i64>,
     #[serde(default)]
+    write_mb: Option<Number>,
+    #[serde(default)]
+    write_bytes: Option<i64>,
+    #[serde(default)]
     lower: Option<toml::Spanned<Vec<String>>>,
     /// The original's `enabled` (its sandbox was optional; here every run
     /// is jailed, so the key is reported and otherwise ignored).
@@ -960,6 +970,10 @@ impl Ctx<'_> {
             Some(v) => Some(v),
             None => self.nonneg(&k("tool_calls"), s.tool_calls)?,
         };
+        let write = match self.number(&k("write_mb"), &s.write_mb, 1024.0 * 1024.0)? {
+            Some(v) => Some(v),
+            None => self.nonneg(&k("write_bytes"), s.write_bytes)?,
+        };
         let depth = match self.nonneg(&k("max_depth"), s.max_depth)? {
             None => None,
             Some(d) => {
@@ -975,6 +989,7 @@ impl Ctx<'_> {
             result_bytes: self.nonneg(&k("result_bytes"), s.result_bytes)?,
             source_bytes: self.nonneg(&k("source_bytes"), s.source_bytes)?,
             max_depth: depth,
+            write_bytes: write,
         })
     }
 

@@ -193,6 +193,34 @@ fn profile_forms_resolve() {
     assert_eq!(r.tools[0].1.grade(), Grade { w: 3, d: 3 });
 }
 
+/// `write_mb`/`write_bytes` set the run's write budget, globally and per
+/// profile (the profile's wins); the default is 64 MiB.
+#[test]
+fn write_budget_keys() {
+    let c = p(
+        "[sandbox]\nwrite_mb = 2\n[profiles.w]\ntools = [\"write_file\"]\n\
+               [profiles.w.sandbox]\nwrite_bytes = 5000\n[profiles.g]\ntools = [\"write_file\"]\n",
+    )
+    .expect("parses");
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let k = kits();
+    let r = c.resolve(Some("w"), None, &k).expect("w");
+    assert_eq!(r.limits.write_bytes, 5000);
+    let r = c.resolve(Some("g"), None, &k).expect("g");
+    assert_eq!(r.limits.write_bytes, 2 * 1024 * 1024);
+    let r = p("")
+        .expect("empty")
+        .resolve(None, None, &k)
+        .expect("default");
+    assert_eq!(r.limits.write_bytes, 64 * 1024 * 1024);
+    for bad in ["write_mb = -1", "write_bytes = -5", "write_mb = \"x\""] {
+        let e = p(&format!("[sandbox]\n{bad}\n"))
+            .expect_err(bad)
+            .to_string();
+        assert!(e.contains("write_"), "{bad}: {e}");
+    }
+}
+
 #[test]
 fn default_is_read_only_builtins() {
     let c = Config::default();

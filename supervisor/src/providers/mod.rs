@@ -27,8 +27,9 @@ mod pipes;
 pub mod python;
 pub mod value;
 
-pub use crate::call::{Interrupt, RunContext, CHECK_EVERY};
+pub use crate::call::{Interrupt, RunContext, WriteBudget, CHECK_EVERY};
 pub use child::{workspace_path, CHILD_PATH};
+pub use mcp_lines::count_values;
 
 use crate::tools::{self, fs::Workspace};
 use lackpy_policy::config::{Provider, ToolSpec};

@@ -8,7 +8,7 @@ mod authorize;
 pub use authorize::*;
 
 use crate::death::{classify_death, internal, limit};
-use crate::providers::{Providers, RunContext};
+use crate::providers::{Providers, RunContext, WriteBudget};
 use crate::spawn::Worker;
 use crate::{freezer, json, tools, trace, RunOptions, RunReport, RunRequest, CANCEL_POLL_MS};
 use lackpy_policy::wire::{
@@ -63,6 +63,9 @@ pub(crate) struct Session<'a, 't> {
     /// The declared argument types of the profile's tools, parsed once per
     /// run (see [`authorize_with`]).
     types: DeclaredTypes,
+    /// What the run's builtin writes may still write (`write_bytes`);
+    /// shared with the providers through `run`.
+    writes: Arc<WriteBudget>,
 }
 
 pub(crate) enum Step {
@@ -84,9 +87,10 @@ impl<'a, 't> Session<'a, 't> {
     ) -> Self {
         let now = Instant::now();
         let deadline = now + Duration::from_millis(req.limits.wall_ms);
+        let writes = Arc::new(WriteBudget::new(req.limits.write_bytes));
         Session {
             providers: sup.providers(),
-            run: RunContext::new(deadline, opts.cancel.clone()),
+            run: RunContext::new(deadline, opts.cancel.clone()).with_writes(Arc::clone(&writes)),
             req,
             ws,
             report,
@@ -99,6 +103,7 @@ impl<'a, 't> Session<'a, 't> {
             token,
             budget: trace::RunBudget::new(&sup.trace_limits()),
             types: DeclaredTypes::new(&req.profile),
+            writes,
         }
     }
 
@@ -400,8 +405,18 @@ impl<'a, 't> Session<'a, 't> {
                 // (building it, the arguments' JSON and the budget's bounds,
                 // was on every call's round trip). It is kept whatever the
                 // send's outcome: this run's report carries it either way.
+                // A write refused by the run's write budget ends the run
+                // with the `write_bytes` limit (the budget's own flag: no
+                // provider's failure can claim it), the call traced failed.
+                let over_writes = match &reply {
+                    Err(f) if self.writes.exceeded() => Some(f.message.clone()),
+                    _ => None,
+                };
                 let sent = if out_of_time {
                     Err(self.frame_error(FrameError::Timeout))
+                } else if let Some(msg) = over_writes {
+                    self.worker.kill_and_reap();
+                    Err(limit("write_bytes", msg))
                 } else {
                     let msg = ToWorker::ToolResult { id, result: reply };
                     let mut sent = self.worker.chan.send(&msg, Some(self.deadline));

@@ -9,7 +9,8 @@
 //! process's root or cwd. Reads open `O_PATH` first and only a regular file
 //! for I/O; the control directory `.lackpy/` is neither read nor written.
 
-use lackpy_policy::wire::ToolFailure;
+use crate::call::{RunContext, WriteBudget};
+use lackpy_policy::wire::{ToolFailure, WRITE_BLOCK};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -414,11 +415,12 @@ fn cstr(s: &str) -> Result<CString, ToolFailure> {
     CString::new(s).map_err(|_| ToolFailure::new("BadArgument", "path contains a NUL byte"))
 }
 
-/// Open (creating as needed) the directory `comps` beneath the workspace.
+/// Open (creating as needed, each new directory charged to `run`'s write
+/// budget) the directory `comps` beneath the workspace.
 fn open_parent(
     ws: &Workspace,
     comps: &[&str],
-    create: bool,
+    run: &RunContext,
     path: &str,
 ) -> Result<OwnedFd, ToolFailure> {
     let rel = if comps.is_empty() {
@@ -429,7 +431,7 @@ fn open_parent(
     let flags = libc::O_PATH | libc::O_DIRECTORY;
     match openat2(ws.fd(), &cstr(&rel)?, flags, 0) {
         Ok(fd) => return Ok(fd),
-        Err(libc::ENOENT) if create => {}
+        Err(libc::ENOENT) => {}
         Err(e) => return Err(resolve_error(path, e)),
     }
     // mkdir -p. The directories that exist are resolved beneath the
@@ -459,6 +461,10 @@ fn open_parent(
             refuse_protected_entry(ws, &dir, comp.as_bytes(), path)?;
             creating = true;
         }
+        run.charge_write(
+            WRITE_BLOCK,
+            &format!("creating a directory for {}", brief(path)),
+        )?;
         // SAFETY: `name` is NUL-terminated; `dir` is an open directory descriptor.
         let rc = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) };
         if rc != 0 && errno() != libc::EEXIST {
@@ -480,6 +486,15 @@ fn open_parent(
         dir = unsafe { OwnedFd::from_raw_fd(fd) };
     }
     Ok(dir)
+}
+
+/// `path` quoted for a message, its first 100 characters at most (a
+/// 4 KiB path would otherwise fill the run's error).
+fn brief(path: &str) -> String {
+    match path.char_indices().nth(100) {
+        None => format!("{path:?}"),
+        Some((at, _)) => format!("{:?}… ({} bytes)", &path[..at], path.len()),
+    }
 }
 
 fn next_tmp_name(name: &str) -> String {
@@ -824,6 +839,23 @@ fn resolve_link_target(
 /// # Errors
 /// As [`read_text`], plus `TooLarge` for oversized content.
 pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolFailure> {
+    write_text_within(ws, path, content, &RunContext::default())
+}
+
+/// [`write_text`] within run `run`'s write budget
+/// ([`RunContext::charge_write`]): each directory it creates is charged as
+/// it is made, the content (in whole blocks) just before the file is
+/// written; a charge past the budget fails the call with nothing more
+/// written.
+///
+/// # Errors
+/// As [`write_text`], plus `TooLarge` past the run's write budget.
+pub fn write_text_within(
+    ws: &Workspace,
+    path: &str,
+    content: &str,
+    run: &RunContext,
+) -> Result<(), ToolFailure> {
     check_path(path)?;
     if content.len() > WRITE_CAP {
         return Err(ToolFailure::new(
@@ -845,7 +877,7 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     if name == GIT_DIR || comps.contains(&GIT_DIR) {
         return Err(git_dir_refusal(path));
     }
-    let mut dir = open_parent(ws, &comps, true, path)?;
+    let mut dir = open_parent(ws, &comps, run, path)?;
     refuse_inside_control_dir(ws, &dir, path)?;
     let mut cname = cstr(name)?;
     let mut existing = lstat_at(dir.as_raw_fd(), &cname, path)?;
@@ -879,6 +911,10 @@ pub fn write_text(ws: &Workspace, path: &str, content: &str) -> Result<(), ToolF
     if cname.as_bytes() == b"HEAD" && is_git_head(content) {
         return Err(git_head_refusal(path));
     }
+    run.charge_write(
+        WriteBudget::file_cost(content.len() as u64),
+        &format!("writing {} bytes to {}", content.len(), brief(path)),
+    )?;
     let name = cname.to_str().unwrap_or(name);
     let tmp = cstr(&next_tmp_name(name))?;
     let fd = openat2(
@@ -936,6 +972,36 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let w = Workspace::open(d.path()).unwrap();
         (d, w)
+    }
+
+    /// Each directory a write creates and its content (whole blocks) are
+    /// charged to the run's budget before they are made; a write past it
+    /// is refused with the file not written.
+    #[test]
+    fn writes_are_charged_to_the_runs_budget() {
+        use crate::call::WriteBudget;
+        use std::sync::Arc;
+        let (d, w) = ws();
+        let budget = Arc::new(WriteBudget::new(6 * WRITE_BLOCK));
+        let run = RunContext::default().with_writes(Arc::clone(&budget));
+        write_text_within(&w, "a/b/c.txt", "x", &run).unwrap();
+        assert_eq!(budget.used(), 3 * WRITE_BLOCK);
+        let big = "y".repeat(WRITE_BLOCK as usize + 1);
+        write_text_within(&w, "a/b/d.txt", &big, &run).unwrap();
+        assert_eq!(budget.used(), 5 * WRITE_BLOCK);
+        let e = write_text_within(&w, "a/e.txt", &big, &run).unwrap_err();
+        assert_eq!(e.type_name, "TooLarge");
+        assert!(e.message.contains("write_bytes"), "{}", e.message);
+        assert!(!d.path().join("a/e.txt").exists());
+        // The directory fits (the sixth block), its empty file does not.
+        let e = write_text_within(&w, "n/f.txt", "", &run).unwrap_err();
+        assert!(e.message.contains("writing 0 bytes"), "{}", e.message);
+        assert_eq!(budget.used(), 6 * WRITE_BLOCK);
+        assert!(d.path().join("n").is_dir() && !d.path().join("n/f.txt").exists());
+        let e = write_text_within(&w, "m/f.txt", "", &run).unwrap_err();
+        assert!(e.message.contains("creating a directory"), "{}", e.message);
+        assert!(budget.exceeded());
+        assert!(!d.path().join("m").exists());
     }
 
     #[test]

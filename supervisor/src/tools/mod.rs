@@ -82,8 +82,10 @@ fn file_tool(
         "read_file" => fs::read_text(ws, str_arg(t, spec, args, 0)?).map(Data::Str),
         "find_files" => glob::find_files(ws, str_arg(t, spec, args, 0)?, run)
             .map(|v| Data::List(v.into_iter().map(Data::Str).collect())),
-        "write_file" => fs::write_text(ws, str_arg(t, spec, args, 0)?, str_arg(t, spec, args, 1)?)
-            .map(|()| Data::Bool(true)),
+        "write_file" => {
+            let (path, content) = (str_arg(t, spec, args, 0)?, str_arg(t, spec, args, 1)?);
+            fs::write_text_within(ws, path, content, run).map(|()| Data::Bool(true))
+        }
         "edit_file" => {
             let path = str_arg(t, spec, args, 0)?;
             let old = str_arg(t, spec, args, 1)?;
@@ -96,7 +98,7 @@ fn file_tool(
                     out.push_str(&text[..at]);
                     out.push_str(new);
                     out.push_str(&text[at + old.len()..]);
-                    fs::write_text(ws, path, &out).map(|()| Data::Bool(true))
+                    fs::write_text_within(ws, path, &out, run).map(|()| Data::Bool(true))
                 }
             }
         }
