@@ -232,6 +232,11 @@ pub struct HttpServer {
     /// otherwise hold every slot (512 silent connections, renewed every
     /// `request_timeout_seconds`) and keep every client out.
     unproven: Mutex<std::collections::VecDeque<std::sync::Weak<ConnState>>>,
+    /// Connections accepted at the TCP cap that wait for a slot
+    /// ([`HttpServer::wait_for_slot`]), at most `max_connections`.
+    waiting: std::sync::atomic::AtomicUsize,
+    /// Connections evicted and not yet closed: slots about to be free.
+    closing: std::sync::atomic::AtomicUsize,
 }
 
 impl HttpServer {
@@ -244,6 +249,8 @@ impl HttpServer {
             open: std::sync::atomic::AtomicUsize::new(0),
             listen_ip: std::sync::OnceLock::new(),
             unproven: Mutex::new(std::collections::VecDeque::new()),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            closing: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -274,9 +281,35 @@ impl HttpServer {
                 continue;
             }
             c.evict.cancel();
+            self.closing.fetch_add(1, Ordering::SeqCst);
             return true;
         }
         false
+    }
+
+    /// A slot for a connection accepted at the TCP cap, within
+    /// [`EVICT_WAIT`]. Unless one was `evicted` for it already, it closes
+    /// the oldest unproven connection as soon as there is one to close:
+    /// after a burst of new connections every unproven one may be closing
+    /// already, while those waiting for their slots hold none yet.
+    /// `None`: no slot came in time.
+    /// Why retry: in such a burst a client with a token found only
+    /// connections already evicted and got `503`, though slots were about
+    /// to change hands (seen under load in CI).
+    async fn wait_for_slot(
+        &self,
+        slots: Arc<tokio::sync::Semaphore>,
+        mut evicted: bool,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let acquire = tokio::time::timeout(EVICT_WAIT, slots.acquire_owned());
+        let mut acquire = std::pin::pin!(acquire);
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tokio::select! {
+                r = acquire.as_mut() => return r.ok().and_then(Result::ok),
+                _ = tick.tick(), if !evicted => evicted = self.evict_unproven(),
+            }
+        }
     }
 
     /// End every session and connection, waiting up to `grace` for the
@@ -481,36 +514,47 @@ impl HttpServer {
             let state = Arc::new(ConnState::default());
             let permit = match slots.clone().try_acquire_owned() {
                 Ok(p) => p,
-                // At the cap, a connection that never proved a token makes
-                // room; the new one waits for its slot in its own task.
-                Err(_) if self.evict_unproven() => {
-                    let slots = slots.clone();
-                    let cap = cfg.http.max_connections;
-                    tokio::spawn(async move {
-                        match tokio::time::timeout(EVICT_WAIT, slots.acquire_owned()).await {
-                            Ok(Ok(permit)) => {
-                                // Evictable only once it holds a slot.
-                                me.track_unproven(&state, cap);
-                                me.connection(stream, peer, tls, state).await;
-                                drop(permit);
-                            }
-                            _ => {
-                                me.shared
-                                    .metrics
-                                    .http_rejected
-                                    .fetch_add(1, Ordering::Relaxed);
-                                over_cap(stream, tls.is_some()).await;
-                            }
-                        }
-                    });
-                    continue;
-                }
                 Err(_) => {
-                    self.shared
-                        .metrics
-                        .http_rejected
-                        .fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(over_cap(stream, tls.is_some()));
+                    // At the cap, a connection that never proved a token
+                    // makes room; the new one waits for its slot in its own
+                    // task. When every unproven one is already closing (and
+                    // slots are about to change hands), at most
+                    // `max_connections` more wait (each holds a socket) and
+                    // try again; else `503` at once.
+                    let cap = cfg.http.max_connections;
+                    let evicted = self.evict_unproven();
+                    if evicted
+                        || (self.closing.load(Ordering::SeqCst) > 0
+                            && self.waiting.load(Ordering::SeqCst) < cap)
+                    {
+                        self.waiting.fetch_add(1, Ordering::SeqCst);
+                        let slots = slots.clone();
+                        tokio::spawn(async move {
+                            let got = me.wait_for_slot(slots, evicted).await;
+                            me.waiting.fetch_sub(1, Ordering::SeqCst);
+                            match got {
+                                Some(permit) => {
+                                    // Evictable only once it holds a slot.
+                                    me.track_unproven(&state, cap);
+                                    me.connection(stream, peer, tls, state).await;
+                                    drop(permit);
+                                }
+                                None => {
+                                    me.shared
+                                        .metrics
+                                        .http_rejected
+                                        .fetch_add(1, Ordering::Relaxed);
+                                    over_cap(stream, tls.is_some()).await;
+                                }
+                            }
+                        });
+                    } else {
+                        self.shared
+                            .metrics
+                            .http_rejected
+                            .fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(over_cap(stream, tls.is_some()));
+                    }
                     continue;
                 }
             };
@@ -532,6 +576,7 @@ impl HttpServer {
         let timeout = Duration::from_secs(self.shared.config().http.request_timeout_seconds);
         self.open.fetch_add(1, Ordering::SeqCst);
         let me = self.clone();
+        let evicted_at_end = state.evict.clone();
         match tls {
             None => self.serve_io(stream, state).await,
             Some(acceptor) => {
@@ -548,6 +593,9 @@ impl HttpServer {
             }
         }
         me.open.fetch_sub(1, Ordering::SeqCst);
+        if evicted_at_end.is_cancelled() {
+            me.closing.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     async fn serve_io<S>(self: Arc<Self>, io: S, state: Arc<ConnState>)
