@@ -901,6 +901,233 @@ fn bracket_messages_are_cpythons() {
     assert!(errors("x = ')'  # (\ny = \"[\"").is_empty());
 }
 
+/// CPython 3.11's own wording, line and column (`compile()`'s `msg`,
+/// `lineno`, `offset`) for the commonest mistakes.
+const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
+    ("for i in range(3)\n    print(i)", "expected ':'", 1, 18),
+    ("x = 5\nif x > 3\n    x", "expected ':'", 2, 9),
+    ("if x:\n    pass\nelse\n    pass", "expected ':'", 3, 5),
+    ("if x:\n    pass\nelif y\n    pass", "expected ':'", 3, 7),
+    (
+        "for x in y:\n    pass\nelse\n    pass",
+        "expected ':'",
+        3,
+        5,
+    ),
+    (
+        "if x = 1:\n    pass",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "while x = 1:\n    pass",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        7,
+    ),
+    (
+        "x = [a = 1]",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        6,
+    ),
+    (
+        "if x.y = 1:\n    pass",
+        "cannot assign to attribute here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if x[0] = 1:\n    pass",
+        "cannot assign to subscript here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if x % 2 = 0:\n    pass",
+        "cannot assign to expression here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if len(x) = 2:\n    pass",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if 1 = x:\n    pass",
+        "cannot assign to literal here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    ("if x = y = 1:\n    pass", "invalid syntax", 1, 6),
+    ("if x == 1 or y = 2:\n    pass", "invalid syntax", 1, 16),
+    (
+        "print('a' 'b' c)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    (
+        "x = [1, 2 3]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = (a b)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "f(a=b c)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        5,
+    ),
+    (
+        "x = {a: b c}",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = [a.b(1)[2] c]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "x = [1 not 2]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    ("x = [c d]", "invalid syntax", 1, 8),
+    ("x = [a 'b']", "invalid syntax", 1, 8),
+    ("x = [y for y in z q]", "invalid syntax", 1, 19),
+    (
+        "f(x) = 1",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "x + 1 = 2",
+        "cannot assign to expression here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "a, f(x) = 1, 2",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    ("x = f() = 3", "cannot assign to function call", 1, 5),
+    (
+        "1 = x",
+        "cannot assign to literal here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "for i in range(3):\nprint(i)",
+        "expected an indented block after 'for' statement on line 1",
+        2,
+        1,
+    ),
+    (
+        "if x:\n    pass\nelse:\nz",
+        "expected an indented block after 'else' statement on line 3",
+        4,
+        1,
+    ),
+    (
+        "while x:\ny",
+        "expected an indented block after 'while' statement on line 1",
+        2,
+        1,
+    ),
+    (
+        "if x:\n    if y:\nz",
+        "expected an indented block after 'if' statement on line 2",
+        3,
+        0,
+    ),
+    ("x = 1 +", "invalid syntax", 1, 8),
+    (
+        "x = {'a': 1, 'b'}",
+        "':' expected after dictionary key",
+        1,
+        16,
+    ),
+    (
+        "x = {'a': 1, 'b' 2}",
+        "':' expected after dictionary key",
+        1,
+        16,
+    ),
+    (
+        "x = {'a': 1, f(x)}",
+        "':' expected after dictionary key",
+        1,
+        17,
+    ),
+    ("x = 1 if y", "expected 'else' after 'if' expression", 1, 5),
+    (
+        "x = [1 if y]",
+        "expected 'else' after 'if' expression",
+        1,
+        6,
+    ),
+    (
+        "x = 1 if y + 2",
+        "expected 'else' after 'if' expression",
+        1,
+        5,
+    ),
+    ("x += 1 = 2", "invalid syntax", 1, 8),
+    ("x = 1\n  y = 2", "unexpected indent", 2, 2),
+    ("x = 1\n    y = 2", "unexpected indent", 2, 4),
+    (
+        "if x:\n    y = 2\n  z = 3",
+        "unindent does not match any outer indentation level",
+        3,
+        8,
+    ),
+];
+
+#[test]
+fn syntax_errors_are_worded_as_cpython() {
+    let mut failures = Vec::new();
+    for (src, msg, line, col) in CPYTHON_SYNTAX {
+        let errs = errors(src);
+        let got = errs
+            .first()
+            .map(|e| (e.type_name.as_str(), e.message.as_str(), e.line, e.col));
+        if got != Some(("SyntaxError", msg, Some(*line), Some(*col))) {
+            failures.push(format!(
+                "{src:?}: expected {msg:?} {line}:{col}, got {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // rustpython-parser's own wording never shows.
+    for src in [
+        "x = 1 +",
+        "x += 1 = 2",
+        "for x in y z:\n    pass",
+        "x = (1 2 3",
+    ] {
+        let m = errors(src)[0].message.clone();
+        assert!(!m.contains("Got "), "{src:?}: {m}");
+    }
+}
+
 #[test]
 fn grades_and_calls() {
     let g = |src: &str| {

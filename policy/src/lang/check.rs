@@ -26,6 +26,9 @@ pub(crate) struct Checker<'a> {
     errors: Vec<(usize, ErrorInfo)>,
     calls: Vec<String>,
     loop_depth: usize,
+    /// Offsets of the targets CPython words "cannot assign to X here. Maybe
+    /// you meant '==' instead of '='?" (see [`Checker::here_targets`]).
+    here: Vec<usize>,
 }
 
 fn off<T: Ranged>(node: &T) -> usize {
@@ -303,6 +306,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             calls: Vec::new(),
             loop_depth: 0,
+            here: Vec::new(),
         }
     }
 
@@ -353,9 +357,11 @@ impl<'a> Checker<'a> {
         match s {
             Stmt::Expr(e) => self.expr(&e.value),
             Stmt::Assign(a) => {
+                self.here = self.here_targets(a);
                 for t in &a.targets {
                     self.target(t, true);
                 }
+                self.here.clear();
                 self.expr(&a.value);
             }
             Stmt::AugAssign(a) => {
@@ -742,6 +748,45 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The targets of `a` that CPython's `invalid_named_expression` rule
+    /// (Grammar/python.gram) reports with "here. Maybe you meant '=='...":
+    /// one `=` only, the target (or an element of an unparenthesized tuple
+    /// target) not a list, tuple or True/None/False, and the value starting
+    /// with a `bitwise_or` (not `lambda`, `not`, `*`, `yield`).
+    fn here_targets(&self, a: &ast::StmtAssign) -> Vec<usize> {
+        let [t] = &a.targets[..] else {
+            return Vec::new();
+        };
+        let value = self.src.get(off(&*a.value)..).unwrap_or("");
+        let word = |w: &str| {
+            value
+                .strip_prefix(w)
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        if word("lambda") || word("not") || word("yield") || value.starts_with('*') {
+            return Vec::new();
+        }
+        let candidates: Vec<&Expr> = match t {
+            Expr::Tuple(tu)
+                if !wraps_in_parens(self.src, off(t), u32::from(t.range().end()) as usize) =>
+            {
+                tu.elts.iter().collect()
+            }
+            other => vec![other],
+        };
+        candidates
+            .into_iter()
+            .filter(|e| {
+                !matches!(
+                    e,
+                    Expr::List(_) | Expr::Tuple(_) | Expr::GeneratorExp(_) | Expr::Starred(_)
+                ) && !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None | Constant::Bool(_)))
+                    && !self.src.get(off(*e)..).is_some_and(|r| r.starts_with('('))
+            })
+            .map(off)
+            .collect()
+    }
+
     /// An assignment target (`=`, `for`, comprehension), with CPython's
     /// compile-time rules. `top` is false inside a tuple/list target.
     fn target(&mut self, e: &Expr, top: bool) {
@@ -780,12 +825,19 @@ impl<'a> Checker<'a> {
                     self.target(&s.value, false);
                 }
             }
-            other => self.err(
-                at,
-                "SyntaxError",
-                format!("cannot assign to {}", expr_kind(other)),
-                None,
-            ),
+            other => {
+                let here = if self.here.contains(&at) {
+                    " here. Maybe you meant '==' instead of '='?"
+                } else {
+                    ""
+                };
+                self.err(
+                    at,
+                    "SyntaxError",
+                    format!("cannot assign to {}{here}", expr_kind(other)),
+                    None,
+                )
+            }
         }
     }
 

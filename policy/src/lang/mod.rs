@@ -26,6 +26,7 @@ mod names_table;
 mod numlit;
 pub mod prescan;
 pub mod surrogate;
+mod syntax;
 pub mod tables;
 mod walk;
 
@@ -334,7 +335,8 @@ pub fn validate_with_predefined(
         }),
         Err(mut errors) => {
             for e in &mut errors {
-                if let (Some(line), Some(col)) = (e.line, e.col) {
+                // (Column 0 is CPython's caret on a DEDENT token.)
+                if let (Some(line), Some(col @ 1..)) = (e.line, e.col) {
                     e.col = Some(surrogate::unshift(&shifts, line, col));
                 }
             }
@@ -439,14 +441,23 @@ fn check_rewritten(
             {
                 return Err(scan_error(p));
             }
-            return Err(vec![error_at(
+            // CPython's specific wording for the commonest mistakes.
+            let (off, message, col0) = match syntax::refine(source, off, &e.error) {
+                Some(r) => (r.offset, r.message, r.col0),
+                None => (off, syntax_message(&e.error), false),
+            };
+            let mut err = error_at(
                 source,
                 starts,
                 off,
                 "SyntaxError",
-                syntax_message(&e.error),
+                message,
                 Some("the program must be valid Python 3.11 syntax".to_string()),
-            )]);
+            );
+            if col0 {
+                err.col = Some(0);
+            }
+            return Err(vec![err]);
         }
     };
     // CPython 3.11 rejects a backslash in an f-string field's expression
@@ -591,9 +602,15 @@ fn too_deep(source: &str, starts: &[u32], off: usize, what: &str, max: usize) ->
     )
 }
 
+/// rustpython-parser's message, except that its own wording ("Got
+/// unexpected token ...") is CPython's plain `invalid syntax`.
 fn syntax_message(e: &rustpython_parser::ParseErrorType) -> String {
     let s = e.to_string();
-    if s.is_empty() {
+    if s.is_empty()
+        || s.contains("Got unexpected")
+        || s.contains("Got invalid")
+        || s.contains("Got extraneous")
+    {
         "invalid syntax".to_string()
     } else {
         s
