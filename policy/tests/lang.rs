@@ -1093,6 +1093,18 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x += 1 = 2", "invalid syntax", 1, 8),
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     ("x = 1\n    y = 2", "unexpected indent", 2, 4),
+    // An unclosed bracket is CPython's error only when its parser read to
+    // the end, or past the bracket's line; the innermost one is named.
+    ("x = [(1,", "'(' was never closed", 1, 6),
+    ("for n in [1, 2:\n    pass", "invalid syntax", 1, 15),
+    (
+        "if (a and\n        b:\n    pass",
+        "'(' was never closed",
+        1,
+        4,
+    ),
+    ("xs = [0, 0\nxs[0] = 1", "'[' was never closed", 1, 6),
+    ("d['a' = 2\nd['m'] = 3", "'[' was never closed", 1, 2),
     (
         "if x:\n    y = 2\n  z = 3",
         "unindent does not match any outer indentation level",

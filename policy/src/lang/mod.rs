@@ -435,17 +435,27 @@ fn check_rewritten(
                     )]);
                 }
             }
-            if let Some(p) = bracket_problem
-                .as_ref()
-                .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
-            {
-                return Err(scan_error(p));
-            }
             // CPython's specific wording for the commonest mistakes.
-            let (off, message, col0) = match syntax::refine(source, off, &e.error) {
+            let (at, message, col0) = match syntax::refine(source, off, &e.error) {
                 Some(r) => (r.offset, r.message, r.col0),
                 None => (off, syntax_message(&e.error), false),
             };
+            let line_of = |o: usize| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0;
+            if let Some(p) = bracket_problem.as_ref().filter(|p| match p {
+                prescan::BracketProblem::FstringBackslash { .. } => false,
+                // CPython says a bracket was never closed when its parser
+                // reads to the end inside it, or when the last token it read
+                // is on a later line than the bracket
+                // (`_PyPegen_tokenize_full_source_to_check_for_errors`).
+                prescan::BracketProblem::NeverClosed { offset, .. } => {
+                    syntax::at_end(source, off)
+                        || line_of(syntax::furthest_read(source, off)) > line_of(*offset)
+                }
+                _ => true,
+            }) {
+                return Err(scan_error(p));
+            }
+            let off = at;
             let mut err = error_at(
                 source,
                 starts,

@@ -182,7 +182,9 @@ pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> 
         problem: None,
     };
     s.run()?;
-    if let Some(f) = s.frames.get(1) {
+    // CPython names the innermost bracket still open at the end
+    // (`tok->parenstack[tok->level - 1]`).
+    if let Some(f) = s.frames.get(1..).and_then(|f| f.last()) {
         if no_problem_but_a_backslash(&s.problem) {
             s.problem = Some(BracketProblem::NeverClosed {
                 offset: f.open_at,

@@ -429,6 +429,53 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
     message(off, "invalid syntax")
 }
 
+/// Is the failing token at `off` the last of the text (the parser read up
+/// to the end)?
+pub fn at_end(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    toks.iter().position(|t| t.end > off).is_none_or(|k| {
+        toks.get(k + 1..)
+            .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
+    })
+}
+
+/// Where the last token CPython's parser reads lies, when the failing
+/// token at `off` is a `=` in an expression: its second pass
+/// (`invalid_named_expression`) reads the `bitwise_or` after it and one
+/// token more. Otherwise `off`.
+pub fn furthest_read(src: &str, off: usize) -> usize {
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    let Some(k) = v.toks.iter().position(|t| t.end > off) else {
+        return off;
+    };
+    if !v.is(k, "=") {
+        return off;
+    }
+    let lvl = v.level(k);
+    let mut j = k + 1;
+    while let Some(t) = v.toks.get(j) {
+        let x = v.text(j);
+        let stop = t.kind == Kind::Newline
+            || t.level < lvl
+            || (t.level == lvl
+                && (matches!(
+                    x,
+                    "," | ":" | "=" | ":=" | "==" | "!=" | "<" | ">" | "<=" | ">=" | ";"
+                ) || (t.kind == Kind::Name
+                    && v.is_keyword(j)
+                    && !matches!(x, "True" | "False" | "None"))
+                    || (j > k + 1 && v.ends_expr(j - 1) && v.starts_atom(j))));
+        if stop {
+            return t.start;
+        }
+        j += 1;
+    }
+    src.len()
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
