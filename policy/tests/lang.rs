@@ -1111,6 +1111,72 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
         3,
         8,
     ),
+    (
+        "x = [m[0] d]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    ("x = [c d]", "invalid syntax", 1, 8),
+    (
+        "x = [a if b else e q]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        18,
+    ),
+    (
+        "x = [y for y q]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        12,
+    ),
+    (
+        "x = [s, s[], 1]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = [(5,) {'k': 1}]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "x = [*a b]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    ("x = [a, *b c]", "invalid syntax", 1, 12),
+    (
+        "print('x' not 'y')",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    (
+        "x = {1: 2, 3:}",
+        "expression expected after dictionary key and ':'",
+        1,
+        13,
+    ),
+    ("if a:\n    pass\nelse c = 2", "expected ':'", 3, 6),
+    ("try x", "expected ':'", 1, 5),
+    (
+        "print 'hello'",
+        "Missing parentheses in call to 'print'. Did you mean print(...)?",
+        1,
+        1,
+    ),
+    ("x == 1 = 2", "cannot assign to comparison", 1, 1),
+    ("x = (a, key=lambda v: 1)", "invalid syntax", 1, 12),
+    (
+        "x = [1 if y]",
+        "expected 'else' after 'if' expression",
+        1,
+        6,
+    ),
 ];
 
 #[test]

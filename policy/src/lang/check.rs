@@ -777,10 +777,19 @@ impl<'a> Checker<'a> {
         candidates
             .into_iter()
             .filter(|e| {
+                // Not a list, tuple or generator, and a `bitwise_or`.
                 !matches!(
                     e,
-                    Expr::List(_) | Expr::Tuple(_) | Expr::GeneratorExp(_) | Expr::Starred(_)
-                ) && !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None | Constant::Bool(_)))
+                    Expr::List(_)
+                        | Expr::Tuple(_)
+                        | Expr::GeneratorExp(_)
+                        | Expr::Starred(_)
+                        | Expr::Compare(_)
+                        | Expr::BoolOp(_)
+                        | Expr::IfExp(_)
+                        | Expr::Lambda(_)
+                        | Expr::NamedExpr(_)
+                ) && !matches!(e, Expr::UnaryOp(u) if u.op == UnaryOp::Not) && !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None | Constant::Bool(_)))
                     && !self.src.get(off(*e)..).is_some_and(|r| r.starts_with('('))
             })
             .map(off)

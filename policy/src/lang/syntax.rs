@@ -410,6 +410,15 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
+    if let Some(r) = legacy_print(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = forced_colon(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = dict_value(&v, k) {
+        return Some(r);
+    }
     if v.is(k, "=") {
         if let Some(r) = equals_in_expression(&v, k) {
             return Some(r);
@@ -529,6 +538,50 @@ fn missing_colon(v: &View<'_>, k: usize, off: usize) -> Option<Refined> {
     None
 }
 
+/// `print x`: CPython's `invalid_legacy_expression`.
+fn legacy_print(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    let name = v.text(prev);
+    if v.kind(prev) == Some(Kind::Name) && matches!(name, "print" | "exec") && v.starts_atom(k) {
+        return message(
+            v.toks.get(prev)?.start,
+            &format!("Missing parentheses in call to '{name}'. Did you mean {name}(...)?"),
+        );
+    }
+    None
+}
+
+/// `else x`, `try x`, `finally x`, `def f() x`: the grammar's forced
+/// `&&':'` after these ("expected ':'" at the token found instead).
+fn forced_colon(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    let s = line_start(v, k);
+    let bare = prev == s && matches!(v.text(prev), "else" | "try" | "finally");
+    let def = v.is(s, "def") && v.is(prev, ")") && v.level(prev) == 0;
+    if (bare || def) && v.kind(prev) != Some(Kind::Str) {
+        return message(v.toks.get(k)?.start, "expected ':'");
+    }
+    None
+}
+
+/// `{1: }`: a key and `:` with no value (`invalid_kvpair`,
+/// `invalid_double_starred_kvpairs`); the caret is on the `:`.
+fn dict_value(v: &View<'_>, k: usize) -> Option<Refined> {
+    let colon = k.checked_sub(1)?;
+    if !v.is(colon, ":") || !matches!(v.text(k), "}" | ",") || !v.ends_expr(colon.checked_sub(1)?) {
+        return None;
+    }
+    let lvl = v.level(colon);
+    let open = (0..colon).rev().find(|&j| v.level(j) < lvl)?;
+    if !v.is(open, "{") {
+        return None;
+    }
+    message(
+        v.toks.get(colon)?.start,
+        "expression expected after dictionary key and ':'",
+    )
+}
+
 /// A header line followed by no indented block.
 fn indented_block(v: &View<'_>, k: usize) -> Option<Refined> {
     // The failing token starts the line after the header (or is the end).
@@ -593,6 +646,10 @@ fn equals_in_expression(v: &View<'_>, k: usize) -> Option<Refined> {
         None => false,
     };
     if !ok_start || crossed || first >= k {
+        return None;
+    }
+    // The right-hand side must begin a `bitwise_or` (not `lambda`, `not`).
+    if !(v.starts_atom(k + 1) || matches!(v.text(k + 1), "(" | "[" | "{" | "-" | "+" | "~")) {
         return None;
     }
     // After the right-hand side, no second `=`.
@@ -688,27 +745,59 @@ fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
 /// Two expressions side by side inside brackets: CPython's
 /// `invalid_expression` ("Perhaps you forgot a comma?").
 fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
-    // `a not b`: the parser stops after `not` (which might begin `not in`).
-    let k = if v.is(k.checked_sub(1)?, "not") && v.starts_atom(k) {
-        k - 1
+    let prev = k.checked_sub(1)?;
+    // `a not b`: the parser stops after `not` (which might begin `not in`);
+    // `a []`: it stops at the `]` of what it took for a subscript.
+    let k = if (v.is(prev, "not") && v.starts_atom(k)) || (v.is(prev, "[") && v.is(k, "]")) {
+        prev
     } else {
         k
     };
-    let not = v.is(k, "not") && !v.is(k + 1, "in");
-    if v.level(k) == 0 || !(v.starts_atom(k) || not) || !v.ends_expr(k.checked_sub(1)?) {
+    // What may begin the second expression here: an atom, `not`, a `{`
+    // (never a continuation), or the `[` of an empty "subscript".
+    let starts = v.starts_atom(k)
+        || (v.is(k, "not") && !v.is(k + 1, "in"))
+        || v.is(k, "{")
+        || (v.is(k, "[") && v.is(k + 1, "]"));
+    if v.level(k) == 0 || !starts || !v.ends_expr(k.checked_sub(1)?) {
         return None;
     }
-    let (delim, crossed) = v.back(k, &["for", "if", "else", "lambda", "async"]);
+    let (delim, crossed) = v.back_to(k, &["if", "lambda", "async"], &["for", "else"]);
     let d = delim?;
-    if crossed || !matches!(v.text(d), "," | "(" | "[" | "{" | ":" | "=") {
-        return None;
-    }
-    let first = d + 1;
-    // `!(NAME STRING | SOFT_KEYWORD)` at the first expression's start.
-    if v.kind(first) == Some(Kind::Name)
-        && (v.kind(first + 1) == Some(Kind::Str) || soft_keyword_prefix(v.text(first)))
+    if crossed
+        || !matches!(
+            v.text(d),
+            "," | "(" | "[" | "{" | ":" | "=" | "for" | "else"
+        )
     {
         return None;
+    }
+    let mut first = d + 1;
+    // `[*a b]`: the starred element's expression (after a `,`, CPython's
+    // rules do not get there).
+    if v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{") {
+        first += 1;
+    } else if matches!(v.text(first), "*" | "**") {
+        return None;
+    }
+    // A comprehension's `for a in b c`: `b` is no `expression`.
+    if v.is(d, "for") && (first..k).any(|j| v.level(j) == v.level(k) && v.is(j, "in")) {
+        return None;
+    }
+    // `!(NAME STRING | SOFT_KEYWORD)` at the first expression's start.
+    if v.kind(first) == Some(Kind::Name) && !v.is_keyword(first) {
+        if v.kind(first + 1) == Some(Kind::Str) {
+            return None;
+        }
+        if soft_keyword_prefix(v.text(first)) {
+            // CPython then finds the first expression one token on.
+            first += 1;
+            let next = v.text(first);
+            let ok = v.starts_atom(first) || matches!(next, "[" | "+" | "-" | "~");
+            if first >= k || !ok {
+                return None;
+            }
+        }
     }
     message(
         v.toks.get(first)?.start,
