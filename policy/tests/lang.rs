@@ -1177,6 +1177,15 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
         1,
         6,
     ),
+    (
+        "x = 1 if 0== else 3",
+        "expected 'else' after 'if' expression",
+        1,
+        5,
+    ),
+    ("xs = [0]\nxs[xs.pop = 'a'\n", "'[' was never closed", 2, 3),
+    ("s = 'abc'\ns[True = 'x'", "invalid syntax", 2, 8),
+    ("x = [a for a in b if a == ]", "invalid syntax", 1, 27),
 ];
 
 #[test]

@@ -449,7 +449,8 @@ fn check_rewritten(
                 // (`_PyPegen_tokenize_full_source_to_check_for_errors`).
                 prescan::BracketProblem::NeverClosed { offset, .. } => {
                     syntax::at_end(source, off)
-                        || line_of(syntax::furthest_read(source, off)) > line_of(*offset)
+                        || syntax::furthest_read(source, off)
+                            .is_none_or(|o| line_of(o) > line_of(*offset))
                 }
                 _ => true,
             }) {

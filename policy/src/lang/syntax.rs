@@ -430,10 +430,8 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
     if let Some(r) = missing_comma(&v, k) {
         return Some(r);
     }
-    if !v.is(k, "else") && !v.is(k, ":") {
-        if let Some(r) = missing_else(&v, k) {
-            return Some(r);
-        }
+    if let Some(r) = missing_else(&v, k) {
+        return Some(r);
     }
     message(off, "invalid syntax")
 }
@@ -451,17 +449,17 @@ pub fn at_end(src: &str, off: usize) -> bool {
 /// Where the last token CPython's parser reads lies, when the failing
 /// token at `off` is a `=` in an expression: its second pass
 /// (`invalid_named_expression`) reads the `bitwise_or` after it and one
-/// token more. Otherwise `off`.
-pub fn furthest_read(src: &str, off: usize) -> usize {
+/// token more (`None`: that runs to the end of the text). Otherwise `off`.
+pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     let v = View {
         src,
         toks: tokenize(src, off),
     };
     let Some(k) = v.toks.iter().position(|t| t.end > off) else {
-        return off;
+        return Some(off);
     };
-    if !v.is(k, "=") {
-        return off;
+    if !v.is(k, "=") || equals_in_expression(&v, k).is_none() {
+        return Some(off);
     }
     let lvl = v.level(k);
     let mut j = k + 1;
@@ -478,11 +476,11 @@ pub fn furthest_read(src: &str, off: usize) -> usize {
                     && !matches!(x, "True" | "False" | "None"))
                     || (j > k + 1 && v.ends_expr(j - 1) && v.starts_atom(j))));
         if stop {
-            return t.start;
+            return Some(t.start);
         }
         j += 1;
     }
-    src.len()
+    None
 }
 
 /// Byte bounds of the line holding `off` (without its newline).
@@ -824,7 +822,18 @@ fn missing_else(v: &View<'_>, k: usize) -> Option<Refined> {
         }
     }
     let iff = depth_ok.into_iter().rev().find(|&j| v.is(j, "if"))?;
-    if iff == first || iff + 1 >= k || !v.ends_expr(k.checked_sub(1)?) {
+    // `a if b` then a token that cannot follow: the end of `b`, or an
+    // operator left without its right operand (`a if b == else c`).
+    let before = k.checked_sub(1)?;
+    let dangling = v.kind(before) == Some(Kind::Op)
+        && !matches!(
+            v.text(before),
+            "(" | "[" | "{" | ")" | "]" | "}" | "," | ":" | "."
+        )
+        && before > iff + 1
+        && v.ends_expr(before - 1);
+    let ends = v.ends_expr(before) && !matches!(v.text(k), "else" | ":");
+    if iff == first || iff + 1 >= k || !(ends || dangling) {
         return None;
     }
     // No `for`, `lambda`, `else` or another `if` at this level (a
