@@ -1186,6 +1186,13 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("xs = [0]\nxs[xs.pop = 'a'\n", "'[' was never closed", 2, 3),
     ("s = 'abc'\ns[True = 'x'", "invalid syntax", 2, 8),
     ("x = [a for a in b if a == ]", "invalid syntax", 1, 27),
+    // A tokenizer error anywhere after the parser's error wins.
+    ("x = 1 +\ny = 0777", "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers", 2, 5),
+    ("x = [1 2]\ny = 1abc", "invalid decimal literal", 2, 5),
+    ("x = 1 +\ny = \u{1f600}", "invalid character '\u{1f600}' (U+1F600)", 2, 5),
+    ("x = 1 +\ny = 'abc", "unterminated string literal (detected at line 2)", 2, 5),
+    ("print(\u{201c}hello\u{201d})", "invalid character '\u{201c}' (U+201C)", 1, 7),
+    ("x = [1, 2\ny = \u{1f600}", "invalid character '\u{1f600}' (U+1F600)", 2, 5),
 ];
 
 #[test]

@@ -387,21 +387,16 @@ fn check_rewritten(
         Ok(b) => b,
         Err(e) => {
             let off = u32::from(e.offset) as usize;
-            // A malformed number literal up to where parsing stopped is
-            // CPython's tokenizer error (message and caret), not the parser's.
-            if let Some(n) = numlit::first_error(source).filter(|n| n.start <= off) {
-                return Err(vec![error_at(
-                    source,
-                    starts,
-                    n.offset,
-                    "SyntaxError",
-                    n.message,
-                    Some("the program must be valid Python 3.11 syntax".to_string()),
-                )]);
+            // CPython's tokenizer errors come first: after a parser error
+            // it tokenizes the rest of the text, and the first tokenizer
+            // error anywhere is the answer
+            // (`_PyPegen_tokenize_full_source_to_check_for_errors`). The
+            // candidates, as (start, caret, message); the earliest wins.
+            let mut tokenizer: Vec<(usize, usize, String)> = Vec::new();
+            // A malformed number literal (message and caret).
+            if let Some(n) = numlit::first_error(source) {
+                tokenizer.push((n.start, n.offset, n.message));
             }
-            // A non-ASCII character that cannot be part of a name: CPython
-            // words it by the character and points at it (the lexer's error
-            // is located just past it).
             // An emoji the lexer took as a name, where no name may stand.
             if let rustpython_parser::ParseErrorType::UnrecognizedToken(
                 rustpython_parser::Tok::Name { name },
@@ -409,31 +404,46 @@ fn check_rewritten(
             ) = &e.error
             {
                 if let Some(c) = emoji_name(name) {
-                    return Err(vec![error_at(
-                        source,
-                        starts,
-                        off,
-                        "SyntaxError",
-                        names::invalid_character_message(c),
-                        Some("the program must be valid Python 3.11 syntax".to_string()),
-                    )]);
+                    tokenizer.push((off, off, names::invalid_character_message(c)));
                 }
             }
+            // A non-ASCII character that cannot be part of a name: CPython
+            // words it by the character and points at it (the lexer's error
+            // is located just past it).
             if let rustpython_parser::ParseErrorType::Lexical(
                 rustpython_parser::lexer::LexicalErrorType::UnrecognizedToken { tok },
             ) = &e.error
             {
                 let at = off.saturating_sub(tok.len_utf8());
                 if !tok.is_ascii() && source.get(at..off).is_some_and(|t| t.starts_with(*tok)) {
-                    return Err(vec![error_at(
-                        source,
-                        starts,
-                        at,
-                        "SyntaxError",
-                        names::invalid_character_message(*tok),
-                        Some("the program must be valid Python 3.11 syntax".to_string()),
-                    )]);
+                    tokenizer.push((at, at, names::invalid_character_message(*tok)));
                 }
+            }
+            // An invalid character further on (emoji, smart quotes, ...).
+            if let Some((at, c)) = syntax::first_invalid_char(source) {
+                tokenizer.push((at, at, names::invalid_character_message(c)));
+            }
+            // A bracket mismatch or an unterminated string.
+            if let Some(p) = bracket_problem.as_ref().filter(|p| {
+                !matches!(
+                    p,
+                    prescan::BracketProblem::FstringBackslash { .. }
+                        | prescan::BracketProblem::NeverClosed { .. }
+                )
+            }) {
+                let msg =
+                    p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+                tokenizer.push((p.offset(), p.offset(), msg));
+            }
+            if let Some((_, at, message)) = tokenizer.into_iter().min_by_key(|t| t.0) {
+                return Err(vec![error_at(
+                    source,
+                    starts,
+                    at,
+                    "SyntaxError",
+                    message,
+                    Some("the program must be valid Python 3.11 syntax".to_string()),
+                )]);
             }
             // CPython's specific wording for the commonest mistakes.
             let (at, message, col0) = match syntax::refine(source, off, &e.error) {
@@ -442,7 +452,6 @@ fn check_rewritten(
             };
             let line_of = |o: usize| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0;
             if let Some(p) = bracket_problem.as_ref().filter(|p| match p {
-                prescan::BracketProblem::FstringBackslash { .. } => false,
                 // CPython says a bracket was never closed when its parser
                 // reads to the end inside it, or when the last token it read
                 // is on a later line than the bracket
@@ -452,7 +461,7 @@ fn check_rewritten(
                         || syntax::furthest_read(source, off)
                             .is_none_or(|o| line_of(o) > line_of(*offset))
                 }
-                _ => true,
+                _ => false,
             }) {
                 return Err(scan_error(p));
             }

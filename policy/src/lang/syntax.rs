@@ -483,6 +483,52 @@ pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     None
 }
 
+/// The first character outside strings and comments that CPython's
+/// tokenizer refuses but rustpython-parser's lexer takes into a name (an
+/// emoji), or that a program often holds by mistake (typographic quotes and
+/// dashes, no-break spaces, currency, arrows, math and other symbols), with
+/// its offset. Linear; `None` when there is none of these.
+pub fn first_invalid_char(src: &str) -> Option<(usize, char)> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'#' => {
+                while b.get(i).is_some_and(|&c| c != b'\n') {
+                    i += 1;
+                }
+            }
+            b'\'' | b'"' => i = skip_string(b, i),
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                // A name, or a string prefix with its string.
+                let start = i;
+                while b
+                    .get(i)
+                    .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
+                {
+                    i += 1;
+                }
+                if i - start <= 2 && matches!(b.get(i), Some(b'\'' | b'"')) {
+                    i = skip_string(b, i);
+                }
+            }
+            c if c >= 128 => {
+                let ch = src.get(i..).and_then(|t| t.chars().next())?;
+                let u = u32::from(ch);
+                let bad = unic_emoji_char::is_emoji_presentation(ch)
+                    || ch.is_whitespace()
+                    || matches!(u, 0x2010..=0x2027 | 0x20A0..=0x20CF | 0x2190..=0x22FF | 0x2500..=0x27BF);
+                if bad {
+                    return Some((i, ch));
+                }
+                i += ch.len_utf8();
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
