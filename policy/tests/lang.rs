@@ -1193,6 +1193,10 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1 +\ny = 'abc", "unterminated string literal (detected at line 2)", 2, 5),
     ("print(\u{201c}hello\u{201d})", "invalid character '\u{201c}' (U+201C)", 1, 7),
     ("x = [1, 2\ny = \u{1f600}", "invalid character '\u{1f600}' (U+1F600)", 2, 5),
+    // ... but not after an unexpected indent or a lexer error.
+    ("x = 1\n  y = 2\nz = 0777", "unexpected indent", 2, 2),
+    ("if x:\n    y = 1\n  z = 2\nw = 0777", "unindent does not match any outer indentation level", 3, 8),
+    ("if x:\npass\nz = 0777", "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers", 3, 5),
 ];
 
 #[test]

@@ -435,7 +435,25 @@ fn check_rewritten(
                     p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
                 tokenizer.push((p.offset(), p.offset(), msg));
             }
-            if let Some((_, at, message)) = tokenizer.into_iter().min_by_key(|t| t.0) {
+            // Except after a tokenizer error of the lexer's own (it stops
+            // there) or an unexpected indent (CPython raises it without
+            // tokenizing further): then only what comes before counts.
+            // (An f-string's error is the parser's in CPython 3.11.)
+            let stops = match &e.error {
+                rustpython_parser::ParseErrorType::Lexical(l) => !matches!(
+                    l,
+                    rustpython_parser::lexer::LexicalErrorType::FStringError(_)
+                ),
+                rustpython_parser::ParseErrorType::UnrecognizedToken(t, _) => {
+                    *t == rustpython_parser::Tok::Indent
+                }
+                _ => false,
+            };
+            if let Some((_, at, message)) = tokenizer
+                .into_iter()
+                .filter(|t| !stops || t.0 <= off)
+                .min_by_key(|t| t.0)
+            {
                 return Err(vec![error_at(
                     source,
                     starts,
