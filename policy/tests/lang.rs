@@ -1197,6 +1197,14 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2\nz = 0777", "unexpected indent", 2, 2),
     ("if x:\n    y = 1\n  z = 2\nw = 0777", "unindent does not match any outer indentation level", 3, 8),
     ("if x:\npass\nz = 0777", "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers", 3, 5),
+    // f-string errors: the caret is on the token after the string(s).
+    ("x = f\"{}\"", "f-string: empty expression not allowed", 1, 10),
+    ("x = f\"{}\" + 'abc'", "f-string: empty expression not allowed", 1, 11),
+    ("x = (f\"{}\"\n     \"abc\")", "f-string: empty expression not allowed", 2, 11),
+    ("x = f\"{a\"", "f-string: expecting '}'", 1, 10),
+    ("x = f\"a{b!}\"", "f-string: invalid conversion character: expected 's', 'r', or 'a'", 1, 13),
+    ("x = f\"{a)}\"", "f-string: unmatched ')'", 1, 12),
+    ("x = f\"}\"", "f-string: single '}' is not allowed", 1, 9),
 ];
 
 #[test]

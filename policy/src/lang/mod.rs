@@ -169,6 +169,18 @@ fn error_at(
     message: String,
     hint: Option<String>,
 ) -> ErrorInfo {
+    // CPython 3.11 raises an f-string's errors once the parser has read
+    // the whole (concatenated) string: its caret is on the token after it.
+    let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
+        let message = if message == "f-string: invalid conversion character" {
+            "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
+        } else {
+            message
+        };
+        (syntax::after_strings(source, off), message)
+    } else {
+        (off, message)
+    };
     let (line, col) = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX));
     ErrorInfo {
         kind: ErrorKind::Validation,

@@ -529,6 +529,28 @@ pub fn first_invalid_char(src: &str) -> Option<(usize, char)> {
     None
 }
 
+/// The offset of the token after the string literals (adjacent ones
+/// concatenated) around `off`: where CPython 3.11 reports an f-string's
+/// errors. `off` itself when `off` is in no string.
+pub fn after_strings(src: &str, off: usize) -> usize {
+    let toks = tokenize(src, off);
+    let Some(mut j) = toks.iter().position(|t| t.end > off) else {
+        return off;
+    };
+    // The group may start before the string holding `off`.
+    if toks
+        .get(j)
+        .is_none_or(|t| t.kind != Kind::Str || t.start > off)
+    {
+        return off;
+    }
+    while toks.get(j + 1).is_some_and(|t| t.kind == Kind::Str) {
+        j += 1;
+    }
+    toks.get(j + 1)
+        .map_or(src.len(), |t| t.start.min(src.len()))
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
