@@ -1205,6 +1205,8 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f\"a{b!}\"", "f-string: invalid conversion character: expected 's', 'r', or 'a'", 1, 13),
     ("x = f\"{a)}\"", "f-string: unmatched ')'", 1, 12),
     ("x = f\"}\"", "f-string: single '}' is not allowed", 1, 9),
+    ("try:\n    x = 1\ny = 2", "expected 'except' or 'finally' block", 3, 1),
+    ("x = {'a': 1, **}", "invalid syntax", 1, 16),
 ];
 
 #[test]

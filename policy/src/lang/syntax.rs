@@ -410,6 +410,9 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
+    if let Some(r) = try_without_handler(&v, k) {
+        return Some(r);
+    }
     if let Some(r) = legacy_print(&v, k) {
         return Some(r);
     }
@@ -600,6 +603,38 @@ fn missing_colon(v: &View<'_>, k: usize, off: usize) -> Option<Refined> {
     let bare = matches!(head, "else" | "try" | "finally" | "except");
     if (prev == s && bare) || (prev > s && v.ends_expr(prev)) {
         return message(off, "expected ':'");
+    }
+    None
+}
+
+/// A `try:` block followed, at its own indentation, by something other
+/// than `except` or `finally` (`invalid_try_stmt`).
+fn try_without_handler(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    if v.kind(prev) != Some(Kind::Newline) || matches!(v.text(k), "except" | "finally") {
+        return None;
+    }
+    let indent = |i: usize| {
+        let at = v.toks.get(i).map_or(0, |t| t.start);
+        let (ls, _) = line_bounds(v.src, at);
+        at - ls
+    };
+    let want = indent(k);
+    // Walk back over the logical lines: deeper ones are the block's body.
+    let mut nl = prev;
+    while nl > 0 {
+        let s = line_start(v, nl);
+        let i = indent(s);
+        if i == want {
+            if v.is(s, "try") && v.is(s + 1, ":") {
+                return message(v.toks.get(k)?.start, "expected 'except' or 'finally' block");
+            }
+            return None;
+        }
+        if i < want || s == 0 {
+            return None;
+        }
+        nl = s - 1;
     }
     None
 }
@@ -795,7 +830,10 @@ fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
     if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":")) {
         return None;
     }
-    if !(v.starts_atom(k) || matches!(v.text(k), "}" | "," | "(" | "[" | "{")) {
+    if !(v.starts_atom(k) || matches!(v.text(k), "}" | "," | "(" | "[" | "{"))
+        || !v.ends_expr(k - 1)
+        || matches!(v.text(d + 1), "*" | "**")
+    {
         return None;
     }
     let last = v.toks.get(k - 1)?;
