@@ -890,7 +890,7 @@ fn bracket_messages_are_cpythons() {
     );
     assert_eq!(
         m("x = 1\ny = \"\"\"abc\n\n"),
-        "unterminated triple-quoted string literal (detected at line 4)"
+        "unterminated triple-quoted string literal (detected at line 3)"
     );
     assert_eq!(
         (errors("x = f'abc")[0].line, errors("x = f'abc")[0].col),
@@ -1207,6 +1207,13 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f\"}\"", "f-string: single '}' is not allowed", 1, 9),
     ("try:\n    x = 1\ny = 2", "expected 'except' or 'finally' block", 3, 1),
     ("x = {'a': 1, **}", "invalid syntax", 1, 16),
+    // A trailing comment: CPython's NEWLINE token starts at the `#`.
+    ("if x  # c\n    pass", "expected ':'", 1, 7),
+    ("for j# in []:\n    pass", "invalid syntax", 1, 6),
+    ("x = 1 +  # c\ny = 2", "invalid syntax", 1, 10),
+    ("if x:  # c", "expected an indented block after 'if' statement on line 1", 1, 11),
+    ("for x in y:\n    if x:\n", "expected an indented block after 'if' statement on line 2", 2, 10),
+    ("x = '''abc\ndef\n", "unterminated triple-quoted string literal (detected at line 2)", 1, 5),
 ];
 
 #[test]

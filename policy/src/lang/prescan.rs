@@ -667,7 +667,14 @@ impl Scanner<'_> {
             self.problem = Some(BracketProblem::Unterminated {
                 offset: prefix_start,
                 triple,
-                detected_at: i.min(n),
+                // A triple-quoted one runs to the end: CPython counts the
+                // line of the text's last character (a final newline
+                // starts no line).
+                detected_at: if triple && i >= n {
+                    n.saturating_sub(1)
+                } else {
+                    i.min(n)
+                },
             });
         }
         Ok(i.min(n))

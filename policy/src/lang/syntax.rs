@@ -64,10 +64,13 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut level = 0usize;
+    // CPython's NEWLINE token starts where a trailing comment does.
+    let mut comment = None;
     while let Some(&c) = b.get(i) {
         let start = i;
         match c {
             b'#' => {
+                comment = Some(start);
                 while b.get(i).is_some_and(|&c| c != b'\n') {
                     i += 1;
                 }
@@ -79,11 +82,12 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
             }
             b'\n' => {
                 i += 1;
+                let at = comment.take().unwrap_or(start);
                 if level == 0 {
                     // Only one newline per logical line.
                     if out.last().is_some_and(|t: &Token| t.kind != Kind::Newline) {
                         out.push(Token {
-                            start,
+                            start: at,
                             end: i,
                             kind: Kind::Newline,
                             level,
@@ -231,7 +235,7 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
     // The end of the text ends the last logical line.
     if out.last().is_some_and(|t: &Token| t.kind != Kind::Newline) && level == 0 {
         out.push(Token {
-            start: src.len(),
+            start: comment.unwrap_or(src.len()),
             end: src.len() + 1,
             kind: Kind::Newline,
             level,
@@ -376,6 +380,22 @@ fn message(offset: usize, message: &str) -> Option<Refined> {
 /// `src`, when one of the rules above applies.
 pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
     match err {
+        ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError)
+            if header_at_end(src, off) =>
+        {
+            // rustpython's lexer words a header ending the text (after a
+            // comment) as a dedent error; CPython as the missing block.
+            let v = View {
+                src,
+                toks: tokenize(src, off),
+            };
+            // CPython's caret: the end of the text.
+            return indented_block(&v, v.toks.len()).map(|r| Refined {
+                offset: src.trim_end().len(),
+                col0: false,
+                ..r
+            });
+        }
         ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError) => {
             // CPython's caret is just past the end of the offending line.
             let (ls, le) = line_bounds(src, off);
@@ -400,12 +420,17 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         toks: tokenize(src, off),
     };
     // The failing token: the first at or after the parser's offset.
-    let k = v.toks.iter().position(|t| t.end > off)?;
+    let k = v.toks.iter().position(|t| t.end > off);
     if expected.as_deref() == Some("Indent") {
-        return indented_block(&v, k);
+        return indented_block(&v, k.unwrap_or(v.toks.len()));
     }
+    let k = k?;
     let newline = matches!(tok, Tok::Newline | Tok::EndOfFile) || v.kind(k) == Some(Kind::Newline);
     if newline {
+        let off = match v.toks.get(k) {
+            Some(t) if t.kind == Kind::Newline => t.start,
+            _ => off,
+        };
         return missing_colon(&v, k, off)
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
@@ -554,6 +579,18 @@ pub fn after_strings(src: &str, off: usize) -> usize {
         .map_or(src.len(), |t| t.start.min(src.len()))
 }
 
+/// Does the text end, at `off` (only comments and blank lines after it),
+/// with a compound statement's header (its last token a `:`)?
+fn header_at_end(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    let last = toks.iter().rev().find(|t| t.kind != Kind::Newline);
+    last.is_some_and(|t| src.get(t.start..t.end) == Some(":") && t.end <= off)
+        && src.get(off..).is_some_and(|r| {
+            r.lines()
+                .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+        })
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
@@ -598,6 +635,10 @@ fn missing_colon(v: &View<'_>, k: usize, off: usize) -> Option<Refined> {
     }
     let prev = k.checked_sub(1)?;
     if (s..k).any(|j| v.level(j) == 0 && v.is(j, ":")) {
+        return None;
+    }
+    // A `for` header needs its `in` (`invalid_for_stmt`).
+    if head == "for" && !(s..k).any(|j| v.level(j) == 0 && v.is(j, "in")) {
         return None;
     }
     let bare = matches!(head, "else" | "try" | "finally" | "except");
@@ -702,9 +743,10 @@ fn indented_block(v: &View<'_>, k: usize) -> Option<Refined> {
     };
     let line = v.src.get(..t.start).map_or(0, |p| p.matches('\n').count()) + 1;
     let at = v.toks.get(nl + 1).map_or(v.src.len(), |t| t.start);
-    // At the end of the text, CPython points just past the header.
+    // At the end of the text, CPython points at its end (past the
+    // header and any comment after it).
     let at = if v.toks.get(nl + 1).is_none() {
-        v.toks.get(nl).map_or(at, |t| t.start)
+        v.src.trim_end().len()
     } else {
         at
     };
