@@ -1214,6 +1214,9 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("if x:  # c", "expected an indented block after 'if' statement on line 1", 1, 11),
     ("for x in y:\n    if x:\n", "expected an indented block after 'if' statement on line 2", 2, 10),
     ("x = '''abc\ndef\n", "unterminated triple-quoted string literal (detected at line 2)", 1, 5),
+    ("x = a if b else c if d", "expected 'else' after 'if' expression", 1, 17),
+    ("f(x=1, 2, 3)", "positional argument follows keyword argument", 1, 12),
+    ("f(x=1,\n 2\n)", "positional argument follows keyword argument", 3, 1),
 ];
 
 #[test]

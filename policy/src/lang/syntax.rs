@@ -412,6 +412,24 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         }
         _ => {}
     }
+    if let ParseErrorType::Lexical(
+        rustpython_parser::lexer::LexicalErrorType::PositionalArgumentError,
+    ) = err
+    {
+        // CPython raises it once the call's arguments are read: its caret
+        // is on the closing parenthesis.
+        let v = View {
+            src,
+            toks: tokenize(src, off),
+        };
+        let k = v.toks.iter().position(|t| t.end > off)?;
+        let lvl = v.level(k);
+        let close = (k..v.toks.len()).find(|&j| v.level(j) < lvl && v.is(j, ")"))?;
+        return message(
+            v.toks.get(close)?.start,
+            "positional argument follows keyword argument",
+        );
+    }
     let ParseErrorType::UnrecognizedToken(tok, expected) = err else {
         return None;
     };
@@ -969,7 +987,15 @@ fn missing_else(v: &View<'_>, k: usize) -> Option<Refined> {
             depth_ok.push(j);
         }
     }
-    let iff = depth_ok.into_iter().rev().find(|&j| v.is(j, "if"))?;
+    let iff = depth_ok.iter().rev().copied().find(|&j| v.is(j, "if"))?;
+    // `a if b else c if d`: the unfinished conditional starts after the
+    // last `else` before the `if`.
+    let first = depth_ok
+        .iter()
+        .rev()
+        .copied()
+        .find(|&j| j < iff && v.is(j, "else"))
+        .map_or(first, |e| e + 1);
     // `a if b` then a token that cannot follow: the end of `b`, or an
     // operator left without its right operand (`a if b == else c`).
     let before = k.checked_sub(1)?;
@@ -994,7 +1020,11 @@ fn missing_else(v: &View<'_>, k: usize) -> Option<Refined> {
     }
     // The statement keyword at the line start is no expression.
     let head = v.text(first);
-    if delim.is_none_or(|d| v.kind(d) == Some(Kind::Newline)) && KEYWORDS.contains(&head) {
+    let at_line_start = first == 0 || v.kind(first - 1) == Some(Kind::Newline);
+    if delim.is_none_or(|d| v.kind(d) == Some(Kind::Newline))
+        && at_line_start
+        && KEYWORDS.contains(&head)
+    {
         return None;
     }
     message(
