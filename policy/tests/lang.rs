@@ -1217,6 +1217,8 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = a if b else c if d", "expected 'else' after 'if' expression", 1, 17),
     ("f(x=1, 2, 3)", "positional argument follows keyword argument", 1, 12),
     ("f(x=1,\n 2\n)", "positional argument follows keyword argument", 3, 1),
+    ("x = f'{:,x}'", "f-string: expression required before ':'", 1, 13),
+    ("x = f'{ !r}'", "f-string: expression required before '!'", 1, 13),
 ];
 
 #[test]

@@ -174,6 +174,21 @@ fn error_at(
     let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
         let message = if message == "f-string: invalid conversion character" {
             "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
+        } else if message == "f-string: empty expression not allowed" {
+            // CPython names what follows the empty field's expression.
+            let end = (off + 1).min(source.len());
+            let after = (0..=end)
+                .rev()
+                .find_map(|e| source.get(..e))
+                .and_then(|head| head.rfind('{'))
+                .and_then(|b| source.get(b + 1..))
+                .and_then(|r| r.trim_start_matches([' ', '\t']).chars().next());
+            match after {
+                Some(c @ ('!' | ':' | '=')) => {
+                    format!("f-string: expression required before '{c}'")
+                }
+                _ => message,
+            }
         } else {
             message
         };
