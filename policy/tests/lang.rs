@@ -1219,6 +1219,7 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("f(x=1,\n 2\n)", "positional argument follows keyword argument", 3, 1),
     ("x = f'{:,x}'", "f-string: expression required before ':'", 1, 13),
     ("x = f'{ !r}'", "f-string: expression required before '!'", 1, 13),
+    ("x = [f'{5#06b}', 1]", "f-string expression part cannot include '#'", 1, 16),
 ];
 
 #[test]

@@ -174,6 +174,10 @@ fn error_at(
     let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
         let message = if message == "f-string: invalid conversion character" {
             "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
+        } else if message == "f-string: unexpected EOF while parsing"
+            && syntax::fstring_expr_has_hash(source, off)
+        {
+            "f-string expression part cannot include '#'".to_string()
         } else if message == "f-string: empty expression not allowed" {
             // CPython names what follows the empty field's expression.
             let end = (off + 1).min(source.len());

@@ -609,6 +609,37 @@ fn header_at_end(src: &str, off: usize) -> bool {
         })
 }
 
+/// Does the string literal around `off` hold a `#` in a replacement
+/// field's expression part (before its `!`, `:` or `}`)? CPython 3.11's
+/// "f-string expression part cannot include '#'".
+pub fn fstring_expr_has_hash(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    let Some(t) = toks
+        .iter()
+        .find(|t| t.kind == Kind::Str && t.start <= off && off < t.end)
+    else {
+        return false;
+    };
+    let b = src.as_bytes();
+    let mut i = t.start;
+    // In a field's expression: the bracket depth inside it.
+    let mut field: Option<usize> = None;
+    while i < t.end.min(b.len()) {
+        let c = b[i];
+        match (field, c) {
+            (None, b'{') if b.get(i + 1) == Some(&b'{') => i += 1,
+            (None, b'{') => field = Some(0),
+            (Some(_), b'#') => return true,
+            (Some(0), b'!' | b':' | b'}') if b.get(i + 1) != Some(&b'=') => field = None,
+            (Some(d), b'(' | b'[' | b'{') => field = Some(d + 1),
+            (Some(d), b')' | b']' | b'}') => field = Some(d.saturating_sub(1)),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
