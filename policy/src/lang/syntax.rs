@@ -15,6 +15,16 @@
 //! the tokens around the failing one, at the same bracket level, to pick the
 //! rule CPython would have matched. When none fits, the message is CPython's
 //! plain `invalid syntax` at the parser's position.
+//!
+//! Also here: the forced `&&':'` after `else`/`try`/`finally`/`def`,
+//! `expected 'except' or 'finally' block`, legacy `print x`, a dict key's
+//! missing value, `positional argument follows keyword argument` (caret on
+//! the call's `)`), the indentation carets, CPython's NEWLINE caret (at a
+//! trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
+//! error precedence: whether the parser read to the end inside an unclosed
+//! bracket ([`at_end`], [`furthest_read`]), invalid characters further on
+//! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
+//! Every function is linear in the text and never indexes unchecked.
 
 use rustpython_parser::ParseErrorType;
 use rustpython_parser::Tok;
