@@ -1220,6 +1220,8 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f'{:,x}'", "f-string: expression required before ':'", 1, 13),
     ("x = f'{ !r}'", "f-string: expression required before '!'", 1, 13),
     ("x = [f'{5#06b}', 1]", "f-string expression part cannot include '#'", 1, 16),
+    ("x = [a, b for a, b in y]", "did you forget parentheses around the comprehension target?", 1, 6),
+    ("print({a, b for a in y})", "did you forget parentheses around the comprehension target?", 1, 8),
 ];
 
 #[test]

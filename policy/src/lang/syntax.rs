@@ -463,6 +463,9 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
+    if let Some(r) = comprehension_target(&v, k) {
+        return Some(r);
+    }
     if let Some(r) = try_without_handler(&v, k) {
         return Some(r);
     }
@@ -705,6 +708,35 @@ fn missing_colon(v: &View<'_>, k: usize, off: usize) -> Option<Refined> {
         return message(off, "expected ':'");
     }
     None
+}
+
+/// `[a, b for ...]`: CPython's `invalid_comprehension`, for a list or set
+/// display whose elements run into a `for`.
+fn comprehension_target(v: &View<'_>, k: usize) -> Option<Refined> {
+    // A `for` that begins a comprehension clause (a target follows).
+    let target = (v.kind(k + 1) == Some(Kind::Name) && !v.is_keyword(k + 1))
+        || matches!(v.text(k + 1), "(" | "[" | "*");
+    if !v.is(k, "for") || v.level(k) == 0 || !target {
+        return None;
+    }
+    let lvl = v.level(k);
+    let open = (0..k).rev().find(|&j| v.level(j) < lvl)?;
+    if !matches!(v.text(open), "[" | "{") || open + 1 >= k {
+        return None;
+    }
+    let inside = open + 1..k;
+    let comma = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ","));
+    let dict = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ":"));
+    let keyword = inside
+        .clone()
+        .any(|j| v.level(j) == lvl && matches!(v.text(j), "for" | "lambda"));
+    if !comma || dict || keyword || v.is(open + 1, "*") {
+        return None;
+    }
+    message(
+        v.toks.get(open + 1)?.start,
+        "did you forget parentheses around the comprehension target?",
+    )
 }
 
 /// A `try:` block followed, at its own indentation, by something other
