@@ -1222,6 +1222,9 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = [f'{5#06b}', 1]", "f-string expression part cannot include '#'", 1, 16),
     ("x = [a, b for a, b in y]", "did you forget parentheses around the comprehension target?", 1, 6),
     ("print({a, b for a in y})", "did you forget parentheses around the comprehension target?", 1, 8),
+    ("x = [*a for a in y]", "iterable unpacking cannot be used in comprehension", 1, 6),
+    ("f(*a for a in y)", "iterable unpacking cannot be used in comprehension", 1, 3),
+    ("x = {**a for a in y}", "dict unpacking cannot be used in dict comprehension", 1, 6),
 ];
 
 #[test]

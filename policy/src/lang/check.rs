@@ -640,15 +640,15 @@ impl<'a> Checker<'a> {
             Expr::Set(s) => self.elts(&s.elts),
             Expr::ListComp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::SetComp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::GeneratorExp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::DictComp(c) => {
                 self.comprehension(&c.generators);
@@ -739,6 +739,23 @@ impl<'a> Checker<'a> {
     }
 
     /// Elements of a display: starred elements are allowed here.
+    /// A comprehension's element: `[*a for a in b]` is CPython's
+    /// `invalid_comprehension`.
+    fn comp_elt(&mut self, elt: &Expr) {
+        match elt {
+            Expr::Starred(st) => {
+                self.err(
+                    off(elt),
+                    "SyntaxError",
+                    "iterable unpacking cannot be used in comprehension".to_string(),
+                    None,
+                );
+                self.expr(&st.value);
+            }
+            other => self.expr(other),
+        }
+    }
+
     fn elts(&mut self, elts: &[Expr]) {
         for v in elts {
             match v {

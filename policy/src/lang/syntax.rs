@@ -721,16 +721,27 @@ fn comprehension_target(v: &View<'_>, k: usize) -> Option<Refined> {
     }
     let lvl = v.level(k);
     let open = (0..k).rev().find(|&j| v.level(j) < lvl)?;
-    if !matches!(v.text(open), "[" | "{") || open + 1 >= k {
+    if !matches!(v.text(open), "[" | "{" | "(") || open + 1 >= k {
         return None;
     }
     let inside = open + 1..k;
     let comma = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ","));
+    // `(*a for ...)`, `{**a for ...}`: a starred element.
+    if !comma && matches!(v.text(open + 1), "*" | "**") {
+        let msg = if v.is(open + 1, "*") {
+            "iterable unpacking cannot be used in comprehension"
+        } else if v.is(open, "{") {
+            "dict unpacking cannot be used in dict comprehension"
+        } else {
+            return None;
+        };
+        return message(v.toks.get(open + 1)?.start, msg);
+    }
     let dict = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ":"));
     let keyword = inside
         .clone()
         .any(|j| v.level(j) == lvl && matches!(v.text(j), "for" | "lambda"));
-    if !comma || dict || keyword || v.is(open + 1, "*") {
+    if !comma || dict || keyword || v.is(open + 1, "*") || v.is(open, "(") {
         return None;
     }
     message(
