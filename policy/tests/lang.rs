@@ -890,7 +890,7 @@ fn bracket_messages_are_cpythons() {
     );
     assert_eq!(
         m("x = 1\ny = \"\"\"abc\n\n"),
-        "unterminated triple-quoted string literal (detected at line 4)"
+        "unterminated triple-quoted string literal (detected at line 3)"
     );
     assert_eq!(
         (errors("x = f'abc")[0].line, errors("x = f'abc")[0].col),
@@ -899,6 +899,359 @@ fn bracket_messages_are_cpythons() {
     // Brackets inside strings and comments do not count.
     assert_eq!(m("x = '(' + \n"), errors("x = '(' + \n")[0].message);
     assert!(errors("x = ')'  # (\ny = \"[\"").is_empty());
+}
+
+/// CPython 3.11's own wording, line and column (`compile()`'s `msg`,
+/// `lineno`, `offset`) for the commonest mistakes.
+const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
+    ("for i in range(3)\n    print(i)", "expected ':'", 1, 18),
+    ("x = 5\nif x > 3\n    x", "expected ':'", 2, 9),
+    ("if x:\n    pass\nelse\n    pass", "expected ':'", 3, 5),
+    ("if x:\n    pass\nelif y\n    pass", "expected ':'", 3, 7),
+    (
+        "for x in y:\n    pass\nelse\n    pass",
+        "expected ':'",
+        3,
+        5,
+    ),
+    (
+        "if x = 1:\n    pass",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "while x = 1:\n    pass",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        7,
+    ),
+    (
+        "x = [a = 1]",
+        "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        1,
+        6,
+    ),
+    (
+        "if x.y = 1:\n    pass",
+        "cannot assign to attribute here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if x[0] = 1:\n    pass",
+        "cannot assign to subscript here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if x % 2 = 0:\n    pass",
+        "cannot assign to expression here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if len(x) = 2:\n    pass",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    (
+        "if 1 = x:\n    pass",
+        "cannot assign to literal here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    ("if x = y = 1:\n    pass", "invalid syntax", 1, 6),
+    ("if x == 1 or y = 2:\n    pass", "invalid syntax", 1, 16),
+    (
+        "print('a' 'b' c)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    (
+        "x = [1, 2 3]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = (a b)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "f(a=b c)",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        5,
+    ),
+    (
+        "x = {a: b c}",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = [a.b(1)[2] c]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "x = [1 not 2]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    ("x = [c d]", "invalid syntax", 1, 8),
+    ("x = [a 'b']", "invalid syntax", 1, 8),
+    ("x = [y for y in z q]", "invalid syntax", 1, 19),
+    (
+        "f(x) = 1",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "x + 1 = 2",
+        "cannot assign to expression here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "a, f(x) = 1, 2",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        4,
+    ),
+    ("x = f() = 3", "cannot assign to function call", 1, 5),
+    (
+        "1 = x",
+        "cannot assign to literal here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "for i in range(3):\nprint(i)",
+        "expected an indented block after 'for' statement on line 1",
+        2,
+        1,
+    ),
+    (
+        "if x:\n    pass\nelse:\nz",
+        "expected an indented block after 'else' statement on line 3",
+        4,
+        1,
+    ),
+    (
+        "while x:\ny",
+        "expected an indented block after 'while' statement on line 1",
+        2,
+        1,
+    ),
+    (
+        "if x:\n    if y:\nz",
+        "expected an indented block after 'if' statement on line 2",
+        3,
+        0,
+    ),
+    ("x = 1 +", "invalid syntax", 1, 8),
+    (
+        "x = {'a': 1, 'b'}",
+        "':' expected after dictionary key",
+        1,
+        16,
+    ),
+    (
+        "x = {'a': 1, 'b' 2}",
+        "':' expected after dictionary key",
+        1,
+        16,
+    ),
+    (
+        "x = {'a': 1, f(x)}",
+        "':' expected after dictionary key",
+        1,
+        17,
+    ),
+    ("x = 1 if y", "expected 'else' after 'if' expression", 1, 5),
+    (
+        "x = [1 if y]",
+        "expected 'else' after 'if' expression",
+        1,
+        6,
+    ),
+    (
+        "x = 1 if y + 2",
+        "expected 'else' after 'if' expression",
+        1,
+        5,
+    ),
+    ("x += 1 = 2", "invalid syntax", 1, 8),
+    ("x = 1\n  y = 2", "unexpected indent", 2, 2),
+    ("x = 1\n    y = 2", "unexpected indent", 2, 4),
+    // An unclosed bracket is CPython's error only when its parser read to
+    // the end, or past the bracket's line; the innermost one is named.
+    ("x = [(1,", "'(' was never closed", 1, 6),
+    ("for n in [1, 2:\n    pass", "invalid syntax", 1, 15),
+    (
+        "if (a and\n        b:\n    pass",
+        "'(' was never closed",
+        1,
+        4,
+    ),
+    ("xs = [0, 0\nxs[0] = 1", "'[' was never closed", 1, 6),
+    ("d['a' = 2\nd['m'] = 3", "'[' was never closed", 1, 2),
+    (
+        "if x:\n    y = 2\n  z = 3",
+        "unindent does not match any outer indentation level",
+        3,
+        8,
+    ),
+    (
+        "x = [m[0] d]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    ("x = [c d]", "invalid syntax", 1, 8),
+    (
+        "x = [a if b else e q]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        18,
+    ),
+    (
+        "x = [y for y q]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        12,
+    ),
+    (
+        "x = [s, s[], 1]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        9,
+    ),
+    (
+        "x = [(5,) {'k': 1}]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        6,
+    ),
+    (
+        "x = [*a b]",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    ("x = [a, *b c]", "invalid syntax", 1, 12),
+    (
+        "print('x' not 'y')",
+        "invalid syntax. Perhaps you forgot a comma?",
+        1,
+        7,
+    ),
+    (
+        "x = {1: 2, 3:}",
+        "expression expected after dictionary key and ':'",
+        1,
+        13,
+    ),
+    ("if a:\n    pass\nelse c = 2", "expected ':'", 3, 6),
+    ("try x", "expected ':'", 1, 5),
+    (
+        "print 'hello'",
+        "Missing parentheses in call to 'print'. Did you mean print(...)?",
+        1,
+        1,
+    ),
+    ("x == 1 = 2", "cannot assign to comparison", 1, 1),
+    ("x = (a, key=lambda v: 1)", "invalid syntax", 1, 12),
+    (
+        "x = [1 if y]",
+        "expected 'else' after 'if' expression",
+        1,
+        6,
+    ),
+    (
+        "x = 1 if 0== else 3",
+        "expected 'else' after 'if' expression",
+        1,
+        5,
+    ),
+    ("xs = [0]\nxs[xs.pop = 'a'\n", "'[' was never closed", 2, 3),
+    ("s = 'abc'\ns[True = 'x'", "invalid syntax", 2, 8),
+    ("x = [a for a in b if a == ]", "invalid syntax", 1, 27),
+    // A tokenizer error anywhere after the parser's error wins.
+    ("x = 1 +\ny = 0777", "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers", 2, 5),
+    ("x = [1 2]\ny = 1abc", "invalid decimal literal", 2, 5),
+    ("x = 1 +\ny = \u{1f600}", "invalid character '\u{1f600}' (U+1F600)", 2, 5),
+    ("x = 1 +\ny = 'abc", "unterminated string literal (detected at line 2)", 2, 5),
+    ("print(\u{201c}hello\u{201d})", "invalid character '\u{201c}' (U+201C)", 1, 7),
+    ("x = [1, 2\ny = \u{1f600}", "invalid character '\u{1f600}' (U+1F600)", 2, 5),
+    // ... but not after an unexpected indent or a lexer error.
+    ("x = 1\n  y = 2\nz = 0777", "unexpected indent", 2, 2),
+    ("if x:\n    y = 1\n  z = 2\nw = 0777", "unindent does not match any outer indentation level", 3, 8),
+    ("if x:\npass\nz = 0777", "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers", 3, 5),
+    // f-string errors: the caret is on the token after the string(s).
+    ("x = f\"{}\"", "f-string: empty expression not allowed", 1, 10),
+    ("x = f\"{}\" + 'abc'", "f-string: empty expression not allowed", 1, 11),
+    ("x = (f\"{}\"\n     \"abc\")", "f-string: empty expression not allowed", 2, 11),
+    ("x = f\"{a\"", "f-string: expecting '}'", 1, 10),
+    ("x = f\"a{b!}\"", "f-string: invalid conversion character: expected 's', 'r', or 'a'", 1, 13),
+    ("x = f\"{a)}\"", "f-string: unmatched ')'", 1, 12),
+    ("x = f\"}\"", "f-string: single '}' is not allowed", 1, 9),
+    ("try:\n    x = 1\ny = 2", "expected 'except' or 'finally' block", 3, 1),
+    ("x = {'a': 1, **}", "invalid syntax", 1, 16),
+    // A trailing comment: CPython's NEWLINE token starts at the `#`.
+    ("if x  # c\n    pass", "expected ':'", 1, 7),
+    ("for j# in []:\n    pass", "invalid syntax", 1, 6),
+    ("x = 1 +  # c\ny = 2", "invalid syntax", 1, 10),
+    ("if x:  # c", "expected an indented block after 'if' statement on line 1", 1, 11),
+    ("for x in y:\n    if x:\n", "expected an indented block after 'if' statement on line 2", 2, 10),
+    ("x = '''abc\ndef\n", "unterminated triple-quoted string literal (detected at line 2)", 1, 5),
+    ("x = a if b else c if d", "expected 'else' after 'if' expression", 1, 17),
+    ("f(x=1, 2, 3)", "positional argument follows keyword argument", 1, 12),
+    ("f(x=1,\n 2\n)", "positional argument follows keyword argument", 3, 1),
+    ("x = f'{:,x}'", "f-string: expression required before ':'", 1, 13),
+    ("x = f'{ !r}'", "f-string: expression required before '!'", 1, 13),
+    ("x = [f'{5#06b}', 1]", "f-string expression part cannot include '#'", 1, 16),
+    ("x = [a, b for a, b in y]", "did you forget parentheses around the comprehension target?", 1, 6),
+    ("print({a, b for a in y})", "did you forget parentheses around the comprehension target?", 1, 8),
+    ("x = [*a for a in y]", "iterable unpacking cannot be used in comprehension", 1, 6),
+    ("f(*a for a in y)", "iterable unpacking cannot be used in comprehension", 1, 3),
+    ("x = {**a for a in y}", "dict unpacking cannot be used in dict comprehension", 1, 6),
+];
+
+#[test]
+fn syntax_errors_are_worded_as_cpython() {
+    let mut failures = Vec::new();
+    for (src, msg, line, col) in CPYTHON_SYNTAX {
+        let errs = errors(src);
+        let got = errs
+            .first()
+            .map(|e| (e.type_name.as_str(), e.message.as_str(), e.line, e.col));
+        if got != Some(("SyntaxError", msg, Some(*line), Some(*col))) {
+            failures.push(format!(
+                "{src:?}: expected {msg:?} {line}:{col}, got {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // rustpython-parser's own wording never shows.
+    for src in [
+        "x = 1 +",
+        "x += 1 = 2",
+        "for x in y z:\n    pass",
+        "x = (1 2 3",
+    ] {
+        let m = errors(src)[0].message.clone();
+        assert!(!m.contains("Got "), "{src:?}: {m}");
+    }
 }
 
 #[test]

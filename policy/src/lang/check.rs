@@ -26,6 +26,9 @@ pub(crate) struct Checker<'a> {
     errors: Vec<(usize, ErrorInfo)>,
     calls: Vec<String>,
     loop_depth: usize,
+    /// Offsets of the targets CPython words "cannot assign to X here. Maybe
+    /// you meant '==' instead of '='?" (see [`Checker::here_targets`]).
+    here: Vec<usize>,
 }
 
 fn off<T: Ranged>(node: &T) -> usize {
@@ -303,6 +306,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             calls: Vec::new(),
             loop_depth: 0,
+            here: Vec::new(),
         }
     }
 
@@ -353,9 +357,11 @@ impl<'a> Checker<'a> {
         match s {
             Stmt::Expr(e) => self.expr(&e.value),
             Stmt::Assign(a) => {
+                self.here = self.here_targets(a);
                 for t in &a.targets {
                     self.target(t, true);
                 }
+                self.here.clear();
                 self.expr(&a.value);
             }
             Stmt::AugAssign(a) => {
@@ -634,15 +640,15 @@ impl<'a> Checker<'a> {
             Expr::Set(s) => self.elts(&s.elts),
             Expr::ListComp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::SetComp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::GeneratorExp(c) => {
                 self.comprehension(&c.generators);
-                self.expr(&c.elt);
+                self.comp_elt(&c.elt);
             }
             Expr::DictComp(c) => {
                 self.comprehension(&c.generators);
@@ -733,6 +739,23 @@ impl<'a> Checker<'a> {
     }
 
     /// Elements of a display: starred elements are allowed here.
+    /// A comprehension's element: `[*a for a in b]` is CPython's
+    /// `invalid_comprehension`.
+    fn comp_elt(&mut self, elt: &Expr) {
+        match elt {
+            Expr::Starred(st) => {
+                self.err(
+                    off(elt),
+                    "SyntaxError",
+                    "iterable unpacking cannot be used in comprehension".to_string(),
+                    None,
+                );
+                self.expr(&st.value);
+            }
+            other => self.expr(other),
+        }
+    }
+
     fn elts(&mut self, elts: &[Expr]) {
         for v in elts {
             match v {
@@ -740,6 +763,54 @@ impl<'a> Checker<'a> {
                 other => self.expr(other),
             }
         }
+    }
+
+    /// The targets of `a` that CPython's `invalid_named_expression` rule
+    /// (Grammar/python.gram) reports with "here. Maybe you meant '=='...":
+    /// one `=` only, the target (or an element of an unparenthesized tuple
+    /// target) not a list, tuple or True/None/False, and the value starting
+    /// with a `bitwise_or` (not `lambda`, `not`, `*`, `yield`).
+    fn here_targets(&self, a: &ast::StmtAssign) -> Vec<usize> {
+        let [t] = &a.targets[..] else {
+            return Vec::new();
+        };
+        let value = self.src.get(off(&*a.value)..).unwrap_or("");
+        let word = |w: &str| {
+            value
+                .strip_prefix(w)
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        if word("lambda") || word("not") || word("yield") || value.starts_with('*') {
+            return Vec::new();
+        }
+        let candidates: Vec<&Expr> = match t {
+            Expr::Tuple(tu)
+                if !wraps_in_parens(self.src, off(t), u32::from(t.range().end()) as usize) =>
+            {
+                tu.elts.iter().collect()
+            }
+            other => vec![other],
+        };
+        candidates
+            .into_iter()
+            .filter(|e| {
+                // Not a list, tuple or generator, and a `bitwise_or`.
+                !matches!(
+                    e,
+                    Expr::List(_)
+                        | Expr::Tuple(_)
+                        | Expr::GeneratorExp(_)
+                        | Expr::Starred(_)
+                        | Expr::Compare(_)
+                        | Expr::BoolOp(_)
+                        | Expr::IfExp(_)
+                        | Expr::Lambda(_)
+                        | Expr::NamedExpr(_)
+                ) && !matches!(e, Expr::UnaryOp(u) if u.op == UnaryOp::Not) && !matches!(e, Expr::Constant(c) if matches!(c.value, Constant::None | Constant::Bool(_)))
+                    && !self.src.get(off(*e)..).is_some_and(|r| r.starts_with('('))
+            })
+            .map(off)
+            .collect()
     }
 
     /// An assignment target (`=`, `for`, comprehension), with CPython's
@@ -780,12 +851,19 @@ impl<'a> Checker<'a> {
                     self.target(&s.value, false);
                 }
             }
-            other => self.err(
-                at,
-                "SyntaxError",
-                format!("cannot assign to {}", expr_kind(other)),
-                None,
-            ),
+            other => {
+                let here = if self.here.contains(&at) {
+                    " here. Maybe you meant '==' instead of '='?"
+                } else {
+                    ""
+                };
+                self.err(
+                    at,
+                    "SyntaxError",
+                    format!("cannot assign to {}{here}", expr_kind(other)),
+                    None,
+                )
+            }
         }
     }
 

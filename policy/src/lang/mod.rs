@@ -26,6 +26,7 @@ mod names_table;
 mod numlit;
 pub mod prescan;
 pub mod surrogate;
+mod syntax;
 pub mod tables;
 mod walk;
 
@@ -168,6 +169,37 @@ fn error_at(
     message: String,
     hint: Option<String>,
 ) -> ErrorInfo {
+    // CPython 3.11 raises an f-string's errors once the parser has read
+    // the whole (concatenated) string: its caret is on the token after it.
+    let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
+        let message = if message == "f-string: invalid conversion character" {
+            "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
+        } else if message == "f-string: unexpected EOF while parsing"
+            && syntax::fstring_expr_has_hash(source, off)
+        {
+            "f-string expression part cannot include '#'".to_string()
+        } else if message == "f-string: empty expression not allowed" {
+            // CPython names what follows the empty field's expression.
+            let end = (off + 1).min(source.len());
+            let after = (0..=end)
+                .rev()
+                .find_map(|e| source.get(..e))
+                .and_then(|head| head.rfind('{'))
+                .and_then(|b| source.get(b + 1..))
+                .and_then(|r| r.trim_start_matches([' ', '\t']).chars().next());
+            match after {
+                Some(c @ ('!' | ':' | '=')) => {
+                    format!("f-string: expression required before '{c}'")
+                }
+                _ => message,
+            }
+        } else {
+            message
+        };
+        (syntax::after_strings(source, off), message)
+    } else {
+        (off, message)
+    };
     let (line, col) = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX));
     ErrorInfo {
         kind: ErrorKind::Validation,
@@ -334,7 +366,8 @@ pub fn validate_with_predefined(
         }),
         Err(mut errors) => {
             for e in &mut errors {
-                if let (Some(line), Some(col)) = (e.line, e.col) {
+                // (Column 0 is CPython's caret on a DEDENT token.)
+                if let (Some(line), Some(col @ 1..)) = (e.line, e.col) {
                     e.col = Some(surrogate::unshift(&shifts, line, col));
                 }
             }
@@ -385,21 +418,16 @@ fn check_rewritten(
         Ok(b) => b,
         Err(e) => {
             let off = u32::from(e.offset) as usize;
-            // A malformed number literal up to where parsing stopped is
-            // CPython's tokenizer error (message and caret), not the parser's.
-            if let Some(n) = numlit::first_error(source).filter(|n| n.start <= off) {
-                return Err(vec![error_at(
-                    source,
-                    starts,
-                    n.offset,
-                    "SyntaxError",
-                    n.message,
-                    Some("the program must be valid Python 3.11 syntax".to_string()),
-                )]);
+            // CPython's tokenizer errors come first: after a parser error
+            // it tokenizes the rest of the text, and the first tokenizer
+            // error anywhere is the answer
+            // (`_PyPegen_tokenize_full_source_to_check_for_errors`). The
+            // candidates, as (start, caret, message); the earliest wins.
+            let mut tokenizer: Vec<(usize, usize, String)> = Vec::new();
+            // A malformed number literal (message and caret).
+            if let Some(n) = numlit::first_error(source) {
+                tokenizer.push((n.start, n.offset, n.message));
             }
-            // A non-ASCII character that cannot be part of a name: CPython
-            // words it by the character and points at it (the lexer's error
-            // is located just past it).
             // An emoji the lexer took as a name, where no name may stand.
             if let rustpython_parser::ParseErrorType::UnrecognizedToken(
                 rustpython_parser::Tok::Name { name },
@@ -407,46 +435,98 @@ fn check_rewritten(
             ) = &e.error
             {
                 if let Some(c) = emoji_name(name) {
-                    return Err(vec![error_at(
-                        source,
-                        starts,
-                        off,
-                        "SyntaxError",
-                        names::invalid_character_message(c),
-                        Some("the program must be valid Python 3.11 syntax".to_string()),
-                    )]);
+                    tokenizer.push((off, off, names::invalid_character_message(c)));
                 }
             }
+            // A non-ASCII character that cannot be part of a name: CPython
+            // words it by the character and points at it (the lexer's error
+            // is located just past it).
             if let rustpython_parser::ParseErrorType::Lexical(
                 rustpython_parser::lexer::LexicalErrorType::UnrecognizedToken { tok },
             ) = &e.error
             {
                 let at = off.saturating_sub(tok.len_utf8());
                 if !tok.is_ascii() && source.get(at..off).is_some_and(|t| t.starts_with(*tok)) {
-                    return Err(vec![error_at(
-                        source,
-                        starts,
-                        at,
-                        "SyntaxError",
-                        names::invalid_character_message(*tok),
-                        Some("the program must be valid Python 3.11 syntax".to_string()),
-                    )]);
+                    tokenizer.push((at, at, names::invalid_character_message(*tok)));
                 }
             }
-            if let Some(p) = bracket_problem
-                .as_ref()
-                .filter(|p| !matches!(p, prescan::BracketProblem::FstringBackslash { .. }))
+            // An invalid character further on (emoji, smart quotes, ...).
+            if let Some((at, c)) = syntax::first_invalid_char(source) {
+                tokenizer.push((at, at, names::invalid_character_message(c)));
+            }
+            // A bracket mismatch or an unterminated string.
+            if let Some(p) = bracket_problem.as_ref().filter(|p| {
+                !matches!(
+                    p,
+                    prescan::BracketProblem::FstringBackslash { .. }
+                        | prescan::BracketProblem::NeverClosed { .. }
+                )
+            }) {
+                let msg =
+                    p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
+                tokenizer.push((p.offset(), p.offset(), msg));
+            }
+            // Except after a tokenizer error of the lexer's own (it stops
+            // there) or an unexpected indent (CPython raises it without
+            // tokenizing further): then only what comes before counts.
+            // (An f-string's error is the parser's in CPython 3.11.)
+            let stops = match &e.error {
+                rustpython_parser::ParseErrorType::Lexical(l) => !matches!(
+                    l,
+                    rustpython_parser::lexer::LexicalErrorType::FStringError(_)
+                ),
+                rustpython_parser::ParseErrorType::UnrecognizedToken(t, _) => {
+                    *t == rustpython_parser::Tok::Indent
+                }
+                _ => false,
+            };
+            if let Some((_, at, message)) = tokenizer
+                .into_iter()
+                .filter(|t| !stops || t.0 <= off)
+                .min_by_key(|t| t.0)
             {
+                return Err(vec![error_at(
+                    source,
+                    starts,
+                    at,
+                    "SyntaxError",
+                    message,
+                    Some("the program must be valid Python 3.11 syntax".to_string()),
+                )]);
+            }
+            // CPython's specific wording for the commonest mistakes.
+            let (at, message, col0) = match syntax::refine(source, off, &e.error) {
+                Some(r) => (r.offset, r.message, r.col0),
+                None => (off, syntax_message(&e.error), false),
+            };
+            let line_of = |o: usize| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0;
+            if let Some(p) = bracket_problem.as_ref().filter(|p| match p {
+                // CPython says a bracket was never closed when its parser
+                // reads to the end inside it, or when the last token it read
+                // is on a later line than the bracket
+                // (`_PyPegen_tokenize_full_source_to_check_for_errors`).
+                prescan::BracketProblem::NeverClosed { offset, .. } => {
+                    syntax::at_end(source, off)
+                        || syntax::furthest_read(source, off)
+                            .is_none_or(|o| line_of(o) > line_of(*offset))
+                }
+                _ => false,
+            }) {
                 return Err(scan_error(p));
             }
-            return Err(vec![error_at(
+            let off = at;
+            let mut err = error_at(
                 source,
                 starts,
                 off,
                 "SyntaxError",
-                syntax_message(&e.error),
+                message,
                 Some("the program must be valid Python 3.11 syntax".to_string()),
-            )]);
+            );
+            if col0 {
+                err.col = Some(0);
+            }
+            return Err(vec![err]);
         }
     };
     // CPython 3.11 rejects a backslash in an f-string field's expression
@@ -591,9 +671,15 @@ fn too_deep(source: &str, starts: &[u32], off: usize, what: &str, max: usize) ->
     )
 }
 
+/// rustpython-parser's message, except that its own wording ("Got
+/// unexpected token ...") is CPython's plain `invalid syntax`.
 fn syntax_message(e: &rustpython_parser::ParseErrorType) -> String {
     let s = e.to_string();
-    if s.is_empty() {
+    if s.is_empty()
+        || s.contains("Got unexpected")
+        || s.contains("Got invalid")
+        || s.contains("Got extraneous")
+    {
         "invalid syntax".to_string()
     } else {
         s

@@ -182,7 +182,9 @@ pub fn scan(src: &str, limit: usize) -> Result<Option<BracketProblem>, TooDeep> 
         problem: None,
     };
     s.run()?;
-    if let Some(f) = s.frames.get(1) {
+    // CPython names the innermost bracket still open at the end
+    // (`tok->parenstack[tok->level - 1]`).
+    if let Some(f) = s.frames.get(1..).and_then(|f| f.last()) {
         if no_problem_but_a_backslash(&s.problem) {
             s.problem = Some(BracketProblem::NeverClosed {
                 offset: f.open_at,
@@ -665,7 +667,14 @@ impl Scanner<'_> {
             self.problem = Some(BracketProblem::Unterminated {
                 offset: prefix_start,
                 triple,
-                detected_at: i.min(n),
+                // A triple-quoted one runs to the end: CPython counts the
+                // line of the text's last character (a final newline
+                // starts no line).
+                detected_at: if triple && i >= n {
+                    n.saturating_sub(1)
+                } else {
+                    i.min(n)
+                },
             });
         }
         Ok(i.min(n))

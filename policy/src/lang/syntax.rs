@@ -1,0 +1,1118 @@
+//! CPython 3.11's wording (and caret) for the commonest syntax errors.
+//!
+//! Why hand-written: rustpython-parser only says which token it did not
+//! expect ("invalid syntax. Got unexpected token ..."), while CPython's PEG
+//! parser, on its second pass, tries the `invalid_*` rules of
+//! `Grammar/python.gram` and raises their specific messages: `expected ':'`
+//! (`invalid_if_stmt`, `invalid_for_stmt`, ...), `expected an indented block
+//! after 'X' statement on line N` (the same rules' `NEWLINE !INDENT`
+//! alternatives), `Perhaps you forgot a comma?` (`invalid_expression`, inside
+//! brackets), `Maybe you meant '==' or ':=' instead of '='?`
+//! (`invalid_named_expression`), `':' expected after dictionary key`
+//! (`invalid_kvpair`), `expected 'else' after 'if' expression`. Asked only
+//! once a program has failed to parse, this module re-tokenizes the text up
+//! to a little past the failure (one linear pass, no recursion) and looks at
+//! the tokens around the failing one, at the same bracket level, to pick the
+//! rule CPython would have matched. When none fits, the message is CPython's
+//! plain `invalid syntax` at the parser's position.
+//!
+//! Also here: the forced `&&':'` after `else`/`try`/`finally`/`def`,
+//! `expected 'except' or 'finally' block`, legacy `print x`, a dict key's
+//! missing value, `positional argument follows keyword argument` (caret on
+//! the call's `)`), the indentation carets, CPython's NEWLINE caret (at a
+//! trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
+//! error precedence: whether the parser read to the end inside an unclosed
+//! bracket ([`at_end`], [`furthest_read`]), invalid characters further on
+//! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
+//! Every function is linear in the text and never indexes unchecked.
+
+use rustpython_parser::ParseErrorType;
+use rustpython_parser::Tok;
+
+/// CPython's message and the byte offset its caret points at.
+pub struct Refined {
+    pub offset: usize,
+    pub message: String,
+    /// CPython's column is 0 (its caret is on a DEDENT token).
+    pub col0: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Name,
+    Number,
+    Str,
+    Op,
+    Newline,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Token {
+    start: usize,
+    end: usize,
+    kind: Kind,
+    /// Bracket depth the token sits at (an opener counts at the outer level).
+    level: usize,
+}
+
+const KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+fn ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 128
+}
+
+/// Tokens of `src` up to the first logical line ending after `until`
+/// (strings, names, numbers, operators, logical newlines; comments and
+/// continuation lines skipped). Linear in the text.
+fn tokenize(src: &str, until: usize) -> Vec<Token> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut level = 0usize;
+    // CPython's NEWLINE token starts where a trailing comment does.
+    let mut comment = None;
+    while let Some(&c) = b.get(i) {
+        let start = i;
+        match c {
+            b'#' => {
+                comment = Some(start);
+                while b.get(i).is_some_and(|&c| c != b'\n') {
+                    i += 1;
+                }
+                continue;
+            }
+            b'\\' if b.get(i + 1) == Some(&b'\n') => {
+                i += 2;
+                continue;
+            }
+            b'\n' => {
+                i += 1;
+                let at = comment.take().unwrap_or(start);
+                if level == 0 {
+                    // Only one newline per logical line.
+                    if out.last().is_some_and(|t: &Token| t.kind != Kind::Newline) {
+                        out.push(Token {
+                            start: at,
+                            end: i,
+                            kind: Kind::Newline,
+                            level,
+                        });
+                    }
+                    if start > until {
+                        break;
+                    }
+                }
+                continue;
+            }
+            b' ' | b'\t' | b'\r' | b'\x0c' => {
+                i += 1;
+                continue;
+            }
+            b'\'' | b'"' => {
+                i = skip_string(b, i);
+                out.push(Token {
+                    start,
+                    end: i,
+                    kind: Kind::Str,
+                    level,
+                });
+                continue;
+            }
+            b'0'..=b'9' => {
+                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.')
+                    || (matches!(b.get(i), Some(b'+' | b'-'))
+                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
+                {
+                    i += 1;
+                }
+                out.push(Token {
+                    start,
+                    end: i,
+                    kind: Kind::Number,
+                    level,
+                });
+                continue;
+            }
+            b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                i += 1;
+                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.') {
+                    i += 1;
+                }
+                out.push(Token {
+                    start,
+                    end: i,
+                    kind: Kind::Number,
+                    level,
+                });
+                continue;
+            }
+            c if ident_byte(c) => {
+                while b.get(i).is_some_and(|&c| ident_byte(c)) {
+                    i += 1;
+                }
+                // A string prefix (`f'`, `rb"`) belongs to the string.
+                if matches!(b.get(i), Some(b'\'' | b'"')) && i - start <= 2 {
+                    i = skip_string(b, i);
+                    out.push(Token {
+                        start,
+                        end: i,
+                        kind: Kind::Str,
+                        level,
+                    });
+                } else {
+                    out.push(Token {
+                        start,
+                        end: i,
+                        kind: Kind::Name,
+                        level,
+                    });
+                }
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                out.push(Token {
+                    start,
+                    end: i + 1,
+                    kind: Kind::Op,
+                    level,
+                });
+                level += 1;
+                i += 1;
+                continue;
+            }
+            b')' | b']' | b'}' => {
+                level = level.saturating_sub(1);
+                out.push(Token {
+                    start,
+                    end: i + 1,
+                    kind: Kind::Op,
+                    level,
+                });
+                i += 1;
+                continue;
+            }
+            _ => {
+                // Operators: the longest of the three-, two- and one-character ones.
+                let two = src.get(i..i + 2).unwrap_or("");
+                let three = src.get(i..i + 3).unwrap_or("");
+                let len = if matches!(three, "**=" | "//=" | ">>=" | "<<=" | "...") {
+                    3
+                } else if matches!(
+                    two,
+                    "==" | "!="
+                        | "<="
+                        | ">="
+                        | ":="
+                        | "->"
+                        | "**"
+                        | "//"
+                        | "<<"
+                        | ">>"
+                        | "+="
+                        | "-="
+                        | "*="
+                        | "/="
+                        | "%="
+                        | "&="
+                        | "|="
+                        | "^="
+                        | "@="
+                ) {
+                    2
+                } else {
+                    1
+                };
+                // Keep to character boundaries on odd input.
+                let mut end = i + len;
+                while end < b.len() && !src.is_char_boundary(end) {
+                    end += 1;
+                }
+                i = end;
+                out.push(Token {
+                    start,
+                    end,
+                    kind: Kind::Op,
+                    level,
+                });
+            }
+        }
+    }
+    // The end of the text ends the last logical line.
+    if out.last().is_some_and(|t: &Token| t.kind != Kind::Newline) && level == 0 {
+        out.push(Token {
+            start: comment.unwrap_or(src.len()),
+            end: src.len() + 1,
+            kind: Kind::Newline,
+            level,
+        });
+    }
+    out
+}
+
+/// Past the string literal whose quote is at `i`.
+fn skip_string(b: &[u8], mut i: usize) -> usize {
+    let Some(&q) = b.get(i) else {
+        return i;
+    };
+    let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+    i += if triple { 3 } else { 1 };
+    while let Some(&c) = b.get(i) {
+        if c == b'\\' {
+            i += 2;
+            continue;
+        }
+        if !triple && c == b'\n' {
+            return i;
+        }
+        if c == q && (!triple || (b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q))) {
+            return i + if triple { 3 } else { 1 };
+        }
+        i += 1;
+    }
+    i.min(b.len())
+}
+
+struct View<'a> {
+    src: &'a str,
+    toks: Vec<Token>,
+}
+
+impl View<'_> {
+    fn text(&self, i: usize) -> &str {
+        self.toks
+            .get(i)
+            .and_then(|t| self.src.get(t.start..t.end))
+            .unwrap_or("")
+    }
+    fn is(&self, i: usize, s: &str) -> bool {
+        self.text(i) == s
+    }
+    fn kind(&self, i: usize) -> Option<Kind> {
+        self.toks.get(i).map(|t| t.kind)
+    }
+    fn level(&self, i: usize) -> usize {
+        self.toks.get(i).map_or(0, |t| t.level)
+    }
+    /// The level of the expression token `i` ends: a closer's inside.
+    fn inner(&self, i: usize) -> usize {
+        let l = self.level(i);
+        if matches!(self.text(i), ")" | "]" | "}") {
+            l + 1
+        } else {
+            l
+        }
+    }
+    fn is_keyword(&self, i: usize) -> bool {
+        self.kind(i) == Some(Kind::Name) && KEYWORDS.contains(&self.text(i))
+    }
+    /// Does token `i` end an expression (an atom, or a closing bracket)?
+    fn ends_expr(&self, i: usize) -> bool {
+        match self.kind(i) {
+            Some(Kind::Name) => {
+                !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
+            }
+            Some(Kind::Number | Kind::Str) => true,
+            Some(Kind::Op) => matches!(self.text(i), ")" | "]" | "}"),
+            _ => false,
+        }
+    }
+    /// Does token `i` start an expression that cannot continue the previous
+    /// one (a name, number or string)?
+    fn starts_atom(&self, i: usize) -> bool {
+        match self.kind(i) {
+            Some(Kind::Name) => {
+                !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
+            }
+            Some(Kind::Number | Kind::Str) => true,
+            _ => false,
+        }
+    }
+    /// Index of the matching opener of the closer at `i`, walking back.
+    fn opener(&self, i: usize) -> Option<usize> {
+        let lvl = self.level(i);
+        (0..i)
+            .rev()
+            .find(|&j| self.level(j) == lvl && matches!(self.text(j), "(" | "[" | "{"))
+    }
+    /// Walk back from token `i` (exclusive) over one expression at `i`'s
+    /// level: returns the index of the delimiter before it (or `None` at the
+    /// start of the text) and whether a token of `stop` was crossed.
+    fn back(&self, i: usize, stop: &[&str]) -> (Option<usize>, bool) {
+        self.back_to(i, stop, &[])
+    }
+    /// As [`View::back`], also stopping at a name of `delims`.
+    fn back_to(&self, i: usize, stop: &[&str], delims: &[&str]) -> (Option<usize>, bool) {
+        let lvl = self.inner(i);
+        let mut j = i;
+        let mut crossed = false;
+        while j > 0 {
+            j -= 1;
+            let t = self.text(j);
+            if self.level(j) < lvl
+                || self.kind(j) == Some(Kind::Newline)
+                || matches!(t, "," | ":" | "=" | ":=" | ";")
+                || (self.level(j) == lvl && self.kind(j) == Some(Kind::Name) && delims.contains(&t))
+            {
+                return (Some(j), crossed);
+            }
+            if self.level(j) > lvl {
+                continue;
+            }
+            if matches!(t, ")" | "]" | "}") {
+                match self.opener(j) {
+                    Some(o) => j = o,
+                    None => return (None, crossed),
+                }
+                continue;
+            }
+            if stop.contains(&t) {
+                crossed = true;
+            }
+        }
+        (None, crossed)
+    }
+}
+
+fn message(offset: usize, message: &str) -> Option<Refined> {
+    Some(Refined {
+        offset,
+        message: message.to_string(),
+        col0: false,
+    })
+}
+
+/// CPython's message (and caret) for the parse error `err` at byte `off` of
+/// `src`, when one of the rules above applies.
+pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
+    match err {
+        ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError)
+            if header_at_end(src, off) =>
+        {
+            // rustpython's lexer words a header ending the text (after a
+            // comment) as a dedent error; CPython as the missing block.
+            let v = View {
+                src,
+                toks: tokenize(src, off),
+            };
+            // CPython's caret: the end of the text.
+            return indented_block(&v, v.toks.len()).map(|r| Refined {
+                offset: src.trim_end().len(),
+                col0: false,
+                ..r
+            });
+        }
+        ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError) => {
+            // CPython's caret is just past the end of the offending line.
+            let (ls, le) = line_bounds(src, off);
+            let line = src.get(ls..le).unwrap_or("");
+            let end = ls + line.trim_end_matches('\r').len();
+            return message(end, "unindent does not match any outer indentation level");
+        }
+        ParseErrorType::UnrecognizedToken(Tok::Indent, _) => {
+            // CPython's caret is on the last character of the indentation.
+            let (ls, le) = line_bounds(src, off);
+            let line = src.get(ls..le).unwrap_or("");
+            let width = line.len() - line.trim_start_matches([' ', '\t', '\x0c']).len();
+            return message(ls + width.saturating_sub(1), "unexpected indent");
+        }
+        _ => {}
+    }
+    if let ParseErrorType::Lexical(
+        rustpython_parser::lexer::LexicalErrorType::PositionalArgumentError,
+    ) = err
+    {
+        // CPython raises it once the call's arguments are read: its caret
+        // is on the closing parenthesis.
+        let v = View {
+            src,
+            toks: tokenize(src, off),
+        };
+        let k = v.toks.iter().position(|t| t.end > off)?;
+        let lvl = v.level(k);
+        let close = (k..v.toks.len()).find(|&j| v.level(j) < lvl && v.is(j, ")"))?;
+        return message(
+            v.toks.get(close)?.start,
+            "positional argument follows keyword argument",
+        );
+    }
+    let ParseErrorType::UnrecognizedToken(tok, expected) = err else {
+        return None;
+    };
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    // The failing token: the first at or after the parser's offset.
+    let k = v.toks.iter().position(|t| t.end > off);
+    if expected.as_deref() == Some("Indent") {
+        return indented_block(&v, k.unwrap_or(v.toks.len()));
+    }
+    let k = k?;
+    let newline = matches!(tok, Tok::Newline | Tok::EndOfFile) || v.kind(k) == Some(Kind::Newline);
+    if newline {
+        let off = match v.toks.get(k) {
+            Some(t) if t.kind == Kind::Newline => t.start,
+            _ => off,
+        };
+        return missing_colon(&v, k, off)
+            .or_else(|| missing_else(&v, k))
+            .or_else(|| message(off, "invalid syntax"));
+    }
+    if let Some(r) = comprehension_target(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = try_without_handler(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = legacy_print(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = forced_colon(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = dict_value(&v, k) {
+        return Some(r);
+    }
+    if v.is(k, "=") {
+        if let Some(r) = equals_in_expression(&v, k) {
+            return Some(r);
+        }
+    }
+    if let Some(r) = dict_key(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = missing_comma(&v, k) {
+        return Some(r);
+    }
+    if let Some(r) = missing_else(&v, k) {
+        return Some(r);
+    }
+    message(off, "invalid syntax")
+}
+
+/// Is the failing token at `off` the last of the text (the parser read up
+/// to the end)?
+pub fn at_end(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    toks.iter().position(|t| t.end > off).is_none_or(|k| {
+        toks.get(k + 1..)
+            .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
+    })
+}
+
+/// Where the last token CPython's parser reads lies, when the failing
+/// token at `off` is a `=` in an expression: its second pass
+/// (`invalid_named_expression`) reads the `bitwise_or` after it and one
+/// token more (`None`: that runs to the end of the text). Otherwise `off`.
+pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    let Some(k) = v.toks.iter().position(|t| t.end > off) else {
+        return Some(off);
+    };
+    if !v.is(k, "=") || equals_in_expression(&v, k).is_none() {
+        return Some(off);
+    }
+    let lvl = v.level(k);
+    let mut j = k + 1;
+    while let Some(t) = v.toks.get(j) {
+        let x = v.text(j);
+        let stop = t.kind == Kind::Newline
+            || t.level < lvl
+            || (t.level == lvl
+                && (matches!(
+                    x,
+                    "," | ":" | "=" | ":=" | "==" | "!=" | "<" | ">" | "<=" | ">=" | ";"
+                ) || (t.kind == Kind::Name
+                    && v.is_keyword(j)
+                    && !matches!(x, "True" | "False" | "None"))
+                    || (j > k + 1 && v.ends_expr(j - 1) && v.starts_atom(j))));
+        if stop {
+            return Some(t.start);
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The first character outside strings and comments that CPython's
+/// tokenizer refuses but rustpython-parser's lexer takes into a name (an
+/// emoji), or that a program often holds by mistake (typographic quotes and
+/// dashes, no-break spaces, currency, arrows, math and other symbols), with
+/// its offset. Linear; `None` when there is none of these.
+pub fn first_invalid_char(src: &str) -> Option<(usize, char)> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'#' => {
+                while b.get(i).is_some_and(|&c| c != b'\n') {
+                    i += 1;
+                }
+            }
+            b'\'' | b'"' => i = skip_string(b, i),
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                // A name, or a string prefix with its string.
+                let start = i;
+                while b
+                    .get(i)
+                    .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
+                {
+                    i += 1;
+                }
+                if i - start <= 2 && matches!(b.get(i), Some(b'\'' | b'"')) {
+                    i = skip_string(b, i);
+                }
+            }
+            c if c >= 128 => {
+                let ch = src.get(i..).and_then(|t| t.chars().next())?;
+                let u = u32::from(ch);
+                let bad = unic_emoji_char::is_emoji_presentation(ch)
+                    || ch.is_whitespace()
+                    || matches!(u, 0x2010..=0x2027 | 0x20A0..=0x20CF | 0x2190..=0x22FF | 0x2500..=0x27BF);
+                if bad {
+                    return Some((i, ch));
+                }
+                i += ch.len_utf8();
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The offset of the token after the string literals (adjacent ones
+/// concatenated) around `off`: where CPython 3.11 reports an f-string's
+/// errors. `off` itself when `off` is in no string.
+pub fn after_strings(src: &str, off: usize) -> usize {
+    let toks = tokenize(src, off);
+    let Some(mut j) = toks.iter().position(|t| t.end > off) else {
+        return off;
+    };
+    // The group may start before the string holding `off`.
+    if toks
+        .get(j)
+        .is_none_or(|t| t.kind != Kind::Str || t.start > off)
+    {
+        return off;
+    }
+    while toks.get(j + 1).is_some_and(|t| t.kind == Kind::Str) {
+        j += 1;
+    }
+    toks.get(j + 1)
+        .map_or(src.len(), |t| t.start.min(src.len()))
+}
+
+/// Does the text end, at `off` (only comments and blank lines after it),
+/// with a compound statement's header (its last token a `:`)?
+fn header_at_end(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    let last = toks.iter().rev().find(|t| t.kind != Kind::Newline);
+    last.is_some_and(|t| src.get(t.start..t.end) == Some(":") && t.end <= off)
+        && src.get(off..).is_some_and(|r| {
+            r.lines()
+                .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+        })
+}
+
+/// Does the string literal around `off` hold a `#` in a replacement
+/// field's expression part (before its `!`, `:` or `}`)? CPython 3.11's
+/// "f-string expression part cannot include '#'".
+pub fn fstring_expr_has_hash(src: &str, off: usize) -> bool {
+    let toks = tokenize(src, off);
+    let Some(t) = toks
+        .iter()
+        .find(|t| t.kind == Kind::Str && t.start <= off && off < t.end)
+    else {
+        return false;
+    };
+    let b = src.as_bytes();
+    let mut i = t.start;
+    // In a field's expression: the bracket depth inside it.
+    let mut field: Option<usize> = None;
+    while i < t.end.min(b.len()) {
+        let c = b[i];
+        match (field, c) {
+            (None, b'{') if b.get(i + 1) == Some(&b'{') => i += 1,
+            (None, b'{') => field = Some(0),
+            (Some(_), b'#') => return true,
+            (Some(0), b'!' | b':' | b'}') if b.get(i + 1) != Some(&b'=') => field = None,
+            (Some(d), b'(' | b'[' | b'{') => field = Some(d + 1),
+            (Some(d), b')' | b']' | b'}') => field = Some(d.saturating_sub(1)),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Byte bounds of the line holding `off` (without its newline).
+fn line_bounds(src: &str, off: usize) -> (usize, usize) {
+    let off = off.min(src.len());
+    let ls = src
+        .get(..off)
+        .and_then(|s| s.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let le = src
+        .get(off..)
+        .and_then(|s| s.find('\n'))
+        .map_or(src.len(), |i| off + i);
+    (ls, le)
+}
+
+/// Index of the first token of the logical line holding token `k`.
+fn line_start(v: &View<'_>, k: usize) -> usize {
+    (0..k)
+        .rev()
+        .find(|&j| v.kind(j) == Some(Kind::Newline))
+        .map_or(0, |j| j + 1)
+}
+
+/// `if x` / `for a in b` / `else` ... then a newline: `expected ':'`.
+fn missing_colon(v: &View<'_>, k: usize, off: usize) -> Option<Refined> {
+    let s = line_start(v, k);
+    let head = v.text(s);
+    if !matches!(
+        head,
+        "if" | "elif"
+            | "else"
+            | "for"
+            | "while"
+            | "with"
+            | "try"
+            | "except"
+            | "finally"
+            | "def"
+            | "class"
+    ) || v.kind(s) != Some(Kind::Name)
+    {
+        return None;
+    }
+    let prev = k.checked_sub(1)?;
+    if (s..k).any(|j| v.level(j) == 0 && v.is(j, ":")) {
+        return None;
+    }
+    // A `for` header needs its `in` (`invalid_for_stmt`).
+    if head == "for" && !(s..k).any(|j| v.level(j) == 0 && v.is(j, "in")) {
+        return None;
+    }
+    let bare = matches!(head, "else" | "try" | "finally" | "except");
+    if (prev == s && bare) || (prev > s && v.ends_expr(prev)) {
+        return message(off, "expected ':'");
+    }
+    None
+}
+
+/// `[a, b for ...]`: CPython's `invalid_comprehension`, for a list or set
+/// display whose elements run into a `for`.
+fn comprehension_target(v: &View<'_>, k: usize) -> Option<Refined> {
+    // A `for` that begins a comprehension clause (a target follows).
+    let target = (v.kind(k + 1) == Some(Kind::Name) && !v.is_keyword(k + 1))
+        || matches!(v.text(k + 1), "(" | "[" | "*");
+    if !v.is(k, "for") || v.level(k) == 0 || !target {
+        return None;
+    }
+    let lvl = v.level(k);
+    let open = (0..k).rev().find(|&j| v.level(j) < lvl)?;
+    if !matches!(v.text(open), "[" | "{" | "(") || open + 1 >= k {
+        return None;
+    }
+    let inside = open + 1..k;
+    let comma = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ","));
+    // `(*a for ...)`, `{**a for ...}`: a starred element.
+    if !comma && matches!(v.text(open + 1), "*" | "**") {
+        let msg = if v.is(open + 1, "*") {
+            "iterable unpacking cannot be used in comprehension"
+        } else if v.is(open, "{") {
+            "dict unpacking cannot be used in dict comprehension"
+        } else {
+            return None;
+        };
+        return message(v.toks.get(open + 1)?.start, msg);
+    }
+    let dict = inside.clone().any(|j| v.level(j) == lvl && v.is(j, ":"));
+    let keyword = inside
+        .clone()
+        .any(|j| v.level(j) == lvl && matches!(v.text(j), "for" | "lambda"));
+    if !comma || dict || keyword || v.is(open + 1, "*") || v.is(open, "(") {
+        return None;
+    }
+    message(
+        v.toks.get(open + 1)?.start,
+        "did you forget parentheses around the comprehension target?",
+    )
+}
+
+/// A `try:` block followed, at its own indentation, by something other
+/// than `except` or `finally` (`invalid_try_stmt`).
+fn try_without_handler(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    if v.kind(prev) != Some(Kind::Newline) || matches!(v.text(k), "except" | "finally") {
+        return None;
+    }
+    let indent = |i: usize| {
+        let at = v.toks.get(i).map_or(0, |t| t.start);
+        let (ls, _) = line_bounds(v.src, at);
+        at - ls
+    };
+    let want = indent(k);
+    // Walk back over the logical lines: deeper ones are the block's body.
+    let mut nl = prev;
+    while nl > 0 {
+        let s = line_start(v, nl);
+        let i = indent(s);
+        if i == want {
+            if v.is(s, "try") && v.is(s + 1, ":") {
+                return message(v.toks.get(k)?.start, "expected 'except' or 'finally' block");
+            }
+            return None;
+        }
+        if i < want || s == 0 {
+            return None;
+        }
+        nl = s - 1;
+    }
+    None
+}
+
+/// `print x`: CPython's `invalid_legacy_expression`.
+fn legacy_print(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    let name = v.text(prev);
+    if v.kind(prev) == Some(Kind::Name) && matches!(name, "print" | "exec") && v.starts_atom(k) {
+        return message(
+            v.toks.get(prev)?.start,
+            &format!("Missing parentheses in call to '{name}'. Did you mean {name}(...)?"),
+        );
+    }
+    None
+}
+
+/// `else x`, `try x`, `finally x`, `def f() x`: the grammar's forced
+/// `&&':'` after these ("expected ':'" at the token found instead).
+fn forced_colon(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    let s = line_start(v, k);
+    let bare = prev == s && matches!(v.text(prev), "else" | "try" | "finally");
+    let def = v.is(s, "def") && v.is(prev, ")") && v.level(prev) == 0;
+    if (bare || def) && v.kind(prev) != Some(Kind::Str) {
+        return message(v.toks.get(k)?.start, "expected ':'");
+    }
+    None
+}
+
+/// `{1: }`: a key and `:` with no value (`invalid_kvpair`,
+/// `invalid_double_starred_kvpairs`); the caret is on the `:`.
+fn dict_value(v: &View<'_>, k: usize) -> Option<Refined> {
+    let colon = k.checked_sub(1)?;
+    if !v.is(colon, ":") || !matches!(v.text(k), "}" | ",") || !v.ends_expr(colon.checked_sub(1)?) {
+        return None;
+    }
+    let lvl = v.level(colon);
+    let open = (0..colon).rev().find(|&j| v.level(j) < lvl)?;
+    if !v.is(open, "{") {
+        return None;
+    }
+    message(
+        v.toks.get(colon)?.start,
+        "expression expected after dictionary key and ':'",
+    )
+}
+
+/// A header line followed by no indented block.
+fn indented_block(v: &View<'_>, k: usize) -> Option<Refined> {
+    // The failing token starts the line after the header (or is the end).
+    let mut nl = k;
+    while nl > 0 && v.kind(nl) != Some(Kind::Newline) {
+        nl -= 1;
+    }
+    let s = line_start(v, nl);
+    let t = v.toks.get(s)?;
+    let what = match v.text(s) {
+        w @ ("if" | "elif" | "else" | "for" | "while" | "with" | "try" | "except" | "finally") => {
+            format!("'{w}' statement")
+        }
+        "def" => "function definition".to_string(),
+        "class" => "class definition".to_string(),
+        _ => return None,
+    };
+    let line = v.src.get(..t.start).map_or(0, |p| p.matches('\n').count()) + 1;
+    let at = v.toks.get(nl + 1).map_or(v.src.len(), |t| t.start);
+    // At the end of the text, CPython points at its end (past the
+    // header and any comment after it).
+    let at = if v.toks.get(nl + 1).is_none() {
+        v.src.trim_end().len()
+    } else {
+        at
+    };
+    // A next line indented less than the header: CPython's caret is on
+    // the DEDENT token, at column 0.
+    let indent = |at: usize| {
+        let (ls, _) = line_bounds(v.src, at);
+        at - ls
+    };
+    let col0 = v
+        .toks
+        .get(nl + 1)
+        .is_some_and(|n| indent(n.start) < indent(t.start));
+    Some(Refined {
+        offset: at,
+        message: format!("expected an indented block after {what} on line {line}"),
+        col0,
+    })
+}
+
+/// `if x = 1:`, `[a = 1]`: CPython's `invalid_named_expression`.
+fn equals_in_expression(v: &View<'_>, k: usize) -> Option<Refined> {
+    let (delim, crossed) = v.back_to(
+        k,
+        &[
+            "and", "or", "not", "in", "is", "else", "for", "lambda", "==", "!=", "<", ">", "<=",
+            ">=", "await", "yield", "return", "del", "assert", "import", "from", "with", "as",
+            "print",
+        ],
+        &["if", "elif", "while"],
+    );
+    let first = delim.map_or(0, |d| d + 1);
+    // Where the named expression starts: after `if`/`elif`/`while` at the
+    // start of a statement, or a `,` / opener inside brackets.
+    let ok_start = match delim {
+        Some(d) if matches!(v.text(d), "if" | "elif" | "while") => {
+            v.level(d) == 0 && line_start(v, d) == d
+        }
+        Some(d) => v.level(k) > 0 && matches!(v.text(d), "," | "(" | "[" | "{"),
+        None => false,
+    };
+    if !ok_start || crossed || first >= k {
+        return None;
+    }
+    // The right-hand side must begin a `bitwise_or` (not `lambda`, `not`).
+    if !(v.starts_atom(k + 1) || matches!(v.text(k + 1), "(" | "[" | "{" | "-" | "+" | "~")) {
+        return None;
+    }
+    // After the right-hand side, no second `=`.
+    let lvl = v.level(k);
+    let mut j = k + 1;
+    while let Some(t) = v.toks.get(j) {
+        if t.level < lvl || t.kind == Kind::Newline {
+            break;
+        }
+        if t.level == lvl {
+            let x = v.text(j);
+            if matches!(x, "=" | ":=") {
+                return message(v.toks.get(k)?.start, "invalid syntax");
+            }
+            if matches!(x, ":" | ",") {
+                break;
+            }
+        }
+        j += 1;
+    }
+    let start = v.toks.get(first)?.start;
+    if first + 1 == k && v.kind(first) == Some(Kind::Name) && !v.is_keyword(first) {
+        return message(
+            start,
+            "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+        );
+    }
+    if matches!(v.text(first), "True" | "False" | "None" | "(" | "[") {
+        return None;
+    }
+    let last = k - 1;
+    let binary = (first + 1..k).any(|j| {
+        v.level(j) == lvl
+            && v.kind(j) == Some(Kind::Op)
+            && !matches!(v.text(j), "." | "(" | "[" | "{" | ")" | "]" | "}")
+    }) || matches!(v.text(first), "-" | "+" | "~");
+    let kind = if binary {
+        "expression"
+    } else if first == last && matches!(v.kind(first), Some(Kind::Number | Kind::Str)) {
+        let t = v.text(first).to_ascii_lowercase();
+        if t.starts_with('f') || t.starts_with("rf") || t.starts_with("fr") {
+            "f-string expression"
+        } else {
+            "literal"
+        }
+    } else if v.is(last, ")") {
+        "function call"
+    } else if v.is(last, "]") {
+        "subscript"
+    } else if last > first && v.kind(last) == Some(Kind::Name) && v.is(last - 1, ".") {
+        "attribute"
+    } else {
+        return None;
+    };
+    message(
+        start,
+        &format!("cannot assign to {kind} here. Maybe you meant '==' instead of '='?"),
+    )
+}
+
+/// `{'a': 1, 'b'}`: CPython's `invalid_kvpair`, after at least one pair.
+fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
+    let lvl = v.inner(k);
+    if lvl == 0 {
+        return None;
+    }
+    let (delim, crossed) = v.back(k, &["for", "lambda"]);
+    let d = delim?;
+    if crossed || !v.is(d, ",") || d + 1 >= k {
+        return None;
+    }
+    // The enclosing bracket is a `{` holding a `:` at this level before `d`.
+    let open = (0..d)
+        .rev()
+        .find(|&j| v.level(j) < lvl)
+        .filter(|&j| v.is(j, "{"))?;
+    if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":")) {
+        return None;
+    }
+    if !(v.starts_atom(k) || matches!(v.text(k), "}" | "," | "(" | "[" | "{"))
+        || !v.ends_expr(k - 1)
+        || matches!(v.text(d + 1), "*" | "**")
+    {
+        return None;
+    }
+    let last = v.toks.get(k - 1)?;
+    // CPython's caret: the key's last character.
+    let at = v
+        .src
+        .get(..last.end)
+        .and_then(|s| s.char_indices().next_back())
+        .map_or(last.start, |(i, _)| i);
+    message(at, "':' expected after dictionary key")
+}
+
+/// Two expressions side by side inside brackets: CPython's
+/// `invalid_expression` ("Perhaps you forgot a comma?").
+fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
+    let prev = k.checked_sub(1)?;
+    // `a not b`: the parser stops after `not` (which might begin `not in`);
+    // `a []`: it stops at the `]` of what it took for a subscript.
+    let k = if (v.is(prev, "not") && v.starts_atom(k)) || (v.is(prev, "[") && v.is(k, "]")) {
+        prev
+    } else {
+        k
+    };
+    // What may begin the second expression here: an atom, `not`, a `{`
+    // (never a continuation), or the `[` of an empty "subscript".
+    let starts = v.starts_atom(k)
+        || (v.is(k, "not") && !v.is(k + 1, "in"))
+        || v.is(k, "{")
+        || (v.is(k, "[") && v.is(k + 1, "]"));
+    if v.level(k) == 0 || !starts || !v.ends_expr(k.checked_sub(1)?) {
+        return None;
+    }
+    let (delim, crossed) = v.back_to(k, &["if", "lambda", "async"], &["for", "else"]);
+    let d = delim?;
+    if crossed
+        || !matches!(
+            v.text(d),
+            "," | "(" | "[" | "{" | ":" | "=" | "for" | "else"
+        )
+    {
+        return None;
+    }
+    let mut first = d + 1;
+    // `[*a b]`: the starred element's expression (after a `,`, CPython's
+    // rules do not get there).
+    if v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{") {
+        first += 1;
+    } else if matches!(v.text(first), "*" | "**") {
+        return None;
+    }
+    // A comprehension's `for a in b c`: `b` is no `expression`.
+    if v.is(d, "for") && (first..k).any(|j| v.level(j) == v.level(k) && v.is(j, "in")) {
+        return None;
+    }
+    // `!(NAME STRING | SOFT_KEYWORD)` at the first expression's start.
+    if v.kind(first) == Some(Kind::Name) && !v.is_keyword(first) {
+        if v.kind(first + 1) == Some(Kind::Str) {
+            return None;
+        }
+        if soft_keyword_prefix(v.text(first)) {
+            // CPython then finds the first expression one token on.
+            first += 1;
+            let next = v.text(first);
+            let ok = v.starts_atom(first) || matches!(next, "[" | "+" | "-" | "~");
+            if first >= k || !ok {
+                return None;
+            }
+        }
+    }
+    message(
+        v.toks.get(first)?.start,
+        "invalid syntax. Perhaps you forgot a comma?",
+    )
+}
+
+/// CPython 3.11's `_PyPegen_soft_keyword_token` compares only the name's
+/// length of characters, so any prefix of a soft keyword (`c`, `ma`) counts.
+fn soft_keyword_prefix(name: &str) -> bool {
+    !name.is_empty() && ["match", "case", "_"].iter().any(|k| k.starts_with(name))
+}
+
+/// `a if b` with no `else`: CPython's `invalid_expression`.
+fn missing_else(v: &View<'_>, k: usize) -> Option<Refined> {
+    let lvl = v.inner(k);
+    let (delim, _) = v.back(k, &[]);
+    let first = delim.map_or(0, |d| d + 1);
+    // The last `if` at this level between the delimiter and `k`.
+    let mut depth_ok = Vec::new();
+    for j in first..k {
+        if v.level(j) == lvl && v.kind(j) == Some(Kind::Name) {
+            depth_ok.push(j);
+        }
+    }
+    let iff = depth_ok.iter().rev().copied().find(|&j| v.is(j, "if"))?;
+    // `a if b else c if d`: the unfinished conditional starts after the
+    // last `else` before the `if`.
+    let first = depth_ok
+        .iter()
+        .rev()
+        .copied()
+        .find(|&j| j < iff && v.is(j, "else"))
+        .map_or(first, |e| e + 1);
+    // `a if b` then a token that cannot follow: the end of `b`, or an
+    // operator left without its right operand (`a if b == else c`).
+    let before = k.checked_sub(1)?;
+    let dangling = v.kind(before) == Some(Kind::Op)
+        && !matches!(
+            v.text(before),
+            "(" | "[" | "{" | ")" | "]" | "}" | "," | ":" | "."
+        )
+        && before > iff + 1
+        && v.ends_expr(before - 1);
+    let ends = v.ends_expr(before) && !matches!(v.text(k), "else" | ":");
+    if iff == first || iff + 1 >= k || !(ends || dangling) {
+        return None;
+    }
+    // No `for`, `lambda`, `else` or another `if` at this level (a
+    // comprehension's `if`, a finished conditional).
+    if (first..k).any(|j| {
+        v.level(j) == lvl && matches!(v.text(j), "for" | "lambda" | "else")
+            || (j != iff && v.level(j) == lvl && v.is(j, "if"))
+    }) {
+        return None;
+    }
+    // The statement keyword at the line start is no expression.
+    let head = v.text(first);
+    let at_line_start = first == 0 || v.kind(first - 1) == Some(Kind::Newline);
+    if delim.is_none_or(|d| v.kind(d) == Some(Kind::Newline))
+        && at_line_start
+        && KEYWORDS.contains(&head)
+    {
+        return None;
+    }
+    message(
+        v.toks.get(first)?.start,
+        "expected 'else' after 'if' expression",
+    )
+}
