@@ -53,8 +53,10 @@ pub fn first_error(src: &str) -> Option<NumberError> {
 
 /// Past the string literal whose quote is at `i` (an unterminated one runs
 /// to the end of its line, or of the text for a triple-quoted one).
-fn skip_string(b: &[u8], mut i: usize) -> usize {
-    let q = b[i];
+pub(crate) fn skip_string(b: &[u8], mut i: usize) -> usize {
+    let Some(&q) = b.get(i) else {
+        return i;
+    };
     let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
     i += if triple { 3 } else { 1 };
     while let Some(&c) = b.get(i) {
@@ -70,7 +72,7 @@ fn skip_string(b: &[u8], mut i: usize) -> usize {
         }
         i += 1;
     }
-    i
+    i.min(b.len())
 }
 
 /// A cursor over the bytes, as the tokenizer's `tok_nextc`/`tok_backup`:

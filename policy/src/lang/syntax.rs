@@ -26,6 +26,8 @@
 //! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
 //! Every function is linear in the text and never indexes unchecked.
 
+use super::numlit::skip_string;
+
 use rustpython_parser::ParseErrorType;
 use rustpython_parser::Tok;
 
@@ -252,29 +254,6 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
         });
     }
     out
-}
-
-/// Past the string literal whose quote is at `i`.
-fn skip_string(b: &[u8], mut i: usize) -> usize {
-    let Some(&q) = b.get(i) else {
-        return i;
-    };
-    let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
-    i += if triple { 3 } else { 1 };
-    while let Some(&c) = b.get(i) {
-        if c == b'\\' {
-            i += 2;
-            continue;
-        }
-        if !triple && c == b'\n' {
-            return i;
-        }
-        if c == q && (!triple || (b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q))) {
-            return i + if triple { 3 } else { 1 };
-        }
-        i += 1;
-    }
-    i.min(b.len())
 }
 
 struct View<'a> {
