@@ -442,36 +442,16 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
-    if let Some(r) = comprehension_target(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = try_without_handler(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = legacy_print(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = forced_colon(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = dict_value(&v, k) {
-        return Some(r);
-    }
-    if v.is(k, "=") {
-        if let Some(r) = equals_in_expression(&v, k) {
-            return Some(r);
-        }
-    }
-    if let Some(r) = dict_key(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = missing_comma(&v, k) {
-        return Some(r);
-    }
-    if let Some(r) = missing_else(&v, k) {
-        return Some(r);
-    }
-    message(off, "invalid syntax")
+    comprehension_target(&v, k)
+        .or_else(|| try_without_handler(&v, k))
+        .or_else(|| legacy_print(&v, k))
+        .or_else(|| forced_colon(&v, k))
+        .or_else(|| dict_value(&v, k))
+        .or_else(|| v.is(k, "=").then(|| equals_in_expression(&v, k)).flatten())
+        .or_else(|| dict_key(&v, k))
+        .or_else(|| missing_comma(&v, k))
+        .or_else(|| missing_else(&v, k))
+        .or_else(|| message(off, "invalid syntax"))
 }
 
 /// Is the failing token at `off` the last of the text (the parser read up
