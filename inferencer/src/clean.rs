@@ -525,6 +525,66 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
             }
         }
     }
+    // A `key=lambda NAME: …` of a call whose first argument is a list of
+    // lines (`max(text.splitlines()[1:], key=lambda r: float(r[4]))`):
+    // NAME is one line too.
+    let mut at = 0;
+    while let Some(i) = code[at..].find("key=lambda ") {
+        let start = at + i;
+        at = start + "key=lambda ".len();
+        let Some(name) = code[at..].split_once(':').map(|(n, _)| n.trim()) else {
+            continue;
+        };
+        if name.is_empty() || !name.chars().all(is_word) || vars.iter().any(|v| v == name) {
+            continue;
+        }
+        // The call's `(`: the first unmatched one before `key=`.
+        let mut depth = 0i32;
+        let mut open = None;
+        for (k, c) in code[..start].char_indices().rev() {
+            match c {
+                ')' | ']' | '}' => depth += 1,
+                '(' | '[' | '{' if depth == 0 => {
+                    open = Some(k);
+                    break;
+                }
+                '(' | '[' | '{' => depth -= 1,
+                _ => {}
+            }
+        }
+        let Some(open) = open.filter(|&k| code[..k].ends_with(|c: char| is_word(c))) else {
+            continue;
+        };
+        // Its first argument: up to the first `,` at depth 0.
+        let mut depth = 0i32;
+        let mut end = start;
+        for (k, c) in code[open + 1..start].char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    end = open + 1 + k;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let first = &code[open + 1..end];
+        if lines_expr(first, &line_lists) {
+            vars.push(name.to_string());
+            let src = aligned
+                .then(|| program.get(open + 1..end))
+                .flatten()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if [".csv\"", ".csv'", ".tsv\"", ".tsv'"]
+                .iter()
+                .any(|x| src.contains(x))
+            {
+                table_vars.push(name.to_string());
+            }
+        }
+    }
     for v in &vars {
         // `line[5] == "shipped"`: one character never equals a longer
         // string, so the filter silently matches nothing.
@@ -757,6 +817,9 @@ mod tests {
             // A table's line: its first character is no field either.
             "[header[0] for header in read_file(\"data/stock.csv\").splitlines() if header.strip()]",
             "[r[-1] for r in read_file('x.TSV').splitlines()[1:]]",
+            // A key function's argument is one line too.
+            "max(read_file(\"data/orders.csv\").splitlines()[1:], key=lambda r: float(r[4]))[4]",
+            "lines = read_file('a.csv').splitlines()\nsorted(lines[1:], key=lambda row: int(row[2]), reverse=True)",
         ] {
             let got = line_index_problem(bad);
             assert!(
@@ -776,6 +839,10 @@ mod tests {
             "[l[0] for l in read_file('a.md').splitlines() if l]",
             "[l for l in read_file('a.csv').splitlines() if l[0] != '#']",
             "for row in read_file('a.csv').splitlines():\n    x = row.split(',')\n    out.append(x[2])",
+            "max(read_file('a.csv').splitlines()[1:], key=lambda r: float(r.split(',')[4]))",
+            "rows = [l.split(',') for l in read_file('a.csv').splitlines()[1:]]\nsorted(rows, key=lambda r: int(r[2]))",
+            "sorted(read_file('a.md').splitlines(), key=lambda l: l[0])",
+            "sort_by([{'a': 1}], 'a')",
         ] {
             assert_eq!(line_index_problem(good), None, "{good}");
         }

@@ -422,6 +422,62 @@ fn characters_as_lines(intent: &str, program: &str) -> Option<ErrorInfo> {
     Some(e)
 }
 
+/// A task about the rows of a table answered by counting every line of a
+/// `.csv`/`.tsv` file (`len(read_file(p).splitlines())`): line 0 is the
+/// header, not a row, so the count is one too many. Not when the count
+/// takes the header off (`[1:]` inside, `- 1` after). Sent back once,
+/// like a shape mismatch.
+fn header_counted(intent: &str, program: &str) -> Option<ErrorInfo> {
+    let words = intent_words(intent);
+    if !words
+        .iter()
+        .any(|w| matches!(w.as_str(), "row" | "rows" | "record" | "records"))
+    {
+        return None;
+    }
+    let lower = program.to_ascii_lowercase();
+    if !(lower.contains(".csv") || lower.contains(".tsv")) {
+        return None;
+    }
+    let code = crate::corpus::strip_strings(program);
+    let pat = ".splitlines())";
+    let counted = code.match_indices(pat).any(|(i, _)| {
+        // The `(` that the `)` after `splitlines()` closes.
+        let mut depth = 0i32;
+        let mut open = None;
+        for (k, c) in code[..i].char_indices().rev() {
+            match c {
+                ')' | ']' | '}' => depth += 1,
+                '(' | '[' | '{' if depth == 0 => {
+                    open = Some(k);
+                    break;
+                }
+                '(' | '[' | '{' => depth -= 1,
+                _ => {}
+            }
+        }
+        let is_len = open.is_some_and(|k| {
+            code[..k].ends_with("len")
+                && !code[..k - 3]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        });
+        let after = code[i + pat.len()..].trim_start();
+        is_len && !after.starts_with('-')
+    });
+    if !counted {
+        return None;
+    }
+    let mut e = ErrorInfo::new(
+        ErrorKind::Runtime,
+        "HeaderCounted",
+        "the task asks about a table's rows, but len(....splitlines()) counts its header line too",
+    );
+    e.hint = Some("Line 0 of a table is its header, not a row: its data rows are read_file(path).splitlines()[1:].".into());
+    Some(e)
+}
+
 /// A cell that uses none of the files the task spells out (`named`):
 /// "what does tests/test_utils.py import" answered by scanning every
 /// file. Sent back once, like a shape mismatch.
@@ -674,6 +730,7 @@ impl<'a> Delegator<'a> {
             Some(RunCheck::Empty(shown)) => Verdict::Empty(empty_error(&shown)),
             Some(RunCheck::Value(shape)) => match shape_mismatch(intent, program, &shape)
                 .or_else(|| characters_as_lines(intent, program))
+                .or_else(|| header_counted(intent, program))
                 .or_else(|| unused_named_file(program, named))
             {
                 Some(e) => Verdict::Empty(e),
@@ -1774,6 +1831,63 @@ mod tests {
     }
 
     #[test]
+    fn a_header_counted_as_a_row_is_sent_back() {
+        let ty = |i: &str, p: &str| header_counted(i, p).map(|e| e.type_name);
+        for (intent, program) in [
+            (
+                "map each csv file to its number of data rows",
+                "{p: len(read_file(p).splitlines()) for p in find_files(\"**/*.csv\")}",
+            ),
+            (
+                "how many rows does data/stock.csv have",
+                "lines = read_file(\"data/stock.csv\")\nlen(lines.splitlines())",
+            ),
+            (
+                "how many records are in data/a.TSV",
+                "len(read_file('data/a.TSV').splitlines( ))",
+            ),
+        ] {
+            let program = program.replace("( )", "()");
+            assert_eq!(
+                ty(intent, &program).as_deref(),
+                Some("HeaderCounted"),
+                "{program}"
+            );
+        }
+        for (intent, program) in [
+            // The header taken off, inside or after.
+            (
+                "map each csv file to its number of data rows",
+                "{p: len(read_file(p).splitlines()) - 1 for p in find_files(\"**/*.csv\")}",
+            ),
+            (
+                "how many rows does data/stock.csv have",
+                "len(read_file(\"data/stock.csv\").splitlines()[1:])",
+            ),
+            // Not about rows, or not a table.
+            (
+                "how many lines does data/stock.csv have",
+                "len(read_file(\"data/stock.csv\").splitlines())",
+            ),
+            (
+                "how many rows of text does notes.txt have",
+                "len(read_file(\"notes.txt\").splitlines())",
+            ),
+            // Not a count of the lines.
+            (
+                "the rows of data/stock.csv",
+                "read_file(\"data/stock.csv\").splitlines()",
+            ),
+            (
+                "the longest row of data/stock.csv",
+                "max_len(read_file(\"data/stock.csv\").splitlines())",
+            ),
+        ] {
+            assert_eq!(ty(intent, program), None, "{program}");
+        }
+    }
+
+    #[test]
     fn characters_counted_as_lines_are_sent_back() {
         let ty = |i: &str, p: &str| characters_as_lines(i, p).map(|e| e.type_name);
         for (intent, program) in [
@@ -2169,6 +2283,49 @@ mod tests {
         let retry = &s.seen[1].messages.last().expect("a turn").content;
         assert!(
             retry.contains("OneExpected") && retry.contains("results[0]"),
+            "{retry}"
+        );
+    }
+
+    #[test]
+    fn a_header_counted_as_a_row_is_asked_again_once_with_the_view() {
+        let ctx = Some("Workspace files:\n  data/a.csv");
+        let check = |_: &str| RunCheck::Value(ValueShape::Number);
+        let all = "len(read_file('data/a.csv').splitlines())";
+        let rows = "len(read_file('data/a.csv').splitlines()[1:])";
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            "how many data rows does data/a.csv have",
+            vec![Ok(all.into()), Ok(rows.into())],
+        );
+        assert_eq!(d.program.as_deref(), Some(rows));
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
+        assert!(
+            retry.contains("HeaderCounted") && retry.contains("splitlines()[1:]"),
+            "{retry}"
+        );
+    }
+
+    #[test]
+    fn a_line_indexed_in_a_key_function_is_sent_back() {
+        let check = |_: &str| RunCheck::Value(ValueShape::Number);
+        let bad = "max(read_file('data/a.csv').splitlines()[1:], key=lambda r: float(r[4]))[4]";
+        let good = "max(float(l.split(',')[4]) for l in read_file('data/a.csv').splitlines()[1:])";
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            None,
+            Some(&check),
+            "the highest price in data/a.csv",
+            vec![Ok(bad.into()), Ok(good.into())],
+        );
+        assert_eq!(d.program.as_deref(), Some(good));
+        let retry = &s.seen[1].messages.last().expect("a turn").content;
+        assert!(
+            retry.contains("LineIndexed") && retry.contains("r.split(\",\")[4]"),
             "{retry}"
         );
     }
