@@ -478,6 +478,67 @@ fn header_counted(intent: &str, program: &str) -> Option<ErrorInfo> {
     Some(e)
 }
 
+/// Most columns [`concrete_field_hint`] writes one expression for.
+const MAX_HINT_COLUMNS: usize = 8;
+
+/// A `FieldExpected` error for whole table lines, its hint made concrete
+/// from the workspace view: one complete expression per column of the
+/// table the cell reads (`[l.split(",")[0] for l in E] (name)`, …, with
+/// the table's own separator), so the model picks the column the task
+/// means instead of copying a placeholder (seen: `line.split(sep)[i]`
+/// written back as it was, an unknown name). The view already shows these
+/// column names: nothing new reaches the model. Any other error, a cell
+/// with no last expression, or a table not in the view: unchanged.
+fn concrete_field_hint(mut e: ErrorInfo, program: &str, context: &str) -> ErrorInfo {
+    if e.type_name != "FieldExpected" || !e.message.contains("whole line of a table") {
+        return e;
+    }
+    let Some(last) = last_expression(program) else {
+        return e;
+    };
+    let lines: Vec<&str> = context.lines().collect();
+    for (k, l) in lines.iter().enumerate() {
+        let Some(path) = l.strip_suffix(':').filter(|p| !p.starts_with(' ')) else {
+            continue;
+        };
+        let quoted = [format!("\"{path}\""), format!("'{path}'")];
+        if path.is_empty() || !quoted.iter().any(|q| program.contains(q.as_str())) {
+            continue;
+        }
+        // The table's layout line follows its first lines.
+        let Some(layout) = lines[k + 1..]
+            .iter()
+            .take_while(|x| x.starts_with("  "))
+            .find_map(|x| x.trim().strip_prefix("(fields split by "))
+        else {
+            continue;
+        };
+        let Some((sep, rest)) = layout.split_once("; ") else {
+            continue;
+        };
+        let Some(cols) = rest
+            .split_once("columns: ")
+            .map(|(_, c)| c.trim_end_matches(')'))
+        else {
+            continue;
+        };
+        let cols: Vec<(&str, &str)> = cols.split(", ").filter_map(|c| c.split_once(' ')).collect();
+        if cols.is_empty() || cols.len() > MAX_HINT_COLUMNS || !matches!(sep, "\",\"" | "\"\\t\"") {
+            return e;
+        }
+        let each: Vec<String> = cols
+            .iter()
+            .map(|(i, name)| format!("[l.split({sep})[{i}] for l in {last}] ({name})"))
+            .collect();
+        e.hint = Some(format!(
+            "End the cell with the field the task asks for from each line of {path}, one of: {}.",
+            each.join(", ")
+        ));
+        return e;
+    }
+    e
+}
+
 /// A cell that uses none of the files the task spells out (`named`):
 /// "what does tests/test_utils.py import" answered by scanning every
 /// file. Sent back once, like a shape mismatch.
@@ -875,7 +936,7 @@ impl<'a> Delegator<'a> {
                 // ask again with that fact, keeping this cell.
                 Verdict::Empty(e) if context.is_some() && calls == 1 => {
                     fallback = Some((program.clone(), d.attempts.len()));
-                    vec![e]
+                    vec![concrete_field_hint(e, &program, context.unwrap_or(""))]
                 }
                 Verdict::Accept | Verdict::Empty(_) => {
                     d.attempts.push(Attempt {
@@ -2307,6 +2368,36 @@ mod tests {
             retry.contains("HeaderCounted") && retry.contains("splitlines()[1:]"),
             "{retry}"
         );
+    }
+
+    #[test]
+    fn whole_table_lines_get_one_expression_per_column() {
+        let ctx = "Workspace files:\n  data/stock.csv\nFirst lines of data files:\ndata/stock.csv:\n  name,price,qty\n  bolt,0.10,500\n  (fields split by \",\"; line 0 is the header, data rows are lines[1:]; columns: 0 name, 1 price, 2 qty)\nnotes.txt:\n  hello\n";
+        let program = "[s for s in read_file(\"data/stock.csv\").splitlines()[1:] if int(s.split(\",\")[2]) < 100]";
+        let shape = ValueShape::List(ListShape {
+            len: 1,
+            table_lines: true,
+            ..ListShape::default()
+        });
+        let e = shape_mismatch("the stock items with fewer than 100 units", program, &shape)
+            .expect("whole table lines");
+        let e = concrete_field_hint(e, program, ctx);
+        assert_eq!(
+            e.hint.as_deref(),
+            Some(
+                "End the cell with the field the task asks for from each line of data/stock.csv, one of: \
+                 [l.split(\",\")[0] for l in [s for s in read_file(\"data/stock.csv\").splitlines()[1:] if int(s.split(\",\")[2]) < 100]] (name), \
+                 [l.split(\",\")[1] for l in [s for s in read_file(\"data/stock.csv\").splitlines()[1:] if int(s.split(\",\")[2]) < 100]] (price), \
+                 [l.split(\",\")[2] for l in [s for s in read_file(\"data/stock.csv\").splitlines()[1:] if int(s.split(\",\")[2]) < 100]] (qty)."
+            )
+        );
+        // A table not in the view, or another error: the hint stands.
+        let other = "[s for s in read_file(\"b.csv\").splitlines()]";
+        let e2 = shape_mismatch("the stock items", other, &shape).expect("whole table lines");
+        let before = e2.hint.clone();
+        assert_eq!(concrete_field_hint(e2, other, ctx).hint, before);
+        let pad = ErrorInfo::new(ErrorKind::Runtime, "PaddedText", "x");
+        assert_eq!(concrete_field_hint(pad, program, ctx).hint, None);
     }
 
     #[test]
