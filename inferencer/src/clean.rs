@@ -45,7 +45,8 @@ fn statements(src: &str) -> Option<Vec<rustpython_parser::ast::Stmt>> {
     }
 }
 
-fn parses(src: &str) -> bool {
+/// Whether `src` is Python the parser accepts (bounded, not empty).
+pub(crate) fn parses(src: &str) -> bool {
     !src.trim().is_empty() && parse_bounded(src).is_some()
 }
 

@@ -923,6 +923,10 @@ impl<'a> Delegator<'a> {
             {
                 program = whole;
             }
+            if let Some(code) = uncommented_answer(&task, &program, &validates) {
+                tracing::info!(provider = %p.name, "an answer written as comments: its code is used");
+                program = code;
+            }
             if let Some(whole) = with_shown_rows(&task, &program, &validates) {
                 program = whole;
             }
@@ -1278,6 +1282,52 @@ fn splice_last_line(
     whole.push('\n');
     whole.push_str(&line);
     validates(&whole).then_some(whole)
+}
+
+/// Most trailing comment lines [`uncommented_answer`] turns into code.
+const MAX_UNCOMMENTED_LINES: usize = 8;
+
+/// `answer` with its code written as comments made code: a cell of
+/// comments only whose last lines, the ones that do not repeat the task's
+/// own notes (`# each row r: r[2] product`), validate once their `#` is
+/// taken off. A small model shown the notes as comments sometimes echoes
+/// them and then comments out its answer too (seen: `# set(r[2] for r in
+/// rows)` as the last line, the cell rejected as empty twice). Code that
+/// parses but does not validate (`rows` never assigned) is taken too when
+/// it looks like code (a call, subscript or assignment): the retry then
+/// says what is wrong with it instead of "empty". Prose does not parse, so
+/// it stays a comment; `None` when nothing changes.
+fn uncommented_answer(
+    task: &str,
+    answer: &str,
+    validates: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    let lines: Vec<&str> = answer.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() || !lines.iter().all(|l| l.trim_start().starts_with('#')) {
+        return None;
+    }
+    let notes: Vec<&str> = task
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('#'))
+        .map(str::trim)
+        .collect();
+    let text = |l: &str| l.trim_start().trim_start_matches('#').trim().to_string();
+    let tail: Vec<&str> = lines
+        .iter()
+        .rev()
+        .take_while(|l| {
+            let t = text(l);
+            !t.is_empty() && !notes.contains(&t.as_str())
+        })
+        .copied()
+        .collect();
+    if tail.is_empty() || tail.len() > MAX_UNCOMMENTED_LINES {
+        return None;
+    }
+    let code: Vec<String> = tail.iter().rev().map(|l| text(l)).collect();
+    let code = code.join("\n");
+    let looks_like_code = crate::clean::parses(&code) && code.contains(['(', '[', '=']);
+    (validates(&code) || looks_like_code).then_some(code)
 }
 
 /// The text after which the task's notes show how a table's rows are read
@@ -2398,6 +2448,53 @@ mod tests {
         assert_eq!(concrete_field_hint(e2, other, ctx).hint, before);
         let pad = ErrorInfo::new(ErrorKind::Runtime, "PaddedText", "x");
         assert_eq!(concrete_field_hint(pad, program, ctx).hint, None);
+    }
+
+    #[test]
+    fn an_answer_written_as_comments_is_taken_as_code() {
+        // A toy validator: Python-looking lines, every name assigned or a
+        // tool's.
+        let ok = |p: &str| {
+            p.contains('(')
+                && !p.starts_with(char::is_uppercase)
+                && !p.contains(": ")
+                && !p.contains("This")
+                && (!p.contains("rows") || p.contains("rows = "))
+        };
+        let task = "# Task: how many distinct products were ordered\n# each row r: r[2] product\n# its data rows: rows = [l.split(\",\") for l in read_file(\"a.csv\").splitlines()[1:]]";
+        let echo = "# each row r: r[2] product\n";
+        assert_eq!(
+            uncommented_answer(
+                task,
+                &format!("{echo}# len(set(read_file('a.csv').splitlines()))"),
+                &ok
+            )
+            .as_deref(),
+            Some("len(set(read_file('a.csv').splitlines()))")
+        );
+        // Two lines of code, one with no space after its `#`.
+        assert_eq!(
+            uncommented_answer(task, &format!("{echo}# rows = [1]\n#len(rows)\n"), &ok).as_deref(),
+            Some("rows = [1]\nlen(rows)")
+        );
+        // Code that parses but does not validate: taken, so the retry
+        // names what is wrong with it.
+        assert_eq!(
+            uncommented_answer(task, &format!("{echo}# set(r[2] for r in rows)"), &ok).as_deref(),
+            Some("set(r[2] for r in rows)")
+        );
+        // Prose, a bare word, the notes alone, a cell with code: left as
+        // they are.
+        for answer in [
+            format!("{echo}# This counts the products"),
+            format!("{echo}# products"),
+            format!("{echo}# Count the distinct products (r[2])."),
+            echo.to_string(),
+            format!("{echo}len(find_files('*'))"),
+            String::new(),
+        ] {
+            assert_eq!(uncommented_answer(task, &answer, &ok), None, "{answer}");
+        }
     }
 
     #[test]
