@@ -1003,3 +1003,71 @@ fn quick_runs_in_a_session_get_a_json_reply() {
     );
     assert!(init.header("mcp-session-id").is_some(), "{init:?}");
 }
+
+/// Two POSTs in one session whose JSON-RPC requests share an id, both in
+/// flight at once (redteam-10's open lead: rmcp routes a response by its
+/// request id, so the second registration took the first's answer and the
+/// other stream sent only keep-alives until the session's idle timeout).
+/// Each POST must end quickly: with its run's result, or with a JSON-RPC
+/// error naming the duplicate id. The session still serves afterwards.
+#[test]
+fn duplicate_request_ids_in_flight_are_answered_not_held() {
+    let ws = workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let slow = "n = 0\nfor i in range(4000):\n    for j in range(4000):\n        n += j\nn";
+    let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "run_program", "arguments": {"program": slow}}})
+    .to_string();
+    let posts: Vec<_> = (0..3)
+        .map(|_| {
+            let (addr, sid, msg) = (srv.addr.clone(), sid.clone(), msg.clone());
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                // Keep-alive comments come every 15 s: bound the whole read.
+                let mut s = connect(&addr, 2);
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {TOKEN_A}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{msg}",
+                    msg.len()
+                );
+                s.write_all(head.as_bytes()).expect("post");
+                let mut raw = Vec::new();
+                let mut buf = [0u8; 4096];
+                while t.elapsed() < Duration::from_secs(25) {
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => raw.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                            || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => break,
+                    }
+                }
+                (parse(&raw), t.elapsed())
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    let mut refused = 0;
+    for p in posts {
+        let (r, took) = p.join().expect("post thread");
+        assert!(
+            took < Duration::from_secs(25),
+            "a POST was held {took:?}: {r:?}"
+        );
+        let msgs = r.messages();
+        let reply = msgs
+            .iter()
+            .find(|m| m.get("id") == Some(&json!(7)))
+            .unwrap_or_else(|| panic!("no answer with id 7 ({took:?}): {r:?}"));
+        if reply["result"]["structuredContent"]["value"] == json!(31_992_000_000_i64) {
+            answered += 1;
+        } else {
+            let msg = reply["error"]["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("already in flight"), "{r:?}");
+            refused += 1;
+        }
+    }
+    assert!(answered >= 1, "answered {answered}, refused {refused}");
+    let r = run(&srv.addr, TOKEN_A, &sid, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], json!(42), "{r:?}");
+}

@@ -237,6 +237,36 @@ pub struct HttpServer {
     waiting: std::sync::atomic::AtomicUsize,
     /// Connections evicted and not yet closed: slots about to be free.
     closing: std::sync::atomic::AtomicUsize,
+    /// The JSON-RPC request ids of each session's POSTs being answered
+    /// ([`HttpServer::claim_id`]).
+    claims: Arc<Claims>,
+}
+
+/// Per session (`rule key`, `\n`, `Mcp-Session-Id`), the SHA-256 of each
+/// JSON-RPC request id whose POST is being answered. At most one entry
+/// per open POST, so bounded by the connection cap.
+type Claims = Mutex<HashMap<String, std::collections::HashSet<String>>>;
+
+/// A request id claimed in its session until the POST's reply body is
+/// dropped (hyper took its last frame, or the client went away).
+struct IdClaim {
+    claims: Arc<Claims>,
+    session: String,
+    id: String,
+}
+
+impl Drop for IdClaim {
+    fn drop(&mut self) {
+        let Ok(mut map) = self.claims.lock() else {
+            return;
+        };
+        if let Some(ids) = map.get_mut(&self.session) {
+            ids.remove(&self.id);
+            if ids.is_empty() {
+                map.remove(&self.session);
+            }
+        }
+    }
 }
 
 impl HttpServer {
@@ -251,7 +281,76 @@ impl HttpServer {
             unproven: Mutex::new(std::collections::VecDeque::new()),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             closing: std::sync::atomic::AtomicUsize::new(0),
+            claims: Arc::new(Mutex::new(HashMap::new())),
         })
+    }
+
+    /// Claim the JSON-RPC request id of `body` (a POST in the known session
+    /// `session` of rule `key`) for as long as its reply is being sent.
+    /// `Ok(None)`: nothing to claim (not a request with an id). `Err`: the
+    /// JSON-RPC error reply for a request whose id is already in flight in
+    /// that session.
+    /// Why: rmcp routes a session's responses by request id; a second
+    /// pending request with the same id took the first one's route, and one
+    /// of the two POSTs then never got its answer, its stream held open by
+    /// keep-alives until the session idled out (redteam-10: 8 such POSTs
+    /// held 8 connections for 300 s).
+    fn claim_id(
+        &self,
+        key: &str,
+        session: &str,
+        body: &[u8],
+    ) -> Result<Option<IdClaim>, Box<Response<HttpBody>>> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<serde_json::Value>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        // The body's values were counted already (`MAX_REQUEST_VALUES`);
+        // only `id` is built. Anything that is not one request object is
+        // left to rmcp, which refuses it or routes no response for it.
+        let Ok(Head {
+            id: Some(id),
+            method: Some(_),
+        }) = serde_json::from_slice::<Head>(body)
+        else {
+            return Ok(None);
+        };
+        if !(id.is_string() || id.is_number()) {
+            return Ok(None);
+        }
+        let digest = lackpy_supervisor::sha256::hex(id.to_string().as_bytes());
+        let session = format!("{key}\n{session}");
+        let Ok(mut map) = self.claims.lock() else {
+            return Ok(None);
+        };
+        if !map
+            .entry(session.clone())
+            .or_default()
+            .insert(digest.clone())
+        {
+            let mut shown = id.to_string();
+            if shown.len() > 64 {
+                shown = format!("{}…", cut_chars(&shown, 64));
+            }
+            let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32600,
+                "message": format!("lackpy serve: a request with id {shown} is already in flight in this session; JSON-RPC ids must be unique among a session's pending requests: send it with a fresh id"),
+            }})
+            .to_string();
+            return Err(Box::new(
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(body)).boxed())
+                    .unwrap_or_else(|_| Response::new(Full::default().boxed())),
+            ));
+        }
+        Ok(Some(IdClaim {
+            claims: self.claims.clone(),
+            session,
+            id: digest,
+        }))
     }
 
     /// Keep `state` among the connections that may be evicted, forgetting
@@ -433,6 +532,23 @@ impl HttpServer {
             rule,
             refused: Mutex::new(None),
         });
+        let session_id = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        let mut claim = None;
+        if let (Some(_), Some(sid)) = (&post, &session_id) {
+            if manager.sessions.read().await.contains_key(sid.as_str()) {
+                match self.claim_id(&key, sid, &body) {
+                    Ok(c) => claim = c,
+                    Err(resp) => {
+                        metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+                        return *resp;
+                    }
+                }
+            }
+        }
         let delete = parts.method == hyper::Method::DELETE;
         if delete {
             // rmcp answers DELETE of an unknown session as if it ended one;
@@ -467,7 +583,8 @@ impl HttpServer {
                 refusal(&r)
             }
             None => match post {
-                Some(guard) => {
+                Some(mut guard) => {
+                    guard.claim = claim;
                     let (parts, body) = json_when_quick(resp, JSON_WINDOW).await.into_parts();
                     let body = Prefixed {
                         head: None,
@@ -941,8 +1058,12 @@ impl hyper::body::Body for Prefixed {
 }
 
 /// One MCP POST being answered: counted in the metrics' `http_posts_open`
-/// (which the drain waits for) until dropped.
-struct PostGuard(Arc<Shared>);
+/// (which the drain waits for) until dropped, and holding its request id's
+/// claim in its session, if any.
+struct PostGuard {
+    shared: Arc<Shared>,
+    claim: Option<IdClaim>,
+}
 
 impl PostGuard {
     fn new(shared: &Arc<Shared>) -> Self {
@@ -950,13 +1071,24 @@ impl PostGuard {
             .metrics
             .http_posts_open
             .fetch_add(1, Ordering::SeqCst);
-        PostGuard(shared.clone())
+        PostGuard {
+            shared: shared.clone(),
+            claim: None,
+        }
+    }
+}
+
+/// `s` cut to at most `max` characters.
+fn cut_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
     }
 }
 
 impl Drop for PostGuard {
     fn drop(&mut self) {
-        self.0
+        self.shared
             .metrics
             .http_posts_open
             .fetch_sub(1, Ordering::SeqCst);
