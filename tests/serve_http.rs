@@ -1071,3 +1071,67 @@ fn duplicate_request_ids_in_flight_are_answered_not_held() {
     let r = run(&srv.addr, TOKEN_A, &sid, "6 * 7", None);
     assert_eq!(structured(&r)["value"], json!(42), "{r:?}");
 }
+
+/// One token holder cannot take every TCP slot with requests it keeps open
+/// (redteam-10's open lead): with `max_connections = 8`, client A opens
+/// SSE streams (`GET /mcp` in its session, which rmcp keeps open with
+/// keep-alives, up to 33 per session) on 8 connections. Each client may
+/// hold at most half the slots (and at most its own `max_connections`)
+/// with requests in progress: A's stream past that gets `429` naming the
+/// cap and is closed, and client B still starts a session and runs.
+#[test]
+fn one_client_cannot_hold_every_http_slot_with_streams() {
+    let ws = workspace(&[]);
+    let srv = Server::start(&config(
+        ws.path(),
+        "",
+        "request_timeout_seconds = 10\nmax_connections = 8",
+    ));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let mut streams = Vec::new();
+    let mut refused = None;
+    for _ in 0..8 {
+        let mut s = connect(&srv.addr, 10);
+        let head = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN_A}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n",
+            srv.addr
+        );
+        s.write_all(head.as_bytes()).expect("GET");
+        let mut raw = Vec::new();
+        let mut byte = [0u8; 1];
+        while !raw.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte) {
+                Ok(1) => raw.push(byte[0]),
+                _ => break,
+            }
+        }
+        let r = parse(&raw);
+        if r.status == 200 {
+            streams.push(s);
+        } else {
+            raw.extend(read_to_eof(&mut s));
+            refused = Some(parse(&raw));
+            break;
+        }
+    }
+    let refused = refused.unwrap_or_else(|| panic!("client A holds {} streams", streams.len()));
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert!(
+        refused.body.contains("serve.http.max_connections"),
+        "{refused:?}"
+    );
+    assert!(
+        streams.len() <= 4,
+        "client A holds {} streams",
+        streams.len()
+    );
+    // B gets in while A's streams stay open.
+    let sid_b = initialize(&srv.addr, TOKEN_B);
+    let r = run(&srv.addr, TOKEN_B, &sid_b, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], json!(42), "{r:?}");
+    // A's streams closed: A gets its share back.
+    drop(streams);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = run(&srv.addr, TOKEN_A, &sid, "1 + 1", None);
+    assert_eq!(structured(&r)["value"], json!(2), "{r:?}");
+}

@@ -240,6 +240,28 @@ pub struct HttpServer {
     /// The JSON-RPC request ids of each session's POSTs being answered
     /// ([`HttpServer::claim_id`]).
     claims: Arc<Claims>,
+    /// Requests being answered per rule key ([`HttpServer::open_request`]).
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One request of a rule being answered (until its reply body is dropped).
+struct RequestGuard {
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        let Ok(mut map) = self.requests.lock() else {
+            return;
+        };
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// Per session (`rule key`, `\n`, `Mcp-Session-Id`), the SHA-256 of each
@@ -282,6 +304,56 @@ impl HttpServer {
             waiting: std::sync::atomic::AtomicUsize::new(0),
             closing: std::sync::atomic::AtomicUsize::new(0),
             claims: Arc::new(Mutex::new(HashMap::new())),
+            requests: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+
+    /// Count one request of `rule` as being answered, unless the rule has
+    /// its share of the TCP slots in requests already: at most its own
+    /// `max_connections` and at most half of `serve.http.max_connections`.
+    /// The refusal is `429` with `Connection: close` (the slot is freed).
+    /// Why: every request being answered holds a TCP connection, and an SSE
+    /// stream (`GET /mcp`, up to 33 per session in rmcp; a long run's POST)
+    /// holds it as long as the client likes: one token holder could hold
+    /// every slot and keep every other client out (redteam-10, found with
+    /// POSTs; GET streams do the same).
+    fn open_request(
+        &self,
+        rule: &ClientRule,
+        key: &str,
+        cfg: &ServeConfig,
+    ) -> Result<RequestGuard, Box<Response<HttpBody>>> {
+        let share = rule
+            .max_connections
+            .min(cfg.http.max_connections / 2)
+            .max(1);
+        let mut map = self.requests.lock().map_err(|_| {
+            Box::new(error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "lackpy serve: request table unavailable",
+            ))
+        })?;
+        let n = map.entry(key.to_string()).or_insert(0);
+        if *n >= share {
+            let body = json!({"error": "client_requests", "message": format!(
+                "lackpy serve: this client has {n} HTTP requests in progress (SSE streams and runs), its share of the connection slots: at most its max_connections ([[serve.clients]]) and half of serve.http.max_connections; close a stream or retry when one ends"
+            )})
+            .to_string();
+            return Err(Box::new(
+                Response::builder()
+                    .status(StatusCode::TOO_MANY_REQUESTS)
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .header(hyper::header::RETRY_AFTER, "1")
+                    .header(hyper::header::CONNECTION, "close")
+                    .body(Full::new(Bytes::from(body)).boxed())
+                    .unwrap_or_else(|_| Response::new(Full::default().boxed())),
+            ));
+        }
+        *n += 1;
+        Ok(RequestGuard {
+            requests: self.requests.clone(),
+            key: key.to_string(),
         })
     }
 
@@ -497,6 +569,14 @@ impl HttpServer {
                 return *resp;
             }
         };
+        let key = Shared::rule_key(&rule);
+        let in_progress = match self.open_request(&rule, &key, &cfg) {
+            Ok(g) => g,
+            Err(resp) => {
+                metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+                return *resp;
+            }
+        };
         let (parts, body) = req.into_parts();
         let body = match read_body(&cfg.http, &parts.headers, body).await {
             Ok(b) => b,
@@ -518,7 +598,6 @@ impl HttpServer {
                 ),
             );
         }
-        let key = Shared::rule_key(&rule);
         let Some((svc, manager)) = self.service_for(&key, &cfg) else {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -582,19 +661,25 @@ impl HttpServer {
                 self.shared.metrics.count_refusal(&r);
                 refusal(&r)
             }
-            None => match post {
-                Some(mut guard) => {
-                    guard.claim = claim;
-                    let (parts, body) = json_when_quick(resp, JSON_WINDOW).await.into_parts();
-                    let body = Prefixed {
-                        head: None,
-                        rest: body,
-                        _guard: Some(guard),
-                    };
-                    Response::from_parts(parts, body.boxed())
-                }
-                None => resp,
-            },
+            None => {
+                let resp = match post {
+                    Some(_) => json_when_quick(resp, JSON_WINDOW).await,
+                    None => resp,
+                };
+                let (parts, body) = resp.into_parts();
+                let body = Prefixed {
+                    head: None,
+                    rest: body,
+                    _guard: Held {
+                        _post: post.map(|mut g| {
+                            g.claim = claim;
+                            g
+                        }),
+                        _request: Some(in_progress),
+                    },
+                };
+                Response::from_parts(parts, body.boxed())
+            }
         }
     }
 
@@ -1023,7 +1108,7 @@ async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response
         Prefixed {
             head,
             rest: body,
-            _guard: None,
+            _guard: Held::default(),
         }
         .boxed(),
     )
@@ -1035,7 +1120,16 @@ async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response
 struct Prefixed {
     head: Option<Bytes>,
     rest: HttpBody,
-    _guard: Option<PostGuard>,
+    _guard: Held,
+}
+
+/// What a reply body holds until it is dropped.
+#[derive(Default)]
+struct Held {
+    /// An MCP POST (and its request id's claim).
+    _post: Option<PostGuard>,
+    /// The rule's count of requests in progress.
+    _request: Option<RequestGuard>,
 }
 
 impl hyper::body::Body for Prefixed {
