@@ -1827,3 +1827,53 @@ fn concurrent_traces_calls_are_bounded() {
         "lackpy serve peaked at {peak} KiB ({before} KiB before the traces calls)"
     );
 }
+
+/// Kit files in the workspace's `.lackpy/kits/` were each capped at
+/// 4 MiB, but not in number (10,000) nor in lines: every line is kept as
+/// a tool name, so three 4 MiB kits of `a` lines took `lackpy run 1+1` to
+/// 359 MiB (and 10,000 files would be 40 GiB to read). Now the kits
+/// together are capped at `MAX_KITS_BYTES` and each at `MAX_KIT_TOOLS`
+/// lines, counted before parsing: a clear config error (exit 3), small.
+#[test]
+fn hostile_kit_files_are_bounded() {
+    let ws = util::workspace(&[]);
+    let kits = ws.path().join(".lackpy/kits");
+    std::fs::create_dir_all(&kits).expect("kits dir");
+    let lines = "a\n".repeat(2 * 1024 * 1024 - 1);
+    for i in 0..3 {
+        std::fs::write(kits.join(format!("k{i}.kit")), &lines).expect("kit");
+    }
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let (out, peak) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("MAX_KIT_TOOLS"), "{err}");
+    assert!(peak < 100_000, "lackpy run peaked at {peak} KiB");
+    // Many small kits, together over the byte cap.
+    for i in 0..3 {
+        std::fs::remove_file(kits.join(format!("k{i}.kit"))).expect("rm");
+    }
+    let comment = format!("# {}\ntool\n", "x".repeat(1024 * 1024 - 10));
+    for i in 0..6 {
+        std::fs::write(kits.join(format!("c{i}.kit")), &comment).expect("kit");
+    }
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("MAX_KITS_BYTES"), "{err}");
+    // A real kit still loads.
+    for i in 0..6 {
+        std::fs::remove_file(kits.join(format!("c{i}.kit"))).expect("rm");
+    }
+    std::fs::write(
+        kits.join("small.kit"),
+        "---\ndescription: d\n---\nread_file\n",
+    )
+    .expect("kit");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
