@@ -1877,3 +1877,37 @@ fn hostile_kit_files_are_bounded() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A workspace's `.lackpy/config.toml` is capped at 4 MiB, but TOML's
+/// parser holds every small item with its spans: 4 MiB of `{},` inline
+/// tables took `lackpy run 1+1` to 295 MiB (of `[tN]` headers, 206 MiB),
+/// at every load; and a config error echoed a dotted key whole (600 KB
+/// of `x.x.x…` on stderr). Now items are counted before parsing
+/// (`MAX_CONFIG_ITEMS`) and a key in an error is cut.
+#[test]
+fn hostile_config_files_are_bounded() {
+    let ws = util::workspace(&[]);
+    let ctl = ws.path().join(".lackpy");
+    std::fs::create_dir_all(&ctl).expect(".lackpy");
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let config = ctl.join("config.toml");
+    std::fs::write(&config, format!("a = [{}]\n", "{},".repeat(1_390_000))).expect("config");
+    let (out, peak) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err:.500}");
+    assert!(err.contains("MAX_CONFIG_ITEMS"), "{err:.500}");
+    assert!(peak < 100_000, "lackpy run peaked at {peak} KiB");
+    std::fs::write(&config, format!("{} = 1\n", vec!["x"; 60_000].join("."))).expect("config");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err:.500}");
+    assert!(err.len() < 4096, "{} bytes of error: {err:.500}", err.len());
+    // A real config still loads.
+    std::fs::write(&config, "[sandbox]\ntimeout_seconds = 5\n").expect("config");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

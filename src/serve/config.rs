@@ -273,6 +273,13 @@ impl ServeConfig {
         fallback_ws: &Path,
         own_uid: u32,
     ) -> Result<Self, String> {
+        use lackpy_policy::config::{toml_items, MAX_CONFIG_ITEMS};
+        if toml_items(text) > MAX_CONFIG_ITEMS {
+            return Err(format!(
+                "{}: the file holds more than {MAX_CONFIG_ITEMS} TOML items (MAX_CONFIG_ITEMS); it was not parsed",
+                file.display()
+            ));
+        }
         let parsed: File = toml::from_str(text).map_err(|e| format!("{}: {e}", file.display()))?;
         let raw = parsed.serve.unwrap_or(Raw {
             pool_size: None,
