@@ -19,7 +19,7 @@
 //! max_concurrent = 2     # runs in flight for this client
 //! runs_per_minute = 600
 //! max_tool_calls = 100000  # tool calls per connection
-//! max_connections = 32   # connections open at once for this client
+//! max_connections = 32   # connections open at once for this client (HTTP: requests in progress)
 //! max_sessions = 64      # notebook sessions this client keeps, all its connections together
 //! max_session_bytes = 67108864  # bytes they keep (64 MiB)
 //!

@@ -14,13 +14,18 @@
 //! 4. the bearer token: `Authorization: Bearer T` where SHA-256(T) is some
 //!    rule's `token_sha256` (compared in constant time); otherwise `401`
 //!    with `WWW-Authenticate: Bearer` and a JSON body saying what is missing;
+//!    then the client's share of requests in progress (its
+//!    `max_connections`, at most half of `serve.http.max_connections`;
+//!    else `429` and close: [`HttpServer::open_request`]);
 //! 5. the body: at most `max_body_bytes` (`413`), all of it within
 //!    `request_timeout_seconds` (`408`), of at most
 //!    [`MAX_REQUEST_VALUES`] JSON values, counted before anything parses
 //!    it (`413`);
 //! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
 //!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
-//!    (`400`/`422`), the session header, then the MCP server;
+//!    (`400`/`422`), the session header, then the MCP server; before it, a
+//!    POST in a session whose request id is in flight there already gets a
+//!    JSON-RPC error ([`HttpServer::claim_id`]);
 //! 7. the reply: rmcp answers a request in a session with an SSE stream; when
 //!    that stream is one JSON-RPC response and ends within [`JSON_WINDOW`]
 //!    (a quick run), it goes out as one `application/json` body instead
