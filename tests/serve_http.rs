@@ -1003,3 +1003,135 @@ fn quick_runs_in_a_session_get_a_json_reply() {
     );
     assert!(init.header("mcp-session-id").is_some(), "{init:?}");
 }
+
+/// Two POSTs in one session whose JSON-RPC requests share an id, both in
+/// flight at once (redteam-10's open lead: rmcp routes a response by its
+/// request id, so the second registration took the first's answer and the
+/// other stream sent only keep-alives until the session's idle timeout).
+/// Each POST must end quickly: with its run's result, or with a JSON-RPC
+/// error naming the duplicate id. The session still serves afterwards.
+#[test]
+fn duplicate_request_ids_in_flight_are_answered_not_held() {
+    let ws = workspace(&[]);
+    let srv = Server::start(&config(ws.path(), "", ""));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let slow = "n = 0\nfor i in range(4000):\n    for j in range(4000):\n        n += j\nn";
+    let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "run_program", "arguments": {"program": slow}}})
+    .to_string();
+    let posts: Vec<_> = (0..3)
+        .map(|_| {
+            let (addr, sid, msg) = (srv.addr.clone(), sid.clone(), msg.clone());
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                // Keep-alive comments come every 15 s: bound the whole read.
+                let mut s = connect(&addr, 2);
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {TOKEN_A}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{msg}",
+                    msg.len()
+                );
+                s.write_all(head.as_bytes()).expect("post");
+                let mut raw = Vec::new();
+                let mut buf = [0u8; 4096];
+                while t.elapsed() < Duration::from_secs(25) {
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => raw.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                            || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => break,
+                    }
+                }
+                (parse(&raw), t.elapsed())
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    let mut refused = 0;
+    for p in posts {
+        let (r, took) = p.join().expect("post thread");
+        assert!(
+            took < Duration::from_secs(25),
+            "a POST was held {took:?}: {r:?}"
+        );
+        let msgs = r.messages();
+        let reply = msgs
+            .iter()
+            .find(|m| m.get("id") == Some(&json!(7)))
+            .unwrap_or_else(|| panic!("no answer with id 7 ({took:?}): {r:?}"));
+        if reply["result"]["structuredContent"]["value"] == json!(31_992_000_000_i64) {
+            answered += 1;
+        } else {
+            let msg = reply["error"]["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("already in flight"), "{r:?}");
+            refused += 1;
+        }
+    }
+    assert!(answered >= 1, "answered {answered}, refused {refused}");
+    let r = run(&srv.addr, TOKEN_A, &sid, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], json!(42), "{r:?}");
+}
+
+/// One token holder cannot take every TCP slot with requests it keeps open
+/// (redteam-10's open lead): with `max_connections = 8`, client A opens
+/// SSE streams (`GET /mcp` in its session, which rmcp keeps open with
+/// keep-alives, up to 33 per session) on 8 connections. Each client may
+/// hold at most half the slots (and at most its own `max_connections`)
+/// with requests in progress: A's stream past that gets `429` naming the
+/// cap and is closed, and client B still starts a session and runs.
+#[test]
+fn one_client_cannot_hold_every_http_slot_with_streams() {
+    let ws = workspace(&[]);
+    let srv = Server::start(&config(
+        ws.path(),
+        "",
+        "request_timeout_seconds = 10\nmax_connections = 8",
+    ));
+    let sid = initialize(&srv.addr, TOKEN_A);
+    let mut streams = Vec::new();
+    let mut refused = None;
+    for _ in 0..8 {
+        let mut s = connect(&srv.addr, 10);
+        let head = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN_A}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n",
+            srv.addr
+        );
+        s.write_all(head.as_bytes()).expect("GET");
+        let mut raw = Vec::new();
+        let mut byte = [0u8; 1];
+        while !raw.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte) {
+                Ok(1) => raw.push(byte[0]),
+                _ => break,
+            }
+        }
+        let r = parse(&raw);
+        if r.status == 200 {
+            streams.push(s);
+        } else {
+            raw.extend(read_to_eof(&mut s));
+            refused = Some(parse(&raw));
+            break;
+        }
+    }
+    let refused = refused.unwrap_or_else(|| panic!("client A holds {} streams", streams.len()));
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert!(
+        refused.body.contains("serve.http.max_connections"),
+        "{refused:?}"
+    );
+    assert!(
+        streams.len() <= 4,
+        "client A holds {} streams",
+        streams.len()
+    );
+    // B gets in while A's streams stay open.
+    let sid_b = initialize(&srv.addr, TOKEN_B);
+    let r = run(&srv.addr, TOKEN_B, &sid_b, "6 * 7", None);
+    assert_eq!(structured(&r)["value"], json!(42), "{r:?}");
+    // A's streams closed: A gets its share back.
+    drop(streams);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = run(&srv.addr, TOKEN_A, &sid, "1 + 1", None);
+    assert_eq!(structured(&r)["value"], json!(2), "{r:?}");
+}

@@ -1793,7 +1793,8 @@ fn silent_connections_cannot_keep_clients_out() {
 /// ran at once but the client's in-flight requests: 64 calls posted at
 /// once in one `lackpy serve --listen` session took the server to
 /// 1.2 GiB. At most `MAX_TRACE_READS` (2) are now served at once per
-/// process (the same 64: 155 MiB); every call is still answered.
+/// process (the same 64: 155 MiB); every call is still answered. (Now 32
+/// at once: a client holds at most that many HTTP requests in progress.)
 #[test]
 fn concurrent_traces_calls_are_bounded() {
     use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
@@ -1806,8 +1807,9 @@ fn concurrent_traces_calls_are_bounded() {
         assert_eq!(structured(&r)["value"], 1000, "{:.300}", r.body);
     }
     let before = crate::serve::status_kib(srv.child.id(), "VmHWM:");
-    // Each with its own id (requests sharing an id lose their answers).
-    let calls: Vec<_> = (0..48)
+    // Each with its own id (a request reusing a pending one's id is
+    // refused); 32, the client's share of HTTP requests in progress.
+    let calls: Vec<_> = (0..32)
         .map(|i| {
             let msg = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
                 "params": {"name": "traces", "arguments": {"limit": 1000}}});
@@ -1823,5 +1825,89 @@ fn concurrent_traces_calls_are_bounded() {
     assert!(
         peak < before.max(100_000) + 250_000,
         "lackpy serve peaked at {peak} KiB ({before} KiB before the traces calls)"
+    );
+}
+
+/// Kit files in the workspace's `.lackpy/kits/` were each capped at
+/// 4 MiB, but not in number (10,000) nor in lines: every line is kept as
+/// a tool name, so three 4 MiB kits of `a` lines took `lackpy run 1+1` to
+/// 359 MiB (and 10,000 files would be 40 GiB to read). Now the kits
+/// together are capped at `MAX_KITS_BYTES` and each at `MAX_KIT_TOOLS`
+/// lines, counted before parsing: a clear config error (exit 3), small.
+#[test]
+fn hostile_kit_files_are_bounded() {
+    let ws = util::workspace(&[]);
+    let kits = ws.path().join(".lackpy/kits");
+    std::fs::create_dir_all(&kits).expect("kits dir");
+    let lines = "a\n".repeat(2 * 1024 * 1024 - 1);
+    for i in 0..3 {
+        std::fs::write(kits.join(format!("k{i}.kit")), &lines).expect("kit");
+    }
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let (out, peak) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("MAX_KIT_TOOLS"), "{err}");
+    assert!(peak < 100_000, "lackpy run peaked at {peak} KiB");
+    // Many small kits, together over the byte cap.
+    for i in 0..3 {
+        std::fs::remove_file(kits.join(format!("k{i}.kit"))).expect("rm");
+    }
+    let comment = format!("# {}\ntool\n", "x".repeat(1024 * 1024 - 10));
+    for i in 0..6 {
+        std::fs::write(kits.join(format!("c{i}.kit")), &comment).expect("kit");
+    }
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("MAX_KITS_BYTES"), "{err}");
+    // A real kit still loads.
+    for i in 0..6 {
+        std::fs::remove_file(kits.join(format!("c{i}.kit"))).expect("rm");
+    }
+    std::fs::write(
+        kits.join("small.kit"),
+        "---\ndescription: d\n---\nread_file\n",
+    )
+    .expect("kit");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A workspace's `.lackpy/config.toml` is capped at 4 MiB, but TOML's
+/// parser holds every small item with its spans: 4 MiB of `{},` inline
+/// tables took `lackpy run 1+1` to 295 MiB (of `[tN]` headers, 206 MiB),
+/// at every load; and a config error echoed a dotted key whole (600 KB
+/// of `x.x.x…` on stderr). Now items are counted before parsing
+/// (`MAX_CONFIG_ITEMS`) and a key in an error is cut.
+#[test]
+fn hostile_config_files_are_bounded() {
+    let ws = util::workspace(&[]);
+    let ctl = ws.path().join(".lackpy");
+    std::fs::create_dir_all(&ctl).expect(".lackpy");
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let config = ctl.join("config.toml");
+    std::fs::write(&config, format!("a = [{}]\n", "{},".repeat(1_390_000))).expect("config");
+    let (out, peak) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err:.500}");
+    assert!(err.contains("MAX_CONFIG_ITEMS"), "{err:.500}");
+    assert!(peak < 100_000, "lackpy run peaked at {peak} KiB");
+    std::fs::write(&config, format!("{} = 1\n", vec!["x"; 60_000].join("."))).expect("config");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err:.500}");
+    assert!(err.len() < 4096, "{} bytes of error: {err:.500}", err.len());
+    // A real config still loads.
+    std::fs::write(&config, "[sandbox]\ntimeout_seconds = 5\n").expect("config");
+    let (out, _) = util::run_peak(&["run", "--workspace", ws_s, "-c", "1 + 1"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -168,6 +168,29 @@ const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 /// more is a mistake or hostile).
 const MAX_KIT_FILES: usize = 10_000;
 
+/// Most bytes of all `.lackpy/kits/` files together (beyond: a config
+/// error naming it). Why: each file is capped at [`MAX_CONFIG_BYTES`], but
+/// [`MAX_KIT_FILES`] of them would be 40 GiB to read at every load.
+const MAX_KITS_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most tool lines in one kit file (beyond: a config error naming it,
+/// counted before the kit is parsed). Why: every line is kept as a tool
+/// name, ~28 bytes of allocation per 2-byte line: three 4 MiB kits of
+/// `a` lines took `lackpy run 1+1` to 359 MiB (redteam-11); a real kit
+/// names a few dozen tools.
+const MAX_KIT_TOOLS: usize = 4096;
+
+/// Lines of a kit file that `parse_kit` could keep as tool names (an upper
+/// bound: front matter lines count too).
+fn kit_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            let s = l.trim();
+            !s.is_empty() && !s.starts_with('#')
+        })
+        .count()
+}
+
 /// Read a whole (small) text file, capped at [`MAX_CONFIG_BYTES`].
 fn read_capped_text(path: &Path) -> Result<String, CliError> {
     let f = std::fs::File::open(path)
@@ -403,6 +426,7 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
     }
     if let Some(kit_dir) = ctl.subdir("kits", false).map_err(control)? {
         let mut entries = kit_dir.entries(MAX_KIT_FILES).map_err(control)?;
+        let mut kits_bytes = 0usize;
         // `.kit` files first, so that a `.profile` of the same name (the
         // original's preferred spelling) replaces it.
         entries.sort_by_key(|(name, _)| name.ends_with(".profile"));
@@ -427,6 +451,19 @@ pub fn load_files(workspace: &Path) -> Result<(Config, Kits), CliError> {
                 .read_text(&name, MAX_CONFIG_BYTES)
                 .map_err(control)?
             {
+                kits_bytes = kits_bytes.saturating_add(text.len());
+                if kits_bytes > MAX_KITS_BYTES {
+                    return Err(CliError::Usage(format!(
+                        "config error: the kit files of {} hold more than {MAX_KITS_BYTES} bytes together (MAX_KITS_BYTES; at {name})",
+                        kit_dir.path().display()
+                    )));
+                }
+                if kit_lines(&text) > MAX_KIT_TOOLS {
+                    return Err(CliError::Usage(format!(
+                        "config error: {} lists more than {MAX_KIT_TOOLS} tools (MAX_KIT_TOOLS)",
+                        kit_dir.path().join(&name).display()
+                    )));
+                }
                 kits.insert_text(stem, &text);
             }
         }

@@ -19,7 +19,7 @@
 //! max_concurrent = 2     # runs in flight for this client
 //! runs_per_minute = 600
 //! max_tool_calls = 100000  # tool calls per connection
-//! max_connections = 32   # connections open at once for this client
+//! max_connections = 32   # connections open at once for this client (HTTP: requests in progress)
 //! max_sessions = 64      # notebook sessions this client keeps, all its connections together
 //! max_session_bytes = 67108864  # bytes they keep (64 MiB)
 //!
@@ -273,6 +273,13 @@ impl ServeConfig {
         fallback_ws: &Path,
         own_uid: u32,
     ) -> Result<Self, String> {
+        use lackpy_policy::config::{toml_items, MAX_CONFIG_ITEMS};
+        if toml_items(text) > MAX_CONFIG_ITEMS {
+            return Err(format!(
+                "{}: the file holds more than {MAX_CONFIG_ITEMS} TOML items (MAX_CONFIG_ITEMS); it was not parsed",
+                file.display()
+            ));
+        }
         let parsed: File = toml::from_str(text).map_err(|e| format!("{}: {e}", file.display()))?;
         let raw = parsed.serve.unwrap_or(Raw {
             pool_size: None,

@@ -14,13 +14,18 @@
 //! 4. the bearer token: `Authorization: Bearer T` where SHA-256(T) is some
 //!    rule's `token_sha256` (compared in constant time); otherwise `401`
 //!    with `WWW-Authenticate: Bearer` and a JSON body saying what is missing;
+//!    then the client's share of requests in progress (its
+//!    `max_connections`, at most half of `serve.http.max_connections`;
+//!    else `429` and close: [`HttpServer::open_request`]);
 //! 5. the body: at most `max_body_bytes` (`413`), all of it within
 //!    `request_timeout_seconds` (`408`), of at most
 //!    [`MAX_REQUEST_VALUES`] JSON values, counted before anything parses
 //!    it (`413`);
 //! 6. rmcp: `Host` and `Origin` against `allowed_hosts` / `allowed_origins`
 //!    (DNS-rebinding guard, `403`), `Accept`/`Content-Type`, JSON-RPC parsing
-//!    (`400`/`422`), the session header, then the MCP server;
+//!    (`400`/`422`), the session header, then the MCP server; before it, a
+//!    POST in a session whose request id is in flight there already gets a
+//!    JSON-RPC error ([`HttpServer::claim_id`]);
 //! 7. the reply: rmcp answers a request in a session with an SSE stream; when
 //!    that stream is one JSON-RPC response and ends within [`JSON_WINDOW`]
 //!    (a quick run), it goes out as one `application/json` body instead
@@ -237,6 +242,58 @@ pub struct HttpServer {
     waiting: std::sync::atomic::AtomicUsize,
     /// Connections evicted and not yet closed: slots about to be free.
     closing: std::sync::atomic::AtomicUsize,
+    /// The JSON-RPC request ids of each session's POSTs being answered
+    /// ([`HttpServer::claim_id`]).
+    claims: Arc<Claims>,
+    /// Requests being answered per rule key ([`HttpServer::open_request`]).
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One request of a rule being answered (until its reply body is dropped).
+struct RequestGuard {
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        let Ok(mut map) = self.requests.lock() else {
+            return;
+        };
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Per session (`rule key`, `\n`, `Mcp-Session-Id`), the SHA-256 of each
+/// JSON-RPC request id whose POST is being answered. At most one entry
+/// per open POST, so bounded by the connection cap.
+type Claims = Mutex<HashMap<String, std::collections::HashSet<String>>>;
+
+/// A request id claimed in its session until the POST's reply body is
+/// dropped (hyper took its last frame, or the client went away).
+struct IdClaim {
+    claims: Arc<Claims>,
+    session: String,
+    id: String,
+}
+
+impl Drop for IdClaim {
+    fn drop(&mut self) {
+        let Ok(mut map) = self.claims.lock() else {
+            return;
+        };
+        if let Some(ids) = map.get_mut(&self.session) {
+            ids.remove(&self.id);
+            if ids.is_empty() {
+                map.remove(&self.session);
+            }
+        }
+    }
 }
 
 impl HttpServer {
@@ -251,7 +308,126 @@ impl HttpServer {
             unproven: Mutex::new(std::collections::VecDeque::new()),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             closing: std::sync::atomic::AtomicUsize::new(0),
+            claims: Arc::new(Mutex::new(HashMap::new())),
+            requests: Arc::new(Mutex::new(HashMap::new())),
         })
+    }
+
+    /// Count one request of `rule` as being answered, unless the rule has
+    /// its share of the TCP slots in requests already: at most its own
+    /// `max_connections` and at most half of `serve.http.max_connections`.
+    /// The refusal is `429` with `Connection: close` (the slot is freed).
+    /// Why: every request being answered holds a TCP connection, and an SSE
+    /// stream (`GET /mcp`, up to 33 per session in rmcp; a long run's POST)
+    /// holds it as long as the client likes: one token holder could hold
+    /// every slot and keep every other client out (redteam-10, found with
+    /// POSTs; GET streams do the same).
+    fn open_request(
+        &self,
+        rule: &ClientRule,
+        key: &str,
+        cfg: &ServeConfig,
+    ) -> Result<RequestGuard, Box<Response<HttpBody>>> {
+        let share = rule
+            .max_connections
+            .min(cfg.http.max_connections / 2)
+            .max(1);
+        let mut map = self.requests.lock().map_err(|_| {
+            Box::new(error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "lackpy serve: request table unavailable",
+            ))
+        })?;
+        let n = map.entry(key.to_string()).or_insert(0);
+        if *n >= share {
+            let body = json!({"error": "client_requests", "message": format!(
+                "lackpy serve: this client has {n} HTTP requests in progress (SSE streams and runs), its share of the connection slots: at most its max_connections ([[serve.clients]]) and half of serve.http.max_connections; close a stream or retry when one ends"
+            )})
+            .to_string();
+            return Err(Box::new(
+                Response::builder()
+                    .status(StatusCode::TOO_MANY_REQUESTS)
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .header(hyper::header::RETRY_AFTER, "1")
+                    .header(hyper::header::CONNECTION, "close")
+                    .body(Full::new(Bytes::from(body)).boxed())
+                    .unwrap_or_else(|_| Response::new(Full::default().boxed())),
+            ));
+        }
+        *n += 1;
+        Ok(RequestGuard {
+            requests: self.requests.clone(),
+            key: key.to_string(),
+        })
+    }
+
+    /// Claim the JSON-RPC request id of `body` (a POST in the known session
+    /// `session` of rule `key`) for as long as its reply is being sent.
+    /// `Ok(None)`: nothing to claim (not a request with an id). `Err`: the
+    /// JSON-RPC error reply for a request whose id is already in flight in
+    /// that session.
+    /// Why: rmcp routes a session's responses by request id; a second
+    /// pending request with the same id took the first one's route, and one
+    /// of the two POSTs then never got its answer, its stream held open by
+    /// keep-alives until the session idled out (redteam-10: 8 such POSTs
+    /// held 8 connections for 300 s).
+    fn claim_id(
+        &self,
+        key: &str,
+        session: &str,
+        body: &[u8],
+    ) -> Result<Option<IdClaim>, Box<Response<HttpBody>>> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<serde_json::Value>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        // The body's values were counted already (`MAX_REQUEST_VALUES`);
+        // only `id` is built. Anything that is not one request object is
+        // left to rmcp, which refuses it or routes no response for it.
+        let Ok(Head {
+            id: Some(id),
+            method: Some(_),
+        }) = serde_json::from_slice::<Head>(body)
+        else {
+            return Ok(None);
+        };
+        if !(id.is_string() || id.is_number()) {
+            return Ok(None);
+        }
+        let digest = lackpy_supervisor::sha256::hex(id.to_string().as_bytes());
+        let session = format!("{key}\n{session}");
+        let Ok(mut map) = self.claims.lock() else {
+            return Ok(None);
+        };
+        if !map
+            .entry(session.clone())
+            .or_default()
+            .insert(digest.clone())
+        {
+            let mut shown = id.to_string();
+            if shown.len() > 64 {
+                shown = format!("{}…", cut_chars(&shown, 64));
+            }
+            let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32600,
+                "message": format!("lackpy serve: a request with id {shown} is already in flight in this session; JSON-RPC ids must be unique among a session's pending requests: send it with a fresh id"),
+            }})
+            .to_string();
+            return Err(Box::new(
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(body)).boxed())
+                    .unwrap_or_else(|_| Response::new(Full::default().boxed())),
+            ));
+        }
+        Ok(Some(IdClaim {
+            claims: self.claims.clone(),
+            session,
+            id: digest,
+        }))
     }
 
     /// Keep `state` among the connections that may be evicted, forgetting
@@ -398,6 +574,14 @@ impl HttpServer {
                 return *resp;
             }
         };
+        let key = Shared::rule_key(&rule);
+        let in_progress = match self.open_request(&rule, &key, &cfg) {
+            Ok(g) => g,
+            Err(resp) => {
+                metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+                return *resp;
+            }
+        };
         let (parts, body) = req.into_parts();
         let body = match read_body(&cfg.http, &parts.headers, body).await {
             Ok(b) => b,
@@ -419,7 +603,6 @@ impl HttpServer {
                 ),
             );
         }
-        let key = Shared::rule_key(&rule);
         let Some((svc, manager)) = self.service_for(&key, &cfg) else {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -433,6 +616,23 @@ impl HttpServer {
             rule,
             refused: Mutex::new(None),
         });
+        let session_id = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        let mut claim = None;
+        if let (Some(_), Some(sid)) = (&post, &session_id) {
+            if manager.sessions.read().await.contains_key(sid.as_str()) {
+                match self.claim_id(&key, sid, &body) {
+                    Ok(c) => claim = c,
+                    Err(resp) => {
+                        metrics.http_rejected.fetch_add(1, Ordering::Relaxed);
+                        return *resp;
+                    }
+                }
+            }
+        }
         let delete = parts.method == hyper::Method::DELETE;
         if delete {
             // rmcp answers DELETE of an unknown session as if it ended one;
@@ -466,18 +666,25 @@ impl HttpServer {
                 self.shared.metrics.count_refusal(&r);
                 refusal(&r)
             }
-            None => match post {
-                Some(guard) => {
-                    let (parts, body) = json_when_quick(resp, JSON_WINDOW).await.into_parts();
-                    let body = Prefixed {
-                        head: None,
-                        rest: body,
-                        _guard: Some(guard),
-                    };
-                    Response::from_parts(parts, body.boxed())
-                }
-                None => resp,
-            },
+            None => {
+                let resp = match post {
+                    Some(_) => json_when_quick(resp, JSON_WINDOW).await,
+                    None => resp,
+                };
+                let (parts, body) = resp.into_parts();
+                let body = Prefixed {
+                    head: None,
+                    rest: body,
+                    _guard: Held {
+                        _post: post.map(|mut g| {
+                            g.claim = claim;
+                            g
+                        }),
+                        _request: Some(in_progress),
+                    },
+                };
+                Response::from_parts(parts, body.boxed())
+            }
         }
     }
 
@@ -906,7 +1113,7 @@ async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response
         Prefixed {
             head,
             rest: body,
-            _guard: None,
+            _guard: Held::default(),
         }
         .boxed(),
     )
@@ -918,7 +1125,16 @@ async fn json_when_quick(resp: Response<HttpBody>, window: Duration) -> Response
 struct Prefixed {
     head: Option<Bytes>,
     rest: HttpBody,
-    _guard: Option<PostGuard>,
+    _guard: Held,
+}
+
+/// What a reply body holds until it is dropped.
+#[derive(Default)]
+struct Held {
+    /// An MCP POST (and its request id's claim).
+    _post: Option<PostGuard>,
+    /// The rule's count of requests in progress.
+    _request: Option<RequestGuard>,
 }
 
 impl hyper::body::Body for Prefixed {
@@ -941,8 +1157,12 @@ impl hyper::body::Body for Prefixed {
 }
 
 /// One MCP POST being answered: counted in the metrics' `http_posts_open`
-/// (which the drain waits for) until dropped.
-struct PostGuard(Arc<Shared>);
+/// (which the drain waits for) until dropped, and holding its request id's
+/// claim in its session, if any.
+struct PostGuard {
+    shared: Arc<Shared>,
+    claim: Option<IdClaim>,
+}
 
 impl PostGuard {
     fn new(shared: &Arc<Shared>) -> Self {
@@ -950,13 +1170,24 @@ impl PostGuard {
             .metrics
             .http_posts_open
             .fetch_add(1, Ordering::SeqCst);
-        PostGuard(shared.clone())
+        PostGuard {
+            shared: shared.clone(),
+            claim: None,
+        }
+    }
+}
+
+/// `s` cut to at most `max` characters.
+fn cut_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
     }
 }
 
 impl Drop for PostGuard {
     fn drop(&mut self) {
-        self.0
+        self.shared
             .metrics
             .http_posts_open
             .fetch_sub(1, Ordering::SeqCst);

@@ -276,6 +276,12 @@ impl ConfigError {
     }
 
     fn at(file: &Path, line: Option<u32>, key: Option<String>, msg: impl Into<String>) -> Self {
+        // A key is shown as written: bound it (a hostile file's dotted key
+        // can be megabytes long).
+        let key = key.map(|k| match k.char_indices().nth(MAX_KEY_SHOWN) {
+            Some((i, _)) => format!("{}… ({} bytes)", &k[..i], k.len()),
+            None => k,
+        });
         ConfigError {
             file: Some(file.to_path_buf()),
             line,
@@ -1094,6 +1100,26 @@ impl Ctx<'_> {
     }
 }
 
+/// Most TOML items (as [`toml_items`] counts them) in one config file.
+/// Why: the TOML parser holds each table, key and value with its spans,
+/// ~75-110 bytes of memory per byte of text for small items: 4 MiB of
+/// `[tN]` headers or `{},` inline tables took `lackpy run` to 206-295 MiB
+/// (redteam-11), at every load and reload; a hand-written config has a few
+/// hundred items.
+pub const MAX_CONFIG_ITEMS: usize = 65_536;
+
+/// Longest key shown in a config error, in characters.
+const MAX_KEY_SHOWN: usize = 200;
+
+/// An upper bound on the TOML items of `text`: every table header, key,
+/// dotted-key part, inline table and array element needs one of `[ { = , .`
+/// (those inside strings and comments count too, which only over-counts).
+pub fn toml_items(text: &str) -> usize {
+    text.bytes()
+        .filter(|b| matches!(b, b'[' | b'{' | b'=' | b',' | b'.'))
+        .count()
+}
+
 impl Config {
     /// Parse one config file's text. `file` is used in error messages only.
     ///
@@ -1101,6 +1127,15 @@ impl Config {
     /// [`ConfigError`] naming the file, line and key for TOML syntax errors,
     /// wrong types and out-of-range values.
     pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        let items = toml_items(text);
+        if items > MAX_CONFIG_ITEMS {
+            return Err(ConfigError::at(
+                file,
+                None,
+                None,
+                format!("the file holds more than {MAX_CONFIG_ITEMS} TOML items (tables, keys, array elements: counted as `[`, `{{`, `=`, `,` and `.` characters; MAX_CONFIG_ITEMS); it was not parsed"),
+            ));
+        }
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             let span = e.span();
             let line = span.as_ref().map(|s| line_of(text, s.start));
