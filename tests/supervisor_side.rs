@@ -1793,8 +1793,8 @@ fn silent_connections_cannot_keep_clients_out() {
 /// ran at once but the client's in-flight requests: 64 calls posted at
 /// once in one `lackpy serve --listen` session took the server to
 /// 1.2 GiB. At most `MAX_TRACE_READS` (2) are now served at once per
-/// process (the same 64: 155 MiB); every call is still answered. (Now 32
-/// at once: a client holds at most that many HTTP requests in progress.)
+/// process (the same 64: 155 MiB); every call is still answered. (Now 28
+/// at once: a client holds at most 32 HTTP requests in progress.)
 #[test]
 fn concurrent_traces_calls_are_bounded() {
     use crate::serve_http::{config, initialize, post, run, structured, Server, TOKEN_A};
@@ -1808,8 +1808,10 @@ fn concurrent_traces_calls_are_bounded() {
     }
     let before = crate::serve::status_kib(srv.child.id(), "VmHWM:");
     // Each with its own id (a request reusing a pending one's id is
-    // refused); 32, the client's share of HTTP requests in progress.
-    let calls: Vec<_> = (0..32)
+    // refused); 28, under the client's share of HTTP requests in progress
+    // (32): a reply's slot is given back when the server drops its body,
+    // which can come a moment after the client has read the reply.
+    let calls: Vec<_> = (0..28)
         .map(|i| {
             let msg = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
                 "params": {"name": "traces", "arguments": {"limit": 1000}}});
