@@ -1220,6 +1220,22 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f'{:,x}'", "f-string: expression required before ':'", 1, 13),
     ("x = f'{ !r}'", "f-string: expression required before '!'", 1, 13),
     ("x = [f'{5#06b}', 1]", "f-string expression part cannot include '#'", 1, 16),
+    // A field's expression that does not parse: CPython compiles `(expr)`
+    // alone, so the column is the caret's position in that text.
+    ("x = f\"{1 +}\"", "f-string: invalid syntax", 1, 5),
+    ("x = f\"{a} {b c}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 1, 2),
+    ("x = f\"{ a  b}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 1, 3),
+    ("\n\ny = 1;  x = f\"{a b}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 3, 2),
+    ("x = f\"\"\"\n\n {1 +}\"\"\"", "f-string: invalid syntax", 3, 5),
+    ("x = f\"{lambda x: 1}\"", "f-string: invalid syntax", 1, 10),
+    ("x = f\"{a:>{b c}}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 1, 2),
+    ("x = f\"{x if y}\"", "f-string: expected 'else' after 'if' expression", 1, 2),
+    ("x = f\"{f'{a b}'}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 1, 2),
+    ("x = f\"{a # b}\"", "f-string expression part cannot include '#'", 1, 15),
+    // A backslash in a field: the caret is after the string(s), too.
+    ("x = f\"{'\\n'}\"", "f-string expression part cannot include a backslash", 1, 14),
+    ("x = f\"{\\n}\"", "f-string expression part cannot include a backslash", 1, 12),
+    ("x = (f\"{'\\n'}\"\n     \"tail\")", "f-string expression part cannot include a backslash", 2, 12),
     ("x = [a, b for a, b in y]", "did you forget parentheses around the comprehension target?", 1, 6),
     ("print({a, b for a in y})", "did you forget parentheses around the comprehension target?", 1, 8),
     ("x = [*a for a in y]", "iterable unpacking cannot be used in comprehension", 1, 6),

@@ -171,7 +171,9 @@ fn error_at(
 ) -> ErrorInfo {
     // CPython 3.11 raises an f-string's errors once the parser has read
     // the whole (concatenated) string: its caret is on the token after it.
-    let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
+    let (off, message) = if type_name == "SyntaxError"
+        && (message.starts_with("f-string: ") || message.starts_with("f-string expression part"))
+    {
         let message = if message == "f-string: invalid conversion character" {
             "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
         } else if message == "f-string: unexpected EOF while parsing"
@@ -493,6 +495,45 @@ fn check_rewritten(
                     message,
                     Some("the program must be valid Python 3.11 syntax".to_string()),
                 )]);
+            }
+            // A replacement field's expression that does not parse: CPython
+            // 3.11 words and places it as the parse of `(expr)` alone.
+            // A backslash in a field's expression is found as the field is
+            // read, before the field is compiled.
+            if let rustpython_parser::ParseErrorType::Lexical(
+                rustpython_parser::lexer::LexicalErrorType::FStringError(f),
+            ) = &e.error
+            {
+                let expr = syntax::fstring_field_expr(source, off);
+                if let Some(p @ prescan::BracketProblem::FstringBackslash { offset }) =
+                    &bracket_problem
+                {
+                    if *offset <= off + expr.map_or(0, str::len) {
+                        return Err(scan_error(p));
+                    }
+                }
+                // (A `#` in it is refused as the field is read.)
+                if let Some((body, at, message)) = expr
+                    .filter(|_| !syntax::fstring_expr_has_hash(source, off))
+                    .filter(|_| {
+                        matches!(f, rustpython_parser::FStringErrorType::InvalidExpression(_))
+                    })
+                    .and_then(syntax::fstring_field_error)
+                {
+                    let head = body.get(..at).unwrap_or(&body);
+                    let line = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX)).0
+                        as usize
+                        + head.matches('\n').count();
+                    let col = head.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    return Err(vec![ErrorInfo {
+                        kind: ErrorKind::Validation,
+                        type_name: "SyntaxError".to_string(),
+                        message,
+                        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+                        col: Some(u32::try_from(col).unwrap_or(u32::MAX)),
+                        hint: Some("the program must be valid Python 3.11 syntax".to_string()),
+                    }]);
+                }
             }
             // CPython's specific wording for the commonest mistakes.
             let (at, message, col0) = match syntax::refine(source, off, &e.error) {
