@@ -681,40 +681,40 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         19,
         "flatten the tuple",
     ),
-    // --- \N{...} names CPython 3.11 (Unicode 14.0) does not know ---
+    // --- \N{...} names CPython 3.11 (Unicode 14.0) does not know (caret after the string) ---
     (
         "x = 'ab\\N{SHAKING FACE}'",
         "SyntaxError",
         1,
-        8,
+        25,
         "Unicode 14.0",
     ),
     (
         "x = 1\ny = f'{x}\\N{PINK HEART}'",
         "SyntaxError",
         2,
-        10,
+        25,
         "Unicode 14.0",
     ),
     (
         "x = '\\N{CJK UNIFIED IDEOGRAPH-31350}'",
         "SyntaxError",
         1,
-        6,
+        38,
         "Unicode 14.0",
     ),
     (
         "x = '\\N{hangul syllable GAG}'",
         "SyntaxError",
         1,
-        6,
+        30,
         "Unicode 14.0",
     ),
     (
         "x = '\\N{CJK UNIFIED IDEOGRAPH-4e00}'",
         "SyntaxError",
         1,
-        6,
+        37,
         "Unicode 14.0",
     ),
 ];
@@ -1236,6 +1236,20 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f\"{'\\n'}\"", "f-string expression part cannot include a backslash", 1, 14),
     ("x = f\"{\\n}\"", "f-string expression part cannot include a backslash", 1, 12),
     ("x = (f\"{'\\n'}\"\n     \"tail\")", "f-string expression part cannot include a backslash", 2, 12),
+    // A bad escape: the decoder's positions (non-ASCII characters count
+    // ten bytes, f-strings are decoded piece by piece), caret after the
+    // string(s); it wins over a later parser error, not over a tokenizer error.
+    ("x = \"\\U0001F60\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-8: truncated \\UXXXXXXXX escape", 1, 16),
+    ("x = \"\\U00110000\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-9: illegal Unicode character", 1, 17),
+    ("x = 1\ny = \"abc\\u00\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 3-6: truncated \\uXXXX escape", 2, 14),
+    ("x = \"\u{e9}\u{1f600}\\x4\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 20-22: truncated \\xXX escape", 1, 12),
+    ("x = f\"a{x}b{{c\\x4\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 1-3: truncated \\xXX escape", 1, 19),
+    ("x = \"ok\" \"\\N{NOPE}\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-7: unknown Unicode character name", 1, 20),
+    ("x = \"\\N\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-1: malformed \\N character escape", 1, 9),
+    ("x = \"\"\"abc\n\\x4\"\"\"", "(unicode error) 'unicodeescape' codec can't decode bytes in position 4-6: truncated \\xXX escape", 2, 7),
+    ("x = \"\\x4\" 1 +", "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-2: truncated \\xXX escape", 1, 11),
+    ("x = 1 +\ny = \"\\x4\"", "invalid syntax", 1, 8),
+    ("x = \"\\x4\"\ny = 1abc", "invalid decimal literal", 2, 5),
     ("x = [a, b for a, b in y]", "did you forget parentheses around the comprehension target?", 1, 6),
     ("print({a, b for a in y})", "did you forget parentheses around the comprehension target?", 1, 8),
     ("x = [*a for a in y]", "iterable unpacking cannot be used in comprehension", 1, 6),
