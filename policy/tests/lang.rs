@@ -122,7 +122,7 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "read_file",
     ),
     ("global x", "ForbiddenSyntax", 1, 1, "one scope"),
-    ("nonlocal x", "ForbiddenSyntax", 1, 1, "one scope"),
+    ("nonlocal x", "SyntaxError", 1, 1, "one scope"),
     ("assert 1 == 1", "ForbiddenSyntax", 1, 1, "with if"),
     ("x = 1\ndel x", "ForbiddenSyntax", 2, 1, "reassign"),
     (
@@ -132,7 +132,7 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         1,
         "if/elif/else",
     ),
-    ("return 1", "ForbiddenSyntax", 1, 1, "last expression"),
+    ("return 1", "SyntaxError", 1, 1, "last expression"),
     ("x: int = 1", "ForbiddenSyntax", 1, 1, "drop the annotation"),
     (
         "async for x in y:\n    pass",
@@ -253,8 +253,46 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         18,
         "plain for",
     ),
-    ("x = await y", "ForbiddenSyntax", 1, 5, "directly"),
-    ("x = (yield 1)", "ForbiddenSyntax", 1, 6, "build a list"),
+    ("x = await y", "SyntaxError", 1, 5, "directly"),
+    ("x = (yield 1)", "SyntaxError", 1, 6, "build a list"),
+    // CPython's scopes: a comprehension's, from its first target on, and a
+    // key= lambda's (where `yield` is valid Python, so only the subset refuses it).
+    (
+        "x = [(yield) for y in z]",
+        "SyntaxError",
+        1,
+        7,
+        "build a list",
+    ),
+    (
+        "x = [y for y in (yield)]",
+        "SyntaxError",
+        1,
+        18,
+        "build a list",
+    ),
+    (
+        "x = {1: (yield) for y in z}",
+        "SyntaxError",
+        1,
+        10,
+        "build a list",
+    ),
+    ("x = [await v for y in z]", "SyntaxError", 1, 5, "directly"),
+    (
+        "a = []\nx = sorted(a, key=lambda v: (yield))",
+        "ForbiddenSyntax",
+        2,
+        30,
+        "build a list",
+    ),
+    (
+        "x = sorted(a, key=lambda v: await v)",
+        "SyntaxError",
+        1,
+        29,
+        "directly",
+    ),
     // --- forbidden names ---
     ("eval('1')", "ForbiddenName", 1, 1, "cannot be generated"),
     ("exec('x=1')", "ForbiddenName", 1, 1, "cannot be generated"),
