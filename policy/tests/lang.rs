@@ -1270,6 +1270,9 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f\"{x if y}\"", "f-string: expected 'else' after 'if' expression", 1, 2),
     ("x = f\"{f'{a b}'}\"", "f-string: invalid syntax. Perhaps you forgot a comma?", 1, 2),
     ("x = f\"{a # b}\"", "f-string expression part cannot include '#'", 1, 15),
+    // ... whose own tokenizer errors are worded as at top level.
+    ("x = f'{5.2d}'", "invalid decimal literal", 1, 4),
+    ("x = f'{\"x\"\u{1f600}>3}'", "invalid character '\u{1f600}' (U+1F600)", 1, 5),
     // A backslash in a field: the caret is after the string(s), too.
     ("x = f\"{'\\n'}\"", "f-string expression part cannot include a backslash", 1, 14),
     ("x = f\"{\\n}\"", "f-string expression part cannot include a backslash", 1, 12),

@@ -1127,6 +1127,13 @@ pub fn fstring_field_error(expr: &str) -> Option<(String, usize, String)> {
     let body = format!("({expr})");
     let e =
         rustpython_parser::parse(&body, rustpython_parser::Mode::Expression, "<fstring>").err()?;
+    // The text's own tokenizer errors come first, worded as at top level.
+    let number = super::numlit::first_error(&body).map(|n| (n.start, n.offset, n.message));
+    let invalid = first_invalid_char(&body)
+        .map(|(at, c)| (at, at, super::names::invalid_character_message(c)));
+    if let Some((_, at, message)) = [number, invalid].into_iter().flatten().min_by_key(|t| t.0) {
+        return Some((body, at, message));
+    }
     let off = (u32::from(e.offset) as usize).min(body.len());
     // A nested f-string's field: CPython reports the innermost one.
     if let ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::FStringError(
