@@ -188,9 +188,7 @@ fn decode(t: &str) -> Option<(usize, String)> {
             continue;
         }
         let start = pos;
-        let Some(&(_, e)) = cs.get(k + 1) else {
-            return None;
-        };
+        let &(_, e) = cs.get(k + 1)?;
         if !e.is_ascii() {
             // Written `\u005c` then the character's own escape.
             pos += 6;
