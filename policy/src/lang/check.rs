@@ -26,9 +26,22 @@ pub(crate) struct Checker<'a> {
     errors: Vec<(usize, ErrorInfo)>,
     calls: Vec<String>,
     loop_depth: usize,
+    /// The function scopes around the node being checked (a `key=` lambda,
+    /// a comprehension), innermost last: where CPython's symbol table and
+    /// compiler place `yield` and `await`.
+    scopes: Vec<Scope>,
     /// Offsets of the targets CPython words "cannot assign to X here. Maybe
     /// you meant '==' instead of '='?" (see [`Checker::here_targets`]).
     here: Vec<usize>,
+}
+
+const YIELD_HINT: &str = "build a list and make it the last expression";
+
+#[derive(Clone, Copy)]
+enum Scope {
+    Lambda,
+    /// What CPython calls it ("list comprehension", ...) and its offset.
+    Comprehension(&'static str, usize),
 }
 
 fn off<T: Ranged>(node: &T) -> usize {
@@ -306,6 +319,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             calls: Vec::new(),
             loop_depth: 0,
+            scopes: Vec::new(),
             here: Vec::new(),
         }
     }
@@ -427,10 +441,12 @@ impl<'a> Checker<'a> {
                 }
                 self.forbid(at, "`class`", "use dicts and lists for structured data; classes cannot be defined");
             }
-            Stmt::Return(_) => self.forbid(
+            // (There are no functions: CPython's compiler refuses these.)
+            Stmt::Return(_) => self.err(
                 at,
-                "`return`",
-                "the value of the last expression statement is the program's result",
+                "SyntaxError",
+                "'return' outside function".to_string(),
+                Some("the value of the last expression statement is the program's result".to_string()),
             ),
             Stmt::Delete(_) => self.forbid(at, "`del`", "reassign the variable or build a new collection instead"),
             Stmt::TypeAlias(_) => self.forbid(at, "a `type` alias", "assign values to variables directly"),
@@ -461,7 +477,12 @@ impl<'a> Checker<'a> {
                 "check the condition with if and make the result the last expression",
             ),
             Stmt::Global(_) => self.forbid(at, "`global`", "there is one scope; assign variables directly"),
-            Stmt::Nonlocal(_) => self.forbid(at, "`nonlocal`", "there is one scope; assign variables directly"),
+            Stmt::Nonlocal(_) => self.err(
+                at,
+                "SyntaxError",
+                "nonlocal declaration not allowed at module level".to_string(),
+                Some("there is one scope; assign variables directly".to_string()),
+            ),
         }
     }
 
@@ -639,32 +660,58 @@ impl<'a> Checker<'a> {
             }
             Expr::Set(s) => self.elts(&s.elts),
             Expr::ListComp(c) => {
-                self.comprehension(&c.generators);
+                self.comprehension(&c.generators, "list comprehension", at);
                 self.comp_elt(&c.elt);
+                self.scopes.pop();
             }
             Expr::SetComp(c) => {
-                self.comprehension(&c.generators);
+                self.comprehension(&c.generators, "set comprehension", at);
                 self.comp_elt(&c.elt);
+                self.scopes.pop();
             }
             Expr::GeneratorExp(c) => {
-                self.comprehension(&c.generators);
+                self.comprehension(&c.generators, "generator expression", at);
                 self.comp_elt(&c.elt);
+                self.scopes.pop();
             }
             Expr::DictComp(c) => {
-                self.comprehension(&c.generators);
+                self.comprehension(&c.generators, "dict comprehension", at);
                 self.expr(&c.key);
                 self.expr(&c.value);
+                self.scopes.pop();
             }
-            Expr::Await(_) => self.forbid(
-                at,
-                "`await`",
-                "call tools directly; they return their results",
-            ),
-            Expr::Yield(_) | Expr::YieldFrom(_) => self.forbid(
-                at,
-                "`yield`",
-                "build a list and make it the last expression",
-            ),
+            // CPython's compiler and symbol table refuse these outside an
+            // (async) function; only a lambda makes `yield` valid Python.
+            Expr::Await(_) => {
+                let (at, message) = match self.scopes.last() {
+                    Some(Scope::Comprehension(_, c)) => (
+                        *c,
+                        "asynchronous comprehension outside of an asynchronous function",
+                    ),
+                    Some(Scope::Lambda) => (at, "'await' outside async function"),
+                    None => (at, "'await' outside function"),
+                };
+                let hint = "call tools directly; they return their results";
+                self.err(
+                    at,
+                    "SyntaxError",
+                    message.to_string(),
+                    Some(hint.to_string()),
+                );
+            }
+            Expr::Yield(_) | Expr::YieldFrom(_) => match self.scopes.last() {
+                Some(Scope::Lambda) => self.forbid(at, "`yield`", YIELD_HINT),
+                Some(Scope::Comprehension(kind, _)) => {
+                    let message = format!("'yield' inside {kind}");
+                    self.err(at, "SyntaxError", message, Some(YIELD_HINT.to_string()));
+                }
+                None => self.err(
+                    at,
+                    "SyntaxError",
+                    "'yield' outside function".to_string(),
+                    Some(YIELD_HINT.to_string()),
+                ),
+            },
             Expr::Compare(c) => {
                 self.expr(&c.left);
                 c.comparators.iter().for_each(|v| self.expr(v));
@@ -927,8 +974,10 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn comprehension(&mut self, gens: &[ast::Comprehension]) {
-        for g in gens {
+    /// The for clauses of a comprehension; from the first clause's target on,
+    /// its scope is pushed (the caller pops it after the element).
+    fn comprehension(&mut self, gens: &[ast::Comprehension], kind: &'static str, at: usize) {
+        for (i, g) in gens.iter().enumerate() {
             if g.is_async {
                 self.forbid(
                     off(&g.target),
@@ -937,6 +986,9 @@ impl<'a> Checker<'a> {
                 );
             }
             self.expr(&g.iter);
+            if i == 0 {
+                self.scopes.push(Scope::Comprehension(kind, at));
+            }
             self.target(&g.target, true);
             g.ifs.iter().for_each(|v| self.expr(v));
         }
@@ -1246,7 +1298,9 @@ impl<'a> Checker<'a> {
                 {
                     self.name_use(off(&p.def), p.def.arg.as_str(), true);
                 }
+                self.scopes.push(Scope::Lambda);
                 self.expr(&l.body);
+                self.scopes.pop();
             }
             Expr::Name(n) if is_builtin(n.id.as_str()) && n.ctx == ExprContext::Load => {}
             Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str())) =>

@@ -20,6 +20,7 @@
 //! [`tables`] and are re-exported here.
 
 mod check;
+mod escapes;
 mod fastparse;
 mod names;
 mod names_table;
@@ -171,7 +172,11 @@ fn error_at(
 ) -> ErrorInfo {
     // CPython 3.11 raises an f-string's errors once the parser has read
     // the whole (concatenated) string: its caret is on the token after it.
-    let (off, message) = if type_name == "SyntaxError" && message.starts_with("f-string: ") {
+    let (off, message) = if type_name == "SyntaxError"
+        && (message.starts_with("f-string: ")
+            || message.starts_with("f-string expression part")
+            || message.starts_with("(unicode error) "))
+    {
         let message = if message == "f-string: invalid conversion character" {
             "f-string: invalid conversion character: expected 's', 'r', or 'a'".to_string()
         } else if message == "f-string: unexpected EOF while parsing"
@@ -319,20 +324,6 @@ pub fn validate_with_predefined(
     // found in the rewritten text are mapped back to the columns as written.
     let rewritten = surrogate::rewrite(source);
     let shifts = rewritten.shifts;
-    // Checked on a program that is otherwise valid (below), on the text as written.
-    let unknown_name = names::unknown_named_escape(source).map(|u| {
-        error_at(
-            source,
-            &starts,
-            u.offset,
-            "SyntaxError",
-            format!(
-                "(unicode error) 'unicodeescape' codec can't decode bytes in position {}-{}: unknown Unicode character name",
-                u.start, u.end
-            ),
-            Some("CPython 3.11 knows the character names of Unicode 14.0; write the character itself or a \\U escape".to_string()),
-        )
-    });
     if let (Some(_), Some(at)) = (&rewritten.text, rewritten.real_placeholder) {
         return Err(vec![error_at(
             source,
@@ -354,7 +345,6 @@ pub fn validate_with_predefined(
         None => (source, starts),
     };
     match check_rewritten(source, &starts, ns, limits, predefined) {
-        Ok(_) if unknown_name.is_some() => Err(unknown_name.into_iter().collect()),
         Ok((body, grade, calls)) => Ok(Program {
             source: source.to_string(),
             body,
@@ -470,11 +460,21 @@ fn check_rewritten(
             // there) or an unexpected indent (CPython raises it without
             // tokenizing further): then only what comes before counts.
             // (An f-string's error is the parser's in CPython 3.11.)
+            // (Nor is a literal's bad escape: CPython's parser decodes it.)
+            let bad_escape = matches!(
+                &e.error,
+                rustpython_parser::ParseErrorType::Lexical(
+                    rustpython_parser::lexer::LexicalErrorType::UnicodeError
+                        | rustpython_parser::lexer::LexicalErrorType::StringError
+                )
+            );
             let stops = match &e.error {
-                rustpython_parser::ParseErrorType::Lexical(l) => !matches!(
-                    l,
-                    rustpython_parser::lexer::LexicalErrorType::FStringError(_)
-                ),
+                rustpython_parser::ParseErrorType::Lexical(l) => {
+                    !matches!(
+                        l,
+                        rustpython_parser::lexer::LexicalErrorType::FStringError(_)
+                    ) && !bad_escape
+                }
                 rustpython_parser::ParseErrorType::UnrecognizedToken(t, _) => {
                     *t == rustpython_parser::Tok::Indent
                 }
@@ -493,6 +493,52 @@ fn check_rewritten(
                     message,
                     Some("the program must be valid Python 3.11 syntax".to_string()),
                 )]);
+            }
+            // A literal's bad escape before the failure: CPython's parser
+            // decoded it on its way there.
+            if let Some(u) =
+                escapes::first_bad_escape(source).filter(|u| bad_escape || u.offset < off)
+            {
+                return Err(vec![escape_error(source, starts, u)]);
+            }
+            // A replacement field's expression that does not parse: CPython
+            // 3.11 words and places it as the parse of `(expr)` alone.
+            // A backslash in a field's expression is found as the field is
+            // read, before the field is compiled.
+            if let rustpython_parser::ParseErrorType::Lexical(
+                rustpython_parser::lexer::LexicalErrorType::FStringError(f),
+            ) = &e.error
+            {
+                let expr = syntax::fstring_field_expr(source, off);
+                if let Some(p @ prescan::BracketProblem::FstringBackslash { offset }) =
+                    &bracket_problem
+                {
+                    if *offset <= off + expr.map_or(0, str::len) {
+                        return Err(scan_error(p));
+                    }
+                }
+                // (A `#` in it is refused as the field is read.)
+                if let Some((body, at, message)) = expr
+                    .filter(|_| !syntax::fstring_expr_has_hash(source, off))
+                    .filter(|_| {
+                        matches!(f, rustpython_parser::FStringErrorType::InvalidExpression(_))
+                    })
+                    .and_then(syntax::fstring_field_error)
+                {
+                    let head = body.get(..at).unwrap_or(&body);
+                    let line = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX)).0
+                        as usize
+                        + head.matches('\n').count();
+                    let col = head.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    return Err(vec![ErrorInfo {
+                        kind: ErrorKind::Validation,
+                        type_name: "SyntaxError".to_string(),
+                        message,
+                        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+                        col: Some(u32::try_from(col).unwrap_or(u32::MAX)),
+                        hint: Some("the program must be valid Python 3.11 syntax".to_string()),
+                    }]);
+                }
             }
             // CPython's specific wording for the commonest mistakes.
             let (at, message, col0) = match syntax::refine(source, off, &e.error) {
@@ -529,6 +575,13 @@ fn check_rewritten(
             return Err(vec![err]);
         }
     };
+    // An escape the parser took and CPython 3.11 refuses (`\N{SHAKING
+    // FACE}`, Unicode 15): CPython raises it while parsing, before any
+    // compiler error and any of the subset's rules.
+    if let Some(u) = escapes::first_bad_escape(source) {
+        walk::dismantle(body);
+        return Err(vec![escape_error(source, starts, u)]);
+    }
     // CPython 3.11 rejects a backslash in an f-string field's expression
     // (`f'{"a\\n"}'`), which the parser accepts.
     if let Some(p @ prescan::BracketProblem::FstringBackslash { .. }) = &bracket_problem {
@@ -585,6 +638,23 @@ fn check_rewritten(
         .filter_map(|c| ns.get(c))
         .fold(Grade::default(), |g, t| g.join(t.grade));
     Ok((body, grade, calls))
+}
+
+/// CPython's SyntaxError for a literal's bad escape (caret after the string(s)).
+fn escape_error(source: &str, starts: &[u32], u: escapes::BadEscape) -> ErrorInfo {
+    let hint = if u.message.ends_with("unknown Unicode character name") {
+        "CPython 3.11 knows the character names of Unicode 14.0; write the character itself or a \\U escape"
+    } else {
+        "the program must be valid Python 3.11 syntax"
+    };
+    error_at(
+        source,
+        starts,
+        u.offset,
+        "SyntaxError",
+        u.message,
+        Some(hint.to_string()),
+    )
 }
 
 /// Debug builds only: the fast parser must build exactly rustpython-parser's

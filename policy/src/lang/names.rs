@@ -7,18 +7,7 @@
 //! character name".
 
 use super::names_table::ASSIGNED_311;
-use super::surrogate::literal_open;
 use std::cmp::Ordering;
-
-/// A `\N{...}` escape CPython 3.11 does not know.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct UnknownName {
-    /// Byte offset of the escape's backslash in the source.
-    pub offset: usize,
-    /// Byte positions of the backslash and the `}` within the literal's body.
-    pub start: usize,
-    pub end: usize,
-}
 
 fn in_ranges(ranges: &[(u32, u32)], u: u32) -> bool {
     ranges
@@ -83,6 +72,11 @@ pub(crate) fn invalid_character_message(c: char) -> String {
     }
 }
 
+/// Does CPython 3.11 resolve `\N{name}`?
+pub(crate) fn known_name_311(name: &str) -> bool {
+    unicode_names2::character(name).is_some() && known_to_cpython311(name)
+}
+
 /// Would CPython 3.11 resolve `\N{name}` (given that the parser did)?
 fn known_to_cpython311(name: &str) -> bool {
     let Some(c) = unicode_names2::character(name) else {
@@ -96,97 +90,4 @@ fn known_to_cpython311(name: &str) -> bool {
         return false;
     }
     in_ranges(ASSIGNED_311, c as u32)
-}
-
-/// The first `\N{...}` escape, in a non-raw str literal, that CPython 3.11
-/// does not know. Linear in the source; a source without `\N{` is not
-/// scanned.
-pub(crate) fn unknown_named_escape(src: &str) -> Option<UnknownName> {
-    if !src.contains("\\N{") {
-        return None;
-    }
-    let b = src.as_bytes();
-    let mut i = 0usize;
-    while i < b.len() {
-        match b[i] {
-            b'#' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            q @ (b'\'' | b'"') => {
-                let (raw, bytes, close) = literal_open(b, i, q);
-                let triple = close.len() == 3;
-                i += close.len();
-                let body = i;
-                while i < b.len() {
-                    if b[i..].starts_with(close) {
-                        i += close.len();
-                        break;
-                    }
-                    match b[i] {
-                        b'\n' if !triple => break,
-                        b'\\'
-                            if b.get(i + 1) == Some(&b'N')
-                                && b.get(i + 2) == Some(&b'{')
-                                && !raw
-                                && !bytes =>
-                        {
-                            // No `}`: the parser reports the escape.
-                            let end = i + 3 + b[i + 3..].iter().position(|&c| c == b'}')?;
-                            let name = src.get(i + 3..end)?;
-                            if !name.contains(['\n', '\'', '"']) && !known_to_cpython311(name) {
-                                return Some(UnknownName {
-                                    offset: i,
-                                    start: i - body,
-                                    end: end - body,
-                                });
-                            }
-                            i = end + 1;
-                        }
-                        b'\\' => i += 2,
-                        _ => i += 1,
-                    }
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refuses_what_cpython_311_does_not_know() {
-        let at = |s: &str| unknown_named_escape(s).map(|u| (u.offset, u.start, u.end));
-        // Known to CPython 3.11 (names are matched in any case, aliases too).
-        for ok in [
-            "x = '\\N{BULLET}'",
-            "x = '\\N{bullet}'",
-            "x = '\\N{NULL}\\N{BOM}\\N{LINE FEED}'",
-            "x = '\\N{HANGUL SYLLABLE GAG}\\N{CJK UNIFIED IDEOGRAPH-4E00}'",
-            "x = r'\\N{SHAKING FACE}'",
-            "x = 1  # '\\N{SHAKING FACE}'",
-            "x = '\\\\N{SHAKING FACE}'",
-            "x = '\\N{NOT A NAME}'",
-        ] {
-            assert_eq!(at(ok), None, "{ok}");
-        }
-        // Unicode 15 and later, or an algorithmic name not in capitals.
-        assert_eq!(at("x = 'ab\\N{SHAKING FACE}'"), Some((7, 2, 17)));
-        assert_eq!(at("x = '\\N{hangul syllable GAG}'"), Some((5, 0, 22)));
-        assert_eq!(
-            at("x = '\\N{CJK UNIFIED IDEOGRAPH-4e00}'"),
-            Some((5, 0, 29))
-        );
-        assert_eq!(
-            at("x = '\\N{CJK UNIFIED IDEOGRAPH-31350}'"),
-            Some((5, 0, 30))
-        );
-        assert_eq!(at("x = f'{1}\\N{PINK HEART}'"), Some((9, 3, 16)));
-        assert_eq!(at("x = '''a\n\\N{KAWI LETTER A}'''"), Some((9, 2, 18)));
-    }
 }

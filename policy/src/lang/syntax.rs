@@ -1075,3 +1075,78 @@ fn missing_else(v: &View<'_>, k: usize) -> Option<Refined> {
         "expected 'else' after 'if' expression",
     )
 }
+
+/// The expression part of the f-string replacement field starting at `off`
+/// (just after its `{`), as CPython 3.11's `fstring_find_expr` delimits it:
+/// up to the first `!` (not `!=`), `:`, `=` (not `==`, `<=`, ...) or `}`
+/// outside brackets and quotes. `None` when the text has no such end.
+pub fn fstring_field_expr(src: &str, off: usize) -> Option<&str> {
+    let b = src.as_bytes();
+    let mut i = off;
+    let mut depth = 0usize;
+    let mut quote: Option<(u8, bool)> = None;
+    while let Some(&c) = b.get(i) {
+        if let Some((q, triple)) = quote {
+            if c == q {
+                if !triple {
+                    quote = None;
+                } else if b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) {
+                    quote = None;
+                    i += 2;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'\'' | b'"' => {
+                let triple = b.get(i + 1) == Some(&c) && b.get(i + 2) == Some(&c);
+                quote = Some((c, triple));
+                if triple {
+                    i += 2;
+                }
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b'}' if depth > 0 => depth -= 1,
+            b'=' | b'!' | b'<' | b'>' if b.get(i + 1) == Some(&b'=') => i += 1,
+            b'!' | b':' | b'=' | b'}' if depth == 0 => return src.get(off..i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// CPython 3.11 compiles a replacement field's expression on its own, as
+/// the text `(expr)` (`fstring_compile_expr`), so its SyntaxError has the
+/// parser's message behind `f-string: `, and its column is the position in
+/// that text. Returns the text, the offset in it of CPython's caret and the
+/// message, or `None` when the text parses.
+pub fn fstring_field_error(expr: &str) -> Option<(String, usize, String)> {
+    let body = format!("({expr})");
+    let e =
+        rustpython_parser::parse(&body, rustpython_parser::Mode::Expression, "<fstring>").err()?;
+    // The text's own tokenizer errors come first, worded as at top level.
+    let number = super::numlit::first_error(&body).map(|n| (n.start, n.offset, n.message));
+    let invalid = first_invalid_char(&body)
+        .map(|(at, c)| (at, at, super::names::invalid_character_message(c)));
+    if let Some((_, at, message)) = [number, invalid].into_iter().flatten().min_by_key(|t| t.0) {
+        return Some((body, at, message));
+    }
+    let off = (u32::from(e.offset) as usize).min(body.len());
+    // A nested f-string's field: CPython reports the innermost one.
+    if let ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::FStringError(
+        rustpython_parser::FStringErrorType::InvalidExpression(_),
+    )) = &e.error
+    {
+        if let Some(inner) = fstring_field_expr(&body, off).and_then(fstring_field_error) {
+            return Some(inner);
+        }
+    }
+    let (at, msg) = match refine(&body, off, &e.error) {
+        Some(r) => (r.offset, r.message),
+        None => (off, super::syntax_message(&e.error)),
+    };
+    Some((body, at, format!("f-string: {msg}")))
+}
