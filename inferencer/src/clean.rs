@@ -513,15 +513,7 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
             vars.push(name.to_string());
             // The lines of a table read by name (`read_file("a.csv")`):
             // their first character is never what a task asks for.
-            let src = aligned
-                .then(|| program.get(at + j + 4..at + j + 4 + end))
-                .flatten()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            if [".csv\"", ".csv'", ".tsv\"", ".tsv'"]
-                .iter()
-                .any(|x| src.contains(x))
-            {
+            if aligned && names_a_table(program.get(at + j + 4..at + j + 4 + end)) {
                 table_vars.push(name.to_string());
             }
         }
@@ -540,20 +532,9 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
             continue;
         }
         // The call's `(`: the first unmatched one before `key=`.
-        let mut depth = 0i32;
-        let mut open = None;
-        for (k, c) in code[..start].char_indices().rev() {
-            match c {
-                ')' | ']' | '}' => depth += 1,
-                '(' | '[' | '{' if depth == 0 => {
-                    open = Some(k);
-                    break;
-                }
-                '(' | '[' | '{' => depth -= 1,
-                _ => {}
-            }
-        }
-        let Some(open) = open.filter(|&k| code[..k].ends_with(|c: char| is_word(c))) else {
+        let Some(open) =
+            unmatched_open(&code[..start]).filter(|&k| code[..k].ends_with(|c: char| is_word(c)))
+        else {
             continue;
         };
         // Its first argument: up to the first `,` at depth 0.
@@ -573,15 +554,7 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         let first = &code[open + 1..end];
         if lines_expr(first, &line_lists) {
             vars.push(name.to_string());
-            let src = aligned
-                .then(|| program.get(open + 1..end))
-                .flatten()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            if [".csv\"", ".csv'", ".tsv\"", ".tsv'"]
-                .iter()
-                .any(|x| src.contains(x))
-            {
+            if aligned && names_a_table(program.get(open + 1..end)) {
                 table_vars.push(name.to_string());
             }
         }
@@ -658,6 +631,31 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         }
     }
     None
+}
+
+/// The byte offset of the last bracket of `code` left open at its end
+/// (`(`, `[` or `{`): the call or display that the text after `code` is
+/// inside. Lexical: `code` has its strings blanked.
+pub(crate) fn unmatched_open(code: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (k, c) in code.char_indices().rev() {
+        match c {
+            ')' | ']' | '}' => depth += 1,
+            '(' | '[' | '{' if depth == 0 => return Some(k),
+            '(' | '[' | '{' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether a piece of the program names a `.csv`/`.tsv` file in a string
+/// literal (`read_file("a.csv")`): its lines are a table's.
+fn names_a_table(src: Option<&str>) -> bool {
+    let src = src.unwrap_or("").to_ascii_lowercase();
+    [".csv\"", ".csv'", ".tsv\"", ".tsv'"]
+        .iter()
+        .any(|x| src.contains(x))
 }
 
 /// At `code[i..]`, which starts with `pat` (ending in `[`) not preceded by

@@ -443,20 +443,7 @@ fn header_counted(intent: &str, program: &str) -> Option<ErrorInfo> {
     let pat = ".splitlines())";
     let counted = code.match_indices(pat).any(|(i, _)| {
         // The `(` that the `)` after `splitlines()` closes.
-        let mut depth = 0i32;
-        let mut open = None;
-        for (k, c) in code[..i].char_indices().rev() {
-            match c {
-                ')' | ']' | '}' => depth += 1,
-                '(' | '[' | '{' if depth == 0 => {
-                    open = Some(k);
-                    break;
-                }
-                '(' | '[' | '{' => depth -= 1,
-                _ => {}
-            }
-        }
-        let is_len = open.is_some_and(|k| {
+        let is_len = crate::clean::unmatched_open(&code[..i]).is_some_and(|k| {
             code[..k].ends_with("len")
                 && !code[..k - 3]
                     .chars()
