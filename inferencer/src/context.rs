@@ -282,9 +282,29 @@ fn table_layout(path: &str, lines: &[String]) -> Option<String> {
         ""
     };
     Some(format!(
-        "fields split by {sep_name}; line 0 is the header, data rows are lines[1:]; columns: {}{more}",
+        "{LAYOUT_HEAD}{sep_name}; line 0 is the header, data rows are lines[1:]; {COLUMNS_HEAD}{}{more}",
         named.join(", ")
     ))
+}
+
+/// How [`table_layout`]'s text starts, and where its columns start.
+const LAYOUT_HEAD: &str = "fields split by ";
+const COLUMNS_HEAD: &str = "columns: ";
+
+/// A layout line of the view as [`table_layout`] wrote it, in its
+/// brackets (`(fields split by ","; …; columns: 0 name, 1 price)`): the
+/// separator as the view spells it (`","`, `"\t"`) and each column's
+/// index and name. `None` for any other line.
+pub(crate) fn parse_table_layout(line: &str) -> Option<(&str, Vec<(&str, &str)>)> {
+    let layout = line.strip_prefix('(')?.strip_prefix(LAYOUT_HEAD)?;
+    let (sep, rest) = layout.split_once("; ")?;
+    let (_, cols) = rest.split_once(COLUMNS_HEAD)?;
+    let cols = cols
+        .trim_end_matches(')')
+        .split(", ")
+        .filter_map(|c| c.split_once(' '))
+        .collect();
+    Some((sep, cols))
 }
 
 /// Directories with their file counts and extensions.
@@ -338,6 +358,21 @@ mod tests {
         assert!(!c.contains(".git") && !c.contains("secret"), "{c}");
         assert!(!c.contains("root:"), "a symlink is never followed: {c}");
         assert!(c.len() <= MAX_CONTEXT_BYTES);
+    }
+
+    #[test]
+    fn a_layout_line_reads_back_as_written() {
+        let lines = ["town\tcountry".to_string(), "Oslo\tNorway".to_string()];
+        let line = format!("({})", table_layout("a.tsv", &lines).unwrap_or_default());
+        assert_eq!(
+            parse_table_layout(&line),
+            Some(("\"\\t\"", vec![("0", "town"), ("1", "country")]))
+        );
+        assert_eq!(parse_table_layout("(other text; columns: 0 a)"), None);
+        assert_eq!(
+            parse_table_layout("fields split by \",\"; columns: 0 a"),
+            None
+        );
     }
 
     #[test]

@@ -493,23 +493,13 @@ fn concrete_field_hint(mut e: ErrorInfo, program: &str, context: &str) -> ErrorI
             continue;
         }
         // The table's layout line follows its first lines.
-        let Some(layout) = lines[k + 1..]
+        let Some((sep, cols)) = lines[k + 1..]
             .iter()
             .take_while(|x| x.starts_with("  "))
-            .find_map(|x| x.trim().strip_prefix("(fields split by "))
+            .find_map(|x| crate::context::parse_table_layout(x.trim()))
         else {
             continue;
         };
-        let Some((sep, rest)) = layout.split_once("; ") else {
-            continue;
-        };
-        let Some(cols) = rest
-            .split_once("columns: ")
-            .map(|(_, c)| c.trim_end_matches(')'))
-        else {
-            continue;
-        };
-        let cols: Vec<(&str, &str)> = cols.split(", ").filter_map(|c| c.split_once(' ')).collect();
         if cols.is_empty() || cols.len() > MAX_HINT_COLUMNS || !matches!(sep, "\",\"" | "\"\\t\"") {
             return e;
         }
