@@ -411,9 +411,10 @@ pub fn literal_arg_problem(
     None
 }
 
-/// Most bytes of a program [`line_index_problem`] scans. Why: a cell is a
+/// Most bytes of a program [`line_index_problem`] (and the pipeline's
+/// header-count check) scans. Why: a cell is a
 /// few lines; the scan is quadratic in the number of loop variables.
-const LINT_BYTES: usize = 16 * 1024;
+pub(crate) const LINT_BYTES: usize = 16 * 1024;
 
 /// A line of text indexed as if it were a row of fields: in `for row in
 /// text.splitlines(): int(row[3])`, `row` is a str and `row[3]` its

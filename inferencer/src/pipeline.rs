@@ -435,6 +435,11 @@ fn header_counted(intent: &str, program: &str) -> Option<ErrorInfo> {
     {
         return None;
     }
+    // Each count scans back for its `(`: quadratic, so bounded like the
+    // other lexical answer checks.
+    if program.len() > crate::clean::LINT_BYTES {
+        return None;
+    }
     let lower = program.to_ascii_lowercase();
     if !(lower.contains(".csv") || lower.contains(".tsv")) {
         return None;
@@ -1296,6 +1301,8 @@ fn uncommented_answer(
             let t = text(l);
             !t.is_empty() && !notes.contains(&t.as_str())
         })
+        // One more than the most kept: enough to see there are too many.
+        .take(MAX_UNCOMMENTED_LINES + 1)
         .copied()
         .collect();
     if tail.is_empty() || tail.len() > MAX_UNCOMMENTED_LINES {
@@ -1973,6 +1980,9 @@ mod tests {
         ] {
             assert_eq!(ty(intent, program), None, "{program}");
         }
+        // A hostile answer of thousands of counts is not scanned at all.
+        let huge = "len(read_file('a.csv').splitlines())\n".repeat(2000);
+        assert_eq!(ty("how many rows does a.csv have", &huge), None);
     }
 
     #[test]
@@ -2460,6 +2470,9 @@ mod tests {
             uncommented_answer(task, &format!("{echo}# set(r[2] for r in rows)"), &ok).as_deref(),
             Some("set(r[2] for r in rows)")
         );
+        // More trailing code lines than are taken: left as they are.
+        let many = format!("{echo}{}", "# len(find_files('*'))\n".repeat(5000));
+        assert_eq!(uncommented_answer(task, &many, &ok), None);
         // Prose, a bare word, the notes alone, a cell with code: left as
         // they are.
         for answer in [
