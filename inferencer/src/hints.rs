@@ -211,6 +211,14 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
         if msg.contains("indices must be integers") && code.contains(".split(") {
             push(FailureMode::KeyHallucination, "A line split with .split(sep) is a list of strings: index it by the column's number (line 0 of the table names the columns), not by its name.".into());
         }
+        // Split rows unpacked into fewer (or more) names than they have
+        // fields: `for order_id, status in rows` over a six-column table.
+        if (msg.contains("too many values to unpack")
+            || msg.contains("not enough values to unpack"))
+            && code.contains(".split(")
+        {
+            push(FailureMode::KeyHallucination, "A split line has one item per column of the table, every column: do not unpack it into a few names; take each row whole and index the columns you need (`[r[0] for r in rows if r[5] == \"x\"]`, with the column numbers shown above).".into());
+        }
         // A str indexed where a list of fields was meant: `line[4]`, or a
         // find_files path's `p[3]`, is one character, which then fails to
         // convert. Otherwise a failed conversion is the header row's.
@@ -592,6 +600,27 @@ mod tests {
         let mut h = Vec::new();
         unknown_name_is_a_file(&[e], &["data/orders.csv"], &mut h);
         assert!(h.is_empty(), "{h:?}");
+    }
+
+    #[test]
+    fn split_rows_unpacked_get_how_to_index() {
+        let e = ErrorInfo::new(
+            ErrorKind::Runtime,
+            "ValueError",
+            "too many values to unpack (expected 2)",
+        );
+        let p = "[a for a, b in [l.split(\",\") for l in read_file(\"o.csv\").splitlines()]]";
+        let h = hints_for(p, &[e.clone()], &tools());
+        assert!(
+            h.iter().any(|h| h.text.contains("index the columns")),
+            "{h:?}"
+        );
+        // Not for pairs that come from anywhere else.
+        let h = hints_for("a, b = find_files(\"*\")", &[e], &tools());
+        assert!(
+            !h.iter().any(|h| h.text.contains("index the columns")),
+            "{h:?}"
+        );
     }
 
     #[test]
