@@ -610,7 +610,7 @@ mod tests {
             "too many values to unpack (expected 2)",
         );
         let p = "[a for a, b in [l.split(\",\") for l in read_file(\"o.csv\").splitlines()]]";
-        let h = hints_for(p, &[e.clone()], &tools());
+        let h = hints_for(p, std::slice::from_ref(&e), &tools());
         assert!(
             h.iter().any(|h| h.text.contains("index the columns")),
             "{h:?}"
