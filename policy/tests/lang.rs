@@ -671,6 +671,10 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
     ("x = [1]\nx.\u{23e9}", "SyntaxError", 2, 3, ""),
     ("x = a\u{23e9} + 1", "SyntaxError", 1, 6, ""),
     ("x\u{20ac} = 1", "SyntaxError", 1, 2, ""),
+    // a letter of Unicode 15 (Nag Mundari), unknown to CPython 3.11, and a
+    // Unicode 14 combining mark at the start of a name
+    ("x\u{1e4d0} = 1", "SyntaxError", 1, 2, ""),
+    ("\u{1ac1}x = 1", "SyntaxError", 1, 1, ""),
     ("x = a\u{a0}+ 1", "SyntaxError", 1, 6, ""),
     // A SyntaxError is the first error even after an earlier subset
     // violation: it is CPython's answer for the program.
@@ -791,6 +795,10 @@ fn rejection_table() {
 const ACCEPT: &[&str] = &[
     "x = '\u{23e9}' + f'{1}\u{23e9}'  # \u{23e9}\nx",
     "\u{2118} = 1\n\u{2118}",
+    // letters added in Unicode 11-14 (CPython 3.11 has Unicode 14.0):
+    // Georgian Mtavruli, U+A7BA, CJK extension G, Toto, and a Unicode 14
+    // combining mark after the first character
+    "\u{1c90}\u{1c91} = 1\n\u{a7ba} = 2\n\u{30000} = 3\n\u{1e290}x\u{1ac1} = 4",
     // generator expressions: parenthesized ones may have company
     "print((x for x in [1]), )",
     "print((x) for x in [1])",
