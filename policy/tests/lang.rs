@@ -1138,6 +1138,16 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ),
     ("x += 1 = 2", "invalid syntax", 1, 8),
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
+    // An ASCII character no token starts with: the parser's error, at it.
+    ("x = $", "invalid syntax", 1, 5),
+    ("x = a ? b : c", "invalid syntax", 1, 7),
+    ("x = `a`", "invalid syntax", 1, 5),
+    ("x = 1 <> 2", "invalid syntax", 1, 7),
+    ("if a <> b:\n    pass", "invalid syntax", 1, 6),
+    ("x = [1,\n  2 $ 3]", "invalid syntax", 2, 5),
+    // A TabError has no column in CPython: its caret is at the line's start.
+    ("if 1:\n\tx = 1\n        y = 2", "inconsistent use of tabs and spaces in indentation", 3, 1),
+    ("if 1:\n        x = 1\n\ty = 2", "inconsistent use of tabs and spaces in indentation", 3, 1),
     ("x = 1\n    y = 2", "unexpected indent", 2, 4),
     // An unclosed bracket is CPython's error only when its parser read to
     // the end, or past the bracket's line; the innermost one is named.
@@ -1314,7 +1324,18 @@ fn syntax_errors_are_worded_as_cpython() {
         let got = errs
             .first()
             .map(|e| (e.type_name.as_str(), e.message.as_str(), e.line, e.col));
-        if got != Some(("SyntaxError", msg, Some(*line), Some(*col))) {
+        // CPython raises its indentation errors as SyntaxError's subclasses.
+        let ty = if *msg == "inconsistent use of tabs and spaces in indentation" {
+            "TabError"
+        } else if msg.starts_with("expected an indented block")
+            || *msg == "unexpected indent"
+            || *msg == "unindent does not match any outer indentation level"
+        {
+            "IndentationError"
+        } else {
+            "SyntaxError"
+        };
+        if got != Some((ty, msg, Some(*line), Some(*col))) {
             failures.push(format!(
                 "{src:?}: expected {msg:?} {line}:{col}, got {got:?}"
             ));

@@ -206,6 +206,12 @@ fn error_at(
         (off, message)
     };
     let (line, col) = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX));
+    // CPython raises its indentation errors as SyntaxError's subclasses.
+    let type_name = if type_name == "SyntaxError" {
+        syntax::error_type(&message)
+    } else {
+        type_name
+    };
     ErrorInfo {
         kind: ErrorKind::Validation,
         type_name: type_name.to_string(),

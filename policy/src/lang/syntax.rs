@@ -19,8 +19,10 @@
 //! Also here: the forced `&&':'` after `else`/`try`/`finally`/`def`,
 //! `expected 'except' or 'finally' block`, legacy `print x`, a dict key's
 //! missing value, `positional argument follows keyword argument` (caret on
-//! the call's `)`), the indentation carets, CPython's NEWLINE caret (at a
-//! trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
+//! the call's `)`), the indentation carets and the SyntaxError subclass
+//! of indentation errors ([`error_type`]), `<>` and ASCII characters no
+//! token starts with (`$`, `?`: plain `invalid syntax` at them), CPython's
+//! NEWLINE caret (at a trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
 //! error precedence: whether the parser read to the end inside an unclosed
 //! bracket ([`at_end`], [`furthest_read`]), invalid characters further on
 //! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
@@ -357,6 +359,29 @@ impl View<'_> {
     }
 }
 
+/// The SyntaxError subclass CPython 3.11 raises with `message`:
+/// `IndentationError` for its indentation messages (the parser's
+/// `RAISE_INDENTATION_ERROR` and the tokenizer's dedent and depth errors),
+/// `TabError` for inconsistent tabs and spaces, else `SyntaxError`.
+pub fn error_type(message: &str) -> &'static str {
+    if message == TAB_ERROR {
+        "TabError"
+    } else if message == "unexpected indent"
+        || message == "unexpected unindent"
+        || message == "unindent does not match any outer indentation level"
+        || message == "too many levels of indentation"
+        || message.starts_with("expected an indented block")
+    {
+        "IndentationError"
+    } else {
+        "SyntaxError"
+    }
+}
+
+/// CPython's message for indentation that mixes tabs and spaces
+/// inconsistently (a `TabError`).
+const TAB_ERROR: &str = "inconsistent use of tabs and spaces in indentation";
+
 fn message(offset: usize, message: &str) -> Option<Refined> {
     Some(Refined {
         offset,
@@ -391,6 +416,20 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             let line = src.get(ls..le).unwrap_or("");
             let end = ls + line.trim_end_matches('\r').len();
             return message(end, "unindent does not match any outer indentation level");
+        }
+        ParseErrorType::Lexical(
+            rustpython_parser::lexer::LexicalErrorType::UnrecognizedToken { tok },
+        ) if tok.is_ascii() && *tok != '!' && src.get(..off).is_some_and(|h| h.ends_with(*tok)) => {
+            // An ASCII character no token starts with (`$`, `?`, a
+            // backquote): CPython's tokenizer passes it to the parser as an
+            // operator, which refuses it where it stands; rustpython's lexer
+            // reports it just past the character (a lone `!` at it).
+            return message(off - 1, "invalid syntax");
+        }
+        ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::TabError) => {
+            // CPython's tokenizer raises it with no column: its caret is
+            // at the start of the line.
+            return message(line_bounds(src, off).0, TAB_ERROR);
         }
         ParseErrorType::UnrecognizedToken(Tok::Indent, _) => {
             // CPython's caret is on the last character of the indentation.
@@ -432,6 +471,13 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         return indented_block(&v, k.unwrap_or(v.toks.len()));
     }
     let k = k?;
+    // `<>`: one token (NOTEQUAL) to CPython's tokenizer, which its parser
+    // refuses where it stands (rustpython's lexer reads `<` then `>`).
+    if let (Some(lt), Some(gt)) = (k.checked_sub(1).and_then(|j| v.toks.get(j)), v.toks.get(k)) {
+        if v.is(k, ">") && v.is(k - 1, "<") && lt.end == gt.start {
+            return message(lt.start, "invalid syntax");
+        }
+    }
     let newline = matches!(tok, Tok::Newline | Tok::EndOfFile) || v.kind(k) == Some(Kind::Newline);
     if newline {
         let off = match v.toks.get(k) {
