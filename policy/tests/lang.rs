@@ -1140,6 +1140,12 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     // An ASCII character no token starts with: the parser's error, at it.
     ("x = $", "invalid syntax", 1, 5),
+    ("f(a, *b, c=1, **d, e)", "positional argument follows keyword argument unpacking", 1, 21),
+    ("f(**d, c=1, e)", "positional argument follows keyword argument unpacking", 1, 14),
+    ("f(c=2**3, e, **d)", "positional argument follows keyword argument", 1, 17),
+    ("x = {a: *b}", "cannot use a starred expression in a dictionary value", 1, 9),
+    ("x = {1: 2, a: *b, 3: 4}", "cannot use a starred expression in a dictionary value", 1, 15),
+    ("x = {**a, b: *c}", "cannot use a starred expression in a dictionary value", 1, 14),
     ("x = a ? b : c", "invalid syntax", 1, 7),
     ("x = `a`", "invalid syntax", 1, 5),
     ("x = 1 <> 2", "invalid syntax", 1, 7),

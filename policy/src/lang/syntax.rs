@@ -18,11 +18,12 @@
 //!
 //! Also here: the forced `&&':'` after `else`/`try`/`finally`/`def`,
 //! `expected 'except' or 'finally' block`, legacy `print x`, a dict key's
-//! missing value, `positional argument follows keyword argument` (caret on
-//! the call's `)`), the indentation carets and the SyntaxError subclass
-//! of indentation errors ([`error_type`]), `<>` and ASCII characters no
-//! token starts with (`$`, `?`: plain `invalid syntax` at them), CPython's
-//! NEWLINE caret (at a trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
+//! missing value or starred value, `positional argument follows keyword
+//! argument [unpacking]` (caret on the call's `)`), the indentation
+//! carets and the SyntaxError subclass of indentation errors
+//! ([`error_type`]), `<>` and ASCII characters no token starts with (`$`,
+//! `?`: plain `invalid syntax` at them), CPython's NEWLINE caret (at a
+//! trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
 //! error precedence: whether the parser read to the end inside an unclosed
 //! bracket ([`at_end`], [`furthest_read`]), invalid characters further on
 //! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
@@ -453,9 +454,17 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         let k = v.toks.iter().position(|t| t.end > off)?;
         let lvl = v.level(k);
         let close = (k..v.toks.len()).find(|&j| v.level(j) < lvl && v.is(j, ")"))?;
+        // `**d` before the positional argument: CPython says so.
+        let open = v.opener(close)?;
+        let unpacking = (open + 1..k)
+            .any(|j| v.level(j) == lvl && v.is(j, "**") && (j == open + 1 || v.is(j - 1, ",")));
         return message(
             v.toks.get(close)?.start,
-            "positional argument follows keyword argument",
+            if unpacking {
+                "positional argument follows keyword argument unpacking"
+            } else {
+                "positional argument follows keyword argument"
+            },
         );
     }
     let ParseErrorType::UnrecognizedToken(tok, expected) = err else {
@@ -814,16 +823,28 @@ fn forced_colon(v: &View<'_>, k: usize) -> Option<Refined> {
 }
 
 /// `{1: }`: a key and `:` with no value (`invalid_kvpair`,
-/// `invalid_double_starred_kvpairs`); the caret is on the `:`.
+/// `invalid_double_starred_kvpairs`); the caret is on the `:`. `{1: *v}`:
+/// a starred value, with the caret on the `*`.
 fn dict_value(v: &View<'_>, k: usize) -> Option<Refined> {
     let colon = k.checked_sub(1)?;
-    if !v.is(colon, ":") || !matches!(v.text(k), "}" | ",") || !v.ends_expr(colon.checked_sub(1)?) {
+    let starred = v.is(k, "*") && !matches!(v.text(k + 1), "}" | "," | "");
+    if !v.is(colon, ":")
+        || !(starred || matches!(v.text(k), "}" | ","))
+        || !v.ends_expr(colon.checked_sub(1)?)
+    {
         return None;
     }
     let lvl = v.level(colon);
     let open = (0..colon).rev().find(|&j| v.level(j) < lvl)?;
     if !v.is(open, "{") {
         return None;
+    }
+    if starred {
+        // `{k: *v}`: CPython's invalid_kvpair, at the star.
+        return message(
+            v.toks.get(k)?.start,
+            "cannot use a starred expression in a dictionary value",
+        );
     }
     message(
         v.toks.get(colon)?.start,
