@@ -1084,13 +1084,10 @@ impl<'a> Checker<'a> {
                 if self.type_spec(a) {
                     continue;
                 }
-                if self.nested_type_spec(a) {
-                    self.err(
-                        off(a),
-                        "ForbiddenSyntax",
-                        "nested tuples of types in isinstance() are not supported".to_string(),
-                        Some("flatten the tuple: isinstance(x, (list, tuple, str))".to_string()),
-                    );
+                if holds_type_name(a, 0) {
+                    // Nested tuples are valid in CPython; a list of types
+                    // raises its TypeError when called.
+                    self.type_display(a, 0);
                     continue;
                 }
             }
@@ -1240,23 +1237,21 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A tuple of type names and tuples of them, nested at least once
-    /// (`(list, (tuple, str))`): valid in CPython, not supported here.
-    fn nested_type_spec(&self, e: &Expr) -> bool {
-        fn flat(e: &Expr, depth: usize) -> Option<bool> {
-            match e {
-                Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => Some(false),
-                Expr::Tuple(t) if depth < 32 => {
-                    let mut nested = depth > 0;
-                    for x in &t.elts {
-                        nested |= flat(x, depth + 1)?;
-                    }
-                    Some(nested)
+    /// A tuple or list display holding type names (`(list, (tuple, str))`,
+    /// `[int]`) as `isinstance`'s second argument: the type names stand,
+    /// every other element is checked as an ordinary expression.
+    fn type_display(&mut self, e: &Expr, depth: usize) {
+        match e {
+            Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => {}
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+                if depth < MAX_TYPE_DISPLAY_DEPTH =>
+            {
+                for x in elts {
+                    self.type_display(x, depth + 1);
                 }
-                _ => None,
             }
+            other => self.expr(other),
         }
-        matches!(e, Expr::Tuple(_)) && flat(e, 0) == Some(true)
     }
 
     /// The value of a `key=` keyword: a one-parameter lambda, a builtin name,
@@ -1346,5 +1341,25 @@ impl<'a> Checker<'a> {
             }
             other => self.expr(other),
         }
+    }
+}
+
+/// How deep [`holds_type_name`] and `Checker::type_display` look into
+/// nested displays (the pre-scan bounds the nesting well below it).
+const MAX_TYPE_DISPLAY_DEPTH: usize = 64;
+
+/// Whether `e` is a tuple or list display holding a type name, at any
+/// depth (as `isinstance`'s second argument).
+fn holds_type_name(e: &Expr, depth: usize) -> bool {
+    match e {
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            if depth < MAX_TYPE_DISPLAY_DEPTH =>
+        {
+            elts.iter().any(|x| {
+                matches!(x, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()))
+                    || holds_type_name(x, depth + 1)
+            })
+        }
+        _ => false,
     }
 }
