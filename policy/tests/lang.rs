@@ -1143,6 +1143,26 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     // An ASCII character no token starts with: the parser's error, at it.
     ("x = $", "invalid syntax", 1, 5),
+    // CPython's SyntaxErrors come phase by phase: parser, symbol table
+    // (its walk, then its analysis), compiler.
+    ("break\nx = [(yield) for i in y]", "'yield' inside list comprehension", 2, 7),
+    ("continue\nnonlocal x", "nonlocal declaration not allowed at module level", 2, 1),
+    ("nonlocal x\nx = [(yield) for i in y]", "'yield' inside list comprehension", 2, 7),
+    ("break\n1 = x", "cannot assign to literal here. Maybe you meant '==' instead of '='?", 2, 1),
+    ("*a = 1\nnonlocal q", "nonlocal declaration not allowed at module level", 2, 1),
+    // A repeated keyword is the compiler's (rustpython's parser refuses it).
+    ("f(x=1, x=2)\ny = [(yield) for i in z]", "'yield' inside list comprehension", 2, 7),
+    ("break\nf(a=1, a=2)", "'break' outside loop", 1, 1),
+    ("f(a=1, a=2)\nbreak", "keyword argument repeated: a", 1, 8),
+    ("f(a=1, a=2, a=3, b=4, b=5)", "keyword argument repeated: a", 1, 8),
+    ("print(sep=1, sep=2)\nx = 1 +", "invalid syntax", 2, 8),
+    ("print(a=1, a=2)\nnonlocal x", "nonlocal declaration not allowed at module level", 2, 1),
+    (
+        "print(a=1, a=2)\nx = '\\N{SHAKING FACE}'",
+        "(unicode error) 'unicodeescape' codec can't decode bytes in position 0-15: unknown Unicode character name",
+        2,
+        23,
+    ),
     ("f(a, *b, c=1, **d, e)", "positional argument follows keyword argument unpacking", 1, 21),
     ("f(**d, c=1, e)", "positional argument follows keyword argument unpacking", 1, 14),
     ("f(c=2**3, e, **d)", "positional argument follows keyword argument", 1, 17),

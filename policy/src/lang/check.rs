@@ -1363,3 +1363,43 @@ fn holds_type_name(e: &Expr, depth: usize) -> bool {
         _ => false,
     }
 }
+
+/// When CPython 3.11 raises error `e`: 0 its tokenizer or parser (every
+/// SyntaxError not named below: invalid targets, generator-expression
+/// arguments, unpacking in a comprehension, bad escapes, ...), 1 its
+/// symbol table's walk (`'yield' inside ... comprehension`), 2 the symbol
+/// table's analysis after it (`nonlocal` at module level), 3 its compiler
+/// (`break`/`return`/`yield`/`await` outside their scope, starred targets,
+/// a repeated keyword argument). The subset's own errors come after all of
+/// them (4): CPython's answer for such a program is its SyntaxError.
+pub(crate) fn phase(e: &ErrorInfo) -> u8 {
+    if !matches!(
+        e.type_name.as_str(),
+        "SyntaxError" | "IndentationError" | "TabError"
+    ) {
+        return 4;
+    }
+    let m = e.message.as_str();
+    if m.starts_with("'yield' inside ") {
+        1
+    } else if m == "nonlocal declaration not allowed at module level" {
+        2
+    } else if matches!(
+        m,
+        "'break' outside loop"
+            | "'continue' not properly in loop"
+            | "'return' outside function"
+            | "'yield' outside function"
+            | "'await' outside function"
+            | "'await' outside async function"
+            | "asynchronous comprehension outside of an asynchronous function"
+            | "multiple starred expressions in assignment"
+            | "starred assignment target must be in a list or tuple"
+            | "can't use starred expression here"
+    ) || m.starts_with("keyword argument repeated: ")
+    {
+        3
+    } else {
+        0
+    }
+}
