@@ -1143,6 +1143,9 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     // An ASCII character no token starts with: the parser's error, at it.
     ("x = $", "invalid syntax", 1, 5),
+    // A lone CR ends a line, as in CPython's tokenizer.
+    ("x = 1\ry = $", "invalid syntax", 2, 5),
+    ("x = 1\r\ny = $", "invalid syntax", 2, 5),
     // CPython's SyntaxErrors come phase by phase: parser, symbol table
     // (its walk, then its analysis), compiler.
     ("break\nx = [(yield) for i in y]", "'yield' inside list comprehension", 2, 7),

@@ -130,10 +130,13 @@ impl Program {
     }
 }
 
+/// Byte offsets where lines start. As CPython's tokenizer (universal
+/// newlines), a lone `\r` ends a line as `\n` and `\r\n` do.
 fn line_starts(source: &str) -> Vec<u32> {
+    let b = source.as_bytes();
     let mut v = vec![0u32];
-    for (i, b) in source.bytes().enumerate() {
-        if b == b'\n' {
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')) {
             v.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
         }
     }
