@@ -796,6 +796,9 @@ fn rejection_table() {
 const ACCEPT: &[&str] = &[
     "x = '\u{23e9}' + f'{1}\u{23e9}'  # \u{23e9}\nx",
     "\u{2118} = 1\n\u{2118}",
+    // indentation CPython measures as consistent: a tab after a space, a
+    // block at one tab holding one at nine spaces
+    "if 1:\n \tx = 1\n \tif x:\n\t         y = 2",
     // letters added in Unicode 11-14 (CPython 3.11 has Unicode 14.0):
     // Georgian Mtavruli, U+A7BA, CJK extension G, Toto, and a Unicode 14
     // combining mark after the first character
@@ -1180,6 +1183,12 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     // A TabError has no column in CPython: its caret is at the line's start.
     ("if 1:\n\tx = 1\n        y = 2", "inconsistent use of tabs and spaces in indentation", 3, 1),
     ("if 1:\n        x = 1\n\ty = 2", "inconsistent use of tabs and spaces in indentation", 3, 1),
+    // Measured as CPython does (tabs to multiples of 8, and as one column).
+    ("if 1:\n \tx = 1\n\t y = 2", "inconsistent use of tabs and spaces in indentation", 3, 1),
+    ("if 1:\n    if 2:\n\tx = 1", "inconsistent use of tabs and spaces in indentation", 3, 1),
+    ("if 1:\n\tx = 1\n  y = 2", "unindent does not match any outer indentation level", 3, 8),
+    ("if 1:\n\tx = 1\n        y = 2 +", "inconsistent use of tabs and spaces in indentation", 3, 1),
+    ("x = 1 +\nif 1:\n\tx = 1\n        y = 2", "invalid syntax", 1, 8),
     ("x = 1\n    y = 2", "unexpected indent", 2, 4),
     // An unclosed bracket is CPython's error only when its parser read to
     // the end, or past the bracket's line; the innermost one is named.

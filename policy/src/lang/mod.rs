@@ -22,6 +22,7 @@
 mod check;
 mod escapes;
 mod fastparse;
+mod indent;
 mod names;
 mod names_table;
 mod numlit;
@@ -489,17 +490,61 @@ fn check_rewritten(
         Ok(p) => p,
         Err(t) => return Err(vec![too_deep(source, starts, t.offset, t.what, max_depth)]),
     };
-    let parsed = match fastparse::parse(source) {
+    // Tabs in indentation are measured as CPython does (`indent`): the
+    // parser reads the text with them as spaces (same offsets), and a line
+    // CPython's tokenizer refuses is its error unless the parser fails first.
+    let indent = indent::check(source);
+    let (parse_text, indent_error) = match &indent {
+        indent::Indent::Unchanged => (source, None),
+        indent::Indent::Rewritten(t) => (t.as_str(), None),
+        indent::Indent::Error {
+            text,
+            line_start,
+            tab,
+        } => (text.as_str(), Some((*line_start, *tab))),
+    };
+    let indentation_error = |line_start: usize, tab: bool| {
+        let (message, at) = if tab {
+            (
+                "inconsistent use of tabs and spaces in indentation",
+                line_start,
+            )
+        } else {
+            // CPython's caret is just past the end of the line.
+            let line = source.get(line_start..).unwrap_or("");
+            let end = line.find(['\n', '\r']).unwrap_or(line.len());
+            (
+                "unindent does not match any outer indentation level",
+                line_start + end,
+            )
+        };
+        vec![error_at(
+            source,
+            starts,
+            at,
+            "SyntaxError",
+            message.to_string(),
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        )]
+    };
+    let parsed = match fastparse::parse(parse_text) {
         Some(body) => {
             #[cfg(debug_assertions)]
-            check_fast_parse(source, &body);
+            check_fast_parse(parse_text, &body);
             Ok(body)
         }
-        None => rustpython_parser::parse(source, Mode::Module, "<program>").map(|m| match m {
+        None => rustpython_parser::parse(parse_text, Mode::Module, "<program>").map(|m| match m {
             ast::Mod::Module(m) => m.body,
             _ => Vec::new(),
         }),
     };
+    match (&parsed, indent_error) {
+        (Ok(_), Some((line_start, tab))) => return Err(indentation_error(line_start, tab)),
+        (Err(e), Some((line_start, tab))) if u32::from(e.offset) as usize >= line_start => {
+            return Err(indentation_error(line_start, tab));
+        }
+        _ => {}
+    }
     // A pre-scan problem as the SyntaxError at its own offset.
     let scan_error = |p: &prescan::BracketProblem| {
         let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
