@@ -1146,6 +1146,14 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     // An ASCII character no token starts with: the parser's error, at it.
     ("x = $", "invalid syntax", 1, 5),
+    // A backslash continuing the last line into the end of the text.
+    ("x = 1 \\\n", "unexpected EOF while parsing", 1, 8),
+    ("x = 1 \\", "unexpected EOF while parsing", 1, 8),
+    ("x = 1\ny = 2 + \\\n", "unexpected EOF while parsing", 2, 10),
+    ("if x: \\\n", "unexpected EOF while parsing", 1, 8),
+    ("x = 1 +  # \\\n", "invalid syntax", 1, 10),
+    ("x = \"abc\\\n", "unterminated string literal (detected at line 1)", 1, 5),
+    ("x = \"a\\\nb", "unterminated string literal (detected at line 2)", 1, 5),
     // A lone CR ends a line, as in CPython's tokenizer.
     ("x = 1\ry = $", "invalid syntax", 2, 5),
     ("x = 1\r\ny = $", "invalid syntax", 2, 5),

@@ -394,6 +394,12 @@ fn message(offset: usize, message: &str) -> Option<Refined> {
 /// CPython's message (and caret) for the parse error `err` at byte `off` of
 /// `src`, when one of the rules above applies.
 pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
+    // A backslash continuing the last line into the end of the text:
+    // CPython's tokenizer raises E_EOF there, its caret just past the
+    // backslash.
+    if let Some(bs) = final_backslash(src).filter(|&bs| off >= bs) {
+        return message(bs + 1, "unexpected EOF while parsing");
+    }
     match err {
         ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError)
             if header_at_end(src, off) =>
@@ -507,6 +513,21 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         .or_else(|| missing_comma(&v, k))
         .or_else(|| missing_else(&v, k))
         .or_else(|| message(off, "invalid syntax"))
+}
+
+/// The offset of a backslash ending the text (before at most one final
+/// newline), outside a comment, when there is one: a line continuation
+/// into the end of the text. (A `#` anywhere on its line, even in a
+/// string, makes it not count: the parser's own error stands.)
+fn final_backslash(src: &str) -> Option<usize> {
+    let body = src
+        .strip_suffix("\r\n")
+        .or_else(|| src.strip_suffix('\n'))
+        .or_else(|| src.strip_suffix('\r'))
+        .unwrap_or(src);
+    let bs = body.len().checked_sub(1).filter(|_| body.ends_with('\\'))?;
+    let line = body.rsplit(['\n', '\r']).next().unwrap_or(body);
+    (!line.contains('#')).then_some(bs)
 }
 
 /// Is the failing token at `off` the last of the text (the parser read up
