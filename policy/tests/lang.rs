@@ -1146,6 +1146,15 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\n  y = 2", "unexpected indent", 2, 2),
     // An ASCII character no token starts with: the parser's error, at it.
     ("x = $", "invalid syntax", 1, 5),
+    // A chained assignment with an invalid target whose second target has
+    // a lower precedence than `bitwise_or`: invalid_named_expression.
+    ("x = a < b = 1", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 1),
+    ("x = a if b else c = 1", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 1),
+    ("x, y = a and b = 1", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 4),
+    ("x[0] = a < b = 1", "cannot assign to subscript here. Maybe you meant '==' instead of '='?", 1, 1),
+    ("(x) = a < b = 1", "cannot assign to name here. Maybe you meant '==' instead of '='?", 1, 2),
+    ("x = (a < b) = 1", "cannot assign to comparison", 1, 6),
+    ("x = y = a < b = 1", "cannot assign to comparison", 1, 9),
     // A backslash continuing the last line into the end of the text.
     ("x = 1 \\\n", "unexpected EOF while parsing", 1, 8),
     ("x = 1 \\", "unexpected EOF while parsing", 1, 8),

@@ -372,10 +372,21 @@ impl<'a> Checker<'a> {
             Stmt::Expr(e) => self.expr(&e.value),
             Stmt::Assign(a) => {
                 self.here = self.here_targets(a);
+                let before = self.errors.len();
                 for t in &a.targets {
                     self.target(t, true);
                 }
                 self.here.clear();
+                let invalid = self.errors.get(before..).is_some_and(|new| {
+                    new.iter().any(|(_, e)| {
+                        e.type_name == "SyntaxError" && e.message.starts_with("cannot assign to ")
+                    })
+                });
+                if invalid {
+                    if let Some((at, message)) = self.chained_named_expression(a) {
+                        self.err(at, "SyntaxError", message, None);
+                    }
+                }
                 self.expr(&a.value);
             }
             Stmt::AugAssign(a) => {
@@ -858,6 +869,75 @@ impl<'a> Checker<'a> {
             })
             .map(off)
             .collect()
+    }
+
+    /// A chained assignment CPython's parser refuses (an invalid target)
+    /// whose first target is followed by `=` and an expression of lower
+    /// precedence than `bitwise_or` (`x = a < b = 1`, `x = a if b else c =
+    /// 1`): on its second pass `invalid_named_expression` reads the
+    /// statement's start as `NAME '=' bitwise_or` not followed by `=` and
+    /// raises "Maybe you meant '==' or ':='" at the first target (for a
+    /// subscript or attribute there, "cannot assign to subscript here.
+    /// Maybe you meant '==' ..."), before `invalid_assignment` names the
+    /// invalid target.
+    fn chained_named_expression(&self, a: &ast::StmtAssign) -> Option<(usize, String)> {
+        let [t0, t1, ..] = &a.targets[..] else {
+            return None;
+        };
+        let t1_text = self.src.get(off(t1)..).unwrap_or("");
+        let word = |w: &str| {
+            t1_text
+                .strip_prefix(w)
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        if word("not") || word("lambda") || word("yield") || t1_text.starts_with('*') {
+            return None;
+        }
+        // Its leading `bitwise_or` is followed by a comparison, `and`,
+        // `or`, `if` or a comma, not by the next `=`.
+        // Parenthesized (a tuple's range holds its parentheses, a group's
+        // does not).
+        let parens = |e: &Expr| {
+            let (start, end) = (off(e), u32::from(e.range().end()) as usize);
+            let before = self
+                .src
+                .get(..start)
+                .and_then(|h| h.trim_end().chars().last());
+            let after = self
+                .src
+                .get(end..)
+                .and_then(|t| t.trim_start().chars().next());
+            wraps_in_parens(self.src, start, end) || (before == Some('(') && after == Some(')'))
+        };
+        let lower = matches!(
+            t1,
+            Expr::Compare(_) | Expr::BoolOp(_) | Expr::IfExp(_) | Expr::Tuple(_)
+        ) && !parens(t1);
+        if !lower {
+            return None;
+        }
+        // The expression just before the first `=`: the first target, or
+        // the last element of an unparenthesized tuple there.
+        let c = match t0 {
+            Expr::Tuple(t) if !parens(t0) => t.elts.last()?,
+            other => other,
+        };
+        let here = |kind: &str| {
+            Some((
+                off(c),
+                format!("cannot assign to {kind} here. Maybe you meant '==' instead of '='?"),
+            ))
+        };
+        match c {
+            Expr::Name(_) if parens(c) => here("name"),
+            Expr::Name(_) => Some((
+                off(c),
+                "invalid syntax. Maybe you meant '==' or ':=' instead of '='?".to_string(),
+            )),
+            Expr::Attribute(_) => here("attribute"),
+            Expr::Subscript(_) => here("subscript"),
+            _ => None,
+        }
     }
 
     /// An assignment target (`=`, `for`, comprehension), with CPython's
