@@ -372,10 +372,21 @@ impl<'a> Checker<'a> {
             Stmt::Expr(e) => self.expr(&e.value),
             Stmt::Assign(a) => {
                 self.here = self.here_targets(a);
+                let before = self.errors.len();
                 for t in &a.targets {
                     self.target(t, true);
                 }
                 self.here.clear();
+                let invalid = self.errors.get(before..).is_some_and(|new| {
+                    new.iter().any(|(_, e)| {
+                        e.type_name == "SyntaxError" && e.message.starts_with("cannot assign to ")
+                    })
+                });
+                if invalid {
+                    if let Some((at, message)) = self.chained_named_expression(a) {
+                        self.err(at, "SyntaxError", message, None);
+                    }
+                }
                 self.expr(&a.value);
             }
             Stmt::AugAssign(a) => {
@@ -860,6 +871,75 @@ impl<'a> Checker<'a> {
             .collect()
     }
 
+    /// A chained assignment CPython's parser refuses (an invalid target)
+    /// whose first target is followed by `=` and an expression of lower
+    /// precedence than `bitwise_or` (`x = a < b = 1`, `x = a if b else c =
+    /// 1`): on its second pass `invalid_named_expression` reads the
+    /// statement's start as `NAME '=' bitwise_or` not followed by `=` and
+    /// raises "Maybe you meant '==' or ':='" at the first target (for a
+    /// subscript or attribute there, "cannot assign to subscript here.
+    /// Maybe you meant '==' ..."), before `invalid_assignment` names the
+    /// invalid target.
+    fn chained_named_expression(&self, a: &ast::StmtAssign) -> Option<(usize, String)> {
+        let [t0, t1, ..] = &a.targets[..] else {
+            return None;
+        };
+        let t1_text = self.src.get(off(t1)..).unwrap_or("");
+        let word = |w: &str| {
+            t1_text
+                .strip_prefix(w)
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        if word("not") || word("lambda") || word("yield") || t1_text.starts_with('*') {
+            return None;
+        }
+        // Its leading `bitwise_or` is followed by a comparison, `and`,
+        // `or`, `if` or a comma, not by the next `=`.
+        // Parenthesized (a tuple's range holds its parentheses, a group's
+        // does not).
+        let parens = |e: &Expr| {
+            let (start, end) = (off(e), u32::from(e.range().end()) as usize);
+            let before = self
+                .src
+                .get(..start)
+                .and_then(|h| h.trim_end().chars().last());
+            let after = self
+                .src
+                .get(end..)
+                .and_then(|t| t.trim_start().chars().next());
+            wraps_in_parens(self.src, start, end) || (before == Some('(') && after == Some(')'))
+        };
+        let lower = matches!(
+            t1,
+            Expr::Compare(_) | Expr::BoolOp(_) | Expr::IfExp(_) | Expr::Tuple(_)
+        ) && !parens(t1);
+        if !lower {
+            return None;
+        }
+        // The expression just before the first `=`: the first target, or
+        // the last element of an unparenthesized tuple there.
+        let c = match t0 {
+            Expr::Tuple(t) if !parens(t0) => t.elts.last()?,
+            other => other,
+        };
+        let here = |kind: &str| {
+            Some((
+                off(c),
+                format!("cannot assign to {kind} here. Maybe you meant '==' instead of '='?"),
+            ))
+        };
+        match c {
+            Expr::Name(_) if parens(c) => here("name"),
+            Expr::Name(_) => Some((
+                off(c),
+                "invalid syntax. Maybe you meant '==' or ':=' instead of '='?".to_string(),
+            )),
+            Expr::Attribute(_) => here("attribute"),
+            Expr::Subscript(_) => here("subscript"),
+            _ => None,
+        }
+    }
+
     /// An assignment target (`=`, `for`, comprehension), with CPython's
     /// compile-time rules. `top` is false inside a tuple/list target.
     fn target(&mut self, e: &Expr, top: bool) {
@@ -1084,13 +1164,10 @@ impl<'a> Checker<'a> {
                 if self.type_spec(a) {
                     continue;
                 }
-                if self.nested_type_spec(a) {
-                    self.err(
-                        off(a),
-                        "ForbiddenSyntax",
-                        "nested tuples of types in isinstance() are not supported".to_string(),
-                        Some("flatten the tuple: isinstance(x, (list, tuple, str))".to_string()),
-                    );
+                if holds_type_name(a, 0) {
+                    // Nested tuples are valid in CPython; a list of types
+                    // raises its TypeError when called.
+                    self.type_display(a, 0);
                     continue;
                 }
             }
@@ -1240,23 +1317,21 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A tuple of type names and tuples of them, nested at least once
-    /// (`(list, (tuple, str))`): valid in CPython, not supported here.
-    fn nested_type_spec(&self, e: &Expr) -> bool {
-        fn flat(e: &Expr, depth: usize) -> Option<bool> {
-            match e {
-                Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => Some(false),
-                Expr::Tuple(t) if depth < 32 => {
-                    let mut nested = depth > 0;
-                    for x in &t.elts {
-                        nested |= flat(x, depth + 1)?;
-                    }
-                    Some(nested)
+    /// A tuple or list display holding type names (`(list, (tuple, str))`,
+    /// `[int]`) as `isinstance`'s second argument: the type names stand,
+    /// every other element is checked as an ordinary expression.
+    fn type_display(&mut self, e: &Expr, depth: usize) {
+        match e {
+            Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => {}
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+                if depth < MAX_TYPE_DISPLAY_DEPTH =>
+            {
+                for x in elts {
+                    self.type_display(x, depth + 1);
                 }
-                _ => None,
             }
+            other => self.expr(other),
         }
-        matches!(e, Expr::Tuple(_)) && flat(e, 0) == Some(true)
     }
 
     /// The value of a `key=` keyword: a one-parameter lambda, a builtin name,
@@ -1346,5 +1421,65 @@ impl<'a> Checker<'a> {
             }
             other => self.expr(other),
         }
+    }
+}
+
+/// How deep [`holds_type_name`] and `Checker::type_display` look into
+/// nested displays (the pre-scan bounds the nesting well below it).
+const MAX_TYPE_DISPLAY_DEPTH: usize = 64;
+
+/// Whether `e` is a tuple or list display holding a type name, at any
+/// depth (as `isinstance`'s second argument).
+fn holds_type_name(e: &Expr, depth: usize) -> bool {
+    match e {
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            if depth < MAX_TYPE_DISPLAY_DEPTH =>
+        {
+            elts.iter().any(|x| {
+                matches!(x, Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()))
+                    || holds_type_name(x, depth + 1)
+            })
+        }
+        _ => false,
+    }
+}
+
+/// When CPython 3.11 raises error `e`: 0 its tokenizer or parser (every
+/// SyntaxError not named below: invalid targets, generator-expression
+/// arguments, unpacking in a comprehension, bad escapes, ...), 1 its
+/// symbol table's walk (`'yield' inside ... comprehension`), 2 the symbol
+/// table's analysis after it (`nonlocal` at module level), 3 its compiler
+/// (`break`/`return`/`yield`/`await` outside their scope, starred targets,
+/// a repeated keyword argument). The subset's own errors come after all of
+/// them (4): CPython's answer for such a program is its SyntaxError.
+pub(crate) fn phase(e: &ErrorInfo) -> u8 {
+    if !matches!(
+        e.type_name.as_str(),
+        "SyntaxError" | "IndentationError" | "TabError"
+    ) {
+        return 4;
+    }
+    let m = e.message.as_str();
+    if m.starts_with("'yield' inside ") {
+        1
+    } else if m == "nonlocal declaration not allowed at module level" {
+        2
+    } else if matches!(
+        m,
+        "'break' outside loop"
+            | "'continue' not properly in loop"
+            | "'return' outside function"
+            | "'yield' outside function"
+            | "'await' outside function"
+            | "'await' outside async function"
+            | "asynchronous comprehension outside of an asynchronous function"
+            | "multiple starred expressions in assignment"
+            | "starred assignment target must be in a list or tuple"
+            | "can't use starred expression here"
+    ) || m.starts_with("keyword argument repeated: ")
+    {
+        3
+    } else {
+        0
     }
 }

@@ -22,6 +22,7 @@
 mod check;
 mod escapes;
 mod fastparse;
+mod indent;
 mod names;
 mod names_table;
 mod numlit;
@@ -130,10 +131,13 @@ impl Program {
     }
 }
 
+/// Byte offsets where lines start. As CPython's tokenizer (universal
+/// newlines), a lone `\r` ends a line as `\n` and `\r\n` do.
 fn line_starts(source: &str) -> Vec<u32> {
+    let b = source.as_bytes();
     let mut v = vec![0u32];
-    for (i, b) in source.bytes().enumerate() {
-        if b == b'\n' {
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')) {
             v.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
         }
     }
@@ -206,6 +210,12 @@ fn error_at(
         (off, message)
     };
     let (line, col) = locate(source, starts, u32::try_from(off).unwrap_or(u32::MAX));
+    // CPython raises its indentation errors as SyntaxError's subclasses.
+    let type_name = if type_name == "SyntaxError" {
+        syntax::error_type(&message)
+    } else {
+        type_name
+    };
     ErrorInfo {
         kind: ErrorKind::Validation,
         type_name: type_name.to_string(),
@@ -366,6 +376,105 @@ pub fn validate_with_predefined(
     }
 }
 
+/// The repeated keyword argument (ASCII) rustpython-parser's error `e`
+/// names, as (offset, name), when it is one.
+fn repeated_keyword(source: &str, e: &rustpython_parser::ParseError) -> Option<(usize, String)> {
+    let rustpython_parser::ParseErrorType::Lexical(
+        rustpython_parser::lexer::LexicalErrorType::DuplicateKeywordArgumentError(name),
+    ) = &e.error
+    else {
+        return None;
+    };
+    let off = u32::from(e.offset) as usize;
+    (name.is_ascii()
+        && source
+            .get(off..)
+            .is_some_and(|t| t.starts_with(name.as_str())))
+    .then(|| (off, name.clone()))
+}
+
+/// How many repeated keyword arguments [`repeated_keywords`] renames at
+/// most before it takes the first one as the answer.
+const MAX_REPEATED_KEYWORDS: usize = 16;
+
+/// A program with a repeated keyword argument (`f(a=1, a=2)`), which
+/// rustpython-parser refuses as it parses and CPython 3.11 only in its
+/// compiler, after its parser and symbol table: each repeated keyword is
+/// renamed (same length, a name no other keyword of the text has) until
+/// the text parses, and the program is checked again, so a parser or
+/// symbol-table error anywhere, or a compiler error earlier in the text,
+/// comes first as in CPython. Its errors, `keyword argument repeated: a`
+/// among them.
+fn repeated_keywords(
+    source: &str,
+    starts: &[u32],
+    ns: &Namespace,
+    limits: &Limits,
+    predefined: &[String],
+) -> Vec<ErrorInfo> {
+    let mut text = source.to_string();
+    let mut repeated = Vec::new();
+    let parse = |t: &str| rustpython_parser::parse(t, Mode::Module, "<program>").map(drop);
+    let mut result = parse(&text);
+    while let Err(e) = &result {
+        let Some((off, name)) = repeated_keyword(&text, e) else {
+            break;
+        };
+        if repeated.len() >= MAX_REPEATED_KEYWORDS {
+            break;
+        }
+        // `qq`, `zz`, ...: a name no word of the text spells (and no
+        // keyword of Python: none repeats one letter).
+        let taken = |f: &str| {
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == f)
+        };
+        let Some(fresh) = ["q", "z", "j", "k", "v", "w", "x", "y"]
+            .iter()
+            .map(|c| c.repeat(name.len()))
+            .find(|f| !taken(f))
+        else {
+            break;
+        };
+        text.replace_range(off..off + name.len(), &fresh);
+        repeated.push(error_at(
+            source,
+            starts,
+            off,
+            "SyntaxError",
+            format!("keyword argument repeated: {name}"),
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        ));
+        result = parse(&text);
+    }
+    let Some(first) = repeated.first().cloned() else {
+        return Vec::new();
+    };
+    match &result {
+        // A parse error elsewhere: CPython's parser raises it first.
+        Err(e) if repeated_keyword(&text, e).is_none() => {
+            return match check_rewritten(&text, starts, ns, limits, predefined) {
+                Err(errors) if !errors.is_empty() => errors,
+                _ => vec![first],
+            };
+        }
+        // Too many to rename: the first is the answer.
+        Err(_) => return vec![first],
+        Ok(()) => {}
+    }
+    let mut errors = match check_rewritten(&text, starts, ns, limits, predefined) {
+        Ok(_) => Vec::new(),
+        // The renamed keywords' own (subset) errors are not the program's.
+        Err(errors) => errors
+            .into_iter()
+            .filter(|e| !repeated.iter().any(|r| (r.line, r.col) == (e.line, e.col)))
+            .collect(),
+    };
+    errors.extend(repeated);
+    errors.sort_by_key(|e| (check::phase(e), e.line, e.col));
+    errors
+}
+
 /// Steps 2–6 of [`validate`] on the (possibly rewritten) source.
 fn check_rewritten(
     source: &str,
@@ -381,17 +490,61 @@ fn check_rewritten(
         Ok(p) => p,
         Err(t) => return Err(vec![too_deep(source, starts, t.offset, t.what, max_depth)]),
     };
-    let parsed = match fastparse::parse(source) {
+    // Tabs in indentation are measured as CPython does (`indent`): the
+    // parser reads the text with them as spaces (same offsets), and a line
+    // CPython's tokenizer refuses is its error unless the parser fails first.
+    let indent = indent::check(source);
+    let (parse_text, indent_error) = match &indent {
+        indent::Indent::Unchanged => (source, None),
+        indent::Indent::Rewritten(t) => (t.as_str(), None),
+        indent::Indent::Error {
+            text,
+            line_start,
+            tab,
+        } => (text.as_str(), Some((*line_start, *tab))),
+    };
+    let indentation_error = |line_start: usize, tab: bool| {
+        let (message, at) = if tab {
+            (
+                "inconsistent use of tabs and spaces in indentation",
+                line_start,
+            )
+        } else {
+            // CPython's caret is just past the end of the line.
+            let line = source.get(line_start..).unwrap_or("");
+            let end = line.find(['\n', '\r']).unwrap_or(line.len());
+            (
+                "unindent does not match any outer indentation level",
+                line_start + end,
+            )
+        };
+        vec![error_at(
+            source,
+            starts,
+            at,
+            "SyntaxError",
+            message.to_string(),
+            Some("the program must be valid Python 3.11 syntax".to_string()),
+        )]
+    };
+    let parsed = match fastparse::parse(parse_text) {
         Some(body) => {
             #[cfg(debug_assertions)]
-            check_fast_parse(source, &body);
+            check_fast_parse(parse_text, &body);
             Ok(body)
         }
-        None => rustpython_parser::parse(source, Mode::Module, "<program>").map(|m| match m {
+        None => rustpython_parser::parse(parse_text, Mode::Module, "<program>").map(|m| match m {
             ast::Mod::Module(m) => m.body,
             _ => Vec::new(),
         }),
     };
+    match (&parsed, indent_error) {
+        (Ok(_), Some((line_start, tab))) => return Err(indentation_error(line_start, tab)),
+        (Err(e), Some((line_start, tab))) if u32::from(e.offset) as usize >= line_start => {
+            return Err(indentation_error(line_start, tab));
+        }
+        _ => {}
+    }
     // A pre-scan problem as the SyntaxError at its own offset.
     let scan_error = |p: &prescan::BracketProblem| {
         let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
@@ -406,6 +559,9 @@ fn check_rewritten(
     };
     let mut body = match parsed {
         Ok(b) => b,
+        Err(e) if repeated_keyword(source, &e).is_some() => {
+            return Err(repeated_keywords(source, starts, ns, limits, predefined));
+        }
         Err(e) => {
             let off = u32::from(e.offset) as usize;
             // CPython's tokenizer errors come first: after a parser error
@@ -630,7 +786,9 @@ fn check_rewritten(
         // CPython compiles nothing past a SyntaxError (`break` outside a
         // loop, assigning to a literal, a repeated keyword): that is its
         // answer for the program, whatever subset rule an earlier line breaks.
-        errors.sort_by_key(|(off, e)| (e.type_name != "SyntaxError", *off));
+        // Its SyntaxErrors come phase by phase (parser, symbol table,
+        // compiler), each phase's in the order of the text.
+        errors.sort_by_key(|(off, e)| (check::phase(e), *off));
         return Err(errors.into_iter().map(|(_, e)| e).collect());
     }
     let grade = calls

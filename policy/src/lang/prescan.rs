@@ -667,10 +667,10 @@ impl Scanner<'_> {
             self.problem = Some(BracketProblem::Unterminated {
                 offset: prefix_start,
                 triple,
-                // A triple-quoted one runs to the end: CPython counts the
-                // line of the text's last character (a final newline
-                // starts no line).
-                detected_at: if triple && i >= n {
+                // One that runs to the end (triple-quoted, or continued
+                // by a backslash): CPython counts the line of the text's
+                // last character (a final newline starts no line).
+                detected_at: if i >= n {
                     n.saturating_sub(1)
                 } else {
                     i.min(n)

@@ -18,8 +18,11 @@
 //!
 //! Also here: the forced `&&':'` after `else`/`try`/`finally`/`def`,
 //! `expected 'except' or 'finally' block`, legacy `print x`, a dict key's
-//! missing value, `positional argument follows keyword argument` (caret on
-//! the call's `)`), the indentation carets, CPython's NEWLINE caret (at a
+//! missing value or starred value, `positional argument follows keyword
+//! argument [unpacking]` (caret on the call's `)`), the indentation
+//! carets and the SyntaxError subclass of indentation errors
+//! ([`error_type`]), `<>` and ASCII characters no token starts with (`$`,
+//! `?`: plain `invalid syntax` at them), CPython's NEWLINE caret (at a
 //! trailing comment's `#`), and the helpers `mod.rs` uses for CPython's
 //! error precedence: whether the parser read to the end inside an unclosed
 //! bracket ([`at_end`], [`furthest_read`]), invalid characters further on
@@ -357,6 +360,29 @@ impl View<'_> {
     }
 }
 
+/// The SyntaxError subclass CPython 3.11 raises with `message`:
+/// `IndentationError` for its indentation messages (the parser's
+/// `RAISE_INDENTATION_ERROR` and the tokenizer's dedent and depth errors),
+/// `TabError` for inconsistent tabs and spaces, else `SyntaxError`.
+pub fn error_type(message: &str) -> &'static str {
+    if message == TAB_ERROR {
+        "TabError"
+    } else if message == "unexpected indent"
+        || message == "unexpected unindent"
+        || message == "unindent does not match any outer indentation level"
+        || message == "too many levels of indentation"
+        || message.starts_with("expected an indented block")
+    {
+        "IndentationError"
+    } else {
+        "SyntaxError"
+    }
+}
+
+/// CPython's message for indentation that mixes tabs and spaces
+/// inconsistently (a `TabError`).
+const TAB_ERROR: &str = "inconsistent use of tabs and spaces in indentation";
+
 fn message(offset: usize, message: &str) -> Option<Refined> {
     Some(Refined {
         offset,
@@ -368,6 +394,12 @@ fn message(offset: usize, message: &str) -> Option<Refined> {
 /// CPython's message (and caret) for the parse error `err` at byte `off` of
 /// `src`, when one of the rules above applies.
 pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
+    // A backslash continuing the last line into the end of the text:
+    // CPython's tokenizer raises E_EOF there, its caret just past the
+    // backslash.
+    if let Some(bs) = final_backslash(src).filter(|&bs| off >= bs) {
+        return message(bs + 1, "unexpected EOF while parsing");
+    }
     match err {
         ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::IndentationError)
             if header_at_end(src, off) =>
@@ -392,6 +424,20 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             let end = ls + line.trim_end_matches('\r').len();
             return message(end, "unindent does not match any outer indentation level");
         }
+        ParseErrorType::Lexical(
+            rustpython_parser::lexer::LexicalErrorType::UnrecognizedToken { tok },
+        ) if tok.is_ascii() && *tok != '!' && src.get(..off).is_some_and(|h| h.ends_with(*tok)) => {
+            // An ASCII character no token starts with (`$`, `?`, a
+            // backquote): CPython's tokenizer passes it to the parser as an
+            // operator, which refuses it where it stands; rustpython's lexer
+            // reports it just past the character (a lone `!` at it).
+            return message(off - 1, "invalid syntax");
+        }
+        ParseErrorType::Lexical(rustpython_parser::lexer::LexicalErrorType::TabError) => {
+            // CPython's tokenizer raises it with no column: its caret is
+            // at the start of the line.
+            return message(line_bounds(src, off).0, TAB_ERROR);
+        }
         ParseErrorType::UnrecognizedToken(Tok::Indent, _) => {
             // CPython's caret is on the last character of the indentation.
             let (ls, le) = line_bounds(src, off);
@@ -414,9 +460,17 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         let k = v.toks.iter().position(|t| t.end > off)?;
         let lvl = v.level(k);
         let close = (k..v.toks.len()).find(|&j| v.level(j) < lvl && v.is(j, ")"))?;
+        // `**d` before the positional argument: CPython says so.
+        let open = v.opener(close)?;
+        let unpacking = (open + 1..k)
+            .any(|j| v.level(j) == lvl && v.is(j, "**") && (j == open + 1 || v.is(j - 1, ",")));
         return message(
             v.toks.get(close)?.start,
-            "positional argument follows keyword argument",
+            if unpacking {
+                "positional argument follows keyword argument unpacking"
+            } else {
+                "positional argument follows keyword argument"
+            },
         );
     }
     let ParseErrorType::UnrecognizedToken(tok, expected) = err else {
@@ -432,6 +486,13 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         return indented_block(&v, k.unwrap_or(v.toks.len()));
     }
     let k = k?;
+    // `<>`: one token (NOTEQUAL) to CPython's tokenizer, which its parser
+    // refuses where it stands (rustpython's lexer reads `<` then `>`).
+    if let (Some(lt), Some(gt)) = (k.checked_sub(1).and_then(|j| v.toks.get(j)), v.toks.get(k)) {
+        if v.is(k, ">") && v.is(k - 1, "<") && lt.end == gt.start {
+            return message(lt.start, "invalid syntax");
+        }
+    }
     let newline = matches!(tok, Tok::Newline | Tok::EndOfFile) || v.kind(k) == Some(Kind::Newline);
     if newline {
         let off = match v.toks.get(k) {
@@ -452,6 +513,21 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         .or_else(|| missing_comma(&v, k))
         .or_else(|| missing_else(&v, k))
         .or_else(|| message(off, "invalid syntax"))
+}
+
+/// The offset of a backslash ending the text (before at most one final
+/// newline), outside a comment, when there is one: a line continuation
+/// into the end of the text. (A `#` anywhere on its line, even in a
+/// string, makes it not count: the parser's own error stands.)
+fn final_backslash(src: &str) -> Option<usize> {
+    let body = src
+        .strip_suffix("\r\n")
+        .or_else(|| src.strip_suffix('\n'))
+        .or_else(|| src.strip_suffix('\r'))
+        .unwrap_or(src);
+    let bs = body.len().checked_sub(1).filter(|_| body.ends_with('\\'))?;
+    let line = body.rsplit(['\n', '\r']).next().unwrap_or(body);
+    (!line.contains('#')).then_some(bs)
 }
 
 /// Is the failing token at `off` the last of the text (the parser read up
@@ -768,16 +844,28 @@ fn forced_colon(v: &View<'_>, k: usize) -> Option<Refined> {
 }
 
 /// `{1: }`: a key and `:` with no value (`invalid_kvpair`,
-/// `invalid_double_starred_kvpairs`); the caret is on the `:`.
+/// `invalid_double_starred_kvpairs`); the caret is on the `:`. `{1: *v}`:
+/// a starred value, with the caret on the `*`.
 fn dict_value(v: &View<'_>, k: usize) -> Option<Refined> {
     let colon = k.checked_sub(1)?;
-    if !v.is(colon, ":") || !matches!(v.text(k), "}" | ",") || !v.ends_expr(colon.checked_sub(1)?) {
+    let starred = v.is(k, "*") && !matches!(v.text(k + 1), "}" | "," | "");
+    if !v.is(colon, ":")
+        || !(starred || matches!(v.text(k), "}" | ","))
+        || !v.ends_expr(colon.checked_sub(1)?)
+    {
         return None;
     }
     let lvl = v.level(colon);
     let open = (0..colon).rev().find(|&j| v.level(j) < lvl)?;
     if !v.is(open, "{") {
         return None;
+    }
+    if starred {
+        // `{k: *v}`: CPython's invalid_kvpair, at the star.
+        return message(
+            v.toks.get(k)?.start,
+            "cannot use a starred expression in a dictionary value",
+        );
     }
     message(
         v.toks.get(colon)?.start,

@@ -431,6 +431,40 @@ fn is_instance(v: &Value, t: Builtin) -> bool {
     }
 }
 
+/// `isinstance(v, spec)` as CPython's `object_recursive_isinstance`: a
+/// type, or a tuple of specs tried in order (the first match or error
+/// ends it, so `(int, [str])` is true for an int); anything else (a list of
+/// types) is a TypeError. Tuple nesting comes from the program text (types
+/// are no values a program can store), bounded here all the same.
+fn isinstance_of(v: &Value, spec: &Value, depth: usize) -> InterpResult<bool> {
+    match spec {
+        Value::Func(f) => match &**f {
+            Func::Builtin(tb) if TYPE_NAMES.iter().any(|(x, _)| x == tb) => {
+                return Ok(is_instance(v, *tb));
+            }
+            _ => {}
+        },
+        Value::Tuple(t) if depth < 1000 => {
+            for s in t.v.iter() {
+                if isinstance_of(v, s, depth + 1)? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        Value::Tuple(_) => {
+            return Err(Exc::py(
+                "RecursionError",
+                "maximum recursion depth exceeded in __instancecheck__",
+            ))
+        }
+        _ => {}
+    }
+    Err(type_err(
+        "isinstance() arg 2 must be a type, a tuple of types, or a union",
+    ))
+}
+
 impl<'a> Interp<'a> {
     /// Call a builtin.
     ///
@@ -889,29 +923,7 @@ impl<'a> Interp<'a> {
             Builtin::Isinstance => {
                 a.no_kw("isinstance")?;
                 expect_positional(&a, "isinstance", 2)?;
-                let types: Vec<Value> = match &a.pos[1] {
-                    Value::Tuple(t) => t.v.clone(),
-                    other => vec![other.clone()],
-                };
-                let mut r = false;
-                for t in &types {
-                    match t {
-                        Value::Func(f) => match &**f {
-                            Func::Builtin(tb) if TYPE_NAMES.iter().any(|(x, _)| x == tb) => {
-                                r = r || is_instance(&a.pos[0], *tb);
-                            }
-                            _ => return Err(type_err(
-                                "isinstance() arg 2 must be a type, a tuple of types, or a union",
-                            )),
-                        },
-                        _ => {
-                            return Err(type_err(
-                                "isinstance() arg 2 must be a type, a tuple of types, or a union",
-                            ))
-                        }
-                    }
-                }
-                Ok(Value::Bool(r))
+                Ok(Value::Bool(isinstance_of(&a.pos[0], &a.pos[1], 0)?))
             }
             Builtin::Print => {
                 let args = std::mem::take(&mut a.pos);

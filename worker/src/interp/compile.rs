@@ -817,7 +817,10 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The second argument of `isinstance`: a type name or a tuple of them.
+    /// The second argument of `isinstance`: a type name, or a tuple or list
+    /// display holding type names (nested ones too). The call decides what
+    /// is valid: a tuple of types (`isinstance` then raises CPython's
+    /// TypeError for a list).
     fn type_expr(&mut self, e: &ast::Expr) -> InterpResult<Option<Expr>> {
         let pos = off(e);
         let is_type = |n: &str| lackpy_policy::lang::TYPE_NAMES.contains(&n);
@@ -829,18 +832,24 @@ impl<'a> Cx<'a> {
                     pos,
                 }))
             }
-            ast::Expr::Tuple(t) => {
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+            | ast::Expr::List(ast::ExprList { elts, .. }) => {
                 let mut v = Vec::new();
-                for x in &t.elts {
+                for x in elts {
                     match self.type_expr(x)? {
                         Some(te) => v.push(Elt::One(te)),
-                        None => v.push(Elt::One(self.expr(x)?)),
+                        None => match self.elts(std::slice::from_ref(x))?.pop() {
+                            Some(elt) => v.push(elt),
+                            None => return Err(bad("type")),
+                        },
                     }
                 }
-                Ok(Some(Expr {
-                    k: ExprKind::Tuple(v),
-                    pos,
-                }))
+                let k = if matches!(e, ast::Expr::List(_)) {
+                    ExprKind::List(v)
+                } else {
+                    ExprKind::Tuple(v)
+                };
+                Ok(Some(Expr { k, pos }))
             }
             _ => Ok(None),
         }

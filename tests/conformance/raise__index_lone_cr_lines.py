@@ -1,0 +1,1 @@
+# Lone CR line endings (classic Mac): CPython's tokenizer ends a line at# each, so the error is on line 6.x = [1,     2]print(x)y = x[5]
