@@ -517,10 +517,20 @@ fn a_remote_servers_own_requests_are_bounded() {
     assert!(peak < 120_000, "lackpy run peaked at {peak} KiB");
 }
 
-/// A remote MCP server whose answer to `tools/call` is `body` (15 MiB of
-/// `0,0,…` in `structuredContent`), as one JSON body (`sse` false) or one
-/// SSE event.
-fn zeros_remote(mut s: std::net::TcpStream, sse: bool) {
+/// 15 MiB of `0,0,…` in the `result` of a JSON-RPC response to `id`.
+fn zeros_answer(id: &Value) -> String {
+    let mut b = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"serverInfo\":{{\"name\":\"z\",\"version\":\"1\"}},\"structuredContent\":{{\"x\":["
+    );
+    b.push_str(&"0,".repeat(7_500_000));
+    b.push_str("0]}}}");
+    b
+}
+
+/// A remote MCP server whose answer to `tools/call` is [`zeros_answer`],
+/// as one JSON body (`sse` false) or one SSE event; with `init`, its
+/// answer to `initialize` is that, as a JSON body.
+fn zeros_remote(mut s: std::net::TcpStream, sse: bool, init: bool) {
     while let Some(body) = next_body(&mut s) {
         let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
         let (id, method) = (&msg["id"], msg["method"].as_str().unwrap_or(""));
@@ -531,6 +541,7 @@ fn zeros_remote(mut s: std::net::TcpStream, sse: bool) {
             _ if id.is_null() || method.is_empty() => {
                 "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string()
             }
+            "initialize" if init => json(zeros_answer(id)),
             "initialize" => json(
                 serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
@@ -543,11 +554,7 @@ fn zeros_remote(mut s: std::net::TcpStream, sse: bool) {
                 .to_string(),
             ),
             "tools/call" => {
-                let mut b = format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"structuredContent\":{{\"x\":["
-                );
-                b.push_str(&"0,".repeat(7_500_000));
-                b.push_str("0]}}}");
+                let b = zeros_answer(id);
                 if sse {
                     let out = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\ndata: {b}\n\n"
@@ -578,8 +585,8 @@ fn zeros_remote(mut s: std::net::TcpStream, sse: bool) {
 /// naming `MAX_LINE_VALUES`, small; as a JSON body and as an SSE event.
 #[test]
 fn remote_answers_are_counted_before_they_are_parsed() {
-    let json_url = hostile(|s| zeros_remote(s, false));
-    let sse_url = hostile(|s| zeros_remote(s, true));
+    let json_url = hostile(|s| zeros_remote(s, false, false));
+    let sse_url = hostile(|s| zeros_remote(s, true, false));
     for url in [json_url, sse_url] {
         let cfg = format!(
             "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = 30\n"
@@ -602,4 +609,19 @@ fn remote_answers_are_counted_before_they_are_parsed() {
         assert!(err.contains("MAX_LINE_VALUES"), "{url}: {v}");
         assert!(peak < 200_000, "{url}: lackpy run peaked at {peak} KiB");
     }
+    // The answer to `initialize`, at every connection: the server's tools
+    // are unavailable, with a warning naming the bound.
+    let init_url = hostile(|s| zeros_remote(s, false, true));
+    let cfg = format!(
+        "[mcp_servers.remote]\ntransport = \"http\"\nurl = {init_url:?}\ntimeout_seconds = 30\n"
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(
+        err.contains("MAX_LINE_VALUES") && err.contains("its tools are unavailable"),
+        "{err}"
+    );
+    assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
 }

@@ -7,9 +7,10 @@
 //! `max_json_response_size`, 16 MiB) into `serde_json::Value`s inside
 //! `post_message`, before anything of lackpy's sees it: 15 MiB of `0,0,…`
 //! in a `tools/call` result took `lackpy run` to 1 GiB for a call then
-//! refused as `TooLarge`. [`Counted`] wraps that client: the POSTs of
-//! `tools/call` and `tools/list` (the answers that carry a server's data)
-//! are made here, their body read within the same byte caps and checked
+//! refused as `TooLarge`; an `initialize` answer likewise at every
+//! connection. [`Counted`] wraps that client: the POSTs of requests
+//! (all but `server/discover`) are made here, their body read within the
+//! same byte caps and checked
 //! with [`check_message`] before it is parsed; an SSE stream's events
 //! (those POSTs', and every stream rmcp's client opens) are checked one by
 //! one before rmcp parses them. A message over [`super::mcp_lines::MAX_LINE_VALUES`]
@@ -78,7 +79,7 @@ impl Counted {
             .boxed()
     }
 
-    /// POST a `tools/call` or `tools/list` request and read its answer,
+    /// POST a request and read its answer,
     /// checked before it is parsed. What rmcp's own `post_message` does
     /// for a request in a session, but for the check: the answer's status
     /// and type, its byte caps (`limits`), the errors it returns.
@@ -341,11 +342,13 @@ fn bounded_events(
     .boxed()
 }
 
-/// Whether rmcp's client posts `message` here: a `tools/call` or
-/// `tools/list` request (the answers that carry a server's data).
+/// Whether rmcp's client posts `message` here: every request but
+/// `server/discover` (whose refusal by a legacy server rmcp's own code
+/// turns into its fallback). Notifications and responses get no answer
+/// lackpy reads.
 fn posted_here(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, ClientJsonRpcMessage::Request(r)
-        if matches!(r.request, ClientRequest::CallToolRequest(_) | ClientRequest::ListToolsRequest(_)))
+        if !matches!(r.request, ClientRequest::DiscoverRequest(_)))
 }
 
 impl StreamableHttpClient for Counted {
