@@ -516,3 +516,112 @@ fn a_remote_servers_own_requests_are_bounded() {
     );
     assert!(peak < 120_000, "lackpy run peaked at {peak} KiB");
 }
+
+/// 15 MiB of `0,0,…` in the `result` of a JSON-RPC response to `id`.
+fn zeros_answer(id: &Value) -> String {
+    let mut b = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"serverInfo\":{{\"name\":\"z\",\"version\":\"1\"}},\"structuredContent\":{{\"x\":["
+    );
+    b.push_str(&"0,".repeat(7_500_000));
+    b.push_str("0]}}}");
+    b
+}
+
+/// A remote MCP server whose answer to `tools/call` is [`zeros_answer`],
+/// as one JSON body (`sse` false) or one SSE event; with `init`, its
+/// answer to `initialize` is that, as a JSON body.
+fn zeros_remote(mut s: std::net::TcpStream, sse: bool, init: bool) {
+    while let Some(body) = next_body(&mut s) {
+        let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let (id, method) = (&msg["id"], msg["method"].as_str().unwrap_or(""));
+        let json = |b: String| {
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{b}", b.len())
+        };
+        let reply = match method {
+            _ if id.is_null() || method.is_empty() => {
+                "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string()
+            }
+            "initialize" if init => json(zeros_answer(id)),
+            "initialize" => json(
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "zeros", "version": "1"}}})
+                .to_string(),
+            ),
+            "tools/list" => json(
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "tools": [{"name": "zeros", "inputSchema": {"type": "object"}}]}})
+                .to_string(),
+            ),
+            "tools/call" => {
+                let b = zeros_answer(id);
+                if sse {
+                    let out = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\ndata: {b}\n\n"
+                    );
+                    let _ = s.write_all(out.as_bytes());
+                    return;
+                }
+                json(b)
+            }
+            _ => json(
+                serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "no"}})
+                .to_string(),
+            ),
+        };
+        if s.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A remote server's answer was parsed whole by rmcp's HTTP client (up to
+/// 16 MiB, `MAX_REMOTE_RESPONSE`) into `serde_json::Value`s before lackpy
+/// counted anything: 15 MiB of `0,0,…` took `lackpy run` to about 1 GiB
+/// for a call that then failed `TooLarge` anyway (the known gap after
+/// redteam-8). Its values are now counted before rmcp parses it, as a
+/// stdio server's lines are: the call fails at once with `TooLarge`
+/// naming `MAX_LINE_VALUES`, small; as a JSON body and as an SSE event.
+#[test]
+fn remote_answers_are_counted_before_they_are_parsed() {
+    let json_url = hostile(|s| zeros_remote(s, false, false));
+    let sse_url = hostile(|s| zeros_remote(s, true, false));
+    for url in [json_url, sse_url] {
+        let cfg = format!(
+            "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = 30\n"
+        );
+        let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+        let ws_s = ws.path().to_str().unwrap_or(".");
+        let args = [
+            "run",
+            "--json",
+            "--workspace",
+            ws_s,
+            "--tools",
+            "zeros",
+            "-",
+        ];
+        let (out, peak) = util::run_peak(&args, "zeros()");
+        let v = util::json(&out);
+        assert_eq!(v["ok"], false, "{url}: {v} {}", stderr(&out));
+        let err = v["error"].to_string();
+        assert!(err.contains("MAX_LINE_VALUES"), "{url}: {v}");
+        assert!(peak < 200_000, "{url}: lackpy run peaked at {peak} KiB");
+    }
+    // The answer to `initialize`, at every connection: the server's tools
+    // are unavailable, with a warning naming the bound.
+    let init_url = hostile(|s| zeros_remote(s, false, true));
+    let cfg = format!(
+        "[mcp_servers.remote]\ntransport = \"http\"\nurl = {init_url:?}\ntimeout_seconds = 30\n"
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let (out, peak) = util::run_peak(&["tools", "--json", "--workspace", ws_s], "");
+    let err = stderr(&out);
+    assert!(
+        err.contains("MAX_LINE_VALUES") && err.contains("its tools are unavailable"),
+        "{err}"
+    );
+    assert!(peak < 200_000, "lackpy tools peaked at {peak} KiB");
+}

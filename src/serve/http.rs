@@ -5,7 +5,9 @@
 //! Each request passes, in order:
 //! 1. the TCP connection cap (`serve.http.max_connections`; at it the
 //!    oldest connection that has not sent a request with a valid token is
-//!    closed to make room, and only without one the new connection gets a
+//!    closed to make room, else the oldest idle keep-alive connection of
+//!    the client holding the most connections, and only when every open
+//!    connection has a request in progress the new connection gets a
 //!    `503` and close) and, with TLS, a handshake bounded by the request
 //!    timeout;
 //! 2. hyper's header timeout (`request_timeout_seconds`: a slowloris peer
@@ -214,10 +216,32 @@ const EVICT_WAIT: Duration = Duration::from_secs(2);
 /// One TCP connection's standing under the TCP cap.
 #[derive(Debug, Default)]
 struct ConnState {
-    /// A request on it carried a valid bearer token: it is never evicted.
+    /// A request on it carried a valid bearer token: evicted only while
+    /// idle, and only when no unproven connection is left to evict.
     proven: std::sync::atomic::AtomicBool,
+    /// The rule key of the last valid token sent on it.
+    rule: Mutex<Option<String>>,
+    /// Requests on it being answered (until their reply body is dropped):
+    /// a connection with one is never evicted.
+    busy: std::sync::atomic::AtomicUsize,
     /// Cancelled to close it (evicted for a newer connection at the cap).
     evict: CancellationToken,
+}
+
+/// One request being answered on a connection ([`ConnState::busy`]).
+struct BusyGuard(Arc<ConnState>);
+
+impl BusyGuard {
+    fn new(conn: &Arc<ConnState>) -> Self {
+        conn.busy.fetch_add(1, Ordering::SeqCst);
+        BusyGuard(conn.clone())
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The HTTP front end: per-rule MCP services and the guards before them.
@@ -233,10 +257,14 @@ pub struct HttpServer {
     listen_ip: std::sync::OnceLock<std::net::IpAddr>,
     /// Connections that have not (yet) sent a request with a valid token,
     /// oldest first: at the TCP cap the oldest is closed for the new one
-    /// ([`HttpServer::evict_unproven`]). Why: anyone who can connect could
+    /// ([`HttpServer::evict_one`]). Why: anyone who can connect could
     /// otherwise hold every slot (512 silent connections, renewed every
     /// `request_timeout_seconds`) and keep every client out.
     unproven: Mutex<std::collections::VecDeque<std::sync::Weak<ConnState>>>,
+    /// Every connection holding a slot, oldest first: at the TCP cap with
+    /// no unproven connection left, an idle one of the client holding the
+    /// most is closed ([`HttpServer::evict_idle_proven`]).
+    conns: Mutex<Vec<std::sync::Weak<ConnState>>>,
     /// Connections accepted at the TCP cap that wait for a slot
     /// ([`HttpServer::wait_for_slot`]), at most `max_connections`.
     waiting: std::sync::atomic::AtomicUsize,
@@ -306,6 +334,7 @@ impl HttpServer {
             open: std::sync::atomic::AtomicUsize::new(0),
             listen_ip: std::sync::OnceLock::new(),
             unproven: Mutex::new(std::collections::VecDeque::new()),
+            conns: Mutex::new(Vec::new()),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             closing: std::sync::atomic::AtomicUsize::new(0),
             claims: Arc::new(Mutex::new(HashMap::new())),
@@ -431,18 +460,30 @@ impl HttpServer {
     }
 
     /// Keep `state` among the connections that may be evicted, forgetting
-    /// those gone or proven once the list outgrows `cap` twice.
+    /// those gone or proven once the lists outgrow `cap` twice.
     fn track_unproven(&self, state: &Arc<ConnState>, cap: usize) {
-        let Ok(mut q) = self.unproven.lock() else {
-            return;
-        };
-        if q.len() >= cap.saturating_mul(2) {
-            q.retain(|w| {
-                w.upgrade()
-                    .is_some_and(|c| !c.proven.load(Ordering::SeqCst))
-            });
+        if let Ok(mut q) = self.unproven.lock() {
+            if q.len() >= cap.saturating_mul(2) {
+                q.retain(|w| {
+                    w.upgrade()
+                        .is_some_and(|c| !c.proven.load(Ordering::SeqCst))
+                });
+            }
+            q.push_back(Arc::downgrade(state));
         }
-        q.push_back(Arc::downgrade(state));
+        if let Ok(mut all) = self.conns.lock() {
+            if all.len() >= cap.saturating_mul(2) {
+                all.retain(|w| w.strong_count() > 0);
+            }
+            all.push(Arc::downgrade(state));
+        }
+    }
+
+    /// Close one connection to make room at the TCP cap: the oldest that
+    /// has not sent a request with a valid token, else the oldest idle one
+    /// of the client holding the most connections. Whether there was one.
+    fn evict_one(&self) -> bool {
+        self.evict_unproven() || self.evict_idle_proven()
     }
 
     /// Close the oldest open connection that has not sent a request with a
@@ -463,11 +504,58 @@ impl HttpServer {
         false
     }
 
+    /// Close the oldest idle keep-alive connection (no request being
+    /// answered on it, not evicted already) of the client that holds the
+    /// most open connections; whether there was one.
+    /// Why: a client with a token could otherwise hold every slot with
+    /// idle keep-alive connections, renewing each with a cheap request
+    /// within `request_timeout_seconds`, and keep every other client out
+    /// with `503` for as long as it liked (redteam-12). An idle keep-alive
+    /// connection may be closed by a server at any time (RFC 9112 9.6);
+    /// requests in progress are bounded per client already
+    /// ([`HttpServer::open_request`]).
+    fn evict_idle_proven(&self) -> bool {
+        let Ok(mut all) = self.conns.lock() else {
+            return false;
+        };
+        all.retain(|w| w.strong_count() > 0);
+        let live: Vec<Arc<ConnState>> = all.iter().filter_map(std::sync::Weak::upgrade).collect();
+        drop(all);
+        let rule_of = |c: &ConnState| c.rule.lock().ok().and_then(|r| r.clone());
+        let mut held: HashMap<String, usize> = HashMap::new();
+        for c in &live {
+            if let Some(k) = rule_of(c) {
+                *held.entry(k).or_insert(0) += 1;
+            }
+        }
+        let victim = live
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.proven.load(Ordering::SeqCst)
+                    && c.busy.load(Ordering::SeqCst) == 0
+                    && !c.evict.is_cancelled()
+            })
+            .max_by_key(|(i, c)| {
+                let n = rule_of(c).and_then(|k| held.get(&k).copied()).unwrap_or(0);
+                (n, std::cmp::Reverse(*i))
+            })
+            .map(|(_, c)| c.clone());
+        match victim {
+            Some(c) => {
+                c.evict.cancel();
+                self.closing.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A slot for a connection accepted at the TCP cap, within
     /// [`EVICT_WAIT`]. Unless one was `evicted` for it already, it closes
-    /// the oldest unproven connection as soon as there is one to close:
-    /// after a burst of new connections every unproven one may be closing
-    /// already, while those waiting for their slots hold none yet.
+    /// a connection ([`HttpServer::evict_one`]) as soon as there is one to
+    /// close: after a burst of new connections every evictable one may be
+    /// closing already, while those waiting for their slots hold none yet.
     /// `None`: no slot came in time.
     /// Why retry: in such a burst a client with a token found only
     /// connections already evicted and got `503`, though slots were about
@@ -483,7 +571,7 @@ impl HttpServer {
         loop {
             tokio::select! {
                 r = acquire.as_mut() => return r.ok().and_then(Result::ok),
-                _ = tick.tick(), if !evicted => evicted = self.evict_unproven(),
+                _ = tick.tick(), if !evicted => evicted = self.evict_one(),
             }
         }
     }
@@ -545,6 +633,7 @@ impl HttpServer {
     ) -> Response<HttpBody> {
         let cfg = self.shared.config();
         let metrics = &self.shared.metrics;
+        let busy = BusyGuard::new(&conn);
         // Counted before the draining check (both SeqCst): either this
         // request sees the drain and is refused, or the drain sees it and
         // waits for its reply.
@@ -566,6 +655,9 @@ impl HttpServer {
         }
         let rule = match authenticate(&cfg, req.headers()) {
             Ok(r) => {
+                if let Ok(mut k) = conn.rule.lock() {
+                    *k = Some(Shared::rule_key(&r));
+                }
                 conn.proven.store(true, Ordering::SeqCst);
                 r
             }
@@ -681,6 +773,7 @@ impl HttpServer {
                             g
                         }),
                         _request: Some(in_progress),
+                        _busy: Some(busy),
                     },
                 };
                 Response::from_parts(parts, body.boxed())
@@ -722,14 +815,15 @@ impl HttpServer {
             let permit = match slots.clone().try_acquire_owned() {
                 Ok(p) => p,
                 Err(_) => {
-                    // At the cap, a connection that never proved a token
+                    // At the cap, a connection that never proved a token,
+                    // else an idle one of the client holding the most,
                     // makes room; the new one waits for its slot in its own
-                    // task. When every unproven one is already closing (and
+                    // task. When every evictable one is already closing (and
                     // slots are about to change hands), at most
                     // `max_connections` more wait (each holds a socket) and
                     // try again; else `503` at once.
                     let cap = cfg.http.max_connections;
-                    let evicted = self.evict_unproven();
+                    let evicted = self.evict_one();
                     if evicted
                         || (self.closing.load(Ordering::SeqCst) > 0
                             && self.waiting.load(Ordering::SeqCst) < cap)
@@ -1135,6 +1229,8 @@ struct Held {
     _post: Option<PostGuard>,
     /// The rule's count of requests in progress.
     _request: Option<RequestGuard>,
+    /// The connection's request in progress (it is not idle).
+    _busy: Option<BusyGuard>,
 }
 
 impl hyper::body::Body for Prefixed {

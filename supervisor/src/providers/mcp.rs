@@ -553,8 +553,9 @@ fn tls_config() -> Result<rustls::ClientConfig, McpSourceError> {
 /// Streamable HTTP client and complete the MCP handshake (on the runtime).
 /// The HTTP client follows no redirect (a redirect could carry the
 /// headers elsewhere) and uses no proxy; responses and events are capped
-/// at [`MAX_REMOTE_RESPONSE`], error bodies at [`MAX_REMOTE_ERROR_BODY`];
-/// the caller's timeout bounds the whole exchange.
+/// at [`MAX_REMOTE_RESPONSE`], error bodies at [`MAX_REMOTE_ERROR_BODY`],
+/// and their JSON values counted before rmcp parses them
+/// ([`super::mcp_http`]); the caller's timeout bounds the whole exchange.
 async fn connect_http(key: ServerKey) -> Result<Conn, McpSourceError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     use rmcp::transport::StreamableHttpClientTransport;
@@ -592,7 +593,10 @@ async fn connect_http(key: ServerKey) -> Result<Conn, McpSourceError> {
         .max_error_response_size(MAX_REMOTE_ERROR_BODY)
         .max_concurrent_requests(8);
     let transport = mcp_lines::Bounded::new(
-        StreamableHttpClientTransport::with_client(client, config),
+        StreamableHttpClientTransport::with_client(
+            super::mcp_http::Counted::new(client, &key.name),
+            config,
+        ),
         &key.name,
     );
     let svc = ()

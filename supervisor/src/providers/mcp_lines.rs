@@ -261,35 +261,13 @@ impl<R> BoundedLines<R> {
     }
 
     fn end_line(&mut self) {
-        let values = self.scan.values.saturating_add(1);
-        // What is wrong with the line, and whether it is its size.
         let wrong = if self.too_long {
             Some((
                 format!("a line of more than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)"),
                 true,
             ))
-        } else if values > MAX_LINE_VALUES {
-            Some((
-                format!(
-                    "a line of more than {MAX_LINE_VALUES} JSON values (MAX_LINE_VALUES: what one reply to the program can carry)"
-                ),
-                true,
-            ))
-        } else if self.scan.max_depth >= TOO_DEEP {
-            // rmcp would skip it without a word, and the call it answers
-            // would wait for its timeout.
-            Some((
-                format!("a line that cannot be parsed (it nests {TOO_DEEP} levels or more, serde_json's limit)"),
-                false,
-            ))
-        } else if self.line.iter().all(u8::is_ascii_whitespace) {
-            None
         } else {
-            // Likewise a syntax error, a number out of range (`1e400`) or a
-            // lone surrogate escape; checked without building anything.
-            serde_json::from_slice::<Parses>(&self.line)
-                .err()
-                .map(|e| (format!("a line that cannot be parsed ({e})"), false))
+            what_is_wrong(&self.line, &self.scan, "line")
         };
         match wrong {
             None => {
@@ -300,16 +278,8 @@ impl<R> BoundedLines<R> {
             }
             Some((why, size)) => {
                 tracing::warn!(server = %self.name, "MCP server sent {why}; dropped");
-                if let Some(id) = top_level_id(&self.line) {
-                    let lead = if size { NOT_READ } else { NOT_USABLE };
-                    let reply = serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "error": {"code": -32603, "message": format!(
-                            "{lead}MCP server {:?} sent {why}", self.name
-                        )},
-                    });
-                    self.out.extend_from_slice(reply.to_string().as_bytes());
+                if let Some(reply) = error_in_place(&self.line, &self.name, &why, size) {
+                    self.out.extend_from_slice(reply.as_bytes());
                     self.out.push(b'\n');
                 }
             }
@@ -317,6 +287,81 @@ impl<R> BoundedLines<R> {
         self.line = Vec::new();
         self.scan = Scan::default();
         self.too_long = false;
+    }
+}
+
+/// What is wrong with the message `msg` (one line, or one SSE event's
+/// data) that `scan` has read whole, and whether it is its size; `None`
+/// when rmcp may parse it. `what` names it ("line", "message").
+fn what_is_wrong(msg: &[u8], scan: &Scan, what: &str) -> Option<(String, bool)> {
+    let values = scan.values.saturating_add(1);
+    if values > MAX_LINE_VALUES {
+        Some((
+            format!(
+                "a {what} of more than {MAX_LINE_VALUES} JSON values (MAX_LINE_VALUES: what one reply to the program can carry)"
+            ),
+            true,
+        ))
+    } else if scan.max_depth >= TOO_DEEP {
+        // rmcp would skip it without a word, and the call it answers
+        // would wait for its timeout.
+        Some((
+            format!("a {what} that cannot be parsed (it nests {TOO_DEEP} levels or more, serde_json's limit)"),
+            false,
+        ))
+    } else if msg.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        // Likewise a syntax error, a number out of range (`1e400`) or a
+        // lone surrogate escape; checked without building anything.
+        serde_json::from_slice::<Parses>(msg)
+            .err()
+            .map(|e| (format!("a {what} that cannot be parsed ({e})"), false))
+    }
+}
+
+/// The JSON-RPC error response that takes the place of the dropped
+/// message `msg` of server `name` (`why` it was dropped, `size` whether
+/// for its size), when its id is found.
+fn error_in_place(msg: &[u8], name: &str, why: &str, size: bool) -> Option<String> {
+    let id = top_level_id(msg)?;
+    let lead = if size { NOT_READ } else { NOT_USABLE };
+    let reply = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32603, "message": format!("{lead}MCP server {name:?} sent {why}")},
+    });
+    Some(reply.to_string())
+}
+
+/// What becomes of one message of a server before rmcp parses it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// rmcp may parse it as it is.
+    Pass,
+    /// Too many values, too deep, or not JSON: this JSON-RPC error response
+    /// with its id takes its place.
+    Replace(String),
+    /// Likewise, but no id was found: nothing takes its place.
+    Drop,
+}
+
+/// Check one JSON-RPC message of server `name` (an SSE event's data, or a
+/// whole HTTP response body, already within its byte cap) as a stdio
+/// server's line is checked: its values counted and its nesting measured
+/// before anything parses it (see the module).
+pub fn check_message(msg: &[u8], name: &str) -> Checked {
+    let mut scan = Scan::default();
+    for b in msg {
+        scan.feed(*b);
+    }
+    let Some((why, size)) = what_is_wrong(msg, &scan, "message") else {
+        return Checked::Pass;
+    };
+    tracing::warn!(server = %name, "MCP server sent {why}; dropped");
+    match error_in_place(msg, name, &why, size) {
+        Some(r) => Checked::Replace(r),
+        None => Checked::Drop,
     }
 }
 

@@ -22,6 +22,7 @@ pub mod command;
 pub mod host_configs;
 pub mod mcp;
 pub mod mcp_cache;
+mod mcp_http;
 mod mcp_lines;
 mod pipes;
 pub mod python;
