@@ -485,6 +485,18 @@ fn chatty_remote(mut s: std::net::TcpStream) {
     }
 }
 
+/// `lackpy run --json` of `TOOL()` with the remote server at `url` as the
+/// workspace's `[mcp_servers.remote]`: its output and peak RSS (KiB).
+fn run_remote_peak(url: &str, timeout_seconds: u32, tool: &str) -> (std::process::Output, u64) {
+    let cfg = format!(
+        "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = {timeout_seconds}\n"
+    );
+    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let args = ["run", "--json", "--workspace", ws_s, "--tools", tool, "-"];
+    util::run_peak(&args, &format!("{tool}()"))
+}
+
 /// A remote server's own requests (on its event stream) are bounded as a
 /// stdio server's are: each was handed to rmcp, whose task for it held
 /// the answer while it waited to be sent; 50,000 took `lackpy run` to
@@ -492,21 +504,7 @@ fn chatty_remote(mut s: std::net::TcpStream) {
 #[test]
 fn a_remote_servers_own_requests_are_bounded() {
     let url = hostile(chatty_remote);
-    let cfg = format!(
-        "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = 20\n"
-    );
-    let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
-    let ws_s = ws.path().to_str().unwrap_or(".");
-    let args = [
-        "run",
-        "--json",
-        "--workspace",
-        ws_s,
-        "--tools",
-        "chatty",
-        "-",
-    ];
-    let (out, peak) = util::run_peak(&args, "chatty()");
+    let (out, peak) = run_remote_peak(&url, 20, "chatty");
     let v = util::json(&out);
     assert_eq!(v["value"], "done", "{v} {}", stderr(&out));
     assert!(
@@ -588,21 +586,7 @@ fn remote_answers_are_counted_before_they_are_parsed() {
     let json_url = hostile(|s| zeros_remote(s, false, false));
     let sse_url = hostile(|s| zeros_remote(s, true, false));
     for url in [json_url, sse_url] {
-        let cfg = format!(
-            "[mcp_servers.remote]\ntransport = \"http\"\nurl = {url:?}\ntimeout_seconds = 30\n"
-        );
-        let ws = util::workspace(&[(".lackpy/config.toml", &cfg)]);
-        let ws_s = ws.path().to_str().unwrap_or(".");
-        let args = [
-            "run",
-            "--json",
-            "--workspace",
-            ws_s,
-            "--tools",
-            "zeros",
-            "-",
-        ];
-        let (out, peak) = util::run_peak(&args, "zeros()");
+        let (out, peak) = run_remote_peak(&url, 30, "zeros");
         let v = util::json(&out);
         assert_eq!(v["ok"], false, "{url}: {v} {}", stderr(&out));
         let err = v["error"].to_string();
