@@ -1913,3 +1913,46 @@ fn hostile_config_files_are_bounded() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Code intelligence bounded the index one call holds
+/// (`MAX_TOTAL_INDEX_BYTES`), but not how many calls held one at once,
+/// and concurrent calls that miss the cache on the same file each parse
+/// their own copy: eight runs of `lackpy mcp` (its runs in flight) calling
+/// `find_callers` over three program-written 1 MiB files of `f();f();…`
+/// took the server to 509 MiB (seven files: 741 MiB, the runs timing out
+/// on two cores), more with more cores. At most `MAX_INDEXERS` (2) calls
+/// now index at once per process, the others waiting their turn, and a
+/// call needing a file another is indexing waits for that index: the same
+/// calls peak at 190-240 MiB (seven files: 300 MiB), every one answered.
+#[test]
+fn concurrent_code_intelligence_calls_are_bounded() {
+    let cfg = "[sandbox]\ntimeout_seconds = 120\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let wait = Duration::from_secs(180);
+    let call = |id: u64, program: &str, tools: &[&str]| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "run_program", "arguments": {"program": program, "tools": tools}}})
+    };
+    let write = "body = 'f();' * 254000\nfor i in range(3):\n    \
+                 write_file('m' + str(i) + '.py', '# ' + str(i) + '\\n' + body + '\\n')\n";
+    mcp.send(&call(2, write, &["write_file"]));
+    let r: Value = serde_json::from_str(&mcp.recv(wait).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(r["result"]["structuredContent"]["ok"], true, "{r:.300}");
+    let before = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    for id in 10..18 {
+        mcp.send(&call(id, "len(find_callers('zz'))", &["find_callers"]));
+    }
+    for _ in 10..18 {
+        let line = mcp.recv(wait).unwrap_or_default();
+        let r: Value = serde_json::from_str(&line).unwrap_or_default();
+        let sc = &r["result"]["structuredContent"];
+        assert_eq!(sc["ok"], true, "{line:.300}");
+        assert_eq!(sc["value"], 0, "{line:.300}");
+    }
+    let peak = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    assert!(
+        peak < before.max(30_000) + 330_000,
+        "lackpy mcp peaked at {peak} KiB ({before} KiB before the find_callers calls)"
+    );
+}
