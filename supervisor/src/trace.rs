@@ -485,8 +485,8 @@ fn try_read_latest(
                 let Some((old, n)) = file.pop_front() else {
                     break;
                 };
-                file_bytes -= old.len();
-                file_values -= n;
+                file_bytes = file_bytes.saturating_sub(old.len());
+                file_values = file_values.saturating_sub(n);
             }
         })?;
         kept_bytes += file_bytes;
