@@ -1913,3 +1913,113 @@ fn hostile_config_files_are_bounded() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Code intelligence bounded the index one call holds
+/// (`MAX_TOTAL_INDEX_BYTES`), but not how many calls held one at once,
+/// and concurrent calls that miss the cache on the same file each parse
+/// their own copy: eight runs of `lackpy mcp` (its runs in flight) calling
+/// `find_callers` over three program-written 1 MiB files of `f();f();…`
+/// took the server to 509 MiB (seven files: 741 MiB, the runs timing out
+/// on two cores), more with more cores. At most `MAX_INDEXERS` (2) calls
+/// now index at once per process, the others waiting their turn, and a
+/// call needing a file another is indexing waits for that index: the same
+/// calls peak at 190-240 MiB (seven files: 300 MiB), every one answered.
+#[test]
+fn concurrent_code_intelligence_calls_are_bounded() {
+    let cfg = "[sandbox]\ntimeout_seconds = 120\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let mut mcp = util::McpLines::start(ws.path());
+    let wait = Duration::from_secs(180);
+    let call = |id: u64, program: &str, tools: &[&str]| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "run_program", "arguments": {"program": program, "tools": tools}}})
+    };
+    let write = "body = 'f();' * 254000\nfor i in range(3):\n    \
+                 write_file('m' + str(i) + '.py', '# ' + str(i) + '\\n' + body + '\\n')\n";
+    mcp.send(&call(2, write, &["write_file"]));
+    let r: Value = serde_json::from_str(&mcp.recv(wait).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(r["result"]["structuredContent"]["ok"], true, "{r:.300}");
+    let before = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    for id in 10..18 {
+        mcp.send(&call(id, "len(find_callers('zz'))", &["find_callers"]));
+    }
+    for _ in 10..18 {
+        let line = mcp.recv(wait).unwrap_or_default();
+        let r: Value = serde_json::from_str(&line).unwrap_or_default();
+        let sc = &r["result"]["structuredContent"];
+        assert_eq!(sc["ok"], true, "{line:.300}");
+        assert_eq!(sc["value"], 0, "{line:.300}");
+    }
+    let peak = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    assert!(
+        peak < before.max(30_000) + 330_000,
+        "lackpy mcp peaked at {peak} KiB ({before} KiB before the find_callers calls)"
+    );
+}
+
+/// Trace files are control files, which a cloned repository can hold,
+/// and their records were parsed whole once kept within the byte cap
+/// (16 MiB for `lackpy trace`, 8 MiB for the MCP `traces` tool), though a
+/// parsed value costs far more than its bytes: three records of 4 MiB of
+/// `0,0,…` took `lackpy trace list` to 461 MiB, one `traces` call over
+/// them `lackpy mcp` to 316 MiB (four calls: 620 MiB). Records are now
+/// counted before they are parsed (`max_bytes / BYTES_PER_VALUE` values):
+/// such records are left out, an older ordinary one is still shown.
+#[test]
+fn hostile_trace_records_are_counted_before_they_are_parsed() {
+    let ws = util::workspace(&[]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let record = |id: &str, time: &str, grade: &str| {
+        format!(
+            "{{\"run_id\":\"{id}\",\"time\":\"{time}\",\"program_sha256\":\"\",\"program\":\"\",\
+             \"profile\":\"\",\"grade\":{grade},\"jail_level\":\"full\",\"calls\":[],\"outcome\":\"ok\",\
+             \"error\":null,\"limit_hit\":null,\"limits\":{{}},\"duration_us\":1}}\n"
+        )
+    };
+    let zeros = format!("[{}0]", "0,".repeat(2 * 1024 * 1024 - 100));
+    let mut hostile = String::new();
+    for i in 0..3 {
+        hostile.push_str(&record(
+            &format!("big{i}"),
+            &format!("2026-12-07T00:00:0{i}Z"),
+            &zeros,
+        ));
+    }
+    std::fs::write(traces.join("2026-12-07.jsonl"), hostile).expect("hostile traces");
+    let small = record("small", "2026-12-06T00:00:00Z", "{\"w\":0,\"d\":0}");
+    std::fs::write(traces.join("2026-12-06.jsonl"), small).expect("small trace");
+    let ws_s = ws.path().to_str().unwrap_or(".");
+
+    let argv = [
+        "trace",
+        "list",
+        "--limit",
+        "3",
+        "--json",
+        "--workspace",
+        ws_s,
+    ];
+    let (out, peak) = util::run_peak(&argv, "");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let shown: Vec<&Value> = v.as_array().map_or(Vec::new(), |a| a.iter().collect());
+    let ids: Vec<&Value> = shown.iter().map(|r| &r["run_id"]).collect();
+    assert_eq!(ids, [&json!("small")], "{}", stderr(&out));
+    assert!(stderr(&out).contains("JSON values"), "{}", stderr(&out));
+    assert!(peak < 150_000, "trace list peaked at {peak} KiB");
+
+    let mcp = util::McpLines::start(ws.path());
+    let before = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    let mut mcp = mcp;
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "traces", "arguments": {"limit": 3}}}));
+    let line = mcp.recv(Duration::from_secs(60)).unwrap_or_default();
+    let r: Value = serde_json::from_str(&line).unwrap_or_default();
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(sc["traces"][0]["run_id"], "small", "{line:.300}");
+    let peak = crate::serve::status_kib(mcp.pid(), "VmHWM:");
+    assert!(
+        peak < before.max(30_000) + 120_000,
+        "lackpy mcp peaked at {peak} KiB ({before} KiB before the traces call)"
+    );
+}

@@ -53,8 +53,9 @@ pub fn main(args: Args) -> anyhow::Result<i32> {
     let ws = args.workspace.unwrap_or_else(|| PathBuf::from("."));
     let capped_note = |what: &str| {
         eprintln!(
-            "lackpy trace: {what}: at most {} MiB of trace records are read, newest first; older runs were left out",
-            MAX_READ_BYTES >> 20
+            "lackpy trace: {what}: at most {} MiB of trace records ({} JSON values) are read, newest first; older runs were left out",
+            MAX_READ_BYTES >> 20,
+            MAX_READ_BYTES / lackpy_supervisor::trace::BYTES_PER_VALUE
         );
     };
     match args.command {

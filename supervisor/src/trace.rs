@@ -147,6 +147,16 @@ const MAX_FILES: usize = 100_000;
 /// Longest trace line read back, in bytes. Why: a record is bounded by the
 /// source limit plus the run budget; a longer line was not written by us.
 const MAX_LINE: u64 = 64 * 1024 * 1024;
+/// Bytes of a reader's `max_bytes` that one JSON value of the records it
+/// keeps counts for ([`read_latest`]: `max_bytes / BYTES_PER_VALUE`
+/// values at most, counted before parsing). Why: a parsed value costs
+/// far more than its bytes (a `0,` is two bytes, ~80 parsed and more
+/// again as a reply is built), and trace files are control files a
+/// cloned repository can hold: 12 MiB of records of `0,0,…` took `lackpy
+/// trace list` to 461 MiB, one MCP `traces` call over 4 MiB of them
+/// `lackpy mcp` to 316 MiB. Real records hold a value per 6 bytes or
+/// more (a record's arguments are bounded by `run_bytes`).
+pub const BYTES_PER_VALUE: usize = 16;
 /// Rotation suffixes per day (`_001` … `_999`).
 const MAX_ROTATIONS: u32 = 999;
 
@@ -385,8 +395,9 @@ pub fn read_all(workspace: &Path) -> Vec<TraceRecord> {
 }
 
 /// The newest `limit` records whose run id `keep` accepts, oldest first,
-/// holding at most `max_bytes` of their trace lines (older matches beyond
-/// either bound are left out). Files are read newest first and reading
+/// holding at most `max_bytes` of their trace lines and `max_bytes /`
+/// [`BYTES_PER_VALUE`] JSON values, counted before they are parsed (older
+/// matches beyond any bound are left out). Files are read newest first and reading
 /// stops once enough are found; only matching records are parsed whole,
 /// and only those kept are held. Why not [`read_all`] and a filter: it
 /// holds every record of up to `total_mb` of traces, which a client of
@@ -439,21 +450,25 @@ fn try_read_latest(
     let mut capped = false;
     // Name order is time order (day, then rotation): newest first.
     names.sort_unstable_by(|a, b| b.cmp(a));
-    // Matching lines, kept raw (parsed whole only once kept for good).
+    // The JSON values the kept lines hold, counted before they are parsed.
+    let max_values = max_bytes / BYTES_PER_VALUE;
+    // Matching lines, kept raw (parsed whole only once kept for good),
+    // each with its count of values.
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
-    let mut kept_bytes = 0usize;
+    let (mut kept_bytes, mut kept_values) = (0usize, 0usize);
     for name in names {
         if kept.len() >= limit {
             break;
         }
-        if kept_bytes >= max_bytes {
+        if kept_bytes >= max_bytes || kept_values >= max_values {
             capped = true;
             break;
         }
         // This file's newest matches, within what is left of the bounds.
-        let (room, room_bytes) = (limit - kept.len(), max_bytes - kept_bytes);
-        let mut file: VecDeque<Vec<u8>> = VecDeque::new();
-        let mut file_bytes = 0usize;
+        let room = limit - kept.len();
+        let (room_bytes, room_values) = (max_bytes - kept_bytes, max_values - kept_values);
+        let mut file: VecDeque<(Vec<u8>, usize)> = VecDeque::new();
+        let (mut file_bytes, mut file_values) = (0usize, 0usize);
         each_line(&dir, &name, |line| {
             let Ok(id) = serde_json::from_slice::<RunId>(line) else {
                 return;
@@ -461,16 +476,22 @@ fn try_read_latest(
             if !keep(&id.run_id) {
                 return;
             }
+            let values = crate::providers::count_values(line);
             file_bytes += line.len();
-            file.push_back(std::mem::take(line));
-            while file.len() > room || file_bytes > room_bytes {
+            file_values = file_values.saturating_add(values);
+            file.push_back((std::mem::take(line), values));
+            while file.len() > room || file_bytes > room_bytes || file_values > room_values {
                 capped |= file.len() <= room;
-                let Some(old) = file.pop_front() else { break };
-                file_bytes -= old.len();
+                let Some((old, n)) = file.pop_front() else {
+                    break;
+                };
+                file_bytes = file_bytes.saturating_sub(old.len());
+                file_values = file_values.saturating_sub(n);
             }
         })?;
         kept_bytes += file_bytes;
-        while let Some(x) = file.pop_back() {
+        kept_values += file_values;
+        while let Some((x, _)) = file.pop_back() {
             kept.push_front(x);
         }
     }

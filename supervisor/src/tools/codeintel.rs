@@ -25,8 +25,11 @@
 //! do not parse, and files whose index would exceed [`MAX_INDEX_BYTES`].
 //! A call's `text` is cut to [`MAX_TEXT_BYTES`]. Results are sorted by
 //! (file, line). Each file's index is cached in memory per content hash
-//! (keyed SipHash), so a repeated query re-reads but does not re-parse.
-//! Parsing runs on a dedicated thread with a large stack.
+//! (keyed SipHash), so a repeated query re-reads but does not re-parse;
+//! a call that needs a file another call is indexing waits for it rather
+//! than parsing a copy of its own. Parsing runs on a dedicated thread with
+//! a large stack, at most [`MAX_INDEXERS`] calls indexing at once per
+//! process (the others wait their turn).
 //!
 //! Every size is bounded (files, directories, bytes read per call, index
 //! and result bytes, cache bytes; beyond a per-call bound the call fails
@@ -41,12 +44,12 @@ use crate::call::{Interrupt, RunContext};
 use lackpy_policy::wire::{Data, ToolFailure};
 use rustpython_parser::ast::{self, Expr, Ranged, Stmt};
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::hash::BuildHasher;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Largest file indexed, in bytes. Why: generated or vendored blobs are not
 /// code anyone asks about, and the cap bounds one call's memory.
@@ -93,8 +96,22 @@ const STACK_BYTES: usize = 16 * 1024 * 1024;
 /// Cached file indexes kept before the cache is reset.
 const CACHE_ENTRIES: usize = 200_000;
 /// Accounted bytes of cached indexes kept before the cache is reset.
-/// Why: the cache lives as long as the server; it must not grow without bound.
-const CACHE_BYTES: usize = 256 * 1024 * 1024;
+/// Why: the cache lives as long as the server; it must not grow without
+/// bound, and what it holds stays resident between runs (the accounting
+/// counts small allocations at their requested size, so real memory is
+/// about 1.5 times this). 64 MiB is three times the index of CPython's
+/// standard library; at 256 MiB two runs of program-written files left an
+/// idle `lackpy mcp` holding 400 MiB.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// Most code-intelligence calls indexing or searching at once in this
+/// process; the others wait their turn (looking at their run's deadline
+/// and cancel flag). Why: each call may hold [`MAX_TOTAL_INDEX_BYTES`]
+/// of index, and concurrent calls that miss the cache on the same file
+/// each parse their own copy: eight concurrent runs of `lackpy mcp`
+/// (its `MAX_IN_FLIGHT`) over seven program-written 1 MiB files of
+/// `f();f();…` took it to 741 MiB, and a `serve` with more runs in flight
+/// to more. Parsing is CPU-bound: two keep the machine's cores busy.
+pub const MAX_INDEXERS: usize = 2;
 /// How often a caller waiting for the indexing thread looks at the run's
 /// deadline and cancel flag. Why 20 ms: as the supervisor's own cancel poll.
 const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(20);
@@ -143,6 +160,46 @@ struct Cache {
     hasher: RandomState,
     files: HashMap<(u64, usize), Arc<FileIndex>>,
     bytes: usize,
+    /// Contents some call is indexing now (not yet in `files`).
+    parsing: HashSet<(u64, usize)>,
+}
+
+/// The [`MAX_INDEXERS`] gate: how many calls hold a turn.
+static TURNS: Mutex<usize> = Mutex::new(0);
+static TURN_FREED: Condvar = Condvar::new();
+
+/// One call's turn at indexing; given back when dropped.
+struct Turn;
+
+impl Turn {
+    /// Wait for a turn, giving up (with the run's `Timeout` or
+    /// `Cancelled`) when the run ends first.
+    fn take(run: &RunContext) -> Result<Turn, ToolFailure> {
+        let mut busy = TURNS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            if *busy < MAX_INDEXERS {
+                *busy += 1;
+                return Ok(Turn);
+            }
+            run.check()?;
+            busy = match TURN_FREED.wait_timeout(busy, WAIT_SLICE) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut busy = TURNS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *busy = busy.saturating_sub(1);
+        TURN_FREED.notify_one();
+    }
 }
 
 fn cache() -> &'static Mutex<Cache> {
@@ -152,6 +209,7 @@ fn cache() -> &'static Mutex<Cache> {
             hasher: RandomState::new(),
             files: HashMap::new(),
             bytes: 0,
+            parsing: HashSet::new(),
         })
     })
 }
@@ -190,6 +248,9 @@ pub fn call(
     let root = open_root(ws)?;
     let ctx = run.clone();
     let work = move || -> Result<Data, ToolFailure> {
+        // Held by this thread until its index is dropped, even when the
+        // caller has given up on it (the thread stops after its file).
+        let _turn = Turn::take(&ctx)?;
         let indexed = index_tree(&root, &ctx)?;
         // The search is bounded by the index, but not cheap (a selector
         // pattern is matched against every file's path): it looks at the
@@ -587,7 +648,7 @@ fn index_tree(
                             format!("the workspace has more than {MAX_TOTAL_BYTES} bytes of Python to index (MAX_TOTAL_BYTES)"),
                         ));
                     }
-                    let idx = index_cached(&src, &path);
+                    let idx = index_cached(&src, &path, run)?;
                     index_total = index_total.saturating_add(idx.bytes);
                     if index_total > MAX_TOTAL_INDEX_BYTES {
                         return Err(ToolFailure::new(
@@ -624,24 +685,31 @@ fn read_file(fd: OwnedFd) -> Option<String> {
 }
 
 /// One file's index, from the cache when this exact content was indexed
-/// before.
-fn index_cached(src: &str, path: &str) -> Arc<FileIndex> {
-    let key = {
-        let c = match cache().lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let k = (c.hasher.hash_one(src.as_bytes()), src.len());
-        if let Some(idx) = c.files.get(&k) {
-            return idx.clone();
+/// before, or is being indexed by another call (waited for, looking at
+/// the run's clock: concurrent calls that missed the cache each parsed
+/// their own copy).
+fn index_cached(src: &str, path: &str, run: &RunContext) -> Result<Arc<FileIndex>, ToolFailure> {
+    let mut c = lock_cache();
+    let key = (c.hasher.hash_one(src.as_bytes()), src.len());
+    loop {
+        if let Some(idx) = c.files.get(&key) {
+            return Ok(idx.clone());
         }
-        k
-    };
+        if !c.parsing.contains(&key) {
+            break;
+        }
+        run.check()?;
+        c = match PARSED.wait_timeout(c, WAIT_SLICE) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        };
+    }
+    c.parsing.insert(key);
+    drop(c);
+    // Clears the mark however the parse ends (a panic included).
+    let mark = Parsing(key);
     let idx = Arc::new(index_source(src, path).unwrap_or_default());
-    let mut c = match cache().lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
+    let mut c = lock_cache();
     if c.files.len() >= CACHE_ENTRIES || c.bytes.saturating_add(idx.bytes) > CACHE_BYTES {
         c.files.clear();
         c.bytes = 0;
@@ -649,7 +717,28 @@ fn index_cached(src: &str, path: &str) -> Arc<FileIndex> {
     if c.files.insert(key, idx.clone()).is_none() {
         c.bytes = c.bytes.saturating_add(idx.bytes);
     }
-    idx
+    drop(c);
+    drop(mark);
+    Ok(idx)
+}
+
+fn lock_cache() -> std::sync::MutexGuard<'static, Cache> {
+    cache()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Wakes the calls waiting for a file another call is indexing.
+static PARSED: Condvar = Condvar::new();
+
+/// A file being indexed by this call ([`Cache::parsing`]).
+struct Parsing((u64, usize));
+
+impl Drop for Parsing {
+    fn drop(&mut self) {
+        lock_cache().parsing.remove(&self.0);
+        PARSED.notify_all();
+    }
 }
 
 // ---------------------------------------------------------------------------
