@@ -412,7 +412,7 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             };
             // CPython's caret: the end of the text.
             return indented_block(&v, v.toks.len()).map(|r| Refined {
-                offset: src.trim_end().len(),
+                offset: end_caret(src),
                 col0: false,
                 ..r
             });
@@ -528,6 +528,17 @@ fn final_backslash(src: &str) -> Option<usize> {
     let bs = body.len().checked_sub(1).filter(|_| body.ends_with('\\'))?;
     let line = body.rsplit(['\n', '\r']).next().unwrap_or(body);
     (!line.contains('#')).then_some(bs)
+}
+
+/// Where CPython's ENDMARKER token stands: the end of the text's last
+/// line, whatever it holds (spaces, a comment, nothing), not counting one
+/// final line ending.
+fn end_caret(src: &str) -> usize {
+    src.strip_suffix("\r\n")
+        .or_else(|| src.strip_suffix('\n'))
+        .or_else(|| src.strip_suffix('\r'))
+        .unwrap_or(src)
+        .len()
 }
 
 /// Is the failing token at `off` the last of the text (the parser read up
@@ -686,6 +697,32 @@ pub fn fstring_expr_has_hash(src: &str, off: usize) -> bool {
         i += 1;
     }
     false
+}
+
+/// Where the text before the logical line holding `off` may be cut to be
+/// parsed on its own: the start of that line (a physical line start), and
+/// the start of the last logical line before it that begins in column 0 (a
+/// new top-level statement, or its `else`/`elif`), 0 when there is none.
+/// The first is 0 when the line is the first. Linear in the text up to `off`.
+pub fn statement_cuts(src: &str, off: usize) -> (usize, usize) {
+    let toks = tokenize(src, off);
+    let mut line = 0;
+    let mut top = 0;
+    let mut last_col0 = 0;
+    for (k, t) in toks.iter().enumerate() {
+        if t.kind != Kind::Newline || t.end > off {
+            continue;
+        }
+        line = t.end;
+        top = last_col0;
+        if toks
+            .get(k + 1)
+            .is_some_and(|n| matches!(src.as_bytes().get(n.start.wrapping_sub(1)), Some(b'\n')))
+        {
+            last_col0 = t.end;
+        }
+    }
+    (line, top)
 }
 
 /// Byte bounds of the line holding `off` (without its newline).
@@ -895,7 +932,7 @@ fn indented_block(v: &View<'_>, k: usize) -> Option<Refined> {
     // At the end of the text, CPython points at its end (past the
     // header and any comment after it).
     let at = if v.toks.get(nl + 1).is_none() {
-        v.src.trim_end().len()
+        end_caret(v.src)
     } else {
         at
     };
