@@ -1411,6 +1411,36 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("if x:  # c\n\n", "expected an indented block after 'if' statement on line 1", 2, 1),
     ("if x:   \n", "expected an indented block after 'if' statement on line 1", 1, 9),
     ("if x:\n    # c\n", "expected an indented block after 'if' statement on line 1", 2, 8),
+    // `...` is an atom; a number has one `.` at most, before its exponent;
+    // a call's `*a b` / `**a b` anywhere in its arguments.
+    ("x = [set()..., 1]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("x = [1 ...]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("x = (... a)", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("x = [1, -2.500.0, 3]", "invalid syntax. Perhaps you forgot a comma?", 1, 9),
+    ("x = [0x1.5]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("x = [1.5e3.2, 2]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("print('a', *ex tra)", "invalid syntax. Perhaps you forgot a comma?", 1, 13),
+    ("f(**a b)", "invalid syntax. Perhaps you forgot a comma?", 1, 5),
+    ("f(a, *b c, d)", "invalid syntax. Perhaps you forgot a comma?", 1, 7),
+    // An annotation's target: CPython's parser fails at the `:` after a
+    // target that is not a single one when no expression follows, and
+    // raises invalid_assignment's messages once one does.
+    ("ford in y:\n    pass", "invalid syntax", 1, 10),
+    ("x = 1\nford in y:\n    x", "invalid syntax", 2, 10),
+    ("whilex > 0:\n    pass", "invalid syntax", 1, 11),
+    ("f():\n", "invalid syntax", 1, 4),
+    ("'abc':\n", "invalid syntax", 1, 6),
+    ("ifx == 0: y = 1", "illegal target for annotation", 1, 1),
+    ("print(x): 1 2", "illegal target for annotation", 1, 1),
+    ("f(): not x y", "illegal target for annotation", 1, 1),
+    ("(a, b): int", "only single target (not tuple) can be annotated", 1, 1),
+    ("((a, b)): int", "only single target (not tuple) can be annotated", 1, 2),
+    ("((a, b)): int 2", "only single target (not tuple) can be annotated", 1, 2),
+    ("[a, b]: int 2", "only single target (not list) can be annotated", 1, 1),
+    ("x, y: int", "only single target (not tuple) can be annotated", 1, 1),
+    ("*a, b: int", "only single target (not tuple) can be annotated", 1, 1),
+    ("*a: int", "invalid syntax", 1, 3),
+    ("x = lambda: )", "unmatched ')'", 1, 13),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

@@ -461,7 +461,20 @@ impl<'a> Checker<'a> {
             ),
             Stmt::Delete(_) => self.forbid(at, "`del`", "reassign the variable or build a new collection instead"),
             Stmt::TypeAlias(_) => self.forbid(at, "a `type` alias", "assign values to variables directly"),
-            Stmt::AnnAssign(_) => self.forbid(at, "an annotated assignment", "drop the annotation: x = value"),
+            Stmt::AnnAssign(a) => {
+                // CPython's parser refuses a target that is not a name, an
+                // attribute or a subscript (invalid_ann_assign_target).
+                let target = match a.target.as_ref() {
+                    Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => None,
+                    Expr::Tuple(_) => Some("only single target (not tuple) can be annotated"),
+                    Expr::List(_) => Some("only single target (not list) can be annotated"),
+                    _ => Some("illegal target for annotation"),
+                };
+                match target {
+                    Some(m) => self.err(off(a.target.as_ref()), "SyntaxError", m.to_string(), None),
+                    None => self.forbid(at, "an annotated assignment", "drop the annotation: x = value"),
+                }
+            }
             Stmt::AsyncFor(_) => self.forbid(at, "`async for`", "use a plain for loop"),
             Stmt::While(_) => self.forbid(
                 at,

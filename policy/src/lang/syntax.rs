@@ -129,10 +129,26 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
                 continue;
             }
             b'0'..=b'9' => {
-                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.')
-                    || (matches!(b.get(i), Some(b'+' | b'-'))
-                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
-                {
+                // One `.` at most, before any exponent, in a decimal number
+                // (`2.5.0` is `2.5` then `.0`, `0x1.5` is `0x1` then `.5`).
+                let decimal = !(c == b'0'
+                    && matches!(b.get(i + 1), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')));
+                let mut dot_ok = decimal;
+                while let Some(&d) = b.get(i) {
+                    if d == b'.' {
+                        if !dot_ok {
+                            break;
+                        }
+                        dot_ok = false;
+                    } else if decimal && matches!(d, b'e' | b'E') {
+                        dot_ok = false;
+                    } else if !(ident_byte(d)
+                        || (decimal
+                            && matches!(d, b'+' | b'-')
+                            && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E'))))
+                    {
+                        break;
+                    }
                     i += 1;
                 }
                 out.push(Token {
@@ -145,7 +161,10 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
             }
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 i += 1;
-                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.') {
+                while b.get(i).is_some_and(|&c| ident_byte(c))
+                    || (matches!(b.get(i), Some(b'+' | b'-'))
+                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
+                {
                     i += 1;
                 }
                 out.push(Token {
@@ -299,7 +318,7 @@ impl View<'_> {
                 !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
             }
             Some(Kind::Number | Kind::Str) => true,
-            Some(Kind::Op) => matches!(self.text(i), ")" | "]" | "}"),
+            Some(Kind::Op) => matches!(self.text(i), ")" | "]" | "}" | "..."),
             _ => false,
         }
     }
@@ -311,8 +330,29 @@ impl View<'_> {
                 !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
             }
             Some(Kind::Number | Kind::Str) => true,
+            Some(Kind::Op) => self.text(i) == "...",
             _ => false,
         }
+    }
+    /// The index just past the bracket group opened at token `j` (its
+    /// closer's index plus one), if `j` opens one that is closed.
+    fn group_end(&self, j: usize) -> Option<usize> {
+        if !matches!(self.text(j), "(" | "[" | "{") {
+            return None;
+        }
+        let lvl = self.level(j);
+        (j + 1..self.toks.len())
+            .find(|&i| self.level(i) <= lvl)
+            .filter(|&c| self.level(c) == lvl && matches!(self.text(c), ")" | "]" | "}"))
+            .map(|c| c + 1)
+    }
+    /// Is token `i` inside the parentheses of a call (`f(`, `x.m(`, `g()(`)?
+    fn in_call(&self, i: usize) -> bool {
+        let lvl = self.level(i);
+        (0..i)
+            .rev()
+            .find(|&j| self.level(j) < lvl)
+            .is_some_and(|j| self.is(j, "(") && j.checked_sub(1).is_some_and(|p| self.ends_expr(p)))
     }
     /// Index of the matching opener of the closer at `i`, walking back.
     fn opener(&self, i: usize) -> Option<usize> {
@@ -499,11 +539,13 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             Some(t) if t.kind == Kind::Newline => t.start,
             _ => off,
         };
-        return missing_colon(&v, k, off)
+        return annotation_colon(&v, k)
+            .or_else(|| missing_colon(&v, k, off))
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
-    comprehension_target(&v, k)
+    annotation_colon(&v, k)
+        .or_else(|| comprehension_target(&v, k))
         .or_else(|| try_without_handler(&v, k))
         .or_else(|| legacy_print(&v, k))
         .or_else(|| forced_colon(&v, k))
@@ -745,6 +787,138 @@ fn line_start(v: &View<'_>, k: usize) -> usize {
         .rev()
         .find(|&j| v.kind(j) == Some(Kind::Newline))
         .map_or(0, |j| j + 1)
+}
+
+/// An annotated assignment's target CPython's parser refuses, found where
+/// rustpython-parser fails on the statement. CPython's
+/// `invalid_assignment` tries, in order: a tuple or list display (`(a,
+/// b)`, `[a]`, in parentheses too) before `':' expression` ("only single
+/// target (not tuple) can be annotated"), `a, b` before it (the same), any
+/// other expression before it ("illegal target for annotation"), each
+/// raised once the expression after the `:` is read, whatever follows it.
+/// With no expression after the `:` (`ford in y:`, `f(): pass`), its
+/// parser fails at the `:` itself unless the target is a single one.
+fn annotation_colon(v: &View<'_>, k: usize) -> Option<Refined> {
+    let s = line_start(v, k);
+    let colon = (s..=k).find(|&j| v.level(j) == 0 && v.is(j, ":"))?;
+    let starts_statement = match v.kind(s)? {
+        Kind::Name => !v.is_keyword(s) || matches!(v.text(s), "True" | "False" | "None"),
+        Kind::Number | Kind::Str => true,
+        Kind::Op => matches!(v.text(s), "(" | "[" | "{" | "-" | "+" | "~" | "..." | "*"),
+        Kind::Newline => false,
+    };
+    // (`x = lambda: ...`, `x = y:`: not an annotation.)
+    let plain =
+        (s..colon).all(|j| v.level(j) > 0 || !(v.is(j, "lambda") || v.is(j, "=") || v.is(j, ";")));
+    if s >= colon || !starts_statement || !plain {
+        return None;
+    }
+    let tuple = (s..colon).any(|j| v.level(j) == 0 && v.is(j, ","));
+    // (`*a` alone is no expression: no rule of these applies.)
+    if v.is(s, "*") && !tuple {
+        return None;
+    }
+    let expression_after = if k == colon {
+        // rustpython-parser stops at the `:` after `a, b`.
+        let n = colon + 1;
+        v.starts_atom(n)
+            || matches!(
+                v.text(n),
+                "(" | "[" | "{" | "-" | "+" | "~" | "not" | "lambda" | "await"
+            )
+    } else {
+        k > colon + 1
+    };
+    if !expression_after {
+        if k == colon + 1 && !tuple && !single_target(v, s, colon) {
+            return message(v.toks.get(colon)?.start, "invalid syntax");
+        }
+        return None;
+    }
+    let (at, msg) = if let Some((at, what)) = display_target(v, s, colon) {
+        (
+            at,
+            format!("only single target (not {what}) can be annotated"),
+        )
+    } else if tuple {
+        (
+            s,
+            "only single target (not tuple) can be annotated".to_string(),
+        )
+    } else if !single_target(v, s, colon) {
+        (s, "illegal target for annotation".to_string())
+    } else {
+        return None;
+    };
+    message(v.toks.get(at)?.start, &msg)
+}
+
+/// A tuple or list display spanning tokens `s..e`, in parentheses or not
+/// (CPython's `invalid_ann_assign_target`): its first token and its kind.
+fn display_target(v: &View<'_>, s: usize, e: usize) -> Option<(usize, &'static str)> {
+    if v.group_end(s)? != e {
+        return None;
+    }
+    if v.is(s, "[") {
+        return Some((s, "list"));
+    }
+    if !v.is(s, "(") {
+        return None;
+    }
+    let inner = v.level(s) + 1;
+    if e == s + 2 || (s + 1..e - 1).any(|j| v.level(j) == inner && v.is(j, ",")) {
+        return Some((s, "tuple"));
+    }
+    display_target(v, s + 1, e - 1)
+}
+
+/// Do tokens `s..e` (at level 0) form CPython's `single_target`: a name, a
+/// primary ending in `.name` or `[...]`, or one of those in parentheses?
+fn single_target(v: &View<'_>, s: usize, e: usize) -> bool {
+    let group_end = |j: usize| v.group_end(j).filter(|&n| n <= e);
+    if e == s + 1 {
+        return v.kind(s) == Some(Kind::Name) && !v.is_keyword(s);
+    }
+    if v.is(s, "(") && group_end(s) == Some(e) {
+        return single_target(v, s + 1, e - 1);
+    }
+    // The atom.
+    let mut i = match v.kind(s) {
+        Some(Kind::Name) if !v.is_keyword(s) || matches!(v.text(s), "True" | "False" | "None") => {
+            s + 1
+        }
+        Some(Kind::Number) => s + 1,
+        Some(Kind::Str) => {
+            let mut i = s;
+            while v.kind(i) == Some(Kind::Str) && i < e {
+                i += 1;
+            }
+            i
+        }
+        Some(Kind::Op) if matches!(v.text(s), "(" | "[" | "{") => match group_end(s) {
+            Some(i) => i,
+            None => return false,
+        },
+        _ => return false,
+    };
+    // Its trailers; the last must be `.name` or a subscript.
+    let mut last_ok = false;
+    while i < e {
+        if v.is(i, ".") && i + 1 < e && v.kind(i + 1) == Some(Kind::Name) && !v.is_keyword(i + 1) {
+            i += 2;
+            last_ok = true;
+        } else if v.is(i, "(") || v.is(i, "[") {
+            let sub = v.is(i, "[");
+            match group_end(i) {
+                Some(n) => i = n,
+                None => return false,
+            }
+            last_ok = sub;
+        } else {
+            return false;
+        }
+    }
+    last_ok
 }
 
 /// `if x` / `for a in b` / `else` ... then a newline: `expected ':'`.
@@ -1107,7 +1281,13 @@ fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
     let mut first = d + 1;
     // `[*a b]`: the starred element's expression (after a `,`, CPython's
     // rules do not get there).
-    if v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{") {
+    // A call's `*a b` / `**a b` anywhere in its arguments: their
+    // `expression` has the rule too.
+    if (v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{"))
+        || (matches!(v.text(first), "*" | "**")
+            && matches!(v.text(d), "(" | ",")
+            && v.in_call(first))
+    {
         first += 1;
     } else if matches!(v.text(first), "*" | "**") {
         return None;
