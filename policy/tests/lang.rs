@@ -716,7 +716,7 @@ const REJECT: &[(&str, &str, u32, u32, &str)] = &[
         "bytes",
     ),
     // --- isinstance: type names only in its second argument's displays ---
-    ("x = isinstance(1, {int})", "BuiltinAsValue", 1, 20, ""),
+    ("x = isinstance(1, {int: 1})", "BuiltinAsValue", 1, 20, ""),
     (
         "x = isinstance(1, [int] + [str])",
         "BuiltinAsValue",
@@ -877,6 +877,7 @@ const ACCEPT: &[&str] = &[
     "x = isinstance(1)\ny = isinstance(int)\nz = isinstance(1, int, (str, int))",
     // nested tuples (valid in CPython), a list of types (CPython's TypeError when called)
     "x = isinstance(1, (list, (tuple, str)), [int, (float,)])\ny = isinstance(1, [int, 2])",
+    "x = isinstance(1, {int})\ny = isinstance(1, (str, {int, (float, 2)}))",
     "x = range(3).index(1) + range(3).count(2)",
     "x = '\\ud800' + '\\U0000dfff' + f'{1}\\udc00' + '\\ud83d\\ude00'",
     "x = r'\\ud800' + '\\\\ud800' + '\u{10FFFF}'",

@@ -1330,13 +1330,15 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A tuple or list display holding type names (`(list, (tuple, str))`,
-    /// `[int]`) as `isinstance`'s second argument: the type names stand,
+    /// A tuple, list or set display holding type names (`(list, (tuple,
+    /// str))`, `[int]`, `{int}`) as `isinstance`'s second argument: the type names stand,
     /// every other element is checked as an ordinary expression.
     fn type_display(&mut self, e: &Expr, depth: usize) {
         match e {
             Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => {}
-            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            Expr::Tuple(ast::ExprTuple { elts, .. })
+            | Expr::List(ast::ExprList { elts, .. })
+            | Expr::Set(ast::ExprSet { elts, .. })
                 if depth < MAX_TYPE_DISPLAY_DEPTH =>
             {
                 for x in elts {
@@ -1445,7 +1447,9 @@ const MAX_TYPE_DISPLAY_DEPTH: usize = 64;
 /// depth (as `isinstance`'s second argument).
 fn holds_type_name(e: &Expr, depth: usize) -> bool {
     match e {
-        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+        Expr::Tuple(ast::ExprTuple { elts, .. })
+        | Expr::List(ast::ExprList { elts, .. })
+        | Expr::Set(ast::ExprSet { elts, .. })
             if depth < MAX_TYPE_DISPLAY_DEPTH =>
         {
             elts.iter().any(|x| {
