@@ -1442,6 +1442,25 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("*a, b: int", "only single target (not tuple) can be annotated", 1, 1),
     ("*a: int", "invalid syntax", 1, 3),
     ("x = lambda: )", "unmatched ')'", 1, 13),
+    // An assignment that fails to parse after an `=` with a non-target
+    // before it: invalid_assignment's "cannot assign to X" at the first
+    // invalid target, or invalid_named_expression's wording for the element
+    // just before the only `=` when an operand follows it.
+    ("f() =", "cannot assign to function call", 1, 1),
+    ("print(x) =\n", "cannot assign to function call", 1, 1),
+    ("x = True =", "cannot assign to True", 1, 5),
+    ("x = 1\nif x:\n    y =True =", "cannot assign to True", 3, 8),
+    ("x = f() = 1 +", "cannot assign to function call", 1, 5),
+    ("f() = 1 +", "cannot assign to function call here. Maybe you meant '==' instead of '='?", 1, 1),
+    ("f() = - 1 +", "cannot assign to function call here. Maybe you meant '==' instead of '='?", 1, 1),
+    ("f() = -", "cannot assign to function call", 1, 1),
+    ("a, f() = 1 +", "cannot assign to function call here. Maybe you meant '==' instead of '='?", 1, 4),
+    ("[a, 1] =", "cannot assign to literal", 1, 5),
+    ("a < b = 2 +", "cannot assign to comparison", 1, 1),
+    ("a if b else c =", "cannot assign to conditional expression", 1, 1),
+    ("f(), a = 1 +", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 6),
+    ("f(), a.b = 1 +", "cannot assign to attribute here. Maybe you meant '==' instead of '='?", 1, 6),
+    ("x, y = 1 +", "invalid syntax", 1, 11),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

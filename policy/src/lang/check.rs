@@ -201,7 +201,7 @@ fn static_type(e: &Expr) -> Option<&'static str> {
 }
 
 /// CPython's name for an expression in "cannot assign to ..." messages.
-fn expr_kind(e: &Expr) -> &'static str {
+pub(crate) fn expr_kind(e: &Expr) -> &'static str {
     match e {
         Expr::Constant(c) => match c.value {
             Constant::None => "None",

@@ -29,6 +29,7 @@
 //! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
 //! Every function is linear in the text and never indexes unchecked.
 
+use super::check;
 use super::numlit::skip_string;
 
 use rustpython_parser::ParseErrorType;
@@ -540,11 +541,13 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             _ => off,
         };
         return annotation_colon(&v, k)
+            .or_else(|| invalid_assignment(&v, k))
             .or_else(|| missing_colon(&v, k, off))
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
     annotation_colon(&v, k)
+        .or_else(|| invalid_assignment(&v, k))
         .or_else(|| comprehension_target(&v, k))
         .or_else(|| try_without_handler(&v, k))
         .or_else(|| legacy_print(&v, k))
@@ -787,6 +790,112 @@ fn line_start(v: &View<'_>, k: usize) -> usize {
         .rev()
         .find(|&j| v.kind(j) == Some(Kind::Newline))
         .map_or(0, |j| j + 1)
+}
+
+/// `x = True =`, `f() = 1 +`: an assignment whose parse fails after one of
+/// its `=`, with a target before it that is no target. CPython's
+/// `invalid_assignment` (`(star_targets '=')* a=star_expressions '='`)
+/// raises "cannot assign to X" at the first invalid target (inside a tuple
+/// or list: its first invalid element) whatever follows the `=`; when that
+/// is the last element before the first `=`, is a `bitwise_or` (no
+/// comparison, `not`, `and`/`or`, conditional, `True`/`False`/`None`) and a
+/// `bitwise_or` follows the only `=`, `invalid_named_expression` comes
+/// first: "cannot assign to X here. Maybe you meant '==' instead of '='?".
+fn invalid_assignment(v: &View<'_>, k: usize) -> Option<Refined> {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let s = line_start(v, k);
+    let eqs: Vec<usize> = (s..k)
+        .filter(|&j| v.level(j) == 0 && v.is(j, "="))
+        .collect();
+    let first_eq = *eqs.first()?;
+    if (s..k).any(|j| v.level(j) == 0 && (v.is(j, ";") || v.is(j, ":") || v.is(j, "lambda"))) {
+        return None;
+    }
+    if v.kind(s) == Some(Kind::Name)
+        && v.is_keyword(s)
+        && !matches!(v.text(s), "True" | "False" | "None" | "not")
+    {
+        return None;
+    }
+    // The first element of `e` (a target list) that is no target.
+    fn invalid(e: &Expr) -> Option<&Expr> {
+        match e {
+            Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => None,
+            Expr::Starred(x) => invalid(&x.value),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                elts.iter().find_map(invalid)
+            }
+            other => Some(other),
+        }
+    }
+    let mut from = s;
+    for (n, &eq) in eqs.iter().enumerate() {
+        let a = v.toks.get(from)?.start;
+        let b = v.toks.get(eq)?.start;
+        if from >= eq {
+            return None;
+        }
+        let text = v.src.get(a..b)?;
+        let parsed = rustpython_parser::parse(text, rustpython_parser::Mode::Expression, "<t>");
+        let Ok(ast::Mod::Expression(m)) = parsed else {
+            return None;
+        };
+        if let Some(bad) = invalid(&m.body) {
+            // The element just before the first `=` (the whole target
+            // unless it is a bare tuple).
+            let bare_tuple = matches!(&*m.body, Expr::Tuple(_)) && v.group_end(from) != Some(eq);
+            let last = match &*m.body {
+                Expr::Tuple(t) if bare_tuple => t.elts.last()?,
+                other => other,
+            };
+            let mut j = first_eq + 1;
+            while matches!(v.text(j), "-" | "+" | "~") {
+                j += 1;
+            }
+            let operand = j < k && (v.starts_atom(j) || matches!(v.text(j), "(" | "[" | "{"));
+            let named = n == 0 && eqs.len() == 1 && operand;
+            let last_at = a + u32::from(last.range().start()) as usize;
+            let bitwise_or = match last {
+                Expr::Compare(_)
+                | Expr::BoolOp(_)
+                | Expr::IfExp(_)
+                | Expr::Lambda(_)
+                | Expr::Tuple(_)
+                | Expr::List(_)
+                | Expr::GeneratorExp(_)
+                | Expr::Starred(_)
+                | Expr::NamedExpr(_) => false,
+                Expr::UnaryOp(u) => !matches!(u.op, ast::UnaryOp::Not),
+                Expr::Constant(c) => {
+                    !matches!(c.value, ast::Constant::Bool(_) | ast::Constant::None)
+                }
+                _ => true,
+            };
+            if named && matches!(last, Expr::Name(_)) {
+                return message(
+                    last_at,
+                    "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+                );
+            }
+            if named && bitwise_or {
+                return message(
+                    last_at,
+                    &format!(
+                        "cannot assign to {} here. Maybe you meant '==' instead of '='?",
+                        match last {
+                            Expr::Attribute(_) => "attribute",
+                            Expr::Subscript(_) => "subscript",
+                            other => check::expr_kind(other),
+                        }
+                    ),
+                );
+            }
+            let at = a + u32::from(bad.range().start()) as usize;
+            return message(at, &format!("cannot assign to {}", check::expr_kind(bad)));
+        }
+        from = eq + 1;
+    }
+    None
 }
 
 /// An annotated assignment's target CPython's parser refuses, found where
