@@ -1461,6 +1461,16 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("f(), a = 1 +", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 6),
     ("f(), a.b = 1 +", "cannot assign to attribute here. Maybe you meant '==' instead of '='?", 1, 6),
     ("x, y = 1 +", "invalid syntax", 1, 11),
+    // Never closed: CPython's second pass reads a second expression after
+    // a first one whole (invalid_expression, at statement level too) and
+    // one token more, so a bracket it leaves open to the end is reported;
+    // a `;` or `->` that fails stops it.
+    ("t{ext.splitlines(True, keepends=True)\n", "'{' was never closed", 1, 2),
+    ("a = set([76, 75]a.update([11, 33])\nx = list(a)\n", "'(' was never closed", 1, 8),
+    ("x = (a, b c\n", "'(' was never closed", 1, 5),
+    ("x = 1\nx = 'one'{ = [x]\nx\n", "invalid syntax", 2, 10),
+    ("[5].index(5, ;", "invalid syntax", 1, 14),
+    ("'a'.ljust(5, ->\n", "invalid syntax", 1, 14),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

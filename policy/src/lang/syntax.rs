@@ -588,18 +588,46 @@ fn end_caret(src: &str) -> usize {
 
 /// Is the failing token at `off` the last of the text (the parser read up
 /// to the end)?
+///
+/// The failing token itself counts as read past only when the parser's
+/// second pass goes on from it: a newline, or the start of an expression
+/// (`[1 2`: the `2` is parsed, and the end read); a `;` or `->` there
+/// stops it (`f(1, ;` is plain 'invalid syntax' at the `;`).
 pub fn at_end(src: &str, off: usize) -> bool {
-    let toks = tokenize(src, off);
-    toks.iter().position(|t| t.end > off).is_none_or(|k| {
-        toks.get(k + 1..)
-            .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    v.toks.iter().position(|t| t.end > off).is_none_or(|k| {
+        let goes_on = v.kind(k) == Some(Kind::Newline)
+            || v.starts_atom(k)
+            || matches!(
+                v.text(k),
+                "(" | "["
+                    | "{"
+                    | "-"
+                    | "+"
+                    | "~"
+                    | "*"
+                    | "**"
+                    | "not"
+                    | "lambda"
+                    | "await"
+                    | "yield"
+            );
+        goes_on
+            && v.toks
+                .get(k + 1..)
+                .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
     })
 }
 
 /// Where the last token CPython's parser reads lies, when the failing
 /// token at `off` is a `=` in an expression: its second pass
 /// (`invalid_named_expression`) reads the `bitwise_or` after it and one
-/// token more (`None`: that runs to the end of the text). Otherwise `off`.
+/// token more (`None`: that runs to the end of the text); when it is the
+/// second of two expressions with no comma between them, the whole second
+/// expression and one token more (`invalid_expression`). Otherwise `off`.
 pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     let v = View {
         src,
@@ -608,6 +636,44 @@ pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     let Some(k) = v.toks.iter().position(|t| t.end > off) else {
         return Some(off);
     };
+    // (At statement level too: the rule parses, then declines to raise.)
+    let second_expression = missing_comma(&v, k).is_some()
+        || (v.level(k) == 0
+            && k.checked_sub(1).is_some_and(|p| v.ends_expr(p))
+            && (v.starts_atom(k) || v.is(k, "{")));
+    if second_expression {
+        // `invalid_expression` parses the second expression whole and
+        // reads one token more.
+        let lvl = v.level(k);
+        let mut j = k + 1;
+        while let Some(t) = v.toks.get(j) {
+            let x = v.text(j);
+            let stop = t.kind == Kind::Newline
+                || t.level < lvl
+                || (t.level == lvl
+                    && (matches!(x, "," | ":" | "=" | ":=" | ";")
+                        || (t.kind == Kind::Name
+                            && v.is_keyword(j)
+                            && !matches!(
+                                x,
+                                "True" | "False" | "None" | "and" | "or" | "not" | "in" | "is"
+                                    | "if" | "else"
+                            ))
+                        || (v.ends_expr(j - 1) && v.starts_atom(j))))
+                // Inside its brackets, where their contents cannot go on
+                // (`{ =`, `(a b`, `;`), the parse stops too.
+                || (t.level > lvl
+                    && (x == ";"
+                        || (v.ends_expr(j - 1) && v.starts_atom(j))
+                        || (matches!(x, "=" | ":=")
+                            && matches!(v.text(j - 1), "(" | "[" | "{" | ","))));
+            if stop {
+                return Some(t.start);
+            }
+            j += 1;
+        }
+        return None;
+    }
     if !v.is(k, "=") || equals_in_expression(&v, k).is_none() {
         return Some(off);
     }
