@@ -1471,6 +1471,20 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = 1\nx = 'one'{ = [x]\nx\n", "invalid syntax", 2, 10),
     ("[5].index(5, ;", "invalid syntax", 1, 14),
     ("'a'.ljust(5, ->\n", "invalid syntax", 1, 14),
+    // A call argument that is an expression other than a name, then `=`:
+    // invalid_kwarg, whatever follows the `=`.
+    ("f(a.b=1)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 3),
+    ("f('ok'=)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 3),
+    ("range(0, 2=, 3)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 10),
+    ("f(1 =", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 3),
+    ("f(x=1, a.b=2)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 8),
+    ("g(f(a.b=1))", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 5),
+    ("f(((a.b))=1)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 5),
+    ("f(lambda: 1 = 2)", "expression cannot contain assignment, perhaps you meant \"==\"?", 1, 3),
+    ("f(True=1)", "cannot assign to True", 1, 3),
+    ("f(a, b=1 for x in y)", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 6),
+    ("f(a=b=1)", "invalid syntax", 1, 6),
+    ("f(x for x in y = 1)", "invalid syntax", 1, 16),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

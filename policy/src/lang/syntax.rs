@@ -540,13 +540,15 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             Some(t) if t.kind == Kind::Newline => t.start,
             _ => off,
         };
-        return annotation_colon(&v, k)
+        return call_kwarg(&v, k)
+            .or_else(|| annotation_colon(&v, k))
             .or_else(|| invalid_assignment(&v, k))
             .or_else(|| missing_colon(&v, k, off))
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
-    annotation_colon(&v, k)
+    call_kwarg(&v, k)
+        .or_else(|| annotation_colon(&v, k))
         .or_else(|| invalid_assignment(&v, k))
         .or_else(|| comprehension_target(&v, k))
         .or_else(|| try_without_handler(&v, k))
@@ -856,6 +858,74 @@ fn line_start(v: &View<'_>, k: usize) -> usize {
         .rev()
         .find(|&j| v.kind(j) == Some(Kind::Newline))
         .map_or(0, |j| j + 1)
+}
+
+/// `f(a.b=1)`, `f('ok'=)`, `range(0, 2=, 3)`: a call argument that is an
+/// expression other than a name, then `=` (the failure at the `=` or just
+/// after it). CPython's `invalid_kwarg`: "expression cannot contain
+/// assignment, perhaps you meant \"==\"?" at the argument, whatever
+/// follows; "cannot assign to True" for `True=`/`False=`/`None=`.
+fn call_kwarg(v: &View<'_>, k: usize) -> Option<Refined> {
+    let eq = if v.is(k, "=") {
+        k
+    } else if v.is(k, "for") {
+        // `f(a=1 for x in y)`: the parser fails at the `for`.
+        let lvl = v.level(k);
+        (0..k)
+            .rev()
+            .take_while(|&j| v.level(j) >= lvl && !(v.level(j) == lvl && v.is(j, ",")))
+            .find(|&j| v.level(j) == lvl && v.is(j, "="))?
+    } else {
+        k.checked_sub(1).filter(|&p| v.is(p, "="))?
+    };
+    let lvl = v.level(eq);
+    if lvl == 0 || !v.in_call(eq) {
+        return None;
+    }
+    let delim = (0..eq)
+        .rev()
+        .find(|&j| v.level(j) < lvl || (v.level(j) == lvl && v.is(j, ",")))?;
+    let mut first = delim + 1;
+    // (`a=b=1`, a generator argument: other rules.)
+    if first >= eq
+        || matches!(v.text(first), "*" | "**")
+        || (first..eq).any(|j| v.level(j) == lvl && (v.is(j, "=") || v.is(j, "for")))
+    {
+        return None;
+    }
+    if first + 1 == eq && v.kind(first) == Some(Kind::Name) && !v.is_keyword(first) {
+        // `f(a=1 for x in y)`: a generator expression after `name=`.
+        let close = (eq + 1..v.toks.len()).find(|&j| v.level(j) < lvl);
+        let end = close.unwrap_or(v.toks.len());
+        if (eq + 1..end).any(|j| v.level(j) == lvl && v.is(j, "for")) {
+            return message(
+                v.toks.get(first)?.start,
+                "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+            );
+        }
+        return None;
+    }
+    // CPython's caret is on the expression inside any parentheses around it.
+    let mut end = eq;
+    while v.is(first, "(") && v.group_end(first) == Some(end) {
+        first += 1;
+        end -= 1;
+    }
+    if first + 1 == eq {
+        if matches!(v.text(first), "True" | "False" | "None") {
+            return message(
+                v.toks.get(first)?.start,
+                &format!("cannot assign to {}", v.text(first)),
+            );
+        }
+        if v.kind(first) == Some(Kind::Name) {
+            return None;
+        }
+    }
+    message(
+        v.toks.get(first)?.start,
+        "expression cannot contain assignment, perhaps you meant \"==\"?",
+    )
 }
 
 /// `x = True =`, `f() = 1 +`: an assignment whose parse fails after one of
