@@ -191,11 +191,11 @@ def lint(source):
                 ok = isinstance(parent, ast.Call) and parent.func is node
                 ok = ok or (isinstance(parent, ast.keyword) and parent.arg == "key")
                 if node.id in TYPE_NAMES and isinstance(node.ctx, ast.Load):
-                    # isinstance's second argument (alone or in tuple and
-                    # list displays, nested), or any argument of a call with
+                    # isinstance's second argument (alone or in tuple, list
+                    # and set displays, nested), or any argument of a call with
                     # the wrong arity.
                     arg, p = node, parent
-                    while isinstance(p, (ast.Tuple, ast.List)):
+                    while isinstance(p, (ast.Tuple, ast.List, ast.Set)):
                         arg, p = p, parents.get(p)
                     if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "isinstance":
                         ok = len(p.args) != 2 or p.args[1] is arg

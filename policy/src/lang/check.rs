@@ -201,7 +201,7 @@ fn static_type(e: &Expr) -> Option<&'static str> {
 }
 
 /// CPython's name for an expression in "cannot assign to ..." messages.
-fn expr_kind(e: &Expr) -> &'static str {
+pub(crate) fn expr_kind(e: &Expr) -> &'static str {
     match e {
         Expr::Constant(c) => match c.value {
             Constant::None => "None",
@@ -461,7 +461,20 @@ impl<'a> Checker<'a> {
             ),
             Stmt::Delete(_) => self.forbid(at, "`del`", "reassign the variable or build a new collection instead"),
             Stmt::TypeAlias(_) => self.forbid(at, "a `type` alias", "assign values to variables directly"),
-            Stmt::AnnAssign(_) => self.forbid(at, "an annotated assignment", "drop the annotation: x = value"),
+            Stmt::AnnAssign(a) => {
+                // CPython's parser refuses a target that is not a name, an
+                // attribute or a subscript (invalid_ann_assign_target).
+                let target = match a.target.as_ref() {
+                    Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => None,
+                    Expr::Tuple(_) => Some("only single target (not tuple) can be annotated"),
+                    Expr::List(_) => Some("only single target (not list) can be annotated"),
+                    _ => Some("illegal target for annotation"),
+                };
+                match target {
+                    Some(m) => self.err(off(a.target.as_ref()), "SyntaxError", m.to_string(), None),
+                    None => self.forbid(at, "an annotated assignment", "drop the annotation: x = value"),
+                }
+            }
             Stmt::AsyncFor(_) => self.forbid(at, "`async for`", "use a plain for loop"),
             Stmt::While(_) => self.forbid(
                 at,
@@ -1317,13 +1330,15 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A tuple or list display holding type names (`(list, (tuple, str))`,
-    /// `[int]`) as `isinstance`'s second argument: the type names stand,
+    /// A tuple, list or set display holding type names (`(list, (tuple,
+    /// str))`, `[int]`, `{int}`) as `isinstance`'s second argument: the type names stand,
     /// every other element is checked as an ordinary expression.
     fn type_display(&mut self, e: &Expr, depth: usize) {
         match e {
             Expr::Name(n) if tables::TYPE_NAMES.contains(&n.id.as_str()) => {}
-            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            Expr::Tuple(ast::ExprTuple { elts, .. })
+            | Expr::List(ast::ExprList { elts, .. })
+            | Expr::Set(ast::ExprSet { elts, .. })
                 if depth < MAX_TYPE_DISPLAY_DEPTH =>
             {
                 for x in elts {
@@ -1432,7 +1447,9 @@ const MAX_TYPE_DISPLAY_DEPTH: usize = 64;
 /// depth (as `isinstance`'s second argument).
 fn holds_type_name(e: &Expr, depth: usize) -> bool {
     match e {
-        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+        Expr::Tuple(ast::ExprTuple { elts, .. })
+        | Expr::List(ast::ExprList { elts, .. })
+        | Expr::Set(ast::ExprSet { elts, .. })
             if depth < MAX_TYPE_DISPLAY_DEPTH =>
         {
             elts.iter().any(|x| {

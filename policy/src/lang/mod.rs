@@ -150,7 +150,15 @@ fn locate(source: &str, starts: &[u32], off: u32) -> (u32, u32) {
         Err(i) => i.saturating_sub(1),
     };
     let start = starts.get(line_idx).copied().unwrap_or(0) as usize;
-    let end = (off as usize).min(source.len());
+    let mut end = (off as usize).min(source.len());
+    // CPython's tokenizer reads CRLF as LF: a caret on the LF of a CRLF
+    // (a NEWLINE token) is just past the line's last character.
+    if end > start
+        && source.as_bytes().get(end - 1) == Some(&b'\r')
+        && source.as_bytes().get(end) == Some(&b'\n')
+    {
+        end -= 1;
+    }
     let col = source.get(start..end).map_or_else(
         || {
             String::from_utf8_lossy(&source.as_bytes()[start.min(end)..end])
@@ -319,6 +327,19 @@ pub fn validate_with_predefined(
     }
     // CPython accepts (and ignores) a UTF-8 byte-order mark.
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
+    // A text given in memory (`compile()`, `exec()`) whose last line ends
+    // with CRLF reaches CPython's tokenizer with one more line:
+    // `translate_newlines` turns the CRLF into LF, then, looking at the NUL
+    // after it, adds the newline it adds to a text without one. So
+    // `x = 1\` then CRLF compiles, and an unterminated string is detected
+    // one line further on. The same extra line here (offsets unchanged).
+    let crlf_end;
+    let source = if source.ends_with("\r\n") {
+        crlf_end = format!("{source}\n");
+        crlf_end.as_str()
+    } else {
+        source
+    };
     let starts = line_starts(source);
     if let Some(pos) = source.find('\0') {
         return Err(vec![error_at(
@@ -538,13 +559,27 @@ fn check_rewritten(
             _ => Vec::new(),
         }),
     };
-    match (&parsed, indent_error) {
-        (Ok(_), Some((line_start, tab))) => return Err(indentation_error(line_start, tab)),
-        (Err(e), Some((line_start, tab))) if u32::from(e.offset) as usize >= line_start => {
-            return Err(indentation_error(line_start, tab));
+    // (CPython's tokenizer meets the indentation only after its parser
+    // has failed on an earlier statement's parser-phase error, if any.)
+    let parsed_ok = match (parsed, indent_error) {
+        (Ok(body), Some((line_start, tab))) => {
+            return Err(
+                match parser_error_before(body, source, starts, ns, line_start, max_depth) {
+                    Some((_, e)) => vec![e],
+                    None => indentation_error(line_start, tab),
+                },
+            );
         }
-        _ => {}
-    }
+        (Err(e), Some((line_start, tab))) if u32::from(e.offset) as usize >= line_start => {
+            return Err(
+                match earlier_parser_error(parse_text, source, starts, ns, line_start, max_depth) {
+                    Some((_, e)) => vec![e],
+                    None => indentation_error(line_start, tab),
+                },
+            );
+        }
+        (parsed, _) => parsed,
+    };
     // A pre-scan problem as the SyntaxError at its own offset.
     let scan_error = |p: &prescan::BracketProblem| {
         let msg = p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
@@ -557,7 +592,7 @@ fn check_rewritten(
             Some("the program must be valid Python 3.11 syntax".to_string()),
         )]
     };
-    let mut body = match parsed {
+    let mut body = match parsed_ok {
         Ok(b) => b,
         Err(e) if repeated_keyword(source, &e).is_some() => {
             return Err(repeated_keywords(source, starts, ns, limits, predefined));
@@ -650,12 +685,19 @@ fn check_rewritten(
                     Some("the program must be valid Python 3.11 syntax".to_string()),
                 )]);
             }
+            // An earlier statement's parser-phase error (`1 = 2`), unless a
+            // literal's bad escape comes before it.
+            let earlier = earlier_parser_error(parse_text, source, starts, ns, off, max_depth);
+            let earlier_at = earlier.as_ref().map_or(usize::MAX, |(at, _)| *at);
             // A literal's bad escape before the failure: CPython's parser
             // decoded it on its way there.
-            if let Some(u) =
-                escapes::first_bad_escape(source).filter(|u| bad_escape || u.offset < off)
+            if let Some(u) = escapes::first_bad_escape(source)
+                .filter(|u| (bad_escape || u.offset < off) && u.offset < earlier_at)
             {
                 return Err(vec![escape_error(source, starts, u)]);
+            }
+            if let Some((_, e)) = earlier {
+                return Err(vec![e]);
             }
             // A replacement field's expression that does not parse: CPython
             // 3.11 words and places it as the parse of `(expr)` alone.
@@ -799,6 +841,83 @@ fn check_rewritten(
 }
 
 /// CPython's SyntaxError for a literal's bad escape (caret after the string(s)).
+/// The parse of `text`, or None when it does not parse.
+fn parse_body(text: &str) -> Option<Vec<ast::Stmt>> {
+    match fastparse::parse(text) {
+        Some(body) => Some(body),
+        None => match rustpython_parser::parse(text, Mode::Module, "<program>") {
+            Ok(ast::Mod::Module(m)) => Some(m.body),
+            Ok(_) => Some(Vec::new()),
+            Err(_) => None,
+        },
+    }
+}
+
+/// The first of CPython's parser-phase SyntaxErrors (an invalid assignment
+/// target, an unparenthesized generator argument, ...: `check::phase` 0)
+/// that the checker finds in `body` before byte `limit`.
+fn parser_error_before(
+    mut body: Vec<ast::Stmt>,
+    source: &str,
+    starts: &[u32],
+    ns: &Namespace,
+    limit: usize,
+    max_depth: usize,
+) -> Option<(usize, ErrorInfo)> {
+    let mut emoji = None;
+    let (assigned, deep_at) = first_pass(&mut body, max_depth + 8, &mut emoji);
+    if deep_at.is_some() {
+        walk::dismantle(body);
+        return None;
+    }
+    let mut checker = check::Checker::new(source, starts, ns, &assigned);
+    checker.body(&body);
+    walk::dismantle(body);
+    let (errors, _) = checker.finish();
+    errors
+        .into_iter()
+        .filter(|(off, e)| *off < limit && check::phase(e) == 0)
+        .min_by_key(|(off, _)| *off)
+}
+
+/// CPython's answer for a program its parser fails on at byte `off` when
+/// an earlier statement holds one of its parser-phase errors that
+/// rustpython-parser accepts (`1 = 2`, `f(a for a in b, c)`): CPython's
+/// parser is stricter, so its first pass already fails there, and its
+/// second pass raises that statement's `invalid_*` error, which only a
+/// tokenizer error replaces. The statements before the failing line are
+/// parsed alone (cut there; or there with a `pass` at the line's
+/// indentation, for a block left empty; or at the last statement starting
+/// in column 0) and checked. At most three parses of the text.
+fn earlier_parser_error(
+    parse_text: &str,
+    source: &str,
+    starts: &[u32],
+    ns: &Namespace,
+    off: usize,
+    max_depth: usize,
+) -> Option<(usize, ErrorInfo)> {
+    let (line, top) = syntax::statement_cuts(parse_text, off);
+    if line == 0 {
+        return None;
+    }
+    let head = parse_text.get(..line)?;
+    let indent: String = parse_text
+        .get(line..)?
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    let body = parse_body(head)
+        .or_else(|| parse_body(&format!("{head}{indent}pass\n")))
+        .or_else(|| {
+            if top == 0 || top == line {
+                return None;
+            }
+            parse_body(parse_text.get(..top)?)
+        })?;
+    parser_error_before(body, source, starts, ns, line, max_depth)
+}
+
 fn escape_error(source: &str, starts: &[u32], u: escapes::BadEscape) -> ErrorInfo {
     let hint = if u.message.ends_with("unknown Unicode character name") {
         "CPython 3.11 knows the character names of Unicode 14.0; write the character itself or a \\U escape"

@@ -554,7 +554,13 @@ impl Scanner<'_> {
                 if fstring && braces > 0 && !in_spec && self.problem.is_none() {
                     self.problem = Some(BracketProblem::FstringBackslash { offset: i });
                 }
-                i += 2;
+                // A backslash and a CRLF continue the string as one and an
+                // LF do (CPython's tokenizer reads CRLF as LF).
+                i += if src.get(i + 1) == Some(&b'\r') && src.get(i + 2) == Some(&b'\n') {
+                    3
+                } else {
+                    2
+                };
                 continue;
             }
             if c == q {

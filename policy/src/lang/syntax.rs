@@ -29,6 +29,7 @@
 //! ([`first_invalid_char`]), and the f-string caret ([`after_strings`]).
 //! Every function is linear in the text and never indexes unchecked.
 
+use super::check;
 use super::numlit::skip_string;
 
 use rustpython_parser::ParseErrorType;
@@ -129,10 +130,26 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
                 continue;
             }
             b'0'..=b'9' => {
-                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.')
-                    || (matches!(b.get(i), Some(b'+' | b'-'))
-                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
-                {
+                // One `.` at most, before any exponent, in a decimal number
+                // (`2.5.0` is `2.5` then `.0`, `0x1.5` is `0x1` then `.5`).
+                let decimal = !(c == b'0'
+                    && matches!(b.get(i + 1), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')));
+                let mut dot_ok = decimal;
+                while let Some(&d) = b.get(i) {
+                    if d == b'.' {
+                        if !dot_ok {
+                            break;
+                        }
+                        dot_ok = false;
+                    } else if decimal && matches!(d, b'e' | b'E') {
+                        dot_ok = false;
+                    } else if !(ident_byte(d)
+                        || (decimal
+                            && matches!(d, b'+' | b'-')
+                            && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E'))))
+                    {
+                        break;
+                    }
                     i += 1;
                 }
                 out.push(Token {
@@ -145,7 +162,10 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
             }
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 i += 1;
-                while b.get(i).is_some_and(|&c| ident_byte(c) || c == b'.') {
+                while b.get(i).is_some_and(|&c| ident_byte(c))
+                    || (matches!(b.get(i), Some(b'+' | b'-'))
+                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
+                {
                     i += 1;
                 }
                 out.push(Token {
@@ -299,7 +319,7 @@ impl View<'_> {
                 !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
             }
             Some(Kind::Number | Kind::Str) => true,
-            Some(Kind::Op) => matches!(self.text(i), ")" | "]" | "}"),
+            Some(Kind::Op) => matches!(self.text(i), ")" | "]" | "}" | "..."),
             _ => false,
         }
     }
@@ -311,8 +331,29 @@ impl View<'_> {
                 !self.is_keyword(i) || matches!(self.text(i), "True" | "False" | "None")
             }
             Some(Kind::Number | Kind::Str) => true,
+            Some(Kind::Op) => self.text(i) == "...",
             _ => false,
         }
+    }
+    /// The index just past the bracket group opened at token `j` (its
+    /// closer's index plus one), if `j` opens one that is closed.
+    fn group_end(&self, j: usize) -> Option<usize> {
+        if !matches!(self.text(j), "(" | "[" | "{") {
+            return None;
+        }
+        let lvl = self.level(j);
+        (j + 1..self.toks.len())
+            .find(|&i| self.level(i) <= lvl)
+            .filter(|&c| self.level(c) == lvl && matches!(self.text(c), ")" | "]" | "}"))
+            .map(|c| c + 1)
+    }
+    /// Is token `i` inside the parentheses of a call (`f(`, `x.m(`, `g()(`)?
+    fn in_call(&self, i: usize) -> bool {
+        let lvl = self.level(i);
+        (0..i)
+            .rev()
+            .find(|&j| self.level(j) < lvl)
+            .is_some_and(|j| self.is(j, "(") && j.checked_sub(1).is_some_and(|p| self.ends_expr(p)))
     }
     /// Index of the matching opener of the closer at `i`, walking back.
     fn opener(&self, i: usize) -> Option<usize> {
@@ -412,7 +453,7 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             };
             // CPython's caret: the end of the text.
             return indented_block(&v, v.toks.len()).map(|r| Refined {
-                offset: src.trim_end().len(),
+                offset: end_caret(src),
                 col0: false,
                 ..r
             });
@@ -499,11 +540,17 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
             Some(t) if t.kind == Kind::Newline => t.start,
             _ => off,
         };
-        return missing_colon(&v, k, off)
+        return call_kwarg(&v, k)
+            .or_else(|| annotation_colon(&v, k))
+            .or_else(|| invalid_assignment(&v, k))
+            .or_else(|| missing_colon(&v, k, off))
             .or_else(|| missing_else(&v, k))
             .or_else(|| message(off, "invalid syntax"));
     }
-    comprehension_target(&v, k)
+    call_kwarg(&v, k)
+        .or_else(|| annotation_colon(&v, k))
+        .or_else(|| invalid_assignment(&v, k))
+        .or_else(|| comprehension_target(&v, k))
         .or_else(|| try_without_handler(&v, k))
         .or_else(|| legacy_print(&v, k))
         .or_else(|| forced_colon(&v, k))
@@ -530,20 +577,59 @@ fn final_backslash(src: &str) -> Option<usize> {
     (!line.contains('#')).then_some(bs)
 }
 
+/// Where CPython's ENDMARKER token stands: the end of the text's last
+/// line, whatever it holds (spaces, a comment, nothing), not counting one
+/// final line ending.
+fn end_caret(src: &str) -> usize {
+    src.strip_suffix("\r\n")
+        .or_else(|| src.strip_suffix('\n'))
+        .or_else(|| src.strip_suffix('\r'))
+        .unwrap_or(src)
+        .len()
+}
+
 /// Is the failing token at `off` the last of the text (the parser read up
 /// to the end)?
+///
+/// The failing token itself counts as read past only when the parser's
+/// second pass goes on from it: a newline, or the start of an expression
+/// (`[1 2`: the `2` is parsed, and the end read); a `;` or `->` there
+/// stops it (`f(1, ;` is plain 'invalid syntax' at the `;`).
 pub fn at_end(src: &str, off: usize) -> bool {
-    let toks = tokenize(src, off);
-    toks.iter().position(|t| t.end > off).is_none_or(|k| {
-        toks.get(k + 1..)
-            .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    v.toks.iter().position(|t| t.end > off).is_none_or(|k| {
+        let goes_on = v.kind(k) == Some(Kind::Newline)
+            || v.starts_atom(k)
+            || matches!(
+                v.text(k),
+                "(" | "["
+                    | "{"
+                    | "-"
+                    | "+"
+                    | "~"
+                    | "*"
+                    | "**"
+                    | "not"
+                    | "lambda"
+                    | "await"
+                    | "yield"
+            );
+        goes_on
+            && v.toks
+                .get(k + 1..)
+                .is_none_or(|r| r.iter().all(|t| t.kind == Kind::Newline))
     })
 }
 
 /// Where the last token CPython's parser reads lies, when the failing
 /// token at `off` is a `=` in an expression: its second pass
 /// (`invalid_named_expression`) reads the `bitwise_or` after it and one
-/// token more (`None`: that runs to the end of the text). Otherwise `off`.
+/// token more (`None`: that runs to the end of the text); when it is the
+/// second of two expressions with no comma between them, the whole second
+/// expression and one token more (`invalid_expression`). Otherwise `off`.
 pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     let v = View {
         src,
@@ -552,6 +638,44 @@ pub fn furthest_read(src: &str, off: usize) -> Option<usize> {
     let Some(k) = v.toks.iter().position(|t| t.end > off) else {
         return Some(off);
     };
+    // (At statement level too: the rule parses, then declines to raise.)
+    let second_expression = missing_comma(&v, k).is_some()
+        || (v.level(k) == 0
+            && k.checked_sub(1).is_some_and(|p| v.ends_expr(p))
+            && (v.starts_atom(k) || v.is(k, "{")));
+    if second_expression {
+        // `invalid_expression` parses the second expression whole and
+        // reads one token more.
+        let lvl = v.level(k);
+        let mut j = k + 1;
+        while let Some(t) = v.toks.get(j) {
+            let x = v.text(j);
+            let stop = t.kind == Kind::Newline
+                || t.level < lvl
+                || (t.level == lvl
+                    && (matches!(x, "," | ":" | "=" | ":=" | ";")
+                        || (t.kind == Kind::Name
+                            && v.is_keyword(j)
+                            && !matches!(
+                                x,
+                                "True" | "False" | "None" | "and" | "or" | "not" | "in" | "is"
+                                    | "if" | "else"
+                            ))
+                        || (v.ends_expr(j - 1) && v.starts_atom(j))))
+                // Inside its brackets, where their contents cannot go on
+                // (`{ =`, `(a b`, `;`), the parse stops too.
+                || (t.level > lvl
+                    && (x == ";"
+                        || (v.ends_expr(j - 1) && v.starts_atom(j))
+                        || (matches!(x, "=" | ":=")
+                            && matches!(v.text(j - 1), "(" | "[" | "{" | ","))));
+            if stop {
+                return Some(t.start);
+            }
+            j += 1;
+        }
+        return None;
+    }
     if !v.is(k, "=") || equals_in_expression(&v, k).is_none() {
         return Some(off);
     }
@@ -688,6 +812,32 @@ pub fn fstring_expr_has_hash(src: &str, off: usize) -> bool {
     false
 }
 
+/// Where the text before the logical line holding `off` may be cut to be
+/// parsed on its own: the start of that line (a physical line start), and
+/// the start of the last logical line before it that begins in column 0 (a
+/// new top-level statement, or its `else`/`elif`), 0 when there is none.
+/// The first is 0 when the line is the first. Linear in the text up to `off`.
+pub fn statement_cuts(src: &str, off: usize) -> (usize, usize) {
+    let toks = tokenize(src, off);
+    let mut line = 0;
+    let mut top = 0;
+    let mut last_col0 = 0;
+    for (k, t) in toks.iter().enumerate() {
+        if t.kind != Kind::Newline || t.end > off {
+            continue;
+        }
+        line = t.end;
+        top = last_col0;
+        if toks
+            .get(k + 1)
+            .is_some_and(|n| matches!(src.as_bytes().get(n.start.wrapping_sub(1)), Some(b'\n')))
+        {
+            last_col0 = t.end;
+        }
+    }
+    (line, top)
+}
+
 /// Byte bounds of the line holding `off` (without its newline).
 fn line_bounds(src: &str, off: usize) -> (usize, usize) {
     let off = off.min(src.len());
@@ -708,6 +858,312 @@ fn line_start(v: &View<'_>, k: usize) -> usize {
         .rev()
         .find(|&j| v.kind(j) == Some(Kind::Newline))
         .map_or(0, |j| j + 1)
+}
+
+/// `f(a.b=1)`, `f('ok'=)`, `range(0, 2=, 3)`: a call argument that is an
+/// expression other than a name, then `=` (the failure at the `=` or just
+/// after it). CPython's `invalid_kwarg`: "expression cannot contain
+/// assignment, perhaps you meant \"==\"?" at the argument, whatever
+/// follows; "cannot assign to True" for `True=`/`False=`/`None=`.
+fn call_kwarg(v: &View<'_>, k: usize) -> Option<Refined> {
+    let eq = if v.is(k, "=") {
+        k
+    } else if v.is(k, "for") {
+        // `f(a=1 for x in y)`: the parser fails at the `for`.
+        let lvl = v.level(k);
+        (0..k)
+            .rev()
+            .take_while(|&j| v.level(j) >= lvl && !(v.level(j) == lvl && v.is(j, ",")))
+            .find(|&j| v.level(j) == lvl && v.is(j, "="))?
+    } else {
+        k.checked_sub(1).filter(|&p| v.is(p, "="))?
+    };
+    let lvl = v.level(eq);
+    if lvl == 0 || !v.in_call(eq) {
+        return None;
+    }
+    let delim = (0..eq)
+        .rev()
+        .find(|&j| v.level(j) < lvl || (v.level(j) == lvl && v.is(j, ",")))?;
+    let mut first = delim + 1;
+    // (`a=b=1`, a generator argument: other rules.)
+    if first >= eq
+        || matches!(v.text(first), "*" | "**")
+        || (first..eq).any(|j| v.level(j) == lvl && (v.is(j, "=") || v.is(j, "for")))
+    {
+        return None;
+    }
+    if first + 1 == eq && v.kind(first) == Some(Kind::Name) && !v.is_keyword(first) {
+        // `f(a=1 for x in y)`: a generator expression after `name=`.
+        let close = (eq + 1..v.toks.len()).find(|&j| v.level(j) < lvl);
+        let end = close.unwrap_or(v.toks.len());
+        if (eq + 1..end).any(|j| v.level(j) == lvl && v.is(j, "for")) {
+            return message(
+                v.toks.get(first)?.start,
+                "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+            );
+        }
+        return None;
+    }
+    // CPython's caret is on the expression inside any parentheses around it.
+    let mut end = eq;
+    while v.is(first, "(") && v.group_end(first) == Some(end) {
+        first += 1;
+        end -= 1;
+    }
+    if first + 1 == eq {
+        if matches!(v.text(first), "True" | "False" | "None") {
+            return message(
+                v.toks.get(first)?.start,
+                &format!("cannot assign to {}", v.text(first)),
+            );
+        }
+        if v.kind(first) == Some(Kind::Name) {
+            return None;
+        }
+    }
+    message(
+        v.toks.get(first)?.start,
+        "expression cannot contain assignment, perhaps you meant \"==\"?",
+    )
+}
+
+/// `x = True =`, `f() = 1 +`: an assignment whose parse fails after one of
+/// its `=`, with a target before it that is no target. CPython's
+/// `invalid_assignment` (`(star_targets '=')* a=star_expressions '='`)
+/// raises "cannot assign to X" at the first invalid target (inside a tuple
+/// or list: its first invalid element) whatever follows the `=`; when that
+/// is the last element before the first `=`, is a `bitwise_or` (no
+/// comparison, `not`, `and`/`or`, conditional, `True`/`False`/`None`) and a
+/// `bitwise_or` follows the only `=`, `invalid_named_expression` comes
+/// first: "cannot assign to X here. Maybe you meant '==' instead of '='?".
+fn invalid_assignment(v: &View<'_>, k: usize) -> Option<Refined> {
+    use rustpython_parser::ast::{self, Expr, Ranged};
+    let s = line_start(v, k);
+    let eqs: Vec<usize> = (s..k)
+        .filter(|&j| v.level(j) == 0 && v.is(j, "="))
+        .collect();
+    let first_eq = *eqs.first()?;
+    if (s..k).any(|j| v.level(j) == 0 && (v.is(j, ";") || v.is(j, ":") || v.is(j, "lambda"))) {
+        return None;
+    }
+    if v.kind(s) == Some(Kind::Name)
+        && v.is_keyword(s)
+        && !matches!(v.text(s), "True" | "False" | "None" | "not")
+    {
+        return None;
+    }
+    // The first element of `e` (a target list) that is no target.
+    fn invalid(e: &Expr) -> Option<&Expr> {
+        match e {
+            Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => None,
+            Expr::Starred(x) => invalid(&x.value),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                elts.iter().find_map(invalid)
+            }
+            other => Some(other),
+        }
+    }
+    let mut from = s;
+    for (n, &eq) in eqs.iter().enumerate() {
+        let a = v.toks.get(from)?.start;
+        let b = v.toks.get(eq)?.start;
+        if from >= eq {
+            return None;
+        }
+        let text = v.src.get(a..b)?;
+        let parsed = rustpython_parser::parse(text, rustpython_parser::Mode::Expression, "<t>");
+        let Ok(ast::Mod::Expression(m)) = parsed else {
+            return None;
+        };
+        if let Some(bad) = invalid(&m.body) {
+            // The element just before the first `=` (the whole target
+            // unless it is a bare tuple).
+            let bare_tuple = matches!(&*m.body, Expr::Tuple(_)) && v.group_end(from) != Some(eq);
+            let last = match &*m.body {
+                Expr::Tuple(t) if bare_tuple => t.elts.last()?,
+                other => other,
+            };
+            let mut j = first_eq + 1;
+            while matches!(v.text(j), "-" | "+" | "~") {
+                j += 1;
+            }
+            let operand = j < k && (v.starts_atom(j) || matches!(v.text(j), "(" | "[" | "{"));
+            let named = n == 0 && eqs.len() == 1 && operand;
+            let last_at = a + u32::from(last.range().start()) as usize;
+            let bitwise_or = match last {
+                Expr::Compare(_)
+                | Expr::BoolOp(_)
+                | Expr::IfExp(_)
+                | Expr::Lambda(_)
+                | Expr::Tuple(_)
+                | Expr::List(_)
+                | Expr::GeneratorExp(_)
+                | Expr::Starred(_)
+                | Expr::NamedExpr(_) => false,
+                Expr::UnaryOp(u) => !matches!(u.op, ast::UnaryOp::Not),
+                Expr::Constant(c) => {
+                    !matches!(c.value, ast::Constant::Bool(_) | ast::Constant::None)
+                }
+                _ => true,
+            };
+            if named && matches!(last, Expr::Name(_)) {
+                return message(
+                    last_at,
+                    "invalid syntax. Maybe you meant '==' or ':=' instead of '='?",
+                );
+            }
+            if named && bitwise_or {
+                return message(
+                    last_at,
+                    &format!(
+                        "cannot assign to {} here. Maybe you meant '==' instead of '='?",
+                        match last {
+                            Expr::Attribute(_) => "attribute",
+                            Expr::Subscript(_) => "subscript",
+                            other => check::expr_kind(other),
+                        }
+                    ),
+                );
+            }
+            let at = a + u32::from(bad.range().start()) as usize;
+            return message(at, &format!("cannot assign to {}", check::expr_kind(bad)));
+        }
+        from = eq + 1;
+    }
+    None
+}
+
+/// An annotated assignment's target CPython's parser refuses, found where
+/// rustpython-parser fails on the statement. CPython's
+/// `invalid_assignment` tries, in order: a tuple or list display (`(a,
+/// b)`, `[a]`, in parentheses too) before `':' expression` ("only single
+/// target (not tuple) can be annotated"), `a, b` before it (the same), any
+/// other expression before it ("illegal target for annotation"), each
+/// raised once the expression after the `:` is read, whatever follows it.
+/// With no expression after the `:` (`ford in y:`, `f(): pass`), its
+/// parser fails at the `:` itself unless the target is a single one.
+fn annotation_colon(v: &View<'_>, k: usize) -> Option<Refined> {
+    let s = line_start(v, k);
+    let colon = (s..=k).find(|&j| v.level(j) == 0 && v.is(j, ":"))?;
+    let starts_statement = match v.kind(s)? {
+        Kind::Name => !v.is_keyword(s) || matches!(v.text(s), "True" | "False" | "None"),
+        Kind::Number | Kind::Str => true,
+        Kind::Op => matches!(v.text(s), "(" | "[" | "{" | "-" | "+" | "~" | "..." | "*"),
+        Kind::Newline => false,
+    };
+    // (`x = lambda: ...`, `x = y:`: not an annotation.)
+    let plain =
+        (s..colon).all(|j| v.level(j) > 0 || !(v.is(j, "lambda") || v.is(j, "=") || v.is(j, ";")));
+    if s >= colon || !starts_statement || !plain {
+        return None;
+    }
+    let tuple = (s..colon).any(|j| v.level(j) == 0 && v.is(j, ","));
+    // (`*a` alone is no expression: no rule of these applies.)
+    if v.is(s, "*") && !tuple {
+        return None;
+    }
+    let expression_after = if k == colon {
+        // rustpython-parser stops at the `:` after `a, b`.
+        let n = colon + 1;
+        v.starts_atom(n)
+            || matches!(
+                v.text(n),
+                "(" | "[" | "{" | "-" | "+" | "~" | "not" | "lambda" | "await"
+            )
+    } else {
+        k > colon + 1
+    };
+    if !expression_after {
+        if k == colon + 1 && !tuple && !single_target(v, s, colon) {
+            return message(v.toks.get(colon)?.start, "invalid syntax");
+        }
+        return None;
+    }
+    let (at, msg) = if let Some((at, what)) = display_target(v, s, colon) {
+        (
+            at,
+            format!("only single target (not {what}) can be annotated"),
+        )
+    } else if tuple {
+        (
+            s,
+            "only single target (not tuple) can be annotated".to_string(),
+        )
+    } else if !single_target(v, s, colon) {
+        (s, "illegal target for annotation".to_string())
+    } else {
+        return None;
+    };
+    message(v.toks.get(at)?.start, &msg)
+}
+
+/// A tuple or list display spanning tokens `s..e`, in parentheses or not
+/// (CPython's `invalid_ann_assign_target`): its first token and its kind.
+fn display_target(v: &View<'_>, s: usize, e: usize) -> Option<(usize, &'static str)> {
+    if v.group_end(s)? != e {
+        return None;
+    }
+    if v.is(s, "[") {
+        return Some((s, "list"));
+    }
+    if !v.is(s, "(") {
+        return None;
+    }
+    let inner = v.level(s) + 1;
+    if e == s + 2 || (s + 1..e - 1).any(|j| v.level(j) == inner && v.is(j, ",")) {
+        return Some((s, "tuple"));
+    }
+    display_target(v, s + 1, e - 1)
+}
+
+/// Do tokens `s..e` (at level 0) form CPython's `single_target`: a name, a
+/// primary ending in `.name` or `[...]`, or one of those in parentheses?
+fn single_target(v: &View<'_>, s: usize, e: usize) -> bool {
+    let group_end = |j: usize| v.group_end(j).filter(|&n| n <= e);
+    if e == s + 1 {
+        return v.kind(s) == Some(Kind::Name) && !v.is_keyword(s);
+    }
+    if v.is(s, "(") && group_end(s) == Some(e) {
+        return single_target(v, s + 1, e - 1);
+    }
+    // The atom.
+    let mut i = match v.kind(s) {
+        Some(Kind::Name) if !v.is_keyword(s) || matches!(v.text(s), "True" | "False" | "None") => {
+            s + 1
+        }
+        Some(Kind::Number) => s + 1,
+        Some(Kind::Str) => {
+            let mut i = s;
+            while v.kind(i) == Some(Kind::Str) && i < e {
+                i += 1;
+            }
+            i
+        }
+        Some(Kind::Op) if matches!(v.text(s), "(" | "[" | "{") => match group_end(s) {
+            Some(i) => i,
+            None => return false,
+        },
+        _ => return false,
+    };
+    // Its trailers; the last must be `.name` or a subscript.
+    let mut last_ok = false;
+    while i < e {
+        if v.is(i, ".") && i + 1 < e && v.kind(i + 1) == Some(Kind::Name) && !v.is_keyword(i + 1) {
+            i += 2;
+            last_ok = true;
+        } else if v.is(i, "(") || v.is(i, "[") {
+            let sub = v.is(i, "[");
+            match group_end(i) {
+                Some(n) => i = n,
+                None => return false,
+            }
+            last_ok = sub;
+        } else {
+            return false;
+        }
+    }
+    last_ok
 }
 
 /// `if x` / `for a in b` / `else` ... then a newline: `expected ':'`.
@@ -895,7 +1351,7 @@ fn indented_block(v: &View<'_>, k: usize) -> Option<Refined> {
     // At the end of the text, CPython points at its end (past the
     // header and any comment after it).
     let at = if v.toks.get(nl + 1).is_none() {
-        v.src.trim_end().len()
+        end_caret(v.src)
     } else {
         at
     };
@@ -1070,7 +1526,13 @@ fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
     let mut first = d + 1;
     // `[*a b]`: the starred element's expression (after a `,`, CPython's
     // rules do not get there).
-    if v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{") {
+    // A call's `*a b` / `**a b` anywhere in its arguments: their
+    // `expression` has the rule too.
+    if (v.is(first, "*") && matches!(v.text(d), "(" | "[" | "{"))
+        || (matches!(v.text(first), "*" | "**")
+            && matches!(v.text(d), "(" | ",")
+            && v.in_call(first))
+    {
         first += 1;
     } else if matches!(v.text(first), "*" | "**") {
         return None;

@@ -817,10 +817,10 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The second argument of `isinstance`: a type name, or a tuple or list
-    /// display holding type names (nested ones too). The call decides what
-    /// is valid: a tuple of types (`isinstance` then raises CPython's
-    /// TypeError for a list).
+    /// The second argument of `isinstance`: a type name, or a tuple, list or
+    /// set display holding type names (nested ones too). The call decides
+    /// what is valid: a tuple of types (`isinstance` then raises CPython's
+    /// TypeError for a list or a set).
     fn type_expr(&mut self, e: &ast::Expr) -> InterpResult<Option<Expr>> {
         let pos = off(e);
         let is_type = |n: &str| lackpy_policy::lang::TYPE_NAMES.contains(&n);
@@ -833,7 +833,8 @@ impl<'a> Cx<'a> {
                 }))
             }
             ast::Expr::Tuple(ast::ExprTuple { elts, .. })
-            | ast::Expr::List(ast::ExprList { elts, .. }) => {
+            | ast::Expr::List(ast::ExprList { elts, .. })
+            | ast::Expr::Set(ast::ExprSet { elts, .. }) => {
                 let mut v = Vec::new();
                 for x in elts {
                     match self.type_expr(x)? {
@@ -846,6 +847,8 @@ impl<'a> Cx<'a> {
                 }
                 let k = if matches!(e, ast::Expr::List(_)) {
                     ExprKind::List(v)
+                } else if matches!(e, ast::Expr::Set(_)) {
+                    ExprKind::Set(v)
                 } else {
                     ExprKind::Tuple(v)
                 };

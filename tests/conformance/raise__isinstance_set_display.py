@@ -1,0 +1,3 @@
+# Raise=TypeError
+x = 5
+ok = isinstance(x, {int})
