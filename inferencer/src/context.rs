@@ -11,7 +11,10 @@
 //!   outline (each directory with its file count and extensions);
 //! - for data files (`.csv`, `.tsv`, `.jsonl`, `.ini`, `.cfg`, `.toml`,
 //!   `.log`, `.txt`, `.md`…) that are listed: their first lines (a CSV's
-//!   header and first record), each cut to [`MAX_LINE_BYTES`].
+//!   header and first record), each cut to [`MAX_LINE_BYTES`];
+//! - after that part, a last section with the lines, values left out, of
+//!   the configuration files whose first lines are read (at most
+//!   [`MAX_HEADS`] lines of [`MAX_KEYS_BYTES`]); see [`split_view`].
 //!
 //! Reading is confined: the walk and every read go through
 //! `lackpy_beneath` (`openat2` beneath the workspace's descriptor, no
@@ -125,10 +128,20 @@ fn visit(
     }
 }
 
-/// The first `n` lines of a file beneath `root`, each cut, and for a log
-/// the words in capitals its first [`HEAD_BYTES`] use ([`level_words`]);
-/// `None` when it cannot be read as text.
-fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
+/// What [`head`] reads of a file: its first lines, each cut, and the
+/// notes its first [`HEAD_BYTES`] give (each without its brackets).
+struct Head {
+    lines: Vec<String>,
+    notes: Vec<String>,
+    /// A configuration file's lines, values left out ([`config_keys`]).
+    keys: Option<String>,
+}
+
+/// The first `n` lines of a file beneath `root`, each cut, with its notes:
+/// for a log the words in capitals its first [`HEAD_BYTES`] use
+/// ([`level_words`]); for a configuration file its lines, values left out
+/// ([`config_keys`]); `None` when it cannot be read as text.
+fn head(root: &Dir, rel: &str, n: usize) -> Option<Head> {
     let file = match rel.rsplit_once('/') {
         Some((d, f)) => root.subdir(d, false).ok()??.open_read(f).ok()??,
         None => root.open_read(rel).ok()??,
@@ -142,12 +155,82 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<(Vec<String>, Vec<String>)> {
         .take(n)
         .map(|l| cut(l, MAX_LINE_BYTES))
         .collect();
-    let levels = if rel.to_ascii_lowercase().ends_with(".log") {
-        level_words(&text)
+    let lower = rel.to_ascii_lowercase();
+    let mut notes = Vec::new();
+    if lower.ends_with(".log") {
+        let levels = level_words(&text);
+        if !levels.is_empty() {
+            notes.push(format!("words in capitals: {}", levels.join(", ")));
+        }
+    }
+    let config = [".ini", ".cfg", ".conf", ".toml", ".env"];
+    let keys = config
+        .iter()
+        .any(|e| lower.ends_with(e))
+        .then(|| config_keys(&text))
+        .flatten();
+    (!lines.is_empty()).then_some(Head { lines, notes, keys })
+}
+
+/// The heading of the view's last section, the keys of its configuration
+/// files (see [`split_view`]).
+const KEYS_SECTION: &str = "Keys of configuration files:\n";
+/// Most keys named for a configuration file.
+const MAX_KEYS: usize = 32;
+/// Longest list of a configuration file's lines ([`config_keys`]).
+const MAX_KEYS_BYTES: usize = 400;
+/// Longest key or section name named.
+const MAX_KEY_BYTES: usize = 40;
+
+/// The lines of an INI-style file (`.ini`, `.cfg`, `.conf`, `.toml`,
+/// `.env`) in its first [`HEAD_BYTES`] with their values left out, quoted
+/// and in file order: `"[shop]", "name = …", "day: …"`, cut to
+/// [`MAX_KEYS_BYTES`]. The pipeline names these keys in the retry after a
+/// cell failed with a `KeyError` on the file (a small model shown three of
+/// its lines guessed `config["timeout"]`, an example's key). Section lines
+/// and `key = value` or `key: value` lines count, comments do not, nor
+/// does a last line that may be cut; `None` when no key is found.
+fn config_keys(text: &str) -> Option<String> {
+    let whole = if text.len() >= HEAD_BYTES {
+        text.rsplit_once('\n').map_or("", |(w, _)| w)
     } else {
-        Vec::new()
+        text
     };
-    (!lines.is_empty()).then_some((lines, levels))
+    let name_ok = |k: &str| {
+        !k.is_empty()
+            && k.len() <= MAX_KEY_BYTES
+            && k.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
+    };
+    let mut shown: Vec<String> = Vec::new();
+    let mut keys = 0usize;
+    for line in whole.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+            continue;
+        }
+        if l.starts_with('[') && l.ends_with(']') {
+            if name_ok(l.trim_matches(['[', ']']).trim()) {
+                shown.push(format!("{l:?}"));
+            }
+            continue;
+        }
+        let Some(at) = l.find(['=', ':']) else {
+            continue;
+        };
+        if !name_ok(l[..at].trim()) || keys >= MAX_KEYS {
+            continue;
+        }
+        // The key as written, with its separator and the spaces around it.
+        let after = &l[at + 1..];
+        let spaces = &after[..after.len() - after.trim_start().len()];
+        shown.push(format!("{:?}", format!("{}{spaces}…", &l[..=at])));
+        keys += 1;
+    }
+    if keys == 0 {
+        return None;
+    }
+    Some(cut(&shown.join(", "), MAX_KEYS_BYTES))
 }
 
 /// Most words in capitals named for a log.
@@ -230,9 +313,13 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
     data.truncate(MAX_HEADS);
     data.sort();
     let mut heads = String::new();
+    let mut keys_section = String::new();
     for p in data {
         let Some(n) = head_lines(p) else { continue };
-        if let Some((lines, levels)) = head(&root, p, n) {
+        if let Some(Head { lines, notes, keys }) = head(&root, p, n) {
+            if let Some(k) = keys {
+                keys_section.push_str(&format!("  {p}: {k}\n"));
+            }
             let mut block = format!(
                 "{p}:\n{}\n",
                 lines
@@ -244,8 +331,8 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
             if let Some(layout) = table_layout(p, &lines) {
                 block.push_str(&format!("  ({layout})\n"));
             }
-            if !levels.is_empty() {
-                block.push_str(&format!("  (words in capitals: {})\n", levels.join(", ")));
+            for note in notes {
+                block.push_str(&format!("  ({note})\n"));
             }
             if out.len() + heads.len() + block.len() + 40 > MAX_CONTEXT_BYTES {
                 continue;
@@ -257,7 +344,33 @@ pub fn workspace_context(workspace: &Path, intent: &str) -> Option<String> {
         out.push_str("First lines of data files:\n");
         out.push_str(&heads);
     }
-    Some(cut(out.trim_end(), MAX_CONTEXT_BYTES))
+    let mut view = cut(out.trim_end(), MAX_CONTEXT_BYTES);
+    if !keys_section.is_empty() {
+        view.push('\n');
+        view.push_str(KEYS_SECTION);
+        view.push_str(keys_section.trim_end());
+    }
+    Some(view)
+}
+
+/// The view without its keys section, and the keys section's lines
+/// (`path`, then its lines as [`config_keys`] wrote them). Only the first
+/// part goes into the prompt: shown there, next to a task naming the file,
+/// the keys were taken for a dictionary the cell already had (Qwen2.5-
+/// Coder-1.5B wrote `config["currency"]` and `config["shop"]["email"]`:
+/// 3 right answers of 3 became wrong); the pipeline names them in a retry
+/// after a `KeyError` instead.
+pub fn split_view(ctx: &str) -> (&str, Vec<(&str, &str)>) {
+    // At a line's start: the view's other lines that could hold the
+    // heading's words (paths, a file's first lines) are indented.
+    let Some(at) = ctx.find(&format!("\n{KEYS_SECTION}")) else {
+        return (ctx, Vec::new());
+    };
+    let keys = ctx[at + 1 + KEYS_SECTION.len()..]
+        .lines()
+        .filter_map(|l| l.trim().split_once(": "))
+        .collect();
+    (ctx[..at].trim_end(), keys)
 }
 
 /// Most columns named in a table's layout line.
@@ -475,6 +588,54 @@ mod tests {
             level_words("no capitals\nOK at all\nLAST"),
             Vec::<String>::new()
         );
+    }
+
+    /// A configuration file's lines, values left out, are in the view's
+    /// last section, which [`split_view`] takes off: the part that goes
+    /// into the system prompt is the same as without it.
+    #[test]
+    fn configuration_keys_are_a_separate_last_section() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let w = d.path();
+        std::fs::create_dir_all(w.join("config")).ok();
+        std::fs::write(
+            w.join("config/shop.ini"),
+            "[shop]\nname = Corner Shop\n# a comment\nopen_hour = 8\n\n[report]\nday: monday\n",
+        )
+        .ok();
+        std::fs::write(w.join(".env"), "export TOKEN=x\n").ok();
+        std::fs::write(w.join("app.env"), "export TOKEN=x\nDEBUG=1\n").ok();
+        std::fs::write(w.join("notes.txt"), "Keys of configuration files:\n").ok();
+        let c = workspace_context(w, "the report day").unwrap_or_default();
+        let (view, keys) = split_view(&c);
+        assert_eq!(
+            keys,
+            [
+                ("app.env", "\"export TOKEN=…\", \"DEBUG=…\""),
+                (
+                    "config/shop.ini",
+                    "\"[shop]\", \"name = …\", \"open_hour = …\", \"[report]\", \"day: …\""
+                )
+            ],
+            "{c}"
+        );
+        assert!(view.contains("config/shop.ini:\n  [shop]\n"), "{view}");
+        assert!(
+            view.contains("notes.txt:\n  Keys of configuration files:"),
+            "{view}"
+        );
+        assert!(
+            !view.contains("open_hour") && !view.ends_with('\n'),
+            "{view}"
+        );
+        assert_eq!(split_view(view), (view, Vec::new()));
+        // A cut last line counts no key; nothing at all gives no note.
+        let long = format!("a = 1\n{}", "b".repeat(HEAD_BYTES));
+        assert_eq!(config_keys(&long).as_deref(), Some("\"a = …\""));
+        assert_eq!(config_keys("[only]\n# x = 1\n"), None);
+        let many: String = (0..100).map(|i| format!("key_number_{i} = 1\n")).collect();
+        let k = config_keys(&many).unwrap_or_default();
+        assert!(k.len() <= MAX_KEYS_BYTES + 3 && k.ends_with('…'), "{k}");
     }
 
     #[test]

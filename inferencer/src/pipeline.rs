@@ -808,7 +808,13 @@ impl<'a> Delegator<'a> {
         };
         let tool_names: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let allowed = |n: &str| tool_names.iter().any(|t| t == n);
-        let context = self.context.filter(|_| p.context_enabled(&endpoint));
+        let (context, keys) = match self.context.filter(|_| p.context_enabled(&endpoint)) {
+            Some(c) => {
+                let (view, keys) = crate::context::split_view(c);
+                (Some(view), keys)
+            }
+            None => (None, Vec::new()),
+        };
         let query = retrieval_query(intent, context);
         let examples = self.corpus.retrieve(&query, self.config.examples, &allowed);
         let system = system_prompt_with(self.tools, context);
@@ -945,6 +951,7 @@ impl<'a> Delegator<'a> {
                 hints.extend(missing_path_hints(&errs, ctx));
             }
             crate::hints::unknown_name_is_a_file(&errs, &spelled, &mut hints);
+            hints.extend(config_key_hints(&errs, &program, &spelled, &keys));
             d.attempts.push(Attempt {
                 provider: p.name.clone(),
                 raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -1099,6 +1106,71 @@ fn missing_path_hints(errs: &[ErrorInfo], ctx: &str) -> Vec<crate::hints::Hint> 
     out
 }
 
+/// For a run-time `KeyError` or an unknown name in a cell that reads a
+/// configuration file (its path in the cell or spelled by the task): the
+/// file's keys, from the view's keys section (`keys`, see
+/// [`crate::context::split_view`]). Qwen2.5-Coder-1.5B, asked for "the
+/// report day" of an INI file it saw three lines of, wrote
+/// `config["timeout"]` (an example's key) three times, and for "the
+/// opening hour" used a `config` it never built; the keys are not in the
+/// first prompt (shown there, the model took them for a dictionary the
+/// cell already had: 3 of 3 right answers became wrong), only in the
+/// retry after such a failure.
+fn config_key_hints(
+    errs: &[ErrorInfo],
+    program: &str,
+    spelled: &[&str],
+    keys: &[(&str, &str)],
+) -> Vec<crate::hints::Hint> {
+    let mut out = Vec::new();
+    let read = keys
+        .iter()
+        .find(|(p, _)| spelled.contains(p) || program.contains(&format!("{p:?}")));
+    let Some((path, lines)) = read else {
+        return out;
+    };
+    let lines: Vec<&str> = lines
+        .trim_end_matches('…')
+        .split(", ")
+        .map(|l| l.trim_matches('"'))
+        .collect();
+    let sections: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(['[', ']']).trim())
+        .collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.starts_with('['))
+        .filter_map(|l| Some(l[..l.find(['=', ':'])?].trim()))
+        .collect();
+    if names.is_empty() {
+        return out;
+    }
+    let list = names.join(", ");
+    for e in errs {
+        let text = if e.type_name == "KeyError" {
+            let key = e.message.trim().trim_matches(['\'', '"']);
+            if sections.contains(&key) {
+                format!("'{key}' is the section line [{key}] of {path}, not a key: its \"key = value\" lines give the keys {list}.")
+            } else if !names.contains(&key) {
+                format!("{path} has no key '{key}': its \"key = value\" lines give the keys {list}. Use the key the task means, spelled as the file spells it.")
+            } else {
+                continue;
+            }
+        } else {
+            continue;
+        };
+        if !out.iter().any(|h: &crate::hints::Hint| h.text == text) {
+            out.push(crate::hints::Hint {
+                mode: crate::hints::FailureMode::KeyHallucination,
+                text,
+            });
+        }
+    }
+    out
+}
+
 /// Most files described next to the task.
 const MAX_TASK_FILES: usize = 3;
 
@@ -1141,14 +1213,11 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
     }
     let words: std::collections::BTreeSet<String> =
         crate::corpus::tokens(intent).into_iter().collect();
-    let stem_hit = |p: &str| {
-        let name = p.rsplit('/').next().unwrap_or(p);
-        let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
-        crate::corpus::tokens(stem)
-            .iter()
-            .any(|t| words.contains(t))
-    };
-    let by_name: Vec<&str> = paths.iter().copied().filter(|p| stem_hit(p)).collect();
+    let by_name: Vec<&str> = paths
+        .iter()
+        .copied()
+        .filter(|p| stem_named(&words, p))
+        .collect();
     if !by_name.is_empty() {
         return by_name.into_iter().take(MAX_TASK_FILES).collect();
     }
@@ -1185,6 +1254,16 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
         .map(|(_, p)| p)
         .take(MAX_TASK_FILES)
         .collect()
+}
+
+/// Whether a word of the task (`words`, its tokens) is a word of the
+/// file name's stem (`orders` for `data/orders.csv`).
+fn stem_named(words: &std::collections::BTreeSet<String>, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    crate::corpus::tokens(stem)
+        .iter()
+        .any(|t| words.contains(t))
 }
 
 /// Lines describing the files the task names ([`named_paths`]), for the
@@ -2713,6 +2792,41 @@ mod tests {
             ["data/orders.csv"]
         );
         assert!(named_paths("nothing here", ctx).is_empty());
+    }
+
+    /// A `KeyError` or an unknown name in a cell reading a configuration
+    /// file: the retry names the file's keys; any other error, or a cell
+    /// reading no such file, gets nothing.
+    #[test]
+    fn a_missing_key_gets_the_files_keys() {
+        let keys = [(
+            "config/shop.ini",
+            "\"[shop]\", \"name = …\", \"open_hour = …\", \"[report]\", \"day: …\"",
+        )];
+        let cell = "c = {}\nfor l in read_file(\"config/shop.ini\").splitlines():\n    pass\nc[\"timeout\"]";
+        let key_error = |k: &str| ErrorInfo::new(ErrorKind::Runtime, "KeyError", format!("'{k}'"));
+        let h = config_key_hints(&[key_error("timeout")], cell, &[], &keys);
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert_eq!(h[0].text, "config/shop.ini has no key 'timeout': its \"key = value\" lines give the keys name, open_hour, day. Use the key the task means, spelled as the file spells it.");
+        let h = config_key_hints(&[key_error("report")], cell, &[], &keys);
+        assert!(
+            h[0].text
+                .starts_with("'report' is the section line [report] of config/shop.ini, not a key"),
+            "{h:?}"
+        );
+        assert!(config_key_hints(&[key_error("day")], cell, &[], &keys).is_empty());
+        // An unknown name gets none: listed beside `config is not
+        // defined`, the keys kept the model writing `config["currency"]`.
+        let unknown = ErrorInfo::new(
+            ErrorKind::Validation,
+            "UnknownName",
+            "name 'config' is not defined: not a tool of the active profile, an allowed builtin, or a variable assigned in the program",
+        );
+        let h = config_key_hints(&[unknown], "config[\"open\"]", &["config/shop.ini"], &keys);
+        assert!(h.is_empty(), "{h:?}");
+        let other = ErrorInfo::new(ErrorKind::Runtime, "ValueError", "x");
+        assert!(config_key_hints(&[other], cell, &[], &keys).is_empty());
+        assert!(config_key_hints(&[key_error("x")], "read_file(\"a.ini\")", &[], &keys).is_empty());
     }
 
     #[test]
