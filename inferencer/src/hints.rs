@@ -296,7 +296,15 @@ pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mu
         };
         let generic = never_assigned(&name);
         hints.retain(|h| h.text != generic);
-        let text = format!("`{name}` is not a variable: the cell starts with nothing but the tools. {path} is a file: read it with read_file(\"{path}\") and take what the task asks from its lines (a \"key = value\" line splits at \"=\").");
+        let lower = path.to_ascii_lowercase();
+        let config = [".ini", ".cfg", ".conf", ".toml", ".env"];
+        let text = if config.iter().any(|e| lower.ends_with(e)) {
+            // The line that builds the dictionary the cell used: told only
+            // to read the file, the model kept writing `config["open_hour"]`.
+            format!("`{name}` is not a variable: the cell starts with nothing but the tools. Build it from the file first, then index it: {name} = {{l.split(\"=\", 1)[0].strip(): l.split(\"=\", 1)[1].strip() for l in read_file(\"{path}\").splitlines() if \"=\" in l}}")
+        } else {
+            format!("`{name}` is not a variable: the cell starts with nothing but the tools. {path} is a file: read it with read_file(\"{path}\") and take what the task asks from its lines (a \"key = value\" line splits at \"=\").")
+        };
         if !hints.iter().any(|h| h.text == text) {
             hints.push(Hint {
                 mode: FailureMode::KeyHallucination,
@@ -592,11 +600,20 @@ mod tests {
                 .any(|h| h.text.contains("read_file(\"config/shop.ini\")")),
             "{h:?}"
         );
+        // A configuration file: the line that builds the dictionary.
+        assert!(
+            h.iter().any(|h| h.text.ends_with("then index it: config = {l.split(\"=\", 1)[0].strip(): l.split(\"=\", 1)[1].strip() for l in read_file(\"config/shop.ini\").splitlines() if \"=\" in l}")),
+            "{h:?}"
+        );
         // The stem counts too; an unrelated name or path does not.
         let e = err("name 'setup' is not defined");
         let mut h = Vec::new();
         unknown_name_is_a_file(std::slice::from_ref(&e), &["setup.cfg"], &mut h);
         assert_eq!(h.len(), 1, "{h:?}");
+        let e = err("name 'notes' is not defined");
+        let mut h = Vec::new();
+        unknown_name_is_a_file(std::slice::from_ref(&e), &["notes.txt"], &mut h);
+        assert!(h[0].text.contains("splits at"), "{h:?}");
         let mut h = Vec::new();
         unknown_name_is_a_file(&[e], &["data/orders.csv"], &mut h);
         assert!(h.is_empty(), "{h:?}");
