@@ -155,21 +155,24 @@ fn head(root: &Dir, rel: &str, n: usize) -> Option<Head> {
         .take(n)
         .map(|l| cut(l, MAX_LINE_BYTES))
         .collect();
-    let lower = rel.to_ascii_lowercase();
     let mut notes = Vec::new();
-    if lower.ends_with(".log") {
+    if rel.to_ascii_lowercase().ends_with(".log") {
         let levels = level_words(&text);
         if !levels.is_empty() {
             notes.push(format!("words in capitals: {}", levels.join(", ")));
         }
     }
-    let config = [".ini", ".cfg", ".conf", ".toml", ".env"];
-    let keys = config
+    let keys = is_config_file(rel).then(|| config_keys(&text)).flatten();
+    (!lines.is_empty()).then_some(Head { lines, notes, keys })
+}
+
+/// Whether `path` names an INI-style configuration file (`.ini`, `.cfg`,
+/// `.conf`, `.toml`, `.env`), whose `key = value` lines a cell reads.
+pub(crate) fn is_config_file(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    [".ini", ".cfg", ".conf", ".toml", ".env"]
         .iter()
         .any(|e| lower.ends_with(e))
-        .then(|| config_keys(&text))
-        .flatten();
-    (!lines.is_empty()).then_some(Head { lines, notes, keys })
 }
 
 /// The heading of the view's last section, the keys of its configuration

@@ -296,9 +296,7 @@ pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mu
         };
         let generic = never_assigned(&name);
         hints.retain(|h| h.text != generic);
-        let lower = path.to_ascii_lowercase();
-        let config = [".ini", ".cfg", ".conf", ".toml", ".env"];
-        let text = if config.iter().any(|e| lower.ends_with(e)) {
+        let text = if crate::context::is_config_file(path) {
             // The line that builds the dictionary the cell used: told only
             // to read the file, the model kept writing `config["open_hour"]`.
             format!("`{name}` is not a variable: the cell starts with nothing but the tools. Build it from the file first, then index it: {name} = {{l.split(\"=\", 1)[0].strip(): l.split(\"=\", 1)[1].strip() for l in read_file(\"{path}\").splitlines() if \"=\" in l}}")

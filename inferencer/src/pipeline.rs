@@ -1106,16 +1106,15 @@ fn missing_path_hints(errs: &[ErrorInfo], ctx: &str) -> Vec<crate::hints::Hint> 
     out
 }
 
-/// For a run-time `KeyError` or an unknown name in a cell that reads a
-/// configuration file (its path in the cell or spelled by the task): the
-/// file's keys, from the view's keys section (`keys`, see
-/// [`crate::context::split_view`]). Qwen2.5-Coder-1.5B, asked for "the
-/// report day" of an INI file it saw three lines of, wrote
-/// `config["timeout"]` (an example's key) three times, and for "the
-/// opening hour" used a `config` it never built; the keys are not in the
-/// first prompt (shown there, the model took them for a dictionary the
-/// cell already had: 3 of 3 right answers became wrong), only in the
-/// retry after such a failure.
+/// For a run-time `KeyError` in a cell that reads a configuration file
+/// (its path in the cell or spelled by the task): the file's keys, from
+/// the view's keys section (`keys`, see [`crate::context::split_view`]).
+/// Qwen2.5-Coder-1.5B, asked for "the report day" of an INI file it saw
+/// three lines of, wrote `config["timeout"]` (an example's key) three
+/// times. The keys are not in the first prompt (shown there, the model
+/// took them for a dictionary the cell already had: 3 of 3 right answers
+/// became wrong) nor beside an unknown name (it kept writing
+/// `config["currency"]`), only in the retry after a `KeyError`.
 fn config_key_hints(
     errs: &[ErrorInfo],
     program: &str,
@@ -1148,16 +1147,12 @@ fn config_key_hints(
         return out;
     }
     let list = names.join(", ");
-    for e in errs {
-        let text = if e.type_name == "KeyError" {
-            let key = e.message.trim().trim_matches(['\'', '"']);
-            if sections.contains(&key) {
-                format!("'{key}' is the section line [{key}] of {path}, not a key: its \"key = value\" lines give the keys {list}.")
-            } else if !names.contains(&key) {
-                format!("{path} has no key '{key}': its \"key = value\" lines give the keys {list}. Use the key the task means, spelled as the file spells it.")
-            } else {
-                continue;
-            }
+    for e in errs.iter().filter(|e| e.type_name == "KeyError") {
+        let key = e.message.trim().trim_matches(['\'', '"']);
+        let text = if sections.contains(&key) {
+            format!("'{key}' is the section line [{key}] of {path}, not a key: its \"key = value\" lines give the keys {list}.")
+        } else if !names.contains(&key) {
+            format!("{path} has no key '{key}': its \"key = value\" lines give the keys {list}. Use the key the task means, spelled as the file spells it.")
         } else {
             continue;
         };
@@ -1213,11 +1208,14 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
     }
     let words: std::collections::BTreeSet<String> =
         crate::corpus::tokens(intent).into_iter().collect();
-    let by_name: Vec<&str> = paths
-        .iter()
-        .copied()
-        .filter(|p| stem_named(&words, p))
-        .collect();
+    let stem_hit = |p: &str| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+        crate::corpus::tokens(stem)
+            .iter()
+            .any(|t| words.contains(t))
+    };
+    let by_name: Vec<&str> = paths.iter().copied().filter(|p| stem_hit(p)).collect();
     if !by_name.is_empty() {
         return by_name.into_iter().take(MAX_TASK_FILES).collect();
     }
@@ -1254,16 +1252,6 @@ fn named_paths<'c>(intent: &str, ctx: &'c str) -> Vec<&'c str> {
         .map(|(_, p)| p)
         .take(MAX_TASK_FILES)
         .collect()
-}
-
-/// Whether a word of the task (`words`, its tokens) is a word of the
-/// file name's stem (`orders` for `data/orders.csv`).
-fn stem_named(words: &std::collections::BTreeSet<String>, path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
-    crate::corpus::tokens(stem)
-        .iter()
-        .any(|t| words.contains(t))
 }
 
 /// Lines describing the files the task names ([`named_paths`]), for the
@@ -2794,9 +2782,9 @@ mod tests {
         assert!(named_paths("nothing here", ctx).is_empty());
     }
 
-    /// A `KeyError` or an unknown name in a cell reading a configuration
-    /// file: the retry names the file's keys; any other error, or a cell
-    /// reading no such file, gets nothing.
+    /// A `KeyError` in a cell reading a configuration file: the retry
+    /// names the file's keys; an unknown name or any other error, or a
+    /// cell reading no such file, gets nothing.
     #[test]
     fn a_missing_key_gets_the_files_keys() {
         let keys = [(
