@@ -312,6 +312,47 @@ pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mu
     }
 }
 
+/// For a cell rejected as a constant (`NoToolCall`) that spells out a
+/// code-intelligence tool's result, dictionaries with its keys (seen:
+/// `[{"file": "scripts/helpers.py", "line": 1, "kind": "function", "name":
+/// …, "signature": …}]` three times for "what is defined in
+/// scripts/helpers.py", the generic hint notwithstanding): name the call
+/// that returns it, with the Python file the task spells out. Replaces the
+/// generic "call the tools" hint.
+pub fn constant_is_a_tool_result(
+    errors: &[ErrorInfo],
+    program: &str,
+    spelled: &[&str],
+    tools: &[String],
+    hints: &mut Vec<Hint>,
+) {
+    if !errors.iter().any(|e| e.type_name == "NoToolCall") {
+        return;
+    }
+    let key =
+        |k: &str| program.contains(&format!("\"{k}\":")) || program.contains(&format!("'{k}':"));
+    let has_tool = |t: &str| tools.iter().any(|x| x == t);
+    let text = if key("kind") && key("signature") && has_tool("find_definitions") {
+        let arg = spelled
+            .iter()
+            .find(|p| p.ends_with(".py"))
+            .map_or("path".to_string(), |p| format!("\"{p}\""));
+        format!("That list is what find_definitions({arg}) returns: call it instead of writing its result, e.g. [d[\"name\"] for d in find_definitions({arg})] for the names it defines.")
+    } else if key("caller") && has_tool("find_callers") {
+        "That list is what find_callers(name) returns: call it with the function's name instead of writing its result, e.g. [c[\"caller\"] for c in find_callers(\"name\")].".to_string()
+    } else {
+        return;
+    };
+    hints.retain(|h| {
+        !h.text
+            .starts_with("Compute the answer by calling the tools")
+    });
+    hints.push(Hint {
+        mode: FailureMode::KeyHallucination,
+        text,
+    });
+}
+
 fn mentions(e: &ErrorInfo, word: &str) -> bool {
     e.message.to_lowercase().contains(word) || e.type_name.to_lowercase().contains(word)
 }
@@ -614,6 +655,65 @@ mod tests {
         assert!(h[0].text.contains("splits at"), "{h:?}");
         let mut h = Vec::new();
         unknown_name_is_a_file(&[e], &["data/orders.csv"], &mut h);
+        assert!(h.is_empty(), "{h:?}");
+    }
+
+    #[test]
+    fn a_constant_shaped_like_a_tool_result_gets_the_call() {
+        let e = ErrorInfo::new(
+            ErrorKind::Validation,
+            "NoToolCall",
+            "the cell calls no tool and ends in a constant: the value must come from the tools",
+        );
+        let cell = r#"[{"file": "scripts/helpers.py", "line": 1, "kind": "function", "name": "get_info", "signature": "(sku) -> dict"}]"#;
+        let mut ci = tools();
+        ci.push("find_definitions".into());
+        ci.push("find_callers".into());
+        let mut h = hints_for(cell, std::slice::from_ref(&e), &ci);
+        assert!(
+            h.iter().any(|h| h.text.starts_with("Compute the answer")),
+            "{h:?}"
+        );
+        constant_is_a_tool_result(
+            std::slice::from_ref(&e),
+            cell,
+            &["scripts/helpers.py"],
+            &ci,
+            &mut h,
+        );
+        assert!(
+            !h.iter().any(|h| h.text.starts_with("Compute the answer")),
+            "{h:?}"
+        );
+        assert!(
+            h.iter().any(|h| h
+                .text
+                .contains(r#"[d["name"] for d in find_definitions("scripts/helpers.py")]"#)),
+            "{h:?}"
+        );
+        // find_callers' keys name find_callers.
+        let cell = r#"[{"file": "a.py", "line": 3, "caller": "main", "text": "load()"}]"#;
+        let mut h = Vec::new();
+        constant_is_a_tool_result(std::slice::from_ref(&e), cell, &[], &ci, &mut h);
+        assert!(h[0].text.contains("find_callers(name)"), "{h:?}");
+        // Without the tool, or another shape, or another error: nothing.
+        for (cell, tools) in [
+            (r#"[{"kind": "function", "signature": "()"}]"#, tools()),
+            ("[1, 2, 3]", ci.clone()),
+        ] {
+            let mut h = Vec::new();
+            constant_is_a_tool_result(std::slice::from_ref(&e), cell, &[], &tools, &mut h);
+            assert!(h.is_empty(), "{cell}: {h:?}");
+        }
+        let mut h = Vec::new();
+        let other = err("name 'x' is not defined");
+        constant_is_a_tool_result(
+            &[other],
+            r#"[{"kind": 1, "signature": 2}]"#,
+            &[],
+            &ci,
+            &mut h,
+        );
         assert!(h.is_empty(), "{h:?}");
     }
 

@@ -951,6 +951,13 @@ impl<'a> Delegator<'a> {
                 hints.extend(missing_path_hints(&errs, ctx));
             }
             crate::hints::unknown_name_is_a_file(&errs, &spelled, &mut hints);
+            crate::hints::constant_is_a_tool_result(
+                &errs,
+                &program,
+                &spelled,
+                &tool_names,
+                &mut hints,
+            );
             hints.extend(config_key_hints(&errs, &program, &spelled, &keys));
             d.attempts.push(Attempt {
                 provider: p.name.clone(),

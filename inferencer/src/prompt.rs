@@ -152,11 +152,23 @@ pub fn retry_messages(
     errors: &[ErrorInfo],
     hints: &[Hint],
 ) -> Vec<Message> {
-    let mut fix = format!(
-        "# Task: {}\n\nThis cell was rejected:\n```python\n{}\n```\n",
-        intent.trim(),
-        previous.trim_end()
-    );
+    // A cell that only wrote its answer out as a constant has nothing to
+    // correct: shown again, it is copied again (seen: the same list of
+    // made-up find_definitions results three times; left out, with the
+    // hint naming the call, the model called it).
+    let constant = errors.iter().any(|e| e.type_name == "NoToolCall");
+    let mut fix = if constant {
+        format!(
+            "# Task: {}\n\nYour answer wrote a value out as a constant instead of computing it with the tools, so it was rejected.\n",
+            intent.trim()
+        )
+    } else {
+        format!(
+            "# Task: {}\n\nThis cell was rejected:\n```python\n{}\n```\n",
+            intent.trim(),
+            previous.trim_end()
+        )
+    };
     if !errors.is_empty() {
         fix.push_str("Why:\n");
         fix.push_str(&render_errors(errors));
@@ -190,6 +202,38 @@ pub fn different_messages(retry: Vec<Message>) -> Vec<Message> {
 mod tests {
     use super::*;
     use crate::corpus::Corpus;
+
+    #[test]
+    fn a_constant_is_not_shown_back_to_the_model() {
+        let no_tool = ErrorInfo::new(
+            lackpy_policy::ErrorKind::Validation,
+            "NoToolCall",
+            "the cell calls no tool and ends in a constant",
+        );
+        let m = retry_messages(
+            "sys",
+            &[],
+            "what is defined in a.py",
+            "[{\"name\": \"made_up\"}]",
+            &[no_tool],
+            &[],
+        );
+        let last = &m.last().expect("a turn").content;
+        assert!(!last.contains("made_up"), "{last}");
+        assert!(last.contains("wrote a value out as a constant"), "{last}");
+        // Any other rejected cell is shown, to be corrected.
+        let other = ErrorInfo::new(
+            lackpy_policy::ErrorKind::Validation,
+            "UnknownName",
+            "name 'x'",
+        );
+        let m = retry_messages("sys", &[], "t", "x + made_up", &[other], &[]);
+        assert!(m
+            .last()
+            .expect("a turn")
+            .content
+            .contains("```python\nx + made_up\n```"));
+    }
 
     #[test]
     fn prompt_lists_only_namespace() {
