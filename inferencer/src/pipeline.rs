@@ -1470,10 +1470,69 @@ fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
             rest = after;
         }
         fixed.push_str(rest);
-        out = fixed;
+        out = with_split_key_rows(&fixed, lines, unsliced, rows);
     }
     (out != answer && crate::clean::line_index_problem(&out).is_none() && validates(&out))
         .then_some(out)
+}
+
+/// [`with_split_rows`] for a call's first argument: `sorted(LINES,
+/// key=lambda r: float(r[2]))` (LINES the table's lines, sliced `[1:]` as
+/// the rows are, or unsliced) becomes `sorted(ROWS, key=lambda r: …)` when
+/// the lambda's parameter is used only indexed. Seen: three identical
+/// answers of that shape, the hint notwithstanding.
+fn with_split_key_rows(program: &str, lines: &str, unsliced: &str, rows: &str) -> String {
+    let code = crate::corpus::strip_strings(program);
+    if code.len() != program.len() {
+        return program.to_string();
+    }
+    let pat = format!("({unsliced}");
+    let mut out = String::with_capacity(program.len());
+    let mut last = 0;
+    for (k, _) in program.match_indices(&pat) {
+        let mut after = k + pat.len();
+        if program[after..].starts_with("[1:]") && lines.ends_with("[1:]") {
+            after += "[1:]".len();
+        } else if program[after..].starts_with('[') {
+            continue;
+        }
+        let tail = program[after..].trim_start();
+        let Some(name) = tail
+            .strip_prefix(',')
+            .map(str::trim_start)
+            .and_then(|t| t.strip_prefix("key=lambda "))
+            .and_then(|t| t.split_once(':'))
+            .map(|(n, _)| n.trim())
+        else {
+            continue;
+        };
+        if k < last || !only_indexed(&code, name) {
+            continue;
+        }
+        out.push_str(&program[last..k + 1]);
+        out.push_str(rows);
+        last = after;
+    }
+    out.push_str(&program[last..]);
+    out
+}
+
+/// Whether `name` (an identifier) occurs in `code` (strings blanked) only
+/// as a lambda's parameter (`lambda name:`) or indexed (`name[`).
+fn only_indexed(code: &str, name: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    if name.is_empty() || !name.chars().all(is_word) {
+        return false;
+    }
+    code.match_indices(name).all(|(i, _)| {
+        let prev = code[..i].chars().next_back();
+        let rest = &code[i + name.len()..];
+        let next = rest.chars().next();
+        prev.is_some_and(is_word)
+            || next.is_some_and(is_word)
+            || next == Some('[')
+            || (code[..i].ends_with("lambda ") && rest.trim_start().starts_with(':'))
+    })
 }
 
 /// Whether every name bound by `for NAME in LINES…` (LINES starting with
@@ -2660,6 +2719,30 @@ mod tests {
             ),
             None
         );
+        // A `key=lambda` over the lines, sliced like the rows or not.
+        assert_eq!(
+            with_split_rows(
+                task,
+                "sorted(read_file(\"data/o.csv\").splitlines()[1:], key=lambda r: int(r[0]))[:5]",
+                &ok
+            ),
+            Some(format!("sorted({rows}, key=lambda r: int(r[0]))[:5]"))
+        );
+        assert_eq!(
+            with_split_rows(
+                task,
+                "max(read_file(\"data/o.csv\").splitlines(), key=lambda x: int(x[0]))",
+                &ok
+            ),
+            Some(format!("max({rows}, key=lambda x: int(x[0]))"))
+        );
+        // The parameter also used as a str, or another slice: left alone.
+        for answer in [
+            "sorted(read_file(\"data/o.csv\").splitlines()[1:], key=lambda r: int(r[0]) + len(r))",
+            "sorted(read_file(\"data/o.csv\").splitlines()[2:], key=lambda r: int(r[0]))",
+        ] {
+            assert_eq!(with_split_rows(task, answer, &ok), None, "{answer}");
+        }
         // Through the cascade: the repaired answer runs without a retry.
         let ctx = Some("Workspace files:\n  data/o.csv\nFirst lines of data files:\ndata/o.csv:\n  id,customer\n  1,ann");
         let (d, s) = run_in(
