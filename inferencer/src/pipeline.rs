@@ -918,7 +918,11 @@ impl<'a> Delegator<'a> {
             if let Some(whole) = with_shown_rows(&task, &program, &validates) {
                 program = whole;
             }
-            if let Some(split) = with_split_rows(&task, &program, &validates) {
+            // Its key-function form only for a cell the model gave again:
+            // rewritten at once, `max(LINES, key=lambda r: float(r[4]))[4]`
+            // ends as the field's text where the retry had converted it.
+            let again = rejected.iter().any(|r| same_code(r, &program));
+            if let Some(split) = with_split_rows(&task, &program, again, &validates) {
                 tracing::info!(provider = %p.name, "a line indexed as a row: the task's rows are used");
                 program = split;
             }
@@ -1431,7 +1435,14 @@ fn shown_rows(task: &str) -> impl Iterator<Item = &str> {
 /// when the result no longer indexes a line and validates. A small model
 /// given the hint often repeats the same cell (seen: three identical
 /// answers), so the fix the hint names is applied here.
-fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -> Option<String> {
+/// With `key_functions`, a call's `key=lambda` over the lines too
+/// ([`with_split_key_rows`]).
+fn with_split_rows(
+    task: &str,
+    answer: &str,
+    key_functions: bool,
+    validates: &dyn Fn(&str) -> bool,
+) -> Option<String> {
     crate::clean::line_index_problem(answer)?;
     let mut out = answer.to_string();
     for shown in shown_rows(task) {
@@ -1470,7 +1481,11 @@ fn with_split_rows(task: &str, answer: &str, validates: &dyn Fn(&str) -> bool) -
             rest = after;
         }
         fixed.push_str(rest);
-        out = with_split_key_rows(&fixed, lines, unsliced, rows);
+        out = if key_functions {
+            with_split_key_rows(&fixed, lines, unsliced, rows)
+        } else {
+            fixed
+        };
     }
     (out != answer && crate::clean::line_index_problem(&out).is_none() && validates(&out))
         .then_some(out)
@@ -2687,6 +2702,7 @@ mod tests {
             with_split_rows(
                 task,
                 "c = set()\nfor row in read_file(\"data/o.csv\").splitlines()[1:]:\n    c.add(row[1])\nsorted(c)",
+                false,
                 &ok
             ),
             Some(format!("c = set()\nfor row in {rows}:\n    c.add(row[1])\nsorted(c)"))
@@ -2695,6 +2711,7 @@ mod tests {
             with_split_rows(
                 task,
                 "sum(int(r[0]) for r in read_file(\"data/o.csv\").splitlines())",
+                false,
                 &ok
             ),
             Some(format!("sum(int(r[0]) for r in {rows})"))
@@ -2708,30 +2725,32 @@ mod tests {
             "[h[0] for h in read_file(\"data/o.csv\").splitlines() if h.strip()]",
             "[r[1] for r in read_file(\"data/o.csv\").splitlines()[1:] if \"x\" in r]",
         ] {
-            assert_eq!(with_split_rows(task, answer, &ok), None, "{answer}");
+            assert_eq!(with_split_rows(task, answer, false, &ok), None, "{answer}");
         }
         let no = |_: &str| false;
         assert_eq!(
             with_split_rows(
                 task,
                 "[r[1] for r in read_file(\"data/o.csv\").splitlines()[1:]]",
+                false,
                 &no
             ),
             None
         );
-        // A `key=lambda` over the lines, sliced like the rows or not.
+        // A `key=lambda` over the lines, sliced like the rows or not: only
+        // when asked for (a cell given again).
+        let sorted =
+            "sorted(read_file(\"data/o.csv\").splitlines()[1:], key=lambda r: int(r[0]))[:5]";
+        assert_eq!(with_split_rows(task, sorted, false, &ok), None);
         assert_eq!(
-            with_split_rows(
-                task,
-                "sorted(read_file(\"data/o.csv\").splitlines()[1:], key=lambda r: int(r[0]))[:5]",
-                &ok
-            ),
+            with_split_rows(task, sorted, true, &ok),
             Some(format!("sorted({rows}, key=lambda r: int(r[0]))[:5]"))
         );
         assert_eq!(
             with_split_rows(
                 task,
                 "max(read_file(\"data/o.csv\").splitlines(), key=lambda x: int(x[0]))",
+                true,
                 &ok
             ),
             Some(format!("max({rows}, key=lambda x: int(x[0]))"))
@@ -2741,7 +2760,7 @@ mod tests {
             "sorted(read_file(\"data/o.csv\").splitlines()[1:], key=lambda r: int(r[0]) + len(r))",
             "sorted(read_file(\"data/o.csv\").splitlines()[2:], key=lambda r: int(r[0]))",
         ] {
-            assert_eq!(with_split_rows(task, answer, &ok), None, "{answer}");
+            assert_eq!(with_split_rows(task, answer, true, &ok), None, "{answer}");
         }
         // Through the cascade: the repaired answer runs without a retry.
         let ctx = Some("Workspace files:\n  data/o.csv\nFirst lines of data files:\ndata/o.csv:\n  id,customer\n  1,ann");
@@ -2759,6 +2778,22 @@ mod tests {
         assert_eq!(
             d.program.as_deref(),
             Some(format!("[r[1] for r in {rows}]").as_str())
+        );
+        // A key function over the lines goes back to the model first; given
+        // again, it is rewritten.
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            None,
+            "the customers in data/o.csv",
+            vec![Ok(sorted.into()), Ok(sorted.into())],
+        );
+        assert_eq!(s.seen.len(), 2, "{:?}", d.attempts);
+        assert_eq!(d.attempts[0].error_type(), Some("LineIndexed"));
+        assert_eq!(
+            d.program.as_deref(),
+            Some(format!("sorted({rows}, key=lambda r: int(r[0]))[:5]").as_str())
         );
     }
 
