@@ -598,14 +598,25 @@ pub fn line_index_problem(program: &str) -> Option<(String, String)> {
         // `names.add(row[1])`, `counts[row[2]]`: a field taken, one
         // character got. Index 0 and -1 are left alone (a line's first or
         // last character is sometimes what is meant).
-        for open in [".add(", ".append(", "["] {
+        // `set(row[0] for row in …)`, `{row[2] for row in …}`: a
+        // generator's or set's item, taken the same way (seen: a count of
+        // "distinct products" that counted first characters); not when it
+        // is compared (`(l[0] == "#")`).
+        for open in [".add(", ".append(", "[", "(", "{"] {
             let pat = format!("{open}{v}[");
             for (i, _) in code.match_indices(&pat) {
-                let Some((digits, _)) = literal_index(&code, i + open.len(), &pat[open.len()..])
+                let Some((digits, rest)) = literal_index(&code, i + open.len(), &pat[open.len()..])
                 else {
                     continue;
                 };
                 if (digits == "0" || digits == "-1") && !table_vars.contains(v) {
+                    continue;
+                }
+                let rest = rest.trim_start();
+                let compared = ["==", "!=", "<", ">", "in ", "not "]
+                    .iter()
+                    .any(|op| rest.starts_with(op));
+                if matches!(open, "(" | "{") && (compared || !rest.starts_with("for ")) {
                     continue;
                 }
                 return Some((
@@ -820,6 +831,10 @@ mod tests {
             // A key function's argument is one line too.
             "max(read_file(\"data/orders.csv\").splitlines()[1:], key=lambda r: float(r[4]))[4]",
             "lines = read_file('a.csv').splitlines()\nsorted(lines[1:], key=lambda row: int(row[2]), reverse=True)",
+            // A generator's or a set's items.
+            "len(set(r[0] for r in read_file(\"data/products.csv\").splitlines()[1:]))",
+            "{r[2] for r in read_file('a.csv').splitlines()[1:]}",
+            "sorted(set(l[3] for l in read_file('a.md').splitlines()))",
         ] {
             let got = line_index_problem(bad);
             assert!(
@@ -843,6 +858,9 @@ mod tests {
             "rows = [l.split(',') for l in read_file('a.csv').splitlines()[1:]]\nsorted(rows, key=lambda r: int(r[2]))",
             "sorted(read_file('a.md').splitlines(), key=lambda l: l[0])",
             "sort_by([{'a': 1}], 'a')",
+            "set(l[0] for l in read_file('a.md').splitlines() if l)",
+            "sum((r[0] == '#') for r in read_file('a.csv').splitlines())",
+            "[(r[1], 2) for r in read_file('a.md').splitlines()]",
         ] {
             assert_eq!(line_index_problem(good), None, "{good}");
         }
