@@ -963,6 +963,7 @@ impl<'a> Delegator<'a> {
                 &mut hints,
             );
             hints.extend(config_key_hints(&errs, &program, &spelled, &keys));
+            hints.extend(config_value_hint(intent, &errs, &program, &spelled, &keys));
             d.attempts.push(Attempt {
                 provider: p.name.clone(),
                 raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -1139,21 +1140,7 @@ fn config_key_hints(
     let Some((path, lines)) = read else {
         return out;
     };
-    let lines: Vec<&str> = lines
-        .trim_end_matches('…')
-        .split(", ")
-        .map(|l| l.trim_matches('"'))
-        .collect();
-    let sections: Vec<&str> = lines
-        .iter()
-        .filter(|l| l.starts_with('['))
-        .map(|l| l.trim_matches(['[', ']']).trim())
-        .collect();
-    let names: Vec<&str> = lines
-        .iter()
-        .filter(|l| !l.starts_with('['))
-        .filter_map(|l| Some(l[..l.find(['=', ':'])?].trim()))
-        .collect();
+    let (sections, names) = config_sections_and_keys(lines);
     if names.is_empty() {
         return out;
     }
@@ -1175,6 +1162,100 @@ fn config_key_hints(
         }
     }
     out
+}
+
+/// A configuration file's section names and keys, from its entry in the
+/// view's keys section (`"[shop]", "name = …", "day: …"`).
+fn config_sections_and_keys(lines: &str) -> (Vec<&str>, Vec<&str>) {
+    let lines: Vec<&str> = lines
+        .trim_end_matches('…')
+        .split(", ")
+        .map(|l| l.trim_matches('"'))
+        .collect();
+    let sections = lines
+        .iter()
+        .filter(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(['[', ']']).trim())
+        .collect();
+    let names = lines
+        .iter()
+        .filter(|l| !l.starts_with('['))
+        .filter_map(|l| Some(l[..l.find(['=', ':'])?].trim()))
+        .collect();
+    (sections, names)
+}
+
+/// Whether two words are one word in two forms: equal, or sharing a
+/// prefix of at least four characters that covers all but at most two of
+/// the shorter (`open`/`opening`, `requires`/`required`).
+fn same_word(a: &str, b: &str) -> bool {
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let shorter = a.chars().count().min(b.chars().count());
+    a == b || (common >= 4 && common + 2 >= shorter)
+}
+
+/// For a cell that reads a configuration file the task spells out and
+/// failed at run time (or ran to an empty or ill-shaped value): when the
+/// task's words pick out one of the file's keys (`package name` → `name`,
+/// `opening hour` → `open_hour` over `close_hour`), the expression that
+/// reads that key's value. A small model shown the file's keys guessed
+/// section lookups and index arithmetic (`line.index("name ")`,
+/// `[metadata]` as a key line) and failed three times; the keys stay out
+/// of the first prompt (see [`config_key_hints`]).
+fn config_value_hint(
+    intent: &str,
+    errs: &[ErrorInfo],
+    program: &str,
+    spelled: &[&str],
+    keys: &[(&str, &str)],
+) -> Option<crate::hints::Hint> {
+    if errs.iter().all(|e| e.kind == ErrorKind::Validation) {
+        return None;
+    }
+    let (path, lines) = keys
+        .iter()
+        .find(|(p, _)| spelled.contains(p) && program.contains(&format!("{p:?}")))?;
+    let (_, names) = config_sections_and_keys(lines);
+    // A task about the file's layout (its sections, keys or lines) asks
+    // for no one value: "section names" is not the key `name`.
+    const LAYOUT: [&str; 9] = [
+        "section", "sections", "key", "keys", "line", "lines", "settings", "all", "every",
+    ];
+    if intent_words(intent)
+        .iter()
+        .any(|w| LAYOUT.contains(&w.as_str()))
+    {
+        return None;
+    }
+    let path_words = intent_words(path);
+    let words: Vec<String> = intent_words(intent)
+        .into_iter()
+        .filter(|w| w.len() >= 3 && !path_words.contains(w))
+        .collect();
+    let score = |key: &str| {
+        key.to_lowercase()
+            .split(['_', '-', '.', ' '])
+            .filter(|part| words.iter().any(|w| same_word(w, part)))
+            .count()
+    };
+    let best = names.iter().map(|k| score(k)).max().filter(|&b| b > 0)?;
+    let tied: Vec<&&str> = names.iter().filter(|k| score(k) == best).collect();
+    let [key] = tied.as_slice() else {
+        return None;
+    };
+    let sep = if lines.contains(&format!("\"{key}:")) && !lines.contains(&format!("\"{key} =")) {
+        ":"
+    } else {
+        "="
+    };
+    let expr = format!("[l.split(\"{sep}\", 1)[1].strip() for l in read_file(\"{path}\").splitlines() if l.split(\"{sep}\", 1)[0].strip() == \"{key}\"][0]");
+    if program.contains(&expr) {
+        return None;
+    }
+    Some(crate::hints::Hint {
+        mode: crate::hints::FailureMode::KeyHallucination,
+        text: format!("The task asks for {path}'s key {key}: its value is {expr}"),
+    })
 }
 
 /// Most files described next to the task.
@@ -2940,6 +3021,61 @@ mod tests {
         let other = ErrorInfo::new(ErrorKind::Runtime, "ValueError", "x");
         assert!(config_key_hints(&[other], cell, &[], &keys).is_empty());
         assert!(config_key_hints(&[key_error("x")], "read_file(\"a.ini\")", &[], &keys).is_empty());
+    }
+
+    /// A run-time failure in a cell reading a configuration file the task
+    /// spells out: when the task's words pick one key, the retry gets the
+    /// expression reading its value.
+    #[test]
+    fn the_key_the_task_names_gets_the_expression_reading_it() {
+        let keys = [(
+            "config/shop.ini",
+            "\"[shop]\", \"name = …\", \"open_hour = …\", \"close_hour = …\", \"[report]\", \"day: …\"",
+        )];
+        let spelled = ["config/shop.ini"];
+        let cell = "c = {}\nfor l in read_file(\"config/shop.ini\").splitlines():\n    pass\nc[\"timeout\"]";
+        let failed = ErrorInfo::new(ErrorKind::Runtime, "KeyError", "'timeout'");
+        let hint = |intent: &str| {
+            config_value_hint(intent, std::slice::from_ref(&failed), cell, &spelled, &keys)
+                .map(|h| h.text)
+        };
+        assert_eq!(
+            hint("the report day in config/shop.ini").as_deref(),
+            Some("The task asks for config/shop.ini's key day: its value is [l.split(\":\", 1)[1].strip() for l in read_file(\"config/shop.ini\").splitlines() if l.split(\":\", 1)[0].strip() == \"day\"][0]")
+        );
+        // A word in another form, and the better of two partial matches.
+        assert!(hint("the opening hour set in config/shop.ini")
+            .is_some_and(|h| h.contains("== \"open_hour\"")));
+        // No key named, two equally named, or only the path's own words.
+        for intent in [
+            "section names of config/shop.ini, sorted",
+            "all the settings in config/shop.ini",
+            "the hour in config/shop.ini",
+            "what is in config/shop.ini",
+        ] {
+            assert_eq!(hint(intent), None, "{intent}");
+        }
+        assert!(hint("the shop name in config/shop.ini").is_some_and(|h| h.contains("== \"name\"")));
+        // Not for a validation error, a file the task does not spell out,
+        // or a cell that does not read it.
+        let invalid = ErrorInfo::new(ErrorKind::Validation, "UnknownName", "name 'c'");
+        assert!(config_value_hint("the report day", &[invalid], cell, &spelled, &keys).is_none());
+        assert!(config_value_hint(
+            "the report day",
+            std::slice::from_ref(&failed),
+            cell,
+            &[],
+            &keys
+        )
+        .is_none());
+        assert!(config_value_hint(
+            "the report day in config/shop.ini",
+            std::slice::from_ref(&failed),
+            "c[\"day\"]",
+            &spelled,
+            &keys
+        )
+        .is_none());
     }
 
     #[test]
