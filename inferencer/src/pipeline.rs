@@ -843,8 +843,12 @@ impl<'a> Delegator<'a> {
         // the answer when the call after it does no better.
         let mut fallback: Option<(String, usize)> = None;
         // One first answer, one correction retry, and one more call only
-        // when the retry repeated a rejected cell.
+        // when the retry repeated a rejected cell or failed in a way that
+        // first earned a hint from a configuration file's keys.
         let mut calls: u64 = 0;
+        // Whether the first retry already carried a configuration file's
+        // keys (then a second failure gets no third call for them).
+        let mut grounded_before = false;
         while calls < 3 {
             calls += 1;
             let t0 = std::time::Instant::now();
@@ -962,8 +966,11 @@ impl<'a> Delegator<'a> {
                 &tool_names,
                 &mut hints,
             );
-            hints.extend(config_key_hints(&errs, &program, &spelled, &keys));
-            hints.extend(config_value_hint(intent, &errs, &program, &spelled, &keys));
+            let key_hints = config_key_hints(&errs, &program, &spelled, &keys);
+            let value_hint = config_value_hint(intent, &errs, &program, &spelled, &keys);
+            let grounded = !key_hints.is_empty() || value_hint.is_some();
+            hints.extend(key_hints);
+            hints.extend(value_hint);
             d.attempts.push(Attempt {
                 provider: p.name.clone(),
                 raw: Some(echo(&generation.text, MAX_RAW_ECHO_BYTES)),
@@ -982,6 +989,14 @@ impl<'a> Delegator<'a> {
             if calls == 1 {
                 messages = retry_messages(&system, &examples, &task, &program, &errs, &hints);
                 temperature = Some(p.retry_temperature);
+                grounded_before = grounded;
+            } else if calls == 2 && grounded && !grounded_before && !repeated {
+                // The retry's failure is the first to earn a hint read from
+                // the configuration file's own keys (seen: an unknown name,
+                // then `shop["opening_hour"]`, a KeyError): one more
+                // correction, with that hint.
+                tracing::info!(provider = %p.name, "a second correction, with the file's keys");
+                messages = retry_messages(&system, &examples, &task, &program, &errs, &hints);
             } else if repeated && calls == 2 {
                 // A retry that repeats the rejected cell is wasted: ask
                 // again, warmer, saying so.
@@ -3021,6 +3036,72 @@ mod tests {
         let other = ErrorInfo::new(ErrorKind::Runtime, "ValueError", "x");
         assert!(config_key_hints(&[other], cell, &[], &keys).is_empty());
         assert!(config_key_hints(&[key_error("x")], "read_file(\"a.ini\")", &[], &keys).is_empty());
+    }
+
+    /// A retry that fails in a way that first earns a hint from the
+    /// configuration file's keys gets one more correction with it; a first
+    /// retry that already had it does not.
+    #[test]
+    fn a_second_failure_with_the_files_keys_gets_one_more_call() {
+        let ctx = Some("Workspace files:\n  config/shop.ini\nKeys of configuration files:\n  config/shop.ini: \"[shop]\", \"open_hour = …\", \"close_hour = …\"");
+        let check = |p: &str| {
+            if p.contains("[\"opening_hour\"]") {
+                RunCheck::Failed(ErrorInfo::new(
+                    ErrorKind::Runtime,
+                    "KeyError",
+                    "'opening_hour'",
+                ))
+            } else {
+                RunCheck::Accept
+            }
+        };
+        let read = "c = {l.split(\"=\")[0].strip(): l.split(\"=\")[1].strip() for l in read_file(\"config/shop.ini\").splitlines() if \"=\" in l}\n";
+        let wrong = format!("{read}c[\"opening_hour\"]");
+        let right = format!("{read}c[\"open_hour\"]");
+        let intent = "the opening hour set in config/shop.ini";
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            intent,
+            vec![Ok("import os".into()), Ok(wrong.clone()), Ok(right.clone())],
+        );
+        assert_eq!(s.seen.len(), 3, "{:?}", d.attempts);
+        let third = &s.seen[2].messages.last().expect("a turn").content;
+        assert!(
+            third.contains("== \"open_hour\"][0]") && third.contains("has no key 'opening_hour'"),
+            "{third}"
+        );
+        assert_eq!(d.program.as_deref(), Some(right.as_str()));
+        // The first retry had the keys already: no third call.
+        let (d, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            intent,
+            vec![
+                Ok(wrong.clone()),
+                Ok(format!("{read}c[\"opening_hour\"]  # again")),
+                Ok(right),
+            ],
+        );
+        assert_eq!(
+            s.seen.len(),
+            3,
+            "a repeat still gets its call: {:?}",
+            d.attempts
+        );
+        let (_, s) = run_in(
+            vec![ollama("x")],
+            2,
+            ctx,
+            Some(&check),
+            intent,
+            vec![Ok(wrong), Ok("import sys".into()), Ok("1".into())],
+        );
+        assert_eq!(s.seen.len(), 2);
     }
 
     /// A run-time failure in a cell reading a configuration file the task
