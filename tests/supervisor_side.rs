@@ -2041,3 +2041,38 @@ fn hostile_trace_records_are_counted_before_they_are_parsed() {
         "lackpy mcp peaked at {peak} KiB ({before} KiB before the traces call)"
     );
 }
+
+/// A workspace's `.lackpy/templates.toml` (a cloned repository's) was
+/// capped at 1 MiB but its TOML items were not counted, as
+/// `config.toml`'s are: 1 MiB of `{},` took `lackpy delegate` to 75 MiB
+/// (14 MiB without the file), at every delegation. Now the items are
+/// counted before parsing (`MAX_CONFIG_ITEMS`), and the ratchet keeps the
+/// file it writes within that count.
+#[test]
+fn hostile_templates_files_are_counted_before_parsing() {
+    let ws = util::workspace(&[("a.py", "x = 1\n")]);
+    let ctl = ws.path().join(".lackpy");
+    std::fs::create_dir_all(&ctl).expect(".lackpy");
+    let hostile = format!("a = [{}]\n", "{},".repeat(349_000));
+    std::fs::write(ctl.join("templates.toml"), hostile).expect("templates");
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let argv = [
+        "delegate",
+        "--json",
+        "--workspace",
+        ws_s,
+        "count python files",
+    ];
+    let (out, peak) = util::run_peak(&argv, "");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_ne!(out.status.code(), Some(0), "{said:.500}");
+    assert!(said.contains("MAX_CONFIG_ITEMS"), "{said:.500}");
+    assert!(peak < 40_000, "lackpy delegate peaked at {peak} KiB");
+    // A real templates file still answers.
+    let ok = "[[templates]]\nname = \"n\"\npattern = \"count python files\"\n\
+              program = \"len(find_files('*.py'))\"\n";
+    std::fs::write(ctl.join("templates.toml"), ok).expect("templates");
+    let (out, _) = util::run_peak(&argv, "");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["value"], 1, "{v}\n{}", stderr(&out));
+}
