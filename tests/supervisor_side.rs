@@ -2076,3 +2076,74 @@ fn hostile_templates_files_are_counted_before_parsing() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(v["value"], 1, "{v}\n{}", stderr(&out));
 }
+
+/// Trace rotation removed the oldest files by *name* and never the last
+/// one: a foreign `.lackpy/traces/9999-12-31.jsonl` (a cloned
+/// repository's) larger than `total_mb` was never removed, and every
+/// rotation removed the user's traces instead, the file just written
+/// included: the run's record was lost. Files are now removed oldest by
+/// modification time (which no program can set), never one just written.
+#[test]
+fn a_foreign_trace_file_cannot_make_rotation_remove_new_traces() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let foreign = traces.join("9999-12-31.jsonl");
+    std::fs::write(&foreign, "{}\n".repeat(1_000_000)).expect("foreign");
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&foreign)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
+    for i in 0..3 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+    }
+    let mut all = String::new();
+    for name in names(&traces) {
+        all.push_str(&std::fs::read_to_string(traces.join(&name)).unwrap_or_default());
+    }
+    for i in 1..3 {
+        let mark = format!("run-{i}-");
+        assert!(all.contains(&mark), "run {i} lost: {:?}", names(&traces));
+    }
+    assert!(!foreign.exists(), "{:?}", names(&traces));
+}
+
+/// A foreign `.lackpy/traces/<today>_999.jsonl` (the last rotation
+/// suffix; a cloned repository can hold one for each day to come) made the
+/// day's records go there and stay: never rotated, so neither `file_mb`
+/// nor `total_mb` applied (eight 600 KB runs made one 4.8 MB file under
+/// `total_mb = 2`). Past the last suffix the first free one is now taken.
+#[test]
+fn a_foreign_last_rotation_cannot_disable_the_trace_caps() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let day = std::process::Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .expect("date");
+    std::fs::write(traces.join(format!("{day}_999.jsonl")), "").expect("foreign");
+    for i in 0..8 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+    }
+    let (mut total, mut all) = (0, String::new());
+    for name in names(&traces) {
+        let text = std::fs::read_to_string(traces.join(&name)).unwrap_or_default();
+        assert!(text.len() <= 1 << 20, "{name}: {} bytes", text.len());
+        total += text.len();
+        all.push_str(&text);
+    }
+    assert!(total <= 3 << 20, "{total} bytes: {:?}", names(&traces));
+    assert!(all.contains("run-7-"), "{:?}", names(&traces));
+}

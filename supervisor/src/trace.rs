@@ -192,6 +192,11 @@ fn day_file(day: &str, index: u32) -> String {
     }
 }
 
+/// The first rotation index of `day` with no file in `dir`, if any.
+fn free_rotation(dir: &Dir, day: &str) -> Option<u32> {
+    (0..=MAX_ROTATIONS).find(|&i| dir.stamp(&day_file(day, i)).is_none())
+}
+
 /// The day part of a record's time (`YYYY-MM-DD`), or `unknown` for a
 /// time that is not one (records are ours, but the name must stay plain).
 fn day_of(time: &str) -> &str {
@@ -229,13 +234,23 @@ impl TraceFiles {
             let mut f = self.file(workspace, &dir, &day_file(&day, index))?;
             // Rotate when this line would take the file past its cap (a
             // single line larger than the cap still goes to a fresh file).
-            while f.size > 0
-                && f.size + line.len() as u64 > limits.file_bytes
-                && index < MAX_ROTATIONS
-            {
-                index += 1;
-                self.set_rotation(workspace, &day, index);
+            // Past the last suffix, the first free one is taken: a foreign
+            // `<day>_999.jsonl` (a cloned repository's) made the day's
+            // first record go there and stay, the file growing past
+            // `file_bytes` and `total_bytes` with no rotation to enforce
+            // either (redteam-14).
+            while f.size > 0 && f.size + line.len() as u64 > limits.file_bytes {
                 rotated = true;
+                let next = if index < MAX_ROTATIONS {
+                    Some(index + 1)
+                } else {
+                    free_rotation(&dir, &day)
+                };
+                let Some(next) = next else {
+                    break; // every suffix taken: the total cap still applies
+                };
+                index = next;
+                self.set_rotation(workspace, &day, index);
                 f = self.file(workspace, &dir, &day_file(&day, index))?;
             }
             // One write call per record so concurrent appenders never interleave within a line.
@@ -251,6 +266,7 @@ impl TraceFiles {
             }
             last = dir.path().join(&f.name);
         }
+        let written = dirty.clone();
         for name in dirty {
             if let Some(o) = self
                 .open
@@ -266,7 +282,7 @@ impl TraceFiles {
             }
         }
         if rotated {
-            self.enforce_total(workspace, &dir, limits.total_bytes)?;
+            self.enforce_total(workspace, &dir, limits.total_bytes, &written)?;
         }
         Ok(last)
     }
@@ -349,25 +365,33 @@ impl TraceFiles {
     }
 
     /// Remove the oldest trace files until the directory holds at most
-    /// `total` bytes (never the newest file).
+    /// `total` bytes, never one of `written` (the files this append just
+    /// wrote). "Oldest" is by modification time (then name), which no
+    /// program can set: trace files are control files a cloned repository
+    /// can hold, and ordered by name, a foreign `9999-12-31.jsonl` larger
+    /// than `total` was never removed (it sorted last, "the newest") while
+    /// every rotation removed the user's traces, the file just written
+    /// included, so the run's record was lost (redteam-14).
     fn enforce_total(
         &mut self,
         workspace: &Path,
         dir: &Dir,
         total: u64,
+        written: &[String],
     ) -> lackpy_beneath::Result<()> {
-        let files: Vec<(String, u64)> = dir
+        let mut files: Vec<(i128, String, u64)> = dir
             .entries(MAX_FILES)?
             .into_iter()
             .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
-            .map(|(n, _)| {
-                let size = dir.stamp(&n).map_or(0, |s| s.size);
-                (n, size)
+            .filter_map(|(n, _)| {
+                let st = dir.stamp(&n)?;
+                Some((st.mtime_ns, n, st.size))
             })
             .collect();
-        let mut sum: u64 = files.iter().map(|f| f.1).sum();
-        // Sorted by name = by day, then rotation: oldest first.
-        for (name, size) in files.iter().take(files.len().saturating_sub(1)) {
+        let mut sum: u64 = files.iter().map(|f| f.2).sum();
+        files.retain(|(_, n, _)| !written.contains(n));
+        files.sort();
+        for (_, name, size) in &files {
             if sum <= total {
                 break;
             }
@@ -1139,6 +1163,68 @@ mod tests {
         let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
         assert_eq!(ids.last().map(String::as_str), Some("r059"));
         assert!(!ids.contains(&"r000".to_string()), "{ids:?}");
+    }
+
+    /// A foreign trace file (a cloned repository's) named to sort last
+    /// and larger than the cap: ordered by name, it was "the newest" and
+    /// never removed, and every rotation removed the files just written.
+    #[test]
+    fn a_foreign_file_named_to_sort_last_is_removed_first() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let foreign = dir.join("9999-12-31.jsonl");
+        std::fs::write(&foreign, "x\n".repeat(3000)).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&foreign)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let limits = TraceLimits {
+            file_bytes: 2000,
+            total_bytes: 5000,
+            ..TraceLimits::default()
+        };
+        let mut files = TraceFiles::default();
+        for i in 0..30 {
+            let r = record(&format!("r{i:03}"), "2026-11-30T10:00:00Z");
+            files.append_many(d.path(), &[&r], &limits).unwrap();
+            let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+            assert_eq!(ids.last(), Some(&format!("r{i:03}")), "{i}: {ids:?}");
+        }
+        assert!(!foreign.exists());
+    }
+
+    /// A foreign `<day>_999.jsonl` (the last suffix) made the day's
+    /// records go there and stay: no rotation, so neither `file_bytes`
+    /// nor `total_bytes` was enforced and the file grew without bound.
+    #[test]
+    fn a_foreign_last_rotation_cannot_disable_the_caps() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("2026-11-30_999.jsonl"), "").unwrap();
+        let limits = TraceLimits {
+            file_bytes: 2000,
+            total_bytes: 5000,
+            ..TraceLimits::default()
+        };
+        let mut files = TraceFiles::default();
+        for i in 0..60 {
+            let r = record(&format!("r{i:03}"), "2026-11-30T10:00:00Z");
+            files.append_many(d.path(), &[&r], &limits).unwrap();
+        }
+        let mut total = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let len = e.unwrap().metadata().unwrap().len();
+            assert!(len <= 2000, "{len}");
+            total += len;
+        }
+        assert!(total <= 5000 + 2000, "{total}");
+        let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+        assert!(ids.contains(&"r059".to_string()), "{ids:?}");
     }
 
     #[test]
