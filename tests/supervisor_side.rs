@@ -2147,3 +2147,49 @@ fn a_foreign_last_rotation_cannot_disable_the_trace_caps() {
     assert!(total <= 3 << 20, "{total} bytes: {:?}", names(&traces));
     assert!(all.contains("run-7-"), "{:?}", names(&traces));
 }
+
+/// A `.lackpy/traces/` of more than 100,000 entries (`MAX_FILES`; a
+/// cloned repository's, none of them a trace file) made every listing of
+/// it fail: the total cap was never enforced (eight 600 KB runs made
+/// 4.8 MB under `total_mb = 2`, with a warning that the trace was "not
+/// written" and the directory "larger than 100000 bytes"), and `lackpy
+/// trace list` showed nothing. Only trace files (`*.jsonl`) are now
+/// listed and counted.
+#[test]
+fn foreign_entries_in_the_trace_dir_cannot_disable_the_cap_or_the_readers() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    for i in 0..100_001 {
+        std::fs::File::create(traces.join(format!("f{i}"))).expect("foreign entry");
+    }
+    for i in 0..8 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    }
+    let mut total = 0;
+    for name in names(&traces).iter().filter(|n| n.ends_with(".jsonl")) {
+        total += std::fs::metadata(traces.join(name)).map_or(0, |m| m.len());
+    }
+    assert!(total <= 3 << 20, "{total} bytes of traces");
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let out = util::run_with_stdin(
+        &[
+            "trace",
+            "list",
+            "--json",
+            "--limit",
+            "1",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("run-7-"), "{:.300}\n{}", text, stderr(&out));
+}

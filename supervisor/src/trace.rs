@@ -140,7 +140,8 @@ pub fn append_many(
 
 /// Most trace files [`TraceFiles`] keeps open (one per workspace and day).
 const MAX_OPEN: usize = 16;
-/// Most files a trace directory may hold before listing it is refused.
+/// Most trace files (`*.jsonl`) a trace directory may hold before listing
+/// it is refused (other entries are not counted: [`is_trace_file`]).
 /// Why: `trace list` and the size cap read the listing; a directory a
 /// program filled by other means must not make them unbounded.
 const MAX_FILES: usize = 100_000;
@@ -190,6 +191,16 @@ fn day_file(day: &str, index: u32) -> String {
     } else {
         format!("{day}_{index:03}.jsonl")
     }
+}
+
+/// Whether a name in the traces directory is a trace file's: only these
+/// are listed, counted against [`MAX_FILES`], capped and read. Why: a
+/// directory with 100,001 other entries (a cloned repository's) made
+/// every listing fail, so the total cap was never enforced (eight 600 KB
+/// runs: 4.8 MB under `total_mb = 2`) and `lackpy trace list` showed
+/// nothing (redteam-14).
+fn is_trace_file(name: &str) -> bool {
+    name.ends_with(".jsonl")
 }
 
 /// The first rotation index of `day` with no file in `dir`, if any.
@@ -299,7 +310,7 @@ impl TraceFiles {
         }
         let prefix = format!("{day}_");
         let index = dir
-            .entries(MAX_FILES)
+            .entries_where(MAX_FILES, is_trace_file)
             .unwrap_or_default()
             .iter()
             .filter_map(|(n, _)| {
@@ -380,7 +391,7 @@ impl TraceFiles {
         written: &[String],
     ) -> lackpy_beneath::Result<()> {
         let mut files: Vec<(i128, String, u64)> = dir
-            .entries(MAX_FILES)?
+            .entries_where(MAX_FILES, is_trace_file)?
             .into_iter()
             .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
             .filter_map(|(n, _)| {
@@ -553,7 +564,7 @@ pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>
 /// is refused (never followed).
 fn trace_files(dir: &Dir) -> lackpy_beneath::Result<Vec<String>> {
     let mut names = Vec::new();
-    for (name, kind) in dir.entries(MAX_FILES)? {
+    for (name, kind) in dir.entries_where(MAX_FILES, is_trace_file)? {
         if !name.ends_with(".jsonl") {
             continue;
         }
