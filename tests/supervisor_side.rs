@@ -2193,3 +2193,56 @@ fn foreign_entries_in_the_trace_dir_cannot_disable_the_cap_or_the_readers() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("run-7-"), "{:.300}\n{}", text, stderr(&out));
 }
+
+/// `lackpy trace list`/`show` and the MCP `traces` tool read trace files
+/// newest first by *name*: a foreign `.lackpy/traces/9999-12-31.jsonl` (a
+/// cloned repository's) came first, and its forged record was shown as
+/// the newest run, in place of the real one. Files are now read newest
+/// first by modification time (which a clone cannot set), as rotation
+/// removes them.
+#[test]
+fn a_foreign_trace_file_cannot_stand_for_the_newest_runs() {
+    let ws = util::workspace(&[]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let forged = "{\"run_id\":\"FORGED\",\"time\":\"9999-12-31T00:00:00Z\",\"program_sha256\":\"\",\
+                  \"program\":\"print('nothing to see')\",\"profile\":\"\",\"grade\":{\"w\":0,\"d\":0},\
+                  \"jail_level\":\"full\",\"calls\":[],\"outcome\":\"ok\",\"error\":null,\
+                  \"limit_hit\":null,\"limits\":{},\"duration_us\":1}\n";
+    let foreign = traces.join("9999-12-31.jsonl");
+    std::fs::write(&foreign, forged).expect("forged");
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&foreign)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let list = || {
+        let argv = [
+            "trace",
+            "list",
+            "--json",
+            "--limit",
+            "1",
+            "--workspace",
+            ws_s,
+        ];
+        let out = util::run_with_stdin(&argv, "", None);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        list()[0]["run_id"],
+        "FORGED",
+        "the forged record reads back"
+    );
+    let (_, v) = run(ws.path(), None, "2 + 2  # the real run");
+    assert_eq!(v["ok"], true, "{v}");
+    let newest = list();
+    assert!(
+        newest[0]["program"]
+            .as_str()
+            .is_some_and(|p| p.contains("the real run")),
+        "{newest}"
+    );
+}

@@ -481,10 +481,18 @@ fn try_read_latest(
     let Some(dir) = traces_dir(workspace, false)? else {
         return Ok((Vec::new(), false));
     };
-    let mut names = trace_files(&dir)?;
-    let mut capped = false;
-    // Name order is time order (day, then rotation): newest first.
+    // Newest first by modification time, then name (day, then rotation),
+    // as rotation removes them: ordered by name alone, a foreign
+    // `9999-12-31.jsonl` (a cloned repository's) came first, and its
+    // forged records were shown as the newest runs, hiding the real ones
+    // or standing in for a run id (redteam-14).
+    let mut names: Vec<(i128, String)> = trace_files(&dir)?
+        .into_iter()
+        .map(|n| (dir.stamp(&n).map_or(0, |s| s.mtime_ns), n))
+        .collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
+    let names = names.into_iter().map(|(_, n)| n);
+    let mut capped = false;
     // The JSON values the kept lines hold, counted before they are parsed.
     let max_values = max_bytes / BYTES_PER_VALUE;
     // Matching lines, kept raw (parsed whole only once kept for good),
@@ -1236,6 +1244,33 @@ mod tests {
         assert!(total <= 5000 + 2000, "{total}");
         let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
         assert!(ids.contains(&"r059".to_string()), "{ids:?}");
+    }
+
+    /// Readers take files newest first by modification time: a foreign
+    /// file named to sort last (older than the real traces) no longer
+    /// stands for the newest runs.
+    #[test]
+    fn readers_are_not_led_by_a_foreign_name() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let forged = serde_json::to_string(&record("forged", "9999-12-31T00:00:00Z")).unwrap();
+        let foreign = dir.join("9999-12-31.jsonl");
+        std::fs::write(&foreign, format!("{forged}\n")).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&foreign)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let real = record("real", "2026-11-30T10:00:00Z");
+        append(d.path(), &real).unwrap();
+        let ids: Vec<String> = read_latest(d.path(), 1, 1 << 20, |_| true)
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect();
+        assert_eq!(ids, ["real"]);
     }
 
     #[test]
