@@ -203,6 +203,23 @@ fn is_trace_file(name: &str) -> bool {
     name.ends_with(".jsonl")
 }
 
+/// A trace file's modification time as its age: files are removed
+/// oldest first and read newest first by it. A time in the future counts
+/// as the oldest: lackpy never writes one, but an archive unpacked into
+/// the workspace can carry one (a cloned repository's files get the time
+/// of the clone), which would otherwise make a foreign file the newest
+/// for good.
+fn age_key(mtime_ns: i128) -> i128 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    if mtime_ns > now {
+        i128::MIN
+    } else {
+        mtime_ns
+    }
+}
+
 /// The first rotation index of `day` with no file in `dir`, if any.
 fn free_rotation(dir: &Dir, day: &str) -> Option<u32> {
     (0..=MAX_ROTATIONS).find(|&i| dir.stamp(&day_file(day, i)).is_none())
@@ -396,7 +413,7 @@ impl TraceFiles {
             .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
             .filter_map(|(n, _)| {
                 let st = dir.stamp(&n)?;
-                Some((st.mtime_ns, n, st.size))
+                Some((age_key(st.mtime_ns), n, st.size))
             })
             .collect();
         let mut sum: u64 = files.iter().map(|f| f.2).sum();
@@ -488,7 +505,7 @@ fn try_read_latest(
     // or standing in for a run id (redteam-14).
     let mut names: Vec<(i128, String)> = trace_files(&dir)?
         .into_iter()
-        .map(|n| (dir.stamp(&n).map_or(0, |s| s.mtime_ns), n))
+        .map(|n| (dir.stamp(&n).map_or(0, |s| age_key(s.mtime_ns)), n))
         .collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
     let names = names.into_iter().map(|(_, n)| n);
@@ -1263,6 +1280,15 @@ mod tests {
             .open(&foreign)
             .unwrap()
             .set_modified(hour_ago)
+            .unwrap();
+        let future = dir.join("9999-12-30.jsonl");
+        std::fs::write(&future, format!("{forged}\n")).unwrap();
+        let next_year = std::time::SystemTime::now() + std::time::Duration::from_secs(366 * 86400);
+        std::fs::File::options()
+            .write(true)
+            .open(&future)
+            .unwrap()
+            .set_modified(next_year)
             .unwrap();
         let real = record("real", "2026-11-30T10:00:00Z");
         append(d.path(), &real).unwrap();
