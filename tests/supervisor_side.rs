@@ -2041,3 +2041,208 @@ fn hostile_trace_records_are_counted_before_they_are_parsed() {
         "lackpy mcp peaked at {peak} KiB ({before} KiB before the traces call)"
     );
 }
+
+/// A workspace's `.lackpy/templates.toml` (a cloned repository's) was
+/// capped at 1 MiB but its TOML items were not counted, as
+/// `config.toml`'s are: 1 MiB of `{},` took `lackpy delegate` to 75 MiB
+/// (14 MiB without the file), at every delegation. Now the items are
+/// counted before parsing (`MAX_CONFIG_ITEMS`), and the ratchet keeps the
+/// file it writes within that count.
+#[test]
+fn hostile_templates_files_are_counted_before_parsing() {
+    let ws = util::workspace(&[("a.py", "x = 1\n")]);
+    let ctl = ws.path().join(".lackpy");
+    std::fs::create_dir_all(&ctl).expect(".lackpy");
+    let hostile = format!("a = [{}]\n", "{},".repeat(349_000));
+    std::fs::write(ctl.join("templates.toml"), hostile).expect("templates");
+    let ws_s = ws.path().to_str().expect("utf-8 path");
+    let argv = [
+        "delegate",
+        "--json",
+        "--workspace",
+        ws_s,
+        "count python files",
+    ];
+    let (out, peak) = util::run_peak(&argv, "");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_ne!(out.status.code(), Some(0), "{said:.500}");
+    assert!(said.contains("MAX_CONFIG_ITEMS"), "{said:.500}");
+    assert!(peak < 40_000, "lackpy delegate peaked at {peak} KiB");
+    // A real templates file still answers.
+    let ok = "[[templates]]\nname = \"n\"\npattern = \"count python files\"\n\
+              program = \"len(find_files('*.py'))\"\n";
+    std::fs::write(ctl.join("templates.toml"), ok).expect("templates");
+    let (out, _) = util::run_peak(&argv, "");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(v["value"], 1, "{v}\n{}", stderr(&out));
+}
+
+/// Trace rotation removed the oldest files by *name* and never the last
+/// one: a foreign `.lackpy/traces/9999-12-31.jsonl` (a cloned
+/// repository's) larger than `total_mb` was never removed, and every
+/// rotation removed the user's traces instead, the file just written
+/// included: the run's record was lost. Files are now removed oldest by
+/// modification time (which no program can set), never one just written.
+#[test]
+fn a_foreign_trace_file_cannot_make_rotation_remove_new_traces() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let foreign = traces.join("9999-12-31.jsonl");
+    std::fs::write(&foreign, "{}\n".repeat(1_000_000)).expect("foreign");
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&foreign)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
+    for i in 0..3 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+    }
+    let mut all = String::new();
+    for name in names(&traces) {
+        all.push_str(&std::fs::read_to_string(traces.join(&name)).unwrap_or_default());
+    }
+    for i in 1..3 {
+        let mark = format!("run-{i}-");
+        assert!(all.contains(&mark), "run {i} lost: {:?}", names(&traces));
+    }
+    assert!(!foreign.exists(), "{:?}", names(&traces));
+}
+
+/// A foreign `.lackpy/traces/<today>_999.jsonl` (the last rotation
+/// suffix; a cloned repository can hold one for each day to come) made the
+/// day's records go there and stay: never rotated, so neither `file_mb`
+/// nor `total_mb` applied (eight 600 KB runs made one 4.8 MB file under
+/// `total_mb = 2`). Past the last suffix the first free one is now taken.
+#[test]
+fn a_foreign_last_rotation_cannot_disable_the_trace_caps() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let day = std::process::Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .expect("date");
+    std::fs::write(traces.join(format!("{day}_999.jsonl")), "").expect("foreign");
+    for i in 0..8 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+    }
+    let (mut total, mut all) = (0, String::new());
+    for name in names(&traces) {
+        let text = std::fs::read_to_string(traces.join(&name)).unwrap_or_default();
+        assert!(text.len() <= 1 << 20, "{name}: {} bytes", text.len());
+        total += text.len();
+        all.push_str(&text);
+    }
+    assert!(total <= 3 << 20, "{total} bytes: {:?}", names(&traces));
+    assert!(all.contains("run-7-"), "{:?}", names(&traces));
+}
+
+/// A `.lackpy/traces/` of more than 100,000 entries (`MAX_FILES`; a
+/// cloned repository's, none of them a trace file) made every listing of
+/// it fail: the total cap was never enforced (eight 600 KB runs made
+/// 4.8 MB under `total_mb = 2`, with a warning that the trace was "not
+/// written" and the directory "larger than 100000 bytes"), and `lackpy
+/// trace list` showed nothing. Only trace files (`*.jsonl`) are now
+/// listed and counted.
+#[test]
+fn foreign_entries_in_the_trace_dir_cannot_disable_the_cap_or_the_readers() {
+    let cfg = "[trace]\narg_bytes = 1048576\nrun_bytes = 4194304\nfile_mb = 1\ntotal_mb = 2\n";
+    let ws = util::workspace(&[(".lackpy/config.toml", cfg)]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    for i in 0..100_001 {
+        std::fs::File::create(traces.join(format!("f{i}"))).expect("foreign entry");
+    }
+    for i in 0..8 {
+        let prog = format!("read_file('run-{i}-' + 'x' * 600000)");
+        let (out, v) = run(ws.path(), Some("read_file"), &prog);
+        let said = format!("{v}");
+        assert_eq!(v["ok"], false, "{said:.300}\n{}", stderr(&out));
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    }
+    let mut total = 0;
+    for name in names(&traces).iter().filter(|n| n.ends_with(".jsonl")) {
+        total += std::fs::metadata(traces.join(name)).map_or(0, |m| m.len());
+    }
+    assert!(total <= 3 << 20, "{total} bytes of traces");
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let out = util::run_with_stdin(
+        &[
+            "trace",
+            "list",
+            "--json",
+            "--limit",
+            "1",
+            "--workspace",
+            ws_s,
+        ],
+        "",
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("run-7-"), "{:.300}\n{}", text, stderr(&out));
+}
+
+/// `lackpy trace list`/`show` and the MCP `traces` tool read trace files
+/// newest first by *name*: a foreign `.lackpy/traces/9999-12-31.jsonl` (a
+/// cloned repository's) came first, and its forged record was shown as
+/// the newest run, in place of the real one. Files are now read newest
+/// first by modification time (which a clone cannot set), as rotation
+/// removes them.
+#[test]
+fn a_foreign_trace_file_cannot_stand_for_the_newest_runs() {
+    let ws = util::workspace(&[]);
+    let traces = ws.path().join(".lackpy/traces");
+    std::fs::create_dir_all(&traces).expect("traces dir");
+    let forged = "{\"run_id\":\"FORGED\",\"time\":\"9999-12-31T00:00:00Z\",\"program_sha256\":\"\",\
+                  \"program\":\"print('nothing to see')\",\"profile\":\"\",\"grade\":{\"w\":0,\"d\":0},\
+                  \"jail_level\":\"full\",\"calls\":[],\"outcome\":\"ok\",\"error\":null,\
+                  \"limit_hit\":null,\"limits\":{},\"duration_us\":1}\n";
+    let foreign = traces.join("9999-12-31.jsonl");
+    std::fs::write(&foreign, forged).expect("forged");
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&foreign)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
+    let ws_s = ws.path().to_str().unwrap_or(".");
+    let list = || {
+        let argv = [
+            "trace",
+            "list",
+            "--json",
+            "--limit",
+            "1",
+            "--workspace",
+            ws_s,
+        ];
+        let out = util::run_with_stdin(&argv, "", None);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        list()[0]["run_id"],
+        "FORGED",
+        "the forged record reads back"
+    );
+    let (_, v) = run(ws.path(), None, "2 + 2  # the real run");
+    assert_eq!(v["ok"], true, "{v}");
+    let newest = list();
+    assert!(
+        newest[0]["program"]
+            .as_str()
+            .is_some_and(|p| p.contains("the real run")),
+        "{newest}"
+    );
+}

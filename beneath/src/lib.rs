@@ -53,6 +53,14 @@ pub enum Error {
         /// The cap in bytes.
         cap: u64,
     },
+    /// A directory holding more entries than the caller's cap.
+    #[error("{} holds more than {cap} entries", path.display())]
+    TooManyEntries {
+        /// The directory as lackpy names it.
+        path: PathBuf,
+        /// The cap in entries.
+        cap: usize,
+    },
     /// Not valid UTF-8.
     #[error("{} is not valid UTF-8", path.display())]
     NotUtf8 {
@@ -388,11 +396,26 @@ impl Dir {
     }
 
     /// The entries of this directory (not `.` or `..`), sorted by name,
-    /// at most `max` of them (more is [`Error::TooLarge`]).
+    /// at most `max` of them (more is [`Error::TooManyEntries`]).
     ///
     /// # Errors
     /// [`Error::Io`] when the directory cannot be read.
     pub fn entries(&self, max: usize) -> Result<Vec<(String, Kind)>> {
+        self.entries_where(max, |_| true)
+    }
+
+    /// The entries of this directory whose name `keep` accepts, sorted by
+    /// name, at most `max` of them (more is [`Error::TooManyEntries`]);
+    /// the others are read past, neither held nor counted. Why: a caller
+    /// that wants only its own names must not be stopped by others'.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the directory cannot be read.
+    pub fn entries_where(
+        &self,
+        max: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<(String, Kind)>> {
         let dot = check_name_dot();
         let fd = openat2(
             self.fd.as_raw_fd(),
@@ -429,13 +452,16 @@ impl Dir {
             if bytes == b"." || bytes == b".." {
                 continue;
             }
+            let Ok(s) = std::str::from_utf8(bytes) else {
+                continue; // lackpy names its own files in ASCII
+            };
+            if !keep(s) {
+                continue;
+            }
             if out.len() >= max {
                 over = true;
                 break;
             }
-            let Ok(s) = std::str::from_utf8(bytes) else {
-                continue; // lackpy names its own files in ASCII
-            };
             let kind = match dtype {
                 libc::DT_REG => Kind::File,
                 libc::DT_DIR => Kind::Dir,
@@ -448,9 +474,9 @@ impl Dir {
         // SAFETY: `dirp` came from fdopendir and is closed once.
         unsafe { libc::closedir(dirp) };
         if over {
-            return Err(Error::TooLarge {
+            return Err(Error::TooManyEntries {
                 path: self.path.clone(),
-                cap: max as u64,
+                cap: max,
             });
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -656,7 +682,12 @@ mod tests {
         assert_eq!(t.read("a.jsonl", 100).unwrap().unwrap(), b"line\n");
         let names: Vec<String> = c.entries(10).unwrap().into_iter().map(|e| e.0).collect();
         assert_eq!(names, ["config.toml", "traces"]);
-        assert!(c.entries(1).is_err());
+        assert!(matches!(
+            c.entries(1),
+            Err(Error::TooManyEntries { cap: 1, .. })
+        ));
+        let kept = c.entries_where(1, |n| n.ends_with(".toml")).unwrap();
+        assert_eq!(kept.len(), 1);
     }
 
     #[test]

@@ -332,11 +332,7 @@ impl TemplateSet {
     /// # Errors
     /// [`TemplateError::Parse`] naming `file`.
     pub fn parse(text: &str, file: &str) -> Result<Vec<Template>, TemplateError> {
-        let f: TemplatesFile = toml::from_str(text).map_err(|e| TemplateError::Parse {
-            file: file.to_string(),
-            detail: e.to_string(),
-        })?;
-        Ok(f.templates)
+        Ok(parse_templates_file(text, file)?.templates)
     }
 
     /// The workspace's `.lackpy/templates.toml` (if present) then the shipped ones.
@@ -879,13 +875,35 @@ fn write_atomic(ws: &Path, name: &str, text: &str) -> Result<(), TemplateError> 
     Ok(ctl.write_atomic(name, text.as_bytes())?)
 }
 
+/// Parse a templates file's `text` (`file` names it in errors), its TOML
+/// items counted first as a config file's are
+/// ([`lackpy_policy::config::MAX_CONFIG_ITEMS`]). Why: the parser holds
+/// every small item with its spans; 1 MiB of `{},` took `lackpy delegate`
+/// to 75 MiB (14 MiB without the file) at every delegation, in every
+/// concurrent one of a server (redteam-14).
+///
+/// # Errors
+/// [`TemplateError::Parse`] naming `file`: too many items, or not the
+/// expected TOML.
+fn parse_templates_file(text: &str, file: &str) -> Result<TemplatesFile, TemplateError> {
+    use lackpy_policy::config::{toml_items, MAX_CONFIG_ITEMS};
+    if toml_items(text) > MAX_CONFIG_ITEMS {
+        return Err(TemplateError::Parse {
+            file: file.to_string(),
+            detail: format!(
+                "the file holds more than {MAX_CONFIG_ITEMS} TOML items (counted as `[`, `{{`, `=`, `,` and `.` characters; MAX_CONFIG_ITEMS); it was not parsed"
+            ),
+        });
+    }
+    toml::from_str(text).map_err(|e| TemplateError::Parse {
+        file: file.to_string(),
+        detail: e.to_string(),
+    })
+}
+
 fn load_workspace_templates(ws: &Path) -> Result<TemplatesFile, TemplateError> {
-    let tpath = templates_path(ws);
     Ok(match read_small(ws, TEMPLATES_FILE)? {
-        Some(t) => toml::from_str(&t).map_err(|e| TemplateError::Parse {
-            file: tpath.display().to_string(),
-            detail: e.to_string(),
-        })?,
+        Some(t) => parse_templates_file(&t, &templates_path(ws).display().to_string())?,
         None => TemplatesFile::default(),
     })
 }
@@ -906,7 +924,8 @@ fn save_workspace_templates(ws: &Path, file: &TemplatesFile) -> Result<(), Templ
 }
 
 /// Save `file` with a template just promoted (its last), kept within
-/// [`MAX_FILE_BYTES`] (which is all [`TemplateSet::load`] reads) by
+/// [`MAX_FILE_BYTES`] and `MAX_CONFIG_ITEMS` (all [`TemplateSet::load`]
+/// reads) by
 /// dropping the oldest promoted templates first; the operator's own are
 /// never dropped. Why: each promotion adds a client's intent (8 KiB) and a
 /// program; written unbounded, 140 promotions of long intents made the
@@ -919,7 +938,9 @@ fn save_workspace_templates(ws: &Path, file: &TemplatesFile) -> Result<(), Templ
 fn save_promoted_within(ws: &Path, file: &mut TemplatesFile) -> Result<(), TemplateError> {
     loop {
         let text = templates_text(ws, file)?;
-        if text.len() as u64 <= MAX_FILE_BYTES {
+        if text.len() as u64 <= MAX_FILE_BYTES
+            && lackpy_policy::config::toml_items(&text) <= lackpy_policy::config::MAX_CONFIG_ITEMS
+        {
             return write_atomic(ws, TEMPLATES_FILE, &text);
         }
         let last = file.templates.len().saturating_sub(1);
@@ -936,7 +957,8 @@ fn save_promoted_within(ws: &Path, file: &mut TemplatesFile) -> Result<(), Templ
                 return Err(TemplateError::Parse {
                     file: templates_path(ws).display().to_string(),
                     detail: format!(
-                        "not promoted: the file would be larger than {MAX_FILE_BYTES} bytes (hint: remove templates you no longer need)"
+                        "not promoted: the file would be larger than {MAX_FILE_BYTES} bytes or {} TOML items (hint: remove templates you no longer need)",
+                        lackpy_policy::config::MAX_CONFIG_ITEMS
                     ),
                 })
             }
@@ -1049,6 +1071,39 @@ mod tests {
             Some(Ratchet::Counted(1))
         );
         assert_eq!(confirm(ws, "run0", true, 3).unwrap(), None);
+    }
+
+    /// A templates file's TOML items are counted before it is parsed
+    /// (1 MiB of `{},` cost 60 MiB parsed), and promotions keep the file
+    /// within that count as well as its size: promoted programs full of
+    /// commas would otherwise make it unreadable, and every later
+    /// `delegate` of the workspace would fail.
+    #[test]
+    fn templates_are_counted_before_parsing_and_promotions_stay_loadable() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        std::fs::create_dir_all(ws.join(".lackpy")).unwrap();
+        let hostile = format!("a = [{}]\n", "{},".repeat(300_000));
+        std::fs::write(templates_path(ws), hostile).unwrap();
+        match TemplateSet::load(Some(ws)) {
+            Ok(_) => panic!("300,000 inline tables were parsed"),
+            Err(e) => assert!(e.to_string().contains("MAX_CONFIG_ITEMS"), "{e}"),
+        }
+        std::fs::remove_file(templates_path(ws)).unwrap();
+        let policy = RatchetPolicy {
+            promote_after: 1,
+            count_unconfirmed: true,
+            force: false,
+        };
+        // 30,000 commas per program (60 KB): three of them are over the count.
+        let program = format!("x = [{}]", "0,".repeat(30_000));
+        for i in 0..4 {
+            let intent = format!("list the numbers {i}");
+            let r = record_result(ws, &intent, "p", &program, "rules", true, "", policy);
+            assert_eq!(r.unwrap(), Ratchet::Promoted, "{i}");
+            let t = TemplateSet::load_for(Some(ws), "p").unwrap();
+            assert_eq!(t.find(&intent).map(|x| x.1), Some(program.clone()), "{i}");
+        }
     }
 
     #[test]

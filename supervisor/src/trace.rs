@@ -140,7 +140,8 @@ pub fn append_many(
 
 /// Most trace files [`TraceFiles`] keeps open (one per workspace and day).
 const MAX_OPEN: usize = 16;
-/// Most files a trace directory may hold before listing it is refused.
+/// Most trace files (`*.jsonl`) a trace directory may hold before listing
+/// it is refused (other entries are not counted: [`is_trace_file`]).
 /// Why: `trace list` and the size cap read the listing; a directory a
 /// program filled by other means must not make them unbounded.
 const MAX_FILES: usize = 100_000;
@@ -192,6 +193,38 @@ fn day_file(day: &str, index: u32) -> String {
     }
 }
 
+/// Whether a name in the traces directory is a trace file's: only these
+/// are listed, counted against [`MAX_FILES`], capped and read. Why: a
+/// directory with 100,001 other entries (a cloned repository's) made
+/// every listing fail, so the total cap was never enforced (eight 600 KB
+/// runs: 4.8 MB under `total_mb = 2`) and `lackpy trace list` showed
+/// nothing (redteam-14).
+fn is_trace_file(name: &str) -> bool {
+    name.ends_with(".jsonl")
+}
+
+/// A trace file's modification time as its age: files are removed
+/// oldest first and read newest first by it. A time in the future counts
+/// as the oldest: lackpy never writes one, but an archive unpacked into
+/// the workspace can carry one (a cloned repository's files get the time
+/// of the clone), which would otherwise make a foreign file the newest
+/// for good.
+fn age_key(mtime_ns: i128) -> i128 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    if mtime_ns > now {
+        i128::MIN
+    } else {
+        mtime_ns
+    }
+}
+
+/// The first rotation index of `day` with no file in `dir`, if any.
+fn free_rotation(dir: &Dir, day: &str) -> Option<u32> {
+    (0..=MAX_ROTATIONS).find(|&i| dir.stamp(&day_file(day, i)).is_none())
+}
+
 /// The day part of a record's time (`YYYY-MM-DD`), or `unknown` for a
 /// time that is not one (records are ours, but the name must stay plain).
 fn day_of(time: &str) -> &str {
@@ -229,13 +262,23 @@ impl TraceFiles {
             let mut f = self.file(workspace, &dir, &day_file(&day, index))?;
             // Rotate when this line would take the file past its cap (a
             // single line larger than the cap still goes to a fresh file).
-            while f.size > 0
-                && f.size + line.len() as u64 > limits.file_bytes
-                && index < MAX_ROTATIONS
-            {
-                index += 1;
-                self.set_rotation(workspace, &day, index);
+            // Past the last suffix, the first free one is taken: a foreign
+            // `<day>_999.jsonl` (a cloned repository's) made the day's
+            // first record go there and stay, the file growing past
+            // `file_bytes` and `total_bytes` with no rotation to enforce
+            // either (redteam-14).
+            while f.size > 0 && f.size + line.len() as u64 > limits.file_bytes {
                 rotated = true;
+                let next = if index < MAX_ROTATIONS {
+                    Some(index + 1)
+                } else {
+                    free_rotation(&dir, &day)
+                };
+                let Some(next) = next else {
+                    break; // every suffix taken: the total cap still applies
+                };
+                index = next;
+                self.set_rotation(workspace, &day, index);
                 f = self.file(workspace, &dir, &day_file(&day, index))?;
             }
             // One write call per record so concurrent appenders never interleave within a line.
@@ -251,6 +294,7 @@ impl TraceFiles {
             }
             last = dir.path().join(&f.name);
         }
+        let written = dirty.clone();
         for name in dirty {
             if let Some(o) = self
                 .open
@@ -266,7 +310,7 @@ impl TraceFiles {
             }
         }
         if rotated {
-            self.enforce_total(workspace, &dir, limits.total_bytes)?;
+            self.enforce_total(workspace, &dir, limits.total_bytes, &written)?;
         }
         Ok(last)
     }
@@ -283,7 +327,7 @@ impl TraceFiles {
         }
         let prefix = format!("{day}_");
         let index = dir
-            .entries(MAX_FILES)
+            .entries_where(MAX_FILES, is_trace_file)
             .unwrap_or_default()
             .iter()
             .filter_map(|(n, _)| {
@@ -349,25 +393,33 @@ impl TraceFiles {
     }
 
     /// Remove the oldest trace files until the directory holds at most
-    /// `total` bytes (never the newest file).
+    /// `total` bytes, never one of `written` (the files this append just
+    /// wrote). "Oldest" is by modification time (then name), which no
+    /// program can set: trace files are control files a cloned repository
+    /// can hold, and ordered by name, a foreign `9999-12-31.jsonl` larger
+    /// than `total` was never removed (it sorted last, "the newest") while
+    /// every rotation removed the user's traces, the file just written
+    /// included, so the run's record was lost (redteam-14).
     fn enforce_total(
         &mut self,
         workspace: &Path,
         dir: &Dir,
         total: u64,
+        written: &[String],
     ) -> lackpy_beneath::Result<()> {
-        let files: Vec<(String, u64)> = dir
-            .entries(MAX_FILES)?
+        let mut files: Vec<(i128, String, u64)> = dir
+            .entries_where(MAX_FILES, is_trace_file)?
             .into_iter()
             .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
-            .map(|(n, _)| {
-                let size = dir.stamp(&n).map_or(0, |s| s.size);
-                (n, size)
+            .filter_map(|(n, _)| {
+                let st = dir.stamp(&n)?;
+                Some((age_key(st.mtime_ns), n, st.size))
             })
             .collect();
-        let mut sum: u64 = files.iter().map(|f| f.1).sum();
-        // Sorted by name = by day, then rotation: oldest first.
-        for (name, size) in files.iter().take(files.len().saturating_sub(1)) {
+        let mut sum: u64 = files.iter().map(|f| f.2).sum();
+        files.retain(|(_, n, _)| !written.contains(n));
+        files.sort();
+        for (_, name, size) in &files {
             if sum <= total {
                 break;
             }
@@ -446,10 +498,18 @@ fn try_read_latest(
     let Some(dir) = traces_dir(workspace, false)? else {
         return Ok((Vec::new(), false));
     };
-    let mut names = trace_files(&dir)?;
-    let mut capped = false;
-    // Name order is time order (day, then rotation): newest first.
+    // Newest first by modification time, then name (day, then rotation),
+    // as rotation removes them: ordered by name alone, a foreign
+    // `9999-12-31.jsonl` (a cloned repository's) came first, and its
+    // forged records were shown as the newest runs, hiding the real ones
+    // or standing in for a run id (redteam-14).
+    let mut names: Vec<(i128, String)> = trace_files(&dir)?
+        .into_iter()
+        .map(|n| (dir.stamp(&n).map_or(0, |s| age_key(s.mtime_ns)), n))
+        .collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
+    let names = names.into_iter().map(|(_, n)| n);
+    let mut capped = false;
     // The JSON values the kept lines hold, counted before they are parsed.
     let max_values = max_bytes / BYTES_PER_VALUE;
     // Matching lines, kept raw (parsed whole only once kept for good),
@@ -529,7 +589,7 @@ pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>
 /// is refused (never followed).
 fn trace_files(dir: &Dir) -> lackpy_beneath::Result<Vec<String>> {
     let mut names = Vec::new();
-    for (name, kind) in dir.entries(MAX_FILES)? {
+    for (name, kind) in dir.entries_where(MAX_FILES, is_trace_file)? {
         if !name.ends_with(".jsonl") {
             continue;
         }
@@ -1139,6 +1199,104 @@ mod tests {
         let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
         assert_eq!(ids.last().map(String::as_str), Some("r059"));
         assert!(!ids.contains(&"r000".to_string()), "{ids:?}");
+    }
+
+    /// A foreign trace file (a cloned repository's) named to sort last
+    /// and larger than the cap: ordered by name, it was "the newest" and
+    /// never removed, and every rotation removed the files just written.
+    #[test]
+    fn a_foreign_file_named_to_sort_last_is_removed_first() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let foreign = dir.join("9999-12-31.jsonl");
+        std::fs::write(&foreign, "x\n".repeat(3000)).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&foreign)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let limits = TraceLimits {
+            file_bytes: 2000,
+            total_bytes: 5000,
+            ..TraceLimits::default()
+        };
+        let mut files = TraceFiles::default();
+        for i in 0..30 {
+            let r = record(&format!("r{i:03}"), "2026-11-30T10:00:00Z");
+            files.append_many(d.path(), &[&r], &limits).unwrap();
+            let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+            assert_eq!(ids.last(), Some(&format!("r{i:03}")), "{i}: {ids:?}");
+        }
+        assert!(!foreign.exists());
+    }
+
+    /// A foreign `<day>_999.jsonl` (the last suffix) made the day's
+    /// records go there and stay: no rotation, so neither `file_bytes`
+    /// nor `total_bytes` was enforced and the file grew without bound.
+    #[test]
+    fn a_foreign_last_rotation_cannot_disable_the_caps() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("2026-11-30_999.jsonl"), "").unwrap();
+        let limits = TraceLimits {
+            file_bytes: 2000,
+            total_bytes: 5000,
+            ..TraceLimits::default()
+        };
+        let mut files = TraceFiles::default();
+        for i in 0..60 {
+            let r = record(&format!("r{i:03}"), "2026-11-30T10:00:00Z");
+            files.append_many(d.path(), &[&r], &limits).unwrap();
+        }
+        let mut total = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let len = e.unwrap().metadata().unwrap().len();
+            assert!(len <= 2000, "{len}");
+            total += len;
+        }
+        assert!(total <= 5000 + 2000, "{total}");
+        let ids: Vec<String> = read_all(d.path()).into_iter().map(|r| r.run_id).collect();
+        assert!(ids.contains(&"r059".to_string()), "{ids:?}");
+    }
+
+    /// Readers take files newest first by modification time: a foreign
+    /// file named to sort last (older than the real traces) no longer
+    /// stands for the newest runs.
+    #[test]
+    fn readers_are_not_led_by_a_foreign_name() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = trace_dir(d.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let forged = serde_json::to_string(&record("forged", "9999-12-31T00:00:00Z")).unwrap();
+        let foreign = dir.join("9999-12-31.jsonl");
+        std::fs::write(&foreign, format!("{forged}\n")).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&foreign)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let future = dir.join("9999-12-30.jsonl");
+        std::fs::write(&future, format!("{forged}\n")).unwrap();
+        let next_year = std::time::SystemTime::now() + std::time::Duration::from_secs(366 * 86400);
+        std::fs::File::options()
+            .write(true)
+            .open(&future)
+            .unwrap()
+            .set_modified(next_year)
+            .unwrap();
+        let real = record("real", "2026-11-30T10:00:00Z");
+        append(d.path(), &real).unwrap();
+        let ids: Vec<String> = read_latest(d.path(), 1, 1 << 20, |_| true)
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect();
+        assert_eq!(ids, ["real"]);
     }
 
     #[test]
