@@ -1508,6 +1508,12 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("print('a', bse', sep='\\udfff')", "unexpected character after line continuation character", 1, 24),
     ("d = {}{\n\\xd += {'a': 1}\n", "unexpected character after line continuation character", 2, 2),
     ("x = [1, 2 3, \\u]", "invalid syntax. Perhaps you forgot a comma?", 1, 9),
+    ("x0 = f'{'x\\x00':r}'", "f-string: expecting '}'", 1, 10),
+    // `~` only begins an expression: after one, a second expression.
+    ("sortd([1], e~verse='yes')", "invalid syntax. Perhaps you forgot a comma?", 1, 12),
+    ("x = [len~(w), w]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("len(obj~=[1])", "invalid syntax", 1, 8),
+    ("x = [2~, 5]", "invalid syntax", 1, 7),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

@@ -654,11 +654,21 @@ fn check_rewritten(
             // A backslash that does not end its line: the error, when the
             // parser fetches it; else the end of the tokenizer's scan.
             // (Past the failure only its second pass fetches it, and a
-            // literal's bad escape before the failure ends the first.)
+            // literal's bad escape or an f-string's error before the
+            // failure ends the first.)
             let stray = syntax::first_stray_backslash(source);
-            let escape_first = || escapes::first_bad_escape(source).is_some_and(|u| u.offset < off);
+            let literal_first = || {
+                escapes::first_bad_escape(source).is_some_and(|u| u.offset < off)
+                    || (!probe
+                        && syntax::fstring_groups_before(source, off).into_iter().any(
+                            |(start, end)| {
+                                fstring_group_error(source, starts, ns, limits, start, end)
+                                    .is_some()
+                            },
+                        ))
+            };
             if let Some(bs) = stray.filter(|&bs| {
-                bs <= off || (syntax::reads_token(source, off, bs) && !escape_first())
+                bs <= off || (syntax::reads_token(source, off, bs) && !literal_first())
             }) {
                 tokenizer.push((
                     bs,

@@ -1753,11 +1753,14 @@ fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
     } else {
         k
     };
-    // What may begin the second expression here: an atom, `not`, a `{`
-    // (never a continuation), or the `[` of an empty "subscript".
+    // What may begin the second expression here: an atom, `not`, a `{` or
+    // a `~` (never a continuation), or the `[` of an empty "subscript".
     let starts = v.starts_atom(k)
         || (v.is(k, "not") && !v.is(k + 1, "in"))
         || v.is(k, "{")
+        || (v.is(k, "~")
+            && (v.starts_atom(k + 1)
+                || matches!(v.text(k + 1), "(" | "[" | "{" | "~" | "-" | "+")))
         || (v.is(k, "[") && v.is(k + 1, "]"));
     if v.level(k) == 0 || !starts || !v.ends_expr(k.checked_sub(1)?) {
         return None;
