@@ -1509,6 +1509,16 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("d = {}{\n\\xd += {'a': 1}\n", "unexpected character after line continuation character", 2, 2),
     ("x = [1, 2 3, \\u]", "invalid syntax. Perhaps you forgot a comma?", 1, 9),
     ("x0 = f'{'x\\x00':r}'", "f-string: expecting '}'", 1, 10),
+    // invalid_kvpair: after a pair and a `,`, a key that is not followed
+    // by `:` (a keyword, `:=`, or an operator that finds no operand).
+    ("d = {'a': 1, 'b' + : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' and : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' as : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' := 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' if : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' . : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' else: 2}", "':' expected after dictionary key", 1, 16),
+    ("x = {k: len(v) for k, v in g.%items()}", "invalid syntax", 1, 30),
     // `~` only begins an expression: after one, a second expression.
     ("sortd([1], e~verse='yes')", "invalid syntax. Perhaps you forgot a comma?", 1, 12),
     ("x = [len~(w), w]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),

@@ -1707,15 +1707,49 @@ fn equals_in_expression(v: &View<'_>, k: usize) -> Option<Refined> {
     )
 }
 
+/// Are tokens `i` and `j` at the same bracket level?
+fn level_eq(v: &View<'_>, i: usize, j: usize) -> bool {
+    v.level(i) == v.level(j)
+}
+
 /// `{'a': 1, 'b'}`: CPython's `invalid_kvpair`, after at least one pair.
 fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
     let lvl = v.inner(k);
     if lvl == 0 {
         return None;
     }
-    let (delim, crossed) = v.back(k, &["for", "lambda"]);
+    // The key's last token: the one before the failure, or before an
+    // operator there that finds no operand (`'b' + :`, `'b' and :`): the
+    // key is then the expression before the operator.
+    let prev = k.checked_sub(1)?;
+    let operator = |i: usize| {
+        (v.kind(i) == Some(Kind::Op)
+            && !matches!(
+                v.text(i),
+                "(" | "[" | "{" | ")" | "]" | "}" | "," | ":" | "..."
+            ))
+            || matches!(
+                v.text(i),
+                "and" | "or" | "not" | "in" | "is" | "if" | "else"
+            )
+    };
+    let keyword_after = v.is_keyword(k)
+        && !v.starts_atom(k)
+        && !matches!(v.text(k), "for" | "if" | "async" | "lambda");
+    let e = if v.ends_expr(prev) {
+        prev
+    } else if operator(prev) && level_eq(v, prev, k) {
+        let e = prev.checked_sub(1)?;
+        if !v.ends_expr(e) {
+            return None;
+        }
+        e
+    } else {
+        return None;
+    };
+    let (delim, crossed) = v.back(e + 1, &["for", "lambda"]);
     let d = delim?;
-    if crossed || !v.is(d, ",") || d + 1 >= k {
+    if crossed || !v.is(d, ",") || d + 1 > e {
         return None;
     }
     // The enclosing bracket is a `{` holding a `:` at this level before `d`.
@@ -1723,16 +1757,20 @@ fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
         .rev()
         .find(|&j| v.level(j) < lvl)
         .filter(|&j| v.is(j, "{"))?;
-    if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":")) {
+    if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":"))
+        || (open + 1..e).any(|j| v.level(j) == lvl && v.is(j, "for"))
+    {
         return None;
     }
-    if !(v.starts_atom(k) || matches!(v.text(k), "}" | "," | "(" | "[" | "{"))
-        || !v.ends_expr(k - 1)
+    if !(v.starts_atom(k)
+        || matches!(v.text(k), "}" | "," | "(" | "[" | "{")
+        || (e == prev && (keyword_after || v.is(k, ":=")))
+        || e < prev)
         || matches!(v.text(d + 1), "*" | "**")
     {
         return None;
     }
-    let last = v.toks.get(k - 1)?;
+    let last = v.toks.get(e)?;
     // CPython's caret: the key's last character.
     let at = v
         .src
