@@ -1499,6 +1499,7 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("x = f'{a}{d['k']}'", "f-string: unmatched '['", 1, 14),
     ("x = (f'{d['k']}'\n  'more')", "f-string: unmatched '['", 1, 12),
     ("x = f'{('", "f-string: unmatched '('", 1, 10),
+    ("x = 1\ny = (f'a'\n     f'{d['k']}')", "f-string: unmatched '['", 3, 12),
     ("x = f'{d[\"k'", "f-string: unterminated string", 1, 13),
     ("x = f'{a!r:>{b'", "f-string: expecting '}'", 1, 16),
     // A backslash that does not end its line: CPython's error when its

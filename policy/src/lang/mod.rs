@@ -660,12 +660,13 @@ fn check_rewritten(
             let literal_first = || {
                 escapes::first_bad_escape(source).is_some_and(|u| u.offset < off)
                     || (!probe
-                        && syntax::fstring_groups_before(source, off).into_iter().any(
-                            |(start, end)| {
+                        && syntax::fstring_groups_before(source, off)
+                            .into_iter()
+                            .take(MAX_FSTRING_PROBES)
+                            .any(|(start, end)| {
                                 fstring_group_error(source, starts, ns, limits, start, end)
                                     .is_some()
-                            },
-                        ))
+                            }))
             };
             if let Some(bs) = stray.filter(|&bs| {
                 bs <= off || (syntax::reads_token(source, off, bs) && !literal_first())
@@ -735,6 +736,7 @@ fn check_rewritten(
                 let escape_at = escape.as_ref().map_or(usize::MAX, |u| u.offset);
                 if let Some(err) = syntax::fstring_groups_before(source, off)
                     .into_iter()
+                    .take(MAX_FSTRING_PROBES)
                     .take_while(|(start, end)| *start < earlier_at && *end < escape_at)
                     .find_map(|(start, end)| {
                         fstring_group_error(source, starts, ns, limits, start, end)
@@ -890,11 +892,17 @@ fn check_rewritten(
     Ok((body, grade, calls))
 }
 
+/// At most this many groups of strings holding an f-string, before a parse
+/// failure, are checked alone for an f-string error (each check is linear
+/// in its group; the bound keeps a hostile text's error path linear too).
+const MAX_FSTRING_PROBES: usize = 256;
+
 /// The f-string error CPython 3.11 raises for the group of strings at
-/// `start..end` of `source`, if any: the group is checked alone, as the
-/// text with everything before it blanked (lines and columns kept) and the
-/// group in parentheses. An error CPython places on the token after the
-/// group (the closing parenthesis here) is placed on the source's.
+/// `start..end` of `source`, if any: the group is checked alone, in
+/// parentheses (linear in the group: no copy of the text before it). An
+/// error CPython places on the token after the group (the closing
+/// parenthesis here) is placed on the source's; one inside a field (its
+/// column is the field's own, as CPython's) is moved to the group's line.
 fn fstring_group_error(
     source: &str,
     starts: &[u32],
@@ -903,26 +911,9 @@ fn fstring_group_error(
     start: usize,
     end: usize,
 ) -> Option<ErrorInfo> {
-    let head = source.get(..start)?;
     let group = source.get(start..end)?;
-    let mut opened = false;
-    let mut probe: String = head
-        .chars()
-        .map(|c| match c {
-            '\n' | '\r' => c,
-            _ if !opened => {
-                opened = true;
-                '('
-            }
-            _ => ' ',
-        })
-        .collect();
-    probe.push_str(group);
-    let close = probe.len();
-    if opened {
-        probe.push(')');
-    }
-    probe.push('\n');
+    let probe = format!("({group})\n");
+    let close = group.len() + 1;
     let probe_starts = line_starts(&probe);
     let errors = check_rewritten(&probe, &probe_starts, ns, limits, &[], true).err()?;
     let mut err = errors.into_iter().next()?;
@@ -939,6 +930,11 @@ fn fstring_group_error(
         let (line, col) = locate(source, starts, u32::try_from(at).unwrap_or(u32::MAX));
         err.line = Some(line);
         err.col = Some(col);
+    } else {
+        let (group_line, _) = locate(source, starts, u32::try_from(start).unwrap_or(u32::MAX));
+        err.line = err
+            .line
+            .map(|l| l.saturating_add(group_line.saturating_sub(1)));
     }
     Some(err)
 }
