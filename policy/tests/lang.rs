@@ -1485,6 +1485,46 @@ const CPYTHON_SYNTAX: &[(&str, &str, u32, u32)] = &[
     ("f(a, b=1 for x in y)", "invalid syntax. Maybe you meant '==' or ':=' instead of '='?", 1, 6),
     ("f(a=b=1)", "invalid syntax", 1, 6),
     ("f(x for x in y = 1)", "invalid syntax", 1, 16),
+    // An f-string's fields are parsed as soon as its group of strings is
+    // read, before a mistake further on (3.12's quotes inside a field:
+    // `f'{d['key']}'` is `f'{d['`, `key`, `']}'` to 3.11); a field's
+    // expression that runs to the string's end inside a bracket or a quote
+    // is "unmatched" or "unterminated string".
+    ("x = f'{d['key']}'", "f-string: unmatched '['", 1, 11),
+    ("print(f'{d['key']}')", "f-string: unmatched '['", 1, 13),
+    ("x0 = f'{['b', 'a']:_}'", "f-string: unmatched '['", 1, 16),
+    ("[f'{('a', 'b'):.2}']", "f-string: unmatched '('", 1, 7),
+    ("x = f'{'a'}'", "f-string: expecting '}'", 1, 9),
+    ("y = 1\nx = [f'{'abc':05}', 2]", "f-string: expecting '}'", 2, 10),
+    ("x = f'{a}{d['k']}'", "f-string: unmatched '['", 1, 14),
+    ("x = (f'{d['k']}'\n  'more')", "f-string: unmatched '['", 1, 12),
+    ("x = f'{('", "f-string: unmatched '('", 1, 10),
+    ("x = 1\ny = (f'a'\n     f'{d['k']}')", "f-string: unmatched '['", 3, 12),
+    ("x = f'{d[\"k'", "f-string: unterminated string", 1, 13),
+    ("x = f'{a!r:>{b'", "f-string: expecting '}'", 1, 16),
+    // A backslash that does not end its line: CPython's error when its
+    // parser fetches that token; else its scan for tokenizer errors stops
+    // there, and nothing after it counts.
+    ("x = (1 \\ 2", "unexpected character after line continuation character", 1, 9),
+    ("print('a', bse', sep='\\udfff')", "unexpected character after line continuation character", 1, 24),
+    ("d = {}{\n\\xd += {'a': 1}\n", "unexpected character after line continuation character", 2, 2),
+    ("x = [1, 2 3, \\u]", "invalid syntax. Perhaps you forgot a comma?", 1, 9),
+    ("x0 = f'{'x\\x00':r}'", "f-string: expecting '}'", 1, 10),
+    // invalid_kvpair: after a pair and a `,`, a key that is not followed
+    // by `:` (a keyword, `:=`, or an operator that finds no operand).
+    ("d = {'a': 1, 'b' + : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' and : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' as : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' := 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' if : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' . : 2}", "':' expected after dictionary key", 1, 16),
+    ("d = {'a': 1, 'b' else: 2}", "':' expected after dictionary key", 1, 16),
+    ("x = {k: len(v) for k, v in g.%items()}", "invalid syntax", 1, 30),
+    // `~` only begins an expression: after one, a second expression.
+    ("sortd([1], e~verse='yes')", "invalid syntax. Perhaps you forgot a comma?", 1, 12),
+    ("x = [len~(w), w]", "invalid syntax. Perhaps you forgot a comma?", 1, 6),
+    ("len(obj~=[1])", "invalid syntax", 1, 8),
+    ("x = [2~, 5]", "invalid syntax", 1, 7),
 ];
 
 /// CPython's SyntaxError subclass for an indentation message.

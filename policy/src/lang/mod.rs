@@ -195,6 +195,8 @@ fn error_at(
             && syntax::fstring_expr_has_hash(source, off)
         {
             "f-string expression part cannot include '#'".to_string()
+        } else if message == "f-string: expecting '}'" {
+            syntax::fstring_unclosed(source, off).unwrap_or(message)
         } else if message == "f-string: empty expression not allowed" {
             // CPython names what follows the empty field's expression.
             let end = (off + 1).min(source.len());
@@ -375,7 +377,7 @@ pub fn validate_with_predefined(
         }
         None => (source, starts),
     };
-    match check_rewritten(source, &starts, ns, limits, predefined) {
+    match check_rewritten(source, &starts, ns, limits, predefined, false) {
         Ok((body, grade, calls)) => Ok(Program {
             source: source.to_string(),
             body,
@@ -474,7 +476,7 @@ fn repeated_keywords(
     match &result {
         // A parse error elsewhere: CPython's parser raises it first.
         Err(e) if repeated_keyword(&text, e).is_none() => {
-            return match check_rewritten(&text, starts, ns, limits, predefined) {
+            return match check_rewritten(&text, starts, ns, limits, predefined, false) {
                 Err(errors) if !errors.is_empty() => errors,
                 _ => vec![first],
             };
@@ -483,7 +485,7 @@ fn repeated_keywords(
         Err(_) => return vec![first],
         Ok(()) => {}
     }
-    let mut errors = match check_rewritten(&text, starts, ns, limits, predefined) {
+    let mut errors = match check_rewritten(&text, starts, ns, limits, predefined, false) {
         Ok(_) => Vec::new(),
         // The renamed keywords' own (subset) errors are not the program's.
         Err(errors) => errors
@@ -496,13 +498,15 @@ fn repeated_keywords(
     errors
 }
 
-/// Steps 2–6 of [`validate`] on the (possibly rewritten) source.
+/// Steps 2–6 of [`validate`] on the (possibly rewritten) source. `probe`:
+/// the text is one group of strings checked alone (`fstring_group_error`).
 fn check_rewritten(
     source: &str,
     starts: &[u32],
     ns: &Namespace,
     limits: &Limits,
     predefined: &[String],
+    probe: bool,
 ) -> Result<(Vec<ast::Stmt>, Grade, Vec<String>), Vec<ErrorInfo>> {
     // However high a profile sets `max_depth`, source nesting stays under
     // HARD_MAX_DEPTH: the check pass recurses once per level.
@@ -647,6 +651,32 @@ fn check_rewritten(
                     p.message(|o| locate(source, starts, u32::try_from(o).unwrap_or(u32::MAX)).0);
                 tokenizer.push((p.offset(), p.offset(), msg));
             }
+            // A backslash that does not end its line: the error, when the
+            // parser fetches it; else the end of the tokenizer's scan.
+            // (Past the failure only its second pass fetches it, and a
+            // literal's bad escape or an f-string's error before the
+            // failure ends the first.)
+            let stray = syntax::first_stray_backslash(source);
+            let literal_first = || {
+                escapes::first_bad_escape(source).is_some_and(|u| u.offset < off)
+                    || (!probe
+                        && syntax::fstring_groups_before(source, off)
+                            .into_iter()
+                            .take(MAX_FSTRING_PROBES)
+                            .any(|(start, end)| {
+                                fstring_group_error(source, starts, ns, limits, start, end)
+                                    .is_some()
+                            }))
+            };
+            if let Some(bs) = stray.filter(|&bs| {
+                bs <= off || (syntax::reads_token(source, off, bs) && !literal_first())
+            }) {
+                tokenizer.push((
+                    bs,
+                    bs + 1,
+                    "unexpected character after line continuation character".to_string(),
+                ));
+            }
             // Except after a tokenizer error of the lexer's own (it stops
             // there) or an unexpected indent (CPython raises it without
             // tokenizing further): then only what comes before counts.
@@ -673,7 +703,7 @@ fn check_rewritten(
             };
             if let Some((_, at, message)) = tokenizer
                 .into_iter()
-                .filter(|t| !stops || t.0 <= off)
+                .filter(|t| (!stops || t.0 <= off) && stray.is_none_or(|bs| t.0 <= bs))
                 .min_by_key(|t| t.0)
             {
                 return Err(vec![error_at(
@@ -691,9 +721,31 @@ fn check_rewritten(
             let earlier_at = earlier.as_ref().map_or(usize::MAX, |(at, _)| *at);
             // A literal's bad escape before the failure: CPython's parser
             // decoded it on its way there.
-            if let Some(u) = escapes::first_bad_escape(source)
-                .filter(|u| (bad_escape || u.offset < off) && u.offset < earlier_at)
-            {
+            let escape = escapes::first_bad_escape(source)
+                .filter(|u| (bad_escape || u.offset < off) && u.offset < earlier_at);
+            // So with an f-string's error in a group of strings read before
+            // the failure (`f'{d['key']}'`: `key` fails the parse after the
+            // group `f'{d['`), unless a bad escape comes first.
+            let fstring_error = matches!(
+                &e.error,
+                rustpython_parser::ParseErrorType::Lexical(
+                    rustpython_parser::lexer::LexicalErrorType::FStringError(_)
+                )
+            );
+            if !probe && !fstring_error {
+                let escape_at = escape.as_ref().map_or(usize::MAX, |u| u.offset);
+                if let Some(err) = syntax::fstring_groups_before(source, off)
+                    .into_iter()
+                    .take(MAX_FSTRING_PROBES)
+                    .take_while(|(start, end)| *start < earlier_at && *end < escape_at)
+                    .find_map(|(start, end)| {
+                        fstring_group_error(source, starts, ns, limits, start, end)
+                    })
+                {
+                    return Err(vec![err]);
+                }
+            }
+            if let Some(u) = escape {
                 return Err(vec![escape_error(source, starts, u)]);
             }
             if let Some((_, e)) = earlier {
@@ -838,6 +890,53 @@ fn check_rewritten(
         .filter_map(|c| ns.get(c))
         .fold(Grade::default(), |g, t| g.join(t.grade));
     Ok((body, grade, calls))
+}
+
+/// At most this many groups of strings holding an f-string, before a parse
+/// failure, are checked alone for an f-string error (each check is linear
+/// in its group; the bound keeps a hostile text's error path linear too).
+const MAX_FSTRING_PROBES: usize = 256;
+
+/// The f-string error CPython 3.11 raises for the group of strings at
+/// `start..end` of `source`, if any: the group is checked alone, in
+/// parentheses (linear in the group: no copy of the text before it). An
+/// error CPython places on the token after the group (the closing
+/// parenthesis here) is placed on the source's; one inside a field (its
+/// column is the field's own, as CPython's) is moved to the group's line.
+fn fstring_group_error(
+    source: &str,
+    starts: &[u32],
+    ns: &Namespace,
+    limits: &Limits,
+    start: usize,
+    end: usize,
+) -> Option<ErrorInfo> {
+    let group = source.get(start..end)?;
+    let probe = format!("({group})\n");
+    let close = group.len() + 1;
+    let probe_starts = line_starts(&probe);
+    let errors = check_rewritten(&probe, &probe_starts, ns, limits, &[], true).err()?;
+    let mut err = errors.into_iter().next()?;
+    if err.type_name != "SyntaxError" || !err.message.starts_with("f-string") {
+        return None;
+    }
+    let (close_line, close_col) = locate(
+        &probe,
+        &probe_starts,
+        u32::try_from(close).unwrap_or(u32::MAX),
+    );
+    if (err.line, err.col) == (Some(close_line), Some(close_col)) {
+        let at = syntax::after_strings(source, start);
+        let (line, col) = locate(source, starts, u32::try_from(at).unwrap_or(u32::MAX));
+        err.line = Some(line);
+        err.col = Some(col);
+    } else {
+        let (group_line, _) = locate(source, starts, u32::try_from(start).unwrap_or(u32::MAX));
+        err.line = err
+            .line
+            .map(|l| l.saturating_add(group_line.saturating_sub(1)));
+    }
+    Some(err)
 }
 
 /// CPython's SyntaxError for a literal's bad escape (caret after the string(s)).

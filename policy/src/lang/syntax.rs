@@ -68,6 +68,18 @@ const KEYWORDS: &[&str] = &[
     "with", "yield",
 ];
 
+/// Is `p` one of Python's string prefixes (`r u f b br rb fr rf`, any case)?
+fn is_string_prefix(p: Option<&[u8]>) -> bool {
+    let Some(p) = p else {
+        return false;
+    };
+    let lower: Vec<u8> = p.iter().map(u8::to_ascii_lowercase).collect();
+    matches!(
+        lower.as_slice(),
+        b"r" | b"u" | b"f" | b"b" | b"br" | b"rb" | b"fr" | b"rf"
+    )
+}
+
 fn ident_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 128
 }
@@ -181,7 +193,7 @@ fn tokenize(src: &str, until: usize) -> Vec<Token> {
                     i += 1;
                 }
                 // A string prefix (`f'`, `rb"`) belongs to the string.
-                if matches!(b.get(i), Some(b'\'' | b'"')) && i - start <= 2 {
+                if matches!(b.get(i), Some(b'\'' | b'"')) && is_string_prefix(b.get(start..i)) {
                     i = skip_string(b, i);
                     out.push(Token {
                         start,
@@ -562,6 +574,65 @@ pub fn refine(src: &str, off: usize, err: &ParseErrorType) -> Option<Refined> {
         .or_else(|| message(off, "invalid syntax"))
 }
 
+/// The first backslash outside strings and comments that does not end its
+/// line: CPython's tokenizer stops there (`E_LINECONT`). When its parser
+/// fetches that token, it is the error "unexpected character after line
+/// continuation character"; when only the scan for tokenizer errors after
+/// a parser error reaches it, the scan ends there without an error, so
+/// nothing after it is looked at.
+pub fn first_stray_backslash(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'#' => {
+                while b.get(i).is_some_and(|&c| c != b'\n' && c != b'\r') {
+                    i += 1;
+                }
+            }
+            b'\'' | b'"' => i = skip_string(b, i),
+            b'\\' => {
+                if matches!(b.get(i + 1), Some(b'\n' | b'\r') | None) {
+                    i += 2;
+                } else {
+                    return Some(i);
+                }
+            }
+            c if ident_byte(c) => {
+                let start = i;
+                while b.get(i).is_some_and(|&c| ident_byte(c)) {
+                    i += 1;
+                }
+                if matches!(b.get(i), Some(b'\'' | b'"')) && is_string_prefix(b.get(start..i)) {
+                    i = skip_string(b, i);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Does CPython's parser fetch the token starting at `at`, after failing
+/// at the token at `off`? Yes up to where `furthest_read` knows it stops,
+/// and for the token just after a failing string (its second pass parses
+/// that as an atom, whose `STRING+` looks at the next token) or opening
+/// bracket.
+pub fn reads_token(src: &str, off: usize, at: usize) -> bool {
+    if at <= off || furthest_read(src, off).is_some_and(|f| at <= f) {
+        return true;
+    }
+    let v = View {
+        src,
+        toks: tokenize(src, off),
+    };
+    let Some(k) = v.toks.iter().position(|t| t.end > off) else {
+        return false;
+    };
+    v.toks.get(k + 1).is_some_and(|t| t.start == at)
+        && (v.kind(k) == Some(Kind::Str) || matches!(v.text(k), "(" | "[" | "{"))
+}
+
 /// The offset of a backslash ending the text (before at most one final
 /// newline), outside a comment, when there is one: a line continuation
 /// into the end of the text. (A `#` anywhere on its line, even in a
@@ -726,7 +797,7 @@ pub fn first_invalid_char(src: &str) -> Option<(usize, char)> {
                 {
                     i += 1;
                 }
-                if i - start <= 2 && matches!(b.get(i), Some(b'\'' | b'"')) {
+                if matches!(b.get(i), Some(b'\'' | b'"')) && is_string_prefix(b.get(start..i)) {
                     i = skip_string(b, i);
                 }
             }
@@ -767,6 +838,184 @@ pub fn after_strings(src: &str, off: usize) -> usize {
     }
     toks.get(j + 1)
         .map_or(src.len(), |t| t.start.min(src.len()))
+}
+
+/// CPython 3.11's message for the f-string around `off` when one of its
+/// replacement fields' expressions runs to the end of the string inside a
+/// bracket or a quote (`fstring_find_expr`): "f-string: unmatched '['" for
+/// the innermost bracket, "f-string: unterminated string" for a quote.
+/// `None` for any other f-string (rustpython-parser's "expecting '}'" then
+/// stands, as CPython's).
+pub fn fstring_unclosed(src: &str, off: usize) -> Option<String> {
+    let toks = tokenize(src, off);
+    let t = toks
+        .iter()
+        .find(|t| t.kind == Kind::Str && t.start <= off && off < t.end)?;
+    let s = src.get(t.start..t.end)?;
+    let q = s.find(['\'', '"'])?;
+    if !s.get(..q)?.contains(['f', 'F']) {
+        return None;
+    }
+    let quote = s.get(q..q + 1)?;
+    let triple = s.len() >= q + 6 && s.get(q..)?.starts_with(&quote.repeat(3));
+    let ql = if triple { 3 } else { 1 };
+    let body = s.get(q + ql..s.len().checked_sub(ql)?)?.as_bytes();
+    // Literal text, then fields (a format spec's nested fields one deep).
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'{' if body.get(i + 1) == Some(&b'{') => i += 2,
+            b'{' => {
+                i = match fstring_field_end(body, i + 1) {
+                    FieldEnd::At(e) => e,
+                    FieldEnd::Unclosed(m) => return Some(m),
+                    FieldEnd::Other => return None,
+                };
+                if body.get(i) == Some(&b':') {
+                    i += 1;
+                    while let Some(&c) = body.get(i) {
+                        match c {
+                            b'{' => {
+                                i = match fstring_field_end(body, i + 1) {
+                                    FieldEnd::At(e) => e,
+                                    FieldEnd::Unclosed(m) => return Some(m),
+                                    FieldEnd::Other => return None,
+                                };
+                                if body.get(i) != Some(&b'}') {
+                                    return None;
+                                }
+                            }
+                            b'}' => break,
+                            _ => {}
+                        }
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// How a field's expression part ends (`fstring_unclosed`).
+enum FieldEnd {
+    /// At this offset of the body (a `!`, `:`, `=` or `}`), past a
+    /// conversion `!x`.
+    At(usize),
+    /// At the end of the body inside a bracket or quote: CPython's message.
+    Unclosed(String),
+    /// Some other error (a backslash, a `#`, an unmatched closer).
+    Other,
+}
+
+fn fstring_field_end(body: &[u8], mut i: usize) -> FieldEnd {
+    let mut stack: Vec<u8> = Vec::new();
+    let mut quote: Option<(u8, bool)> = None;
+    while let Some(&c) = body.get(i) {
+        if c == b'\\' {
+            return FieldEnd::Other;
+        }
+        if let Some((q, triple)) = quote {
+            if c == q {
+                if !triple {
+                    quote = None;
+                } else if body.get(i + 1) == Some(&q) && body.get(i + 2) == Some(&q) {
+                    quote = None;
+                    i += 2;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'\'' | b'"' => {
+                let triple = body.get(i + 1) == Some(&c) && body.get(i + 2) == Some(&c);
+                quote = Some((c, triple));
+                if triple {
+                    i += 2;
+                }
+            }
+            b'#' => return FieldEnd::Other,
+            b'(' | b'[' | b'{' => stack.push(c),
+            b'!' | b'=' | b'<' | b'>' if stack.is_empty() && body.get(i + 1) == Some(&b'=') => {
+                i += 1;
+            }
+            b'<' | b'>' => {}
+            b'!' if stack.is_empty() => return FieldEnd::At(i + 2),
+            b':' | b'=' | b'}' if stack.is_empty() => return FieldEnd::At(i),
+            b')' | b']' | b'}' if stack.pop().is_none() => return FieldEnd::Other,
+            _ => {}
+        }
+        i += 1;
+    }
+    match (quote, stack.last()) {
+        (Some(_), _) => FieldEnd::Unclosed("f-string: unterminated string".to_string()),
+        (None, Some(&open)) => {
+            FieldEnd::Unclosed(format!("f-string: unmatched '{}'", open as char))
+        }
+        (None, None) => FieldEnd::Other,
+    }
+}
+
+/// The groups of adjacent string literals, at least one of them an
+/// f-string, that CPython's parser has read whole by byte `off` (the token
+/// after the group starts at or before `off`, or the text ends): their
+/// byte ranges, up to a bytes literal after the first string. CPython 3.11 parses an f-string's fields in the action of
+/// its `strings` rule, so an error there is raised as soon as the group is
+/// read, before the parser meets a mistake further on.
+pub fn fstring_groups_before(src: &str, off: usize) -> Vec<(usize, usize)> {
+    let toks = tokenize(src, off);
+    let is_f = |t: &Token| {
+        src.get(t.start..t.end).is_some_and(|s| {
+            s.chars()
+                .take_while(|c| *c != '\'' && *c != '"')
+                .any(|c| c == 'f' || c == 'F')
+        })
+    };
+    let is_bytes = |t: &Token| {
+        src.get(t.start..t.end).is_some_and(|s| {
+            s.chars()
+                .take_while(|c| *c != '\'' && *c != '"')
+                .any(|c| c == 'b' || c == 'B')
+        })
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(t) = toks.get(i) {
+        if t.kind != Kind::Str {
+            i += 1;
+            continue;
+        }
+        let start = t.start;
+        let mut f = false;
+        let mut end = t.end;
+        // The group as far as CPython parses it before a bytes literal
+        // after the first string ("cannot mix bytes and nonbytes literals"
+        // comes when it reaches that one).
+        let mut probe_end = None;
+        while let Some(s) = toks.get(i).filter(|s| s.kind == Kind::Str) {
+            f |= is_f(s);
+            if s.start > start && probe_end.is_none() && is_bytes(s) {
+                probe_end = Some(end);
+            }
+            end = s.end;
+            i += 1;
+        }
+        let probe_end = probe_end.unwrap_or(end);
+        let read = match toks.get(i) {
+            Some(next) => next.start <= off,
+            None => end <= off,
+        };
+        if !read {
+            break;
+        }
+        if f {
+            out.push((start, probe_end));
+        }
+    }
+    out
 }
 
 /// Does the text end, at `off` (only comments and blank lines after it),
@@ -1458,15 +1707,49 @@ fn equals_in_expression(v: &View<'_>, k: usize) -> Option<Refined> {
     )
 }
 
+/// Are tokens `i` and `j` at the same bracket level?
+fn level_eq(v: &View<'_>, i: usize, j: usize) -> bool {
+    v.level(i) == v.level(j)
+}
+
 /// `{'a': 1, 'b'}`: CPython's `invalid_kvpair`, after at least one pair.
 fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
     let lvl = v.inner(k);
     if lvl == 0 {
         return None;
     }
-    let (delim, crossed) = v.back(k, &["for", "lambda"]);
+    // The key's last token: the one before the failure, or before an
+    // operator there that finds no operand (`'b' + :`, `'b' and :`): the
+    // key is then the expression before the operator.
+    let prev = k.checked_sub(1)?;
+    let operator = |i: usize| {
+        (v.kind(i) == Some(Kind::Op)
+            && !matches!(
+                v.text(i),
+                "(" | "[" | "{" | ")" | "]" | "}" | "," | ":" | "..."
+            ))
+            || matches!(
+                v.text(i),
+                "and" | "or" | "not" | "in" | "is" | "if" | "else"
+            )
+    };
+    let keyword_after = v.is_keyword(k)
+        && !v.starts_atom(k)
+        && !matches!(v.text(k), "for" | "if" | "async" | "lambda");
+    let e = if v.ends_expr(prev) {
+        prev
+    } else if operator(prev) && level_eq(v, prev, k) {
+        let e = prev.checked_sub(1)?;
+        if !v.ends_expr(e) {
+            return None;
+        }
+        e
+    } else {
+        return None;
+    };
+    let (delim, crossed) = v.back(e + 1, &["for", "lambda"]);
     let d = delim?;
-    if crossed || !v.is(d, ",") || d + 1 >= k {
+    if crossed || !v.is(d, ",") || d + 1 > e {
         return None;
     }
     // The enclosing bracket is a `{` holding a `:` at this level before `d`.
@@ -1474,16 +1757,20 @@ fn dict_key(v: &View<'_>, k: usize) -> Option<Refined> {
         .rev()
         .find(|&j| v.level(j) < lvl)
         .filter(|&j| v.is(j, "{"))?;
-    if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":")) {
+    if !(open + 1..d).any(|j| v.level(j) == lvl && v.is(j, ":"))
+        || (open + 1..e).any(|j| v.level(j) == lvl && v.is(j, "for"))
+    {
         return None;
     }
-    if !(v.starts_atom(k) || matches!(v.text(k), "}" | "," | "(" | "[" | "{"))
-        || !v.ends_expr(k - 1)
+    if !(v.starts_atom(k)
+        || matches!(v.text(k), "}" | "," | "(" | "[" | "{")
+        || (e == prev && (keyword_after || v.is(k, ":=")))
+        || e < prev)
         || matches!(v.text(d + 1), "*" | "**")
     {
         return None;
     }
-    let last = v.toks.get(k - 1)?;
+    let last = v.toks.get(e)?;
     // CPython's caret: the key's last character.
     let at = v
         .src
@@ -1504,11 +1791,14 @@ fn missing_comma(v: &View<'_>, k: usize) -> Option<Refined> {
     } else {
         k
     };
-    // What may begin the second expression here: an atom, `not`, a `{`
-    // (never a continuation), or the `[` of an empty "subscript".
+    // What may begin the second expression here: an atom, `not`, a `{` or
+    // a `~` (never a continuation), or the `[` of an empty "subscript".
     let starts = v.starts_atom(k)
         || (v.is(k, "not") && !v.is(k + 1, "in"))
         || v.is(k, "{")
+        || (v.is(k, "~")
+            && (v.starts_atom(k + 1)
+                || matches!(v.text(k + 1), "(" | "[" | "{" | "~" | "-" | "+")))
         || (v.is(k, "[") && v.is(k + 1, "]"));
     if v.level(k) == 0 || !starts || !v.ends_expr(k.checked_sub(1)?) {
         return None;
