@@ -158,10 +158,7 @@ pub fn retry_messages(
     // hint naming the call, the model called it).
     let constant = errors.iter().any(|e| e.type_name == "NoToolCall");
     let mut fix = if constant {
-        format!(
-            "# Task: {}\n\nYour answer wrote a value out as a constant instead of computing it with the tools, so it was rejected.\n",
-            intent.trim()
-        )
+        format!("# Task: {}\n\n{CONSTANT_REJECTED}\n", intent.trim())
     } else {
         format!(
             "# Task: {}\n\nThis cell was rejected:\n```python\n{}\n```\n",
@@ -186,14 +183,21 @@ pub fn retry_messages(
     m
 }
 
+/// What the retry says instead of showing a cell rejected as a constant.
+const CONSTANT_REJECTED: &str = "Your answer wrote a value out as a constant instead of computing it with the tools, so it was rejected.";
+
 /// A retry after the model repeated a rejected cell: the turn of
-/// [`retry_messages`], plus an explicit request for a different approach.
+/// [`retry_messages`], plus an explicit request for a different approach
+/// (for a constant, whose cell the turn does not show: a computed one).
 pub fn different_messages(retry: Vec<Message>) -> Vec<Message> {
     let mut m = retry;
     if let Some(last) = m.last_mut() {
-        last.content.push_str(
-            "\nYou already gave this cell twice. Write a different cell that follows the hints.",
-        );
+        let ask = if last.content.contains(CONSTANT_REJECTED) {
+            "\nYou already gave that constant twice. Write a cell that computes the answer with the tools, following the hints."
+        } else {
+            "\nYou already gave this cell twice. Write a different cell that follows the hints."
+        };
+        last.content.push_str(ask);
     }
     m
 }
@@ -221,6 +225,9 @@ mod tests {
         let last = &m.last().expect("a turn").content;
         assert!(!last.contains("made_up"), "{last}");
         assert!(last.contains("wrote a value out as a constant"), "{last}");
+        let again = different_messages(m);
+        let again = &again.last().expect("a turn").content;
+        assert!(again.ends_with("You already gave that constant twice. Write a cell that computes the answer with the tools, following the hints."), "{again}");
         // Any other rejected cell is shown, to be corrected.
         let other = ErrorInfo::new(
             lackpy_policy::ErrorKind::Validation,
