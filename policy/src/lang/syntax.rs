@@ -910,6 +910,32 @@ enum FieldEnd {
     Other,
 }
 
+/// One step of a replacement field's scan over the string literals inside
+/// it (`quote`: the open literal's quote byte and whether it is tripled),
+/// shared by [`fstring_field_end`] and [`fstring_field_expr`]: inside a
+/// literal, the index after byte `i` (closing the literal at its end
+/// quote); at a quote, the index after it (opening a literal). `None` when
+/// byte `i` is outside any literal and opens none.
+fn step_quotes(b: &[u8], i: usize, quote: &mut Option<(u8, bool)>) -> Option<usize> {
+    let c = *b.get(i)?;
+    let tripled = |q: u8| b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+    if let Some((q, triple)) = *quote {
+        if c == q && !triple {
+            *quote = None;
+        } else if c == q && tripled(q) {
+            *quote = None;
+            return Some(i + 3);
+        }
+        return Some(i + 1);
+    }
+    if c != b'\'' && c != b'"' {
+        return None;
+    }
+    let triple = tripled(c);
+    *quote = Some((c, triple));
+    Some(i + if triple { 3 } else { 1 })
+}
+
 fn fstring_field_end(body: &[u8], mut i: usize) -> FieldEnd {
     let mut stack: Vec<u8> = Vec::new();
     let mut quote: Option<(u8, bool)> = None;
@@ -917,26 +943,11 @@ fn fstring_field_end(body: &[u8], mut i: usize) -> FieldEnd {
         if c == b'\\' {
             return FieldEnd::Other;
         }
-        if let Some((q, triple)) = quote {
-            if c == q {
-                if !triple {
-                    quote = None;
-                } else if body.get(i + 1) == Some(&q) && body.get(i + 2) == Some(&q) {
-                    quote = None;
-                    i += 2;
-                }
-            }
-            i += 1;
+        if let Some(next) = step_quotes(body, i, &mut quote) {
+            i = next;
             continue;
         }
         match c {
-            b'\'' | b'"' => {
-                let triple = body.get(i + 1) == Some(&c) && body.get(i + 2) == Some(&c);
-                quote = Some((c, triple));
-                if triple {
-                    i += 2;
-                }
-            }
             b'#' => return FieldEnd::Other,
             b'(' | b'[' | b'{' => stack.push(c),
             b'!' | b'=' | b'<' | b'>' if stack.is_empty() && body.get(i + 1) == Some(&b'=') => {
@@ -1926,26 +1937,11 @@ pub fn fstring_field_expr(src: &str, off: usize) -> Option<&str> {
     let mut depth = 0usize;
     let mut quote: Option<(u8, bool)> = None;
     while let Some(&c) = b.get(i) {
-        if let Some((q, triple)) = quote {
-            if c == q {
-                if !triple {
-                    quote = None;
-                } else if b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) {
-                    quote = None;
-                    i += 2;
-                }
-            }
-            i += 1;
+        if let Some(next) = step_quotes(b, i, &mut quote) {
+            i = next;
             continue;
         }
         match c {
-            b'\'' | b'"' => {
-                let triple = b.get(i + 1) == Some(&c) && b.get(i + 2) == Some(&c);
-                quote = Some((c, triple));
-                if triple {
-                    i += 2;
-                }
-            }
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' => depth = depth.saturating_sub(1),
             b'}' if depth > 0 => depth -= 1,
