@@ -410,7 +410,7 @@ impl TraceFiles {
         let mut files: Vec<(i128, String, u64)> = dir
             .entries_where(MAX_FILES, is_trace_file)?
             .into_iter()
-            .filter(|(n, k)| *k == Kind::File && n.ends_with(".jsonl"))
+            .filter(|(_, k)| *k == Kind::File)
             .filter_map(|(n, _)| {
                 let st = dir.stamp(&n)?;
                 Some((age_key(st.mtime_ns), n, st.size))
@@ -590,9 +590,6 @@ pub fn try_read_all(workspace: &Path) -> lackpy_beneath::Result<Vec<TraceRecord>
 fn trace_files(dir: &Dir) -> lackpy_beneath::Result<Vec<String>> {
     let mut names = Vec::new();
     for (name, kind) in dir.entries_where(MAX_FILES, is_trace_file)? {
-        if !name.ends_with(".jsonl") {
-            continue;
-        }
         if kind != Kind::File {
             return Err(match kind {
                 Kind::Symlink => lackpy_beneath::Error::Symlink {
