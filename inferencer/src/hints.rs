@@ -177,7 +177,7 @@ pub fn hints_for(program: &str, errors: &[ErrorInfo], tools: &[String]) -> Vec<H
             let example = tools
                 .first()
                 .map_or(String::new(), |t| format!(" (for example {t}(...))"));
-            push(FailureMode::WrongOutput, format!("Compute the answer by calling the tools{example} and end with an expression over their results; do not write the answer out as a constant."));
+            push(FailureMode::WrongOutput, format!("{COMPUTE_WITH_TOOLS}{example} and end with an expression over their results; do not write the answer out as a constant."));
         }
         let msg = e.message.to_lowercase();
         // A file path given to find_callers, which takes a function or
@@ -312,6 +312,10 @@ pub fn unknown_name_is_a_file(errors: &[ErrorInfo], spelled: &[&str], hints: &mu
     }
 }
 
+/// How the generic hint for a cell rejected as a constant begins (replaced
+/// by [`constant_is_a_tool_result`]'s when it has one).
+const COMPUTE_WITH_TOOLS: &str = "Compute the answer by calling the tools";
+
 /// For a cell rejected as a constant (`NoToolCall`) that spells out a
 /// code-intelligence tool's result, dictionaries with its keys (seen:
 /// `[{"file": "scripts/helpers.py", "line": 1, "kind": "function", "name":
@@ -343,10 +347,7 @@ pub fn constant_is_a_tool_result(
     } else {
         return;
     };
-    hints.retain(|h| {
-        !h.text
-            .starts_with("Compute the answer by calling the tools")
-    });
+    hints.retain(|h| !h.text.starts_with(COMPUTE_WITH_TOOLS));
     hints.push(Hint {
         mode: FailureMode::KeyHallucination,
         text,

@@ -1236,14 +1236,12 @@ fn config_value_hint(
     const LAYOUT: [&str; 9] = [
         "section", "sections", "key", "keys", "line", "lines", "settings", "all", "every",
     ];
-    if intent_words(intent)
-        .iter()
-        .any(|w| LAYOUT.contains(&w.as_str()))
-    {
+    let words = intent_words(intent);
+    if words.iter().any(|w| LAYOUT.contains(&w.as_str())) {
         return None;
     }
     let path_words = intent_words(path);
-    let words: Vec<String> = intent_words(intent)
+    let words: Vec<String> = words
         .into_iter()
         .filter(|w| w.len() >= 3 && !path_words.contains(w))
         .collect();
